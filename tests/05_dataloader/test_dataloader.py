@@ -1,0 +1,174 @@
+"""DataLoader: each sample once per epoch, the last batch, len(), seeded shuffling."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tinytorch as tt
+from tinytorch.data import DataLoader, Dataset, Generator, TensorDataset
+
+
+class Range(Dataset):
+    """Sample i is the Python int i (collated into an int64 tensor)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        if not 0 <= index < self.n:
+            raise IndexError(index)
+        return index
+
+
+def epoch(loader):
+    return [batch.tolist() for batch in loader]
+
+
+def flat(batches):
+    return [i for b in batches for i in b]
+
+
+@pytest.mark.parametrize("n", [1, 7, 10, 12])
+@pytest.mark.parametrize("batch_size", [1, 3, 4, 5, 12, 20])
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_each_sample_exactly_once_per_epoch(n, batch_size, shuffle, drop_last):
+    loader = DataLoader(Range(n), batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                        generator=Generator().manual_seed(100 * n + batch_size))
+    for _ in range(2):  # every epoch, not just the first
+        batches = epoch(loader)
+        seen = flat(batches)
+        assert len(seen) == len(set(seen)), f"a sample came twice in one epoch: {batches}"
+        if drop_last:
+            assert len(seen) == (n // batch_size) * batch_size
+            assert all(len(b) == batch_size for b in batches)
+        else:
+            assert sorted(seen) == list(range(n)), f"not every sample was seen: {batches}"
+        if not shuffle:
+            assert seen == list(range(len(seen))), "without shuffle the order is 0..N-1"
+        assert len(batches) == len(loader)
+
+
+@pytest.mark.parametrize("n,batch_size", [(10, 4), (12, 4), (10, 3), (10, 10), (10, 11), (1, 1), (13, 5)])
+def test_the_last_batch(n, batch_size):
+    n_batches = math.ceil(n / batch_size)
+    expected_last = n - batch_size * (n_batches - 1)
+    sizes = [len(b) for b in epoch(DataLoader(Range(n), batch_size=batch_size))]
+    assert sizes == [batch_size] * (n_batches - 1) + [expected_last]
+    shuffled = [len(b) for b in epoch(DataLoader(Range(n), batch_size=batch_size, shuffle=True))]
+    assert shuffled == sizes, "shuffling changes the order, not the batch sizes"
+    dropped = [len(b) for b in epoch(DataLoader(Range(n), batch_size=batch_size, drop_last=True))]
+    assert dropped == [batch_size] * (n // batch_size)
+
+
+@pytest.mark.parametrize("n", [0, 1, 9, 10, 11, 100])
+@pytest.mark.parametrize("batch_size", [1, 3, 10, 64])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_len_and_batch_sizes_match_torch(torch, n, batch_size, drop_last):
+    ours = DataLoader(Range(n), batch_size=batch_size, drop_last=drop_last)
+    theirs = torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last)
+    assert len(ours) == len(theirs)
+    assert [len(b) for b in epoch(ours)] == [len(b) for b in theirs]
+
+
+def test_len_formula_and_bad_batch_size():
+    assert len(DataLoader(Range(10), batch_size=3)) == 4
+    assert len(DataLoader(Range(10), batch_size=3, drop_last=True)) == 3
+    assert len(DataLoader(Range(9), batch_size=3)) == len(DataLoader(Range(9), batch_size=3, drop_last=True)) == 3
+    assert len(DataLoader(Range(5))) == 5, "batch_size defaults to 1"
+    for bad in (0, -2, 2.5):
+        with pytest.raises(ValueError):
+            DataLoader(Range(5), batch_size=bad)
+
+
+def test_same_seed_same_epochs_and_another_seed_differs():
+    def run(seed):
+        loader = DataLoader(Range(50), batch_size=8, shuffle=True, generator=Generator().manual_seed(seed))
+        return [flat(epoch(loader)) for _ in range(3)]
+
+    a, b, c = run(7), run(7), run(8)
+    assert a == b, "the same generator seed must give the same sequence of epochs"
+    assert a[0] != c[0], "a different seed must give a different order"
+    for order in a + c:
+        assert sorted(order) == list(range(50))
+
+
+def test_a_new_order_each_epoch():
+    loader = DataLoader(Range(40), batch_size=5, shuffle=True, generator=Generator().manual_seed(0))
+    orders = [flat(epoch(loader)) for _ in range(4)]
+    assert all(sorted(o) == list(range(40)) for o in orders)
+    assert len({tuple(o) for o in orders}) == 4, "each epoch must draw a fresh permutation"
+    assert orders[0] != list(range(40)), "shuffle=True must actually shuffle"
+
+
+def test_without_a_generator_tinytorch_manual_seed_makes_runs_reproducible():
+    def run():
+        loader = DataLoader(Range(30), batch_size=4, shuffle=True)
+        return [flat(epoch(loader)) for _ in range(2)]
+
+    tt.manual_seed(5)
+    first = run()
+    tt.manual_seed(5)
+    second = run()
+    tt.manual_seed(6)
+    other = run()
+    assert first == second, "tinytorch.manual_seed must make shuffling reproducible"
+    assert first[0] != other[0]
+    assert first[0] != first[1]
+
+
+def test_an_own_generator_is_independent_of_the_global_rng():
+    tt.manual_seed(0)
+    a = flat(epoch(DataLoader(Range(30), batch_size=4, shuffle=True, generator=Generator().manual_seed(3))))
+    tt.manual_seed(99)
+    tt.rand(10)
+    b = flat(epoch(DataLoader(Range(30), batch_size=4, shuffle=True, generator=Generator().manual_seed(3))))
+    assert a == b
+
+
+def test_batches_of_a_tensor_dataset_hold_the_right_rows():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((23, 2, 3)).astype(np.float32)
+    ids = np.arange(23)
+    loader = DataLoader(TensorDataset(X, ids), batch_size=6, shuffle=True,
+                        generator=Generator().manual_seed(2))
+    seen = []
+    for xb, ib in loader:
+        assert isinstance(xb, tt.Tensor) and xb.shape[1:] == (2, 3) and xb.dtype == np.float32
+        assert ib.dtype == np.int64 and xb.shape[0] == ib.shape[0]
+        np.testing.assert_array_equal(xb.numpy(), X[ib.numpy()])
+        seen += ib.tolist()
+    assert sorted(seen) == list(range(23))
+
+
+def test_custom_collate_fn_receives_the_list_of_samples():
+    got = []
+
+    def collate(samples):
+        got.append(list(samples))
+        return sum(samples)
+
+    sums = list(DataLoader(Range(7), batch_size=3, collate_fn=collate))
+    assert got == [[0, 1, 2], [3, 4, 5], [6]]
+    assert sums == [3, 12, 6]
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 40), batch_size=st.integers(1, 15), shuffle=st.booleans(),
+       drop_last=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_epoch_properties(n, batch_size, shuffle, drop_last, seed):
+    loader = DataLoader(Range(n), batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                        generator=Generator().manual_seed(seed))
+    batches = epoch(loader)
+    seen = flat(batches)
+    assert len(batches) == len(loader)
+    assert len(seen) == len(set(seen)) and set(seen) <= set(range(n))
+    assert len(seen) == (n // batch_size * batch_size if drop_last else n)
+    assert all(len(b) == batch_size for b in batches[:-1])
+    if batches:
+        assert 1 <= len(batches[-1]) <= batch_size

@@ -1,0 +1,45 @@
+"""`tito release` strips solutions exactly the way nbgrader does."""
+import re
+from pathlib import Path
+
+import jupytext
+from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions, LockCells
+
+from tito.course import available_modules
+from tito.release import student_notebook
+
+ROOT = Path(__file__).resolve().parents[2]
+OUR_STUB = re.compile(r"raise NotImplementedError\('.*?'\)$", re.M)
+
+
+def nbgrader_version(path):
+    nb = jupytext.read(path)
+    resources = {}
+    for preprocessor in (ClearSolutions(), ClearHiddenTests(), LockCells(), ClearOutput()):
+        nb, resources = preprocessor.preprocess(nb, resources)
+    return nb
+
+
+def test_student_notebooks_match_nbgrader():
+    modules = available_modules(ROOT)
+    assert modules
+    for module in modules:
+        ours = student_notebook(jupytext.read(module.solution_path), module)
+        theirs = nbgrader_version(module.solution_path)
+        assert len(ours.cells) == len(theirs.cells)
+        stubs = 0
+        for a, b in zip(ours.cells, theirs.cells):
+            stubs += len(OUR_STUB.findall(a.source))
+            assert OUR_STUB.sub("raise NotImplementedError()", a.source) == b.source
+            for key in ("nbgrader", "deletable", "editable"):
+                assert a.metadata.get(key) == b.metadata.get(key), key
+        assert stubs > 0, f"{module.slug} has no stubs"
+
+
+def test_stub_names_function_and_notebook():
+    module = available_modules(ROOT)[0]
+    ours = student_notebook(jupytext.read(module.solution_path), module)
+    messages = [m for cell in ours.cells for m in re.findall(r"NotImplementedError\('(.*?)'\)", cell.source)]
+    assert messages
+    for message in messages:
+        assert re.match(r"^[\w.]+\(\) is not implemented yet: write it in modules/\d\d_\w+/\w+\.ipynb", message), message

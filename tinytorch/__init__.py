@@ -1,0 +1,12 @@
+"""TinyTorch: a PyTorch-style deep-learning framework that you build, one module at a time.
+
+The names below mirror PyTorch's (`tinytorch.Tensor` ~ `torch.Tensor`). Each package file
+is generated from a course notebook by `tito export`; until you export your work, a file
+holds stubs that raise NotImplementedError and name the notebook to fill in.
+"""
+from tinytorch._tensor import *  # noqa: F401,F403  (module 01)
+from tinytorch._tensor import __all__ as _tensor_all
+
+__all__ = list(_tensor_all)
+
+from tinytorch import data, nn  # noqa: E402  (subpackages fill in as modules arrive)

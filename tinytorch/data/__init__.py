@@ -1,0 +1,6 @@
+"""tinytorch.data: datasets and the DataLoader (module 05), mirroring torch.utils.data."""
+from tinytorch.data.dataloader import (  # noqa: F401  (module 05)
+    DataLoader, Dataset, Digits, Generator, Subset, TensorDataset, default_collate, load_digits,
+    load_text, random_split, stratified_split,
+)
+from tinytorch.data import transforms  # noqa: E402,F401

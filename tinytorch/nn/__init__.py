@@ -1,0 +1,1 @@
+"""tinytorch.nn: layers (modules 03, 04, ...) and `functional` ops, mirroring torch.nn."""

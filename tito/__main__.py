@@ -1,0 +1,3 @@
+from tito.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""tito: the TinyTorch command line.
+
+Kept light on purpose: only argparse and tito's small helpers load at start, so
+`tito --help` is instant; each command imports what it needs when it runs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tito.errors import TitoError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tito",
+        description="TinyTorch course tool: build your own PyTorch, one module at a time.",
+        epilog="Start with `tito status`, then `tito module start 01`.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="command")
+
+    sub.add_parser("status", help="table of the twenty modules: available, exported, last test")
+
+    e = sub.add_parser("export", help="write a module's exported notebook cells into the tinytorch package")
+    e.add_argument("module", nargs="?", help="module number or name, e.g. 01 or tensor")
+    e.add_argument("--all", action="store_true", help="every available module")
+    e.add_argument("--solutions", action="store_true",
+                   help="build from the reference solutions into build/solutions (your files are untouched)")
+
+    t = sub.add_parser("test", help="export a module, then run its tests: `tito test module 01`")
+    t.add_argument("target", nargs="*", help="`module NN`, `NN`, or a name like `tensor`")
+    t.add_argument("--all", action="store_true", help="every available module, in order")
+    t.add_argument("--solutions", action="store_true",
+                   help="test the reference solutions (built into build/solutions) instead of your notebook")
+
+    m = sub.add_parser("module", help="start or reset a module's notebook")
+    msub = m.add_subparsers(dest="action", metavar="action")
+    ms = msub.add_parser("start", help="print the notebook's path (and optionally open Jupyter)")
+    ms.add_argument("module")
+    ms.add_argument("--launch", action="store_true", help="start Jupyter Lab on the notebook (it prints the URL)")
+    mr = msub.add_parser("reset", help="back up your notebook, then restore the released one")
+    mr.add_argument("module")
+
+    r = sub.add_parser("release", help="(instructors) regenerate student notebooks and stub package files")
+    r.add_argument("--check", action="store_true", help="only check that committed files are up to date")
+
+    g = sub.add_parser("grade", help="(instructors) autograde submissions of a module with nbgrader; writes grades.csv")
+    g.add_argument("module")
+    g.add_argument("submissions", help="folder with one subfolder per student holding the module's .ipynb")
+    g.add_argument("--course-dir", help="nbgrader course folder to use (default: build/grading)")
+    g.add_argument("--timeout", type=int, default=120, help="seconds each cell may run (default 120)")
+
+    sub.add_parser("doctor", help="check your environment and say what to fix")
+    v = sub.add_parser("verify", help="(maintainers, CI) check the whole course: solutions pass, stubs fail, "
+                                      "release is current, notebooks run, tito's own tests")
+    v.add_argument("modules", nargs="*", help="check only these modules (skips the course-wide checks)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return _run(args, parser)
+    except TitoError as exc:
+        print(f"tito: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # e.g. `tito status | head`
+        return 0
+    except KeyboardInterrupt:
+        print("tito: interrupted.", file=sys.stderr)
+        return 130
+
+
+def _run(args, parser) -> int:
+    from tito import commands
+
+    if args.command == "status":
+        return commands.status()
+    if args.command == "export":
+        return commands.export(args.module, all_modules=args.all, solutions=args.solutions)
+    if args.command == "test":
+        target = list(args.target)
+        if target and target[0] == "module":
+            target = target[1:]
+        if len(target) > 1:
+            raise TitoError(f"test one module at a time (got {' '.join(target)}), or use --all.")
+        return commands.test(target[0] if target else None, all_modules=args.all, solutions=args.solutions)
+    if args.command == "module":
+        if args.action == "start":
+            return commands.module_start(args.module, launch=args.launch)
+        if args.action == "reset":
+            return commands.module_reset(args.module)
+        raise TitoError("say `tito module start NN` or `tito module reset NN`.")
+    if args.command == "release":
+        from tito.release import release
+
+        return release(check=args.check)
+    if args.command == "grade":
+        from pathlib import Path
+
+        from tito.grade import grade
+
+        return grade(args.module, Path(args.submissions),
+                     Path(args.course_dir) if args.course_dir else None, args.timeout)
+    if args.command == "doctor":
+        from tito.doctor import doctor
+
+        return doctor()
+    if args.command == "verify":
+        from tito.verify import verify
+
+        return verify(args.modules or None)
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

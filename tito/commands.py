@@ -1,0 +1,130 @@
+"""The student-facing commands: status, export, test, module start/reset."""
+from __future__ import annotations
+
+import os
+import shutil
+
+from tito import build, release, testing
+from tito.backup import backup_notebook
+from tito.course import Module, all_modules, available_modules, find_root, resolve
+from tito.errors import TitoError
+
+
+def _targets(spec: str | None, all_modules_flag: bool, verb: str) -> list[Module]:
+    root = find_root()
+    if all_modules_flag:
+        if spec:
+            raise TitoError(f"give a module or --all, not both.")
+        return available_modules(root)
+    if not spec:
+        raise TitoError(f"which module? e.g. `tito {verb} 01`, or `tito {verb} --all`.")
+    return [resolve(spec, root)]
+
+
+def package_state(module: Module) -> str:
+    """'stub' while the package holds the released stubs of this module, else 'exported'."""
+    if not module.available:
+        return "-"
+    outputs = release.release_outputs(module)
+    files = [(p, t) for p, t in outputs.items() if p.suffix == ".py"]
+    if any(not p.is_file() for p, _ in files):
+        return "missing"
+    return "stub" if all(p.read_text(encoding="utf-8") == t for p, t in files) else "exported"
+
+
+def status() -> int:
+    root = find_root()
+    state = testing.load_state(root)
+    print(f"{'#':>2}  {'module':<13} {'status':<10} {'package':<9} last test")
+    for m in all_modules(root):
+        last = state.get(m.slug)
+        if last:
+            verdict = "passed" if last["ok"] else "failed"
+            result = f"{verdict} {last['passed']}/{last['passed'] + last['failed']} ({last['against']}, {last['when']})"
+        else:
+            result = "-"
+        print(f"{m.number:02d}  {m.name:<13} {'available' if m.available else 'planned':<10} "
+              f"{package_state(m):<9} {result}")
+    print("\nNext: `tito module start NN` opens a notebook; `tito test module NN` grades it.")
+    return 0
+
+
+def export(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
+    root = find_root()
+    if solutions:  # always the whole package: later modules import earlier ones
+        dest = build.build_solutions(root)
+        print(f"built the reference package from solutions/ into {dest}/tinytorch "
+              f"(your tinytorch/ is untouched)")
+        return 0
+    for module in _targets(spec, all_modules, "export"):
+        for path in build.export_student(module):
+            print(f"{module.notebook_rel} -> {path.relative_to(root)}")
+    return 0
+
+
+def test(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
+    root = find_root()
+    modules = _targets(spec, all_modules, "test module")
+    if solutions:
+        package_parent = build.build_solutions(root)
+        against = "the reference solutions"
+    else:
+        package_parent = root
+        against = "your notebook"
+        for module in modules:
+            build.export_student(module)
+    results = []
+    for module in modules:
+        print(f"\n=== {module.label}: running {module.tests_path.relative_to(root)} against {against} ===",
+              flush=True)
+        outcome = testing.run_suite(module, package_parent)
+        print("\n" + testing.summary(module, outcome, against))
+        testing.record(module, outcome, "solutions" if solutions else "notebook")
+        results.append((module, outcome))
+    if len(results) > 1:
+        print("\nSummary:")
+        for module, outcome in results:
+            mark = "✓" if outcome.ok else "✗"
+            print(f"  {mark} {module.slug:<16} {outcome.passed} passed, {outcome.failed} failed")
+    failing = [m for m, o in results if not o.ok]
+    if failing and not solutions:
+        m = failing[0]
+        print(f"\nNext: open {m.notebook_rel}, fix the first failure above, then `tito test module {m.number:02d}`.")
+    return 1 if failing else 0
+
+
+def module_start(spec: str, *, launch: bool) -> int:
+    module = resolve(spec)
+    path = module.notebook_path
+    if not path.is_file():
+        raise TitoError(f"{module.notebook_rel} is missing. `tito module reset {module.number:02d}` restores it.")
+    print(f"{module.label}: {module.notebook_rel}")
+    readme = path.parent / "README.md"
+    if readme.is_file():
+        print(f"Read {readme.relative_to(module.root)} for the goals.")
+    print(f"Replace each `raise NotImplementedError` stub, run the check cell below it, "
+          f"then `tito test module {module.number:02d}`.")
+    if not launch:
+        print(f"Open it in Jupyter with `tito module start {module.number:02d} --launch` "
+              f"(or `jupyter lab {module.notebook_rel}`).")
+        return 0
+    jupyter = shutil.which("jupyter")
+    if jupyter is None:
+        raise TitoError("Jupyter is not installed in this environment: run `pip install -e .` in the course folder.")
+    print("Starting Jupyter Lab; it prints the URL to open (Ctrl-C stops it).", flush=True)
+    os.chdir(module.root)
+    os.execv(jupyter, [jupyter, "lab", module.notebook_rel])
+    return 0  # not reached
+
+
+def module_reset(spec: str) -> int:
+    module = resolve(spec)
+    root = module.root
+    if module.notebook_path.is_file():
+        saved = backup_notebook(module)
+        print(f"backed up your notebook to {saved.relative_to(root)}")
+    for path, text in release.release_outputs(module).items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    print(f"restored the released {module.notebook_rel} and its stub package files.")
+    return 0

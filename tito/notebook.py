@@ -1,0 +1,158 @@
+"""Reading notebooks and turning their `#| export` cells into package files.
+
+Directives (nbdev style) are comment lines at the top of a code cell:
+  `#| default_exp nn.functional`  package file for the following exported cells
+  `#| export`                     this cell goes to the default package file
+  `#| export nn.init`             this cell goes to tinytorch/nn/init.py
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tito.errors import TitoError
+
+DIRECTIVE = re.compile(r"^#\|\s*([A-Za-z_]+)\s*(.*?)\s*$")
+TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+KNOWN_DIRECTIVES = {"default_exp", "export"}
+
+
+@dataclass(frozen=True)
+class ExportChunk:
+    target: str  # dotted path inside tinytorch, e.g. "_tensor" or "nn.functional"
+    code: str
+    cell: int  # 1-based position in the notebook
+    grade_id: str | None
+
+    @property
+    def label(self) -> str:
+        return f"cell {self.cell}" + (f" ({self.grade_id})" if self.grade_id else "")
+
+
+def read_solution(path: Path):
+    """A solution notebook (jupytext percent .py) as an nbformat notebook."""
+    import jupytext
+
+    try:
+        return jupytext.read(path, fmt="py:percent")
+    except Exception as exc:  # jupytext raises many kinds; all mean "fix the file"
+        raise TitoError(f"cannot read solution notebook {path}: {exc}") from None
+
+
+def read_student(path: Path, rel: str, number: int):
+    """A student's .ipynb, with a clear message (and no data lost) when it is broken."""
+    import nbformat
+
+    if not path.is_file():
+        raise TitoError(
+            f"{rel} does not exist. Run `tito module reset {number:02d}` to get a fresh copy."
+        )
+    text = path.read_text(encoding="utf-8")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TitoError(
+            f"{rel} is not a valid notebook: its JSON is broken at line {exc.lineno}, "
+            f"column {exc.colno} ({exc.msg}). Nothing was exported and the file was left as it is. "
+            f"Open it in a text editor to repair it, or start over with `tito module reset "
+            f"{number:02d}` (which backs it up first)."
+        ) from None
+    try:
+        nb = nbformat.reads(json.dumps(raw), as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TitoError(
+            f"{rel} is valid JSON but not a valid notebook ({first}). Nothing was exported. "
+            f"Start over with `tito module reset {number:02d}` (which backs it up first)."
+        ) from None
+    return nb
+
+
+def _directives(source: str) -> list[tuple[str, str]]:
+    found = []
+    for line in source.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        match = DIRECTIVE.match(stripped)
+        if not match:
+            break
+        found.append((match.group(1), match.group(2)))
+    return found
+
+
+def export_chunks(nb, where: str) -> list[ExportChunk]:
+    """The exported cells of a notebook, checked: directives resolve and code compiles."""
+    default = None
+    chunks = []
+    for number, cell in enumerate(nb.cells, 1):
+        if cell.cell_type != "code":
+            continue
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        label = f"{where}, cell {number}" + (f" ({grade_id})" if grade_id else "")
+        target = None
+        for name, arg in _directives(cell.source):
+            if name not in KNOWN_DIRECTIVES:
+                raise TitoError(
+                    f"{label}: unknown directive '#| {name}'. Known: "
+                    + ", ".join(f"'#| {d}'" for d in sorted(KNOWN_DIRECTIVES))
+                    + "."
+                )
+            if arg and not TARGET.match(arg):
+                raise TitoError(
+                    f"{label}: '#| {name} {arg}' does not name a package file; "
+                    f"write a dotted path inside tinytorch such as 'nn.functional'."
+                )
+            if name == "default_exp":
+                if not arg:
+                    raise TitoError(f"{label}: '#| default_exp' needs a package file, e.g. '#| default_exp nn.functional'.")
+                default = arg
+            else:
+                target = arg or default
+                if target is None:
+                    raise TitoError(
+                        f"{label}: '#| export' points nowhere: no '#| default_exp' above it says "
+                        f"which package file the cell belongs to (or write '#| export name')."
+                    )
+        if target is None:
+            continue
+        code = "\n".join(
+            line for line in cell.source.splitlines() if not DIRECTIVE.match(line.strip())
+        ).strip("\n")
+        try:
+            # Compile the cell as the student sees it, so line numbers match the notebook.
+            compile(cell.source, label, "exec")
+        except SyntaxError as exc:
+            text = (exc.text or "").rstrip()
+            raise TitoError(
+                f"{label}: syntax error on line {exc.lineno} of the cell: {exc.msg}"
+                + (f"\n    {text}" if text else "")
+                + "\nFix the cell in the notebook, then export again. Nothing was exported."
+            ) from None
+        chunks.append(ExportChunk(target, code, number, grade_id))
+    return chunks
+
+
+def target_path(package_root: Path, target: str) -> Path:
+    return package_root.joinpath(*target.split(".")).with_suffix(".py")
+
+
+def render(chunks: list[ExportChunk], source: str) -> str:
+    """One package file's text from its chunks, each tagged with the cell it came from."""
+    parts = [
+        f"# Generated by tito from {source}. Edit the notebook, not this file.\n"
+        f"# Each block names the notebook cell it came from.\n"
+    ]
+    for chunk in chunks:
+        parts.append(f"\n\n# -- {chunk.label} --\n{chunk.code}\n")
+    return "".join(parts)
+
+
+def group_by_target(chunks: list[ExportChunk]) -> dict[str, list[ExportChunk]]:
+    grouped: dict[str, list[ExportChunk]] = {}
+    for chunk in chunks:
+        grouped.setdefault(chunk.target, []).append(chunk)
+    return grouped
