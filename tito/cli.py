@@ -32,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--all", action="store_true", help="every available module, in order")
     t.add_argument("--solutions", action="store_true",
                    help="test the reference solutions (built into build/solutions) instead of your notebook")
+    t.add_argument("-v", "--verbose", action="store_true", help="show pytest's tracebacks for each failure")
 
     m = sub.add_parser("module", help="start or reset a module's notebook")
     msub = m.add_subparsers(dest="action", metavar="action")
@@ -88,7 +89,8 @@ def _run(args, parser) -> int:
             target = target[1:]
         if len(target) > 1:
             raise TitoError(f"test one module at a time (got {' '.join(target)}), or use --all.")
-        return commands.test(target[0] if target else None, all_modules=args.all, solutions=args.solutions)
+        return commands.test(target[0] if target else None, all_modules=args.all, solutions=args.solutions,
+                             verbose=args.verbose)
     if args.command == "module":
         if args.action == "start":
             return commands.module_start(args.module, launch=args.launch)

@@ -62,7 +62,7 @@ def export(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
     return 0
 
 
-def test(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
+def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool = False) -> int:
     root = find_root()
     modules = _targets(spec, all_modules, "test module")
     if solutions:
@@ -77,7 +77,7 @@ def test(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
     for module in modules:
         print(f"\n=== {module.label}: running {module.tests_path.relative_to(root)} against {against} ===",
               flush=True)
-        outcome = testing.run_suite(module, package_parent)
+        outcome = testing.run_suite(module, package_parent, verbose=verbose)
         print("\n" + testing.summary(module, outcome, against))
         testing.record(module, outcome, "solutions" if solutions else "notebook")
         results.append((module, outcome))
@@ -89,7 +89,8 @@ def test(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
     failing = [m for m, o in results if not o.ok]
     if failing and not solutions:
         m = failing[0]
-        print(f"\nNext: open {m.notebook_rel}, fix the first failure above, then `tito test module {m.number:02d}`.")
+        print(f"\nNext: open {m.notebook_rel}, fix the first failure above, then `tito test module {m.number:02d}`"
+              + ("." if verbose else f" (add --verbose for full tracebacks)."))
     return 1 if failing else 0
 
 
@@ -113,7 +114,10 @@ def module_start(spec: str, *, launch: bool) -> int:
         raise TitoError("Jupyter is not installed in this environment: run `pip install -e .` in the course folder.")
     print("Starting Jupyter Lab; it prints the URL to open (Ctrl-C stops it).", flush=True)
     os.chdir(module.root)
-    os.execv(jupyter, [jupyter, "lab", module.notebook_rel])
+    args = [jupyter, "lab", module.notebook_rel]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers often run as root; Jupyter refuses without this
+        args.append("--allow-root")
+    os.execv(jupyter, args)
     return 0  # not reached
 
 

@@ -88,15 +88,19 @@ def check_import(package_parent: Path) -> str | None:
     )
 
 
-def run_suite(module: Module, package_parent: Path, *, show_output: bool = True, extra: tuple = ()) -> Outcome:
+def run_suite(module: Module, package_parent: Path, *, show_output: bool = True, verbose: bool = False,
+              extra: tuple = ()) -> Outcome:
+    """Run tests/NN_name against the package in `package_parent`. Tracebacks only when
+    `verbose`: tito's own summary names each failure's message and notebook cell."""
     problem = check_import(package_parent)
     if problem:
         return Outcome(problem=problem)
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "report.xml"
         cmd = [
-            sys.executable, "-m", "pytest", str(module.tests_path), "-q", "--tb=short",
-            "-p", "no:cacheprovider", f"--junitxml={xml}", *extra,
+            sys.executable, "-m", "pytest", str(module.tests_path), "-q",
+            "--tb=short" if verbose else "--tb=no", "-rN" if not verbose else "-rfE",
+            "-p", "no:cacheprovider", f"--junitxml={xml}", "-o", "junit_family=xunit1", *extra,
         ]
         if os.environ.get("TITO_TEST_TIMEOUT"):  # per-test limit override (tito's own tests use it)
             cmd += ["-o", f"timeout={int(os.environ['TITO_TEST_TIMEOUT'])}"]
@@ -124,7 +128,7 @@ def _test_id(classname: str, name: str) -> str:
     """'test_views.py::TestT::test_x' from junit's dotted 'tests.01_tensor.test_views.TestT'."""
     parts = classname.split(".")
     for i, part in enumerate(parts):
-        if part.startswith("test"):
+        if part.startswith("test_"):
             return "::".join([part + ".py", *parts[i + 1:], name])
     return "::".join([*parts[-1:], name])
 
@@ -140,7 +144,8 @@ def parse_junit(path: Path, package_parent: Path) -> Outcome:
             outcome.failed += 1
             message = (bad.get("message") or "").strip().splitlines()
             text = message[0] if message else bad.tag
-            where = locate(package_parent, bad.text or "")
+            props = {p.get("name"): p.get("value") for p in case.iter("property")}
+            where = locate(package_parent, props.get("tinytorch_frame") or bad.text or "")
             outcome.failures.append((name, text + (f"  [at {where}]" if where else "")))
         elif case.find("skipped") is not None:
             outcome.skipped += 1

@@ -1,1 +1,4 @@
 """tinytorch.nn: layers (modules 03, 04, ...) and `functional` ops, mirroring torch.nn."""
+from tinytorch.nn.layers import Parameter, Module, Linear, Sequential, Identity, ReLU, LeakyReLU, Sigmoid, Tanh, GELU, Softmax, LogSoftmax  # module 03
+from tinytorch.nn.losses import MSELoss, BCEWithLogitsLoss, NLLLoss, CrossEntropyLoss  # module 04
+from tinytorch.nn import functional, init  # noqa: E402

@@ -1,0 +1,80 @@
+"""Reductions: "mean", "sum", "none"; anything else is a ValueError listing the options."""
+import numpy as np
+import pytest
+
+import tinytorch
+import tinytorch.nn.functional as F
+from tinytorch import Tensor
+
+BAD = ["avg", "MEAN", "elementwise_mean", None, 1, ["mean"]]
+
+
+def _pointwise_args(dtype=np.float32):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4)).astype(dtype)
+    y = rng.random((3, 4)).astype(dtype)
+    return Tensor(x), Tensor(y)
+
+
+def _class_args(dtype=np.float32):
+    rng = np.random.default_rng(1)
+    z = rng.standard_normal((5, 4)).astype(dtype)
+    t = np.array([0, 3, 1, 1, 2])
+    return Tensor(z), Tensor(t)
+
+
+CALLS = {
+    "mse_loss": lambda r: F.mse_loss(*_pointwise_args(), reduction=r),
+    "bce_with_logits": lambda r: F.binary_cross_entropy_with_logits(*_pointwise_args(), reduction=r),
+    "nll_loss": lambda r: F.nll_loss(*_class_args(), reduction=r),
+    "cross_entropy": lambda r: F.cross_entropy(*_class_args(), reduction=r),
+}
+
+
+@pytest.mark.parametrize("bad", BAD, ids=repr)
+@pytest.mark.parametrize("loss", sorted(CALLS))
+def test_bad_reduction_is_a_value_error_listing_the_options(loss, bad):
+    with pytest.raises(ValueError) as info:
+        CALLS[loss](bad)
+    msg = str(info.value)
+    assert "'mean'" in msg and "'sum'" in msg and "'none'" in msg, msg
+
+
+@pytest.mark.parametrize("cls", ["MSELoss", "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss"])
+def test_loss_modules_check_reduction_when_built(cls):
+    with pytest.raises(ValueError, match="'mean'"):
+        getattr(tinytorch.nn, cls)(reduction="avg")
+
+
+@pytest.mark.parametrize("loss", sorted(CALLS))
+def test_mean_and_sum_are_zero_dim_none_keeps_shape(loss):
+    per = CALLS[loss]("none")
+    expected_shape = (3, 4) if loss in ("mse_loss", "bce_with_logits") else (5,)
+    assert per.shape == expected_shape
+    total, mean = CALLS[loss]("sum"), CALLS[loss]("mean")
+    assert total.shape == () and mean.shape == ()
+    np.testing.assert_allclose(total.item(), per.numpy().astype(np.float64).sum(), rtol=1e-5)
+    np.testing.assert_allclose(mean.item(), per.numpy().astype(np.float64).mean(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_every_loss_keeps_the_input_dtype(dtype, reduction):
+    x, y = _pointwise_args(dtype)
+    z, t = _class_args(dtype)
+    outs = [F.mse_loss(x, y, reduction=reduction),
+            F.binary_cross_entropy_with_logits(x, y, reduction=reduction),
+            F.nll_loss(z, t, reduction=reduction),
+            F.cross_entropy(z, t, reduction=reduction)]
+    for out in outs:
+        assert out.dtype == dtype
+        assert np.asarray(out.numpy()).dtype == dtype
+
+
+def test_default_reduction_is_mean():
+    x, y = _pointwise_args()
+    np.testing.assert_allclose(F.mse_loss(x, y).item(), F.mse_loss(x, y, reduction="none").numpy().mean(),
+                               rtol=1e-6)
+    z, t = _class_args()
+    np.testing.assert_allclose(F.cross_entropy(z, t).item(),
+                               F.cross_entropy(z, t, reduction="none").numpy().mean(), rtol=1e-6)

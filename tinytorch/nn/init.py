@@ -1,0 +1,9 @@
+"""tinytorch.nn.init (module 03): in-place weight initialisation, mirroring torch.nn.init.
+
+The functions are written in module 03 (tinytorch/nn/layers.py, where Linear uses them);
+this file only gathers them under PyTorch's name.
+"""
+from tinytorch.nn.layers import (  # noqa: F401
+    calculate_gain, uniform_, normal_, constant_, zeros_, ones_,
+    xavier_uniform_, xavier_normal_, kaiming_uniform_, kaiming_normal_,
+)
