@@ -13,20 +13,25 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from tito import build, testing
 from tito.course import available_modules, find_root, resolve
 from tito.release import release
 
-NOTEBOOK_CELL_TIMEOUT_S = 600
+NOTEBOOK_TIMEOUT_S = 20 * 60
+WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
 class Checks:
     def __init__(self):
         self.passed, self.failed = 0, []
 
-    def report(self, name: str, ok: bool, detail: str = "", started: float | None = None) -> None:
-        took = f" ({time.perf_counter() - started:.1f} s)" if started else ""
+    def report(self, name: str, ok: bool, detail: str = "", started: float | None = None,
+               seconds: float | None = None) -> None:
+        if started is not None:
+            seconds = time.perf_counter() - started
+        took = f" ({seconds:.1f} s)" if seconds is not None else ""
         print(f"{'✓' if ok else '✗'} {name}{took}", flush=True)
         if detail and not ok:
             print("    " + detail.replace("\n", "\n    "), flush=True)
@@ -38,27 +43,44 @@ class Checks:
 
 def execute_notebook(path, package_parent) -> str | None:
     """Run a solution notebook in a fresh kernel; None when every cell ran."""
-    import jupytext
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    nb = jupytext.read(path, fmt="py:percent")
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(package_parent)
+    env = dict(os.environ, PYTHONPATH=str(package_parent), PYTHONDONTWRITEBYTECODE="1")
     try:
-        NotebookClient(nb, kernel_name="python3", timeout=NOTEBOOK_CELL_TIMEOUT_S,
-                       extra_arguments=["--log-level=ERROR"],  # no start-up chatter in CI logs
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
-    except CellExecutionError as exc:
-        return str(exc).strip().splitlines()[-1] if str(exc).strip() else "a cell failed"
-    except Exception as exc:  # kernel failed to start, timeout, ...
-        return f"{type(exc).__name__}: {exc}"
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
-    return None
+        proc = subprocess.run([sys.executable, "-m", "tito.run_notebook", str(path)], env=env,
+                              cwd=path.parent, capture_output=True, text=True, timeout=NOTEBOOK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"the notebook did not finish in {NOTEBOOK_TIMEOUT_S // 60} minutes"
+    if proc.returncode == 0:
+        return None
+    return (proc.stderr.strip() or proc.stdout.strip() or f"exit code {proc.returncode}")[-3000:]
+
+
+def check_module(root, solutions, module) -> list[tuple[str, bool, str, float]]:
+    """The three checks of one module, as (name, ok, detail, seconds)."""
+    results = []
+    started = time.perf_counter()
+    outcome = testing.run_suite(module, solutions, show_output=False)
+    ok = outcome.ok and outcome.skipped == 0
+    detail = testing.summary(module, outcome, "the solutions")
+    if outcome.skipped:
+        detail += f"\n{outcome.skipped} test(s) skipped: parity tests must run (install the dev extra)."
+    results.append((f"{module.slug}: solutions pass all {outcome.total} tests", ok, detail,
+                    time.perf_counter() - started))
+
+    started = time.perf_counter()
+    variant = build.build_stub_variant(root, solutions, module)
+    stub = testing.run_suite(module, variant, show_output=False)
+    ok = stub.problem is None and stub.passed == 0 and stub.skipped == 0 and stub.failed > 0
+    detail = stub.problem or (
+        f"{stub.passed} test(s) pass and {stub.skipped} skip against the stub; a test that passes on "
+        f"a stub proves nothing:\n" + "\n".join(stub.passes[:20]))
+    results.append((f"{module.slug}: all {stub.total} tests fail against the released stub", ok, detail,
+                    time.perf_counter() - started))
+
+    started = time.perf_counter()
+    problem = execute_notebook(module.solution_path, solutions)
+    results.append((f"{module.slug}: solution notebook runs top to bottom", problem is None, problem or "",
+                    time.perf_counter() - started))
+    return results
 
 
 def verify(only: list[str] | None = None) -> int:
@@ -75,38 +97,25 @@ def verify(only: list[str] | None = None) -> int:
             code = release(check=True)
         checks.report("tito release --check", code == 0, out.getvalue().strip(), started)
 
-    solutions = build.build_solutions(root)
-    for module in modules:
-        started = time.perf_counter()
-        outcome = testing.run_suite(module, solutions, show_output=False)
-        ok = outcome.ok and outcome.skipped == 0
-        detail = testing.summary(module, outcome, "the solutions")
-        if outcome.skipped:
-            detail += f"\n{outcome.skipped} test(s) skipped: parity tests must run (install the dev extra)."
-        checks.report(f"{module.slug}: solutions pass all {outcome.total} tests", ok, detail, started)
-
-        started = time.perf_counter()
-        variant = build.build_stub_variant(root, solutions, module)
-        stub = testing.run_suite(module, variant, show_output=False)
-        ok = stub.problem is None and stub.passed == 0 and stub.skipped == 0 and stub.failed > 0
-        detail = stub.problem or (
-            f"{stub.passed} test(s) pass and {stub.skipped} skip against the stub; a test that passes on "
-            f"a stub proves nothing:\n" + "\n".join(stub.passes[:20]))
-        checks.report(f"{module.slug}: all {stub.total} tests fail against the released stub", ok, detail, started)
-
-        started = time.perf_counter()
-        problem = execute_notebook(module.solution_path, solutions)
-        checks.report(f"{module.slug}: solution notebook runs top to bottom", problem is None, problem or "", started)
-
-    if not only:
-        started = time.perf_counter()
-        proc = subprocess.run(
+    tito_tests, tito_started = None, time.perf_counter()
+    if not only:  # tito's own tests run alongside the module checks
+        tito_tests = subprocess.Popen(
             [sys.executable, "-m", "pytest", str(root / "tests" / "tito"), "-q", "-p", "no:cacheprovider"],
-            cwd=root, capture_output=True, text=True,
+            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+    solutions = build.build_solutions(root)
+    # Modules are independent given the solutions build: check them side by side, report in order.
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = [pool.submit(check_module, root, solutions, module) for module in modules]
+        for future in futures:
+            for name, ok, detail, seconds in future.result():
+                checks.report(name, ok, detail, seconds=seconds)
+
+    if tito_tests is not None:
+        out, _ = tito_tests.communicate()
+        tail = "\n".join(out.strip().splitlines()[-25:])
         last = tail.splitlines()[-1] if tail else ""
-        checks.report(f"tito's own tests: {last.strip('= ')}", proc.returncode == 0, tail, started)
+        checks.report(f"tito's own tests: {last.strip('= ')}", tito_tests.returncode == 0, tail, tito_started)
 
     if checks.failed:
         print("\nfailed: " + "; ".join(checks.failed))
