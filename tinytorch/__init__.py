@@ -10,3 +10,6 @@ from tinytorch._tensor import __all__ as _tensor_all
 __all__ = list(_tensor_all)
 
 from tinytorch import data, nn  # noqa: E402  (subpackages fill in as modules arrive)
+from tinytorch.autograd import enable_grad, no_grad  # noqa: E402  (module 06)
+from tinytorch import autograd  # noqa: E402
+from tinytorch import optim  # noqa: E402  (module 07)

@@ -1,0 +1,1982 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Module 06 — Autograd: gradients for every op, computed backwards
+#
+# Training a network means asking, millions of times, *"if I nudge each parameter a
+# little, how does the loss change?"* — the **gradient** of the loss with respect to every
+# parameter. Writing those derivatives by hand for every model would be hopeless. In this
+# module you build the machine that computes them automatically: **reverse-mode automatic
+# differentiation**, the engine behind `loss.backward()` in PyTorch.
+#
+# ## Goals
+#
+# By the end of this module you will be able to
+#
+# - explain why **reverse mode** gives the gradient with respect to *all* inputs in one
+#   backward pass that costs about as much as two or three forward passes;
+# - write **backward rules** as vector-Jacobian products, including **unbroadcasting**
+#   (summing a gradient back to the shape of a broadcast input) and rules for views,
+#   indexing, reductions, matmul, activations and losses;
+# - write the **engine**: an iterative topological sort of the graph that module 01 has
+#   been recording all along, and a backward loop that visits each node once and
+#   accumulates gradients into `.grad`;
+# - control the graph's **lifetime**: when it is built, when it is used, when it is freed
+#   (`retain_graph`), and how `no_grad()`, `enable_grad()` and `detach()` switch recording;
+# - **verify** any gradient with `gradcheck` (float64 central differences) — the tool you
+#   will use in every later module that adds an op;
+# - **look at** a graph as text and as Graphviz DOT, and measure what it costs in memory
+#   and time.
+#
+# ## Prerequisites
+#
+# Module 01 (Tensor and its dispatch point `apply`, which already records a `Node` per op),
+# modules 02 and 04 (activations and losses: you write their backward rules here), module
+# 03 (`Linear`, used in the experiments). Calculus: derivatives and the chain rule;
+# partial derivatives. Matrix notation helps for matmul.
+#
+# ## How this notebook works
+#
+# Cells marked `#| export` become `tinytorch/autograd/engine.py` when you run
+# `tito export 06` (or `tito test module 06`). Cells with `# YOUR CODE HERE` are yours;
+# the check cell after each one prints a ✓ or tells you what is wrong.
+
+# %%
+#| default_exp autograd.engine
+
+# %% [markdown]
+# ## 1. The idea: the chain rule, run backwards
+#
+# A computation is a chain of small ops. Take a one-neuron "model" with loss
+#
+# $$L = (w x + b - y)^2 .$$
+#
+# Name the intermediate results: $z = w x$, $u = z + b$, $d = u - y$, $L = d^2$. Each op
+# knows its own local derivative ($\partial L/\partial d = 2d$, $\partial d/\partial u = 1$,
+# $\partial u / \partial z = 1$, $\partial z / \partial w = x$, ...), and the **chain rule**
+# multiplies them along the path from $L$ back to each input:
+#
+# $$\frac{\partial L}{\partial w} = \frac{\partial L}{\partial d}\,\frac{\partial d}{\partial u}\,
+# \frac{\partial u}{\partial z}\,\frac{\partial z}{\partial w} = 2d \cdot 1 \cdot 1 \cdot x .$$
+#
+# **Which end to start from?** Multiplying from the *input* end (forward mode) gives the
+# derivative of everything with respect to *one* input per pass: a model with a million
+# parameters would need a million passes. Multiplying from the *output* end (**reverse
+# mode**) starts with $\partial L / \partial L = 1$ and pushes one number per tensor — "how
+# much does $L$ change when this tensor changes" — back through the ops. One backward pass
+# gives $\partial L/\partial(\text{every input})$ at once. Because a loss is a single number
+# and the parameters are many, deep learning always uses reverse mode.
+#
+# **Vector-Jacobian products.** For tensors, an op $y = f(x)$ has a Jacobian
+# $J = \partial y / \partial x$ (size of y × size of x — for a 1000×1000 matmul that would be
+# $10^{12}$ numbers). Backward never builds it. Given the **upstream gradient**
+# $\bar y = \partial L/\partial y$ (same shape as $y$), each op computes only
+#
+# $$\bar x = \frac{\partial L}{\partial x} = \bar y^{\top} J ,$$
+#
+# the **vector-Jacobian product** (VJP), usually with a formula no bigger than the forward
+# op: for $y = x \odot w$ it is $\bar x = \bar y \odot w$; for $Y = XW$ it is
+# $\bar X = \bar Y W^\top$. That is why a backward pass costs only a small multiple of a
+# forward pass: a matmul's backward is two matmuls (one for each input), an elementwise op's
+# backward is one or two elementwise ops. For matmul-heavy models the backward pass does about
+# **twice the arithmetic** of the forward, so a whole training step (forward + backward) costs
+# about three forwards — for *all* the gradients at once. We measure it in section 14.
+#
+# In the picture, black numbers are the forward values for $w=2, x=3, b=1, y=5$, and red
+# numbers are the gradients that backward sends along each edge, right to left.
+
+# %%
+import gc
+import sys
+import time
+import tracemalloc
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import FancyBboxPatch
+
+
+def draw_graph_picture(ax):
+    """The graph of L = (w*x + b - y)**2 with forward values (black) and gradients (red)."""
+    boxes = {  # name: (x, y, label, forward value, gradient)
+        "w": (0, 3, "w", 2, 12), "x": (0, 2, "x", 3, 8), "b": (2, 0.8, "b", 1, 4),
+        "y": (4, 0.8, "y", 5, -4), "mul": (2, 2.5, "mul", 6, 4), "add": (4, 2.5, "add", 7, 4),
+        "sub": (6, 2.5, "sub", 2, 4), "pow": (8, 2.5, "pow 2", 4, 1),
+    }
+    edges = [("w", "mul"), ("x", "mul"), ("mul", "add"), ("b", "add"), ("add", "sub"),
+             ("y", "sub"), ("sub", "pow")]
+    for name, (x, y, label, value, grad) in boxes.items():
+        leaf = name in "wxby"
+        ax.add_patch(FancyBboxPatch((x - 0.45, y - 0.3), 0.9, 0.6, boxstyle="round,pad=0.05",
+                                    facecolor="lightblue" if leaf else "lightgrey", edgecolor="black"))
+        ax.text(x, y + 0.05, label, ha="center", va="center", fontsize=11, weight="bold")
+        ax.text(x, y - 0.55, f"value {value}", ha="center", fontsize=9)
+        ax.text(x, y + 0.45, f"∂L/∂· = {grad}", ha="center", fontsize=9, color="crimson")
+    for src, dst in edges:
+        (x0, y0), (x1, y1) = boxes[src][:2], boxes[dst][:2]
+        ax.annotate("", xy=(x1 - 0.5, y1), xytext=(x0 + 0.5, y0),
+                    arrowprops=dict(arrowstyle="->", color="black"))
+    ax.text(8.7, 2.5, "L = 4", fontsize=11, va="center")
+    ax.set_xlim(-0.8, 9.6)
+    ax.set_ylim(0, 3.8)
+    ax.axis("off")
+    ax.set_title("forward: values flow left to right; backward: gradients flow right to left",
+                 fontsize=10)
+
+
+fig, ax = plt.subplots(figsize=(9, 3.2))
+draw_graph_picture(ax)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Follow one red number: $\partial L/\partial d = 2d = 4$ leaves `pow`; `sub` passes it on
+# unchanged to `add` and with a minus sign to `y` ($-4$); `add` copies it to both `mul` and
+# `b`; `mul` multiplies it by the *other* input: $4 \cdot x = 12$ for $w$ and $4 \cdot w = 8$
+# for $x$. Every op needed only its own inputs (or output) and the gradient arriving from
+# the right. That local recipe is a **backward rule**; you will write one per op.
+#
+# ## 2. When the graph is built: module 01 has been recording it
+#
+# You do not need to change module 01 at all. Every op goes through its dispatch point
+# `apply(op, forward, *inputs, **attrs)`, and when grad mode is on and some input
+# `requires_grad`, `apply` attaches to the output tensor a `Node(op, inputs, attrs, output)`
+# as its `grad_fn`. So the graph is built **during the forward pass, one node per op, at
+# the moment the op runs**. Each node links to its input tensors, whose own `grad_fn`s link
+# further back: following `grad_fn` → `inputs` → `grad_fn` ... from the loss reaches every
+# op that contributed to it. Tensors created by you (not by an op) have no `grad_fn`: they
+# are the **leaves**, and the ones with `requires_grad=True` (the parameters) are where
+# gradients end up, in `.grad`.
+
+# %%
+import tinytorch as tt
+from tinytorch import Tensor
+
+w = tt.tensor(2.0, requires_grad=True)
+x = tt.tensor(3.0)
+b = tt.tensor(1.0, requires_grad=True)
+loss = (w * x + b - 5.0) ** 2
+node = loss.grad_fn
+print("loss:", loss)
+print("loss.grad_fn:", node, "| op:", node.op, "| attrs:", node.attrs,
+      "| saved output:", node.output)
+print("its inputs:", node.inputs)
+print("one step back:", node.inputs[0].grad_fn, "-> inputs", node.inputs[0].grad_fn.inputs)
+print("w is a leaf:", w.is_leaf, "| loss is a leaf:", loss.is_leaf, "| x requires grad:", x.requires_grad)
+
+# %% [markdown]
+# Note what each node keeps alive: its **inputs** (tensors, so their memory), its
+# **attrs** (for example index arrays) and its **output** array. These are what backward
+# rules read; PyTorch calls them *saved tensors*. They are also why a graph costs memory,
+# and why the engine frees them as soon as backward has used them (section 13).
+#
+# ## 3. Grad mode: `no_grad()` and `enable_grad()`
+#
+# Recording is not always wanted. Evaluating a model, or updating its parameters in an
+# optimizer step (`w -= lr * w.grad`), must not add nodes to any graph: it would waste memory
+# and, worse, make the update part of the next backward pass. Module 01 has a global switch,
+# `set_grad_enabled(mode)` / `is_grad_enabled()`. PyTorch wraps it in two objects that work
+# both as **context managers** and as **decorators**:
+#
+# ```python
+# with tt.no_grad():          # nothing inside is recorded
+#     w -= lr * w.grad
+#
+# @tt.no_grad()               # the whole function runs without recording
+# def evaluate(model, x): ...
+# ```
+#
+# `enable_grad()` does the opposite (useful inside a `no_grad` region). Both must **restore
+# the previous mode** on exit — not just switch it back on — so that they nest:
+# `with no_grad(): with enable_grad(): ...` leaves grad mode off after the inner block.
+# Because contexts nest, a context object keeps a *stack* of previous modes. `__exit__` runs
+# even when the block raises, which is what makes a context manager safer than two calls.
+#
+# Write `__enter__` (remember the current mode on `self._prev`, switch to `self.mode`) and
+# `__exit__` (restore it). The decorator form is provided: it runs the function inside a
+# fresh context.
+
+# %%
+#| export
+"""Autograd (module 06): backward rules for every op of modules 01-04, the engine that
+walks the graph recorded by module 01's `apply`, gradcheck, and a graph visualiser."""
+import functools
+
+import numpy as np
+
+from tinytorch._tensor import Tensor, is_grad_enabled, set_grad_enabled
+
+__all__ = [
+    "no_grad", "enable_grad", "BACKWARD_RULES", "backward_rule", "call_rule", "unbroadcast",
+    "next_nodes", "topological_order", "backward", "grad", "numerical_grad", "gradcheck",
+    "GradcheckError", "format_graph", "print_graph", "to_dot",
+]
+
+
+# %% nbgrader={"grade": false, "grade_id": "grad-mode", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class _GradMode:
+    """Base of no_grad / enable_grad: sets grad mode to `mode` inside a `with` block or a
+    decorated function, and restores the previous mode afterwards."""
+
+    mode = True
+
+    def __new__(cls, func=None):
+        self = super().__new__(cls)
+        self._prev = []  # a stack: the same object may be entered again before it exits
+        if callable(func):  # used bare, as @no_grad instead of @no_grad()
+            return self(func)
+        return self
+
+    def __enter__(self):
+        """Remember the current grad mode (push it on self._prev), then switch to self.mode."""
+        # Hint: is_grad_enabled() and set_grad_enabled() come from module 01. Return self.
+        ### BEGIN SOLUTION
+        self._prev.append(is_grad_enabled())
+        set_grad_enabled(self.mode)
+        return self
+        ### END SOLUTION
+
+    def __exit__(self, exc_type, exc, tb):
+        """Restore the mode that was on before the matching __enter__ (pop self._prev)."""
+        # Hint: return False, so that an exception raised inside the block still propagates.
+        ### BEGIN SOLUTION
+        set_grad_enabled(self._prev.pop())
+        return False
+        ### END SOLUTION
+
+    def __call__(self, func):
+        """Decorator form: run func inside a fresh context of this kind."""
+        cls = type(self)
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with cls():
+                return func(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Context manager and decorator: operations inside record no graph (torch.no_grad)."""
+
+    mode = False
+
+
+class enable_grad(_GradMode):
+    """Context manager and decorator: recording on, even inside no_grad (torch.enable_grad)."""
+
+    mode = True
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-grad-mode", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_w = Tensor([1.0, 2.0], requires_grad=True)
+assert is_grad_enabled()
+with no_grad():
+    _y = _w * 2
+    assert not is_grad_enabled()
+    with enable_grad():
+        assert is_grad_enabled()
+        _z = _w * 2
+    assert not is_grad_enabled(), "enable_grad must restore the mode it found (off), not switch on"
+assert is_grad_enabled()
+assert _y.grad_fn is None and not _y.requires_grad, "no_grad must record nothing"
+assert _z.grad_fn is not None, "enable_grad inside no_grad records"
+
+
+@no_grad()
+def _double(t):
+    return t * 2
+
+
+assert _double(_w).grad_fn is None and is_grad_enabled()
+try:
+    with no_grad():
+        raise KeyError("boom")
+except KeyError:
+    pass
+assert is_grad_enabled(), "the mode must be restored even when the block raises"
+print("✓ no_grad / enable_grad")
+
+# %% [markdown]
+# ## 4. Backward rules: the contract
+#
+# A backward rule is a function `rule(node, grad)`:
+#
+# - `node` is the recorded `Node`: `node.inputs` (the input Tensors; `x.numpy()` gives their
+#   values), `node.attrs` (the op's parameters, exactly as listed in module 01's table, e.g.
+#   `dim` and `keepdim` for `sum`) and `node.output` (the forward result, a numpy array);
+# - `grad` is the upstream gradient $\partial L / \partial(\text{output})$, a numpy array of
+#   the output's shape. **Never write into it** (other rules may hold the same array);
+# - it returns a tuple with **one entry per input**: the gradient for that input (a numpy
+#   array of that input's shape) or `None` when there is none.
+#
+# Rules live in one registry, `BACKWARD_RULES`, a dict from op name to rule, filled by the
+# decorator `@backward_rule("add")`. This is how autograd arrives without touching module 01:
+# `apply` records the op's name, the engine looks the name up here. Adding a new op later in
+# the course (a convolution, an embedding) means registering one more rule — no class is
+# modified.
+#
+# The provided `call_rule(node, grad)` is what the engine calls. It looks the rule up, runs
+# it, and checks what comes back: one gradient per input, each of its input's shape (a
+# teaching error names the op, the input and both shapes — the commonest bug is a forgotten
+# unbroadcast), cast to the input's dtype (a float32 parameter gets a float32 `.grad`).
+# Inputs that do not require grad (data, constants, integer tensors) get `None` whatever the
+# rule returns.
+
+# %%
+#| export
+BACKWARD_RULES = {}
+
+_FREED = ("Trying to backward through the graph a second time (or through a part of it that "
+          "an earlier backward() already freed). backward() releases each node's saved inputs "
+          "and output as soon as it has used them; pass retain_graph=True to the first "
+          "backward() if you need to go through the graph again, or recompute the forward pass.")
+
+
+def backward_rule(*ops):
+    """Decorator: register `fn(node, grad) -> tuple of input gradients` for the op names `ops`."""
+    def register(fn):
+        for op in ops:
+            BACKWARD_RULES[op] = fn
+        return fn
+    return register
+
+
+def call_rule(node, grad):
+    """Run the backward rule of `node` on the upstream gradient `grad` and check its result.
+
+    Returns a list with one entry per input: a numpy gradient of the input's shape and dtype,
+    or None (no gradient, or the input does not require grad).
+    """
+    if node.inputs is None:
+        raise RuntimeError(_FREED)
+    rule = BACKWARD_RULES.get(node.op)
+    if rule is None:
+        raise RuntimeError(
+            f"autograd has no backward rule for op {node.op!r} ({node.name()}); register one "
+            f"with @backward_rule({node.op!r}) (see BACKWARD_RULES in tinytorch.autograd)")
+    with np.errstate(all="ignore"):
+        grads = rule(node, grad)
+    if not isinstance(grads, (tuple, list)) or len(grads) != len(node.inputs):
+        got = len(grads) if isinstance(grads, (tuple, list)) else type(grads).__name__
+        raise RuntimeError(f"the backward rule of {node.op!r} must return a tuple with one "
+                           f"gradient per input ({len(node.inputs)}), got {got}")
+    out = []
+    for i, (x, g) in enumerate(zip(node.inputs, grads)):
+        if g is None or not x.requires_grad:
+            out.append(None)
+            continue
+        g = np.asarray(g)
+        if g.shape != x.shape:
+            hint = (" — it looks broadcast: did you forget unbroadcast()?"
+                    if g.ndim >= x.ndim else "")
+            raise RuntimeError(f"the backward rule of {node.op!r} returned a gradient of shape "
+                               f"{g.shape} for input {i}, which has shape {x.shape}{hint}")
+        out.append(g.astype(x.dtype, copy=False))
+    return out
+
+
+# %% [markdown]
+# ## 5. Unbroadcasting
+#
+# Module 01 lets `a + b` broadcast: a bias `b` of shape `(3,)` is added to every row of `a`
+# of shape `(64, 3)`. In the forward pass each element of `b` was **used 64 times**, so a
+# change in `b[j]` changes 64 outputs and its gradient is the **sum** of the 64 upstream
+# gradients in column `j`. In general, the gradient for a broadcast input is the upstream
+# gradient summed over every dimension that broadcasting stretched:
+#
+# 1. the **leading** dimensions that broadcasting added (the output has more dims than the
+#    input): sum them away;
+# 2. the dimensions where the input has **size 1** but the output does not: sum them with
+#    `keepdims=True`, so the size-1 dimension stays.
+#
+# ```
+# grad (64, 3)   -> input (3,):     sum axis 0                 -> (3,)
+# grad (2, 5, 4) -> input (5, 1):   sum axis 0, then axis 2    -> (5, 1)
+# grad (2, 3)    -> input ():       sum everything             -> ()
+# ```
+#
+# This is the "reduction of broadcast gradients back to each input's shape" that every
+# binary op needs (and `expand` is nothing else). Write `unbroadcast(grad, shape)`.
+
+# %% nbgrader={"grade": false, "grade_id": "unbroadcast", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def unbroadcast(grad, shape):
+    """Sum `grad` over the dimensions that broadcasting stretched, so it gets `shape` back.
+
+    Why: an input used many times by a broadcast op receives the sum of the gradients of
+    all the places it was used.
+    """
+    # Hints:
+    # - extra = grad.ndim - len(shape) leading dims were added: grad.sum(axis=tuple(range(extra)));
+    # - then the dims i where shape[i] == 1 but grad.shape[i] != 1: one
+    #   grad.sum(axis=those_dims, keepdims=True);
+    # - return a numpy array of exactly `shape`.
+    ### BEGIN SOLUTION
+    shape = tuple(shape)
+    grad = np.asarray(grad)
+    extra = grad.ndim - len(shape)
+    if extra > 0:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-unbroadcast", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_g = np.arange(24.0).reshape(2, 3, 4)
+np.testing.assert_array_equal(unbroadcast(_g, (2, 3, 4)), _g)
+np.testing.assert_array_equal(unbroadcast(_g, (4,)), _g.sum(axis=(0, 1)))
+np.testing.assert_array_equal(unbroadcast(_g, (3, 1)), _g.sum(axis=(0, 2))[:, None])
+np.testing.assert_array_equal(unbroadcast(_g, (2, 1, 4)), _g.sum(axis=1, keepdims=True))
+assert unbroadcast(_g, ()).shape == () and unbroadcast(_g, ()) == _g.sum()
+assert unbroadcast(_g, (1, 1, 1)).shape == (1, 1, 1)
+print("✓ unbroadcast")
+
+# %% [markdown]
+# ## 6. The first rules: arithmetic
+#
+# With $\bar y$ the upstream gradient, the VJPs of the elementwise ops are the derivatives
+# you know, multiplied elementwise by $\bar y$, then unbroadcast to each input's shape:
+#
+# | op | $\bar a$ | $\bar b$ |
+# |---|---|---|
+# | `a + b` | $\bar y$ | $\bar y$ |
+# | `a - b` | $\bar y$ | $-\bar y$ |
+# | `a * b` | $\bar y \, b$ | $\bar y \, a$ |
+# | `a / b` | $\bar y / b$ | $-\bar y \, a / b^2$ |
+# | `exp(a)` | $\bar y \, e^a = \bar y \cdot \text{output}$ | |
+# | `log(a)` | $\bar y / a$ | |
+#
+# Note `exp`: its derivative *is* its output, so the rule reuses `node.output` instead of
+# computing `exp` again — saving the right tensors is half the art of writing backward
+# rules. Write the six rules below (each returns a tuple, one entry per input).
+
+# %% nbgrader={"grade": false, "grade_id": "rules-arithmetic", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+@backward_rule("add")
+def _add_backward(node, grad):
+    """y = a + b: both inputs get the upstream gradient, unbroadcast to their shapes."""
+    # Hint: a, b = node.inputs; return unbroadcast(grad, a.shape), unbroadcast(grad, b.shape)
+    ### BEGIN SOLUTION
+    a, b = node.inputs
+    return unbroadcast(grad, a.shape), unbroadcast(grad, b.shape)
+    ### END SOLUTION
+
+
+@backward_rule("sub")
+def _sub_backward(node, grad):
+    """y = a - b."""
+    ### BEGIN SOLUTION
+    a, b = node.inputs
+    return unbroadcast(grad, a.shape), unbroadcast(-grad, b.shape)
+    ### END SOLUTION
+
+
+@backward_rule("mul")
+def _mul_backward(node, grad):
+    """y = a * b: each input's gradient is the upstream gradient times the other input."""
+    # Hint: the values are node.inputs[0].numpy() and node.inputs[1].numpy().
+    ### BEGIN SOLUTION
+    a, b = node.inputs
+    av, bv = a.numpy(), b.numpy()
+    return unbroadcast(grad * bv, a.shape), unbroadcast(grad * av, b.shape)
+    ### END SOLUTION
+
+
+@backward_rule("div")
+def _div_backward(node, grad):
+    """y = a / b."""
+    ### BEGIN SOLUTION
+    a, b = node.inputs
+    av, bv = a.numpy(), b.numpy()
+    return unbroadcast(grad / bv, a.shape), unbroadcast(-grad * av / (bv * bv), b.shape)
+    ### END SOLUTION
+
+
+@backward_rule("exp")
+def _exp_backward(node, grad):
+    """y = exp(x): reuse the saved output."""
+    ### BEGIN SOLUTION
+    return (grad * node.output,)
+    ### END SOLUTION
+
+
+@backward_rule("log")
+def _log_backward(node, grad):
+    """y = log(x)."""
+    ### BEGIN SOLUTION
+    return (grad / node.inputs[0].numpy(),)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-rules-arithmetic", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_a = Tensor(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), requires_grad=True)
+_b = Tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+_g = np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]])
+_A, _B = _a.numpy(), _b.numpy()
+for _y, _ga, _gb in [
+    (_a + _b, _g, _g.sum(0)),
+    (_a - _b, _g, -_g.sum(0)),
+    (_a * _b, _g * _B, (_g * _A).sum(0)),
+    (_a / _b, _g / _B, (-_g * _A / _B ** 2).sum(0)),
+]:
+    _ra, _rb = call_rule(_y.grad_fn, _g)
+    np.testing.assert_allclose(_ra, _ga, err_msg=_y.grad_fn.op)
+    np.testing.assert_allclose(_rb, _gb, err_msg=_y.grad_fn.op + ": unbroadcast the second input")
+np.testing.assert_allclose(call_rule(_a.exp().grad_fn, _g)[0], _g * np.exp(_A))
+np.testing.assert_allclose(call_rule(_a.log().grad_fn, _g)[0], _g / _A)
+print("✓ add, sub, mul, div, exp, log rules")
+
+# %% [markdown]
+# The other elementwise ops are provided; read them, each has a small lesson:
+#
+# - `neg`, `sqrt` ($\bar y / (2\sqrt{x})$ — from the saved output again), `to` (a dtype
+#   conversion passes the gradient through; `call_rule` casts it back to the input's dtype),
+#   `contiguous` and `clone` (copies pass the gradient through).
+# - `pow`: $\partial a^b/\partial a = b\,a^{b-1}$ and $\partial a^b / \partial b = a^b \ln a$.
+#   Two edge cases follow PyTorch: where $b = 0$ the base gets gradient 0 (even at $a=0$,
+#   where $0 \cdot 0^{-1}$ would be `nan`), and where $a = 0$ and $b \ge 0$ the exponent gets 0
+#   instead of $0 \cdot \ln 0$. The exponent's gradient is only computed when it requires grad
+#   (usually it is a constant like the 2 in `x ** 2`).
+# - **Kinks.** `abs`, `clamp`, `relu`, `max` are not differentiable everywhere; frameworks
+#   pick a *subgradient* and document it. PyTorch's choices, which we copy: `abs` has
+#   gradient `sign(x)` (0 at 0); `clamp` passes the gradient where `min <= x <= max` (the
+#   boundary included).
+# - `where(cond, a, b)`: the gradient goes to `a` where `cond` holds and to `b` elsewhere
+#   (zeros in the other places), unbroadcast to each. `masked_fill` is recorded as `where`.
+
+# %%
+#| export
+@backward_rule("neg")
+def _neg_backward(node, grad):
+    return (-grad,)
+
+
+@backward_rule("sqrt")
+def _sqrt_backward(node, grad):
+    return (grad / (2 * node.output),)
+
+
+@backward_rule("to", "contiguous", "clone")
+def _identity_backward(node, grad):
+    return (grad,)
+
+
+@backward_rule("pow")
+def _pow_backward(node, grad):
+    base, exponent = node.inputs
+    a, b = base.numpy(), exponent.numpy()
+    ga = gb = None
+    if base.requires_grad:
+        ga = unbroadcast(np.where(b == 0, 0.0, grad * b * a ** (b - 1)), a.shape)
+    if exponent.requires_grad:
+        gb = unbroadcast(np.where((a == 0) & (b >= 0), 0.0, grad * node.output * np.log(a)), b.shape)
+    return ga, gb
+
+
+@backward_rule("abs")
+def _abs_backward(node, grad):
+    return (grad * np.sign(node.inputs[0].numpy()),)
+
+
+@backward_rule("clamp")
+def _clamp_backward(node, grad):
+    x = node.inputs[0].numpy()
+    inside = np.ones(x.shape, dtype=bool)
+    if node.attrs["min"] is not None:
+        inside &= x >= node.attrs["min"]
+    if node.attrs["max"] is not None:
+        inside &= x <= node.attrs["max"]
+    return (np.where(inside, grad, 0.0),)
+
+
+@backward_rule("where")
+def _where_backward(node, grad):
+    a, b = node.inputs
+    cond = node.attrs["cond"]
+    zero = np.zeros((), dtype=grad.dtype)
+    return (unbroadcast(np.where(cond, grad, zero), a.shape),
+            unbroadcast(np.where(cond, zero, grad), b.shape))
+
+
+# %% [markdown]
+# ## 7. The engine
+#
+# Now the machine that runs the rules. Starting from the tensor we call `backward()` on
+# (the **root**, usually the loss) with gradient 1, it must
+#
+# 1. find every node that the root depends on, each **once**, in an order where a node comes
+#    **before** the nodes that produced its inputs — a **topological order**. Then, when the
+#    engine reaches a node, every consumer of its output has already sent its contribution,
+#    so the node's total upstream gradient is complete;
+# 2. for each node in that order: take its summed upstream gradient, run its rule, and
+#    **add** each input's gradient to what that input has received so far (a tensor used
+#    twice — `x * x`, or a residual connection — gets the sum of both uses);
+# 3. deliver gradients to the **leaves** that require grad, accumulating into `.grad`.
+#
+# **Why not recursion?** The textbook version is a recursive depth-first search. A chain of
+# 10,000 ops (an RNN unrolled over a long sequence, or just a loop in your code) would need
+# 10,000 nested Python calls, past Python's recursion limit (1,000 by default). So we
+# keep our own stack: a list of `(node, children_done)` pairs.
+#
+# **Why "each node once"?** Consider a **diamond**: `a = f(x)`, `b = g(x)`, `y = a + b`.
+# A naive recursion that pushes gradients down every path visits `x`'s subgraph twice;
+# stack 60 diamonds on top of each other and it visits the bottom $2^{60}$ times — it never
+# finishes. Sorting first and visiting each node once makes backward **linear** in the size
+# of the graph.
+#
+# The algorithm (reverse post-order DFS):
+#
+# ```
+# order = [], visited = set(), stack = [(r, False) for r in roots]
+# while stack:
+#     node, children_done = stack.pop()
+#     if children_done:       -> all nodes below `node` are in `order`: append node
+#     elif node not visited:  -> mark it, push (node, True), then push (p, False) for each
+#                                p in next_nodes(node) not yet visited
+# reverse `order`: the roots come first, the leaves' producers last
+# ```
+#
+# `next_nodes(node)` (provided) lists the nodes that produced the node's inputs — only for
+# inputs that require grad and are not leaves. It also raises the "backward through the graph
+# a second time" error when the node was freed (section 13). Write `topological_order`.
+
+# %% nbgrader={"grade": false, "grade_id": "topological-order", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def next_nodes(node):
+    """The nodes that produced `node`'s inputs (inputs that require grad and are not leaves)."""
+    if node.inputs is None:
+        raise RuntimeError(_FREED)
+    return [x.grad_fn for x in node.inputs if x.requires_grad and x.grad_fn is not None]
+
+
+def topological_order(roots):
+    """Every node reachable from the nodes `roots`, each exactly once, ordered so that a node
+    comes before every node that produced one of its inputs (roots first).
+
+    Iterative (an explicit stack), so a chain of 10,000 ops works; linear in the graph size.
+    """
+    # Hints: see the pseudo-code above. Nodes are hashable (by identity), so a set works
+    # for `visited`. Return a list.
+    ### BEGIN SOLUTION
+    order, visited = [], set()
+    stack = [(node, False) for node in roots]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            order.append(node)
+        elif node not in visited:
+            visited.add(node)
+            stack.append((node, True))
+            stack.extend((p, False) for p in next_nodes(node) if p not in visited)
+    order.reverse()
+    return order
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-topological-order", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_x = Tensor([1.0, 2.0], requires_grad=True)
+_a = _x * 2
+_b = _x.exp()
+_y = (_a + _b).sum()
+_order = topological_order([_y.grad_fn])
+assert [n.op for n in _order][:2] == ["sum", "add"], [n.op for n in _order]
+assert len(_order) == 4 and len(set(_order)) == 4, "each node exactly once"
+_pos = {n: i for i, n in enumerate(_order)}
+for _n in _order:
+    for _p in next_nodes(_n):
+        assert _pos[_n] < _pos[_p], f"{_n} must come before {_p}, which produced its input"
+_c = _x
+for _ in range(3000):  # deeper than Python's recursion limit
+    _c = _c * 1.0
+assert len(topological_order([_c.grad_fn])) == 3000
+print("✓ topological_order")
+
+# %% [markdown]
+# ### The backward loop
+#
+# With the order in hand, the loop is short. Write `_run_backward(roots, root_grads,
+# retain_graph, sink)`:
+#
+# - First get `order = topological_order([...the grad_fns of the roots that have one...])`
+#   (it raises on a freed graph before anything has been changed).
+# - `grads` is a dict `{node: summed upstream gradient of its output}`. Call `sink(root, g)`
+#   for each root and, if the root has a `grad_fn`, put `g` in `grads[root.grad_fn]`
+#   (adding when two roots share a node).
+# - For each `node` in `order`: pop its gradient
+#   from `grads` (a node may get none, e.g. when every path to it was cut; then skip the
+#   rule). Call `call_rule(node, g)`; for each input tensor `x` with a gradient `gx` that is
+#   not `None`: call `sink(x, gx)`, and if `x.grad_fn` is not None, add `gx` into
+#   `grads[x.grad_fn]` — with `+`, never in place: the arrays may be shared or read-only.
+# - Unless `retain_graph`, call `free_node(node)` once the node is done (whether or not it
+#   had a gradient).
+#
+# `sink(tensor, g)` is how gradients leave the engine: `backward()` passes one that
+# accumulates into `.grad` of leaves (and of non-leaves that called `retain_grad()`), while
+# `tt.autograd.grad()` passes one that collects the gradients of chosen tensors instead.
+# Both are provided below, with the user-facing `backward()` that checks its arguments:
+# it refuses a tensor that does not require grad, and a non-scalar tensor without an explicit
+# `gradient` (which "direction" $\bar y$ should it use?), like PyTorch.
+#
+# *In this notebook we call the function `backward(loss)` directly.* `loss.backward()` (the
+# method module 01 gave every tensor) imports `backward` from the **package**
+# `tinytorch.autograd`, which holds your code only after `tito export 06`; from then on the
+# two are the same.
+
+# %% nbgrader={"grade": false, "grade_id": "run-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def free_node(node):
+    """Release what `node` keeps alive (inputs, attrs, output): the graph is used up."""
+    node.inputs = None
+    node.attrs = None
+    node.output = None
+
+
+def _run_backward(roots, root_grads, retain_graph, sink):
+    """Propagate `root_grads` (numpy arrays) from the tensors `roots` through the graph,
+    calling sink(tensor, grad) for every gradient that reaches a tensor."""
+    # Hints: see the bullet points above; the roots' nodes are
+    # [r.grad_fn for r in roots if r.grad_fn is not None].
+    ### BEGIN SOLUTION
+    order = topological_order([r.grad_fn for r in roots if r.grad_fn is not None])
+    grads = {}
+    for root, g in zip(roots, root_grads):
+        sink(root, g)
+        if root.grad_fn is not None:
+            node = root.grad_fn
+            grads[node] = grads[node] + g if node in grads else g
+    for node in order:
+        g = grads.pop(node, None)
+        if g is not None:
+            for x, gx in zip(node.inputs, call_rule(node, g)):
+                if gx is None:
+                    continue
+                sink(x, gx)
+                if x.grad_fn is not None:
+                    grads[x.grad_fn] = grads[x.grad_fn] + gx if x.grad_fn in grads else gx
+        if not retain_graph:
+            free_node(node)
+    ### END SOLUTION
+
+
+def _accumulate_grad(tensor, g):
+    """backward()'s sink: add g into tensor.grad for leaves and retain_grad() tensors."""
+    if tensor.grad_fn is not None and not getattr(tensor, "_retains_grad", False):
+        return
+    if tensor.grad is None:
+        tensor.grad = Tensor(np.asarray(g), dtype=tensor.dtype)  # a fresh copy
+    else:
+        buf = tensor.grad.numpy()  # accumulate in place, like PyTorch
+        buf += np.asarray(g, dtype=buf.dtype)
+
+
+def _seed(tensor, gradient):
+    """The starting gradient for `tensor`: ones for a one-element tensor, else `gradient`."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"backward needs a tinytorch Tensor, got {type(tensor).__name__}")
+    if not tensor.requires_grad:
+        raise RuntimeError(
+            "element 0 of tensors does not require grad and does not have a grad_fn: there is "
+            "no graph to differentiate. Did you forget requires_grad=True on the parameters, or "
+            "compute this tensor under no_grad() or from a .detach()ed tensor?")
+    if gradient is None:
+        if tensor.numel() != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs: backward() on a tensor "
+                f"of shape {tensor.shape} needs gradient=, the upstream gradient dL/d(tensor) of "
+                f"that shape. For a loss, reduce it first (e.g. loss.mean().backward()).")
+        return np.ones(tensor.shape, dtype=tensor.dtype)
+    g = gradient.numpy() if isinstance(gradient, Tensor) else np.asarray(gradient)
+    if g.shape != tensor.shape:
+        raise RuntimeError(f"Mismatch in shape: gradient has shape {g.shape}, but the tensor "
+                           f"it is the gradient of has shape {tensor.shape}")
+    return np.array(g, dtype=tensor.dtype)
+
+
+def backward(tensor, gradient=None, retain_graph=False):
+    """Accumulate d(tensor)/d(leaf) into every leaf's .grad (Tensor.backward calls this).
+
+    `gradient` is dL/d(tensor) when `tensor` has more than one element. The graph is freed
+    afterwards unless `retain_graph=True`.
+    """
+    seed = _seed(tensor, gradient)
+    _run_backward([tensor], [seed], retain_graph, _accumulate_grad)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
+    """The gradients of `outputs` w.r.t. `inputs`, returned as a tuple of Tensors instead of
+    accumulated into .grad (torch.autograd.grad). Inputs may be leaves or intermediate tensors."""
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif not isinstance(grad_outputs, (list, tuple)):
+        grad_outputs = [grad_outputs]
+    if len(grad_outputs) != len(outputs):
+        raise ValueError(f"grad: {len(outputs)} outputs but {len(grad_outputs)} grad_outputs")
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} does not require grad, so it has no gradient")
+    seeds = [_seed(o, g) for o, g in zip(outputs, grad_outputs)]
+    slot = {id(t): k for k, t in enumerate(inputs)}
+    found = [None] * len(inputs)
+
+    def collect(tensor, g):
+        k = slot.get(id(tensor))
+        if k is not None:
+            found[k] = np.array(g, copy=True) if found[k] is None else found[k] + g
+
+    _run_backward(outputs, seeds, retain_graph, collect)
+    result = []
+    for k, (t, g) in enumerate(zip(inputs, found)):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"grad: input {k} was not used to compute the outputs (its "
+                               f"gradient is undefined); pass allow_unused=True to get None")
+        result.append(None if g is None else Tensor(g, dtype=t.dtype))
+    return tuple(result)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-run-backward", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+_w = Tensor(2.0, requires_grad=True)
+_b = Tensor(1.0, requires_grad=True)
+_xv = Tensor(3.0)
+_loss = (_w * _xv + _b - 5.0) ** 2
+backward(_loss)  # the engine you just wrote (what loss.backward() calls once exported)
+assert _w.grad.item() == 12.0 and _b.grad.item() == 4.0, (_w.grad, _b.grad)  # the picture
+assert _w.grad.dtype == _w.dtype and _w.grad.shape == _w.shape
+_x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+_ones = Tensor([1.0, 1.0, 1.0])  # dL/dy for a non-scalar y (we have no rule for sum yet)
+backward(_x * _x, _ones)  # one tensor used twice: contributions add up
+np.testing.assert_allclose(_x.grad.numpy(), 2 * _x.numpy())
+backward(_x * 3.0, _ones)  # a second backward accumulates into .grad
+np.testing.assert_allclose(_x.grad.numpy(), 2 * _x.numpy() + 3.0)
+_d = Tensor(1.0, dtype=np.float64, requires_grad=True)  # 60 stacked diamonds: linear, exact
+_y = _d
+for _ in range(60):
+    _y = _y * 1.0 + _y * 1.0
+backward(_y)
+assert _d.grad.item() == 2.0 ** 60
+try:
+    backward(Tensor([1.0, 2.0], requires_grad=True).exp())
+    raise AssertionError("a non-scalar backward without gradient= must raise")
+except RuntimeError as e:
+    assert "scalar" in str(e)
+print("✓ the engine: w.grad =", _w.grad.item(), "b.grad =", _b.grad.item())
+
+# %% [markdown]
+# ## 8. Checking gradients numerically: `gradcheck`
+#
+# How do you know a backward rule is right? Compare it with the definition of the
+# derivative. For a scalar function $f$ and a tiny $\varepsilon$, the **central difference**
+#
+# $$\frac{\partial f}{\partial x_i} \approx \frac{f(x + \varepsilon e_i) - f(x - \varepsilon e_i)}{2\varepsilon}$$
+#
+# has error $O(\varepsilon^2)$ (the one-sided $f(x+\varepsilon e_i) - f(x)$ over $\varepsilon$
+# has $O(\varepsilon)$). It needs two evaluations of $f$ per input element — far too slow to
+# train with, perfect for testing.
+#
+# **Why float64.** Rounding adds an error of about $\text{machine epsilon} \cdot |f| /
+# \varepsilon$. In float32 (epsilon ≈ 1e-7) with $\varepsilon$ = 1e-6 that is ≈ 0.1 — the
+# check would be noise. In float64 (epsilon ≈ 2e-16) it is ≈ 2e-10, and the truncation error
+# $\varepsilon^2 \approx$ 1e-12: we can demand agreement to 1e-6 and catch any real bug.
+# So `gradcheck` **refuses float32 inputs**.
+#
+# **A non-scalar function.** `fn` may return a tensor of any shape. We turn it into a
+# scalar with fixed random weights $v$: $f(x) = \sum_j v_j \, \text{fn}(x)_j$. Then the
+# analytical gradient of $f$ is exactly one backward pass with upstream gradient $v$ (the
+# VJP $v^\top J$), and the numerical one perturbs each input element. Random $v$ (rather
+# than all ones) matters: a rule that ignored its upstream gradient would pass with ones.
+#
+# **The criterion**, per input: with $a$ the analytical and $n$ the numerical gradient,
+#
+# $$\text{relative error} = \frac{\max_i |a_i - n_i|}{\max(1, \max_i |n_i|)} ,$$
+#
+# an absolute error for gradients of size ≤ 1 and a relative one for larger gradients;
+# the check passes when it is **below `tol` = 1e-6** for every input. On failure, the
+# error message names the input, the worst element and both values.
+#
+# Write `numerical_grad(f, x, eps)`: `f()` takes no arguments and returns a float; `x` is
+# the float64 numpy array `f` reads (the memory of an input tensor). Perturb one element
+# at a time **in place**, evaluate, and **restore** it.
+
+# %% nbgrader={"grade": false, "grade_id": "numerical-grad", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def numerical_grad(f, x, eps=1e-6):
+    """Central-difference gradient of the scalar function f() w.r.t. every element of the
+    numpy array `x` that f reads. Returns a float64 array of x's shape; x is left unchanged."""
+    # Hints: out = np.zeros(x.shape); for idx in np.ndindex(*x.shape): save old = x[idx], set
+    # x[idx] = old + eps, f_plus = f(), set old - eps, f_minus = f(), restore x[idx] = old,
+    # out[idx] = (f_plus - f_minus) / (2 * eps).
+    ### BEGIN SOLUTION
+    out = np.zeros(x.shape, dtype=np.float64)
+    for idx in np.ndindex(*x.shape):
+        old = x[idx]
+        x[idx] = old + eps
+        f_plus = f()
+        x[idx] = old - eps
+        f_minus = f()
+        x[idx] = old
+        out[idx] = (f_plus - f_minus) / (2 * eps)
+    return out
+    ### END SOLUTION
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck when an analytical gradient disagrees with central differences."""
+
+
+def _float_outputs(out):
+    """The floating tensors among fn's results (a Tensor, or a tuple such as max's)."""
+    outs = [out] if isinstance(out, Tensor) else [o for o in out if isinstance(o, Tensor)]
+    return [o for o in outs if o.dtype.kind == "f"]
+
+
+def gradcheck(fn, inputs, eps=1e-6, tol=1e-6, raise_exception=True, seed=0):
+    """Check the backward rules used by `fn(*inputs)` against float64 central differences.
+
+    Every input Tensor with requires_grad=True is checked; it must be float64. Passes when,
+    for each such input, max|analytical - numerical| / max(1, max|numerical|) < tol.
+    Returns True, or raises GradcheckError naming the input, the worst element and both
+    values (returns False instead when raise_exception=False).
+    """
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    checked = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    if not checked:
+        raise ValueError("gradcheck: no input requires grad; create the inputs to check with "
+                         "requires_grad=True")
+    for i in checked:
+        t = inputs[i]
+        if t.dtype != np.float64:
+            raise TypeError(
+                f"gradcheck: input {i} is {t.dtype}, but gradcheck needs float64: with float32's "
+                f"~7 significant digits, central differences with eps={eps} lose almost all of "
+                f"them to rounding. Create it with dtype=tinytorch.float64, or pass x.double() "
+                f"(made a leaf with .detach().requires_grad_()).")
+        if any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride())):
+            raise ValueError(f"gradcheck: input {i} is an expanded view (stride 0), so perturbing "
+                             f"one element would change several; pass a .clone()d leaf")
+    with enable_grad():
+        outs = _float_outputs(fn(*inputs))
+    rng = np.random.default_rng(seed)
+    weights = [rng.uniform(0.5, 1.5, o.shape) * rng.choice([-1.0, 1.0], o.shape) for o in outs]
+    live = [(o, v) for o, v in zip(outs, weights) if o.requires_grad]
+    targets = [inputs[i] for i in checked]
+    if live:
+        analytical = grad([o for o, _ in live], targets, [v for _, v in live], allow_unused=True)
+    else:
+        analytical = [None] * len(targets)
+
+    def f():
+        with no_grad():
+            outs = _float_outputs(fn(*inputs))
+        return float(sum(np.sum(o.numpy().astype(np.float64) * v) for o, v in zip(outs, weights)))
+
+    for i, t, a in zip(checked, targets, analytical):
+        a = np.zeros(t.shape) if a is None else a.numpy()
+        n = numerical_grad(f, t.numpy(), eps)
+        diff = np.abs(a - n)
+        scale = max(1.0, float(np.abs(n).max(initial=0.0)))
+        error = float(diff.max(initial=0.0)) / scale
+        if not error < tol:  # also catches nan
+            worst = np.unravel_index(int(np.nanargmax(np.where(np.isnan(diff), np.inf, diff))), t.shape) \
+                if diff.size else ()
+            msg = (f"gradcheck failed for input {i} (shape {t.shape}): relative error {error:.3g} "
+                   f">= tol {tol:g}. Worst element {tuple(int(k) for k in worst)}: analytical "
+                   f"(backward) {a[worst]!r}, numerical (central difference) {n[worst]!r}.")
+            if raise_exception:
+                raise GradcheckError(msg)
+            return False
+    return True
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-numerical-grad", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_v = np.array([0.5, -1.0, 2.0])
+_ng = numerical_grad(lambda: float(np.sum(_v ** 3)), _v)
+np.testing.assert_allclose(_ng, 3 * _v ** 2, rtol=1e-8)
+np.testing.assert_array_equal(_v, [0.5, -1.0, 2.0])  # restored
+_p = Tensor(np.array([[0.5, -1.2], [2.0, 0.3]]), requires_grad=True)
+_q = Tensor(np.array([1.5, -0.7]), requires_grad=True)
+assert gradcheck(lambda p, q: (p * q - p / q).exp() + (p * p).log(), [_p, _q])
+try:
+    gradcheck(lambda p: p * 2, [Tensor([1.0, 2.0], requires_grad=True)])
+    raise AssertionError("gradcheck must refuse float32 inputs")
+except TypeError as e:
+    assert "float64" in str(e)
+print("✓ numerical_grad and gradcheck")
+
+# %% [markdown]
+# From now on every rule is checked with `gradcheck`. (Inputs are chosen away from kinks —
+# central differences across the corner of `abs` at 0 would average the two sides.)
+#
+# ## 9. Views and indexing
+#
+# A view moves no numbers: it only changes how the same elements are indexed. Its backward
+# therefore moves the *gradient's* elements back the same way:
+#
+# - `transpose(dim0, dim1)`: swap the same two axes of the gradient back
+#   (`np.swapaxes`); a 0-d transpose is the identity;
+# - `permute(dims)`: apply the **inverse** permutation, `np.argsort(dims)`;
+# - `view`, `reshape`, `squeeze`, `unsqueeze`: none of them reorders elements (row-major
+#   order is unchanged), so the gradient is just **reshaped** to the input's shape;
+# - `expand`: each input element was read many times (stride 0): that is broadcasting, so
+#   `unbroadcast`.
+#
+# **Indexing** picks elements: `y = x[index]`. Each output element came from one input
+# element, and the gradient must go back there. With advanced indexing the same input
+# element can be picked several times (`x[[0, 0, 2]]`), and then its gradient is the **sum**.
+# One vectorised trick handles *every* kind of index, basic or advanced:
+#
+# 1. `source = np.arange(x.numel()).reshape(x.shape)[index]` — apply the same index to an
+#    array holding each element's flat position: now `source[j]` says where output element
+#    `j` came from;
+# 2. `np.bincount(source.ravel(), weights=grad.ravel(), minlength=x.numel())` adds up the
+#    gradients per source position (repeats included), then reshape to `x.shape`.
+#
+# (`np.add.at(out, index, grad)` does the same scatter-add; `bincount` is faster and
+# needs no special cases for `None`, `...` or masks.) `as_strided` (an arbitrary view, used
+# for im2col in module 09) is provided and uses the same idea on storage positions.
+
+# %% nbgrader={"grade": false, "grade_id": "rules-views", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+@backward_rule("transpose")
+def _transpose_backward(node, grad):
+    """y = x.transpose(dim0, dim1): swap the axes of the gradient back."""
+    # Hint: np.swapaxes(grad, dim0, dim1); when grad.ndim == 0 return (grad,).
+    ### BEGIN SOLUTION
+    if grad.ndim == 0:
+        return (grad,)
+    return (np.swapaxes(grad, node.attrs["dim0"], node.attrs["dim1"]),)
+    ### END SOLUTION
+
+
+@backward_rule("permute")
+def _permute_backward(node, grad):
+    """y = x.permute(dims): apply the inverse permutation."""
+    ### BEGIN SOLUTION
+    return (np.transpose(grad, np.argsort(node.attrs["dims"])),)
+    ### END SOLUTION
+
+
+@backward_rule("view", "reshape", "squeeze", "unsqueeze")
+def _reshape_backward(node, grad):
+    """y = x.view/reshape/squeeze/unsqueeze(...): same elements in the same order."""
+    ### BEGIN SOLUTION
+    return (grad.reshape(node.inputs[0].shape),)
+    ### END SOLUTION
+
+
+@backward_rule("expand")
+def _expand_backward(node, grad):
+    """y = x.expand(shape): broadcasting as a view."""
+    ### BEGIN SOLUTION
+    return (unbroadcast(grad, node.inputs[0].shape),)
+    ### END SOLUTION
+
+
+@backward_rule("getitem")
+def _getitem_backward(node, grad):
+    """y = x[index] (basic or advanced): scatter-add the gradient back to where each
+    element came from (node.attrs["index"] works as x.numpy()[index])."""
+    ### BEGIN SOLUTION
+    x = node.inputs[0]
+    source = np.arange(x.numel()).reshape(x.shape)[node.attrs["index"]]
+    total = np.bincount(np.ravel(source), weights=np.ravel(grad), minlength=x.numel())
+    return (total.reshape(x.shape),)
+    ### END SOLUTION
+
+
+# %%
+#| export
+def _storage_positions(shape, strides, offset):
+    """The storage position of every element of a layout, as an int array of `shape`."""
+    pos = np.full(tuple(shape), offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        pos += (np.arange(n) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return pos
+
+
+@backward_rule("as_strided")
+def _as_strided_backward(node, grad):
+    x = node.inputs[0]
+    size = x._storage.size
+    out_pos = _storage_positions(node.attrs["size"], node.attrs["stride"], node.attrs["storage_offset"])
+    per_cell = np.bincount(out_pos.ravel(), weights=np.ravel(grad), minlength=size)
+    in_pos = _storage_positions(x.shape, x.stride(), x.storage_offset())
+    count = np.bincount(in_pos.ravel(), minlength=size)  # > 1 where x itself overlaps
+    return (per_cell[in_pos] / np.maximum(count[in_pos], 1),)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-rules-views", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(0)
+_x = Tensor(_rng.standard_normal((2, 3, 4)), requires_grad=True)
+assert gradcheck(lambda x: x.transpose(0, 2) * Tensor(np.arange(24.0).reshape(4, 3, 2)), [_x])
+assert gradcheck(lambda x: x.permute(1, 2, 0).reshape(3, 8), [_x])
+assert gradcheck(lambda x: x.T.reshape(-1), [_x]), "reshape of a non-contiguous tensor (a copy)"
+assert gradcheck(lambda x: x[:, :1].squeeze(1).unsqueeze(0).reshape(8).view(2, 4), [_x])
+_s = Tensor(_rng.standard_normal((3, 1)), requires_grad=True)
+assert gradcheck(lambda s: s.expand(2, 3, 4), [_s])
+assert gradcheck(lambda x: x[1, ::2, None, 1:3], [_x])
+assert gradcheck(lambda x: x[Tensor([0, 0, 1, 0]), 1], [_x]), "repeated indices must add up"
+_ga = call_rule(_x[Tensor([1, 1, 1])].grad_fn, np.ones((3, 3, 4)))[0]
+assert _ga[1].tolist() == np.full((3, 4), 3.0).tolist() and _ga[0].sum() == 0
+assert gradcheck(lambda x: x[x.detach() > 0], [_x]), "boolean masks"
+assert gradcheck(lambda x: x.as_strided((2, 3), (1, 1), 2), [_x]), "overlapping windows"
+print("✓ view and indexing rules")
+
+# %% [markdown]
+# ## 10. Reductions, matmul, joining
+#
+# **sum and mean.** `y = x.sum(dim)`: every element of `x` in a reduced slice contributed
+# with slope 1, so each receives that slice's upstream gradient — the reverse of a sum is a
+# **broadcast**. With `keepdim=False` the reduced dims are gone from `grad`: put them back
+# as size 1 (`np.expand_dims(grad, dim)`), then `np.broadcast_to(..., x.shape)`. `mean` is
+# the same divided by the number of elements per slice, $n = \prod_{d \in \text{dim}}
+# \text{shape}[d]$. (The attrs hold the normalised `dim` tuple and `keepdim`.)
+#
+# **max and min.** Only the winning element changed the output, so it alone gets the
+# gradient. Ties need a convention; we follow PyTorch's: `amax`/`amin` (and `max()`
+# without `dim`) **split** the gradient evenly among all tied elements, while
+# `max(dim)`/`min(dim)` give it to the element at the returned index (saved in
+# `attrs["indices"]`). Both provided.
+#
+# **matmul.** For $Y = A B$ with $A$: $(m, k)$, $B$: $(k, n)$:
+#
+# $$\bar A = \bar Y B^\top \quad (m, n)(n, k) = (m, k), \qquad \bar B = A^\top \bar Y \quad (k, m)(m, n) = (k, n).$$
+#
+# (Check the shapes: that is the fastest way to remember the formulas.) With batches,
+# `np.matmul` does the same for every matrix of the batch; "transpose" means swapping the
+# **last two** axes (`np.swapaxes(b, -1, -2)`). Two details:
+#
+# - a batch dimension that was **broadcast** (a `(5, 3)` weight used by all 8 matrices of a
+#   `(8, 4, 5)` batch) gets the sum over the batch: `unbroadcast` once more;
+# - a **1-D** operand was promoted to a matrix and the extra dim dropped from the result:
+#   promote `a` `(k,)` to `(1, k)` and `b` `(k,)` to `(k, 1)`, reshape `grad` to the promoted
+#   result shape `batch + (m, n)`, apply the formulas, unbroadcast to the promoted shapes,
+#   and reshape back to the inputs' shapes.
+#
+# Compute each input's gradient only if `node.inputs[i].requires_grad` — the first layer's
+# input is data, and its gradient would be a wasted matmul.
+#
+# **cat and stack** (provided) split the gradient: `cat` at the recorded `sizes` along
+# `dim` (`np.split`), `stack` into its slices along the new `dim`.
+
+# %% nbgrader={"grade": false, "grade_id": "rules-reductions", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+@backward_rule("sum")
+def _sum_backward(node, grad):
+    """y = x.sum(dim, keepdim): broadcast the gradient back over the reduced dims."""
+    ### BEGIN SOLUTION
+    x = node.inputs[0]
+    g = grad if node.attrs["keepdim"] else np.expand_dims(grad, node.attrs["dim"])
+    return (np.broadcast_to(g, x.shape),)
+    ### END SOLUTION
+
+
+@backward_rule("mean")
+def _mean_backward(node, grad):
+    """y = x.mean(dim, keepdim)."""
+    ### BEGIN SOLUTION
+    x = node.inputs[0]
+    n = 1
+    for d in node.attrs["dim"]:
+        n *= x.shape[d]
+    g = grad if node.attrs["keepdim"] else np.expand_dims(grad, node.attrs["dim"])
+    return (np.broadcast_to(g / n, x.shape),)
+    ### END SOLUTION
+
+
+@backward_rule("matmul")
+def _matmul_backward(node, grad):
+    """y = a @ b with numpy's rules (1-D operands, broadcast batch dims)."""
+    ### BEGIN SOLUTION
+    a, b = node.inputs
+    av, bv = a.numpy(), b.numpy()
+    a2 = av[None, :] if av.ndim == 1 else av
+    b2 = bv[:, None] if bv.ndim == 1 else bv
+    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    g = grad.reshape(batch + (a2.shape[-2], b2.shape[-1]))
+    ga = gb = None
+    if a.requires_grad:
+        ga = unbroadcast(g @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
+    if b.requires_grad:
+        gb = unbroadcast(np.swapaxes(a2, -1, -2) @ g, b2.shape).reshape(b.shape)
+    return ga, gb
+    ### END SOLUTION
+
+
+# %%
+#| export
+def _keep_reduced(arr, attrs):
+    """A reduction's output or gradient with the reduced dims put back as size 1."""
+    return arr if attrs["keepdim"] else np.expand_dims(arr, attrs["dim"])
+
+
+@backward_rule("amax", "amin")
+def _amax_backward(node, grad):
+    x = node.inputs[0].numpy()
+    winners = x == _keep_reduced(node.output, node.attrs)
+    count = winners.sum(axis=node.attrs["dim"], keepdims=True)
+    return (np.where(winners, _keep_reduced(grad, node.attrs) / count, 0.0),)
+
+
+@backward_rule("max", "min")
+def _max_dim_backward(node, grad):
+    x = node.inputs[0]
+    dim = node.attrs["dim"]
+    g = grad if node.attrs["keepdim"] else np.expand_dims(grad, dim)
+    out = np.zeros(x.shape, dtype=grad.dtype)
+    np.put_along_axis(out, node.attrs["indices"], g, axis=dim)
+    return (out,)
+
+
+@backward_rule("cat")
+def _cat_backward(node, grad):
+    cuts = np.cumsum(node.attrs["sizes"])[:-1]
+    return tuple(np.split(grad, cuts, axis=node.attrs["dim"]))
+
+
+@backward_rule("stack")
+def _stack_backward(node, grad):
+    return tuple(np.moveaxis(grad, node.attrs["dim"], 0))
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-rules-reductions", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(1)
+_x = Tensor(_rng.standard_normal((2, 3, 4)), requires_grad=True)
+assert gradcheck(lambda x: x.sum(), [_x]) and gradcheck(lambda x: x.sum((0, 2)), [_x])
+assert gradcheck(lambda x: x.mean(-1, keepdim=True), [_x]) and gradcheck(lambda x: x.mean(), [_x])
+assert gradcheck(lambda x: x.amax(1), [_x]) and gradcheck(lambda x: x.min(dim=2).values, [_x])
+_tie = Tensor([[1.0, 3.0, 3.0]], requires_grad=True)
+backward(_tie.amax())
+assert _tie.grad.tolist() == [[0.0, 0.5, 0.5]], "amax splits the gradient among ties"
+for _sa, _sb in [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
+                 ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2))]:
+    _A = Tensor(_rng.standard_normal(_sa), requires_grad=True)
+    _B = Tensor(_rng.standard_normal(_sb), requires_grad=True)
+    assert gradcheck(lambda a, b: a @ b, [_A, _B]), (_sa, _sb)
+_c = Tensor(_rng.standard_normal((2, 2)), requires_grad=True)
+assert gradcheck(lambda x, c: tt.cat([x[0, :2], c, x[1, :2]], dim=1), [_x, _c])
+assert gradcheck(lambda x, c: tt.stack([c, c * 2, x[0, :2, :2]], dim=1), [_x, _c])
+print("✓ reduction, matmul, cat and stack rules")
+
+# %% [markdown]
+# ## 11. Activations and losses (modules 02 and 04)
+#
+# Module 02 recorded each activation as one op (`relu`, `sigmoid`, ...), and module 04 each
+# loss (`mse_loss`, `binary_cross_entropy_with_logits`, `nll_loss`; `cross_entropy` is
+# `log_softmax` followed by `nll_loss`). One op means one rule, usually cheaper and more
+# accurate than differentiating the composite:
+#
+# - `relu`: $\bar x = \bar y \cdot [x > 0]$ (PyTorch's subgradient at 0 is 0);
+# - `sigmoid` $\sigma$: $\sigma' = \sigma (1 - \sigma)$ — from the saved output;
+# - `tanh`: $\tanh' = 1 - \tanh^2$ — from the saved output;
+# - `softmax` along `dim`, output $s$: the Jacobian is $\text{diag}(s) - s s^\top$, and its
+#   VJP never needs the matrix: $\bar x = s \odot (\bar y - \sum_{\text{dim}} \bar y \odot s)$;
+# - `log_softmax`, output $\ell$ (so $e^\ell = s$): $\bar x = \bar y - e^{\ell} \sum_{\text{dim}} \bar y$;
+# - `nll_loss` (input: log-probabilities $(N, C, \dots)$, target classes $t$): only the
+#   picked entries $\ell_{i, t_i}$ appear in the loss, so the gradient is zero except
+#   $-w_{t_i} \cdot \bar y_i$ at $(i, t_i)$, where $\bar y_i$ is the upstream gradient of
+#   sample $i$: `grad` itself for `reduction="none"`, the scalar `grad` for `"sum"`, and
+#   `grad / W` for `"mean"`, with $W = \sum_i w_{t_i}$ over the non-ignored samples (module 04
+#   divides by that total weight). Ignored targets get weight 0.
+#
+# Provided: `leaky_relu`, `gelu` (exact: $\Phi(x) + x\,\varphi(x)$; tanh form by the chain
+# rule), `mse_loss`, and `binary_cross_entropy_with_logits` ($\bar x = \sigma(x) - y$ without
+# `pos_weight`: the stable log-sum-exp form hides a beautifully simple derivative). The
+# `cross_entropy` gradient, `softmax(x) - onehot(t)`, then *emerges* from your two rules
+# chained by the engine.
+
+# %% nbgrader={"grade": false, "grade_id": "rules-nn", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+@backward_rule("relu")
+def _relu_backward(node, grad):
+    """y = max(x, 0)."""
+    ### BEGIN SOLUTION
+    return (np.where(node.inputs[0].numpy() > 0, grad, 0.0),)
+    ### END SOLUTION
+
+
+@backward_rule("sigmoid")
+def _sigmoid_backward(node, grad):
+    """y = sigmoid(x): use the saved output."""
+    ### BEGIN SOLUTION
+    s = node.output
+    return (grad * s * (1 - s),)
+    ### END SOLUTION
+
+
+@backward_rule("tanh")
+def _tanh_backward(node, grad):
+    """y = tanh(x): use the saved output."""
+    ### BEGIN SOLUTION
+    t = node.output
+    return (grad * (1 - t * t),)
+    ### END SOLUTION
+
+
+@backward_rule("softmax")
+def _softmax_backward(node, grad):
+    """y = softmax(x, dim)."""
+    ### BEGIN SOLUTION
+    s = node.output
+    dim = node.attrs["dim"]
+    return (s * (grad - (grad * s).sum(axis=dim, keepdims=True)),)
+    ### END SOLUTION
+
+
+@backward_rule("log_softmax")
+def _log_softmax_backward(node, grad):
+    """y = log_softmax(x, dim)."""
+    ### BEGIN SOLUTION
+    dim = node.attrs["dim"]
+    return (grad - np.exp(node.output) * grad.sum(axis=dim, keepdims=True),)
+    ### END SOLUTION
+
+
+@backward_rule("nll_loss")
+def _nll_loss_backward(node, grad):
+    """loss = nll_loss(logp, target, weight, ignore_index, reduction); attrs hold target
+    (int numpy array), weight (None or a (C,) numpy array), ignore_index and reduction."""
+    # Hints: mirror module 04's forward: for a 1-D input work on logp[None], target[None];
+    # valid = target != ignore_index; safe = np.where(valid, target, 0); w = weight[safe]
+    # (ones without weight) and 0 where not valid; per-sample upstream gradient as described;
+    # then np.put_along_axis(out, safe[:, None], (-w * g)[:, None], axis=1).
+    ### BEGIN SOLUTION
+    x = node.inputs[0]
+    attrs = node.attrs
+    target = attrs["target"]
+    one_d = x.ndim == 1
+    if one_d:
+        target = target[None]
+    valid = target != attrs["ignore_index"]
+    safe = np.where(valid, target, 0)
+    w = np.ones(safe.shape) if attrs["weight"] is None else attrs["weight"][safe]
+    w = np.where(valid, w, 0.0)
+    if attrs["reduction"] == "none":
+        g = grad[None] if one_d else grad
+    elif attrs["reduction"] == "sum":
+        g = grad
+    else:
+        g = grad / w.sum()
+    out = np.zeros((1,) + x.shape if one_d else x.shape, dtype=np.result_type(grad, np.float32))
+    np.put_along_axis(out, safe[:, None], (-w * g)[:, None], axis=1)
+    return (out[0] if one_d else out,)
+    ### END SOLUTION
+
+
+# %%
+#| export
+@backward_rule("leaky_relu")
+def _leaky_relu_backward(node, grad):
+    x = node.inputs[0].numpy()
+    return (np.where(x > 0, grad, grad * node.attrs["negative_slope"]),)
+
+
+@backward_rule("gelu")
+def _gelu_backward(node, grad):
+    x = node.inputs[0].numpy().astype(np.float64)
+    if node.attrs["approximate"] == "tanh":
+        c = np.sqrt(2.0 / np.pi)
+        t = np.tanh(c * (x + 0.044715 * x ** 3))
+        slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
+    else:
+        from tinytorch.nn.activations import _erfc  # module 02's accurate erfc
+        slope = 0.5 * _erfc(-x / np.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+    return (grad * slope,)
+
+
+def _pointwise_loss_grad(grad, per_element, reduction):
+    """Chain the upstream gradient of a reduced pointwise loss into per-element slopes."""
+    if reduction == "none":
+        return grad * per_element
+    if reduction == "mean":
+        return grad * per_element / max(per_element.size, 1)
+    return grad * per_element
+
+
+@backward_rule("mse_loss")
+def _mse_loss_backward(node, grad):
+    x, y = (t.numpy() for t in node.inputs)
+    gx = _pointwise_loss_grad(grad, 2 * (x - y), node.attrs["reduction"])
+    return gx, -gx
+
+
+@backward_rule("binary_cross_entropy_with_logits")
+def _bce_with_logits_backward(node, grad):
+    x, y = (t.numpy() for t in node.inputs)
+    w, pw = node.attrs["weight"], node.attrs["pos_weight"]
+    e = np.exp(-np.abs(x))
+    sig = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    tail = np.log1p(e)
+    if pw is None:
+        dx, dy = sig - y, -x
+    else:
+        dx = (1 - y) * sig - pw * y * (1 - sig)
+        dy = pw * (np.maximum(-x, 0) + tail) - (np.maximum(x, 0) + tail)
+    if w is not None:
+        dx, dy = dx * w, dy * w
+    reduction = node.attrs["reduction"]
+    return (_pointwise_loss_grad(grad, dx, reduction), _pointwise_loss_grad(grad, dy, reduction))
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-rules-nn", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+import tinytorch.nn.functional as F
+
+_rng = np.random.default_rng(2)
+_x = Tensor(_rng.standard_normal((4, 5)), requires_grad=True)
+for _fn in [F.relu, F.sigmoid, F.tanh, F.gelu, lambda x: F.leaky_relu(x, 0.1),
+            lambda x: F.softmax(x, dim=1), lambda x: F.log_softmax(x, dim=0)]:
+    assert gradcheck(_fn, [_x])
+_t = Tensor([0, 4, 2, -100])
+_wc = Tensor(np.array([1.0, 2.0, 0.5, 1.5, 3.0]))
+for _red in ["mean", "sum", "none"]:
+    assert gradcheck(lambda x: F.nll_loss(x, _t, reduction=_red), [_x]), _red
+    assert gradcheck(lambda x: F.cross_entropy(x, _t, _wc, reduction=_red), [_x]), _red
+_x.grad = None
+backward(F.cross_entropy(_x, Tensor([0, 4, 2, 1])))
+_sm = np.exp(_x.numpy()) / np.exp(_x.numpy()).sum(1, keepdims=True)
+np.testing.assert_allclose(_x.grad.numpy(), (_sm - np.eye(5)[[0, 4, 2, 1]]) / 4, atol=1e-12)
+print("✓ activation and loss rules; cross_entropy's gradient is (softmax - onehot) / N")
+
+# %% [markdown]
+# ### Every op, one sweep
+#
+# A framework engineer's first question about an autograd engine: *does every
+# differentiable op have a rule, and is every rule right?* The cell below runs `gradcheck`
+# on one case per registered op and checks that no op of modules 01-04 is left out —
+# the same sweep the module's tests run, with more cases (broadcast shapes, dims, ties,
+# every loss option).
+
+# %%
+_rng = np.random.default_rng(3)
+
+
+def _leaf(*shape, low=None):
+    data = _rng.standard_normal(shape) if low is None else _rng.uniform(low, low + 1.5, shape)
+    return Tensor(data, requires_grad=True)
+
+
+_a, _b, _pos = _leaf(2, 3), _leaf(3), _leaf(2, 3, low=0.5)
+_yb = Tensor(_rng.uniform(0, 1, (2, 3)))
+SWEEP = {
+    "add": (lambda a, b: a + b, [_a, _b]), "sub": (lambda a, b: a - b, [_a, _b]),
+    "mul": (lambda a, b: a * b, [_a, _b]), "div": (lambda a, p: a / p, [_a, _pos]),
+    "pow": (lambda p, b: p ** b, [_pos, _b]), "neg": (lambda a: -a, [_a]),
+    "abs": (lambda p: (p - 1.2).abs(), [_pos]), "exp": (lambda a: a.exp(), [_a]),
+    "log": (lambda p: p.log(), [_pos]), "sqrt": (lambda p: p.sqrt(), [_pos]),
+    "clamp": (lambda a: a.clamp(-0.5, 0.5), [_a]),
+    "where": (lambda a, b: tt.where(a.detach() > 0, a, b), [_a, _b]),
+    "to": (lambda a: a.to(tt.float32).to(tt.float64) * 0 + a, [_a]), "contiguous": (lambda a: a.T.contiguous(), [_a]),
+    "clone": (lambda a: a.clone(), [_a]), "transpose": (lambda a: a.transpose(0, 1), [_a]),
+    "permute": (lambda a: a.permute(1, 0), [_a]), "view": (lambda a: a.view(3, 2), [_a]),
+    "reshape": (lambda a: a.T.reshape(6), [_a]), "squeeze": (lambda a: a[None].squeeze(0), [_a]),
+    "unsqueeze": (lambda a: a.unsqueeze(1), [_a]), "expand": (lambda b: b.expand(4, 3), [_b]),
+    "as_strided": (lambda a: a.as_strided((2, 2), (1, 2), 1), [_a]),
+    "getitem": (lambda a: a[Tensor([1, 1, 0]), ::2], [_a]), "sum": (lambda a: a.sum(1), [_a]),
+    "mean": (lambda a: a.mean(0, keepdim=True), [_a]), "amax": (lambda a: a.amax(1), [_a]),
+    "amin": (lambda a: a.amin(), [_a]), "max": (lambda a: a.max(dim=0).values, [_a]),
+    "min": (lambda a: a.min(dim=1, keepdim=True).values, [_a]),
+    "matmul": (lambda a, b: a @ b, [_a, _b]), "cat": (lambda a, b: tt.cat([a, b[None]]), [_a, _b]),
+    "stack": (lambda a, b: tt.stack([a[0], b], dim=1), [_a, _b]),
+    "relu": (F.relu, [_a]), "leaky_relu": (lambda a: F.leaky_relu(a, 0.2), [_a]),
+    "sigmoid": (F.sigmoid, [_a]), "tanh": (F.tanh, [_a]),
+    "gelu": (lambda a: F.gelu(a, approximate="tanh") + F.gelu(a), [_a]),
+    "softmax": (lambda a: F.softmax(a, dim=1), [_a]), "log_softmax": (lambda a: F.log_softmax(a, dim=0), [_a]),
+    "mse_loss": (lambda a, p: F.mse_loss(a, p), [_a, _pos]),
+    "binary_cross_entropy_with_logits": (lambda a: F.binary_cross_entropy_with_logits(a, _yb), [_a]),
+    "nll_loss": (lambda a: F.nll_loss(a, Tensor([2, 0])), [_a]),
+}
+for _op, (_fn, _inputs) in SWEEP.items():
+    assert gradcheck(_fn, _inputs), _op
+_missing = sorted(set(BACKWARD_RULES) - set(SWEEP))
+assert not _missing, f"ops with a rule but no gradcheck case: {_missing}"
+print(f"✓ gradcheck passes for all {len(SWEEP)} differentiable ops of modules 01-04")
+
+# %% [markdown]
+# ## 12. Seeing the graph
+#
+# Debugging autograd is much easier when you can *see* the graph. Two provided tools walk it
+# with your `topological_order` (each node gets its number in that order, `#0` being the
+# root):
+#
+# - `print_graph(t, names=None)` prints an indented tree: each op with its output shape,
+#   dtype and attrs, the leaves (named if you pass `names={"w": w, ...}`), and inputs that do
+#   not require grad. A node shared by several consumers is expanded once and later shown
+#   as `(shown above)` — the text form of "each node once". `format_graph` returns the
+#   same text as a string.
+# - `to_dot(t, names=None)` returns the graph in **Graphviz DOT**, the text format of the
+#   `dot` layout tool: ops are grey boxes, the root green, parameters blue, constants dashed.
+#   If the `graphviz` Python package and the `dot` program are installed, the next cell
+#   renders it; otherwise it prints the DOT text, which you can paste into any Graphviz viewer.
+
+# %%
+#| export
+def _short(value, limit=40):
+    if isinstance(value, np.ndarray):
+        return f"<array {value.shape}>"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _tensor_label(t, names):
+    name = names.get(id(t))
+    shape = f"{t.shape} {t.dtype}"
+    if name is not None:
+        return f"{name} {shape}" + (" (leaf)" if t.requires_grad else "")
+    if t.requires_grad:
+        return f"leaf {shape}"
+    if t.ndim == 0:
+        return f"const {t.item()!r}"
+    return f"input {shape} (no grad)"
+
+
+def _node_label(node, number):
+    if node.inputs is None:
+        return f"#{number} {node.name()} (freed by backward())"
+    attrs = ", ".join(f"{k}={_short(v)}" for k, v in node.attrs.items())
+    return (f"#{number} {node.name()} -> {tuple(node.output.shape)} {node.output.dtype}"
+            + (f" [{attrs}]" if attrs else ""))
+
+
+def _numbering(tensor):
+    if tensor.grad_fn is None or tensor.grad_fn.inputs is None:
+        return {}
+    return {node: k for k, node in enumerate(topological_order([tensor.grad_fn]))}
+
+
+def format_graph(tensor, names=None, max_depth=25):
+    """The graph behind `tensor` as an indented text tree (each shared node expanded once)."""
+    names = {id(t): n for n, t in (names or {}).items()}
+    number = _numbering(tensor)
+    if tensor.grad_fn is None:
+        return _tensor_label(tensor, names) + "  (no graph behind it)"
+    lines, shown = [], set()
+    stack = [(tensor, "", "", 0)]  # (tensor, prefix of its line, prefix of its children, depth)
+    while stack:
+        t, head, tail, depth = stack.pop()
+        node = t.grad_fn
+        if node is None:
+            lines.append(head + _tensor_label(t, names))
+            continue
+        label = _node_label(node, number.get(node, 0))
+        if t is not tensor and id(t) in names:
+            label += f" = {names[id(t)]}"
+        if node in shown:
+            lines.append(head + f"#{number.get(node, 0)} {node.name()} (shown above)")
+            continue
+        shown.add(node)
+        lines.append(head + label)
+        if node.inputs is None:
+            continue
+        if depth >= max_depth:
+            lines.append(tail + "└── ...")
+            continue
+        kids = list(node.inputs)
+        for k in reversed(range(len(kids))):
+            last = k == len(kids) - 1
+            stack.append((kids[k], tail + ("└── " if last else "├── "),
+                          tail + ("    " if last else "│   "), depth + 1))
+    return "\n".join(lines)
+
+
+def print_graph(tensor, names=None, max_depth=25):
+    """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
+    print(format_graph(tensor, names, max_depth))
+
+
+def _dot_text(text):
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def to_dot(tensor, names=None):
+    """The graph behind `tensor` as Graphviz DOT text (render with `dot -Tsvg`)."""
+    names = {id(t): n for n, t in (names or {}).items()}
+    lines = ["digraph autograd {", '  node [shape=box, fontname="Helvetica", fontsize=10];']
+
+    def leaf_id(t):
+        ident = f"t{id(t)}"
+        if ident not in declared:
+            declared.add(ident)
+            style = ('style=filled, fillcolor="lightblue"' if t.requires_grad
+                     else 'style=dashed')
+            lines.append(f'  {ident} [label="{_dot_text(_tensor_label(t, names))}", {style}];')
+        return ident
+
+    declared = set()
+    if tensor.grad_fn is None:
+        leaf_id(tensor)
+        lines.append("}")
+        return "\n".join(lines)
+    number = _numbering(tensor)
+    for node, k in number.items():
+        color = "darkolivegreen1" if k == 0 else "lightgrey"
+        text = _dot_text(_node_label(node, k)).replace(" -> ", "\\n")
+        lines.append(f'  n{k} [label="{text}", style="rounded,filled", fillcolor="{color}"];')
+    for node, k in number.items():
+        for x in node.inputs:
+            src = f"n{number[x.grad_fn]}" if x.grad_fn is not None else leaf_id(x)
+            lines.append(f"  {src} -> n{k};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-graph-view", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_w = Tensor(np.ones((3, 2)), requires_grad=True)
+_xb = Tensor(np.ones((4, 3)))
+_h = _xb @ _w
+_out = (_h * _h + _h).sum()
+_text = format_graph(_out, names={"w": _w, "x": _xb})
+print(_text)
+assert _text.splitlines()[0].startswith("#0 SumBackward")
+assert _text.count("MatmulBackward -> (4, 2)") == 1 and "(shown above)" in _text, \
+    "the shared matmul node is expanded once"
+assert "w (3, 2) float64 (leaf)" in _text and "x (4, 3) float64" in _text
+_dot = to_dot(_out, names={"w": _w})
+assert _dot.startswith("digraph") and _dot.count(" -> n") == 7, _dot  # 7 edges: 2 into matmul,
+assert 'label="w (3, 2) float64 (leaf)"' in _dot  # 2 (x and x) into mul, 2 into add, 1 into sum
+print("✓ print_graph / to_dot")
+
+# %% [markdown]
+# The DOT text of a small MLP's loss (and its rendering, when Graphviz is installed):
+
+# %%
+import shutil
+
+from tinytorch import nn
+
+tt.manual_seed(0)
+_mlp = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+_logits = _mlp(tt.randn(5, 4))
+_mlp_loss = F.cross_entropy(_logits, tt.tensor([0, 1, 1, 0, 1]))
+print_graph(_mlp_loss, names=dict(_mlp.named_parameters()))
+dot_source = to_dot(_mlp_loss, names=dict(_mlp.named_parameters()))
+try:
+    import graphviz
+except ImportError:
+    graphviz = None
+if graphviz is not None and shutil.which("dot"):
+    from IPython.display import display
+    display(graphviz.Source(dot_source))
+else:
+    print("(graphviz is not installed: here is the DOT text; `pip install graphviz` and the "
+          "`dot` program render it)\n")
+    print(dot_source)
+
+# %% [markdown]
+# ## 13. The graph's lifetime: built, used, freed
+#
+# - **Built** during the forward pass: `apply` attaches one `Node` per op, when grad mode is
+#   on and an input requires grad. Nothing else holds the graph: it is reachable only from
+#   the tensors you keep (usually the loss), through `grad_fn` → `inputs` → `grad_fn` ...
+# - **Used** by `backward()`: one pass in topological order, each rule reading its node's
+#   saved inputs, attrs and output.
+# - **Freed** by `backward()` itself: right after a node's rule has run, `free_node`
+#   drops its inputs, attrs and output, so every intermediate activation can be released
+#   *during* the backward pass, even while you still hold `loss` to log it. A second
+#   `backward()` through the same graph then raises an error that says what to do; pass
+#   `retain_graph=True` to the first call to keep the graph (for example to backward twice
+#   through a shared trunk). Without backward, the graph is freed when its last tensor
+#   goes away (Python's reference counting).
+#
+# Three ways to **not** record: `no_grad()` (nothing inside is recorded: evaluation,
+# optimizer steps), `detach()` (a tensor sharing the same memory but cut from the graph,
+# for example a target computed from the model), and leaves created with
+# `requires_grad=False` (data). `requires_grad` **propagates**: an op's output requires
+# grad exactly when some input does (and grad mode is on). Integer tensors never require
+# grad: an index has no derivative.
+
+# %%
+_x = Tensor([1.0, 2.0], requires_grad=True)
+_y = (_x * _x).sum()
+backward(_y, retain_graph=True)  # keep the graph ...
+backward(_y)                     # ... so a second pass works (and accumulates: 2x + 2x)
+print("x.grad after two passes:", _x.grad, "| node after the second pass:", _y.grad_fn.inputs)
+try:
+    backward(_y)
+except RuntimeError as e:
+    print("third backward:", str(e)[:90], "...")
+print("detach:", _x.detach().requires_grad, "| int tensors:", (Tensor([1, 2]) * _x).requires_grad,
+      "| propagation:", (_x.detach() + 1).requires_grad, (_x.detach() + _x).requires_grad)
+with no_grad():
+    print("under no_grad:", (_x * 2).requires_grad, (_x * 2).grad_fn)
+
+# %% [markdown]
+# ## 14. A systems look
+#
+# ### Memory: the graph keeps the activations alive
+#
+# Every node saves its inputs. In an MLP, that means each layer's input and its
+# pre-activation stay in memory from the forward pass until backward reaches them. Let us
+# measure with `tracemalloc` (numpy reports its array allocations to it): the memory held
+# after a forward pass with grad on, the same forward under `no_grad()`, and what is left
+# after `backward()` frees the graph.
+
+# %%
+tt.manual_seed(0)
+model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+xb = tt.randn(256, 784)
+yb = tt.randint(0, 10, (256,))
+param_bytes = sum(p.nbytes for p in model.parameters())
+
+
+def graph_bytes(root, exclude=()):
+    """Bytes of the distinct storages that the graph behind `root` keeps alive (saved inputs
+    and outputs), not counting the tensors in `exclude` (parameters, the batch)."""
+    def owner(arr):  # the array that really owns the memory a view looks at
+        while isinstance(arr.base, np.ndarray):
+            arr = arr.base
+        return arr
+
+    skip = {id(owner(t._storage)) for t in exclude}
+    seen = {}
+    for node in topological_order([root.grad_fn]):
+        for arr in [x._storage for x in node.inputs] + [node.output]:
+            base = owner(arr)
+            if id(base) not in skip:
+                seen[id(base)] = base.nbytes
+    return sum(seen.values())
+
+
+def allocated():
+    return tracemalloc.get_traced_memory()[0]
+
+
+gc.collect()
+tracemalloc.start()
+start = allocated()
+with no_grad():
+    loss = F.cross_entropy(model(xb), yb)
+held_no_grad = allocated() - start
+del loss
+loss = F.cross_entropy(model(xb), yb)
+held_graph = allocated() - start
+counted = graph_bytes(loss, exclude=[*model.parameters(), xb])
+n_nodes = len(topological_order([loss.grad_fn]))
+backward(loss)
+held_after = allocated() - start
+grad_bytes = sum(p.grad.nbytes for p in model.parameters())
+tracemalloc.stop()
+MiB = 2 ** 20
+print(f"parameters {param_bytes / MiB:.2f} MiB, one batch of inputs {xb.nbytes / MiB:.2f} MiB")
+print(f"held after a forward pass under no_grad():  {held_no_grad / MiB:6.3f} MiB")
+print(f"held after a forward pass with the graph:   {held_graph / MiB:6.3f} MiB "
+      f"({n_nodes} nodes; walking the graph counts {counted / MiB:.3f} MiB of saved arrays)")
+print(f"held after backward() freed the graph:      {held_after / MiB:6.3f} MiB "
+      f"(of which the new .grad tensors: {grad_bytes / MiB:.3f} MiB)")
+for p in model.parameters():
+    p.grad = None
+
+# %% [markdown]
+# Read the three lines together. Under `no_grad()` a forward pass leaves almost nothing
+# behind: each intermediate array dies as soon as the next op has read it. With the graph,
+# every layer's input, pre-activation and activation stay alive (a `(256, 512)` float32
+# activation alone is 0.5 MiB), and walking the graph accounts for nearly all of what
+# `tracemalloc` sees. For this small MLP the saved activations already rival the
+# parameters; they grow with the batch size, the parameters do not. After `backward()`
+# what remains is essentially the new `.grad` tensors: freeing each node after use gave
+# the activations back. This is why inference runs under `no_grad()`, why large batches
+# run out of memory in *training* first, and what **activation checkpointing** trades
+# (recompute parts of the forward during backward instead of saving them).
+#
+# ### Time: backward versus forward
+
+# %%
+def time_step(batch, repeats=7):
+    """Median forward and backward times of the MLP on `batch` (a fresh graph every time)."""
+    fwd, bwd = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        loss = F.cross_entropy(model(batch), yb)
+        t1 = time.perf_counter()
+        backward(loss)
+        t2 = time.perf_counter()
+        fwd.append(t1 - t0)
+        bwd.append(t2 - t1)
+    for p in model.parameters():
+        p.grad = None
+    return float(np.median(fwd)), float(np.median(bwd))
+
+
+def matmul_flops(batch, input_needs_grad):
+    """FLOPs of the Linear layers' matmuls: forward, and backward (weight + input gradients)."""
+    fwd = bwd = 0
+    for i, layer in enumerate(m for m in model.children() if isinstance(m, nn.Linear)):
+        flops = 2 * batch * layer.in_features * layer.out_features
+        fwd += flops
+        bwd += flops  # dL/dW = grad^T @ input
+        if i > 0 or input_needs_grad:
+            bwd += flops  # dL/dinput = grad @ W
+    return fwd, bwd
+
+
+for needs_grad in (False, True):
+    batch = xb.detach().requires_grad_(needs_grad)
+    f_s, b_s = time_step(batch)
+    f_flops, b_flops = matmul_flops(xb.shape[0], needs_grad)
+    print(f"input requires grad: {str(needs_grad):5}  forward {f_s * 1e3:6.1f} ms, backward "
+          f"{b_s * 1e3:6.1f} ms: measured backward/forward = {b_s / f_s:.2f}; "
+          f"matmul FLOPs predict {b_flops / f_flops:.2f}")
+
+# %% [markdown]
+# The matmuls dominate, so their FLOPs predict the ratio: each `Linear` is one matmul
+# forward and two backward (the weight gradient and the input gradient) — except that the
+# first layer's input is data, and `_matmul_backward` skips its gradient, which is why
+# the ratio is lower when the input does not require grad. The measured ratio wanders
+# around the prediction: BLAS runs some matrix shapes faster than others (the backward
+# matmuls multiply transposed operands), and the elementwise ops and Python's overhead per
+# node add a fixed cost that dominates for small tensors.
+#
+# ### Depth: a chain of 10,000 ops
+#
+# An iterative engine does not care how deep the graph is. A recursive one dies at
+# Python's recursion limit:
+
+# %%
+x = Tensor(np.array([1.0]), requires_grad=True)
+t0 = time.perf_counter()
+y = x
+for _ in range(10_000):
+    y = y * 1.0001
+forward_s = time.perf_counter() - t0
+t0 = time.perf_counter()
+backward(y.sum())
+backward_s = time.perf_counter() - t0
+print(f"10,000-op chain: forward {forward_s * 1e3:.0f} ms, backward {backward_s * 1e3:.0f} ms, "
+      f"x.grad = {x.grad.item():.6f} (exact: {1.0001 ** 10_000:.6f})")
+
+
+def recursive_order(node, seen, order):
+    """The textbook recursive DFS — fine for small graphs."""
+    if node in seen:
+        return
+    seen.add(node)
+    for p in next_nodes(node):
+        recursive_order(p, seen, order)
+    order.append(node)
+
+
+y = x
+for _ in range(10_000):
+    y = y * 1.0001
+try:
+    recursive_order(y.grad_fn, set(), [])
+    print("the recursive version survived (your recursion limit is high)")
+except RecursionError:
+    print(f"the recursive version: RecursionError (Python's limit is {sys.getrecursionlimit()} calls)")
+
+# %% [markdown]
+# ### Width: why "each node once" matters
+#
+# Counting how many node visits a naive "push the gradient down every path" recursion makes
+# on $k$ stacked diamonds, against what the engine does:
+
+# %%
+def naive_visits(node):
+    """Visits made by a recursion that re-walks shared subgraphs (no memo) — counted, not run."""
+    counts = {}
+    for n in reversed(topological_order([node])):  # producers first
+        counts[n] = 1 + sum(counts[p] for p in next_nodes(n))
+    return counts[node]
+
+
+for k in (5, 10, 20, 60):
+    x = Tensor(1.0, dtype=np.float64, requires_grad=True)
+    y = x
+    for _ in range(k):
+        y = y * 1.0 + y * 1.0
+    nodes = len(topological_order([y.grad_fn]))
+    naive = naive_visits(y.grad_fn)
+    t0 = time.perf_counter()
+    backward(y)
+    took = time.perf_counter() - t0
+    print(f"k={k:2d}: the engine visits {nodes:3d} nodes in {took * 1e3:5.2f} ms (x.grad = "
+          f"2^{int(np.log2(x.grad.item()))}); a naive recursion would make {naive:.2e} visits")
+
+# %% [markdown]
+# ## 15. How PyTorch does it
+#
+# The design you built is PyTorch's, in miniature:
+#
+# - **`grad_fn` and `next_functions`.** Each tensor made by an op has a `grad_fn`, a C++
+#   `Node` such as `MulBackward0`. Instead of our `inputs`, it stores edges to the nodes
+#   that produced them: `grad_fn.next_functions`. A leaf that requires grad is represented
+#   by an `AccumulateGrad` node, which adds into `.grad` — our `_accumulate_grad` sink.
+# - **Saved tensors.** Each backward node saves only what its formula needs
+#   (`MulBackward0` saves `self` and `other`; `ExpBackward0` saves its `result`), visible as
+#   `grad_fn._saved_self` etc. Our nodes keep all inputs and the output; that is simpler and
+#   costs more memory for ops that do not need them (`add`).
+# - **Freeing.** After backward, saved tensors are released; touching them again raises
+#   *"Trying to backward through the graph a second time"* unless `retain_graph=True`.
+#   PyTorch keeps the edges, and only nodes with saved tensors raise; we release whole nodes.
+# - **Version counters.** Every tensor has a version number, bumped by in-place ops. A node
+#   records the version of each saved tensor, and backward raises if it changed ("one of the
+#   variables needed for gradient computation has been modified by an inplace operation").
+#   Module 01 refuses in-place ops on tensors that require grad instead — stricter, simpler.
+# - **The engine** computes dependency counts for each node (how many consumers it has)
+#   and runs a node when all its gradients have arrived — a Kahn-style topological order —
+#   with worker threads per device. Ours sorts first with a DFS; both are linear.
+# - **Derivative formulas** live in one file, `tools/autograd/derivatives.yaml`: a list of
+#   `op: formula per input`, compiled into C++ — the same idea as `BACKWARD_RULES`. Their
+#   formulas are written with tensor ops, so they can be differentiated again
+#   (`create_graph=True`, higher-order gradients); ours use numpy, so they cannot.
+# - **`torch.autograd.gradcheck`** compares the full Jacobian (or, in fast mode, random
+#   projections like ours) in float64 with `eps=1e-6`, `atol=1e-5`, `rtol=1e-3`.
+#
+# If PyTorch is installed, compare (skipped otherwise):
+
+# %%
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("PyTorch is not installed; skipping the comparison.")
+
+if torch is not None:
+    tw = torch.tensor([1.5, -2.0], requires_grad=True)
+    ty = (tw * tw.exp()).sum()
+    print("grad_fn:", ty.grad_fn, "| next_functions:", ty.grad_fn.next_functions)
+    print("saved by MulBackward0:", ty.grad_fn.next_functions[0][0]._saved_self)
+    ty.backward()
+    ours_w = Tensor([1.5, -2.0], requires_grad=True)
+    backward((ours_w * ours_w.exp()).sum())
+    print("grads: torch", tw.grad.numpy(), "| tinytorch", ours_w.grad.numpy())
+    try:
+        ty.backward()
+    except RuntimeError as e:
+        print("torch, second backward:", str(e)[:70], "...")
+
+# %% [markdown]
+# ## 16. Recap
+#
+# - Reverse mode pushes $\partial L/\partial(\cdot)$ from the loss back to every input in
+#   one pass; each op contributes a **vector-Jacobian product**, never a Jacobian.
+# - Autograd arrived without touching module 01: `apply` records nodes by op name, and
+#   `BACKWARD_RULES` maps each name to a rule. You wrote the rules for arithmetic,
+#   `unbroadcast`, views and indexing (scatter-add with `bincount`), sums and means,
+#   batched matmul, activations and `nll_loss`.
+# - The **engine** sorts the graph iteratively (no recursion limit), visits each node once
+#   (linear even for diamond-rich graphs), sums gradients per tensor, accumulates into
+#   `.grad`, and frees each node after use unless `retain_graph=True`.
+# - `no_grad()`/`enable_grad()` switch recording; `detach()` cuts a tensor out of the graph.
+# - `gradcheck` compares every rule with float64 central differences (relative error
+#   < 1e-6); use it whenever you add an op in later modules.
+# - The graph costs memory (saved activations) and backward costs about 2× the forward.
+#
+# Run `tito test module 06` to check your work against the full test suite.

@@ -1,0 +1,1563 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Module 07 — Optimizers: turning gradients into progress
+#
+# Module 06 gave every parameter a `.grad`: the direction in which the loss grows fastest.
+# An **optimizer** decides what to do with it: how far to step, whether to remember past
+# gradients, whether to scale each coordinate differently, how to shrink weights, and how
+# the step size should change over training. In this module you build `tinytorch.optim`:
+# the `Optimizer` base class with parameter groups and checkpointable state, `SGD` (with
+# momentum, dampening, Nesterov and weight decay), `Adam`, `AdamW`, and the learning-rate
+# schedulers that warm up and anneal the step size.
+#
+# ## Goals
+#
+# By the end of this module you will be able to
+#
+# - explain gradient descent as "walk downhill", and see on a picture why it **zig-zags**
+#   on an ill-conditioned loss and how **momentum** and **adaptive scaling** (Adam) fix it;
+# - build an `Optimizer` base class with **parameter groups** (per-group options such as a
+#   smaller learning rate for some layers), per-parameter **state**, `zero_grad` and a
+#   checkpointable `state_dict`;
+# - write the exact update rules of PyTorch's `SGD`, `Adam` and `AdamW` (your parameters
+#   will equal `torch.optim`'s step by step), including **bias correction** and
+#   **decoupled weight decay**;
+# - write learning-rate **schedulers**: step decay, cosine annealing, linear warm-up, and a
+#   sequence of them (warm-up, then cosine);
+# - measure what an optimizer costs: **state memory** (why Adam needs twice the memory of
+#   the weights on top of them) and time per step.
+#
+# ## Prerequisites
+#
+# Module 01 (Tensor and its in-place ops `add_`, `mul_`, `copy_`, ...), module 03
+# (`Parameter`, `Module.parameters()`), module 06 (`.grad`, `no_grad`). Math: gradients and
+# partial derivatives; an exponential moving average is explained below.
+#
+# ## How this notebook works
+#
+# Cells marked `#| export` become the file `tinytorch/optim/optimizers.py` when you run
+# `tito export 07` (or `tito test module 07`); `tinytorch.optim` and
+# `tinytorch.optim.lr_scheduler` re-export its names, as in PyTorch. Cells with
+# `# YOUR CODE HERE` are yours; the **check** cell after each one prints a ✓ or says what is
+# wrong. None of the checks need `backward()`: we set `p.grad` by hand (to the analytic
+# gradient of a function we know), which isolates the optimizer from the rest of the
+# framework.
+
+# %%
+#| default_exp optim.optimizers
+
+# %% [markdown]
+# ## 1. The idea: walk downhill, but not blindly
+#
+# Training minimises a loss $L(\theta)$ over the parameters $\theta$. The gradient
+# $g = \nabla L(\theta)$ points uphill, so the simplest rule is **gradient descent**:
+#
+# $$\theta_{t} = \theta_{t-1} - \eta\, g_t,$$
+#
+# with a **learning rate** $\eta > 0$. Near a minimum, a loss looks like a bowl, a quadratic
+# $L(\theta) = \tfrac12 \theta^\top A \theta$, and that is enough to see the central problem.
+# Take two coordinates with very different curvatures, $L(x, y) = \tfrac12 (x^2 + 25 y^2)$:
+# a long narrow valley. Its gradient is $(x, 25y)$, so one step multiplies $x$ by
+# $(1-\eta)$ and $y$ by $(1-25\eta)$.
+#
+# - The steep direction $y$ diverges unless $|1 - 25\eta| < 1$, i.e. $\eta < 2/25$.
+# - With $\eta$ just under that limit, $y$ flips sign every step (a **zig-zag** across the
+#   valley) while $x$ shrinks by only $1 - \eta \approx 0.92$ per step: slow progress along
+#   the valley floor.
+#
+# The ratio of the largest to the smallest curvature (here 25) is the **condition number**
+# $\kappa$. For plain gradient descent the number of steps to converge grows like $\kappa$,
+# and the loss surfaces of neural networks are badly conditioned. The picture below runs
+# plain gradient descent (in numpy: nothing to build yet) with a safe and an aggressive
+# learning rate.
+
+# %%
+import math
+import sys
+import time
+import tracemalloc
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+CURV = np.array([1.0, 25.0])  # curvatures of the valley L(x, y) = (x^2 + 25 y^2) / 2
+
+
+def valley_loss(x, y):
+    return 0.5 * (CURV[0] * x ** 2 + CURV[1] * y ** 2)
+
+
+def plain_gd(start, lr, steps):
+    """Gradient descent on the valley, in numpy; returns the path as an array (steps+1, 2)."""
+    path = [np.array(start, dtype=float)]
+    for _ in range(steps):
+        path.append(path[-1] - lr * CURV * path[-1])
+    return np.array(path)
+
+
+def draw_valley(ax, paths, title):
+    xs, ys = np.meshgrid(np.linspace(-5.5, 5.5, 200), np.linspace(-2.2, 2.2, 200))
+    ax.contour(xs, ys, valley_loss(xs, ys), levels=np.geomspace(0.05, 60, 12), colors="0.75", linewidths=0.8)
+    for label, path in paths.items():
+        ax.plot(path[:, 0], path[:, 1], "o-", ms=2.5, lw=1.2, label=label)
+    ax.plot(0, 0, "k*", ms=10)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlim(-5.5, 5.5)
+    ax.set_ylim(-2.2, 2.2)
+    ax.legend(fontsize=8, loc="lower right")
+
+
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
+draw_valley(axes[0], {"lr = 0.01 (safe, slow)": plain_gd((-5, 1.5), 0.01, 30)},
+            "plain GD, 30 steps, small learning rate")
+draw_valley(axes[1], {"lr = 0.075 (near the limit 2/25)": plain_gd((-5, 1.5), 0.075, 30)},
+            "plain GD, 30 steps, large learning rate: zig-zag")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Neither is good: the small step crawls along $x$; the large one bounces across the
+# valley and still crawls along $x$. Two ideas fix this, and they are the two families of
+# optimizers you will build:
+#
+# - **Momentum** (SGD with momentum, Nesterov): keep a running sum of past gradients. The
+#   zig-zag components alternate in sign and cancel; the consistent component along the
+#   valley accumulates, so the effective step grows where the gradient keeps pointing the
+#   same way.
+# - **Adaptive scaling** (Adam): divide each coordinate's step by a running estimate of
+#   that coordinate's gradient magnitude. Steep and flat directions then move at similar
+#   speeds, which undoes much of the ill-conditioning.
+#
+# Section 7 redraws this picture with the optimizers you are about to write.
+
+# %% [markdown]
+# ## 2. The Optimizer base class: parameter groups and state
+#
+# Every optimizer in PyTorch shares one skeleton, `torch.optim.Optimizer`:
+#
+# ```python
+# opt = SGD(model.parameters(), lr=0.1, momentum=0.9)
+# for x, y in loader:
+#     opt.zero_grad()          # forget the previous batch's gradients
+#     loss_fn(model(x), y).backward()
+#     opt.step()               # update every parameter in place
+# ```
+#
+# It holds two things.
+#
+# **`param_groups`**: a list of dicts. Each group has a `"params"` list and its own values
+# of every option (`"lr"`, `"momentum"`, ...). You pass either a plain iterable of tensors
+# (one group) or a list of dicts, for instance to fine-tune a pretrained body slowly and a
+# new head quickly:
+#
+# ```python
+# SGD([{"params": body.parameters(), "lr": 1e-4},
+#      {"params": head.parameters()}],           # this group takes the default lr
+#     lr=1e-2, momentum=0.9)
+# ```
+#
+# Options a group does not give are filled in from the optimizer's `defaults` (the keyword
+# arguments of the constructor). Schedulers (section 6) work by rewriting `group["lr"]`.
+#
+# **`state`**: a dict from each parameter to its own dict of buffers: SGD's
+# `"momentum_buffer"`, Adam's `"step"`, `"exp_avg"` and `"exp_avg_sq"`. Buffers are created
+# lazily, at the first `step()` that sees a gradient for that parameter. (Like PyTorch's, it
+# is a `defaultdict(dict)`: `opt.state[p]` is `{}` for a parameter without state yet.)
+#
+# Two things to get right:
+#
+# - **Identity, not equality.** Our `Tensor.__eq__` is elementwise (as in PyTorch), so
+#   `p in some_list` compares values, not objects, and may even raise. Work with `id(p)`
+#   when you ask "is this the same parameter?" (dicts and sets keyed by tensors are fine:
+#   `Tensor.__hash__` is the identity hash).
+# - **Every parameter belongs to exactly one group.** Two groups with the same parameter
+#   would update it twice per step with different options; refuse that, like PyTorch.
+#
+# The provided `__init__` turns `params` into a list of group dicts and calls
+# `add_param_group` for each, which you write. The provided `step()` is the loop every
+# optimizer shares: under `no_grad()` (in-place updates of tensors that require grad are
+# refused while grad mode is on), for each group, for each parameter with a gradient, it
+# calls the subclass's `_update(p, grad, state, group)` with that parameter's state dict.
+# Parameters whose `.grad` is `None` (unused in this forward pass, or frozen) are skipped,
+# and their buffers are left untouched. Every PyTorch optimizer can also *maximise*
+# (`maximize=True`): the base negates the gradient before calling `_update`.
+#
+# You also write `zero_grad`. After `step()`, the gradients must be cleared, because
+# `backward()` *accumulates* into `.grad` (module 06). There are two ways:
+#
+# - `set_to_none=True` (PyTorch's default since 2.0): `p.grad = None`. It frees the
+#   gradient's memory until the next backward, and the next backward *writes* a fresh
+#   gradient instead of adding into zeros (one memory pass saved). It also tells the
+#   optimizer "no gradient this time": `step()` skips such parameters.
+# - `set_to_none=False`: keep the tensor and fill it with zeros in place (`zero_()`, under
+#   `no_grad()`: a gradient never needs a graph), for code that holds a reference to
+#   `p.grad`.
+#
+# `state_dict` and `load_state_dict` are part of the class too; they call functions that
+# you write in section 5, once there is state worth saving.
+
+# %% nbgrader={"grade": false, "grade_id": "optimizer-base", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+import bisect
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from tinytorch._tensor import Tensor, where, zeros_like
+from tinytorch.autograd import no_grad
+
+__all__ = [
+    "Optimizer", "SGD", "Adam", "AdamW",
+    "LRScheduler", "StepLR", "CosineAnnealingLR", "LinearLR", "LambdaLR", "SequentialLR",
+    "state_nbytes", "training_memory",
+]
+
+
+class Optimizer:
+    """Base class of all optimizers: parameter groups, per-parameter state, the step loop.
+
+    Why: SGD, Adam, ... differ only in the per-parameter update rule; grouping, defaults,
+    zero_grad, checkpoints and the loop over parameters are shared (torch.optim.Optimizer).
+    """
+
+    def __init__(self, params, defaults):
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got a Tensor (wrap it in a list: [p])")
+        if isinstance(params, set):  # PyTorch accepts a set here; its order is arbitrary
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs; "
+                            "please use a list instead")
+        self.defaults = dict(defaults)
+        self.state = defaultdict(dict)  # parameter -> dict of its buffers ({} until its first step)
+        self.param_groups = []   # list of dicts: {"params": [...], "lr": ..., ...}
+        groups = list(params)
+        if len(groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group):
+        """Append a parameter group (a dict with "params" and optional per-group options).
+
+        Why: per-group options (e.g. a smaller lr for pretrained layers) and adding layers to
+        an optimizer during training (unfreezing) both go through here.
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        # Hints:
+        # - copy the dict (`group = dict(param_group)`) so the caller's dict is not changed;
+        # - group["params"] may be one Tensor (-> [it]), a set (-> TypeError: sets have no
+        #   stable order, and checkpoints match state to parameters by position) or any other
+        #   iterable (-> list(...));
+        # - each entry must be a Tensor (TypeError "optimizer can only optimize Tensors, but one
+        #   of the params is <type name>") and a leaf (ValueError "can't optimize a non-leaf
+        #   Tensor": a computed tensor would be overwritten by the next forward pass);
+        # - the same parameter twice in this group, or already in another group: ValueError
+        #   (the latter: "some parameters appear in more than one parameter group"). Compare
+        #   with id(p), never with ==;
+        # - fill in every option missing from the group from self.defaults (dict.setdefault),
+        #   store the list back in group["params"] and append the group to self.param_groups.
+        ### BEGIN SOLUTION
+        group = dict(param_group)
+        params = group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs; "
+                            "please use a list instead")
+        else:
+            params = list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        ids = [id(p) for p in params]
+        if len(set(ids)) != len(ids):
+            raise ValueError("a parameter group contains the same parameter more than once")
+        taken = {id(p) for g in self.param_groups for p in g["params"]}
+        if not taken.isdisjoint(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        for name, default in self.defaults.items():
+            group.setdefault(name, default)
+        group["params"] = params
+        self.param_groups.append(group)
+        ### END SOLUTION
+
+    def zero_grad(self, set_to_none=True):
+        """Clear the .grad of every parameter: None (default) or zeros in place."""
+        # Hint: loop over self.param_groups and their "params"; skip parameters whose grad is
+        # already None.
+        ### BEGIN SOLUTION
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    if set_to_none:
+                        p.grad = None
+                    else:
+                        p.grad.zero_()
+        ### END SOLUTION
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient, in place (the shared loop).
+
+        `closure`, if given, re-evaluates the model and returns the loss (PyTorch's API for
+        optimizers such as L-BFGS that need several evaluations); its value is returned.
+        """
+        loss = None
+        if closure is not None:
+            loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    grad = -p.grad if group.get("maximize", False) else p.grad
+                    self._update(p, grad, self.state.setdefault(p, {}), group)
+        return loss
+
+    def _update(self, p, grad, state, group):
+        """Apply this optimizer's rule to one parameter, in place (subclasses define it)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define its update rule")
+
+    def state_dict(self):
+        """The optimizer's state and group options as plain data (written in section 5)."""
+        return _state_dict(self)
+
+    def load_state_dict(self, state_dict):
+        """Restore what state_dict() returned (written in section 5)."""
+        _load_state_dict(self, state_dict)
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(k for k in group if k != "params"):
+                lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+# %% [markdown]
+# To check the base class we need an optimizer with a rule. The simplest one moves each
+# parameter against its gradient by `lr`; we define it here, in the notebook only.
+
+# %%
+from tinytorch import tensor
+
+
+class _PlainDescent(Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, {"lr": lr, "maximize": False})
+
+    def _update(self, p, grad, state, group):
+        p.add_(grad, alpha=-group["lr"])
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-optimizer-base", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_a = tensor([1.0, 2.0], requires_grad=True)
+_b = tensor([[3.0]], requires_grad=True)
+_c = tensor(0.5, requires_grad=True)
+_opt = _PlainDescent([{"params": [_a]}, {"params": (_b, _c), "lr": 0.5}], lr=0.1)
+assert len(_opt.param_groups) == 2
+assert _opt.param_groups[0]["params"][0] is _a and _opt.param_groups[0]["lr"] == 0.1
+assert [p is q for p, q in zip(_opt.param_groups[1]["params"], [_b, _c])] == [True, True]
+assert _opt.param_groups[1]["lr"] == 0.5, "a group's own option wins over the default"
+assert isinstance(_opt.param_groups[1]["params"], list)
+# the shared step loop: a parameter without a gradient is skipped
+_a.grad = tensor([1.0, -1.0])
+_b.grad = tensor([[2.0]])
+_opt.step()
+assert np.allclose(_a.numpy(), [0.9, 2.1]) and np.allclose(_b.numpy(), [[2.0]]) and _c.item() == 0.5
+# errors
+for _bad, _exc in [([], ValueError), ([{"params": [_a]}, {"params": [_a]}], ValueError),
+                   ([_a, _a], ValueError), ([1.0], TypeError), ({_a}, TypeError)]:
+    try:
+        _PlainDescent(_bad)
+    except _exc:
+        pass
+    else:
+        raise AssertionError(f"{_bad!r} should raise {_exc.__name__}")
+try:
+    _opt.add_param_group({"params": [_b]})
+except ValueError as e:
+    assert "more than one parameter group" in str(e)
+else:
+    raise AssertionError("adding a parameter that is already in a group must fail")
+_d = tensor([0.0], requires_grad=True)
+_opt.add_param_group({"params": _d, "lr": 0.01})
+assert _opt.param_groups[2]["params"][0] is _d and _opt.param_groups[2]["maximize"] is False
+# zero_grad
+_opt.zero_grad(set_to_none=False)
+assert np.array_equal(_a.grad.numpy(), [0.0, 0.0]) and _c.grad is None
+_opt.zero_grad()
+assert _a.grad is None and _b.grad is None
+print("✓ Optimizer: param groups, step loop, zero_grad")
+
+# %% [markdown]
+# ## 3. SGD: momentum, dampening, Nesterov, weight decay
+#
+# PyTorch's `SGD` is plain gradient descent plus three optional ingredients. With the
+# gradient $g_t$ of step $t$, learning rate $\eta$, momentum $\mu$, dampening $\tau$ and
+# weight decay $\lambda$, one step is (this is `torch.optim.SGD`'s documented algorithm):
+#
+# 1. **Weight decay** (L2 regularisation): $g_t \leftarrow g_t + \lambda\, \theta_{t-1}$.
+#    This is the gradient of $\tfrac{\lambda}{2}\lVert\theta\rVert^2$ added to the loss: it
+#    pulls every weight towards 0 a little each step.
+# 2. **Momentum**, if $\mu \neq 0$: a buffer $b$ (a "velocity"),
+#    $$b_t = \begin{cases} g_t & t = 1 \text{ (the buffer starts as a copy of the first gradient)} \\ \mu\, b_{t-1} + (1-\tau)\, g_t & t > 1 \end{cases}$$
+#    and then the step direction is $b_t$, or with **Nesterov** $g_t + \mu\, b_t$.
+# 3. **The step**: $\theta_t = \theta_{t-1} - \eta \cdot (\text{direction})$.
+#
+# **Why momentum helps.** Unroll the buffer: $b_t = g_t + \mu g_{t-1} + \mu^2 g_{t-2} +
+# \dots$, a sum of past gradients with geometrically decaying weights. A component that
+# keeps its sign (along the valley floor) is amplified up to $1/(1-\mu)$ times (10× for
+# $\mu = 0.9$); a component that flips sign every step (the zig-zag) nearly cancels. It is
+# a heavy ball rolling downhill: it gathers speed along consistent slopes and its inertia
+# damps oscillations.
+#
+# **Nesterov** looks ahead: it uses the gradient plus the momentum that is about to be
+# applied, $g_t + \mu b_t$, which corrects overshooting a bit earlier (it is the cheap,
+# rewritten form of "evaluate the gradient at the look-ahead point").
+#
+# **Dampening** $\tau$ scales down the new gradient's contribution to the buffer (rarely
+# used; it must be 0 with Nesterov). Note PyTorch's convention: the buffer is *not* an
+# average ($1-\mu$ is not applied), so momentum effectively multiplies the learning rate by
+# $1/(1-\mu)$ in steady state. (Other libraries and papers write $b_t = \mu b_{t-1} +
+# (1-\mu) g_t$; with those, the same `lr` means a 10× smaller step.)
+#
+# **Your part: `SGD._update(p, grad, state, group)`.** Vectorised per parameter: a few
+# whole-tensor operations, no Python loop over elements. Update `p` **in place**
+# (`p.add_(direction, alpha=-lr)`): the model holds a reference to this very tensor, so
+# rebinding a name to a new tensor would not change the model. Do not modify `grad` in
+# place either (it is `p.grad`, which the user may still read): `grad + wd * p` makes a new
+# tensor. The buffer, on the other hand, is ours and is updated in place. The provided
+# `__init__` validates the options with PyTorch's messages.
+
+# %% nbgrader={"grade": false, "grade_id": "sgd", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay
+    (torch.optim.SGD's update, step for step)."""
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False):
+        if lr is None or lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _update(self, p, grad, state, group):
+        """One SGD step for parameter `p` (already negated by step() if maximize)."""
+        # Hints:
+        # - read lr, momentum, dampening, weight_decay, nesterov from `group` (per group!);
+        # - weight decay: grad = grad + weight_decay * p (a new tensor) when weight_decay != 0;
+        # - momentum != 0: buf = state.get("momentum_buffer"); on the first step store
+        #   grad.clone() there, otherwise buf.mul_(momentum).add_(grad, alpha=1 - dampening);
+        #   the direction is then grad + momentum * buf (Nesterov) or buf;
+        # - finally p.add_(direction, alpha=-lr).
+        ### BEGIN SOLUTION
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        if group["weight_decay"] != 0:
+            grad = grad + group["weight_decay"] * p
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = grad.clone()
+                state["momentum_buffer"] = buf
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+            grad = grad + momentum * buf if group["nesterov"] else buf
+        p.add_(grad, alpha=-lr)
+        ### END SOLUTION
+
+
+# %% [markdown]
+# The check follows the formulas by hand on a single number for three steps with every
+# ingredient switched on, then checks the vectorised case against a numpy version of the
+# same recursion.
+
+# %% nbgrader={"grade": true, "grade_id": "test-sgd", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def _sgd_reference(theta, grads, lr, momentum=0.0, dampening=0.0, wd=0.0, nesterov=False):
+    theta, buf = np.array(theta, dtype=np.float64), None
+    for g in grads:
+        g = g + wd * theta
+        if momentum:
+            buf = g.copy() if buf is None else momentum * buf + (1 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        theta = theta - lr * g
+    return theta
+
+
+# plain SGD: theta <- theta - lr * g
+_w = tensor([1.0, -2.0], dtype="float64", requires_grad=True)
+_opt = SGD([_w], lr=0.1)
+_w.grad = tensor([0.5, 1.0], dtype="float64")
+_opt.step()
+assert np.allclose(_w.numpy(), [0.95, -2.1]), _w
+assert _opt.state.get(_w, {}) == {}, "plain SGD keeps no state"
+# momentum by hand: buf1 = g1 = 1, theta = 1 - 0.1 = 0.9; buf2 = 0.9 * 1 + 1 = 1.9, theta = 0.9 - 0.19
+_w = tensor([1.0], dtype="float64", requires_grad=True)
+_opt = SGD([_w], lr=0.1, momentum=0.9)
+for _ in range(2):
+    _w.grad = tensor([1.0], dtype="float64")
+    _opt.step()
+assert np.allclose(_w.numpy(), [0.71]), _w
+assert np.allclose(_opt.state[_w]["momentum_buffer"].numpy(), [1.9])
+assert _w.grad.item() == 1.0, "step() must not modify p.grad"
+# every option, vectorised, against the numpy recursion
+_rng = np.random.default_rng(0)
+_grads = [_rng.standard_normal((3, 4)) for _ in range(5)]
+_theta0 = _rng.standard_normal((3, 4))
+for _kw in [dict(momentum=0.9, dampening=0.3, wd=0.1), dict(momentum=0.8, nesterov=True, wd=0.05)]:
+    _w = tensor(_theta0, requires_grad=True)
+    _opt = SGD([_w], lr=0.05, momentum=_kw["momentum"], dampening=_kw.get("dampening", 0),
+               weight_decay=_kw["wd"], nesterov=_kw.get("nesterov", False))
+    for _g in _grads:
+        _w.grad = tensor(_g)
+        _opt.step()
+    assert np.allclose(_w.numpy(), _sgd_reference(_theta0, _grads, 0.05, **_kw), rtol=1e-12), _kw
+# maximize walks uphill
+_w = tensor([0.0], dtype="float64", requires_grad=True)
+_opt = SGD([_w], lr=0.5, maximize=True)
+_w.grad = tensor([2.0], dtype="float64")
+_opt.step()
+assert _w.item() == 1.0
+try:
+    SGD([_w], lr=0.1, nesterov=True)
+except ValueError as e:
+    assert "Nesterov" in str(e)
+else:
+    raise AssertionError("nesterov without momentum must be refused")
+print("✓ SGD")
+
+# %% [markdown]
+# ## 4. Adam: adaptive steps with bias correction
+#
+# Adam (Kingma & Ba, 2015) keeps two exponential moving averages (EMAs) per parameter.
+# An EMA with decay $\beta$ is $m_t = \beta m_{t-1} + (1-\beta) x_t$: a running mean over
+# roughly the last $1/(1-\beta)$ values. Adam tracks
+#
+# $$m_t = \beta_1 m_{t-1} + (1-\beta_1)\, g_t \qquad \text{(first moment: the mean gradient, i.e. momentum)}$$
+# $$v_t = \beta_2 v_{t-1} + (1-\beta_2)\, g_t^2 \qquad \text{(second moment: the mean squared gradient, elementwise)}$$
+#
+# and steps each coordinate by its mean gradient divided by its root-mean-square gradient:
+#
+# $$\theta_t = \theta_{t-1} - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \epsilon}, \qquad
+#   \hat m_t = \frac{m_t}{1-\beta_1^t}, \quad \hat v_t = \frac{v_t}{1-\beta_2^t}.$$
+#
+# **Why divide by $\sqrt{v}$?** The ratio $m/\sqrt v$ has no units: scale a coordinate's
+# gradients by 1000 and its step does not change. In the narrow valley of section 1, the
+# steep coordinate $y$ has large gradients and the flat one $x$ small ones; after the
+# division both move by about $\eta$ per step. It is a cheap, diagonal approximation of
+# rescaling the problem so that it is well-conditioned. In addition, $|m/\sqrt{v}| \lesssim
+# 1$ when gradients are consistent, so $\eta$ bounds the step size: a learning rate in
+# *parameter units*.
+#
+# **Why bias correction?** Both EMAs start at 0, so early on they are biased towards 0:
+# after one step $m_1 = (1-\beta_1) g_1 = 0.1\, g_1$. Since $m_t$ is a weighted sum of
+# gradients with total weight $1 - \beta_1^t$, dividing by that weight gives an unbiased
+# average: $\hat m_1 = g_1$. Without it, the first steps of Adam would be tiny in $m$ and,
+# worse, the $v$ estimate (with $\beta_2 = 0.999$ it needs ~1000 steps to warm up) would
+# make them erratic.
+#
+# **AMSGrad** (`amsgrad=True`) divides by the running *maximum* of $v_t$ instead of $v_t$,
+# so that the effective per-coordinate learning rate never grows; a fix for a convergence
+# counter-example, sometimes useful, not the default.
+#
+# **Weight decay, two ways.** With `weight_decay` $= \lambda$, `Adam` does what SGD does:
+# add $\lambda\theta$ to the gradient (L2 regularisation). But in Adam that term then goes
+# through the division by $\sqrt{\hat v}$: weights with large gradients are decayed *less*,
+# which is not what "shrink every weight" intends. Loshchilov & Hutter (2019) proposed
+# **decoupled weight decay**, AdamW: shrink the weights directly, outside the adaptive
+# step, $\theta \leftarrow \theta\,(1 - \eta\lambda)$, and leave the gradient alone. This
+# generalises better and is the standard for training transformers. In recent PyTorch,
+# `AdamW` is literally `Adam` with `decoupled_weight_decay=True`, and that is how we build
+# it too: your `Adam._update` handles both.
+#
+# One step of `torch.optim.Adam`, in the order PyTorch computes it:
+#
+# 1. `state["step"] += 1` (a Python int here), $t$ = that count;
+# 2. weight decay: decoupled, `p.mul_(1 - lr * wd)`; or L2, `grad = grad + wd * p`;
+# 3. `exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)`;
+#    `exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)`;
+# 4. `bias_correction1 = 1 - beta1 ** t`, `bias_correction2 = 1 - beta2 ** t`;
+# 5. with amsgrad, `max_exp_avg_sq` becomes the elementwise maximum of itself and
+#    `exp_avg_sq` (`where(a > b, a, b)` from module 01, then `copy_` into the buffer),
+#    and it replaces `exp_avg_sq` below;
+# 6. `denom = exp_avg_sq.sqrt() / bias_correction2 ** 0.5 + eps` (note: $\epsilon$ is added
+#    *after* the bias correction of $\sqrt v$);
+# 7. `p.add_(exp_avg / denom, alpha=-lr / bias_correction1)`.
+#
+# On the first step, create the buffers: `state["step"] = 0`, `state["exp_avg"]` and
+# `state["exp_avg_sq"]` as `zeros_like(p)` (same shape and dtype), and
+# `state["max_exp_avg_sq"]` too when `group["amsgrad"]`.
+
+# %% nbgrader={"grade": false, "grade_id": "adam", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class Adam(Optimizer):
+    """Adam (and, with decoupled_weight_decay=True, AdamW): torch.optim.Adam's update."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, maximize=False, decoupled_weight_decay=False):
+        if lr is None or lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if len(betas) != 2:
+            raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def _update(self, p, grad, state, group):
+        """One Adam/AdamW step for parameter `p` (already negated by step() if maximize)."""
+        # Hints: follow steps 1-7 above literally; read every option from `group`
+        # (beta1, beta2 = group["betas"]); only the buffers and p change in place.
+        ### BEGIN SOLUTION
+        beta1, beta2 = group["betas"]
+        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = zeros_like(p)
+        state["step"] += 1
+        step = state["step"]
+        if weight_decay != 0:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad + weight_decay * p
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        if group["amsgrad"]:
+            max_sq = state["max_exp_avg_sq"]
+            max_sq.copy_(where(max_sq > exp_avg_sq, max_sq, exp_avg_sq))
+            exp_avg_sq = max_sq
+        denom = exp_avg_sq.sqrt() / bias_correction2 ** 0.5 + eps
+        p.add_(exp_avg / denom, alpha=-lr / bias_correction1)
+        ### END SOLUTION
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay, theta *= 1 - lr * weight_decay (torch.optim.AdamW)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=True)
+
+
+# %% [markdown]
+# The check runs a numpy transcription of the formulas above next to your optimizer.
+
+# %% nbgrader={"grade": true, "grade_id": "test-adam", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
+def _adam_reference(theta, grads, lr, betas=(0.9, 0.999), eps=1e-8, wd=0.0, amsgrad=False, decoupled=False):
+    theta = np.array(theta, dtype=np.float64)
+    m, v, vmax = np.zeros_like(theta), np.zeros_like(theta), np.zeros_like(theta)
+    for t, g in enumerate(grads, start=1):
+        if decoupled:
+            theta = theta * (1 - lr * wd)
+        else:
+            g = g + wd * theta
+        m = betas[0] * m + (1 - betas[0]) * g
+        v = betas[1] * v + (1 - betas[1]) * g * g
+        vmax = np.maximum(vmax, v)
+        vhat = (vmax if amsgrad else v) / (1 - betas[1] ** t)
+        theta = theta - lr * (m / (1 - betas[0] ** t)) / (np.sqrt(vhat) + eps)
+    return theta
+
+
+# the first Adam step moves every coordinate by about lr, whatever the gradient's scale
+_w = tensor([0.0, 0.0, 0.0], dtype="float64", requires_grad=True)
+_opt = Adam([_w], lr=0.01)
+_w.grad = tensor([1e-3, 1.0, -1e3], dtype="float64")
+_opt.step()
+assert np.allclose(_w.numpy(), [-0.01, -0.01, 0.01], rtol=1e-4), _w
+assert _opt.state[_w]["step"] == 1 and set(_opt.state[_w]) == {"step", "exp_avg", "exp_avg_sq"}
+# several steps and options against the numpy transcription
+_rng = np.random.default_rng(1)
+_grads = [_rng.standard_normal((2, 5)) * (1 + _i) for _i in range(6)]
+_theta0 = _rng.standard_normal((2, 5))
+for _cls, _kw in [(Adam, dict(betas=(0.8, 0.99))), (Adam, dict(wd=0.1)), (Adam, dict(amsgrad=True)),
+                  (AdamW, dict(wd=0.1, decoupled=True)), (AdamW, dict(wd=0.2, decoupled=True, amsgrad=True))]:
+    _w = tensor(_theta0, requires_grad=True)
+    _opt = _cls([_w], lr=0.05, betas=_kw.get("betas", (0.9, 0.999)), weight_decay=_kw.get("wd", 0.0),
+                amsgrad=_kw.get("amsgrad", False))
+    for _g in _grads:
+        _w.grad = tensor(_g)
+        _opt.step()
+    assert np.allclose(_w.numpy(), _adam_reference(_theta0, _grads, 0.05, **_kw), rtol=1e-10), (_cls, _kw)
+assert "max_exp_avg_sq" in _opt.state[_w]
+# AdamW's default weight decay is 0.01 and it shrinks a weight even when its gradient is 0
+_w = tensor([2.0], dtype="float64", requires_grad=True)
+_opt = AdamW([_w], lr=0.1)
+_w.grad = tensor([0.0], dtype="float64")
+_opt.step()
+assert np.isclose(_w.item(), 2.0 * (1 - 0.1 * 0.01)), _w
+print("✓ Adam, AMSGrad, AdamW")
+
+# %% [markdown]
+# ### L2 versus decoupled weight decay, measured
+#
+# Give two coordinates the same weight, 1.0, but gradients of very different scales (noise
+# of size 10 and of size 0.01 around 0), and run Adam with L2 weight decay and AdamW with
+# the same $\lambda$. With Adam + L2, the decay term goes through the adaptive scaling:
+# the weight with small gradients, whose "gradient" is now almost only $\lambda\theta$, is
+# driven to 0 at full speed (about `lr` per step), while the weight with large gradients
+# hardly decays at all, its decay term drowned in a large $\sqrt v$. AdamW shrinks both by
+# the same factor $(1 - \eta\lambda)$ per step (dashed line), plus each one's own noise.
+
+# %%
+_rng = np.random.default_rng(0)
+_traces = {}
+for _name, _cls in [("Adam + L2 (weight_decay=0.1)", Adam), ("AdamW (weight_decay=0.1)", AdamW)]:
+    _w = tensor([1.0, 1.0], dtype="float64", requires_grad=True)
+    _opt = _cls([_w], lr=0.01, weight_decay=0.1)
+    _hist = [_w.numpy().copy()]
+    for _ in range(300):
+        _w.grad = tensor(_rng.standard_normal(2) * np.array([10.0, 0.01]))
+        _opt.step()
+        _hist.append(_w.numpy().copy())
+    _traces[_name] = np.array(_hist)
+
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
+for _ax, (_name, _h) in zip(axes, _traces.items()):
+    _ax.plot(_h[:, 0], label="weight with large gradients (scale 10)")
+    _ax.plot(_h[:, 1], label="weight with small gradients (scale 0.01)")
+    _ax.plot((1 - 0.01 * 0.1) ** np.arange(301), "k--", lw=0.8, label="(1 - lr·wd)^t")
+    _ax.set_title(_name, fontsize=10)
+    _ax.set_xlabel("step")
+    _ax.legend(fontsize=8)
+axes[0].set_ylabel("weight value")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 5. Checkpoints: `state_dict` and `load_state_dict`
+#
+# Resuming training needs more than the weights: a restarted momentum or Adam state
+# changes the run (Adam's first steps after a restart are large again). So an optimizer,
+# like a module, has a `state_dict()`. PyTorch's format, which we follow:
+#
+# ```python
+# {"state": {0: {"momentum_buffer": tensor(...)}, 1: {...}, ...},
+#  "param_groups": [{"lr": 0.1, "momentum": 0.9, ..., "params": [0, 1]},
+#                   {"lr": 0.01, ..., "params": [2]}]}
+# ```
+#
+# Parameters are **not** saved (the model's own `state_dict` has them) and are not referred
+# to by name: each parameter is replaced by its **position**, counting through the groups
+# in order (0, 1, 2, ...). Loading into a fresh optimizer built over the same parameters
+# in the same order maps position $i$ back to the new optimizer's $i$-th parameter. Only
+# plain data remains (ints, floats, tuples, tensors), which is what makes the dict easy to
+# save in a safe file format (module 08).
+#
+# Our choices, where PyTorch leaves room:
+#
+# - `state_dict()` returns a **snapshot**: the state tensors are copied (`clone()`), so a
+#   saved dict does not change when training goes on. (PyTorch returns references, relying
+#   on `torch.save` to copy; forgetting that is a classic checkpointing bug.)
+# - `load_state_dict()` **checks before it changes anything**: the same number of groups,
+#   the same number of parameters in each, state only for known positions, and buffers of
+#   the parameter's shape; then it copies the buffers (cast to the parameter's dtype) and
+#   takes every group option (`lr`, `betas`, ...) from the dict, keeping its own `"params"`.
+#   Buffers may come as Tensors or numpy arrays (a checkpoint loader returns arrays).
+
+# %% nbgrader={"grade": false, "grade_id": "state-dict", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _state_dict(self):
+    """{"state": {index: {name: value}}, "param_groups": [{option: value, "params": [index, ...]}]}."""
+    # Hints:
+    # - number the parameters in group order: a dict id(p) -> index, filled as you go;
+    # - each packed group is a copy of the group without "params", plus "params": [indices];
+    # - state: {index of p: {name: v.clone() if isinstance(v, Tensor) else v}} for each
+    #   (p, buffers) in self.state.items().
+    ### BEGIN SOLUTION
+    index = {}
+    groups = []
+    for group in self.param_groups:
+        packed = {k: v for k, v in group.items() if k != "params"}
+        packed["params"] = [index.setdefault(id(p), len(index)) for p in group["params"]]
+        groups.append(packed)
+    state = {}
+    for p, buffers in self.state.items():
+        state[index[id(p)]] = {k: (v.clone() if isinstance(v, Tensor) else v) for k, v in buffers.items()}
+    return {"state": state, "param_groups": groups}
+    ### END SOLUTION
+
+
+def _load_state_dict(self, state_dict):
+    """Restore the state and group options saved by state_dict() (checks first, then copies)."""
+    # Hints:
+    # - errors (ValueError): a different number of groups ("loaded state dict has a different
+    #   number of parameter groups"); a group of a different size ("loaded state dict contains
+    #   a parameter group that doesn't match the size of optimizer's group"); a state index
+    #   that is no parameter; a buffer whose shape differs from its parameter's;
+    # - map each saved index to this optimizer's parameter at the same position (zip the
+    #   saved groups' "params" with self.param_groups' "params");
+    # - build the new state: Tensor(value, dtype=p.dtype) for tensors and numpy arrays (a
+    #   copy), other values (the step count) as they are; then set self.state to it;
+    # - copy every option except "params" from each saved group into the live group.
+    ### BEGIN SOLUTION
+    saved_groups = state_dict["param_groups"]
+    if len(saved_groups) != len(self.param_groups):
+        raise ValueError(f"loaded state dict has a different number of parameter groups "
+                         f"({len(saved_groups)}) than the optimizer ({len(self.param_groups)})")
+    index_to_param = {}
+    for saved, group in zip(saved_groups, self.param_groups):
+        if len(saved["params"]) != len(group["params"]):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             f"the size of optimizer's group ({len(saved['params'])} saved, "
+                             f"{len(group['params'])} in the optimizer)")
+        index_to_param.update(zip(saved["params"], group["params"]))
+    new_state = {}
+    for index, buffers in state_dict["state"].items():
+        if index not in index_to_param:
+            raise ValueError(f"loaded state dict has state for parameter {index!r}, which is "
+                             f"not in any of its parameter groups")
+        p = index_to_param[index]
+        restored = {}
+        for name, value in buffers.items():
+            if isinstance(value, (Tensor, np.ndarray)):
+                if tuple(value.shape) != p.shape:
+                    raise ValueError(f"loaded state dict: {name!r} of parameter {index} has shape "
+                                     f"{tuple(value.shape)}, but the parameter has shape {p.shape}")
+                value = Tensor(value, dtype=p.dtype)
+            restored[name] = value
+        new_state[p] = restored
+    self.state = defaultdict(dict, new_state)
+    for saved, group in zip(saved_groups, self.param_groups):
+        for key, value in saved.items():
+            if key != "params":
+                group[key] = value
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-state-dict", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def _run(opt, params, grads):
+    for g in grads:
+        for p, gp in zip(params, g):
+            p.grad = tensor(gp)
+        opt.step()
+
+
+_rng = np.random.default_rng(2)
+_shapes = [(3, 2), (2,), ()]
+_start = [_rng.standard_normal(s) for s in _shapes]
+_grads = [[_rng.standard_normal(s) for s in _shapes] for _ in range(8)]
+_make = lambda ps: Adam([{"params": ps[:2]}, {"params": ps[2:], "lr": 0.02}], lr=0.1, amsgrad=True)
+
+_ps = [tensor(x, requires_grad=True) for x in _start]
+_opt = _make(_ps)
+_run(_opt, _ps, _grads[:4])
+_sd = _opt.state_dict()
+assert set(_sd) == {"state", "param_groups"} and sorted(_sd["state"]) == [0, 1, 2]
+assert _sd["param_groups"][0]["params"] == [0, 1] and _sd["param_groups"][1]["params"] == [2]
+assert _sd["param_groups"][1]["lr"] == 0.02 and _sd["state"][2]["step"] == 4
+assert _sd["state"][0]["exp_avg"] is not _opt.state[_ps[0]]["exp_avg"], "state_dict() returns copies"
+# a second optimizer on copies of the parameters, loaded from the dict, continues identically
+_qs = [tensor(p.numpy(), requires_grad=True) for p in _ps]
+_opt2 = _make(_qs)
+_opt2.param_groups[1]["lr"] = 123.0
+_opt2.load_state_dict(_sd)
+assert _opt2.param_groups[1]["lr"] == 0.02 and _opt2.param_groups[1]["params"][0] is _qs[2]
+_run(_opt, _ps, _grads[4:])
+_run(_opt2, _qs, _grads[4:])
+for _p, _q in zip(_ps, _qs):
+    assert np.array_equal(_p.numpy(), _q.numpy())
+assert _sd["state"][0]["step"] == 4, "the saved dict must not change when training goes on"
+try:
+    SGD([tensor([1.0], requires_grad=True)]).load_state_dict(_sd)
+except ValueError:
+    pass
+else:
+    raise AssertionError("loading a dict with 2 groups into an optimizer with 1 must fail")
+print("✓ state_dict / load_state_dict")
+
+# %% [markdown]
+# ## 6. Learning-rate schedules
+#
+# A fixed learning rate is a compromise: large steps make fast progress early but, with
+# noisy mini-batch gradients, keep bouncing around the minimum; small steps settle but
+# crawl. Schedules change $\eta$ over training. The common ones, with $\eta_0$ the base
+# (initial) learning rate and $t$ the scheduler's epoch counter `last_epoch`:
+#
+# | scheduler | $\eta_t$ |
+# |---|---|
+# | `StepLR(opt, step_size, gamma=0.1)` | $\eta_0\, \gamma^{\lfloor t / \text{step\_size} \rfloor}$ |
+# | `CosineAnnealingLR(opt, T_max, eta_min=0)` | $\eta_{min} + (\eta_0 - \eta_{min})\,\frac{1 + \cos(\pi t / T_{max})}{2}$ |
+# | `LinearLR(opt, start_factor=1/3, end_factor=1, total_iters=5)` | $\eta_0 \left(s + (e - s)\frac{\min(t, T)}{T}\right)$ |
+# | `LambdaLR(opt, lr_lambda)` | $\eta_0 \cdot \text{lr\_lambda}(t)$ |
+#
+# **Warm-up** (`LinearLR` from a small factor up to 1) matters for Adam and transformers:
+# at the start, Adam's $v$ estimate rests on a few gradients and the weights are random, so
+# full-size steps can push the model into a bad region from which it never recovers.
+# Ramping the learning rate up over the first hundreds or thousands of steps avoids that.
+# **Cosine annealing** then decays smoothly to $\eta_{min}$: mostly large steps, and a long
+# gentle tail to settle. The standard recipe for training a GPT is warm-up then cosine:
+# `SequentialLR(opt, [LinearLR(...), CosineAnnealingLR(...)], milestones=[warmup_steps])`.
+#
+# How a scheduler works (as in PyTorch):
+#
+# - it belongs to one optimizer; at construction it records each group's `"initial_lr"`
+#   (the base learning rates `base_lrs`) and takes a first step to epoch 0, so the
+#   optimizer already has $\eta_0$'s scheduled value (`LinearLR` starts at
+#   $\eta_0 \cdot s$);
+# - you call `scheduler.step()` after `optimizer.step()`, once per epoch or once per batch
+#   as you choose: it increments `last_epoch`, asks `get_lr()` for the new learning rates and
+#   writes them into `group["lr"]`; `get_last_lr()` returns them.
+#
+# We compute every schedule in **closed form** from `base_lrs` and `last_epoch`. PyTorch's
+# `get_lr()` is mostly *recursive* instead (the new lr from the group's current lr), which
+# lets two schedulers on one optimizer multiply their effects; the values are the same up
+# to floating-point rounding.
+#
+# **Your part:** `LRScheduler.step()` (the mechanics) and the closed forms `get_lr()` of
+# `StepLR`, `CosineAnnealingLR` and `LinearLR`.
+
+# %% nbgrader={"grade": false, "grade_id": "lr-scheduler", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class LRScheduler:
+    """Base class of learning-rate schedulers (torch.optim.lr_scheduler.LRScheduler)."""
+
+    def __init__(self, optimizer, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
+                                   f"when resuming a scheduler with last_epoch >= 0")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self.step()  # to epoch last_epoch + 1 (0 for a new scheduler)
+
+    def get_lr(self):
+        """The learning rate of every group at epoch self.last_epoch (subclasses define it)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define get_lr()")
+
+    def step(self):
+        """Advance one epoch and write the new learning rates into the optimizer's groups."""
+        # Hints: increment self.last_epoch; lrs = self.get_lr(); set group["lr"] for each
+        # group (zip with self.optimizer.param_groups); remember them in self._last_lr (a
+        # list) for get_last_lr().
+        ### BEGIN SOLUTION
+        self.last_epoch += 1
+        lrs = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, lrs):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        ### END SOLUTION
+
+    def get_last_lr(self):
+        """The learning rates the last step() set, one per group."""
+        return list(self._last_lr)
+
+    def state_dict(self):
+        """Everything but the optimizer (and functions, which cannot be saved as data)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+
+
+class StepLR(LRScheduler):
+    """Multiply the learning rate by gamma every step_size epochs."""
+
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        if not isinstance(step_size, int) or step_size <= 0:
+            raise ValueError(f"step_size must be a positive integer, got {step_size!r}")
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        # Hint: base_lr * gamma ** (last_epoch // step_size) for each base_lr in self.base_lrs.
+        ### BEGIN SOLUTION
+        return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
+        ### END SOLUTION
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Anneal from the base lr to eta_min along half a cosine over T_max epochs."""
+
+    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+        if T_max <= 0:
+            raise ValueError(f"T_max must be positive, got {T_max!r}")
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        # Hint: eta_min + (base_lr - eta_min) * (1 + cos(pi * last_epoch / T_max)) / 2. (After
+        # T_max epochs the formula keeps following the cosine back up, as PyTorch's does.)
+        ### BEGIN SOLUTION
+        factor = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+        return [self.eta_min + (base_lr - self.eta_min) * factor for base_lr in self.base_lrs]
+        ### END SOLUTION
+
+
+class LinearLR(LRScheduler):
+    """Scale the lr by a factor moving linearly from start_factor to end_factor over
+    total_iters epochs, then constant (the usual warm-up)."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
+        if not 0 < start_factor <= 1:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+        if not 0 <= end_factor <= 1:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        if total_iters <= 0:
+            raise ValueError(f"total_iters must be positive, got {total_iters!r}")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        # Hint: factor = start + (end - start) * min(last_epoch, total_iters) / total_iters.
+        ### BEGIN SOLUTION
+        progress = min(self.last_epoch, self.total_iters) / self.total_iters
+        factor = self.start_factor + (self.end_factor - self.start_factor) * progress
+        return [base_lr * factor for base_lr in self.base_lrs]
+        ### END SOLUTION
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr * lr_lambda(epoch); one function for all groups or one per group."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        n = len(optimizer.param_groups)
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != n:
+                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * n
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+
+# %% [markdown]
+# Checks: each schedule's value at a few epochs, computed from its formula.
+
+# %% nbgrader={"grade": true, "grade_id": "test-lr-scheduler", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def _lrs(make_sched, n, lrs=(0.1,)):
+    ps = [tensor([0.0], requires_grad=True) for _ in lrs]
+    opt = SGD([{"params": [p], "lr": lr} for p, lr in zip(ps, lrs)], lr=lrs[0])
+    sched = make_sched(opt)
+    out = [sched.get_last_lr()]
+    for _ in range(n):
+        opt.step()
+        sched.step()
+        out.append(sched.get_last_lr())
+        assert [g["lr"] for g in opt.param_groups] == out[-1], "step() must write the lr into the groups"
+    return np.array(out)
+
+
+_out = _lrs(lambda o: StepLR(o, step_size=3, gamma=0.5), 7)
+assert np.allclose(_out[:, 0], [0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025]), _out[:, 0]
+_out = _lrs(lambda o: CosineAnnealingLR(o, T_max=4, eta_min=0.02), 4)
+assert np.allclose(_out[:, 0], [0.02 + 0.08 * (1 + math.cos(math.pi * t / 4)) / 2 for t in range(5)])
+assert np.isclose(_out[-1, 0], 0.02)
+_out = _lrs(lambda o: LinearLR(o, start_factor=0.25, total_iters=3), 5, lrs=(0.1, 1.0))
+assert np.allclose(_out[:, 1], [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]) and np.allclose(_out[:, 0], _out[:, 1] / 10)
+_out = _lrs(lambda o: LambdaLR(o, lambda e: 1 / (e + 1)), 3)
+assert np.allclose(_out[:, 0], [0.1, 0.05, 0.1 / 3, 0.025])
+print("✓ StepLR, CosineAnnealingLR, LinearLR, LambdaLR")
+
+# %% [markdown]
+# ### Chaining schedules: warm-up, then cosine
+#
+# `SequentialLR(optimizer, schedulers, milestones)` hands control from one scheduler to the
+# next at the given epochs: with `milestones=[5]`, `schedulers[0]` runs epochs 0-4 and
+# `schedulers[1]` takes over at epoch 5, **restarted at its own epoch 0** (so a cosine
+# after a warm-up starts from the full base lr, not from where it would be at epoch 5).
+#
+# The provided constructor checks the arguments, puts the base learning rates back into
+# the groups (each sub-scheduler's constructor already stepped the optimizer's lr) and
+# restarts `schedulers[0]` at its epoch 0. **Your part: `SequentialLR.step()`**:
+#
+# 1. increment `self.last_epoch`;
+# 2. the active scheduler's index is the number of milestones `<= last_epoch`
+#    (`bisect.bisect_right(self._milestones, self.last_epoch)`);
+# 3. if `last_epoch` *is* that scheduler's milestone, restart it: set its `last_epoch`
+#    to -1 so that its `step()` brings it to epoch 0;
+# 4. call its `step()` and record its `get_last_lr()` in `self._last_lr`.
+
+# %% nbgrader={"grade": false, "grade_id": "sequential-lr", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class SequentialLR(LRScheduler):
+    """Run schedulers one after another, switching at the milestone epochs."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        schedulers, milestones = list(schedulers), list(milestones)
+        if len(schedulers) < 1:
+            raise ValueError("SequentialLR expects at least one scheduler")
+        for i, sched in enumerate(schedulers):
+            if not isinstance(sched, LRScheduler):
+                raise TypeError(f"SequentialLR: schedulers[{i}] is a {type(sched).__name__}, "
+                                f"not a scheduler")
+            if sched.optimizer is not optimizer:
+                raise ValueError(f"SequentialLR expects all schedulers to belong to the same "
+                                 f"optimizer, but schedulers[{i}] has a different one")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR expects one milestone fewer than schedulers, but got "
+                             f"{len(schedulers)} schedulers and {len(milestones)} milestones")
+        if any(b <= a for a, b in zip(milestones, milestones[1:])):
+            raise ValueError(f"SequentialLR milestones must be increasing, got {milestones}")
+        self.optimizer = optimizer
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        first = schedulers[0]
+        first.last_epoch = -1
+        first.step()
+        self._last_lr = first.get_last_lr()
+
+    def step(self):
+        """Advance one epoch, delegating to the scheduler whose phase this epoch is in."""
+        # Hint: steps 1-4 above; a scheduler's step() already writes the optimizer's lrs.
+        ### BEGIN SOLUTION
+        self.last_epoch += 1
+        idx = bisect.bisect_right(self._milestones, self.last_epoch)
+        sched = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            sched.last_epoch = -1
+        sched.step()
+        self._last_lr = sched.get_last_lr()
+        ### END SOLUTION
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        for sched, saved in zip(self._schedulers, state_dict.pop("_schedulers")):
+            sched.load_state_dict(saved)
+        self.__dict__.update(state_dict)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-sequential-lr", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _warmup_cosine(opt):
+    warm = LinearLR(opt, start_factor=0.1, total_iters=4)
+    cos = CosineAnnealingLR(opt, T_max=6, eta_min=0.0)
+    return SequentialLR(opt, [warm, cos], milestones=[4])
+
+
+_out = _lrs(_warmup_cosine, 10)[:, 0]
+_expect = [0.1 * (0.1 + 0.9 * t / 4) for t in range(4)] + [0.1 * (1 + math.cos(math.pi * t / 6)) / 2 for t in range(7)]
+assert np.allclose(_out, _expect), (_out, _expect)
+print("✓ SequentialLR (warm-up then cosine)")
+
+# %% [markdown]
+# Here are the schedules over 100 epochs, with a base learning rate of 0.1:
+
+# %%
+_schedules = {
+    "StepLR(step_size=30, gamma=0.1)": lambda o: StepLR(o, step_size=30, gamma=0.1),
+    "CosineAnnealingLR(T_max=100)": lambda o: CosineAnnealingLR(o, T_max=100),
+    "LinearLR(0.01 → 1, 20 iters)": lambda o: LinearLR(o, start_factor=0.01, total_iters=20),
+    "LambdaLR(0.97 ** epoch)": lambda o: LambdaLR(o, lambda e: 0.97 ** e),
+    "warm-up 10 + cosine 90 (SequentialLR)": lambda o: SequentialLR(
+        o, [LinearLR(o, start_factor=0.01, total_iters=10), CosineAnnealingLR(o, T_max=90, eta_min=1e-3)],
+        milestones=[10]),
+}
+fig, ax = plt.subplots(figsize=(9, 3.6))
+for _name, _make_sched in _schedules.items():
+    ax.plot(_lrs(_make_sched, 100)[:, 0], label=_name)
+ax.set_xlabel("epoch (scheduler.step() calls)")
+ax.set_ylabel("learning rate")
+ax.legend(fontsize=8)
+ax.set_title("learning-rate schedules, base lr 0.1")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 7. The optimizers on the valley and on Rosenbrock's banana
+#
+# Back to the picture of section 1, now with the optimizers you wrote, on the narrow
+# valley and on Rosenbrock's function $f(x, y) = (1-x)^2 + 100\,(y - x^2)^2$, a curved,
+# flat-bottomed valley with its minimum at $(1, 1)$ — a classic stress test. We compute the
+# gradients analytically and assign them to `.grad`; the optimizer cannot tell the
+# difference from a backward pass. (Learning rates were picked by hand for each optimizer
+# to be roughly the best that stays stable; try others.)
+
+# %%
+def valley_grad(xy):
+    return CURV * xy
+
+
+def rosenbrock(x, y):
+    return (1 - x) ** 2 + 100 * (y - x ** 2) ** 2
+
+
+def rosenbrock_grad(xy):
+    x, y = xy
+    return np.array([-2 * (1 - x) - 400 * x * (y - x ** 2), 200 * (y - x ** 2)])
+
+
+def trajectory(make_opt, grad_fn, start, steps):
+    """Run an optimizer on a 2-D function from `start`; returns the path (steps+1, 2)."""
+    xy = tensor(np.array(start, dtype=np.float64), requires_grad=True)
+    opt = make_opt([xy])
+    path = [xy.numpy().copy()]
+    for _ in range(steps):
+        opt.zero_grad()
+        xy.grad = tensor(grad_fn(xy.numpy()))
+        opt.step()
+        path.append(xy.numpy().copy())
+    return np.array(path)
+
+
+_valley_opts = {
+    "SGD lr=0.075": lambda p: SGD(p, lr=0.075),
+    "SGD momentum=0.7 lr=0.03": lambda p: SGD(p, lr=0.03, momentum=0.7),
+    "Nesterov momentum=0.7 lr=0.03": lambda p: SGD(p, lr=0.03, momentum=0.7, nesterov=True),
+    "Adam lr=0.5": lambda p: Adam(p, lr=0.5),
+}
+_rosen_opts = {
+    "SGD lr=1e-3": lambda p: SGD(p, lr=1e-3),
+    "SGD momentum=0.9 lr=1e-3": lambda p: SGD(p, lr=1e-3, momentum=0.9),
+    "Nesterov momentum=0.9 lr=1e-3": lambda p: SGD(p, lr=1e-3, momentum=0.9, nesterov=True),
+    "Adam lr=0.05": lambda p: Adam(p, lr=0.05),
+}
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
+draw_valley(axes[0], {k: trajectory(f, valley_grad, (-5, 1.5), 30) for k, f in _valley_opts.items()},
+            "narrow valley, 30 steps")
+_xs, _ys = np.meshgrid(np.linspace(-2, 2, 300), np.linspace(-1, 3, 300))
+axes[1].contour(_xs, _ys, rosenbrock(_xs, _ys), levels=np.geomspace(0.1, 2000, 15), colors="0.75", linewidths=0.8)
+_rosen_final = {}
+for _name, _make_opt in _rosen_opts.items():
+    _path = trajectory(_make_opt, rosenbrock_grad, (-1.5, 2.0), 600)
+    _rosen_final[_name] = rosenbrock(*_path[-1])
+    axes[1].plot(_path[:, 0], _path[:, 1], "-", lw=1.2, label=f"{_name}: f = {_rosen_final[_name]:.2g}")
+axes[1].plot(1, 1, "k*", ms=10)
+axes[1].set_title("Rosenbrock, 600 steps from (-1.5, 2)", fontsize=10)
+axes[1].legend(fontsize=8, loc="lower right")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# On the valley, momentum and Nesterov damp the zig-zag and travel along the floor much
+# faster than plain SGD at its best learning rate. Adam's first steps are diagonal: it
+# rescales both coordinates so that each moves by about `lr` per step, whatever its
+# curvature, and reaches the valley floor at once; its momentum then carries it past the
+# minimum before it spirals in (a smaller `lr` or a schedule, section 6, tames that). On Rosenbrock,
+# plain SGD spends its steps creeping along the flat curved floor; momentum accumulates
+# speed along it; Adam's per-coordinate scaling copes with the steep walls. None of this is
+# a ranking of optimizers in general (on real networks, tuned SGD with momentum is still
+# competitive for some vision models), but it shows *why* the ideas work.
+
+# %% [markdown]
+# ## 8. Systems look: what an optimizer costs
+#
+# ### Memory: the state is per parameter
+#
+# Training holds, for every parameter tensor: the **weights**, the **gradients** (same size)
+# and the **optimizer state**:
+#
+# | optimizer | state per parameter | state bytes / weight bytes |
+# |---|---|---|
+# | SGD | none | 0 |
+# | SGD with momentum | `momentum_buffer` | 1 |
+# | Adam / AdamW | `exp_avg`, `exp_avg_sq` (+ an int step) | 2 |
+# | Adam with AMSGrad | + `max_exp_avg_sq` | 3 |
+#
+# So with $N$ float32 parameters, training with Adam needs about $4N + 4N + 8N = 16N$ bytes
+# before counting a single activation: four times the model itself. This is why optimizer
+# state is the first thing large-scale training shards across GPUs (ZeRO stage 1), and why
+# memory-light optimizers (8-bit Adam, Adafactor's factored second moment) exist.
+#
+# Write two small accounting functions, then measure them on a real model:
+#
+# - `state_nbytes(optimizer)`: the bytes of every Tensor in `optimizer.state` (use each
+#   tensor's `.nbytes`; numbers such as the step count are not counted);
+# - `training_memory(optimizer)`: a dict with the bytes of the `"params"` (each parameter of
+#   every group once), of the existing `"grads"` (`p.grad` not None), of the `"state"`, and
+#   their `"total"`.
+
+# %% nbgrader={"grade": false, "grade_id": "memory", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def state_nbytes(optimizer):
+    """Bytes held by the optimizer's state tensors (momentum buffers, Adam moments, ...)."""
+    # Hint: optimizer.state maps each parameter to a dict of buffers; sum v.nbytes over the
+    # values that are Tensors.
+    ### BEGIN SOLUTION
+    return sum(v.nbytes for buffers in optimizer.state.values()
+               for v in buffers.values() if isinstance(v, Tensor))
+    ### END SOLUTION
+
+
+def training_memory(optimizer):
+    """{"params": bytes, "grads": bytes, "state": bytes, "total": bytes} for the optimizer's parameters."""
+    # Hint: the parameters are those of every group in optimizer.param_groups; use .nbytes.
+    ### BEGIN SOLUTION
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    report = {
+        "params": sum(p.nbytes for p in params),
+        "grads": sum(p.grad.nbytes for p in params if p.grad is not None),
+        "state": state_nbytes(optimizer),
+    }
+    report["total"] = report["params"] + report["grads"] + report["state"]
+    return report
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-memory", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_ps = [tensor(np.ones((10, 20), dtype=np.float32), requires_grad=True), tensor(np.ones(20), requires_grad=True)]
+_pbytes = 10 * 20 * 4 + 20 * 8
+for _make_opt, _ratio in [(lambda ps: SGD(ps, lr=0.1), 0), (lambda ps: SGD(ps, lr=0.1, momentum=0.9), 1),
+                          (lambda ps: Adam(ps), 2), (lambda ps: Adam(ps, amsgrad=True), 3)]:
+    _opt = _make_opt(_ps)
+    assert state_nbytes(_opt) == 0, "state is created lazily, at the first step"
+    for _p in _ps:
+        _p.grad = zeros_like(_p)
+    _opt.step()
+    assert state_nbytes(_opt) == _ratio * _pbytes, (state_nbytes(_opt), _ratio)
+    _report = training_memory(_opt)
+    assert _report == {"params": _pbytes, "grads": _pbytes, "state": _ratio * _pbytes,
+                       "total": (2 + _ratio) * _pbytes}, _report
+    _opt.zero_grad()
+    assert training_memory(_opt)["grads"] == 0
+print("✓ state_nbytes, training_memory")
+
+# %% [markdown]
+# Now measure on a three-layer MLP of about 1.8 million parameters, built with module 03's
+# `Linear`. Two independent measurements: the accounting above, and `tracemalloc`, which
+# sees every numpy allocation. The memory that is still allocated after the first `step()`
+# (and was not before) is the state that the optimizer created; the peak during `step()`
+# also includes the temporaries (`grad * grad`, `exp_avg / denom`, ...), which are freed
+# once the step returns.
+
+# %%
+from tinytorch.nn import Linear, Sequential, ReLU
+
+
+def make_mlp():
+    return Sequential(Linear(784, 1024), ReLU(), Linear(1024, 1024), ReLU(), Linear(1024, 10))
+
+
+def give_grads(model, seed=0):
+    rng = np.random.default_rng(seed)
+    for p in model.parameters():
+        p.grad = tensor(rng.standard_normal(p.shape).astype(np.float32))
+
+
+_factories = {
+    "SGD": lambda ps: SGD(ps, lr=0.01),
+    "SGD momentum": lambda ps: SGD(ps, lr=0.01, momentum=0.9),
+    "Adam": lambda ps: Adam(ps, lr=1e-3),
+    "AdamW amsgrad": lambda ps: AdamW(ps, lr=1e-3, amsgrad=True),
+}
+_mem_rows = []
+for _name, _factory in _factories.items():
+    _model = make_mlp()
+    give_grads(_model)
+    _opt = _factory(_model.parameters())
+    tracemalloc.start()
+    _before = tracemalloc.get_traced_memory()[0]
+    _opt.step()
+    _after, _peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    _report = training_memory(_opt)
+    _mem_rows.append((_name, _report, _after - _before, _peak - _before))
+_n_params = sum(p.numel() for p in make_mlp().parameters())
+print(f"MLP with {_n_params:,} float32 parameters = {_n_params * 4 / 2**20:.1f} MiB of weights\n")
+print(f"{'optimizer':15s} {'state (MiB)':>12s} {'state/weights':>14s} {'tracemalloc kept':>17s} "
+      f"{'step peak':>10s} {'params+grads+state':>19s}")
+for _name, _r, _kept, _peak in _mem_rows:
+    print(f"{_name:15s} {_r['state'] / 2**20:12.2f} {_r['state'] / _r['params']:14.2f} "
+          f"{_kept / 2**20:14.2f} MiB {_peak / 2**20:6.2f} MiB {_r['total'] / 2**20:15.2f} MiB")
+
+# %% [markdown]
+# The two measurements agree: the memory that stays allocated after the first step is the
+# state, 0×, 1×, 2× and 3× the weights. The peak during the step is higher still, by the
+# size of the temporaries that our unfused, op-by-op update allocates for the largest
+# parameter (a fused kernel computes the whole update in registers and needs none).
+#
+# Scale that to real models with the same accounting, in float32, counting weights,
+# gradients and Adam state (no activations, no mixed precision):
+
+# %%
+def human_bytes(n):
+    for unit in ["B", "KiB", "MiB", "GiB", "TiB"]:
+        if n < 1024 or unit == "TiB":
+            return f"{n:7.1f} {unit}"
+        n /= 1024
+
+
+for _name, _n in [("this MLP", _n_params), ("GPT-2 small", 124e6), ("a 7B-parameter LLM", 7e9)]:
+    _w = 4 * _n
+    print(f"{_name:20s} weights {human_bytes(_w)}  + grads {human_bytes(_w)}  "
+          f"+ Adam state {human_bytes(2 * _w)}  = {human_bytes(4 * _w)}")
+
+# %% [markdown]
+# ### Time per step
+#
+# Each update is a handful of whole-tensor operations, each a full pass over memory with
+# almost no arithmetic per byte: the optimizer step is **memory-bound**. Plain SGD is one
+# scaled add (two numpy passes in our implementation: `alpha * grad`, then the add);
+# momentum adds the buffer update; Adam is about a dozen passes. Measured on the MLP above
+# (median of several steps):
+
+# %%
+def median_time(fn, repeats=7, warmup=1):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+_step_times = {}
+for _name, _factory in _factories.items():
+    _model = make_mlp()
+    give_grads(_model)
+    _opt = _factory(_model.parameters())
+    _step_times[_name] = median_time(_opt.step)
+    _traffic = training_memory(_opt)["params"]
+    print(f"{_name:15s} {_step_times[_name] * 1e3:7.2f} ms per step   "
+          f"(~{_traffic / _step_times[_name] / 1e9:5.2f} GB of weights updated per second)")
+
+# %% [markdown]
+# ## 9. How PyTorch does it
+#
+# - **Same structure.** `torch.optim.Optimizer` has `param_groups`, `state` (a
+#   `defaultdict` keyed by parameter), `add_param_group`, `zero_grad(set_to_none=True)`,
+#   and `state_dict()` in exactly this format (positions for parameters; PyTorch's dict holds
+#   references, not copies). Its `step()` is decorated with `torch.no_grad()`-like logic and
+#   gathers, per group, lists of params, grads and buffers, then calls a functional update.
+# - **Three implementations of each update.** `foreach=False` is the per-parameter loop we
+#   wrote (`_single_tensor_adam`). `foreach=True` (the default on GPUs) uses multi-tensor
+#   kernels such as `torch._foreach_mul_(exp_avgs, beta1)`: one launch updates *all*
+#   parameters, which matters when a model has hundreds of small tensors and each kernel
+#   launch costs microseconds. `fused=True` goes further: one kernel does the whole Adam
+#   update (both moments, the bias corrections, the parameter update) reading each value
+#   once and writing it once, with no temporaries at all.
+# - **Small differences.** PyTorch stores Adam's `step` as a tensor (so that CUDA graphs
+#   and `torch.compile` can capture the update); it updates `exp_avg` with `lerp_` (same
+#   value, one fused op); and its schedulers are chainable (recursive) where ours use closed
+#   forms. `torch.optim.Adam` has `capturable`, `differentiable` and complex-number
+#   support that we leave out.
+# - **Beyond this module.** `torch.optim` also has Adagrad, RMSprop, Adadelta, NAdam,
+#   RAdam, LBFGS (which uses the `closure`); `torch.optim.swa_utils` (weight averaging);
+#   schedulers such as `OneCycleLR`, `ReduceLROnPlateau` (driven by a validation metric) and
+#   `CosineAnnealingWarmRestarts`. `torch.distributed.optim.ZeroRedundancyOptimizer` and
+#   FSDP shard the optimizer state of section 8 across GPUs.
+#
+# If PyTorch is installed, run the same Adam on the same numbers in both frameworks and
+# time PyTorch's three implementations on the same MLP shapes:
+
+# %%
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("PyTorch is not installed; skipping the comparison.")
+
+if torch is not None:
+    _rng = np.random.default_rng(0)
+    _x0 = _rng.standard_normal((4, 3))
+    _ours = tensor(_x0, requires_grad=True)
+    _theirs = torch.tensor(_x0, requires_grad=True)
+    _o1 = AdamW([_ours], lr=0.01, weight_decay=0.1)
+    _o2 = torch.optim.AdamW([_theirs], lr=0.01, weight_decay=0.1)
+    for _ in range(20):
+        _g = _rng.standard_normal((4, 3))
+        _ours.grad, _theirs.grad = tensor(_g), torch.tensor(_g)
+        _o1.step()
+        _o2.step()
+    print(f"AdamW, 20 steps, float64: max |tinytorch - torch| = "
+          f"{np.abs(_ours.numpy() - _theirs.detach().numpy()).max():.1e}")
+    _tparams = [torch.zeros(p.shape, requires_grad=True) for p in make_mlp().parameters()]
+    for _p in _tparams:
+        _p.grad = torch.randn(_p.shape)
+    for _impl in [dict(foreach=False), dict(foreach=True), dict(fused=True)]:
+        try:
+            _topt = torch.optim.Adam(_tparams, lr=1e-3, **_impl)
+            _t = median_time(_topt.step)
+            print(f"torch Adam {str(_impl):17s} {_t * 1e3:7.2f} ms per step")
+        except (RuntimeError, ValueError) as exc:  # e.g. fused unsupported on this device
+            print(f"torch Adam {_impl}: not available here ({exc})")
+    print(f"tinytorch Adam                {_step_times['Adam'] * 1e3:7.2f} ms per step")
+
+# %% [markdown]
+# ## 10. Recap
+#
+# - An **optimizer** owns `param_groups` (parameters plus per-group options filled from
+#   `defaults`) and per-parameter `state`; `step()` updates every parameter with a gradient
+#   in place under `no_grad()`, `zero_grad()` clears the gradients (to `None` by default).
+# - **SGD**: $\theta \leftarrow \theta - \eta g$; **momentum** sums past gradients
+#   ($b \leftarrow \mu b + (1-\tau) g$, first buffer $= g$) to cancel zig-zags and speed up
+#   consistent directions; **Nesterov** steps along $g + \mu b$; **weight decay** adds
+#   $\lambda\theta$ to the gradient.
+# - **Adam** divides a bias-corrected EMA of gradients by the square root of a
+#   bias-corrected EMA of squared gradients: every coordinate moves by about $\eta$.
+#   **AdamW** decays the weights directly, $\theta \leftarrow \theta(1-\eta\lambda)$,
+#   instead of through the adaptive scaling.
+# - **state_dict** saves state and options with parameters replaced by their positions;
+#   loading checks, then restores, so training continues exactly.
+# - **Schedulers** set `group["lr"]` from `base_lrs` and `last_epoch`: step decay, cosine
+#   annealing, linear warm-up, and sequences of them.
+# - **Cost**: state is 0×, 1×, 2× the weights for SGD, momentum, Adam; weights + grads +
+#   Adam state is 16 bytes per float32 parameter. The step is memory-bound; PyTorch's
+#   foreach and fused kernels cut launches and memory passes.
+#
+# Run `tito test module 07` to check your work. Next, module 08 puts model, loss, data,
+# autograd and optimizer together into a training loop.

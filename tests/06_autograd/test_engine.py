@@ -1,0 +1,296 @@
+"""The backward engine: values, accumulation, topological order, linear time, deep graphs,
+freeing and retain_graph, retain_grad, detach, requires_grad propagation, error messages."""
+import gc
+import sys
+import weakref
+
+import numpy as np
+import pytest
+
+import tinytorch as tt
+from tinytorch import autograd, nn
+
+
+@pytest.fixture
+def custom_rules():
+    """Register test-only backward rules; removed afterwards."""
+    added = []
+
+    def register(op, rule):
+        autograd.BACKWARD_RULES[op] = rule
+        added.append(op)
+
+    yield register
+    for op in added:
+        autograd.BACKWARD_RULES.pop(op, None)
+
+
+def test_one_neuron_values():
+    w = tt.tensor(2.0, requires_grad=True)
+    b = tt.tensor(1.0, requires_grad=True)
+    y = tt.tensor(5.0, requires_grad=True)
+    x = tt.tensor(3.0)
+    loss = (w * x + b - y) ** 2
+    loss.backward()
+    d = 2.0 * 3.0 + 1.0 - 5.0
+    assert w.grad.item() == 2 * d * 3.0 and b.grad.item() == 2 * d and y.grad.item() == -2 * d
+    assert x.grad is None, "a tensor that does not require grad gets no .grad"
+
+
+def test_grad_is_a_tensor_of_the_leaf_shape_and_dtype():
+    w32 = tt.tensor(np.ones((3, 1), dtype=np.float32), requires_grad=True)
+    x64 = tt.tensor(np.arange(6.0).reshape(2, 3, 1))
+    out = (w32 * x64).sum()  # float32 * float64 -> float64, broadcast (3, 1) against (2, 3, 1)
+    assert out.dtype == tt.float64
+    out.backward()
+    assert isinstance(w32.grad, tt.Tensor) and not w32.grad.requires_grad
+    assert w32.grad.dtype == tt.float32 and w32.grad.shape == (3, 1)
+    np.testing.assert_allclose(w32.grad.numpy(), np.arange(6.0).reshape(2, 3, 1).sum(0))
+
+
+def test_tensor_used_twice_and_accumulation_across_calls():
+    x = tt.tensor([1.0, -2.0, 3.0], dtype=tt.float64, requires_grad=True)
+    (x * x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * x.numpy() ** 2)
+    grad_tensor = x.grad
+    (x * 2.0).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * x.numpy() ** 2 + 2.0)
+    assert x.grad is grad_tensor, "accumulation happens in place in the existing .grad"
+    x.grad = None
+    (x * 2.0).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0))
+
+
+def test_zero_grad_clears_between_steps():
+    tt.manual_seed(0)
+    layer = nn.Linear(3, 2)
+    data = tt.randn(4, 3)
+
+    def step():
+        layer(data).sum().backward()
+        return [p.grad.numpy().copy() for p in layer.parameters()]
+
+    first = step()
+    second = step()
+    for a, b in zip(first, second):
+        np.testing.assert_allclose(b, 2 * a, rtol=1e-6)
+    layer.zero_grad()
+    assert all(p.grad is None for p in layer.parameters())
+    third = step()
+    for a, c in zip(first, third):
+        np.testing.assert_allclose(c, a, rtol=1e-6)
+    layer.zero_grad(set_to_none=False)
+    assert all(np.all(p.grad.numpy() == 0) for p in layer.parameters())
+    fourth = step()
+    for a, d in zip(first, fourth):
+        np.testing.assert_allclose(d, a, rtol=1e-6)
+    np.testing.assert_allclose(first[0], np.ones((2, 1)) * data.numpy().sum(0), rtol=1e-5)
+
+
+def test_chain_of_10000_ops_is_iterative():
+    limit = sys.getrecursionlimit()
+    x = tt.tensor([0.5], dtype=tt.float64, requires_grad=True)
+    y = x
+    for _ in range(10_000):
+        y = y * 1.0001
+    y.sum().backward()
+    assert sys.getrecursionlimit() == limit, "do not raise the recursion limit: iterate"
+    np.testing.assert_allclose(x.grad.numpy(), [1.0001 ** 10_000], rtol=1e-10)
+
+
+def test_sixty_stacked_diamonds_are_linear():
+    x = tt.tensor(1.0, dtype=tt.float64, requires_grad=True)
+    y = x
+    for _ in range(60):
+        a = y * 1.0
+        b = y + 0.0
+        y = a + b  # every layer is a diamond: y -> (a, b) -> y'
+    y.backward()  # exponential re-traversal would visit the bottom 2**60 times
+    assert x.grad.item() == 2.0 ** 60
+
+
+def test_each_node_runs_once_and_gets_the_summed_gradient(custom_rules):
+    calls = []
+
+    def rule(node, grad):
+        calls.append(grad.copy())
+        return (grad * 2,)
+
+    custom_rules("test_double", rule)
+    x = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
+    shared = tt.apply("test_double", lambda t: t.numpy() * 2, x)
+    total = shared * 3.0 + shared * 4.0 + shared  # three consumers of one node
+    total.sum().backward()
+    assert len(calls) == 1, "a node's rule must run once, after all its consumers"
+    np.testing.assert_allclose(calls[0], [8.0, 8.0])
+    np.testing.assert_allclose(x.grad.numpy(), [16.0, 16.0])
+
+
+def test_topological_order_is_valid_and_visits_each_node_once():
+    rng = np.random.default_rng(0)
+    x = tt.tensor(rng.standard_normal(3), requires_grad=True)
+    pool = [x, x * 2]
+    for i in range(40):  # a random DAG of ops over earlier results
+        a, b = pool[rng.integers(len(pool))], pool[rng.integers(len(pool))]
+        pool.append(a * b if i % 3 else a + b.exp())
+    root = pool[-1].sum()
+    order = autograd.topological_order([root.grad_fn])
+    assert order[0] is root.grad_fn
+    assert len(order) == len(set(order))
+    position = {node: k for k, node in enumerate(order)}
+    reachable, stack = set(), [root.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node in reachable:
+            continue
+        reachable.add(node)
+        for t in node.inputs:
+            if t.grad_fn is not None:
+                assert t.grad_fn in position, "every reachable node appears"
+                assert position[node] < position[t.grad_fn], "consumers before producers"
+                stack.append(t.grad_fn)
+    assert reachable == set(order)
+
+
+def test_retain_graph_and_the_second_backward_error():
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.exp() * x).sum()
+    y.backward(retain_graph=True)
+    first = x.grad.numpy().copy()
+    assert y.grad_fn.inputs is not None, "retain_graph=True keeps the graph"
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * first, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="retain_graph=True") as info:
+        y.backward()
+    assert "second time" in str(info.value)
+
+
+def test_a_shared_subgraph_is_freed_by_the_first_backward():
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    h = x.exp()
+    h.exp().sum().backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        (h * 2).sum().backward()
+
+
+def test_graph_is_freed_and_releases_activations():
+    x = tt.tensor(np.ones((50, 50)), requires_grad=True)
+
+    def forward():
+        hidden = (x * 3.0).exp()
+        return hidden, (hidden * hidden).sum()
+
+    hidden, loss = forward()
+    ref = weakref.ref(hidden)
+    del hidden
+    gc.collect()
+    assert ref() is not None, "before backward the graph keeps the activation alive"
+    nodes = autograd.topological_order([loss.grad_fn])
+    loss.backward()
+    gc.collect()
+    assert ref() is None, "after backward nothing may keep the activation alive"
+    for node in nodes:
+        assert node.inputs is None and node.output is None and node.attrs is None
+
+
+def test_nonscalar_backward_needs_a_gradient():
+    x = tt.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * x
+    with pytest.raises(RuntimeError, match="scalar"):
+        y.backward()
+    with pytest.raises(RuntimeError, match="shape"):
+        y.backward(tt.ones(3))
+    v = np.array([[1.0, -1.0], [0.5, 2.0]])
+    y.backward(tt.tensor(v))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy() * v)
+    z = tt.tensor([[3.0]], requires_grad=True)
+    (z * 2).backward()  # one element (shape (1, 1)): an implicit gradient of 1 is fine
+    assert z.grad.shape == (1, 1) and z.grad.item() == 2.0
+
+
+def test_backward_of_something_without_grad_raises():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        (tt.tensor([1.0, 2.0]) * 2).sum().backward()
+    w = tt.tensor([1.0], requires_grad=True)
+    with tt.no_grad():
+        y = (w * 2).sum()
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        y.backward()
+
+
+def test_a_leaf_can_be_the_root():
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    x.backward(tt.tensor([3.0, 4.0]))
+    assert x.grad.tolist() == [3.0, 4.0]
+
+
+def test_retain_grad_on_intermediate_tensors():
+    x = tt.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x * 2
+    h.retain_grad()
+    k = h * h
+    k.sum().backward()
+    np.testing.assert_allclose(h.grad.numpy(), 2 * h.numpy())
+    assert k.grad is None, "a non-leaf keeps no .grad unless retain_grad() was called"
+    np.testing.assert_allclose(x.grad.numpy(), 8 * x.numpy())
+
+
+def test_detach_cuts_the_graph():
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    d = x.detach()
+    assert not d.requires_grad and d.grad_fn is None and d._storage is x._storage
+    (x * d).sum().backward()  # d is a constant: d/dx (x * c) = c
+    np.testing.assert_allclose(x.grad.numpy(), x.numpy())
+
+
+def test_requires_grad_propagation():
+    a = tt.tensor([1.0, 2.0], requires_grad=True)
+    c = tt.tensor([3.0, 4.0])
+    i = tt.tensor([1, 2])
+    assert (a + c).requires_grad and (c + a).requires_grad and (a * i).requires_grad
+    assert not (c * c).requires_grad and not (c * i).requires_grad
+    assert not (a > 1).requires_grad and not a.argmax().requires_grad
+    y = (a * c).sum() + (c * i).sum()
+    y.backward()
+    assert c.grad is None and i.grad is None
+    np.testing.assert_allclose(a.grad.numpy(), c.numpy())
+
+
+def test_integer_tensors_get_no_gradient():
+    w = tt.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    idx = tt.tensor([2, 0, 2])
+    counts = tt.tensor([1, 2, 3, 4])
+    with pytest.raises(ValueError):
+        idx.requires_grad = True
+    (w[idx] * counts).sum().backward()
+    expected = np.zeros((3, 4))
+    np.add.at(expected, [2, 0, 2], np.array([1.0, 2.0, 3.0, 4.0]))
+    np.testing.assert_allclose(w.grad.numpy(), expected)
+    assert idx.grad is None and counts.grad is None
+
+
+def test_autograd_grad_returns_instead_of_accumulating():
+    x = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
+    y = tt.tensor([3.0], dtype=tt.float64, requires_grad=True)
+    h = x * y
+    out = (h * h).sum()
+    gx, gh = autograd.grad(out, [x, h], retain_graph=True)
+    np.testing.assert_allclose(gx.numpy(), 2 * x.numpy() * y.numpy() ** 2)
+    np.testing.assert_allclose(gh.numpy(), 2 * h.numpy())
+    assert x.grad is None and y.grad is None, "grad() does not touch .grad"
+    unused = tt.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="allow_unused"):
+        autograd.grad(out, [unused], retain_graph=True)
+    assert autograd.grad(out, [unused, y], allow_unused=True)[0] is None
+
+
+def test_missing_rule_and_wrong_rule_shapes_are_reported(custom_rules):
+    x = tt.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = tt.apply("test_no_rule", lambda t: t.numpy() + 1, x)
+    with pytest.raises(RuntimeError, match="test_no_rule"):
+        y.sum().backward()
+    custom_rules("test_bad_shape", lambda node, grad: (np.ones((2, 3)), None))
+    b = tt.tensor([[1.0], [2.0]], requires_grad=True)
+    z = tt.apply("test_bad_shape", lambda p, q: p.numpy() + q.numpy(), x, b)
+    with pytest.raises(RuntimeError, match=r"\(2, 3\).*\(3,\)"):
+        z.sum().backward()

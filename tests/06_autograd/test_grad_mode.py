@@ -1,0 +1,119 @@
+"""no_grad() / enable_grad(): nothing is recorded inside no_grad, modes nest and are restored,
+and both work as context managers and as decorators."""
+import numpy as np
+import pytest
+
+import tinytorch as tt
+import tinytorch.nn.functional as F
+from tinytorch import autograd
+
+
+def make_w():
+    return tt.tensor(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=True)
+
+
+OPS = {
+    "add": lambda w: w + 1, "mul": lambda w: w * w, "T": lambda w: w.T, "sum": lambda w: w.sum(),
+    "getitem": lambda w: w[0], "exp": lambda w: w.exp(), "matmul": lambda w: w @ w.T,
+    "reshape": lambda w: w.reshape(6), "relu": F.relu, "cat": lambda w: tt.cat([w, w]),
+    "advanced index": lambda w: w[tt.tensor([1, 1])], "mean": lambda w: w.mean(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_no_grad_records_nothing(name):
+    w = make_w()
+    with tt.no_grad():
+        out = OPS[name](w)
+    assert out.grad_fn is None, f"{name} recorded a node under no_grad"
+    assert not out.requires_grad and out.is_leaf
+    assert tt.is_grad_enabled()
+    recorded = OPS[name](w)  # and outside it, recording is back
+    assert recorded.grad_fn is not None and recorded.requires_grad
+
+
+def test_same_objects_everywhere():
+    assert tt.no_grad is autograd.no_grad and tt.enable_grad is autograd.enable_grad
+    with autograd.no_grad():
+        assert not tt.is_grad_enabled()
+    assert tt.is_grad_enabled()
+
+
+def test_enable_grad_inside_no_grad_and_nesting():
+    w = make_w()
+    with tt.no_grad():
+        with tt.enable_grad():
+            assert tt.is_grad_enabled()
+            y = (w * 2).sum()
+        assert not tt.is_grad_enabled(), "enable_grad restores the mode it found (off)"
+        with tt.no_grad():
+            assert not tt.is_grad_enabled()
+        assert not tt.is_grad_enabled()
+    assert tt.is_grad_enabled()
+    assert y.grad_fn is not None
+    y.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((2, 3), 2.0))
+
+
+def test_same_context_object_entered_twice():
+    ctx = tt.no_grad()
+    with ctx:
+        with ctx:
+            assert not tt.is_grad_enabled()
+        assert not tt.is_grad_enabled()
+    assert tt.is_grad_enabled()
+
+
+def test_mode_restored_after_exception():
+    with pytest.raises(ZeroDivisionError):
+        with tt.no_grad():
+            1 / 0
+    assert tt.is_grad_enabled()
+    tt.set_grad_enabled(False)
+    try:
+        with pytest.raises(KeyError):
+            with tt.enable_grad():
+                raise KeyError("x")
+        assert not tt.is_grad_enabled(), "enable_grad must restore 'off' even after an error"
+    finally:
+        tt.set_grad_enabled(True)
+
+
+def test_decorator_forms():
+    w = make_w()
+
+    @tt.no_grad()
+    def evaluate(t):
+        """docstring kept"""
+        assert not tt.is_grad_enabled()
+        return t * 3
+
+    @tt.no_grad
+    def bare(t):
+        return t * 3
+
+    @tt.enable_grad()
+    def train_step(t):
+        return t * 3
+
+    assert evaluate(w).grad_fn is None and bare(w).grad_fn is None
+    assert evaluate.__name__ == "evaluate" and evaluate.__doc__ == "docstring kept"
+    assert tt.is_grad_enabled()
+    with tt.no_grad():
+        out = train_step(w)
+        assert not tt.is_grad_enabled()
+    assert out.grad_fn is not None
+    with pytest.raises(ValueError):  # the decorated function's exception propagates ...
+        tt.no_grad()(lambda: (_ for _ in ()).throw(ValueError("inner")))()
+    assert tt.is_grad_enabled()  # ... and the mode is restored
+
+
+def test_backward_under_no_grad_and_optimizer_update():
+    w = make_w()
+    loss = (w * w).sum()
+    with tt.no_grad():
+        loss.backward()  # backward itself works whatever the mode (it records nothing)
+        w -= 0.1 * w.grad  # an optimizer step: in place, allowed under no_grad
+    expected = np.arange(1.0, 7.0).reshape(2, 3) * (1 - 0.2)
+    np.testing.assert_allclose(w.numpy(), expected)
+    assert w.is_leaf and w.requires_grad and w.grad_fn is None
