@@ -45,6 +45,8 @@ def _env(package_parent: Path) -> dict:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["TINYTORCH_EXPECT"] = str(package_parent / "tinytorch")
     env.setdefault("MPLBACKEND", "Agg")
+    # hypothesis keeps a cache folder; put it with the build output, not in the student's folder
+    env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(package_parent / ".hypothesis"))
     return env
 
 

@@ -1,0 +1,1232 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Module 10 — Tokenization: from text to integers and back
+#
+# A neural network computes with numbers, but language arrives as text. Before a language
+# model can read a single word, something has to cut the text into pieces, **tokens**, and
+# give every piece an integer **id**: that is a **tokenizer**. It looks like plumbing, yet
+# it decides what the model can see (can it spell? count letters? read Chinese or emoji?),
+# how long its sequences are, and how big its first and last layers must be. In this module
+# you build `tinytorch.text`: a character tokenizer, a **byte-level byte-pair-encoding
+# (BPE)** tokenizer of the kind GPT-2 introduced, and the helpers that turn a text into the
+# training batches of the small GPT you will train in module 13.
+#
+# ## Goals
+#
+# By the end of this module you will be able to
+#
+# - explain the trade-off between **characters, words and subwords**: a small vocabulary
+#   means long sequences, a large one means big embedding tables and rare, badly-trained
+#   tokens;
+# - explain **Unicode code points and UTF-8 bytes**, and why starting from the 256 byte
+#   values makes a tokenizer that can encode *any* text with no "unknown" token;
+# - write the **BPE training loop**: count adjacent pairs, merge the most frequent one into
+#   a new token, repeat, with a deterministic tie-break and incremental counting so that it
+#   trains on our corpus in well under a few seconds;
+# - **encode** new text by replaying the learned merges in order, **decode** ids back to
+#   exactly the original text, keep **special tokens** such as `<|endoftext|>` whole, and
+#   **save/load** a tokenizer as plain JSON;
+# - measure **compression** (characters per token) against vocabulary size, and reason
+#   about its costs: embedding memory ($V \times d$) and attention time ($O(T^2)$).
+#
+# ## Prerequisites
+#
+# Module 01 (Tensor, int64), module 05 (`load_text`, `Generator`). Python `str`, `bytes`,
+# `dict` and `collections.Counter`; a little `re` (regular expressions) is explained where
+# it is used. No autograd: a tokenizer has no parameters to learn by gradient descent.
+#
+# ## How this notebook works
+#
+# Cells marked `#| export` become the file `tinytorch/text/tokenizers.py` when you run
+# `tito export 10` (or `tito test module 10`); `tinytorch.text` re-exports its names. Cells
+# with `# YOUR CODE HERE` are yours; the **check** cell after each one prints a ✓ or says
+# what is wrong. The provided code is part of the lesson: read it.
+
+# %%
+#| default_exp text.tokenizers
+
+# %% [markdown]
+# ## 1. Why tokenize, and into what?
+#
+# A language model predicts the next token from the previous ones. So we must decide what
+# a token *is*. Three natural choices:
+#
+# | unit | vocabulary $V$ | sequence length $T$ | weakness |
+# |---|---|---|---|
+# | **characters** | tiny (~100 for English) | long: one token per character | the model spends its capacity (and attention) spelling |
+# | **words** | huge (every word form: *fox, foxes, Fox, fox.*) | short | a word never seen in training is **unknown** (`<unk>`), and rare words get too few examples to learn |
+# | **subwords** | chosen, e.g. 1k-100k | in between | frequent words are one token, rare words are spelled from pieces |
+#
+# Subwords get the best of both: common words like `the` become a single token, while a
+# rare word (or a typo, or a name) is still representable as a few smaller pieces, so
+# nothing is ever unknown. **Byte-pair encoding** learns these pieces from data.
+#
+# The two quantities that matter are $V$ and $T$. The first and the last layer of a
+# language model are tables with one row per token ($V \times d$ numbers each), and the
+# cost of attention grows like $T^2$ (module 12). A tokenizer trades one against the other.
+#
+# Let us measure the first two options on the corpus the course ships (module 05): how
+# many tokens, how big a vocabulary, and, for words, how many words of the *last* fifth of
+# the text never occur in the first four fifths (those would be `<unk>` for a word model
+# built on the first part).
+
+# %%
+import json
+import re
+import sys
+import tempfile
+import time
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import Rectangle
+
+from tinytorch.data import Generator, load_text
+
+corpus = load_text("fables")
+_cut = int(len(corpus) * 0.8)
+_words = re.findall(r"\w+|[^\w\s]", corpus)
+_train_words = set(re.findall(r"\w+|[^\w\s]", corpus[:_cut]))
+_test_words = re.findall(r"\w+|[^\w\s]", corpus[_cut:])
+_unseen = sum(w not in _train_words for w in _test_words)
+print(f"the fables: {len(corpus):,} characters, {len(corpus.encode('utf-8')):,} bytes\n")
+print(f"characters: V = {len(set(corpus)):>5,}   T = {len(corpus):>6,} tokens")
+print(f"words:      V = {len(set(_words)):>5,}   T = {len(_words):>6,} tokens (words and punctuation marks)")
+print(f"words of the last 20% never seen in the first 80%: {_unseen:,} of {len(_test_words):,} "
+      f"({_unseen / len(_test_words):.1%}) -> <unk> for a word-level model")
+
+# %% [markdown]
+# Characters give a vocabulary of a few dozen but several times more tokens than words;
+# words give short sequences but thousands of vocabulary entries, and even on this small,
+# simple text a noticeable fraction of the held-out words are new. Real text (names, numbers,
+# typos, other languages) is far worse. Subwords sit in between: we will pick $V$ and let
+# the data decide the pieces.
+#
+# ## 2. The simplest tokenizer: characters
+#
+# A **character tokenizer** gives every distinct character of a training text an id: sort
+# the characters by code point and number them `0, 1, 2, ...`. Encoding maps each character
+# to its id; decoding maps ids back and joins. Two details make it a real tokenizer:
+#
+# - **Special tokens**: strings such as `<|endoftext|>` that mark structure (the end of a
+#   document, padding, a start-of-sequence marker). They are not text the model should
+#   spell out; each one gets **one id of its own**, after the characters, and `encode`
+#   recognises the whole string and emits that single id.
+# - **Unknown characters**: a character that was not in the training text has no id. We
+#   make this *explicit*: by default `encode` raises a `ValueError` that names the
+#   character; or, if you construct the tokenizer with `unk_token="<unk>"`, unknown
+#   characters map to that token's id (and the round trip is then lossy, by design).
+#
+# Which special tokens may `encode` recognise? A tokenizer that turns *any* occurrence of
+# `<|endoftext|>` in user input into the real end-of-text token can be tricked (a user types
+# the marker and ends the document early). So `encode(text, allowed_special=...)` takes
+#
+# - `"all"` (our default): every registered special token is recognised;
+# - `"none"`: none is; their strings are encoded as ordinary text;
+# - a set of special-token strings: only those (each must be registered: a typo raises).
+#
+# OpenAI's `tiktoken` makes the safer choice the default (a special string in the text is
+# an *error* unless you allow it); we choose convenience, and the round trip is exact either
+# way. Two small provided helpers do the bookkeeping: `split_on_special` cuts a text at the
+# special-token strings, and `_allowed_specials` turns the argument into a set.
+
+# %%
+#| export
+"""Tokenizers (module 10): a character tokenizer and a byte-level BPE tokenizer, plus the
+helpers that turn a corpus into language-model training batches.
+
+Generated from modules/10_tokenization/tokenization.ipynb; `tinytorch.text` re-exports it.
+"""
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from tinytorch._tensor import Tensor, int64
+from tinytorch.data.dataloader import _numpy_rng
+
+__all__ = [
+    "CharTokenizer", "BPETokenizer", "SPLIT_PATTERN", "pretokenize", "split_on_special",
+    "get_pair_counts", "merge_pair", "encode_corpus", "get_batch",
+]
+
+
+def split_on_special(text, special_tokens):
+    """Cut `text` at every occurrence of the given special-token strings.
+
+    Returns a list of odd length: [text, special, text, special, ..., text]. Even positions
+    are ordinary text (possibly ""), odd positions are special tokens. When two special
+    tokens overlap, the longer one wins.
+    """
+    if not special_tokens:
+        return [text]
+    alternatives = sorted(special_tokens, key=len, reverse=True)
+    return re.split("(" + "|".join(map(re.escape, alternatives)) + ")", text)
+
+
+def _check_special_tokens(special_tokens):
+    """The special tokens as a list of distinct non-empty strings (or a clear error)."""
+    if isinstance(special_tokens, str):
+        special_tokens = [special_tokens]
+    tokens = list(special_tokens)
+    for tok in tokens:
+        if not isinstance(tok, str) or not tok:
+            raise ValueError(f"special tokens must be non-empty strings, got {tok!r}")
+    if len(set(tokens)) != len(tokens):
+        raise ValueError(f"special tokens must be distinct, got {tokens}")
+    return tokens
+
+
+def _allowed_specials(allowed_special, special_tokens):
+    """The set of special-token strings `encode` may recognise: "all", "none" or a set."""
+    if isinstance(allowed_special, str):
+        if allowed_special == "all":
+            return set(special_tokens)
+        if allowed_special == "none":
+            return set()
+        allowed_special = {allowed_special}
+    allowed = set(allowed_special)
+    unknown = allowed - set(special_tokens)
+    if unknown:
+        raise ValueError(f"unknown special token(s) {sorted(unknown)}; this tokenizer's special "
+                         f"tokens are {sorted(special_tokens) or 'none'}")
+    return allowed
+
+
+def _as_id_list(ids):
+    """Token ids (list, tuple, numpy array or 1-D Tensor) as a list of Python ints."""
+    if isinstance(ids, (Tensor, np.ndarray)):
+        ids = ids.tolist()
+    out = []
+    for i in ids:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"token ids must be integers, got {i!r} of type {type(i).__name__}")
+        out.append(int(i))
+    return out
+
+
+# %% [markdown]
+# Now the tokenizer. `__init__` receives the characters in id order (`from_text` sorts the
+# distinct characters of a text and calls it); it must build the two lookup tables and
+# check its input. `encode` and `decode` are the two directions.
+
+# %% nbgrader={"grade": false, "grade_id": "char-tokenizer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class CharTokenizer:
+    """One token per character, plus optional special tokens.
+
+    Ids: the characters in the order given (from_text: sorted by code point) are 0..n-1; the
+    special tokens follow, in order, and `unk_token` (if any) is the last special token.
+    """
+
+    def __init__(self, chars, special_tokens=(), unk_token=None):
+        """chars: an iterable of distinct single characters (e.g. a str), in id order."""
+        # Build, and check:
+        # - self.chars: list of the characters; each must be a str of length 1, no duplicates
+        #   (ValueError naming the offender);
+        # - self.special_tokens: dict {string: id}, ids len(chars), len(chars)+1, ...; use
+        #   _check_special_tokens(special_tokens); append unk_token if it is not already one;
+        # - self.unk_token (None or the string);
+        # - self._stoi {char: id} and self._itos {id: string} (characters AND special tokens).
+        ### BEGIN SOLUTION
+        chars = list(chars)
+        for ch in chars:
+            if not isinstance(ch, str) or len(ch) != 1:
+                raise ValueError(f"CharTokenizer needs single characters, got {ch!r}")
+        if len(set(chars)) != len(chars):
+            dupes = sorted({ch for ch in chars if chars.count(ch) > 1})
+            raise ValueError(f"characters must be distinct; repeated: {dupes}")
+        specials = _check_special_tokens(special_tokens)
+        if unk_token is not None and unk_token not in specials:
+            specials = specials + _check_special_tokens([unk_token])
+        self.chars = chars
+        self.unk_token = unk_token
+        self.special_tokens = {tok: len(chars) + k for k, tok in enumerate(specials)}
+        self._stoi = {ch: i for i, ch in enumerate(chars)}
+        self._itos = dict(enumerate(chars))
+        self._itos.update({i: tok for tok, i in self.special_tokens.items()})
+        ### END SOLUTION
+
+    @classmethod
+    def from_text(cls, text, special_tokens=(), unk_token=None):
+        """A tokenizer whose alphabet is the distinct characters of `text`, sorted."""
+        if not isinstance(text, str):
+            raise TypeError(f"from_text needs a str, got {type(text).__name__}")
+        return cls(sorted(set(text)), special_tokens=special_tokens, unk_token=unk_token)
+
+    @property
+    def vocab_size(self):
+        """Number of ids: characters plus special tokens."""
+        return len(self.chars) + len(self.special_tokens)
+
+    def encode(self, text, allowed_special="all"):
+        """The ids of `text` (a list of ints); allowed special tokens become one id each."""
+        # - split the text with split_on_special(text, _allowed_specials(...)): even pieces
+        #   are ordinary text (one id per character), odd pieces are special tokens;
+        # - a character without an id: the unk_token's id if there is one, otherwise a
+        #   ValueError naming the character (repr and U+XXXX code point).
+        ### BEGIN SOLUTION
+        if not isinstance(text, str):
+            raise TypeError(f"encode needs a str, got {type(text).__name__}")
+        allowed = _allowed_specials(allowed_special, self.special_tokens)
+        unk = self.special_tokens.get(self.unk_token)
+        ids = []
+        for k, piece in enumerate(split_on_special(text, allowed)):
+            if k % 2:
+                ids.append(self.special_tokens[piece])
+                continue
+            for ch in piece:
+                i = self._stoi.get(ch, unk)
+                if i is None:
+                    raise ValueError(
+                        f"character {ch!r} (U+{ord(ch):04X}) is not in this tokenizer's alphabet "
+                        f"of {len(self.chars)} characters; build it from a text that contains it, "
+                        f"or pass unk_token='<unk>' to map unknown characters to one id")
+                ids.append(i)
+        return ids
+        ### END SOLUTION
+
+    def decode(self, ids):
+        """The text of a sequence of ids; an id outside 0..vocab_size-1 is a ValueError."""
+        # _as_id_list(ids) accepts lists, numpy arrays and Tensors.
+        ### BEGIN SOLUTION
+        pieces = []
+        for i in _as_id_list(ids):
+            if i not in self._itos:
+                raise ValueError(f"token id {i} is not in this tokenizer's vocabulary "
+                                 f"(ids 0..{self.vocab_size - 1})")
+            pieces.append(self._itos[i])
+        return "".join(pieces)
+        ### END SOLUTION
+
+    def save(self, path):
+        """Write the tokenizer as JSON (characters and special tokens)."""
+        data = {"format": "tinytorch-char-tokenizer", "version": 1, "chars": "".join(self.chars),
+                "special_tokens": list(self.special_tokens), "unk_token": self.unk_token}
+        Path(path).write_text(json.dumps(data, ensure_ascii=True, indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path):
+        """Read a tokenizer written by save()."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("format") != "tinytorch-char-tokenizer":
+            raise ValueError(f"{path} is not a CharTokenizer file written by CharTokenizer.save")
+        return cls(data["chars"], data["special_tokens"], data["unk_token"])
+
+    def __repr__(self):
+        return f"CharTokenizer(vocab_size={self.vocab_size}, special_tokens={list(self.special_tokens)})"
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-char-tokenizer", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_ct = CharTokenizer.from_text("hello world", special_tokens=["<|endoftext|>"])
+assert _ct.chars == sorted(set("hello world")), _ct.chars
+assert _ct.vocab_size == 8 + 1, _ct.vocab_size
+assert _ct.encode("hello") == [_ct.chars.index(c) for c in "hello"], _ct.encode("hello")
+assert _ct.decode(_ct.encode("hello world")) == "hello world"
+_eot = _ct.special_tokens["<|endoftext|>"]
+assert _eot == 8
+_ids = _ct.encode("hello<|endoftext|>world")
+assert _ids.count(_eot) == 1 and len(_ids) == 11, _ids
+assert _ct.decode(_ids) == "hello<|endoftext|>world"
+try:
+    _ct.encode("help")
+    raise AssertionError("'p' is not in the alphabet: encode should raise ValueError")
+except ValueError as exc:
+    assert "'p'" in str(exc), "the error should name the unknown character"
+_cu = CharTokenizer.from_text("abc", unk_token="<unk>")
+assert _cu.encode("abz") == [0, 1, 3] and _cu.decode([0, 3]) == "a<unk>"
+try:
+    _ct.decode([0, 99])
+    raise AssertionError("id 99 does not exist: decode should raise ValueError")
+except ValueError:
+    pass
+try:
+    CharTokenizer("aba")
+    raise AssertionError("repeated characters should raise ValueError")
+except ValueError:
+    pass
+_fab = CharTokenizer.from_text(corpus)
+assert _fab.decode(_fab.encode(corpus)) == corpus
+print(f"✓ CharTokenizer: the fables use {_fab.vocab_size} characters; round trip exact")
+
+# %% [markdown]
+# The character tokenizer is exact on its own alphabet and hopeless outside it: one `é` or
+# one emoji that was not in the training text, and it fails (or says `<unk>`). To fix that
+# for good we go below characters, to bytes.
+#
+# ## 3. Code points and bytes: UTF-8
+#
+# Unicode gives every character a number, its **code point**: `A` is U+0041 (65), `é` is
+# U+00E9 (233), `€` is U+20AC (8364), 😀 is U+1F600 (128512). There are about 150,000
+# assigned characters and room for 1.1 million, far too many for a vocabulary. But
+# computers store text as **bytes**, and the universal encoding, **UTF-8**, writes every
+# code point as 1 to 4 bytes:
+#
+# | code points | bytes | bit pattern |
+# |---|---|---|
+# | U+0000..U+007F (ASCII) | 1 | `0xxxxxxx` |
+# | U+0080..U+07FF | 2 | `110xxxxx 10xxxxxx` |
+# | U+0800..U+FFFF | 3 | `1110xxxx 10xxxxxx 10xxxxxx` |
+# | U+10000..U+10FFFF | 4 | `11110xxx 10xxxxxx 10xxxxxx 10xxxxxx` |
+#
+# The leading bits say how long a character is, and continuation bytes always start with
+# `10`, so a decoder can never confuse the middle of a character with the start of one.
+# ASCII text is unchanged (one byte per character), which is why English costs little.
+#
+# The key idea of a **byte-level** tokenizer: start from the **256 possible byte values** as
+# the base vocabulary. *Every* string, in every language, with every emoji, is a sequence of
+# bytes, so every string can be encoded: there is no unknown token, ever. Python makes the
+# step explicit: `text.encode("utf-8")` gives `bytes`, `bytes.decode("utf-8")` gives the
+# text back. The picture shows a string's characters above the bytes they become.
+
+# %%
+def draw_utf8(ax, text):
+    """Each character (code point) above its UTF-8 bytes, one box per byte."""
+    x = 0
+    for ch in text:
+        data = ch.encode("utf-8")
+        w = len(data)
+        safe = ord(ch) < 0x2500 and unicodedata.category(ch)[0] != "M"  # glyphs the default font has
+        glyph = "␣" if ch == " " else repr(ch)[1:-1]
+        label = (glyph if safe else unicodedata.name(ch, "?").title()[:15]) + f"\nU+{ord(ch):04X}"
+        ax.add_patch(Rectangle((x, 1.1), w, 1, facecolor=plt.cm.Pastel1(w - 1), edgecolor="black"))
+        ax.text(x + w / 2, 1.6, label, ha="center", va="center", fontsize=8)
+        for k, b in enumerate(data):
+            ax.add_patch(Rectangle((x + k, 0), 1, 0.9, facecolor="white", edgecolor="black"))
+            ax.text(x + k + 0.5, 0.45, f"{b:02X}\n{b}", ha="center", va="center", fontsize=7.5)
+        x += w
+    ax.set_xlim(-0.2, x + 0.2)
+    ax.set_ylim(-0.1, 2.2)
+    ax.axis("off")
+
+
+_utf8_demo = "Aé€ 中😀e\u0301"
+fig, ax = plt.subplots(figsize=(11, 2.2))
+draw_utf8(ax, _utf8_demo)
+ax.set_title(f"{len(_utf8_demo)} characters (code points) -> {len(_utf8_demo.encode('utf-8'))} UTF-8 bytes "
+             f"(hex and decimal); colour = bytes per character", fontsize=10)
+plt.show()
+print(list(_utf8_demo.encode("utf-8")))
+
+# %% [markdown]
+# Note the last two boxes: `e` followed by U+0301, a *combining* acute accent. It looks
+# like `é` on screen but is two code points (and three bytes), different from the single
+# code point U+00E9. A tokenizer must not "fix" that: the round trip has to give back
+# exactly the code points it got.
+#
+# Bytes alone would be a poor tokenizer: even longer sequences than characters. BPE
+# starts from them and learns to merge frequent byte sequences into single tokens.
+#
+# ## 4. Byte-pair encoding, step by step
+#
+# BPE (Gage, 1994, a compression algorithm; Sennrich et al., 2016, for translation; GPT-2,
+# 2019, on bytes) builds a vocabulary greedily:
+#
+# 1. Write the training text as a sequence of ids, the bytes `0..255`.
+# 2. Count every **adjacent pair** of ids.
+# 3. Take the **most frequent pair** $(a, b)$, give it a new id $n$ (256, then 257, ...),
+#    and record the **merge** $(a, b) \to n$. Replace every occurrence of $a, b$ in the
+#    sequence by $n$ (left to right, non-overlapping: in `a a a`, the pair `a a` occurs
+#    once, leaving `n a`).
+# 4. Repeat from 2 until the vocabulary has the size you asked for.
+#
+# Each merge shortens the sequence by the pair's count, so the most frequent pair is the
+# best single step for compression. The token $n$ stands for the bytes of $a$ followed by
+# the bytes of $b$: tokens grow from bytes into syllables, words and common word groups.
+#
+# **Ties.** When two pairs are equally frequent the choice must not depend on dictionary
+# order or chance, or two trainings of the same text could disagree. Our rule: **the
+# highest count wins; among equal counts, the smallest pair `(a, b)` (compare `a` first,
+# then `b`)**. We also **stop early** when no pair occurs at least twice: merging a pair
+# seen once saves a single token and wastes a vocabulary entry.
+#
+# Two small functions do the work. `get_pair_counts` counts adjacent pairs (optionally
+# adding into an existing dict, each pair counted `weight` times: useful when a word occurs
+# many times); `merge_pair` replaces a pair.
+
+# %% nbgrader={"grade": false, "grade_id": "pair-counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def get_pair_counts(ids, counts=None, weight=1):
+    """Count adjacent pairs of `ids`: {(ids[i], ids[i+1]): count}.
+
+    With `counts` given, add into that dict (and return it); each pair adds `weight`.
+    """
+    # zip(ids, ids[1:]) walks the adjacent pairs. Work with any sequence of ids (list, tuple).
+    ### BEGIN SOLUTION
+    counts = {} if counts is None else counts
+    for pair in zip(ids, ids[1:]):
+        counts[pair] = counts.get(pair, 0) + weight
+    return counts
+    ### END SOLUTION
+
+
+def merge_pair(ids, pair, new_id):
+    """A new list: `ids` with every occurrence of `pair` (left to right, non-overlapping)
+    replaced by `new_id`."""
+    # Walk with an index i: if ids[i], ids[i+1] is the pair, emit new_id and skip two,
+    # else emit ids[i] and skip one. Careful at the last element.
+    ### BEGIN SOLUTION
+    a, b = pair
+    out, i, n = [], 0, len(ids)
+    while i < n:
+        if i + 1 < n and ids[i] == a and ids[i + 1] == b:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-pair-counts", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+assert get_pair_counts([1, 2, 3, 1, 2]) == {(1, 2): 2, (2, 3): 1, (3, 1): 1}
+assert get_pair_counts([5]) == {} and get_pair_counts([]) == {}
+_c = get_pair_counts([1, 2], weight=3)
+assert get_pair_counts([1, 2, 2], _c, weight=2) is _c and _c == {(1, 2): 5, (2, 2): 2}, _c
+assert merge_pair([1, 2, 3, 1, 2], (1, 2), 9) == [9, 3, 9]
+assert merge_pair([7, 7, 7], (7, 7), 9) == [9, 7], "left to right, non-overlapping"
+assert merge_pair([7, 7, 7, 7], (7, 7), 9) == [9, 9]
+assert merge_pair([1, 2], (2, 1), 9) == [1, 2] and merge_pair([], (1, 2), 9) == []
+_ids = [3, 1]
+assert merge_pair(_ids, (3, 1), 9) == [9] and _ids == [3, 1], "return a new list"
+print("✓ get_pair_counts and merge_pair")
+
+# %% [markdown]
+# Now run BPE by hand on the classic example `aaabdaaabac` (bytes `a`=97, `b`=98, `c`=99,
+# `d`=100), printing each step. Follow along: in step 1 the pair `(a, a)` occurs 4 times
+# (twice in each `aaab`); in step 2 two pairs tie with count 2 and the tie-break picks the
+# smaller one.
+
+# %%
+def show_bpe_steps(text, n_merges):
+    ids = list(text.encode("utf-8"))
+    names = {i: chr(i) for i in range(256)}
+    print(f"start: {' '.join(names[i] for i in ids)}   ({len(ids)} tokens)")
+    for step in range(n_merges):
+        counts = get_pair_counts(ids)
+        best = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))
+        if counts[best] < 2:
+            print("no pair occurs twice: stop")
+            break
+        new = 256 + step
+        names[new] = "[" + names[best[0]] + names[best[1]] + "]"
+        ties = sorted(p for p in counts if counts[p] == counts[best])
+        ids = merge_pair(ids, best, new)
+        print(f"step {step + 1}: counts {{{', '.join(f'{names[a]}{names[b]}:{c}' for (a, b), c in counts.items())}}}")
+        print(f"        most frequent {[(names[a] + names[b]) for a, b in ties]} -> merge {best} as id {new} = "
+              f"{names[new]}:  {' '.join(names[i] for i in ids)}   ({len(ids)} tokens)")
+
+
+show_bpe_steps("aaabdaaabac", 5)
+
+# %% [markdown]
+# Eleven bytes became five tokens with three new vocabulary entries. On real text we do the
+# same thing, with two refinements that every practical tokenizer needs.
+#
+# ## 5. Two refinements: pre-tokenisation and counting once per word
+#
+# **Pre-tokenisation.** Running BPE on the raw byte stream lets merges cross word
+# boundaries: `d t` from "an*d t*he" could become a token, and the same word gets different
+# tokens depending on its neighbours (`dog.`, `dog,`, `dog!`). GPT-2 therefore first splits
+# the text into **chunks** with a regular expression and never merges across chunks. Our
+# pattern (`SPLIT_PATTERN`, in the spirit of GPT-2's, written with Python's standard `re`):
+#
+# - `'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`: English contractions are their own chunks;
+# - ` ?[^\W\d_]+`: a run of letters, with at most one leading space (so ` fox` is one
+#   chunk: the space belongs to the word after it);
+# - ` ?\d+`: a run of digits; ` ?(?:[^\s\w]|_)+`: a run of other symbols (punctuation,
+#   emoji, combining marks);
+# - `\s+(?!\S)` and `\s+`: whitespace (the last space before a word is left for the word).
+#
+# Every character is a letter, a digit, whitespace, or "other", so the chunks always
+# concatenate back to the whole text: pre-tokenisation loses nothing. `BPETokenizer(pattern=None)`
+# turns it off (the whole text is one chunk), which we compare below.
+#
+# **Counting once per word.** Pre-tokenisation has a second gift: the corpus has many
+# thousands of chunks but far fewer *distinct* ones (` the` occurs hundreds of times: the
+# cell below counts them). So we count each
+# distinct chunk once and **weight** its pairs by how often it occurs, and a merge only has
+# to touch the chunks that contain the pair. We keep, next to the pair counts, an index
+# `where[pair]` = the set of chunks containing it; after merging a pair we update only
+# those chunks: subtract their old pairs from the counts, merge, add their new pairs.
+# The result is the same as recounting everything after every merge, just much faster
+# (you can check this yourself: the tests compare your merges with a slow, obvious version).
+
+# %%
+#| export
+SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+"""
+
+
+def pretokenize(text, pattern=SPLIT_PATTERN):
+    """Split `text` into the chunks that BPE merges within (never across).
+
+    `pattern` is a regex (str or compiled) or None (no split: the whole text is one chunk).
+    The chunks always concatenate back to `text`.
+    """
+    if pattern is None:
+        return [text] if text else []
+    return re.findall(pattern, text)
+
+
+# %%
+print(pretokenize("The fox's 12 grapes -- so sour!\n\n  Mañana 😀, e\u0301 x_y"))
+_chunks = pretokenize(corpus)
+assert "".join(_chunks) == corpus
+print(f"the fables: {len(_chunks):,} chunks, {len(set(_chunks)):,} distinct; most common:",
+      Counter(_chunks).most_common(8))
+
+# %% [markdown]
+# ## 6. The BPE tokenizer: training
+#
+# The state of a trained BPE tokenizer is small:
+#
+# - `merges`: a dict `{(a, b): new_id}` in the order learned; merge number $r$ (its
+#   **rank**) creates id $256 + r$;
+# - `vocab`: `{id: bytes}`, the bytes every id stands for: `bytes([i])` for `i < 256`, and
+#   `vocab[a] + vocab[b]` for each merge; it is *derived* from the merges
+#   (`_build_vocab`), never stored separately;
+# - `special_tokens`: `{string: id}`, ids after the merges;
+# - `pattern`: the pre-tokenisation regex.
+#
+# `vocab_size` counts all ids: $256 + \#\text{merges} + \#\text{special tokens}$, and
+# `train(text, vocab_size, special_tokens)` learns `vocab_size - 256 - len(special_tokens)`
+# merges (fewer when it stops early), so the size you ask for is the size you get. A fresh
+# `BPETokenizer()` has no merges: it is a plain byte tokenizer with 256 ids.
+#
+# Special tokens in the training text are cut out first (`split_on_special`): they are
+# never merged with their neighbours and their characters are not learned from.
+
+# %% nbgrader={"grade": false, "grade_id": "bpe-train", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class BPETokenizer:
+    """Byte-level byte-pair encoding: 256 byte tokens, learned merges, special tokens.
+
+    Training merges the most frequent adjacent pair, ties going to the smallest pair
+    (a, b); merges never cross pre-tokenisation chunks (`pattern`, None for no split).
+    """
+
+    def __init__(self, pattern=SPLIT_PATTERN):
+        self.pattern = pattern
+        self._regex = None if pattern is None else re.compile(pattern)
+        self.merges = {}           # (a, b) -> new id, in the order learned
+        self.special_tokens = {}   # str -> id
+        self._cache = {}           # chunk str -> ids, filled by encode
+        self._build_vocab()
+
+    def _build_vocab(self):
+        """Derive self.vocab {id: bytes} from the merges, and self._special_ids {id: str}."""
+        # bytes([i]) for the 256 bytes, then vocab[a] + vocab[b] for each merge, in order.
+        ### BEGIN SOLUTION
+        self.vocab = {i: bytes([i]) for i in range(256)}
+        for (a, b), new_id in self.merges.items():
+            self.vocab[new_id] = self.vocab[a] + self.vocab[b]
+        self._special_ids = {i: tok for tok, i in self.special_tokens.items()}
+        ### END SOLUTION
+
+    @property
+    def vocab_size(self):
+        """Number of ids: 256 bytes + merges + special tokens."""
+        return 256 + len(self.merges) + len(self.special_tokens)
+
+    def train(self, text, vocab_size, special_tokens=(), verbose=False):
+        """Learn merges from `text` until there are `vocab_size` ids in all (or no pair
+        occurs twice); register `special_tokens` after them. Replaces any previous training;
+        returns self."""
+        # 1. Check: vocab_size an int (TypeError), >= 256 + number of special tokens
+        #    (ValueError that says so); special tokens via _check_special_tokens.
+        # 2. Chunks: split_on_special(text, specials), keep the even pieces, pretokenize
+        #    each with self._regex; Counter of the chunks -> distinct chunks and their counts;
+        #    words = [list(chunk.encode("utf-8")) ...].
+        # 3. Loop: pick best = max pair by (count, -a, -b); stop if its count < 2; record
+        #    merges[best] = 256 + len(merges); merge it in the words that contain it.
+        #    Simplest correct version: recount all pairs with get_pair_counts(word, counts,
+        #    weight=count) at every step (a few seconds for 512). Faster: keep the counts and
+        #    a dict where[pair] = set of word indices, and update only words in where[best].
+        # 4. Set self.merges, self.special_tokens (ids after the merges), reset self._cache,
+        #    call self._build_vocab(), return self.
+        ### BEGIN SOLUTION
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+            raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
+        if not isinstance(text, str):
+            raise TypeError(f"train needs a str, got {type(text).__name__}")
+        specials = _check_special_tokens(special_tokens)
+        if vocab_size < 256 + len(specials):
+            raise ValueError(f"vocab_size={vocab_size} is too small: a byte-level BPE needs 256 ids for "
+                             f"the bytes plus {len(specials)} for the special tokens")
+        chunk_counts = Counter()
+        for piece in split_on_special(text, specials)[::2]:
+            chunk_counts.update(pretokenize(piece, self._regex))
+        words = [list(chunk.encode("utf-8")) for chunk in chunk_counts]
+        freqs = list(chunk_counts.values())
+
+        counts, where = {}, {}
+        for w, (word, freq) in enumerate(zip(words, freqs)):
+            get_pair_counts(word, counts, weight=freq)
+            for pair in zip(word, word[1:]):
+                where.setdefault(pair, set()).add(w)
+
+        merges = {}
+        n_merges = vocab_size - 256 - len(specials)
+        while len(merges) < n_merges and counts:
+            best = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))
+            if counts[best] < 2:
+                break
+            new_id = 256 + len(merges)
+            merges[best] = new_id
+            for w in where.pop(best):
+                word, freq = words[w], freqs[w]
+                for pair in zip(word, word[1:]):  # take the word's old pairs out
+                    counts[pair] -= freq
+                    if counts[pair] == 0:
+                        del counts[pair]
+                word = words[w] = merge_pair(word, best, new_id)
+                for pair in zip(word, word[1:]):  # and its new pairs in
+                    counts[pair] = counts.get(pair, 0) + freq
+                    where.setdefault(pair, set()).add(w)
+            if verbose:
+                print(f"merge {len(merges)}/{n_merges}: {best} -> {new_id}")
+
+        self.merges = merges
+        self.special_tokens = {tok: 256 + len(merges) + k for k, tok in enumerate(specials)}
+        self._cache = {}
+        self._build_vocab()
+        return self
+        ### END SOLUTION
+
+    def _encode_chunk(self, data):
+        """The ids of one chunk's bytes: start from the bytes, then repeatedly merge the
+        pair with the LOWEST rank (earliest merge) present, until no learned pair is left."""
+        # Hint: among the pairs of ids, min by self.merges.get(pair, inf); stop when that
+        # pair is not in self.merges; merge_pair with self.merges[pair].
+        ### BEGIN SOLUTION
+        ids = list(data)
+        while len(ids) >= 2:
+            pair = min(zip(ids, ids[1:]), key=lambda p: self.merges.get(p, float("inf")))
+            if pair not in self.merges:
+                break
+            ids = merge_pair(ids, pair, self.merges[pair])
+        return ids
+        ### END SOLUTION
+
+    def encode(self, text, allowed_special="all"):
+        """The ids of `text` (a list of ints). Allowed special tokens become one id each;
+        the rest is pre-tokenised and each chunk encoded with the learned merges."""
+        # split_on_special(text, _allowed_specials(...)); odd pieces are special tokens;
+        # pretokenize the even pieces; encode each chunk's UTF-8 bytes with _encode_chunk,
+        # remembering results in self._cache (the same words come back all the time).
+        ### BEGIN SOLUTION
+        if not isinstance(text, str):
+            raise TypeError(f"encode needs a str, got {type(text).__name__}")
+        allowed = _allowed_specials(allowed_special, self.special_tokens)
+        ids = []
+        for k, piece in enumerate(split_on_special(text, allowed)):
+            if k % 2:
+                ids.append(self.special_tokens[piece])
+                continue
+            for chunk in pretokenize(piece, self._regex):
+                chunk_ids = self._cache.get(chunk)
+                if chunk_ids is None:
+                    chunk_ids = self._cache[chunk] = self._encode_chunk(chunk.encode("utf-8"))
+                ids.extend(chunk_ids)
+        return ids
+        ### END SOLUTION
+
+    def token_bytes(self, token_id):
+        """The bytes that one id stands for (a special token: its UTF-8 bytes)."""
+        # ValueError for an id that does not exist (say which ids do).
+        ### BEGIN SOLUTION
+        if token_id in self.vocab:
+            return self.vocab[token_id]
+        if token_id in self._special_ids:
+            return self._special_ids[token_id].encode("utf-8")
+        raise ValueError(f"token id {token_id!r} is not in this tokenizer's vocabulary "
+                         f"(ids 0..{self.vocab_size - 1})")
+        ### END SOLUTION
+
+    def decode(self, ids):
+        """The text of a sequence of ids: join their bytes, decode UTF-8.
+
+        An id that does not exist is a ValueError. A sequence that `encode` would never
+        produce may cut a character's bytes apart; those bytes decode as U+FFFD.
+        """
+        # Join the token_bytes of every id in _as_id_list(ids); .decode("utf-8", errors="replace").
+        ### BEGIN SOLUTION
+        data = b"".join(self.token_bytes(i) for i in _as_id_list(ids))
+        return data.decode("utf-8", errors="replace")
+        ### END SOLUTION
+
+    def save(self, path):
+        """Write the tokenizer as JSON: format, version, pattern, merges (a list of [a, b]
+        in rank order) and special tokens ({string: id})."""
+        # A dict with "format": "tinytorch-bpe-tokenizer", "version": 1, "pattern", "merges",
+        # "special_tokens"; json.dumps it and Path(path).write_text(..., encoding="utf-8").
+        ### BEGIN SOLUTION
+        data = {
+            "format": "tinytorch-bpe-tokenizer",
+            "version": 1,
+            "pattern": self.pattern,
+            "merges": [[a, b] for a, b in self.merges],
+            "special_tokens": dict(self.special_tokens),
+        }
+        Path(path).write_text(json.dumps(data, ensure_ascii=True, indent=1), encoding="utf-8")
+        ### END SOLUTION
+
+    @classmethod
+    def load(cls, path):
+        """Read a tokenizer written by save(); a file that is not one is a ValueError."""
+        # Check the "format" field; merge number r must be a pair of ids < 256 + r and gets
+        # id 256 + r; the special tokens must have the ids right after the merges.
+        ### BEGIN SOLUTION
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not a JSON file: {exc}") from exc
+        if not isinstance(data, dict) or data.get("format") != "tinytorch-bpe-tokenizer":
+            raise ValueError(f"{path} is not a BPE tokenizer file written by BPETokenizer.save")
+        tok = cls(pattern=data["pattern"])
+        merges = {}
+        for rank, pair in enumerate(data["merges"]):
+            new_id = 256 + rank
+            if (not isinstance(pair, list) or len(pair) != 2
+                    or not all(isinstance(i, int) and 0 <= i < new_id for i in pair)):
+                raise ValueError(f"{path}: merge {rank} is {pair!r}, not two existing ids below {new_id}")
+            merges[tuple(pair)] = new_id
+        specials = data["special_tokens"]
+        expected = {tok_str: 256 + len(merges) + k for k, tok_str in enumerate(specials)}
+        if specials != expected:
+            raise ValueError(f"{path}: special tokens {specials} should have the ids right after "
+                             f"the merges: {expected}")
+        tok.merges, tok.special_tokens = merges, expected
+        tok._build_vocab()
+        return tok
+        ### END SOLUTION
+
+    def __repr__(self):
+        return (f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
+                f"special_tokens={list(self.special_tokens)})")
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-bpe-train", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+_bt = BPETokenizer()
+assert _bt.vocab_size == 256 and _bt.vocab[65] == b"A", "a fresh tokenizer is the 256 bytes"
+_tiny = BPETokenizer().train("aaabdaaabac", 300)
+# (a,a) x4 -> 256;  then (256,a) and (a,b) tie at 2: (97, 98) < (256, 97) -> 257;
+# then (256, 257) x2 -> 258; then every pair occurs once: stop.
+assert _tiny.merges == {(97, 97): 256, (97, 98): 257, (256, 257): 258}, _tiny.merges
+assert _tiny.vocab_size == 259 and _tiny.vocab[258] == b"aaab", (_tiny.vocab_size, _tiny.vocab.get(258))
+_t300 = BPETokenizer().train(corpus[:5000], 300, special_tokens=["<|endoftext|>"])
+assert _t300.vocab_size == 300 and len(_t300.merges) == 43, (_t300.vocab_size, len(_t300.merges))
+assert _t300.special_tokens == {"<|endoftext|>": 299}
+assert list(_t300.merges.values()) == list(range(256, 299)), "merge r creates id 256 + r"
+assert BPETokenizer().train(corpus[:5000], 300, ["<|endoftext|>"]).merges == _t300.merges, "deterministic"
+for _bad in (255, 10):
+    try:
+        BPETokenizer().train("hello", _bad)
+        raise AssertionError(f"vocab_size={_bad} < 256 should raise ValueError")
+    except ValueError:
+        pass
+print("✓ BPE training: hand example, vocabulary size, determinism, errors")
+
+# %% [markdown]
+# ## 7. Encoding and decoding
+#
+# **Encoding** new text replays the training: pre-tokenise, turn each chunk into bytes,
+# and apply the merges **in the order they were learned**. A neat way to do that in one
+# chunk: look at all adjacent pairs, find the one with the **lowest rank** (the earliest
+# merge) among those that are merges at all, merge it everywhere, repeat; stop when no
+# adjacent pair is a learned merge. (Why not the most frequent pair? Frequencies belong to
+# the training text; the ranks *are* the learned model.) This is exactly how GPT-2 and
+# `tiktoken` encode. Because the same words come back again and again, `encode` remembers
+# each chunk's ids in a cache.
+#
+# **Decoding** is simple: concatenate every id's bytes (`token_bytes`) and decode UTF-8.
+# For ids that `encode` produced the bytes are exactly the text's bytes, so the round trip
+# is exact, for *any* text. But a model generating ids one by one may produce a sequence
+# that stops in the middle of a multi-byte character (say only the first two of 😀's four
+# bytes). Those bytes are not valid UTF-8; `errors="replace"` turns them into the
+# replacement character U+FFFD (�) instead of crashing the generation loop.
+
+# %% nbgrader={"grade": true, "grade_id": "test-bpe-encode", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+assert _tiny.encode("aaabdaaabac") == [258, 100, 258, 97, 99], _tiny.encode("aaabdaaabac")
+assert _tiny.decode([258, 100, 258, 97, 99]) == "aaabdaaabac"
+assert BPETokenizer().encode("é") == [0xC3, 0xA9], "no merges: just the UTF-8 bytes"
+_bt512 = BPETokenizer().train(corpus, 512, special_tokens=["<|endoftext|>"])
+for _s in ["The fox and the grapes.", "Mañana: 中文, 😀, e\u0301, \x00 and\ttabs\r\n", "", " ",
+           "<|endoftext|>", "a<|endoftext|>b<|endoftext|>"]:
+    assert _bt512.decode(_bt512.encode(_s)) == _s, _s
+_ids = _bt512.encode("The end.<|endoftext|>Once")
+assert _ids.count(_bt512.special_tokens["<|endoftext|>"]) == 1
+assert _bt512.special_tokens["<|endoftext|>"] not in _bt512.encode("The end.<|endoftext|>", allowed_special="none")
+assert b"".join(_bt512.token_bytes(i) for i in _bt512.encode("the fox")) == b"the fox"
+assert len(_bt512.encode(corpus)) < len(corpus.encode("utf-8")) / 2, "512 ids should halve the fables at least"
+assert _bt512.decode([0xF0, 0x9F]) == "\ufffd", "half of 😀's four bytes: the replacement character"
+try:
+    _bt512.decode([10_000])
+    raise AssertionError("id 10000 does not exist: decode should raise ValueError")
+except ValueError:
+    pass
+print("✓ BPE encode/decode: merges replayed in rank order, exact round trip, special tokens")
+
+# %% [markdown]
+# ## 8. Training on the fables
+#
+# Time to train for real: vocabulary 512 (256 bytes, 255 merges, one special token). We
+# time the training, then look at what it learned: the first merges, and the longest
+# tokens.
+
+# %%
+_t0 = time.perf_counter()
+bpe = BPETokenizer().train(corpus, 512, special_tokens=["<|endoftext|>"])
+train_seconds = time.perf_counter() - _t0
+print(f"{bpe}  trained in {train_seconds:.2f} s")
+
+
+def show_token(tok, i):
+    return repr(tok.token_bytes(i).decode("utf-8", errors="replace"))
+
+
+print("first 20 merges:", ", ".join(show_token(bpe, i) for i in range(256, 276)))
+_longest = sorted(bpe.merges.values(), key=lambda i: len(bpe.vocab[i]), reverse=True)[:20]
+print("longest tokens: ", ", ".join(show_token(bpe, i) for i in _longest))
+_sample = "The lion, who had never lost a race, laughed at the tortoise."
+_ids = bpe.encode(_sample)
+print(f"\n{_sample!r}\n-> {len(_ids)} tokens: {' | '.join(show_token(bpe, i)[1:-1] for i in _ids)}")
+_n_ids = len(bpe.encode(corpus))
+print(f"\nthe fables: {len(corpus):,} characters -> {_n_ids:,} tokens: "
+      f"{len(corpus) / _n_ids:.2f} characters per token")
+
+# %% [markdown]
+# The first merges are frequent letter pairs and word beginnings (with their leading
+# space); the longest tokens are whole common words, again with the space in front. The
+# sample sentence shows the subword idea at work: common words are one token, rarer ones
+# are spelled from a few pieces. Now compare with **no pre-tokenisation** (`pattern=None`): merges may
+# then cross word boundaries. We train on the first 8,000 characters only (without chunks
+# there is no "count each word once" shortcut, so training is slower) and list tokens that
+# contain a space that is not at the start: those straddle two words.
+
+# %%
+_part = corpus[:8000]
+_t0 = time.perf_counter()
+_raw = BPETokenizer(pattern=None).train(_part, 400)
+_raw_s = time.perf_counter() - _t0
+_t0 = time.perf_counter()
+_chunked = BPETokenizer().train(_part, 400)
+_chunked_s = time.perf_counter() - _t0
+for _name, _tok, _s in [("pattern=None", _raw, _raw_s), ("SPLIT_PATTERN", _chunked, _chunked_s)]:
+    _cross = [show_token(_tok, i) for i in _tok.merges.values() if re.search(rb"\S\s", _tok.vocab[i])]
+    print(f"{_name:>13}: trained in {_s:.2f} s, {len(_part) / len(_tok.encode(_part)):.2f} chars/token on "
+          f"its training text, {len(_cross)} word-straddling tokens: {', '.join(_cross[:8]) or 'none'}")
+
+# %% [markdown]
+# Compare the two lines. Without chunks, part of the vocabulary goes to tokens that glue
+# the end of one word to the space or the start of the next one (a letter followed by a
+# space, or a word with spaces on both sides), so the same word tokenizes differently in
+# different contexts, and its compression of its own training text is not better for it.
+# With chunks, every token lives inside one word (plus its leading space), and training
+# is much faster.
+#
+# ## 9. Saving a tokenizer
+#
+# A trained tokenizer is part of the model: a model trained with one tokenizer produces
+# garbage with another. So it is saved next to the weights. Why JSON and not Python's
+# `pickle`? Loading a pickle **runs code** chosen by whoever wrote the file (a pickle can
+# call any function), so opening a downloaded pickle is like running a downloaded program.
+# A tokenizer is just data: a pattern, a list of merges, a dict of special tokens. JSON
+# stores exactly that, is readable by any language and by you, and cannot execute
+# anything. (The same reasoning led the ecosystem from pickled weights to `safetensors`.)
+# The vocabulary is not saved: it follows from the merges (`_build_vocab`).
+
+# %% nbgrader={"grade": true, "grade_id": "test-bpe-save", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with tempfile.TemporaryDirectory() as _d:
+    _path = Path(_d) / "fables-bpe.json"
+    bpe.save(_path)
+    _raw_json = json.loads(_path.read_text(encoding="utf-8"))
+    assert _raw_json["merges"][0] == list(next(iter(bpe.merges))), "merges as [a, b] lists, in order"
+    _loaded = BPETokenizer.load(_path)
+    assert _loaded.merges == bpe.merges and _loaded.special_tokens == bpe.special_tokens
+    assert _loaded.vocab == bpe.vocab and _loaded.pattern == bpe.pattern
+    assert _loaded.encode(corpus[:3000]) == bpe.encode(corpus[:3000])
+    _path.write_text('{"format": "something else"}', encoding="utf-8")
+    try:
+        BPETokenizer.load(_path)
+        raise AssertionError("a file in another format should raise ValueError")
+    except ValueError:
+        pass
+    print(f"✓ save/load: {len(_raw_json['merges'])} merges, file of {len(json.dumps(_raw_json)):,} bytes")
+
+# %% [markdown]
+# ## 10. From a corpus to training batches
+#
+# A language model learns to predict token $t+1$ from tokens $0..t$. So its training data
+# is one long tensor of ids, and a training example is a **window** of `block_size` ids
+# $x = (d_i, \dots, d_{i+T-1})$ with the **targets** shifted by one,
+# $y = (d_{i+1}, \dots, d_{i+T})$: at every position, the target is the next token. One
+# window thus gives $T$ predictions at once (module 13's causal attention makes sure that
+# position $t$ sees only $x_0..x_t$).
+#
+# `get_batch` draws `batch_size` random start positions $i$ in $0..N-T-1$ (so that $y$ still
+# fits) and stacks the windows into `(batch_size, block_size)` int64 tensors. We draw
+# windows at random rather than cutting the text into fixed blocks so that the model sees
+# every offset; the randomness comes from a `Generator` (module 05), so a seed makes it
+# reproducible. The gather is one numpy fancy-indexing operation: the index matrix
+# `starts[:, None] + arange(T)` picks all windows at once.
+
+# %% nbgrader={"grade": false, "grade_id": "batches", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def encode_corpus(tokenizer, text, **encode_kwargs):
+    """All of `text` as one 1-D int64 Tensor of token ids (any tokenizer with encode)."""
+    ### BEGIN SOLUTION
+    return Tensor(np.asarray(tokenizer.encode(text, **encode_kwargs), dtype=np.int64), dtype=int64)
+    ### END SOLUTION
+
+
+def get_batch(data, block_size, batch_size, generator=None):
+    """A random batch of language-model examples from the 1-D id tensor `data`.
+
+    Returns (x, y), two int64 Tensors of shape (batch_size, block_size) with
+    x[b] = data[i_b : i_b + block_size] and y[b] = data[i_b + 1 : i_b + block_size + 1]
+    for random starts i_b in 0..len(data) - block_size - 1 (drawn from `generator`, a
+    tinytorch.data.Generator, or the global seed when None).
+    """
+    # - data: a Tensor (or array) of integers, 1-D; check (ValueError) that it holds at least
+    #   block_size + 1 ids and that block_size, batch_size are >= 1;
+    # - rng = _numpy_rng(generator); starts = rng.integers(0, high, size=batch_size);
+    # - one fancy index for all windows: starts[:, None] + np.arange(block_size).
+    ### BEGIN SOLUTION
+    arr = data.numpy() if isinstance(data, Tensor) else np.asarray(data)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"data must be a 1-D tensor of integer token ids, got shape {arr.shape} "
+                         f"and dtype {arr.dtype}")
+    for name, value in (("block_size", block_size), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if len(arr) < block_size + 1:
+        raise ValueError(f"data has {len(arr)} ids; a window of block_size={block_size} plus its "
+                         f"shifted target needs at least {block_size + 1}")
+    rng = _numpy_rng(generator)
+    starts = rng.integers(0, len(arr) - block_size, size=batch_size)
+    index = starts[:, None] + np.arange(block_size)
+    return Tensor(arr[index], dtype=int64), Tensor(arr[index + 1], dtype=int64)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-batches", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_data = encode_corpus(bpe, corpus)
+assert isinstance(_data, Tensor) and _data.dtype == int64 and _data.shape == (_n_ids,)
+assert _data[:20].tolist() == bpe.encode(corpus)[:20]
+_x, _y = get_batch(_data, 16, 4, generator=Generator().manual_seed(0))
+assert _x.shape == (4, 16) and _y.shape == (4, 16) and _x.dtype == int64 and _y.dtype == int64
+assert (_x.numpy()[:, 1:] == _y.numpy()[:, :-1]).all(), "y is x shifted by one"
+_flat = _data.numpy()
+for _row in _x.numpy():
+    _i = [k for k in range(len(_flat) - 16) if (_flat[k:k + 16] == _row).all()]
+    assert _i, "each row of x is a window of the data"
+_x2, _ = get_batch(_data, 16, 4, generator=Generator().manual_seed(0))
+assert (_x2.numpy() == _x.numpy()).all(), "same seed, same batch"
+try:
+    get_batch(_data[:10], 10, 2)
+    raise AssertionError("10 ids cannot hold a window of 10 plus a shifted target")
+except ValueError:
+    pass
+print("✓ encode_corpus and get_batch")
+
+# %% [markdown]
+# The picture shows one window of the fables: each input token above the target the model
+# must predict at that position.
+
+# %%
+_xs, _ys = get_batch(_data, 10, 1, generator=Generator().manual_seed(3))
+fig, ax = plt.subplots(figsize=(11, 1.9))
+for _k, (_a, _b) in enumerate(zip(_xs.tolist()[0], _ys.tolist()[0])):
+    for _row, _tid, _col in ((1, _a, "lightblue"), (0, _b, "moccasin")):
+        ax.add_patch(Rectangle((_k * 1.1, _row * 1.1), 1, 1, facecolor=_col, edgecolor="black"))
+        ax.text(_k * 1.1 + 0.5, _row * 1.1 + 0.5, f"{show_token(bpe, _tid)}\n{_tid}", ha="center",
+                va="center", fontsize=7.5)
+    ax.annotate("", xy=(_k * 1.1 + 0.5, 1.0), xytext=(_k * 1.1 + 0.5, 1.1), arrowprops=dict(arrowstyle="->"))
+ax.text(-0.2, 1.6, "x", ha="right", va="center", fontsize=11)
+ax.text(-0.2, 0.5, "y", ha="right", va="center", fontsize=11)
+ax.set_xlim(-0.6, 11.2)
+ax.set_ylim(-0.1, 2.2)
+ax.axis("off")
+ax.set_title("one training window: at each position the target is the next token", fontsize=10)
+plt.show()
+
+# %% [markdown]
+# ## 11. Systems look: compression, training time, and what vocabulary size costs
+#
+# How much does a bigger vocabulary buy? We train once to 1,024 ids on the first 90% of the
+# fables and measure the **compression** (characters per token) on that training part and
+# on the held-out last 10%, for vocabularies from 256 to 1,024. Greedy BPE has a handy
+# property that makes this cheap: the merges of a smaller vocabulary are exactly the
+# **first** merges of a larger one (each step depends only on the steps before it), so
+# truncating the merges of the 1,024-id tokenizer gives the smaller tokenizers. We check
+# that property on one size, and time training from scratch separately.
+
+# %%
+def truncated(tok, n_merges):
+    """A tokenizer with only the first n_merges of tok's merges (no special tokens)."""
+    small = BPETokenizer(pattern=tok.pattern)
+    small.merges = dict(list(tok.merges.items())[:n_merges])
+    small._build_vocab()
+    return small
+
+
+_split = int(len(corpus) * 0.9)
+_train_text, _held_text = corpus[:_split], corpus[_split:]
+_big = BPETokenizer().train(_train_text, 1024)
+assert truncated(_big, 128).merges == BPETokenizer().train(_train_text, 256 + 128).merges, "prefix property"
+
+sizes = [256, 320, 384, 448, 512, 640, 768, 896, 1024]
+cpt_train, cpt_held = [], []
+for _v in sizes:
+    _tok = truncated(_big, _v - 256)
+    cpt_train.append(len(_train_text) / len(_tok.encode(_train_text)))
+    cpt_held.append(len(_held_text) / len(_tok.encode(_held_text)))
+
+time_sizes = [300, 512, 768, 1024]
+train_times = []
+for _v in time_sizes:
+    _t0 = time.perf_counter()
+    BPETokenizer().train(corpus, _v)
+    train_times.append(time.perf_counter() - _t0)
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))
+ax1.plot(sizes, cpt_train, "o-", label="training text (first 90%)")
+ax1.plot(sizes, cpt_held, "s--", label="held-out text (last 10%)")
+ax1.axhline(1.0, color="grey", lw=0.8)
+ax1.set_xlabel("vocabulary size V")
+ax1.set_ylabel("characters per token")
+ax1.set_title("compression grows with V, more slowly on unseen text", fontsize=10)
+ax1.legend()
+ax2.plot(time_sizes, train_times, "o-")
+ax2.set_xlabel("vocabulary size V")
+ax2.set_ylabel("seconds")
+ax2.set_title(f"training time on the fables ({len(corpus):,} characters)", fontsize=10)
+fig.tight_layout()
+plt.show()
+for _v, _a, _b in zip(sizes, cpt_train, cpt_held):
+    print(f"V={_v:>5}: {_a:.2f} chars/token on training text, {_b:.2f} held out")
+print("training times:", ", ".join(f"V={v}: {s:.2f} s" for v, s in zip(time_sizes, train_times)))
+
+# %% [markdown]
+# Read the plot: the first merges buy the most (they merge the most frequent pairs), later
+# merges add less and less, and the held-out curve lies (slightly) below the training
+# curve: late
+# merges capture words and phrases that are frequent in *this* text but rarer elsewhere. A
+# real tokenizer is trained on a far larger and more varied corpus than it is a part of.
+#
+# Encoding speed matters too: a tokenizer runs over every training document. Measure the
+# cache's effect (cold: every chunk encoded; warm: every chunk looked up).
+
+# %%
+with tempfile.TemporaryDirectory() as _d:
+    bpe.save(Path(_d) / "t.json")
+    _cold_tok = BPETokenizer.load(Path(_d) / "t.json")
+_t0 = time.perf_counter()
+_cold_tok.encode(corpus)
+_cold = time.perf_counter() - _t0
+_t0 = time.perf_counter()
+_cold_tok.encode(corpus)
+_warm = time.perf_counter() - _t0
+print(f"encoding the fables: cold cache {_cold * 1e3:.0f} ms ({len(corpus) / _cold / 1e6:.2f} M chars/s), "
+      f"warm cache {_warm * 1e3:.0f} ms ({len(corpus) / _warm / 1e6:.2f} M chars/s); "
+      f"{len(_cold_tok._cache):,} distinct chunks cached")
+
+# %% [markdown]
+# **What the vocabulary costs.** A language model has an **embedding table** (one row of
+# $d$ numbers per token, module 11) and usually an output layer of the same size that
+# scores every token: $V \times d$ float32 numbers each, $4Vd$ bytes. And the sequence
+# length $T$ for a given text shrinks as $V$ grows, while attention (module 12) costs
+# $O(T^2)$ time and memory per layer. The table below computes both for a 1,000-character
+# passage of the held-out text, with our small GPT's width $d = 128$ and GPT-2 small's
+# $d = 768$ (GPT-2's own vocabulary has 50,257 ids).
+
+# %%
+_passage = _held_text[:1000]
+print(f"{'tokenizer':>18} {'V':>7} {'T (1000 chars)':>15} {'attention ~T^2':>15} "
+      f"{'table d=128':>12} {'table d=768':>12}")
+_rows = [("characters", len(set(corpus)), len(_passage))]
+_rows += [(f"BPE {v}", v, len(truncated(_big, v - 256).encode(_passage))) for v in (256, 512, 1024)]
+_t_char = _rows[0][2]
+for _name, _v, _t in _rows:
+    print(f"{_name:>18} {_v:>7,} {_t:>15,} {(_t / _t_char) ** 2:>14.2f}x "
+          f"{4 * _v * 128 / 1e3:>10.0f} kB {4 * _v * 768 / 1e6:>10.2f} MB")
+print(f"{'GPT-2 (V only)':>18} {50257:>7,} {'':>15} {'':>15} {4 * 50257 * 128 / 1e6:>9.1f} MB "
+      f"{4 * 50257 * 768 / 1e6:>9.1f} MB")
+
+# %% [markdown]
+# Going from characters to 1,024 BPE tokens makes the sequences several times shorter, so
+# attention over the same text gets many times cheaper, while the embedding table stays
+# tiny at our scale. At GPT-2's scale (last row) the table is over 150 MB, a large share of a
+# 124M-parameter model; that is why vocabularies stop growing at some point: every extra
+# token costs memory in two tables, and rare tokens are seen too seldom to learn good
+# embeddings.
+#
+# ## 12. What real tokenizers do
+#
+# PyTorch itself ships no tokenizer (the old `torchtext` is retired); the ecosystem uses
+# these, all built on the ideas of this notebook:
+#
+# - **GPT-2** (OpenAI, 2019): byte-level BPE with 50,000 merges and one special token,
+#   `<|endoftext|>` (50,257 ids). Its pre-tokenisation regex is ours with Unicode classes
+#   (`\p{L}` letters, `\p{N}` numbers, from the `regex` package). It also maps the 256
+#   bytes to printable Unicode characters so that merges can be stored in a text file; the
+#   algorithm is unchanged.
+# - **tiktoken** (OpenAI): the GPT-3.5/4 tokenizers (`cl100k_base`, `o200k_base`, with
+#   100k-200k ids), encoding by lowest-rank merge exactly like `_encode_chunk`, written in
+#   Rust for speed. Its regexes also split numbers into groups of at most three digits and
+#   handle case and non-English text better. Special tokens are disallowed in `encode`
+#   unless you allow them, the safe default we discussed.
+# - **SentencePiece** (Google): treats the text as a raw stream with spaces replaced by `▁`,
+#   so it needs no language-specific pre-tokenisation (important for Chinese and
+#   Japanese, which do not separate words by spaces); offers BPE and the **unigram**
+#   language-model method (start from a big vocabulary and prune the least useful
+#   pieces), with **byte fallback** for characters it has not seen. Used by T5 and Llama 1/2.
+# - **Hugging Face `tokenizers`**: a Rust library implementing all of these, with
+#   normalisers (Unicode NFC/NFKC, lowercasing), pre-tokenisers, models and
+#   post-processors (adding `[CLS]`/`[SEP]` or BOS/EOS tokens) as configurable stages.
+#
+# And the quirks of language models often trace back to the tokenizer: a model that cannot
+# count the letters of a word never saw the letters (only one token); arithmetic suffers
+# when numbers are cut into arbitrary pieces; a language underrepresented in the tokenizer's
+# training text costs many more tokens per sentence, so it gets less context and costs more.
+#
+# ## 13. Recap
+#
+# - A tokenizer maps text to ids and back. **Characters**: tiny vocabulary, long sequences.
+#   **Words**: short sequences, huge vocabulary and unknown words. **Subwords**: chosen
+#   vocabulary, nothing unknown.
+# - **UTF-8** writes every code point as 1-4 bytes; starting from the **256 bytes** makes a
+#   tokenizer that encodes any text exactly.
+# - **BPE training**: repeatedly merge the most frequent adjacent pair (ties: smallest
+#   pair; stop when nothing occurs twice). Pre-tokenisation keeps merges inside words and
+#   lets us count each distinct word once, with incremental count updates.
+# - **Encoding** replays the merges by rank; **decoding** joins bytes (invalid sequences
+#   become U+FFFD). **Special tokens** are single ids, never split.
+# - Save tokenizers as **data** (JSON), never as pickles.
+# - A bigger vocabulary shortens sequences (attention $O(T^2)$ gets cheaper) but grows the
+#   embedding and output tables ($4Vd$ bytes each) and gives rarer tokens.
+#
+# Run `tito test module 10` to check your work against the full test suite. Module 11
+# turns these ids into vectors: the embedding table.
