@@ -87,6 +87,9 @@ def verify(only: list[str] | None = None) -> int:
     """Check the whole course, or with `only` just those modules (no release or tito checks)."""
     root = find_root()
     checks = Checks()
+    # Checks run side by side: one BLAS thread each, or the threads fight over the cores.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     modules = [resolve(spec, root) for spec in only] if only else available_modules(root)
     print(f"tito verify: {len(modules)} module(s): " + ", ".join(m.slug for m in modules), flush=True)
 

@@ -2,3 +2,4 @@
 from tinytorch.nn.layers import Parameter, Module, Linear, Sequential, Identity, ReLU, LeakyReLU, Sigmoid, Tanh, GELU, Softmax, LogSoftmax  # module 03
 from tinytorch.nn.losses import MSELoss, BCEWithLogitsLoss, NLLLoss, CrossEntropyLoss  # module 04
 from tinytorch.nn import functional, init  # noqa: E402
+from tinytorch.nn.conv import Conv2d, MaxPool2d, AvgPool2d, BatchNorm2d, Flatten  # module 09
