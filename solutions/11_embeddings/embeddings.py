@@ -1,0 +1,833 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Module 11 — Embeddings: from token ids to vectors, and where they sit
+#
+# Module 10 turned text into integers. A neural network cannot do much with the integer
+# 4711 as a number: token 4711 is not "a bit more" than token 4710. What it needs is a
+# **vector** per token, one that training is free to move around until similar tokens end
+# up close together. The layer that holds those vectors is the **embedding**: a table with
+# one learned row per token id, and a lookup. In this module you build it — forward *and*
+# backward — and the two standard ways to tell a model **where** in the sequence a token
+# stands: fixed sinusoidal positions and learned positions.
+#
+# ## Goals
+#
+# By the end of this module you will be able to
+#
+# - explain why a lookup `W[ids]` is exactly a **one-hot vector times a matrix**, and why
+#   nobody computes it that way;
+# - write the embedding op as a **gather** (forward) and a **scatter-add** (backward), and
+#   explain why the backward must **accumulate** when a token appears twice in a batch —
+#   and why `grad[ids] += g` silently gets that wrong;
+# - build `Embedding` with PyTorch's `padding_idx` (a row that stays zero and never learns);
+# - build the **sinusoidal** position table of "Attention Is All You Need", look at it, and
+#   see why the dot product of two positions depends only on their distance;
+# - build **learned** positions, and know when a model runs out of them;
+# - measure what embeddings cost: table memory for real vocabularies, how **sparse** the
+#   gradient is, and the time of a gather against a one-hot matrix product.
+#
+# ## Prerequisites
+#
+# - Module 01: `Tensor`, int64 tensors, views and slicing, the dispatch point `apply`.
+# - Module 03: `Module`, `Parameter`, buffers, `nn.init.normal_`.
+# - Module 06: `backward_rule` (how a new op gets its gradient) and `gradcheck`.
+# - Module 10 helps to know where token ids come from, but nothing here needs it.
+#
+# ## How this notebook works
+#
+# Cells marked `#| export` become the file `tinytorch/nn/embedding.py` when you run
+# `tito export 11` (or `tito test module 11`). The function `embedding` is re-exported as
+# `tinytorch.nn.functional.embedding`, the layers as `tinytorch.nn.Embedding`,
+# `tinytorch.nn.SinusoidalPositionalEncoding` and `tinytorch.nn.LearnedPositionalEmbedding`.
+# Cells with `# YOUR CODE HERE` are yours; the **check** cell after each one prints a ✓ or
+# says what is wrong. The provided code is part of the lesson: read it.
+
+# %%
+#| default_exp nn.embedding
+
+# %%
+import sys
+import time
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+import tinytorch
+from tinytorch import Tensor
+from tinytorch.autograd import gradcheck
+
+# %% [markdown]
+# ## 1. The idea: a lookup is a one-hot matrix product
+#
+# Give every token id $i \in \{0, \dots, V-1\}$ of a vocabulary of size $V$ a row
+# $W_i \in \mathbb{R}^D$ of a table $W \in \mathbb{R}^{V \times D}$. Write token $i$ as a
+# **one-hot** vector $e_i \in \{0, 1\}^V$ (a 1 at position $i$, zeros elsewhere). Then
+#
+# $$e_i^\top W = W_i ,$$
+#
+# because the product sums the rows of $W$ weighted by the entries of $e_i$, and only row
+# $i$ has a non-zero weight. A batch of $n$ tokens is an $n \times V$ one-hot matrix $E$,
+# and $E W$ stacks the $n$ rows. So an embedding layer *is* a `Linear` layer without bias
+# applied to one-hot inputs — that is the honest mathematical view, and it tells us how to
+# differentiate it (section 3).
+#
+# But look at the cost. $E W$ multiplies $n \cdot V \cdot D$ numbers, and all but
+# $n \cdot D$ of the products are multiplications by zero. With GPT-2's $V = 50{,}257$,
+# that is 50,257 times more arithmetic than needed, and the one-hot matrix alone is
+# $n \times V$ floats. The lookup `W[ids]` — a **gather** of $n$ rows — gives the same
+# numbers by copying $n \cdot D$ of them. The picture shows both for a tiny table.
+
+# %%
+_V, _D = 6, 4
+_W = np.round(np.random.default_rng(0).standard_normal((_V, _D)), 1)
+_ids = np.array([3, 0, 3])
+_E = np.eye(_V)[_ids]                      # (3, 6) one-hot rows
+
+fig, axes = plt.subplots(1, 4, figsize=(12, 3.2), gridspec_kw={"width_ratios": [6, 4, 4, 4]})
+for ax, mat, title in [(axes[0], _E, "one-hot E  (ids 3, 0, 3)"), (axes[1], _W, "table W  (V=6, D=4)"),
+                       (axes[2], _E @ _W, "E @ W"), (axes[3], _W[_ids], "W[ids]  (gather)")]:
+    ax.imshow(mat, cmap="coolwarm", vmin=-2, vmax=2)
+    for (r, c), v in np.ndenumerate(mat):
+        ax.text(c, r, f"{v:g}", ha="center", va="center", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.set_xticks([])
+    ax.set_yticks(range(mat.shape[0]))
+for r in _ids:
+    axes[1].add_patch(plt.Rectangle((-0.5, r - 0.5), _D, 1, fill=False, lw=2.5, ec="black"))
+fig.suptitle("a one-hot row selects one row of W: E @ W == W[ids]", fontsize=11)
+fig.tight_layout()
+plt.show()
+assert np.array_equal(_E @ _W, _W[_ids])
+
+# %% [markdown]
+# The package file starts here: its imports and its public names.
+
+# %%
+#| export
+"""Embeddings (module 11): the embedding op (gather forward, scatter-add backward), the
+Embedding layer, and sinusoidal and learned positional encodings."""
+import math
+
+import numpy as np
+
+from tinytorch._tensor import Tensor, apply, arange, float32, int64, zeros
+from tinytorch.autograd import backward_rule, no_grad
+from tinytorch.nn.layers import Module, Parameter, normal_
+
+__all__ = [
+    "embedding", "Embedding",
+    "sinusoidal_positions", "SinusoidalPositionalEncoding", "PositionalEncoding",
+    "LearnedPositionalEmbedding",
+]
+
+# %% [markdown]
+# ## 2. The forward pass: a gather
+#
+# The embedding op takes an integer tensor of ids of **any** shape — one sentence `(T,)`,
+# a batch `(B, T)`, anything — and replaces every id by its row, so the output has shape
+# `ids.shape + (D,)`. In numpy that is one fancy-indexing expression: `w[ids]` (or
+# `np.take(w, ids, axis=0)`), which copies the selected rows into a new array.
+#
+# As in every module since 01, the op goes through `apply`. Its only differentiable input is
+# the table `weight`; the ids are data (you cannot differentiate with respect to an
+# integer), so they travel as an **attribute**, `indices` — a numpy int64 array the backward
+# rule will need — together with `padding_idx` (section 4). Write the forward.
+
+# %% nbgrader={"grade": false, "grade_id": "embedding-forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _embedding_forward(weight, *, indices, padding_idx):
+    """Forward of the embedding op: the rows `indices` of the table. Tensor in, numpy out.
+
+    weight: the (V, D) table (a Tensor); indices: an int64 numpy array of any shape, already
+    checked to lie in 0..V-1. Returns a numpy array of shape indices.shape + (D,).
+    """
+    # Hint: weight.numpy() is the (V, D) array; one fancy-indexing expression (or
+    # np.take(..., axis=0)) gathers the rows. padding_idx does not change the forward.
+    ### BEGIN SOLUTION
+    return np.take(weight.numpy(), indices, axis=0)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# The provided wrapper `embedding(input, weight, padding_idx=None)` (PyTorch's
+# `torch.nn.functional.embedding`) checks its arguments and dispatches your forward as the
+# op `"embedding"`. The checks matter more than usual here: an index out of range is the
+# commonest embedding bug (a tokenizer with more ids than the table has rows, or a padding
+# id of −1), and numpy would happily accept −1 as "the last row", silently reading the
+# wrong vector. So we refuse negative ids, as PyTorch does, and name the culprit.
+
+# %%
+#| export
+def _as_indices(input, num_embeddings):
+    """The ids as a fresh int64 numpy array, each checked to lie in 0..num_embeddings-1."""
+    arr = input.numpy() if isinstance(input, Tensor) else np.asarray(input)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"embedding: the indices must be integers (an int64 tensor of token ids), "
+                        f"got dtype {arr.dtype}; convert them with .long()")
+    arr = np.array(arr, dtype=np.int64, copy=True)
+    bad = (arr < 0) | (arr >= num_embeddings)
+    if bad.any():
+        first = int(arr[bad].flat[0])
+        raise IndexError(f"embedding: index {first} is out of range for a table of "
+                         f"{num_embeddings} rows (valid ids are 0..{num_embeddings - 1})")
+    return arr
+
+
+def _padding_index(padding_idx, num_embeddings):
+    """None, or padding_idx as a row number in 0..num_embeddings-1 (negative counts from the end)."""
+    if padding_idx is None:
+        return None
+    if not isinstance(padding_idx, (int, np.integer)) or isinstance(padding_idx, bool):
+        raise TypeError(f"padding_idx must be an int or None, got {type(padding_idx).__name__}")
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(f"padding_idx {padding_idx} must be within the table's {num_embeddings} rows")
+    return int(padding_idx) % num_embeddings
+
+
+def embedding(input, weight, padding_idx=None):
+    """Look up the rows of `weight` (V, D) for the integer ids `input` (any shape); the result
+    has shape input.shape + (D,) (torch.nn.functional.embedding). The row `padding_idx`, if
+    given, receives no gradient."""
+    if not isinstance(weight, Tensor) or weight.ndim != 2:
+        raise ValueError(f"embedding: weight must be a 2-D (num_embeddings, embedding_dim) Tensor, "
+                         f"got {getattr(weight, 'shape', type(weight).__name__)}")
+    if weight.dtype.kind != "f":
+        raise TypeError(f"embedding: weight must be floating, got {weight.dtype}")
+    num_embeddings = weight.shape[0]
+    indices = _as_indices(input, num_embeddings)
+    padding_idx = _padding_index(padding_idx, num_embeddings)
+    return apply("embedding", _embedding_forward, weight, indices=indices, padding_idx=padding_idx)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-embedding-forward", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(1)
+_w = _rng.standard_normal((7, 3)).astype(np.float32)
+_ids = np.array([[1, 6, 1], [0, 2, 5]])
+_out = embedding(Tensor(_ids), Tensor(_w))
+assert _out.shape == (2, 3, 3) and _out.dtype == tinytorch.float32, (_out.shape, _out.dtype)
+np.testing.assert_array_equal(_out.numpy(), _w[_ids])
+np.testing.assert_array_equal(_out.numpy(), np.eye(7)[_ids] @ _w)          # the one-hot view
+assert embedding(Tensor(4), Tensor(_w)).shape == (3,)                       # a single id -> a vector
+np.testing.assert_array_equal(embedding(Tensor(np.array([], dtype=np.int64)), Tensor(_w)).numpy(),
+                              np.zeros((0, 3)))
+_w_t = Tensor(_w, requires_grad=True)
+_o = embedding(Tensor(_ids), _w_t)
+assert _o.grad_fn.op == "embedding" and _o.grad_fn.inputs == (_w_t,)
+np.testing.assert_array_equal(_o.grad_fn.attrs["indices"], _ids)
+try:
+    embedding(Tensor([3, 7]), Tensor(_w))
+    raise AssertionError("id 7 in a 7-row table must raise IndexError")
+except IndexError as e:
+    assert "7" in str(e), str(e)
+print("✓ embedding forward is a gather")
+
+# %% [markdown]
+# ## 3. The backward pass: a scatter-add that accumulates
+#
+# Take the one-hot view: $Y = E W$ with $E$ constant. Module 06's matmul rule gives
+#
+# $$\bar W = E^\top \bar Y ,$$
+#
+# where $\bar Y$ (shape $n \times D$) is the upstream gradient. Row $v$ of $E^\top \bar Y$ is
+# $\sum_k E_{k v} \bar Y_k$: the **sum of the upstream gradients of every position $k$ that
+# looked up token $v$**. Rows of tokens that did not occur get zero. So the backward is the
+# mirror image of the gather: a **scatter** of the rows of $\bar Y$ to the rows `ids`, and
+# when an id occurs twice ("the cat saw the dog": "the" twice), both gradients must be
+# **added**.
+#
+# That last point is a classic bug. numpy's `g[ids] += grad` looks right, but with repeated
+# ids it is "read `g[ids]`, add, write back" — the second write of row 3 overwrites the
+# first, so one occurrence's gradient is silently lost:
+
+# %%
+_g_wrong = np.zeros((6, 2))
+_upstream = np.array([[1.0, 1.0], [10.0, 10.0], [100.0, 100.0]])
+_g_wrong[np.array([3, 0, 3])] += _upstream
+print("g[ids] += grad, row 3:", _g_wrong[3], " (should be 1 + 100 = 101)")
+_g_right = np.zeros((6, 2))
+np.add.at(_g_right, np.array([3, 0, 3]), _upstream)
+print("np.add.at,      row 3:", _g_right[3])
+
+# %% [markdown]
+# `np.add.at(target, ids, values)` is the **unbuffered** version: it really adds every
+# value, repeats included. (Another way, often faster for big tables: `np.bincount(ids,
+# weights=column, minlength=V)` per column; PyTorch's CPU kernel sorts the ids and sums runs
+# of equal ids.)
+#
+# One more rule, **`padding_idx`**. Batches of sentences of different lengths are padded to a
+# common length with a special id (often 0). Those positions are not real tokens, so the
+# padding row must not learn from them: its gradient is set to zero, whatever arrived.
+#
+# Write the backward rule: it receives module 06's `node` (with `node.inputs[0]`, the table,
+# and `node.attrs["indices"]`, `node.attrs["padding_idx"]`) and `grad` of shape
+# `indices.shape + (D,)`; it returns a one-element tuple, the table's gradient of shape
+# `(V, D)`.
+
+# %% nbgrader={"grade": false, "grade_id": "embedding-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+@backward_rule("embedding")
+def _embedding_backward(node, grad):
+    """Gradient of the embedding op w.r.t. its table: scatter-add the rows of grad to rows `indices`."""
+    weight = node.inputs[0]
+    indices, padding_idx = node.attrs["indices"], node.attrs["padding_idx"]
+    # Hints:
+    # - flatten: ids = indices.reshape(-1); g = grad.reshape(ids.size, D) with D = weight.shape[1];
+    # - gw = np.zeros(weight.shape, dtype=grad.dtype); np.add.at(gw, ids, g) (repeats add up!);
+    # - if padding_idx is not None: that row's gradient is 0;
+    # - return (gw,)
+    ### BEGIN SOLUTION
+    ids = indices.reshape(-1)
+    g = np.asarray(grad).reshape(ids.size, weight.shape[1])
+    gw = np.zeros(weight.shape, dtype=g.dtype)
+    np.add.at(gw, ids, g)
+    if padding_idx is not None:
+        gw[padding_idx] = 0
+    return (gw,)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-embedding-backward", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(2)
+_wd = _rng.standard_normal((5, 3))
+_ids = np.array([[1, 3, 1], [1, 0, 3]])                   # 1 three times, 3 twice, 2 and 4 never
+_up = _rng.standard_normal((2, 3, 3))
+_w_t = Tensor(_wd, requires_grad=True)
+embedding(Tensor(_ids), _w_t).backward(Tensor(_up))
+_expected = np.eye(5)[_ids].reshape(-1, 5).T @ _up.reshape(-1, 3)   # E^T @ grad
+np.testing.assert_allclose(_w_t.grad.numpy(), _expected, rtol=1e-12, atol=1e-12)
+assert np.all(_w_t.grad.numpy()[[2, 4]] == 0), "rows never looked up get no gradient"
+_w_t = Tensor(_wd, requires_grad=True)
+embedding(Tensor(_ids), _w_t, padding_idx=1).backward(Tensor(_up))
+assert np.all(_w_t.grad.numpy()[1] == 0), "the padding row must get no gradient"
+np.testing.assert_allclose(_w_t.grad.numpy()[[0, 3]], _expected[[0, 3]], rtol=1e-12)
+assert gradcheck(lambda w: embedding(Tensor(_ids), w), [Tensor(_wd, requires_grad=True)])
+assert gradcheck(lambda w: embedding(Tensor(_ids), w) * embedding(Tensor(_ids[::-1]), w),
+                 [Tensor(_wd, requires_grad=True)])
+print("✓ embedding backward: scatter-add, repeats accumulate, padding row frozen")
+
+# %% [markdown]
+# ## 4. The `Embedding` layer
+#
+# The layer owns the table as a `Parameter` named `weight` of shape
+# `(num_embeddings, embedding_dim)` and calls `embedding` in `forward`. PyTorch initialises
+# it from the standard normal $\mathcal{N}(0, 1)$ — unlike `Linear`, there is no fan-in to
+# scale by, because each output is *one* row, not a sum of many inputs. (GPT-2 uses a
+# smaller standard deviation, 0.02; module 13 can re-initialise.) With `padding_idx`, that
+# row is **set to zero** at construction, and since it never receives a gradient it stays
+# zero: padded positions contribute exactly nothing.
+#
+# `padding_idx` may be negative (counted from the end, like Python lists); the provided
+# `_padding_index` normalises it. `from_pretrained` (provided) builds a layer around an
+# existing table — by default frozen, the usual way to plug in pre-trained word vectors.
+
+# %% nbgrader={"grade": false, "grade_id": "embedding-layer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class Embedding(Module):
+    """A table of num_embeddings learned vectors of size embedding_dim, looked up by integer id
+    (torch.nn.Embedding). Input: int64 ids of any shape; output: ids.shape + (embedding_dim,)."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, dtype=None):
+        super().__init__()
+        # Hints: store num_embeddings, embedding_dim and the normalised padding_idx
+        # (_padding_index); self.weight = Parameter(zeros(V, D, dtype=dtype)); then
+        # self.reset_parameters().
+        ### BEGIN SOLUTION
+        self.num_embeddings = int(num_embeddings)
+        self.embedding_dim = int(embedding_dim)
+        self.padding_idx = _padding_index(padding_idx, self.num_embeddings)
+        self.weight = Parameter(zeros(self.num_embeddings, self.embedding_dim, dtype=dtype))
+        self.reset_parameters()
+        ### END SOLUTION
+
+    def reset_parameters(self):
+        """N(0, 1) entries (PyTorch's default), then a zero padding row."""
+        # Hint: normal_(self.weight); then zero row self.padding_idx under no_grad()
+        # (e.g. self.weight[self.padding_idx] = 0.0).
+        ### BEGIN SOLUTION
+        normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
+        ### END SOLUTION
+
+    def forward(self, input):
+        ### BEGIN SOLUTION
+        return embedding(input, self.weight, self.padding_idx)
+        ### END SOLUTION
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+        """An Embedding whose table is a copy of the 2-D `embeddings`; frozen unless freeze=False."""
+        if not isinstance(embeddings, Tensor) or embeddings.ndim != 2:
+            raise ValueError("from_pretrained: embeddings must be a 2-D Tensor (num_embeddings, dim)")
+        layer = cls(embeddings.shape[0], embeddings.shape[1], padding_idx=padding_idx,
+                    dtype=embeddings.dtype)
+        with no_grad():
+            layer.weight.copy_(embeddings)
+        layer.weight.requires_grad = not freeze
+        return layer
+
+    def extra_repr(self):
+        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-embedding-layer", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+tinytorch.manual_seed(0)
+_emb = Embedding(1000, 64)
+assert _emb.weight.shape == (1000, 64) and _emb.weight.dtype == tinytorch.float32
+assert [n for n, _ in _emb.named_parameters()] == ["weight"]
+_wv = _emb.weight.numpy()
+assert abs(_wv.mean()) < 0.02 and abs(_wv.std() - 1.0) < 0.02, "init must be N(0, 1)"
+_ids = Tensor([[5, 17, 5], [999, 0, 2]])
+np.testing.assert_array_equal(_emb(_ids).numpy(), _wv[_ids.numpy()])
+_pad = Embedding(10, 4, padding_idx=-1)
+assert _pad.padding_idx == 9 and np.all(_pad.weight.numpy()[9] == 0)
+assert np.any(_pad.weight.numpy()[:9] != 0)
+_pad(Tensor([[9, 1, 9], [2, 9, 1]])).sum().backward()
+assert np.all(_pad.weight.grad.numpy()[9] == 0)
+np.testing.assert_array_equal(_pad.weight.grad.numpy()[[1, 2]], [[2.0] * 4, [1.0] * 4])
+assert repr(_pad) == "Embedding(10, 4, padding_idx=9)", repr(_pad)
+_pre = Embedding.from_pretrained(Tensor(np.arange(6.0).reshape(3, 2)))
+assert not _pre.weight.requires_grad
+np.testing.assert_array_equal(_pre(Tensor([2])).numpy(), [[4.0, 5.0]])
+print("✓ Embedding layer")
+
+# %% [markdown]
+# ## 5. Positions: why a model needs to be told where a token is
+#
+# The attention layer of the next module compares every token with every other token by
+# dot products and mixes their vectors. Nothing in that computation knows the **order** of
+# the tokens: shuffle the input sequence and the outputs are shuffled the same way, nothing
+# else changes ("dog bites man" and "man bites dog" would look alike). Order has to be put
+# into the vectors themselves. The simplest way: add to the embedding of the token at
+# position $p$ a vector $P_p$ that depends only on $p$,
+#
+# $$x_p = W_{\text{id}_p} + P_p .$$
+#
+# **Sinusoidal positions** ("Attention Is All You Need", 2017) use a fixed table: for
+# position $p$ and $i = 0, 1, \dots, D/2 - 1$,
+#
+# $$P_{p,\,2i} = \sin\!\left(\frac{p}{10000^{2i/D}}\right), \qquad
+#   P_{p,\,2i+1} = \cos\!\left(\frac{p}{10000^{2i/D}}\right).$$
+#
+# Each pair of columns $(2i, 2i+1)$ is a point going round a circle as $p$ grows, at
+# angular frequency $\omega_i = 10000^{-2i/D}$: the first pair turns once every $2\pi$
+# positions, the last pair almost not at all (wavelengths from $2\pi$ up to $10000 \cdot
+# 2\pi$). Together the pairs are like the hands of a clock, from a fast seconds hand to a
+# very slow one, and every position gets a distinct reading. Two properties make it
+# attractive:
+#
+# - **relative positions are linear**: moving $k$ positions rotates every pair by the fixed
+#   angle $\omega_i k$, so $P_{p+k} = R_k P_p$ with a rotation matrix $R_k$ that does not
+#   depend on $p$ — a linear layer can learn "look $k$ tokens back";
+# - **dot products depend on distance only**: $P_p \cdot P_q = \sum_i \cos(\omega_i (p - q))$,
+#   since $\sin a \sin b + \cos a \cos b = \cos(a - b)$.
+#
+# When $D$ is odd, the last column is a sine without its cosine partner. Compute in float64
+# and return a float32 `Tensor` of shape `(max_len, D)` (or the `dtype` asked for).
+
+# %% nbgrader={"grade": false, "grade_id": "sinusoidal", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def sinusoidal_positions(max_len, dim, base=10000.0, dtype=None):
+    """The (max_len, dim) sinusoidal position table: column 2i is sin(p·ω_i), column 2i+1 is
+    cos(p·ω_i), with ω_i = base^(-2i/dim). Returns a Tensor (float32 unless dtype says)."""
+    # Hints:
+    # - p = np.arange(max_len)[:, None]; two_i = np.arange(0, dim, 2) (the even column numbers);
+    # - angles = p * base ** (-two_i / dim)   -> (max_len, ceil(dim/2)), in float64;
+    # - table = np.zeros((max_len, dim)); table[:, 0::2] = sin(angles);
+    #   table[:, 1::2] = cos(angles) without its last column when dim is odd (angles[:, :dim // 2]);
+    # - Tensor(table, dtype=float32 if dtype is None else dtype).
+    if max_len < 0 or dim < 1:
+        raise ValueError(f"sinusoidal_positions: need max_len >= 0 and dim >= 1, got {max_len}, {dim}")
+    ### BEGIN SOLUTION
+    p = np.arange(max_len, dtype=np.float64)[:, None]
+    two_i = np.arange(0, dim, 2, dtype=np.float64)
+    angles = p * base ** (-two_i / dim)
+    table = np.zeros((max_len, dim))
+    table[:, 0::2] = np.sin(angles)
+    table[:, 1::2] = np.cos(angles[:, :dim // 2])
+    return Tensor(table, dtype=float32 if dtype is None else dtype)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-sinusoidal", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_pe = sinusoidal_positions(50, 16)
+assert isinstance(_pe, Tensor) and _pe.shape == (50, 16) and _pe.dtype == tinytorch.float32
+_p = _pe.numpy().astype(np.float64)
+assert abs(_p[7, 4] - np.sin(7 / 10000 ** (4 / 16))) < 1e-6
+assert abs(_p[7, 5] - np.cos(7 / 10000 ** (4 / 16))) < 1e-6
+np.testing.assert_allclose(_p[0], np.tile([0.0, 1.0], 8))                     # position 0
+np.testing.assert_allclose(_p[:, 0::2] ** 2 + _p[:, 1::2] ** 2, 1.0, rtol=1e-6)  # points on circles
+_odd = sinusoidal_positions(10, 5, dtype=tinytorch.float64).numpy()
+assert _odd.shape == (10, 5) and _odd.dtype == np.float64
+np.testing.assert_allclose(_odd[:, 4], np.sin(np.arange(10) / 10000 ** (4 / 5)))
+_pd = sinusoidal_positions(64, 32, dtype=tinytorch.float64).numpy()
+_gram = _pd @ _pd.T                                     # depends on p - q only
+np.testing.assert_allclose(_gram[10, 13], _gram[40, 43], rtol=1e-9)
+np.testing.assert_allclose(_gram[20, 5], _gram[35, 20], rtol=1e-9)
+print("✓ sinusoidal position table")
+
+# %% [markdown]
+# Let us look at the table. Left: each row is a position, each column a dimension — fast
+# stripes on the left (high frequencies), slow ones on the right. Right: the dot product
+# $P_p \cdot P_q$ of every pair of positions. It is largest on the diagonal ($p = q$, where it
+# equals $D/2$), falls off with the distance $|p - q|$, and is the same along every diagonal:
+# it depends on $p - q$ only, as promised.
+
+# %%
+_table = sinusoidal_positions(100, 64).numpy()
+fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+im = axes[0].imshow(_table, aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
+axes[0].set_xlabel("dimension")
+axes[0].set_ylabel("position p")
+axes[0].set_title("sinusoidal table P (100 positions, D = 64)")
+fig.colorbar(im, ax=axes[0])
+im = axes[1].imshow(_table @ _table.T, cmap="viridis")
+axes[1].set_xlabel("position q")
+axes[1].set_ylabel("position p")
+axes[1].set_title("similarity P_p · P_q: a function of p − q")
+fig.colorbar(im, ax=axes[1])
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# And the "relative positions are linear" claim, checked: build the block-diagonal matrix
+# $R_k$ that rotates every column pair $(2i, 2i+1)$ by the angle $\omega_i k$ (as a row-vector
+# map, $P_{p+k} = P_p R_k$) and apply it to every position at once. The same matrix works
+# for all $p$; only $k$ matters.
+
+# %%
+def shift_matrix(k, dim, base=10000.0):
+    """R_k with P[p + k] = P[p] @ R_k for the sinusoidal table (dim even)."""
+    R = np.zeros((dim, dim))
+    for c in range(0, dim, 2):
+        a = k * base ** (-c / dim)
+        # (sin x, cos x) -> (sin(x+a), cos(x+a)) = (sin x cos a + cos x sin a, cos x cos a - sin x sin a)
+        R[c:c + 2, c:c + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+    return R
+
+
+_P = sinusoidal_positions(100, 64, dtype=tinytorch.float64).numpy()
+print("max |P[p+5] - P[p] R_5| over all p:", np.abs(_P[:95] @ shift_matrix(5, 64) - _P[5:]).max())
+
+# %% [markdown]
+# ## 6. Positional-encoding layers
+#
+# Two layers with the same interface: `forward(x, offset=0)` takes token embeddings `x` of
+# shape `(..., T, D)` (a batch `(B, T, D)` or one sequence `(T, D)`) and returns
+# `x + P[offset : offset + T]`, broadcast over the batch. The `offset` is for generation
+# with a cache (module 18), where one new token at position `offset` arrives at a time.
+#
+# - **`SinusoidalPositionalEncoding(dim, max_len)`** computes the table once in `__init__`
+#   and keeps it as a **buffer** named `pe`: a tensor the module owns and moves along with
+#   its parameters, but that the optimizer never sees (it is not a `Parameter`). We register
+#   it as **non-persistent**: it is a fixed function of `(max_len, dim)`, so there is no
+#   point in storing it in every checkpoint (PyTorch's tutorials store it; both work).
+#   Nothing is learned, and sequences up to `max_len` work; the formula would extend further.
+# - **`LearnedPositionalEmbedding(max_len, dim)`** (GPT-2's choice) is an embedding over
+#   positions: a `Parameter` table `weight` of shape `(max_len, dim)`, looked up with the ids
+#   `offset, offset+1, ..., offset+T-1` through your `embedding` op, so its gradient is your
+#   scatter-add. It can learn whatever position signal helps, but a model **cannot go past
+#   `max_len`**: there is simply no row for position `max_len` (GPT-2 stops at 1,024 tokens).
+#
+# Both raise a `ValueError` naming the sequence length and `max_len` when `offset + T` is
+# too long (the provided `_check_positions`).
+
+# %% nbgrader={"grade": false, "grade_id": "position-layers", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _check_positions(layer, x, offset):
+    """The sequence length T of x (..., T, D), after checking D and that offset + T <= max_len."""
+    if not isinstance(x, Tensor) or x.ndim < 2 or x.shape[-1] != layer.dim:
+        raise ValueError(f"{type(layer).__name__}: expected input (..., T, {layer.dim}), "
+                         f"got {getattr(x, 'shape', type(x).__name__)}")
+    T = x.shape[-2]
+    if offset < 0 or offset + T > layer.max_len:
+        raise ValueError(f"{type(layer).__name__}: positions {offset}..{offset + T - 1} (sequence "
+                         f"length {T}, offset {offset}) do not fit in max_len={layer.max_len}; "
+                         f"build the layer with a larger max_len or use shorter sequences")
+    return T
+
+
+class SinusoidalPositionalEncoding(Module):
+    """Adds the fixed sinusoidal table to x (..., T, dim): x + P[offset:offset+T]. The table is
+    a non-persistent buffer `pe` (max_len, dim); nothing is learned."""
+
+    def __init__(self, dim, max_len=5000):
+        super().__init__()
+        self.dim, self.max_len = int(dim), int(max_len)
+        # Hint: self.register_buffer("pe", <the table>, persistent=False)
+        ### BEGIN SOLUTION
+        self.register_buffer("pe", sinusoidal_positions(self.max_len, self.dim), persistent=False)
+        ### END SOLUTION
+
+    def forward(self, x, offset=0):
+        T = _check_positions(self, x, offset)
+        # Hint: a slice of the buffer (a view, no copy) added to x broadcasts over the batch.
+        ### BEGIN SOLUTION
+        return x + self.pe[offset:offset + T]
+        ### END SOLUTION
+
+    def extra_repr(self):
+        return f"dim={self.dim}, max_len={self.max_len}"
+
+
+PositionalEncoding = SinusoidalPositionalEncoding
+
+
+class LearnedPositionalEmbedding(Module):
+    """Adds a learned vector per position to x (..., T, dim): x + weight[offset:offset+T], looked
+    up with the embedding op. weight: a (max_len, dim) Parameter initialised N(0, 1)."""
+
+    def __init__(self, max_len, dim, dtype=None):
+        super().__init__()
+        self.max_len, self.dim = int(max_len), int(dim)
+        # Hint: as Embedding: a zero Parameter of shape (max_len, dim), then normal_ on it.
+        ### BEGIN SOLUTION
+        self.weight = Parameter(zeros(self.max_len, self.dim, dtype=dtype))
+        normal_(self.weight)
+        ### END SOLUTION
+
+    def forward(self, x, offset=0):
+        T = _check_positions(self, x, offset)
+        # Hint: positions = arange(offset, offset + T) (int64 ids); x + embedding(positions, self.weight)
+        ### BEGIN SOLUTION
+        return x + embedding(arange(offset, offset + T), self.weight)
+        ### END SOLUTION
+
+    def extra_repr(self):
+        return f"max_len={self.max_len}, dim={self.dim}"
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-position-layers", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_x = tinytorch.randn(2, 6, 8)
+_sin = SinusoidalPositionalEncoding(8, max_len=20)
+assert list(dict(_sin.named_buffers())) == ["pe"] and list(_sin.parameters()) == []
+assert "pe" not in _sin.state_dict()
+_table = sinusoidal_positions(20, 8).numpy()
+np.testing.assert_allclose(_sin(_x).numpy(), _x.numpy() + _table[:6], rtol=1e-6)
+np.testing.assert_allclose(_sin(_x[0, :1], offset=7).numpy(), _x.numpy()[0, :1] + _table[7:8], rtol=1e-6)
+tinytorch.manual_seed(3)
+_learn = LearnedPositionalEmbedding(10, 8)
+assert [n for n, _ in _learn.named_parameters()] == ["weight"] and _learn.weight.shape == (10, 8)
+_xg = tinytorch.randn(2, 6, 8, requires_grad=True)
+_y = _learn(_xg)
+np.testing.assert_allclose(_y.numpy(), _xg.numpy() + _learn.weight.numpy()[:6], rtol=1e-6)
+_y.sum().backward()
+np.testing.assert_array_equal(_learn.weight.grad.numpy()[:6], 2.0)   # each position used by 2 sequences
+np.testing.assert_array_equal(_learn.weight.grad.numpy()[6:], 0.0)
+np.testing.assert_array_equal(_xg.grad.numpy(), 1.0)
+for _layer in (_sin, _learn):
+    try:
+        _layer(tinytorch.randn(1, 11, 8) if _layer is _learn else tinytorch.randn(21, 8))
+        raise AssertionError("a sequence longer than max_len must raise")
+    except ValueError as e:
+        assert "max_len" in str(e), str(e)
+print("✓ sinusoidal and learned positional layers")
+
+# %% [markdown]
+# ## 7. Putting it together
+#
+# A language model's input layer is now three lines: ids → token vectors → plus positions.
+# The picture shows why positions matter: without them, the same token gives the same
+# vector wherever it stands.
+
+# %%
+tinytorch.manual_seed(0)
+_tok = Embedding(20, 16)
+_pos = SinusoidalPositionalEncoding(16, max_len=32)
+_ids = Tensor([[4, 7, 4, 9, 4]])
+_without = _tok(_ids)
+_with = _pos(_without)
+_cos = lambda a: (a @ a.T) / np.outer(np.linalg.norm(a, axis=1), np.linalg.norm(a, axis=1))
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+for ax, mat, title in [(axes[0], _without.numpy()[0], "token embeddings only"),
+                       (axes[1], _with.numpy()[0], "token + sinusoidal position")]:
+    im = ax.imshow(_cos(mat.astype(np.float64)), cmap="viridis", vmin=-1, vmax=1)
+    ax.set_xticks(range(5), ["4", "7", "4", "9", "4"])
+    ax.set_yticks(range(5), ["4", "7", "4", "9", "4"])
+    ax.set_title(f"cosine similarity: {title}", fontsize=10)
+fig.colorbar(im, ax=axes)
+plt.show()
+
+# %% [markdown]
+# On the left, the three copies of token 4 are identical (similarity 1); on the right, they
+# are distinct vectors, more similar when they are closer together.
+#
+# ## 8. Systems look: memory, sparsity, time
+#
+# ### Table memory
+#
+# An embedding table holds $V \times D$ numbers, $4 V D$ bytes in float32. First, measured
+# on one of ours:
+
+# %%
+tinytorch.manual_seed(0)
+_big = Embedding(8192, 256)
+print(f"Embedding(8192, 256): {_big.weight.nbytes:,} bytes measured, 4·V·D = {4 * 8192 * 256:,}")
+assert _big.weight.nbytes == 4 * 8192 * 256
+
+# %% [markdown]
+# Now the formula for vocabularies and widths of published models (their configuration
+# files give V and D). The table is often one of the largest single tensors in a model, and
+# GPT-2 re-uses it as its output layer (**weight tying**: the logits are $h W^\top$), which
+# saves a second copy. Training with Adam (module 07) keeps two more tensors of the same
+# size, and the gradient one more: four times the table in all.
+
+# %%
+for _name, _v, _d in [("BERT-base", 30522, 768), ("GPT-2 small", 50257, 768),
+                      ("GPT-2 XL", 50257, 1600), ("Llama-2 7B", 32000, 4096), ("Llama-3 8B", 128256, 4096)]:
+    _mb = 4 * _v * _d / 2 ** 20
+    print(f"{_name:12s} V = {_v:>7,}  D = {_d:>5,}  table {_mb:8.1f} MiB in float32, "
+          f"{4 * _mb / 1024:5.2f} GiB with grad + Adam state")
+
+# %% [markdown]
+# ### Gradient sparsity
+#
+# One batch touches only the rows of the ids it contains. Token frequencies in real text
+# follow roughly **Zipf's law** (the $r$-th most frequent token has frequency $\propto 1/r$),
+# so a batch keeps hitting the same frequent tokens and leaves most rows alone. We sample
+# batches of $B \times T$ ids from a Zipf distribution over GPT-2's vocabulary size and count
+# the rows of the gradient that your backward makes non-zero.
+
+# %%
+_V = 50257
+_rng = np.random.default_rng(0)
+_zipf = 1.0 / np.arange(1, _V + 1)
+_zipf /= _zipf.sum()
+_w_small = Tensor(np.zeros((_V, 4), dtype=np.float32), requires_grad=True)
+for _bt in [(8, 64), (32, 256), (64, 1024)]:
+    _batch = _rng.choice(_V, size=_bt, p=_zipf)
+    _w_small.grad = None
+    embedding(Tensor(_batch), _w_small).sum().backward()
+    _touched = int(np.count_nonzero(np.any(_w_small.grad.numpy() != 0, axis=1)))
+    print(f"batch {_bt[0]:>2} x {_bt[1]:>4} = {_batch.size:>6} ids: {_touched:>6} rows touched "
+          f"({100 * _touched / _V:5.1f}% of the table)")
+
+# %% [markdown]
+# Most of the dense `(V, D)` gradient we allocate is zeros. That is why PyTorch offers
+# `nn.Embedding(..., sparse=True)`, whose gradient is a sparse tensor holding only the touched
+# rows (with the `SparseAdam` optimizer), and why large recommendation models (tables with
+# billions of rows) are built around sparse updates. Note the catch with Adam: its momentum
+# makes *every* row move on every step, touched or not, unless the optimizer is sparse too.
+#
+# ### Gather versus one-hot matmul
+#
+# Finally the two ways of section 1, timed: the gather, and the one-hot matrix product
+# (including building the one-hot matrix), for a batch of 512 ids and growing vocabularies.
+
+# %%
+def median_time(fn, repeats=5):
+    """Median wall time of fn() in seconds, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+_n, _D = 512, 128
+_vocab = [500, 2000, 8000, 16000]
+_t_gather, _t_onehot = [], []
+for _V in _vocab:
+    _table = np.random.default_rng(0).standard_normal((_V, _D)).astype(np.float32)
+    _ids = np.random.default_rng(1).integers(0, _V, _n)
+    _table_t, _ids_t = Tensor(_table), Tensor(_ids)
+    _t_gather.append(median_time(lambda: embedding(_ids_t, _table_t)))
+
+    def _onehot_matmul():
+        onehot = np.zeros((_n, _V), dtype=np.float32)
+        onehot[np.arange(_n), _ids] = 1.0
+        return onehot @ _table
+
+    assert np.array_equal(_onehot_matmul(), _table[_ids])
+    _t_onehot.append(median_time(_onehot_matmul))
+    print(f"V = {_V:>6}: gather {_t_gather[-1] * 1e3:7.3f} ms   one-hot matmul {_t_onehot[-1] * 1e3:8.3f} ms "
+          f"({_t_onehot[-1] / _t_gather[-1]:5.0f}x)")
+
+fig, ax = plt.subplots(figsize=(6, 3.5))
+ax.loglog(_vocab, np.array(_t_gather) * 1e3, "o-", label="gather (embedding op)")
+ax.loglog(_vocab, np.array(_t_onehot) * 1e3, "s-", label="one-hot @ W")
+ax.set_xlabel("vocabulary size V")
+ax.set_ylabel("time (ms), 512 ids, D = 128")
+ax.legend()
+ax.set_title("the gather's cost does not grow with V")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The gather copies $n \cdot D$ numbers whatever $V$ is (its time includes tinytorch's
+# dispatch and the index check, which dominate at this size); the one-hot product does
+# $2 n V D$ FLOPs and grows linearly with $V$.
+#
+# ## 9. What PyTorch does
+#
+# - `torch.nn.Embedding` / `F.embedding` are the same op: a gather (`index_select`) forward
+#   and an `embedding_dense_backward` that sorts the ids and sums runs of equal ids (on the
+#   GPU, atomics or a segmented reduction) — a scatter-add that accumulates, like yours.
+#   `padding_idx` behaves as here: the row is zeroed at construction and gets no gradient.
+# - Options we skipped: `max_norm` (renormalise looked-up rows in place),
+#   `scale_grad_by_freq` (divide each row's gradient by its count in the batch), and
+#   `sparse=True` (sparse gradients, see above). `nn.EmbeddingBag` fuses the lookup with a
+#   sum or mean over a bag of ids, never materialising the `(n, D)` rows.
+# - Modern language models mostly do not add a position vector at all: **RoPE** (rotary
+#   position embedding, Llama and most current models) *rotates* the query and key vectors
+#   of attention by the same angles $\omega_i p$ as the sinusoidal table, so that their dot
+#   product depends on $p - q$ only — exactly the property you measured above, applied
+#   inside attention. **ALiBi** adds a distance penalty to the attention scores instead.
+#   GPT-2 uses learned positions like `LearnedPositionalEmbedding`.
+#
+# If PyTorch is installed, compare directly (skipped otherwise):
+
+# %%
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("PyTorch is not installed; skipping the comparison.")
+
+if torch is not None:
+    _rng = np.random.default_rng(5)
+    _wd = _rng.standard_normal((10, 4))
+    _ids = _rng.integers(0, 10, (3, 7))
+    _ours = Tensor(_wd, requires_grad=True)
+    _up = _rng.standard_normal((3, 7, 4))
+    embedding(Tensor(_ids), _ours, padding_idx=2).backward(Tensor(_up))
+    _theirs = torch.tensor(_wd, requires_grad=True)
+    torch.nn.functional.embedding(torch.from_numpy(_ids), _theirs, padding_idx=2).backward(torch.from_numpy(_up))
+    print("weight gradient max |difference| vs PyTorch:", np.abs(_ours.grad.numpy() - _theirs.grad.numpy()).max())
+
+# %% [markdown]
+# ## 10. Recap
+#
+# - An embedding lookup `W[ids]` equals a one-hot matrix times `W`; computing it as a
+#   **gather** costs $n \cdot D$ copies instead of $2 n V D$ FLOPs.
+# - Its backward is the transpose: a **scatter-add** of the upstream rows into the table's
+#   gradient. Repeated ids must **accumulate** — `np.add.at`, not `g[ids] += ...`.
+# - `padding_idx` gives a row that starts at zero and never learns.
+# - Attention ignores order, so positions are added: a fixed **sinusoidal** table (a clock
+#   of frequencies; dot products depend only on distance; relative shifts are linear maps),
+#   or a **learned** table that cannot go beyond `max_len`.
+# - A table is $4 V D$ bytes (and four times that when training with Adam); a batch's
+#   gradient touches only a small fraction of its rows.
+# - The op is one `apply` call, `"embedding"` with attributes `indices` and `padding_idx`,
+#   and its gradient is one `@backward_rule` registered from this module.
+#
+# Run `tito test module 11` to check your work against the full test suite.

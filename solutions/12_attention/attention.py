@@ -1,0 +1,1020 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Module 12 — Attention: every token looks at every other token
+#
+# An embedding (module 11) gives each token a vector of its own, blind to its neighbours:
+# "bank" gets the same vector in "river bank" and "bank account". **Attention** is the layer
+# that lets every token gather information from the others, with weights it computes on
+# the fly from the data itself. It is the heart of the transformer (module 13) and of every
+# large language model. In this module you build **scaled dot-product attention** with
+# causal and padding masks, and **multi-head attention** with PyTorch's parameterisation, so
+# that weights copied from `torch.nn.MultiheadAttention` give the same outputs and gradients.
+#
+# ## Goals
+#
+# By the end of this module you will be able to
+#
+# - explain attention as a **soft dictionary lookup**: queries compare with keys, a softmax
+#   turns the scores into weights, the output is a weighted average of the values;
+# - derive, and **measure**, why the scores are divided by $\sqrt{d}$;
+# - build **causal** and **padding** masks as boolean tensors, apply them with a numerically
+#   stable softmax, and decide what a row with *nothing* to attend to returns;
+# - build `scaled_dot_product_attention` with PyTorch's semantics, and multi-head attention
+#   that **splits and merges heads with views** (shapes and strides, no copies);
+# - check **causality**: changing a future token never changes an earlier output;
+# - measure attention's cost — the $T \times T$ score matrix makes memory and time grow as
+#   $O(T^2)$ — and see how FlashAttention avoids storing it.
+#
+# ## Prerequisites
+#
+# - Module 01: `Tensor`, views (`reshape`, `transpose`, strides), batched `matmul`, `where`.
+# - Module 02: the stable `softmax`. Module 03: `Module`, `Parameter`, `Linear`, init.
+# - Module 06: autograd and `gradcheck`. Module 11: embeddings and positions.
+#
+# Nothing new is registered with autograd here: attention is a **composite** of ops whose
+# backward rules you already have (matmul, multiply, `where`, softmax, views), so its
+# gradient comes for free — and `gradcheck` confirms it.
+#
+# ## How this notebook works
+#
+# Cells marked `#| export` become the file `tinytorch/nn/attention.py` when you run
+# `tito export 12` (or `tito test module 12`). `scaled_dot_product_attention` is
+# re-exported as `tinytorch.nn.functional.scaled_dot_product_attention`, the layer as
+# `tinytorch.nn.MultiheadAttention`. Cells with `# YOUR CODE HERE` are yours; the **check**
+# cell after each one prints a ✓ or says what is wrong.
+
+# %%
+#| default_exp nn.attention
+
+# %%
+import sys
+import time
+import tracemalloc
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+import tinytorch
+from tinytorch import Tensor
+from tinytorch.autograd import gradcheck
+from tinytorch.nn.embedding import sinusoidal_positions
+
+# %% [markdown]
+# ## 1. The idea: a soft dictionary lookup
+#
+# A Python `dict` maps keys to values: `d[q]` finds the key equal to the query `q` and
+# returns its value. Attention does the same with vectors, **softly**. There are $S$ keys
+# $k_j \in \mathbb{R}^E$, each with a value $v_j \in \mathbb{R}^{E_v}$. A query
+# $q \in \mathbb{R}^E$ is compared with every key by a dot product, the **score**
+# $s_j = q \cdot k_j$ (large when they point the same way). A softmax turns the scores into
+# **weights** $a_j \ge 0$ that sum to 1, and the answer is the weighted average of the values:
+#
+# $$a = \operatorname{softmax}(s), \qquad \text{out} = \sum_j a_j v_j .$$
+#
+# If one key matches much better than the others, its weight is close to 1 and we get (almost)
+# its value, like a dict; if several match, we get a blend. And unlike a dict lookup, every
+# step is differentiable, so the model can *learn* what to ask for and what to offer.
+#
+# With $L$ queries at once, stacked as rows of $Q$ ($L \times E$), and keys and values as
+# rows of $K$ ($S \times E$) and $V$ ($S \times E_v$), all the scores are one matrix product
+# and all the outputs another:
+#
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{E}}\right) V
+#   \qquad (L \times S \text{ weights}, \; L \times E_v \text{ output}).$$
+#
+# In **self-attention**, $Q$, $K$ and $V$ are three linear projections of the *same*
+# sequence, so $L = S = T$ and every token both asks and answers. The picture shows one
+# query against four keys.
+
+# %%
+_keys = np.array([[1.0, 0.0], [0.7, 0.7], [0.0, 1.0], [-1.0, 0.2]])
+_vals = np.array([10.0, 20.0, 30.0, 40.0])
+_q = np.array([2.0, 0.5])
+_s = _keys @ _q
+_a = np.exp(_s - _s.max()) / np.exp(_s - _s.max()).sum()
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+for j, k in enumerate(_keys):
+    axes[0].arrow(0, 0, *k, head_width=0.06, color=f"C{j}", length_includes_head=True)
+    axes[0].text(*(k * 1.12), f"k{j}", color=f"C{j}")
+axes[0].arrow(0, 0, *_q, head_width=0.08, color="black", length_includes_head=True)
+axes[0].text(*(_q * 1.05), "query", fontsize=10)
+axes[0].set_xlim(-1.3, 2.4)
+axes[0].set_ylim(-0.4, 1.3)
+axes[0].set_aspect("equal")
+axes[0].set_title("scores s_j = q · k_j")
+axes[1].bar(range(4), _a, color=[f"C{j}" for j in range(4)])
+axes[1].set_xticks(range(4), [f"k{j}: s={s:.2f}\nv={v:g}" for j, (s, v) in enumerate(zip(_s, _vals))])
+axes[1].set_ylabel("weight a_j")
+axes[1].set_title(f"softmax weights; output = Σ a_j v_j = {_a @ _vals:.1f}")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 2. Why divide by $\sqrt{E}$?
+#
+# Suppose the components of $q$ and $k$ are independent with mean 0 and variance 1 (roughly
+# what a well-initialised network produces). Then $q \cdot k = \sum_{i=1}^{E} q_i k_i$ is a
+# sum of $E$ independent terms, each of variance $\operatorname{Var}(q_i k_i) = 1$, so
+#
+# $$\operatorname{Var}(q \cdot k) = E, \qquad \operatorname{std}(q \cdot k) = \sqrt{E}.$$
+#
+# With $E = 64$ the scores spread over ±8 or more, and a softmax of such numbers is almost
+# one-hot: one weight ≈ 1, the rest ≈ 0. That is a problem for **learning**: the softmax's
+# Jacobian is $\operatorname{diag}(a) - a a^\top$, which is ≈ 0 when $a$ is one-hot, so
+# almost no gradient flows to the queries and keys. Dividing by $\sqrt{E}$ brings the scores
+# back to variance 1, whatever the width. Measured:
+
+# %%
+_rng = np.random.default_rng(0)
+_dims = [4, 16, 64, 256, 1024]
+_var_raw, _var_scaled, _max_raw, _max_scaled = [], [], [], []
+for _E in _dims:
+    _qq = _rng.standard_normal((400, _E, 1))
+    _kk = _rng.standard_normal((400, 32, _E))
+    _sc = (_kk @ _qq)[..., 0]                                # 400 queries x 32 keys each
+    _var_raw.append(_sc.var())
+    _var_scaled.append((_sc / np.sqrt(_E)).var())
+    for _x, _out in [(_sc, _max_raw), (_sc / np.sqrt(_E), _max_scaled)]:
+        _w = np.exp(_x - _x.max(1, keepdims=True))
+        _out.append((_w / _w.sum(1, keepdims=True)).max(1).mean())
+    print(f"E = {_E:>4}: Var(q·k) = {_var_raw[-1]:7.1f}   Var(q·k/√E) = {_var_scaled[-1]:.2f}   "
+          f"mean largest weight: {_max_raw[-1]:.2f} unscaled, {_max_scaled[-1]:.2f} scaled")
+
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+axes[0].loglog(_dims, _var_raw, "o-", label="q·k")
+axes[0].loglog(_dims, _var_scaled, "s-", label="q·k / √E")
+axes[0].loglog(_dims, _dims, "k:", label="E")
+axes[0].set_xlabel("E")
+axes[0].set_ylabel("variance of the scores")
+axes[0].legend()
+axes[1].semilogx(_dims, _max_raw, "o-", label="unscaled")
+axes[1].semilogx(_dims, _max_scaled, "s-", label="scaled by 1/√E")
+axes[1].axhline(1 / 32, color="k", ls=":", label="uniform (1/32)")
+axes[1].set_xlabel("E")
+axes[1].set_ylabel("mean largest softmax weight")
+axes[1].legend()
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Without scaling, the softmax becomes a hard arg-max as $E$ grows; with it, the weights
+# stay spread out the same way at every width.
+#
+# The package file starts here.
+
+# %%
+#| export
+"""Attention (module 12): masks, scaled dot-product attention and multi-head attention, built
+from ops that autograd already knows (matmul, where, softmax, views)."""
+import math
+
+import numpy as np
+
+from tinytorch._tensor import Tensor, broadcast_shapes, rand, where, zeros
+from tinytorch.nn.activations import softmax
+from tinytorch.nn.layers import Linear, Module, Parameter, constant_, xavier_uniform_
+
+__all__ = ["causal_mask", "apply_attn_mask", "attention_weights", "scaled_dot_product_attention",
+           "split_heads", "merge_heads", "MultiheadAttention"]
+
+# %% [markdown]
+# ## 3. Masks: who may look at whom
+#
+# Two situations need some scores to be **forbidden**.
+#
+# - **Causal (look-ahead) mask.** A language model predicts token $t+1$ from tokens
+#   $0..t$. In training, all positions are computed at once, so position $i$ must not see
+#   keys $j > i$ — otherwise it could read the answer. The allowed pairs form the lower
+#   triangle, $j \le i$.
+# - **Padding mask.** Sequences in a batch have different lengths and are padded to a
+#   common one (module 11's `padding_idx`). No query should attend to a padding key: the
+#   columns of the padding positions are forbidden for every query of that sequence.
+#
+# We follow `torch.nn.functional.scaled_dot_product_attention`'s convention: a **boolean
+# mask is True where attention is allowed** ("takes part"), and it **broadcasts** to the
+# score shape `(..., L, S)`. A forbidden score is replaced by $-\infty$, because
+# $e^{-\infty} = 0$: after the softmax it gets weight exactly 0 and the other weights still
+# sum to 1. A **float** mask is *added* to the scores instead (0 = keep, $-\infty$ = forbid,
+# anything in between = a bias, as ALiBi uses).
+#
+# Write `causal_mask(L, S=None, diagonal=0)`: the bool `(L, S)` tensor that is True where
+# key $j \le i + \text{diagonal}$ (like `torch.ones(L, S).tril(diagonal)`). With $L = S$ and
+# `diagonal=0` it is the lower triangle. (`diagonal = S − L` aligns the *last* query with the
+# last key: that is what a cached decoder of module 18 needs when $L$ new queries meet $S$
+# keys.)
+
+# %% nbgrader={"grade": false, "grade_id": "causal-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def causal_mask(L, S=None, diagonal=0):
+    """Bool (L, S) Tensor, True where query i may attend to key j, i.e. j <= i + diagonal."""
+    # Hint: np.tril(np.ones((L, S), dtype=bool), k=diagonal) -- or compare np.arange(S)[None, :]
+    # with np.arange(L)[:, None] + diagonal; wrap it in a Tensor.
+    S = L if S is None else S
+    ### BEGIN SOLUTION
+    return Tensor(np.arange(S)[None, :] <= np.arange(L)[:, None] + diagonal)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-causal-mask", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+_m = causal_mask(4)
+assert isinstance(_m, Tensor) and _m.dtype == tinytorch.bool_ and _m.shape == (4, 4)
+np.testing.assert_array_equal(_m.numpy(), np.tril(np.ones((4, 4), dtype=bool)))
+np.testing.assert_array_equal(causal_mask(2, 5).numpy(), np.tril(np.ones((2, 5), dtype=bool)))
+np.testing.assert_array_equal(causal_mask(2, 5, diagonal=3).numpy(), np.tril(np.ones((2, 5), dtype=bool), 3))
+print("✓ causal_mask")
+
+# %% [markdown]
+# The two masks for a batch of two sequences of length 6, the second with 2 padding tokens
+# at the end. Combined (logical *and*), each sequence gets its own `(L, S)` mask: the
+# padding mask has shape `(B, 1, 1, S)` (one row per sequence, broadcast over heads and
+# queries), the causal mask `(L, S)`.
+
+# %%
+_T = 6
+_lengths = np.array([6, 4])
+_pad = np.arange(_T)[None, :] < _lengths[:, None]          # (B, S): True = a real token
+_causal = causal_mask(_T).numpy()
+_both = _causal[None] & _pad[:, None, :]                   # (B, L, S)
+fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+for ax, m, title in [(axes[0], _causal, "causal: key j ≤ query i"),
+                     (axes[1], np.broadcast_to(_pad[1], (_T, _T)), "padding (sequence 2: length 4)"),
+                     (axes[2], _both[1], "both (sequence 2)")]:
+    ax.imshow(m, cmap="Greens", vmin=0, vmax=1.3)
+    for (r, c), v in np.ndenumerate(m):
+        ax.text(c, r, "✓" if v else "−∞", ha="center", va="center", fontsize=8)
+    ax.set_xlabel("key j")
+    ax.set_ylabel("query i")
+    ax.set_title(title, fontsize=10)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Now apply a mask to a tensor of scores. `apply_attn_mask(scores, attn_mask, is_causal)`
+# returns the scores with forbidden entries at $-\infty$ (boolean mask: `masked_fill` where
+# the mask is **False**) or with the float mask added; `is_causal=True` means "the causal
+# mask of the scores' last two dimensions". The provided `_mask_array` turns a mask given as
+# a Tensor, numpy array or list into a numpy array and checks that it broadcasts.
+#
+# ### A row with nothing to attend to
+#
+# What if a query may look at **no** key at all (a row of the mask is all False — a padding
+# query whose keys are all padding, or a causal mask with `diagonal < 0`)? Every score of the
+# row is $-\infty$, and the softmax computes $e^{-\infty - (-\infty)} = e^{\text{nan}}$: the
+# row becomes NaN, the NaN spreads to the output, and in the backward pass to every gradient
+# of the batch — one bad row ruins a training step. Older PyTorch returned NaN there (and
+# `nn.MultiheadAttention` still does); PyTorch 2.5's `scaled_dot_product_attention` returns
+# **zeros**, and so do we: a query that may attend to nothing receives nothing, and its
+# gradient is zero.
+#
+# To get zeros *with a clean gradient*, it is not enough to replace the NaN afterwards (the
+# softmax's backward would still multiply by NaN). Instead, find the dead rows first, give
+# them harmless finite scores (0) before the softmax, and zero their weights after it.
+#
+# Write `attention_weights(query, key, attn_mask=None, is_causal=False, scale=None)`:
+# scores $Q K^\top \cdot \text{scale}$ (scale defaults to $1/\sqrt{E}$), masked, dead rows
+# handled, softmax over the keys (module 02's stable softmax subtracts the row maximum, so
+# scores of 10⁴ do not overflow).
+
+# %% nbgrader={"grade": false, "grade_id": "attention-weights", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _mask_array(attn_mask, score_shape):
+    """attn_mask (Tensor, numpy array or list) as a numpy array that broadcasts to score_shape."""
+    m = attn_mask.numpy() if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+    if m.dtype != np.bool_ and m.dtype.kind != "f":
+        raise TypeError(f"attn_mask must be boolean (True = attend) or floating (added to the "
+                        f"scores), got dtype {m.dtype}")
+    try:
+        ok = broadcast_shapes(m.shape, tuple(score_shape)) == tuple(score_shape)
+    except Exception:
+        ok = False
+    if not ok:
+        raise ValueError(f"attn_mask of shape {m.shape} does not broadcast to the attention "
+                         f"scores' shape {tuple(score_shape)} (..., L, S)")
+    return m
+
+
+def apply_attn_mask(scores, attn_mask=None, is_causal=False):
+    """scores (..., L, S) with forbidden entries set to -inf (bool mask False, or above the causal
+    diagonal) or with a float mask added."""
+    # Hints:
+    # - is_causal: m = causal_mask(L, S).numpy(); scores.masked_fill(~m, float("-inf"));
+    # - bool mask: scores.masked_fill(~m, float("-inf")) (~ is numpy's logical not);
+    # - float mask: scores + Tensor(m.astype(<scores' dtype>)).
+    ### BEGIN SOLUTION
+    if is_causal:
+        scores = scores.masked_fill(~causal_mask(*scores.shape[-2:]).numpy(), float("-inf"))
+    if attn_mask is not None:
+        m = _mask_array(attn_mask, scores.shape)
+        if m.dtype == np.bool_:
+            scores = scores.masked_fill(~m, float("-inf"))
+        else:
+            scores = scores + Tensor(m.astype(scores.dtype))
+    return scores
+    ### END SOLUTION
+
+
+def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
+    """softmax(query @ key^T * scale + mask) over the keys: (..., L, S) weights, rows summing to 1;
+    rows where every key is masked out are all zeros."""
+    # Hints:
+    # - scale = 1 / math.sqrt(E) when None (E = query.shape[-1]);
+    # - scores = apply_attn_mask(query @ key.mT * scale, attn_mask, is_causal);
+    # - dead = np.all(scores.numpy() == -np.inf, axis=-1, keepdims=True)  (numpy bool, a constant);
+    # - w = softmax(where(dead, 0.0, scores), dim=-1); return where(dead, 0.0, w).
+    ### BEGIN SOLUTION
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    scores = apply_attn_mask(query @ key.mT * scale, attn_mask, is_causal)
+    dead = np.all(scores.numpy() == -np.inf, axis=-1, keepdims=True)
+    if not dead.any():
+        return softmax(scores, dim=-1)
+    w = softmax(where(dead, 0.0, scores), dim=-1)
+    return where(dead, 0.0, w)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-attention-weights", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _softmax_np(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+_rng = np.random.default_rng(1)
+_qd, _kd = _rng.standard_normal((2, 5, 4)), _rng.standard_normal((2, 7, 4))
+_w = attention_weights(Tensor(_qd), Tensor(_kd))
+assert _w.shape == (2, 5, 7)
+np.testing.assert_allclose(_w.numpy(), _softmax_np(_qd @ _kd.transpose(0, 2, 1) / 2.0), rtol=1e-12)
+np.testing.assert_allclose(attention_weights(Tensor(_qd), Tensor(_kd), scale=0.3).numpy(),
+                           _softmax_np(_qd @ _kd.transpose(0, 2, 1) * 0.3), rtol=1e-12)
+_bm = _rng.random((5, 7)) < 0.6
+_bm[:, 0] = True
+_wm = attention_weights(Tensor(_qd), Tensor(_kd), attn_mask=Tensor(_bm)).numpy()
+assert np.all(_wm[:, ~_bm] == 0) and np.allclose(_wm.sum(-1), 1.0)
+_ref = _softmax_np(np.where(_bm, _qd @ _kd.transpose(0, 2, 1) / 2.0, -np.inf))
+np.testing.assert_allclose(_wm, _ref, rtol=1e-12)
+_fm = _rng.standard_normal((5, 7))
+np.testing.assert_allclose(attention_weights(Tensor(_qd), Tensor(_kd), attn_mask=_fm).numpy(),
+                           _softmax_np(_qd @ _kd.transpose(0, 2, 1) / 2.0 + _fm), rtol=1e-12)
+_wc = attention_weights(Tensor(_qd), Tensor(_kd), is_causal=True).numpy()
+assert np.all(np.triu(_wc[0], 1) == 0) and np.allclose(_wc.sum(-1), 1.0)
+_dead = np.ones((5, 7), dtype=bool)
+_dead[2] = False                                          # query 2 may look at nothing
+_qt = Tensor(_qd, requires_grad=True)
+_wd = attention_weights(_qt, Tensor(_kd), attn_mask=_dead)
+assert np.all(_wd.numpy()[:, 2] == 0) and np.allclose(np.delete(_wd.numpy(), 2, axis=1).sum(-1), 1.0)
+(_wd * Tensor(_rng.standard_normal(_wd.shape))).sum().backward()
+assert np.all(np.isfinite(_qt.grad.numpy())) and np.all(_qt.grad.numpy()[:, 2] == 0)
+_big = attention_weights(Tensor(_qd * 1e4), Tensor(_kd))
+assert np.all(np.isfinite(_big.numpy())), "use the stable softmax: scores of 1e4 must not overflow"
+print("✓ masks and attention weights")
+
+# %% [markdown]
+# ## 4. Scaled dot-product attention
+#
+# With the weights, attention is one more matmul: $\text{out} = A V$. The provided wrapper
+# checks the shapes the way PyTorch's `scaled_dot_product_attention` does — `query
+# (..., L, E)`, `key (..., S, E)`, `value (..., S, E_v)`, with leading (batch, head)
+# dimensions that broadcast — and, like PyTorch, refuses an explicit `attn_mask` together
+# with `is_causal=True` (which one would win?).
+#
+# **Dropout on the attention weights.** Transformers often drop random attention weights
+# during training (each weight is zeroed with probability `dropout_p`, the survivors scaled
+# by $1/(1-p)$ so the expectation is unchanged). The provided `_attention_dropout` does this
+# with `tinytorch.rand` and `where`; as in PyTorch's functional version, it applies whenever
+# `dropout_p > 0` (the `MultiheadAttention` layer passes 0 in eval mode).
+#
+# Write the body of `scaled_dot_product_attention`.
+
+# %% nbgrader={"grade": false, "grade_id": "sdpa", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _attention_dropout(weights, p):
+    """Zero each weight with probability p and scale the rest by 1/(1-p) (inverted dropout)."""
+    if p == 0.0:
+        return weights
+    if p >= 1.0:
+        return weights * 0.0
+    keep = rand(*weights.shape, dtype=weights.dtype).numpy() >= p
+    return where(keep, weights * (1.0 / (1.0 - p)), 0.0)
+
+
+def _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal):
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"scaled_dot_product_attention: {name} must be a Tensor, got {type(t).__name__}")
+        if t.ndim < 2 or t.dtype.kind != "f":
+            raise ValueError(f"scaled_dot_product_attention: {name} must be a floating tensor of "
+                             f"shape (..., seq_len, dim), got shape {t.shape} and dtype {t.dtype}")
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"scaled_dot_product_attention: query {query.shape} and key {key.shape} "
+                         f"must have the same last dimension E (scores are dot products q·k)")
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"scaled_dot_product_attention: key {key.shape} and value {value.shape} "
+                         f"must have the same sequence length S (one value per key)")
+    try:
+        broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    except Exception:
+        raise ValueError(f"scaled_dot_product_attention: the batch dimensions of query {query.shape}, "
+                         f"key {key.shape} and value {value.shape} do not broadcast") from None
+    if attn_mask is not None and is_causal:
+        raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not "
+                         "both (combine them yourself: causal_mask(L, S) & your_mask)")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None):
+    """softmax(query @ key^T * scale + mask) @ value (torch.nn.functional.scaled_dot_product_attention).
+
+    query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev). attn_mask: bool
+    (True = attend) or float (added), broadcasting to (..., L, S); is_causal: the causal mask;
+    scale: defaults to 1/sqrt(E). A query that may attend to no key gets zeros.
+    """
+    _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal)
+    # Hint: three lines: the weights, dropout on them, the product with value.
+    ### BEGIN SOLUTION
+    weights = attention_weights(query, key, attn_mask, is_causal, scale)
+    weights = _attention_dropout(weights, dropout_p)
+    return weights @ value
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-sdpa", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(2)
+_qd, _kd, _vd = (_rng.standard_normal((2, 3, 5, 4)), _rng.standard_normal((2, 3, 6, 4)),
+                 _rng.standard_normal((2, 3, 6, 2)))
+_out = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), Tensor(_vd))
+assert _out.shape == (2, 3, 5, 2)
+np.testing.assert_allclose(_out.numpy(), _softmax_np(_qd @ _kd.swapaxes(-1, -2) / 2.0) @ _vd, rtol=1e-12)
+_oc = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), Tensor(_vd), is_causal=True)
+_wc = _softmax_np(np.where(np.tril(np.ones((5, 6), bool)), _qd @ _kd.swapaxes(-1, -2) / 2.0, -np.inf))
+np.testing.assert_allclose(_oc.numpy(), _wc @ _vd, rtol=1e-12)
+_ins = [Tensor(a, requires_grad=True) for a in (_qd[0, :2], _kd[0, :2], _vd[0, :2])]
+assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, is_causal=True), _ins)
+_bm = Tensor(_rng.random((5, 6)) < 0.5)
+assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, attn_mask=_bm), _ins)
+tinytorch.manual_seed(0)
+_eye = Tensor(np.eye(6))                                 # value = identity: the output IS the weights
+_plain = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), _eye).numpy()
+_drop = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), _eye, dropout_p=0.5).numpy()
+assert np.all(np.isclose(_drop, 0.0) | np.isclose(_drop, 2 * _plain)) and 0.3 < np.mean(_drop == 0) < 0.7
+try:
+    scaled_dot_product_attention(Tensor(_qd), Tensor(_kd[..., :3]), Tensor(_vd))
+    raise AssertionError("E of query and key differ: must raise")
+except ValueError as e:
+    assert "(2, 3, 5, 4)" in str(e) and "(2, 3, 6, 3)" in str(e), str(e)
+print("✓ scaled_dot_product_attention")
+
+# %% [markdown]
+# ### A toy sequence: what attention looks at
+#
+# Let us build two hand-made attention patterns on a short sentence and look at their
+# weights. Module 11 showed that shifting a position by $k$ is a fixed linear map $R_k$ of
+# the sinusoidal table. So a query $q_i = P_i R_{-1}$ looks like the key of the **previous**
+# position, $k_{i-1} = P_{i-1}$: a "previous-token" pattern made of positions alone. A second
+# pattern uses the token embeddings only ($q = k = $ embedding): each token attends to the
+# earlier copies of **itself**. Real heads learn such patterns (GPT-2 has previous-token
+# heads); here we construct them to see how the heatmap reads. Both are causal.
+
+# %%
+def shift_matrix(k, dim, base=10000.0):
+    """R_k with P[p + k] = P[p] @ R_k for the sinusoidal table (module 11)."""
+    R = np.zeros((dim, dim))
+    for c in range(0, dim, 2):
+        a = k * base ** (-c / dim)
+        R[c:c + 2, c:c + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+    return R
+
+
+_words = "the cat sat on the mat because the cat was tired".split()
+_T, _D = len(_words), 32
+_P = sinusoidal_positions(_T, _D, dtype=tinytorch.float64).numpy()
+_vocab = {w: i for i, w in enumerate(dict.fromkeys(_words))}
+_emb = np.random.default_rng(0).standard_normal((len(_vocab), _D))
+_X = _emb[[_vocab[w] for w in _words]]
+_heads = {
+    "previous-token head (positions)": (_P @ shift_matrix(-1, _D), _P, 4.0),
+    "same-token head (embeddings)": (_X, _X, 1.0 / np.sqrt(_D)),
+}
+fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+for ax, (title, (_qq, _kk, _sc)) in zip(axes, _heads.items()):
+    _w = attention_weights(Tensor(_qq), Tensor(_kk), is_causal=True, scale=_sc).numpy()
+    ax.imshow(_w, cmap="Blues", vmin=0, vmax=1)
+    ax.set_xticks(range(_T), _words, rotation=60, fontsize=8)
+    ax.set_yticks(range(_T), _words, fontsize=8)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query")
+    ax.set_title(title, fontsize=10)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Each row is one query's weights over the keys (they sum to 1; the upper triangle is zero
+# by causality). Left: the bright band just below the diagonal is "look at the previous
+# token" (the first token has no previous one, so it keeps itself). Right: "the", "cat"
+# find their earlier occurrences; tokens seen for the first time can only attend to
+# themselves. One attention layer could use *both* patterns at once — that is what multiple
+# heads are for.
+#
+# ## 5. Multi-head attention
+#
+# One softmax produces one weighted average per query: one "question" per token. A model
+# usually wants several at once (the previous token, the subject of the sentence, the
+# matching bracket, ...). **Multi-head attention** runs $H$ attentions in parallel on $H$
+# slices of the model width $E$, each of size $d = E / H$, and concatenates the results:
+#
+# $$\text{head}_h = \operatorname{Attention}(X W_q^{(h)}, X W_k^{(h)}, X W_v^{(h)}), \qquad
+#   \operatorname{MHA}(X) = [\text{head}_1, \dots, \text{head}_H]\, W_o^\top + b_o .$$
+#
+# It costs the same as one head of full width: the projections are single $E \times E$
+# matrices $W_q, W_k, W_v$ whose outputs are **cut** into $H$ pieces of $d$ columns. The cut
+# is pure bookkeeping, and this is where module 01's views pay off:
+#
+# - **split**: `(B, T, E)` → `reshape(B, T, H, d)` (the last dimension read as $H \times d$:
+#   a view of contiguous memory) → `transpose(1, 2)` → `(B, H, T, d)` (a view: two strides
+#   swapped). Batched `matmul` then treats `(B, H)` as batch dimensions — all heads of all
+#   sequences in one call.
+# - **merge**: `(B, H, T, d)` → `transpose(1, 2)` → `(B, T, H, d)` → `reshape(B, T, E)`.
+#   The transpose is a view, but its result is no longer contiguous, so `reshape` has to
+#   copy (once, $B T E$ numbers) — unless the tensor came straight from a split.
+#
+# Write both.
+
+# %% nbgrader={"grade": false, "grade_id": "split-merge", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def split_heads(x, num_heads):
+    """(B, T, E) -> (B, H, T, E/H) with views only (reshape of the last dim, then transpose)."""
+    if x.shape[-1] % num_heads != 0:
+        raise ValueError(f"split_heads: the last dimension of {x.shape} is not divisible by num_heads={num_heads}")
+    ### BEGIN SOLUTION
+    *lead, T, E = x.shape
+    return x.reshape(*lead, T, num_heads, E // num_heads).transpose(-3, -2)
+    ### END SOLUTION
+
+
+def merge_heads(x):
+    """(B, H, T, d) -> (B, T, H*d): transpose back, then reshape (copies if not contiguous)."""
+    ### BEGIN SOLUTION
+    *lead, H, T, d = x.shape
+    return x.transpose(-3, -2).reshape(*lead, T, H * d)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-split-merge", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_x = tinytorch.randn(2, 5, 12)
+_h = split_heads(_x, 3)
+assert _h.shape == (2, 3, 5, 4), _h.shape
+assert _h.stride() == (60, 4, 12, 1), _h.stride()
+assert np.shares_memory(_h.numpy(), _x.numpy()), "split_heads must be a view"
+np.testing.assert_array_equal(_h.numpy()[1, 2], _x.numpy()[1, :, 8:12])    # head 2 = columns 8..11
+_back = merge_heads(_h)
+assert _back.shape == (2, 5, 12)
+np.testing.assert_array_equal(_back.numpy(), _x.numpy())
+_y = tinytorch.randn(2, 3, 5, 4)                     # a fresh (B, H, T, d), e.g. an attention output
+np.testing.assert_array_equal(merge_heads(_y).numpy(), _y.numpy().transpose(0, 2, 1, 3).reshape(2, 5, 12))
+assert split_heads(tinytorch.randn(5, 12), 4).shape == (4, 5, 3)
+print("✓ split_heads / merge_heads")
+
+# %% [markdown]
+# What the views did, in strides (elements skipped per step in each dimension):
+
+# %%
+_x = tinytorch.randn(2, 5, 12)
+print("x                 shape", _x.shape, "strides", _x.stride())
+print("reshape(2,5,3,4)  shape", _x.reshape(2, 5, 3, 4).shape, "strides", _x.reshape(2, 5, 3, 4).stride())
+_h = split_heads(_x, 3)
+print("split_heads(x, 3) shape", _h.shape, "strides", _h.stride(),
+      "contiguous:", _h.is_contiguous(), "shares x's memory:", np.shares_memory(_h.numpy(), _x.numpy()))
+_o = _h @ tinytorch.randn(4, 4)                       # any computation gives fresh, contiguous memory
+_t = _o.transpose(1, 2)
+print("out.transpose(1,2) strides", _t.stride(), "contiguous:", _t.is_contiguous())
+_m = merge_heads(_o)
+print("merge_heads(out)  shape", _m.shape, "strides", _m.stride(),
+      "shares out's memory:", np.shares_memory(_m.numpy(), _o.numpy()), "(reshape had to copy)")
+
+# %% [markdown]
+# ### The layer, with PyTorch's parameters
+#
+# `torch.nn.MultiheadAttention` stores the three input projections **packed** in one
+# parameter `in_proj_weight` of shape `(3E, E)` — rows `0..E-1` are $W_q$, then $W_k$, then
+# $W_v$ — with `in_proj_bias` `(3E,)`, and the output projection as a `Linear`, `out_proj`.
+# We use the same names and shapes, so a `state_dict` copied from PyTorch fits. The
+# initialisation is PyTorch's too: Xavier-uniform for `in_proj_weight`, zero biases,
+# `Linear`'s default for `out_proj.weight`.
+#
+# `forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+# average_attn_weights=True, is_causal=False)` follows PyTorch:
+#
+# - inputs `(N, L, E)` with `batch_first=True` (our default; PyTorch's default is `False`,
+#   `(L, N, E)` — every other tinytorch layer is batch-first, so we chose consistency), or
+#   unbatched `(L, E)`; `key`/`value` may be a different sequence (cross-attention, $S \ne L$);
+# - **careful: in this layer a boolean mask is True where attention is NOT allowed** — the
+#   opposite of `scaled_dot_product_attention`! `key_padding_mask (N, S)`: True marks padding
+#   keys; `attn_mask (L, S)` or `(N·H, L, S)`: True marks forbidden pairs. Float masks are
+#   added. (This historical inconsistency of PyTorch's is a classic source of bugs.) The
+#   provided `_mha_mask` converts both into one mask in SDPA's convention, of shape
+#   broadcasting to `(N, H, L, S)`; with `is_causal=True` and no `attn_mask`, it builds the
+#   causal mask (PyTorch insists on getting the mask too and treats `is_causal` as a hint);
+# - returns `(output, weights)`: the output `(N, L, E)`, and the attention weights averaged
+#   over the heads `(N, L, S)` (or per head `(N, H, L, S)` with
+#   `average_attn_weights=False`), or `None` when `need_weights=False`.
+#
+# The provided `forward` handles the layouts (unbatched, sequence-first) and the masks, and
+# calls `_attend` on batch-first inputs. Write `__init__`, `_reset_parameters` and `_attend`.
+
+# %% nbgrader={"grade": false, "grade_id": "mha", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
+    """MultiheadAttention's masks (bool True = NOT allowed, or float added) merged into one mask in
+    scaled_dot_product_attention's convention (bool True = attend, or float), broadcasting to
+    (N, H, L, S); None when there is no mask."""
+    allowed, added = [], []
+    if attn_mask is None and is_causal:
+        allowed.append(causal_mask(L, S).numpy())
+    for name, m, shapes in (("attn_mask", attn_mask, {(L, S): (1, 1, L, S), (N * H, L, S): (N, H, L, S)}),
+                            ("key_padding_mask", key_padding_mask, {(N, S): (N, 1, 1, S)})):
+        if m is None:
+            continue
+        m = m.numpy() if isinstance(m, Tensor) else np.asarray(m)
+        if m.shape not in shapes:
+            raise ValueError(f"MultiheadAttention: {name} of shape {m.shape} must have one of the "
+                             f"shapes {sorted(shapes)} (N={N}, num_heads={H}, L={L}, S={S})")
+        m = m.reshape(shapes[m.shape])
+        if m.dtype == np.bool_:
+            allowed.append(~m)                     # flip: True meant "masked out"
+        elif m.dtype.kind == "f":
+            added.append(m.astype(dtype))
+        else:
+            raise TypeError(f"MultiheadAttention: {name} must be bool or floating, got {m.dtype}")
+    if not allowed and not added:
+        return None
+    if not added:
+        return Tensor(np.logical_and.reduce(np.broadcast_arrays(*allowed)) if len(allowed) > 1 else allowed[0])
+    total = sum(added) + sum(np.where(a, 0.0, -np.inf).astype(dtype) for a in allowed)
+    return Tensor(total)
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention with PyTorch's parameters (torch.nn.MultiheadAttention):
+    in_proj_weight (3E, E), in_proj_bias (3E,), out_proj = Linear(E, E). batch_first=True by
+    default: inputs (N, L, E); boolean masks are True where attention is NOT allowed."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=True, dtype=None):
+        super().__init__()
+        if embed_dim % num_heads != 0:
+            raise ValueError(f"MultiheadAttention: embed_dim={embed_dim} must be divisible by "
+                             f"num_heads={num_heads} (each head gets embed_dim // num_heads features)")
+        self.embed_dim, self.num_heads = int(embed_dim), int(num_heads)
+        self.head_dim = self.embed_dim // self.num_heads
+        self.dropout, self.batch_first = float(dropout), bool(batch_first)
+        # Hints: in_proj_weight = Parameter(zeros(3E, E)); in_proj_bias = Parameter(zeros(3E)) or
+        # register_parameter("in_proj_bias", None) when bias=False; out_proj = Linear(E, E, bias=bias);
+        # pass dtype everywhere; then self._reset_parameters().
+        ### BEGIN SOLUTION
+        E = self.embed_dim
+        self.in_proj_weight = Parameter(zeros(3 * E, E, dtype=dtype))
+        if bias:
+            self.in_proj_bias = Parameter(zeros(3 * E, dtype=dtype))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(E, E, bias=bias, dtype=dtype)
+        self._reset_parameters()
+        ### END SOLUTION
+
+    def _reset_parameters(self):
+        """Xavier-uniform in_proj_weight, zero biases (out_proj.weight keeps Linear's init)."""
+        ### BEGIN SOLUTION
+        xavier_uniform_(self.in_proj_weight)
+        if self.in_proj_bias is not None:
+            constant_(self.in_proj_bias, 0.0)
+            constant_(self.out_proj.bias, 0.0)
+        ### END SOLUTION
+
+    def _project(self, x, i):
+        """x @ W_i^T + b_i for i = 0 (query), 1 (key), 2 (value): a slice (view) of the packed weight."""
+        E = self.embed_dim
+        out = x @ self.in_proj_weight[i * E:(i + 1) * E].T
+        if self.in_proj_bias is not None:
+            out = out + self.in_proj_bias[i * E:(i + 1) * E]
+        return out
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+            if key_padding_mask is not None:
+                kpm = key_padding_mask
+                key_padding_mask = kpm.unsqueeze(0) if isinstance(kpm, Tensor) else np.asarray(kpm)[None]
+        elif not self.batch_first:
+            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.ndim != 3 or t.shape[-1] != self.embed_dim:
+                raise ValueError(f"MultiheadAttention: {name} must be (N, L, {self.embed_dim}) "
+                                 f"(batch_first={self.batch_first}) or unbatched (L, {self.embed_dim}), "
+                                 f"got {t.shape}")
+        if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
+            raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value "
+                             f"{value.shape} need the same batch size, and key and value the same length")
+        N, L, _ = query.shape
+        mask = _mha_mask(attn_mask, key_padding_mask, N, self.num_heads, L, key.shape[1], is_causal, query.dtype)
+        out, weights = self._attend(query, key, value, mask, need_weights, average_attn_weights)
+        if unbatched:
+            out = out.squeeze(0)
+            weights = None if weights is None else weights.squeeze(0)
+        elif not self.batch_first:
+            out = out.transpose(0, 1)
+        return out, weights
+
+    def _attend(self, query, key, value, mask, need_weights, average_attn_weights):
+        """The core, on batch-first (N, L, E) / (N, S, E) inputs and a mask in SDPA's convention:
+        returns (output (N, L, E), weights: None, (N, L, S) averaged, or (N, H, L, S))."""
+        # Hints:
+        # - q, k, v = self._project(query, 0), self._project(key, 1), self._project(value, 2);
+        #   then split_heads(., self.num_heads) each -> (N, H, L or S, head_dim);
+        # - weights = attention_weights(q, k, mask); dropout (_attention_dropout) only when
+        #   self.training and self.dropout > 0;
+        # - out = self.out_proj(merge_heads(weights @ v));
+        # - weights to return: None unless need_weights; averaged over dim 1 (the heads) if
+        #   average_attn_weights.
+        ### BEGIN SOLUTION
+        q = split_heads(self._project(query, 0), self.num_heads)
+        k = split_heads(self._project(key, 1), self.num_heads)
+        v = split_heads(self._project(value, 2), self.num_heads)
+        weights = attention_weights(q, k, mask)
+        if self.training and self.dropout > 0:
+            weights = _attention_dropout(weights, self.dropout)
+        out = self.out_proj(merge_heads(weights @ v))
+        if not need_weights:
+            weights = None
+        elif average_attn_weights:
+            weights = weights.mean(dim=1)
+        return out, weights
+        ### END SOLUTION
+
+    def extra_repr(self):
+        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}, "
+                f"bias={self.in_proj_bias is not None}, batch_first={self.batch_first}")
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-mha", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+tinytorch.manual_seed(0)
+_mha = MultiheadAttention(12, 3, dtype=tinytorch.float64)
+assert [n for n, _ in _mha.named_parameters()] == ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+assert _mha.in_proj_weight.shape == (36, 12) and _mha.in_proj_bias.shape == (36,)
+assert np.all(_mha.in_proj_bias.numpy() == 0) and np.all(_mha.out_proj.bias.numpy() == 0)
+_bound = np.sqrt(6 / (36 + 12))
+assert np.abs(_mha.in_proj_weight.numpy()).max() <= _bound and _mha.in_proj_weight.numpy().std() > _bound / 2
+_rng = np.random.default_rng(3)
+with tinytorch.no_grad():                                  # non-zero biases, to test them
+    _mha.in_proj_bias.copy_(Tensor(_rng.standard_normal(36)))
+_xq, _xkv = _rng.standard_normal((2, 4, 12)), _rng.standard_normal((2, 6, 12))
+_kpm = np.zeros((2, 6), dtype=bool)
+_kpm[1, 4:] = True                                         # sequence 1: last two keys are padding
+_out, _wts = _mha(Tensor(_xq), Tensor(_xkv), Tensor(_xkv), key_padding_mask=Tensor(_kpm))
+
+
+def _reference_mha(m, xq, xkv, allowed):
+    """Loop over heads with numpy: the definition, written out."""
+    W, b = m.in_proj_weight.numpy(), m.in_proj_bias.numpy()
+    Q, K, V = (x @ W[i * 12:(i + 1) * 12].T + b[i * 12:(i + 1) * 12] for i, x in enumerate((xq, xkv, xkv)))
+    heads, ws = [], []
+    for h in range(3):
+        sl = slice(4 * h, 4 * h + 4)
+        s = np.where(allowed, Q[..., sl] @ K[..., sl].swapaxes(-1, -2) / 2.0, -np.inf)
+        ws.append(_softmax_np(s))
+        heads.append(ws[-1] @ V[..., sl])
+    out = np.concatenate(heads, -1) @ m.out_proj.weight.numpy().T + m.out_proj.bias.numpy()
+    return out, np.mean(ws, axis=0)
+
+
+_ref_out, _ref_w = _reference_mha(_mha, _xq, _xkv, ~_kpm[:, None, :])
+np.testing.assert_allclose(_out.numpy(), _ref_out, rtol=1e-10, atol=1e-12)
+np.testing.assert_allclose(_wts.numpy(), _ref_w, rtol=1e-10, atol=1e-12)
+assert np.all(_wts.numpy()[1, :, 4:] == 0)
+_o2, _w2 = _mha(Tensor(_xq), Tensor(_xq), Tensor(_xq), attn_mask=~causal_mask(4).numpy(), need_weights=False)
+assert _w2 is None
+np.testing.assert_allclose(_o2.numpy(), _reference_mha(_mha, _xq, _xq, np.tril(np.ones((4, 4), bool)))[0], rtol=1e-10)
+_o3, _ = _mha(Tensor(_xq), Tensor(_xq), Tensor(_xq), is_causal=True)
+np.testing.assert_allclose(_o3.numpy(), _o2.numpy(), rtol=1e-12)
+_small = MultiheadAttention(4, 2, dtype=tinytorch.float64)
+_xs = Tensor(_rng.standard_normal((1, 3, 4)), requires_grad=True)
+assert gradcheck(lambda x, w: _small(x, x, x, is_causal=True)[0], [_xs, _small.in_proj_weight])
+try:
+    MultiheadAttention(10, 3)
+    raise AssertionError("embed_dim 10 is not divisible by 3 heads: must raise")
+except ValueError as e:
+    assert "10" in str(e) and "3" in str(e)
+print("✓ MultiheadAttention")
+
+# %% [markdown]
+# ## 6. Causality, checked
+#
+# A causal model must never let position $i$ depend on a later position $j > i$. Two ways
+# to check it on a layer with random weights: change the last tokens and verify that the
+# earlier outputs do not move, and verify that the gradient of an early output with respect
+# to later inputs is exactly zero.
+
+# %%
+tinytorch.manual_seed(1)
+_layer = MultiheadAttention(16, 4, dtype=tinytorch.float64)
+_x = np.random.default_rng(4).standard_normal((1, 8, 16))
+_x2 = _x.copy()
+_x2[0, 5:] = 100.0 * np.random.default_rng(5).standard_normal((3, 16))   # rewrite tokens 5, 6, 7
+_y1 = _layer(Tensor(_x), Tensor(_x), Tensor(_x), is_causal=True)[0].numpy()
+_y2 = _layer(Tensor(_x2), Tensor(_x2), Tensor(_x2), is_causal=True)[0].numpy()
+print("max change of outputs 0..4:", np.abs(_y1[0, :5] - _y2[0, :5]).max(),
+      "| outputs 5..7:", np.abs(_y1[0, 5:] - _y2[0, 5:]).max().round(2))
+_xt = Tensor(_x, requires_grad=True)
+_layer(_xt, _xt, _xt, is_causal=True)[0][0, 3].sum().backward()
+print("|d out[3] / d x[j]| per position j:", np.abs(_xt.grad.numpy()[0]).sum(-1).round(3))
+assert np.all(_y1[0, :5] == _y2[0, :5]) and np.all(_xt.grad.numpy()[0, 4:] == 0)
+
+# %% [markdown]
+# Exactly zero, not "small": the masked weights are exact zeros, so no arithmetic path
+# connects a future token to the past.
+#
+# ## 7. Systems look: the $T \times T$ matrix
+#
+# For one head with sequence length $T$ and head size $d$:
+#
+# - **FLOPs.** $Q K^\top$ is $T \times d$ times $d \times T$: $2 T^2 d$ FLOPs; $A V$ is
+#   another $2 T^2 d$. So $4 T^2 d$ per head, $4 T^2 E$ for all heads — quadratic in $T$,
+#   against the projections' $8 T E^2$ (four $E \times E$ matmuls), which are linear in $T$.
+#   Attention dominates once $T > 2E$.
+# - **Memory.** The scores and the weights are $T \times T$ per head and per sequence, and
+#   training keeps them for the backward pass. At $T = 8192$ one head's weights in float32
+#   are 256 MiB.
+#
+# Measured: peak memory of one forward pass of `scaled_dot_product_attention` (numpy's
+# allocations are visible to `tracemalloc`), for one head with $d = 64$.
+
+# %%
+def median_time(fn, repeats=5):
+    """Median wall time of fn() in seconds, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+_d = 64
+_Ts = [128, 256, 512, 1024, 2048]
+_peak, _times = [], []
+for _T in _Ts:
+    _q, _k, _v = (tinytorch.randn(1, _T, _d) for _ in range(3))
+    tracemalloc.start()
+    scaled_dot_product_attention(_q, _k, _v, is_causal=True)
+    _peak.append(tracemalloc.get_traced_memory()[1])
+    tracemalloc.stop()
+    _times.append(median_time(lambda: scaled_dot_product_attention(_q, _k, _v, is_causal=True),
+                              repeats=5 if _T <= 512 else 3))
+    print(f"T = {_T:>5}: peak {_peak[-1] / 2**20:7.1f} MiB  (= {_peak[-1] / (4 * _T * _T):4.1f} × T² floats), "
+          f"time {_times[-1] * 1e3:7.1f} ms, {4 * _T * _T * _d / _times[-1] / 1e9:5.2f} GFLOP/s on the matmuls")
+
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+axes[0].loglog(_Ts, np.array(_peak) / 2**20, "o-", label="measured peak")
+axes[0].loglog(_Ts, 4 * np.array(_Ts, float) ** 2 / 2**20, "k:", label="one T×T float32 matrix")
+axes[0].set_xlabel("sequence length T")
+axes[0].set_ylabel("MiB")
+axes[0].set_title("memory grows as T² (slope 2)")
+axes[0].legend()
+axes[1].loglog(_Ts, np.array(_times) * 1e3, "o-", label="measured")
+axes[1].loglog(_Ts, _times[-1] * 1e3 * (np.array(_Ts, float) / _Ts[-1]) ** 2, "k:", label="∝ T²")
+axes[1].set_xlabel("sequence length T")
+axes[1].set_ylabel("ms per forward")
+axes[1].set_title("time grows as T² (4·T²·d FLOPs)")
+axes[1].legend()
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Doubling the context quadruples both. The peak is a small multiple of one $T \times T$
+# matrix: our composite creates the scores, the masked scores, the exponentials and the
+# weights as separate arrays (a fused kernel would reuse one buffer). This quadratic wall is
+# why context lengths were long stuck at a few thousand tokens.
+#
+# ### Never storing the $T \times T$ matrix: the online softmax
+#
+# The output row $i$ needs all of row $i$'s scores, but not all at once. Process the keys in
+# **blocks**, keeping per query only a running maximum $m$, a running denominator $\ell$ and
+# a running (unnormalised) output $o$. When a new block with scores $s$ arrives:
+#
+# $$m' = \max(m, \max s), \quad \ell' = \ell\, e^{m - m'} + \textstyle\sum e^{s - m'}, \quad
+#   o' = o\, e^{m - m'} + e^{s - m'} V_{\text{block}},$$
+#
+# and at the end $\text{out} = o / \ell$. The rescaling by $e^{m - m'}$ corrects what was
+# accumulated with the old maximum, so the result is *exactly* the softmax — while only a
+# $T \times \text{block}$ piece of the scores ever exists. This is the core of
+# **FlashAttention** (which also tiles the queries and keeps the blocks in the GPU's fast
+# on-chip memory). A numpy version, checked against ours:
+
+# %%
+def online_softmax_attention(q, k, v, block=64):
+    """softmax(q k^T / sqrt(d)) v, visiting the keys block by block (no T x S matrix kept)."""
+    L, d = q.shape
+    m = np.full((L, 1), -np.inf)
+    ell = np.zeros((L, 1))
+    o = np.zeros((L, v.shape[1]))
+    for start in range(0, k.shape[0], block):
+        s = q @ k[start:start + block].T / np.sqrt(d)          # (L, block): the only scores alive
+        m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+        p = np.exp(s - m_new)
+        ell = ell * np.exp(m - m_new) + p.sum(axis=1, keepdims=True)
+        o = o * np.exp(m - m_new) + p @ v[start:start + block]
+        m = m_new
+    return o / ell
+
+
+_rng = np.random.default_rng(6)
+_q, _k, _v = (_rng.standard_normal((512, 64)) for _ in range(3))
+_full = scaled_dot_product_attention(Tensor(_q), Tensor(_k), Tensor(_v)).numpy()
+print("max |online - full|:", np.abs(online_softmax_attention(_q, _k, _v) - _full).max())
+
+# %% [markdown]
+# ## 8. What PyTorch does
+#
+# - `torch.nn.functional.scaled_dot_product_attention` picks a **backend** per call: the
+#   **FlashAttention** kernels (tiled, online softmax, never materialising $T \times T$; the
+#   backward recomputes the scores block by block instead of storing them, trading FLOPs for
+#   memory), the **memory-efficient** kernel (xFormers' similar idea, more shapes and
+#   masks), cuDNN's fused attention, or the **math** fallback — which is what you wrote. All
+#   give the same numbers up to rounding; the fused ones are several times faster because
+#   attention at moderate $d$ is limited by memory traffic, not FLOPs.
+# - With `is_causal=True` the fused kernels also **skip** the blocks above the diagonal:
+#   half the FLOPs. An explicit boolean mask is more general but prevents some kernels.
+# - `nn.MultiheadAttention` packs $W_q, W_k, W_v$ into `in_proj_weight` and, when query, key
+#   and value are the same tensor, does one `(3E × E)` matmul instead of three. It has extras
+#   we skipped: `kdim`/`vdim`, `add_bias_kv`, `add_zero_attn`. Its default is
+#   `batch_first=False`; ours is `True`. Its fully masked rows give NaN (its own softmax
+#   path); SDPA gives zeros since 2.5, as ours does.
+# - Long-context models go further: **grouped-query attention** (several query heads share
+#   one key/value head, shrinking the KV cache of module 18), sliding-window attention, and
+#   RoPE positions applied to $q$ and $k$ inside attention (module 11's recap).
+#
+# If PyTorch is installed, compare directly (skipped otherwise):
+
+# %%
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("PyTorch is not installed; skipping the comparison.")
+
+if torch is not None:
+    _rng = np.random.default_rng(7)
+    _xq = _rng.standard_normal((2, 5, 8))
+    _tm = torch.nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64)
+    _ours = MultiheadAttention(8, 2, dtype=tinytorch.float64)
+    _ours.load_state_dict({n: Tensor(p.detach().numpy()) for n, p in _tm.state_dict().items()})
+    _mask = ~causal_mask(5).numpy()                       # MHA convention: True = not allowed
+    _o, _w = _ours(Tensor(_xq), Tensor(_xq), Tensor(_xq), attn_mask=_mask)
+    _to, _tw = _tm(*(torch.from_numpy(_xq),) * 3, attn_mask=torch.from_numpy(_mask))
+    print("MultiheadAttention max |difference| vs PyTorch: output",
+          np.abs(_o.numpy() - _to.detach().numpy()).max(), "weights", np.abs(_w.numpy() - _tw.detach().numpy()).max())
+    _q, _k, _v = (_rng.standard_normal((4, 256, 64)).astype(np.float32) for _ in range(3))
+    _tq, _tk, _tv = (torch.from_numpy(a) for a in (_q, _k, _v))
+    _torch_s = median_time(lambda: torch.nn.functional.scaled_dot_product_attention(_tq, _tk, _tv, is_causal=True))
+    _Q, _K, _V = Tensor(_q), Tensor(_k), Tensor(_v)
+    _ours_s = median_time(lambda: scaled_dot_product_attention(_Q, _K, _V, is_causal=True))
+    print(f"causal SDPA, 4 heads, T = 256, d = 64: PyTorch {_torch_s * 1e3:.2f} ms, ours {_ours_s * 1e3:.2f} ms")
+
+# %% [markdown]
+# ## 9. Recap
+#
+# - Attention is a **soft dictionary lookup**: $\operatorname{softmax}(Q K^\top / \sqrt{E})\,V$.
+#   Scaling by $1/\sqrt{E}$ keeps the scores at unit variance, so the softmax does not
+#   saturate as the width grows (measured).
+# - **Masks** set forbidden scores to $-\infty$ before the softmax: causal (lower triangle)
+#   and padding (columns of padding keys). In `scaled_dot_product_attention` a boolean mask
+#   is True where attention is allowed; in `nn.MultiheadAttention` True means *forbidden*.
+# - A query with nothing to attend to gets **zeros** (and a zero gradient) — we find the dead
+#   rows before the softmax instead of cleaning NaNs after it.
+# - **Multi-head** attention splits $E$ into $H$ heads of $d = E/H$ with a reshape and a
+#   transpose — views, no copies — and merges them back with one copy; the parameters are
+#   PyTorch's (`in_proj_weight`, `in_proj_bias`, `out_proj`), so weights transfer.
+# - Causality holds exactly: a later token changes nothing before it, and its gradient there
+#   is exactly zero.
+# - Cost: $4 T^2 d$ FLOPs per head and $T \times T$ memory per head — measured quadratic.
+#   FlashAttention's online softmax computes the same result without storing the matrix.
+# - Everything here is composed of ops autograd already knows: no new backward rule.
+#
+# Run `tito test module 12` to check your work against the full test suite.

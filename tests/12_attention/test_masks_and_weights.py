@@ -1,0 +1,109 @@
+"""causal_mask, masking, attention weights, dropout and argument errors."""
+import numpy as np
+import pytest
+
+import tinytorch as tt
+import tinytorch.nn.functional as F
+from tinytorch.nn.attention import apply_attn_mask, attention_weights, causal_mask
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("L,S,diagonal", [(1, 1, 0), (4, 4, 0), (3, 6, 0), (6, 3, 0), (3, 6, 3), (5, 5, -1)])
+def test_causal_mask(L, S, diagonal):
+    m = causal_mask(L, S, diagonal=diagonal)
+    assert isinstance(m, tt.Tensor) and m.dtype == tt.bool_ and m.shape == (L, S)
+    np.testing.assert_array_equal(m.numpy(), np.tril(np.ones((L, S), dtype=bool), diagonal))
+    assert causal_mask(L).shape == (L, L)
+
+
+def test_apply_attn_mask():
+    rng = np.random.default_rng(0)
+    s = rng.standard_normal((2, 4, 5))
+    bool_mask = rng.random((4, 5)) < 0.5
+    out = apply_attn_mask(tt.tensor(s), tt.tensor(bool_mask)).numpy()
+    np.testing.assert_array_equal(out, np.where(bool_mask, s, -np.inf))
+    float_mask = rng.standard_normal((2, 1, 5))
+    np.testing.assert_allclose(apply_attn_mask(tt.tensor(s), float_mask).numpy(), s + float_mask)
+    np.testing.assert_array_equal(apply_attn_mask(tt.tensor(s), is_causal=True).numpy(),
+                                  np.where(np.tril(np.ones((4, 5), bool)), s, -np.inf))
+    np.testing.assert_array_equal(apply_attn_mask(tt.tensor(s)).numpy(), s)
+
+
+def test_attention_weights_equal_formula():
+    rng = np.random.default_rng(1)
+    q, k = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 6, 8))
+    w = attention_weights(tt.tensor(q), tt.tensor(k)).numpy()
+    np.testing.assert_allclose(w, softmax(q @ k.transpose(0, 2, 1) / np.sqrt(8)), rtol=1e-12)
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-12)
+    wc = attention_weights(tt.tensor(q), tt.tensor(k), is_causal=True, scale=0.5).numpy()
+    ref = softmax(np.where(np.tril(np.ones((4, 6), bool)), q @ k.transpose(0, 2, 1) * 0.5, -np.inf))
+    np.testing.assert_allclose(wc, ref, rtol=1e-12)
+
+
+def test_padding_mask_gives_zero_weight_to_padding_keys():
+    rng = np.random.default_rng(2)
+    q, k = rng.standard_normal((2, 1, 5, 4)), rng.standard_normal((2, 1, 5, 4))
+    lengths = np.array([5, 3])
+    pad = (np.arange(5)[None, :] < lengths[:, None])[:, None, None, :]     # (B, 1, 1, S)
+    w = attention_weights(tt.tensor(q), tt.tensor(k), attn_mask=tt.tensor(pad)).numpy()
+    np.testing.assert_array_equal(w[1, ..., 3:], 0.0)
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(w[0], softmax(q[0] @ k[0].swapaxes(-1, -2) / 2.0), rtol=1e-12)
+
+
+def test_value_padding_does_not_leak():
+    rng = np.random.default_rng(3)
+    q, k, v = rng.standard_normal((4, 3)), rng.standard_normal((6, 3)), rng.standard_normal((6, 2))
+    mask = np.array([True] * 4 + [False] * 2)
+    v2 = v.copy()
+    v2[4:] = 1e6
+    a = F.scaled_dot_product_attention(tt.tensor(q), tt.tensor(k), tt.tensor(v), attn_mask=mask).numpy()
+    b = F.scaled_dot_product_attention(tt.tensor(q), tt.tensor(k), tt.tensor(v2), attn_mask=mask).numpy()
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(a, softmax(q @ k[:4].T / np.sqrt(3)) @ v[:4], rtol=1e-12)
+
+
+def test_all_rows_masked_gives_zeros_and_zero_grads():
+    rng = np.random.default_rng(4)
+    q = tt.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    k = tt.tensor(rng.standard_normal((5, 4)), requires_grad=True)
+    v = tt.tensor(rng.standard_normal((5, 2)), requires_grad=True)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=np.zeros((3, 5), dtype=bool))
+    np.testing.assert_array_equal(out.numpy(), 0.0)
+    out.sum().backward()
+    for t in (q, k, v):
+        np.testing.assert_array_equal(t.grad.numpy(), 0.0)
+
+
+def test_dropout():
+    rng = np.random.default_rng(5)
+    q, k = tt.tensor(rng.standard_normal((2, 16, 4))), tt.tensor(rng.standard_normal((2, 16, 4)))
+    eye = tt.tensor(np.eye(16))                            # value = identity: output = weights
+    plain = F.scaled_dot_product_attention(q, k, eye).numpy()
+    np.testing.assert_allclose(plain, attention_weights(q, k).numpy(), rtol=1e-12)
+    tt.manual_seed(0)
+    dropped = F.scaled_dot_product_attention(q, k, eye, dropout_p=0.25).numpy()
+    zero = np.isclose(dropped, 0.0)
+    assert np.all(zero | np.isclose(dropped, plain / 0.75))
+    assert 0.15 < zero.mean() < 0.35
+    np.testing.assert_array_equal(F.scaled_dot_product_attention(q, k, eye, dropout_p=1.0).numpy(), 0.0)
+
+
+def test_mismatched_shapes_raise():
+    rng = np.random.default_rng(6)
+    q, k, v = (tt.tensor(rng.standard_normal(s)) for s in [(2, 5, 4), (2, 6, 4), (2, 6, 3)])
+    assert F.scaled_dot_product_attention(q, k, v).shape == (2, 5, 3)
+    with pytest.raises(ValueError, match=r"\(2, 5, 4\).*\(2, 6, 3\)|\(2, 6, 3\).*\(2, 5, 4\)"):
+        F.scaled_dot_product_attention(q, tt.tensor(rng.standard_normal((2, 6, 3))), v)
+    with pytest.raises(ValueError, match=r"\(2, 7, 3\)"):
+        F.scaled_dot_product_attention(q, k, tt.tensor(rng.standard_normal((2, 7, 3))))
+    with pytest.raises(ValueError, match="broadcast"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=np.ones((6, 5), dtype=bool))
+    with pytest.raises(ValueError, match="is_causal"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=np.ones((5, 6), dtype=bool), is_causal=True)
+    with pytest.raises(TypeError, match="bool"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=np.ones((5, 6), dtype=np.int64))
