@@ -5,3 +5,5 @@ from tinytorch.nn import functional, init  # noqa: E402
 from tinytorch.nn.conv import Conv2d, MaxPool2d, AvgPool2d, BatchNorm2d, Flatten  # module 09
 from tinytorch.nn.embedding import Embedding, SinusoidalPositionalEncoding, PositionalEncoding, LearnedPositionalEmbedding  # module 11
 from tinytorch.nn.attention import MultiheadAttention  # module 12
+from tinytorch.training import Dropout  # module 08
+from tinytorch.nn import utils  # noqa: E402
