@@ -158,7 +158,7 @@ from tinytorch._tensor import Tensor, _check_dtype, is_grad_enabled, rand, randn
 from tinytorch.nn.activations import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, tanh
 
 __all__ = [
-    "Parameter", "Module", "Linear", "Sequential", "Identity",
+    "Parameter", "Module", "Linear", "Sequential", "ModuleList", "Identity",
     "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "Softmax", "LogSoftmax",
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -1284,6 +1284,106 @@ _named = Sequential(OrderedDict([("fc", Linear(2, 2)), ("out", Linear(2, 1))]))
 assert [n for n, _ in _named.named_parameters()][-1] == "out.bias"
 assert len(_seq.append(Linear(2, 1))) == 4
 print("✓ Sequential")
+
+# %% [markdown]
+# ### ModuleList: a list whose entries are registered
+#
+# `Sequential` decides the order of the computation for you. Often a model holds a *list*
+# of layers and its own `forward` decides how to use them: a transformer loops over its
+# blocks, adding each one's output to a residual stream. A plain Python list does not work
+# for that: `self.blocks = [Block(), Block()]` is an ordinary attribute, so
+# `parameters()` would never see the blocks' weights and the optimizer would not train
+# them. `ModuleList` (PyTorch's `nn.ModuleList`) is a module that behaves like a list and
+# registers each entry as a child named `"0"`, `"1"`, ... (so the names in `state_dict`
+# read `blocks.0.attn.weight`). It has no `forward`; you iterate over it in yours.
+#
+# Write `append(module)` (register it under the next index, return `self` so calls chain)
+# and `__getitem__(idx)`: an `int` (negative counts from the end; out of range is an
+# `IndexError`) returns the module, a `slice` returns a new `ModuleList` holding the same
+# module objects.
+
+# %% nbgrader={"grade": false, "grade_id": "modulelist", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class ModuleList(Module):
+    """A list of modules registered as children "0", "1", ... (torch.nn.ModuleList)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def append(self, module):
+        """Add `module` at the end (named str(len(self))); returns self."""
+        # Hint: add_module does the registering (and rejects non-Modules).
+        ### BEGIN SOLUTION
+        self.add_module(str(len(self)), module)
+        return self
+        ### END SOLUTION
+
+    def __getitem__(self, idx):
+        """self[i] is the i-th module; self[a:b] a new ModuleList of the same modules."""
+        # Hint: list(self._modules.values()) holds the modules in order.
+        ### BEGIN SOLUTION
+        modules = list(self._modules.values())
+        if isinstance(idx, slice):
+            return ModuleList(modules[idx])
+        if not isinstance(idx, int) or isinstance(idx, bool):
+            raise TypeError(f"ModuleList indices must be integers or slices, not {type(idx).__name__}")
+        if not -len(modules) <= idx < len(modules):
+            raise IndexError(f"index {idx} is out of range for a ModuleList of length {len(modules)}")
+        return modules[idx]
+        ### END SOLUTION
+
+    def __setitem__(self, idx, module):
+        """Replace the idx-th module (keeping its name)."""
+        name = list(self._modules)[idx]  # IndexError when out of range
+        self.add_module(name, module)
+
+    def extend(self, modules):
+        """Append every module of an iterable; returns self."""
+        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
+            raise TypeError(f"ModuleList.extend should be called with an iterable of modules, "
+                            f"got a single {type(modules).__name__}")
+        for module in modules:
+            self.append(module)
+        return self
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-modulelist", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_blocks = ModuleList([Linear(3, 3), _Affine()])
+assert len(_blocks) == 2 and isinstance(_blocks[0], Linear) and _blocks[-1] is _blocks[1]
+assert [n for n, _ in _blocks.named_parameters()] == ["0.weight", "0.bias", "1.scale", "1.shift"]
+assert _blocks.append(Linear(3, 1)) is _blocks and len(_blocks) == 3 and list(_blocks._modules)[-1] == "2"
+_part = _blocks[1:]
+assert isinstance(_part, ModuleList) and len(_part) == 2 and _part[0] is _blocks[1]
+assert [type(m).__name__ for m in _blocks] == ["Linear", "_Affine", "Linear"]
+
+
+class _Stack(Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = ModuleList([Linear(2, 2) for _ in range(3)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+assert len(list(_Stack().parameters())) == 6
+assert "layers.2.bias" in dict(_Stack().named_parameters())
+try:
+    _blocks[3]
+    raise AssertionError("an index past the end must raise IndexError")
+except IndexError:
+    pass
+print("✓ ModuleList")
 
 # %% [markdown]
 # ## 11. Activation layers

@@ -1,5 +1,5 @@
 """tinytorch.nn: layers (modules 03, 04, ...) and `functional` ops, mirroring torch.nn."""
-from tinytorch.nn.layers import Parameter, Module, Linear, Sequential, Identity, ReLU, LeakyReLU, Sigmoid, Tanh, GELU, Softmax, LogSoftmax  # module 03
+from tinytorch.nn.layers import Parameter, Module, Linear, Sequential, ModuleList, Identity, ReLU, LeakyReLU, Sigmoid, Tanh, GELU, Softmax, LogSoftmax  # module 03
 from tinytorch.nn.losses import MSELoss, BCEWithLogitsLoss, NLLLoss, CrossEntropyLoss  # module 04
 from tinytorch.nn import functional, init  # noqa: E402
 from tinytorch.nn.conv import Conv2d, MaxPool2d, AvgPool2d, BatchNorm2d, Flatten  # module 09
@@ -7,3 +7,4 @@ from tinytorch.nn.embedding import Embedding, SinusoidalPositionalEncoding, Posi
 from tinytorch.nn.attention import MultiheadAttention  # module 12
 from tinytorch.training import Dropout  # module 08
 from tinytorch.nn import utils  # noqa: E402
+from tinytorch.nn.transformer import LayerNorm, TransformerBlock, GPT, GPTConfig  # module 13

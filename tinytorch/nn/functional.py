@@ -8,3 +8,4 @@ from tinytorch.nn.conv import conv2d, max_pool2d, avg_pool2d, batch_norm  # modu
 from tinytorch.nn.embedding import embedding  # module 11
 from tinytorch.nn.attention import scaled_dot_product_attention  # module 12
 from tinytorch.training import dropout  # module 08
+from tinytorch.nn.transformer import layer_norm  # module 13

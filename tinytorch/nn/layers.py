@@ -14,7 +14,7 @@ from tinytorch._tensor import Tensor, _check_dtype, is_grad_enabled, rand, randn
 from tinytorch.nn.activations import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, tanh
 
 __all__ = [
-    "Parameter", "Module", "Linear", "Sequential", "Identity",
+    "Parameter", "Module", "Linear", "Sequential", "ModuleList", "Identity",
     "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "Softmax", "LogSoftmax",
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -481,7 +481,49 @@ class Sequential(Module):
         return self
 
 
-# -- cell 36 --
+# -- cell 36 (modulelist) --
+class ModuleList(Module):
+    """A list of modules registered as children "0", "1", ... (torch.nn.ModuleList)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def append(self, module):
+        """Add `module` at the end (named str(len(self))); returns self."""
+        # Hint: add_module does the registering (and rejects non-Modules).
+        # YOUR CODE HERE
+        raise NotImplementedError('ModuleList.append() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
+
+    def __getitem__(self, idx):
+        """self[i] is the i-th module; self[a:b] a new ModuleList of the same modules."""
+        # Hint: list(self._modules.values()) holds the modules in order.
+        # YOUR CODE HERE
+        raise NotImplementedError('ModuleList.__getitem__() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
+
+    def __setitem__(self, idx, module):
+        """Replace the idx-th module (keeping its name)."""
+        name = list(self._modules)[idx]  # IndexError when out of range
+        self.add_module(name, module)
+
+    def extend(self, modules):
+        """Append every module of an iterable; returns self."""
+        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
+            raise TypeError(f"ModuleList.extend should be called with an iterable of modules, "
+                            f"got a single {type(modules).__name__}")
+        for module in modules:
+            self.append(module)
+        return self
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+# -- cell 39 --
 class Identity(Module):
     """Returns its input unchanged (torch.nn.Identity); accepts and ignores any arguments."""
 

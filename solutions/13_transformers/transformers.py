@@ -1,0 +1,1235 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Module 13 — Transformers: LayerNorm, the transformer block and a small GPT
+#
+# Everything is in place: tensors with autograd, layers, losses, optimizers, a tokenizer,
+# embeddings and attention. This module assembles them into the model behind today's
+# language models, a **decoder-only transformer** (GPT), and trains one on the course's
+# fables with nothing but the framework you wrote. At the end it writes (bad, but
+# recognisable) fables of its own.
+#
+# ## Goals
+#
+# By the end of this module you will be able to
+#
+# - explain why transformers normalise **each token** with **LayerNorm** (and not over the
+#   batch, as BatchNorm does), and write it as **one fused op** with its own backward rule,
+#   equal to PyTorch's `nn.LayerNorm`;
+# - build the position-wise **feed-forward network** (Linear → GELU → Linear) and the
+#   **pre-norm transformer block** `x + attn(ln1(x))`, `x + ff(ln2(x))`, and explain why
+#   the residual stream makes deep stacks trainable;
+# - assemble a **GPT**: token + position embeddings, a stack of blocks, a final LayerNorm and
+#   a (tied) output head, trained with the **causal language-modelling loss**;
+# - **sample** from it with temperature and top-k;
+# - train it on a CPU with AdamW, a warm-up + cosine schedule and gradient clipping, and
+#   reason about its cost: parameters ($\approx 12Ld^2$), FLOPs per token ($\approx 6N$),
+#   tokens per second, and activation memory against the context length.
+#
+# ## Prerequisites
+#
+# Modules 01-12: `Tensor` and `apply` (01), `gelu` (02), `Module`, `Linear`, `ModuleList`,
+# `init` (03), `cross_entropy` (04), `load_text` and `Generator` (05), `backward_rule` and
+# `gradcheck` (06), `AdamW` and the schedulers (07), `Dropout` and `clip_grad_norm_` (08),
+# the tokenizers and `get_batch` (10), `Embedding` (11) and `MultiheadAttention` (12).
+#
+# ## How this notebook works
+#
+# Cells marked `#| export` become `tinytorch/nn/transformer.py` when you run `tito export 13`
+# (or `tito test module 13`); `tinytorch.nn` re-exports `LayerNorm`, `TransformerBlock`,
+# `GPT`, `GPTConfig`, and `tinytorch.nn.functional` re-exports `layer_norm`. Fill in the
+# cells with `# YOUR CODE HERE`, then run the check cell below each.
+
+# %%
+#| default_exp nn.transformer
+
+# %%
+import math
+import sys
+import time
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import FancyBboxPatch
+
+import tinytorch
+from tinytorch import Tensor
+from tinytorch.autograd import gradcheck
+
+# %% [markdown]
+# ## 1. The idea: a stack of blocks on a residual stream
+#
+# A GPT reads a sequence of token ids $t_1, \dots, t_T$ and outputs, **at every position**,
+# a distribution over the next token. Its structure:
+#
+# 1. each id becomes a vector: a learned **token embedding** plus a learned **position
+#    embedding** (attention by itself does not know the order of its inputs);
+# 2. these $T$ vectors of width $d$ form the **residual stream**. $L$ identical
+#    **blocks** each *read* the stream, compute something, and *add* the result back:
+#
+#    $$x \leftarrow x + \operatorname{Attn}(\operatorname{LN}_1(x)), \qquad
+#      x \leftarrow x + \operatorname{FF}(\operatorname{LN}_2(x));$$
+#
+#    attention moves information **between** positions (only from earlier ones: a causal
+#    mask), the feed-forward network transforms each position **on its own**;
+# 3. a final LayerNorm and a linear **head** turn each position's vector into $V$ logits,
+#    one per vocabulary entry.
+#
+# The picture below is the whole model; the dashed box repeats $L$ times.
+
+# %%
+def draw_gpt(ax):
+    """The GPT architecture as boxes and arrows (pre-norm blocks on a residual stream)."""
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 14)
+    ax.axis("off")
+
+    def box(x, y, w, h, text, color):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.08",
+                                    fc=color, ec="black", lw=1))
+        ax.text(x, y, text, ha="center", va="center", fontsize=9)
+
+    def arrow(x0, y0, x1, y1):
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops=dict(arrowstyle="->", lw=1.2))
+
+    box(4.5, 0.5, 3.2, 0.6, "token ids  (B, T)", "#eeeeee")
+    box(2.6, 1.7, 2.6, 0.6, "token embedding", "#cfe2ff")
+    box(6.4, 1.7, 2.6, 0.6, "position embedding", "#cfe2ff")
+    arrow(4.5, 0.8, 2.6, 1.4)
+    arrow(4.5, 0.8, 6.4, 1.4)
+    ax.text(3, 2.75, "⊕", ha="center", va="center", fontsize=15)
+    arrow(2.6, 2.0, 2.9, 2.55)
+    arrow(6.4, 2.0, 3.2, 2.7)
+    # the block
+    ax.add_patch(FancyBboxPatch((1.2, 3.4), 7.6, 6.6, boxstyle="round,pad=0.1", fc="none",
+                                ec="gray", ls="--"))
+    ax.text(8.6, 9.6, "× L blocks", ha="right", fontsize=9, color="gray")
+    ax.plot([3, 3], [2.95, 10.6], color="black", lw=2)  # the residual stream
+    ax.text(2.8, 3.6, "residual\nstream x", ha="right", fontsize=8)
+    box(6, 4.3, 2.4, 0.6, "LayerNorm 1", "#fff3cd")
+    box(6, 5.5, 3.6, 0.8, "causal multi-head\nattention", "#f8d7da")
+    box(6, 7.2, 2.4, 0.6, "LayerNorm 2", "#fff3cd")
+    box(6, 8.5, 3.6, 0.8, "feed-forward\nLinear → GELU → Linear", "#d1e7dd")
+    for y0, y1, y2 in [(3.9, 4.3, 6.4), (6.8, 7.2, 9.3)]:
+        ax.annotate("", xy=(4.8, y1), xytext=(3, y0), arrowprops=dict(arrowstyle="->", lw=1))
+        ax.annotate("", xy=(3, y2), xytext=(6, y2 - 0.5), arrowprops=dict(arrowstyle="->", lw=1))
+        ax.text(3.25, y2 + 0.05, "+", fontsize=12, va="center")
+    arrow(6, 4.6, 6, 5.1)
+    arrow(6, 7.5, 6, 8.1)
+    box(5, 11.2, 2.6, 0.6, "final LayerNorm", "#fff3cd")
+    box(5, 12.3, 3.4, 0.6, "head: Linear(d, V)", "#cfe2ff")
+    box(5, 13.4, 3.4, 0.6, "logits  (B, T, V)", "#eeeeee")
+    arrow(3, 10.6, 4.2, 10.9)
+    arrow(5, 11.5, 5, 12.0)
+    arrow(5, 12.6, 5, 13.1)
+    ax.annotate("", xy=(3.3, 12.3), xytext=(1.3, 1.7),
+                arrowprops=dict(arrowstyle="<->", color="C0", ls=":", connectionstyle="arc3,rad=-0.3"))
+    ax.text(0.1, 7.0, "tied:\nthe same\nV×d matrix", fontsize=8, color="C0")
+
+
+fig, ax = plt.subplots(figsize=(6.5, 8))
+draw_gpt(ax)
+ax.set_title("A GPT: embeddings, L pre-norm blocks, final LayerNorm, head")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Two design choices in this picture carry most of the engineering:
+#
+# - **Residual connections.** Each block *adds* to the stream instead of replacing it. The
+#   derivative of $x + f(x)$ is $I + f'(x)$: in the backward pass the gradient reaches every
+#   block through the identity path, undiminished, however deep the stack. Without it, the
+#   gradient is a product of $L$ Jacobians that easily vanishes or explodes (module 03's
+#   picture of 30 layers, for gradients).
+# - **Pre-norm.** The LayerNorm sits *inside* the branch, before attention and the MLP
+#   (GPT-2 and later), not after the addition (the original 2017 transformer, "post-norm").
+#   With post-norm the identity path passes through a normalisation in every block, the
+#   clean $I$ is lost, and training needs a careful learning-rate warm-up to start at all.
+#   With pre-norm the stream itself is never normalised, only what each branch reads from it;
+#   that is why the model needs one more LayerNorm at the very end, before the head.
+#
+# We build the pieces bottom-up: LayerNorm, the feed-forward network, the block, the GPT,
+# sampling; then we train.
+
+# %% [markdown]
+# ## 2. LayerNorm: normalise each token
+#
+# Activations in a deep network drift in scale as they pass through layers and as training
+# changes the weights. Normalising them keeps every layer's input in a predictable range.
+# BatchNorm (module 09) normalises each **feature over the batch**; for sequences that is
+# a poor fit: statistics would mix different positions and different sequences (and
+# padding), a batch of one at generation time would have no statistics, and the model would
+# behave differently in training and evaluation. **LayerNorm** instead normalises each
+# **token vector over its own features**: for one position's vector $x \in \mathbb{R}^d$
+#
+# $$\mu = \frac1d\sum_i x_i,\qquad \sigma^2 = \frac1d\sum_i (x_i-\mu)^2,\qquad
+#   \hat x_i = \frac{x_i-\mu}{\sqrt{\sigma^2+\varepsilon}},\qquad y_i = \gamma_i\,\hat x_i + \beta_i .$$
+#
+# Every token is treated the same way in training and in generation, independently of the
+# others: no running statistics, no train/eval difference. `γ` (`weight`, initialised to 1)
+# and `β` (`bias`, initialised to 0) are learned per feature, so the layer can undo the
+# normalisation where that helps. PyTorch's `normalized_shape` may name **several** trailing
+# dimensions (`(C, H, W)` normalises each sample of an image as a whole); the statistics are
+# then taken over all of them, and γ, β have that shape.
+
+# %%
+_rng = np.random.default_rng(0)
+_acts = _rng.standard_normal((6, 8)) * _rng.uniform(0.5, 4, (6, 1)) + _rng.uniform(-3, 3, (6, 1))
+_ln = (_acts - _acts.mean(1, keepdims=True)) / np.sqrt(_acts.var(1, keepdims=True) + 1e-5)
+_bn = (_acts - _acts.mean(0, keepdims=True)) / np.sqrt(_acts.var(0, keepdims=True) + 1e-5)
+fig, axes = plt.subplots(1, 3, figsize=(11, 2.8))
+for _ax, _a, _t in zip(axes, [_acts, _bn, _ln], ["activations: 6 tokens × 8 features",
+                                                  "BatchNorm: each column (feature)\nnormalised over the tokens",
+                                                  "LayerNorm: each row (token)\nnormalised over its features"]):
+    _im = _ax.imshow(_a, cmap="coolwarm", vmin=-4, vmax=4)
+    _ax.set_title(_t, fontsize=9)
+    _ax.set_xlabel("feature")
+    _ax.set_ylabel("token")
+fig.colorbar(_im, ax=axes, shrink=0.8)
+plt.show()
+
+# %% [markdown]
+# ### One fused op, and its backward
+#
+# We could write LayerNorm from module 01's ops (`mean`, `-`, `*`, `sqrt`, ...), and
+# autograd would differentiate it. That records about ten graph nodes, each keeping a
+# full-size intermediate alive for the backward pass, and the backward walks all ten.
+# Instead we make it **one op, `"layer_norm"`**, with a hand-derived backward rule: one node,
+# and the only things saved are the input and two small per-token statistics, `mean` and
+# `rstd` $= 1/\sqrt{\sigma^2+\varepsilon}$. (PyTorch does the same: `native_layer_norm`
+# returns exactly these two extra tensors for its backward kernel.)
+#
+# The backward, for one token, with upstream gradient $\bar y$ and
+# $\bar{\hat x} = \bar y \odot \gamma$: $\hat x$ depends on $x$ directly and through $\mu$
+# and $\sigma$; working through the chain rule (as for BatchNorm in module 09, but over the
+# features of one token instead of over the batch) gives
+#
+# $$\bar x = \text{rstd}\cdot\Big(\bar{\hat x} - \operatorname{mean}(\bar{\hat x})
+#     - \hat x\cdot\operatorname{mean}(\bar{\hat x}\odot\hat x)\Big),$$
+#
+# with the means over the normalised dimensions. The two subtracted terms remove the parts of
+# the gradient the normalisation is blind to: shifting all features of a token by the same
+# amount, or scaling them together, does not change $\hat x$. For the parameters,
+# $\bar\gamma = \sum \bar y\odot\hat x$ and $\bar\beta = \sum \bar y$, summed over all the
+# *leading* dimensions (every token of every sequence).
+#
+# The provided `layer_norm` checks the arguments, computes the statistics with your
+# `_layer_norm_stats`, replaces a missing weight or bias by ones or zeros (which do not
+# require grad), and dispatches the op `"layer_norm"` with inputs `(input, weight, bias)` and
+# attributes `normalized_shape` (a tuple), `eps`, `mean` and `rstd` (numpy arrays of the
+# input's shape with size 1 in the normalised dimensions, `keepdims`-style). Write the
+# statistics, the forward, and the backward rule.
+
+# %% nbgrader={"grade": false, "grade_id": "layer-norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+"""Transformers (module 13): LayerNorm as one fused op with its own backward rule, the
+feed-forward network, the pre-norm transformer block, and a GPT language model with
+generate()."""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tinytorch._tensor import Tensor, apply, arange, ones, zeros
+from tinytorch.autograd import backward_rule, no_grad
+from tinytorch.data.dataloader import _numpy_rng
+from tinytorch.nn.attention import MultiheadAttention, causal_mask
+from tinytorch.nn.embedding import Embedding
+from tinytorch.nn.layers import GELU, Linear, Module, ModuleList, Parameter, normal_, zeros_
+from tinytorch.nn.losses import cross_entropy
+from tinytorch.training import Dropout
+
+__all__ = ["layer_norm", "LayerNorm", "FeedForward", "MLP", "TransformerBlock", "GPTConfig", "GPT"]
+
+
+def _norm_axes(ndim, k):
+    """The last k axes of an ndim-dimensional array: the normalised dimensions."""
+    return tuple(range(ndim - k, ndim))
+
+
+def _layer_norm_stats(x, k, eps):
+    """Mean and rstd = 1/sqrt(var + eps) of the numpy array x over its last k axes.
+
+    Both keep the reduced axes (size 1), so they broadcast against x; var is the biased one
+    (divide by the count, as PyTorch's layer_norm does).
+    """
+    # Hint: axes = _norm_axes(x.ndim, k); x.mean(axis=axes, keepdims=True); numpy's var is biased.
+    ### BEGIN SOLUTION
+    axes = _norm_axes(x.ndim, k)
+    mean = x.mean(axis=axes, keepdims=True)
+    var = np.square(x - mean).mean(axis=axes, keepdims=True)
+    return mean, 1.0 / np.sqrt(var + eps)
+    ### END SOLUTION
+
+
+def _layer_norm_forward(x, weight, bias, *, normalized_shape, eps, mean, rstd):
+    """y = (x - mean) * rstd * weight + bias. Tensors in, numpy out."""
+    # weight and bias have shape normalized_shape: they broadcast against x's trailing dims.
+    ### BEGIN SOLUTION
+    xhat = (x.numpy() - mean) * rstd
+    return xhat * weight.numpy() + bias.numpy()
+    ### END SOLUTION
+
+
+@backward_rule("layer_norm")
+def _layer_norm_backward(node, grad):
+    """Gradients for (input, weight, bias) of y = layer_norm(x) * weight + bias."""
+    x, weight = node.inputs[0].numpy(), node.inputs[1].numpy()
+    mean, rstd = node.attrs["mean"], node.attrs["rstd"]
+    k = len(node.attrs["normalized_shape"])
+    # Hints: axes = _norm_axes(x.ndim, k) (the means), lead = tuple(range(x.ndim - k)) (the
+    # sums for weight and bias); xhat = (x - mean) * rstd; gxhat = grad * weight.
+    ### BEGIN SOLUTION
+    axes = _norm_axes(x.ndim, k)
+    lead = tuple(range(x.ndim - k))
+    grad = np.asarray(grad)
+    xhat = (x - mean) * rstd
+    gxhat = grad * weight
+    gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
+                 - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
+    return gx, (grad * xhat).sum(axis=lead), grad.sum(axis=lead)
+    ### END SOLUTION
+
+
+def _as_shape(normalized_shape):
+    if isinstance(normalized_shape, (int, np.integer)):
+        return (int(normalized_shape),)
+    return tuple(int(n) for n in normalized_shape)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing dimensions `normalized_shape`, then scale by weight and
+    shift by bias (torch.nn.functional.layer_norm). One op, "layer_norm"."""
+    if not isinstance(input, Tensor) or input.dtype.kind != "f":
+        raise TypeError(f"layer_norm: input must be a floating-point Tensor, got "
+                        f"{input.dtype if isinstance(input, Tensor) else type(input).__name__}")
+    shape = _as_shape(normalized_shape)
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"layer_norm: given normalized_shape={list(shape)}, expected input with "
+                           f"shape [*, {', '.join(map(str, shape))}], but got input of size "
+                           f"{list(input.shape)}")
+    for name, t in [("weight", weight), ("bias", bias)]:
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"layer_norm: {name} must have shape {shape} (= normalized_shape), "
+                               f"got {tuple(t.shape)}")
+    mean, rstd = _layer_norm_stats(input.numpy(), k, eps)
+    mean, rstd = np.asarray(mean, dtype=input.dtype), np.asarray(rstd, dtype=input.dtype)
+    weight = ones(shape, dtype=input.dtype) if weight is None else weight
+    bias = zeros(shape, dtype=input.dtype) if bias is None else bias
+    return apply("layer_norm", _layer_norm_forward, input, weight, bias, normalized_shape=shape,
+                 eps=eps, mean=mean, rstd=rstd)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-layer-norm", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(1)
+_xx = _rng.standard_normal((2, 5, 6)) * 3 + 1
+_m, _r = _layer_norm_stats(_xx, 1, 1e-5)
+assert _m.shape == (2, 5, 1) and _r.shape == (2, 5, 1)
+np.testing.assert_allclose(_m[..., 0], _xx.mean(-1))
+np.testing.assert_allclose(_r[..., 0], 1 / np.sqrt(_xx.var(-1) + 1e-5))
+_m2, _ = _layer_norm_stats(_xx, 2, 1e-5)
+assert _m2.shape == (2, 1, 1)
+_y = layer_norm(Tensor(_xx), 6)
+np.testing.assert_allclose(_y.numpy().mean(-1), 0, atol=1e-12)
+np.testing.assert_allclose(_y.numpy().var(-1), 1, rtol=1e-5)
+_w, _b = Tensor(_rng.standard_normal(6) + 1), Tensor(_rng.standard_normal(6))
+np.testing.assert_allclose(layer_norm(Tensor(_xx), (6,), _w, _b).numpy(), _y.numpy() * _w.numpy() + _b.numpy())
+_x = Tensor(_xx, requires_grad=True)
+_w.requires_grad, _b.requires_grad = True, True
+assert gradcheck(lambda x, w, b: layer_norm(x, 6, w, b), [_x, _w, _b])
+_w2 = Tensor(_rng.standard_normal((5, 6)), requires_grad=True)
+assert gradcheck(lambda x, w: layer_norm(x, (5, 6), w), [_x, _w2])
+_out = layer_norm(_x, 6, _w, _b)
+assert _out.grad_fn.op == "layer_norm", "layer_norm must be one op"
+print("✓ layer_norm: forward, statistics and a fused backward that passes gradcheck")
+
+# %% [markdown]
+# `LayerNorm` the module owns `weight` and `bias` and calls the function; it is provided.
+# (`elementwise_affine=False` gives a LayerNorm without parameters, `bias=False` one with a
+# scale only, as in PyTorch.) Let's compare with PyTorch on random data, if it is installed,
+# and see the one node our op records against the chain a composite version would record.
+
+# %%
+#| export
+class LayerNorm(Module):
+    """Layer normalisation over the trailing `normalized_shape` dims (torch.nn.LayerNorm)."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype=None):
+        super().__init__()
+        self.normalized_shape = _as_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ones(self.normalized_shape, dtype=dtype))
+            if bias:
+                self.bias = Parameter(zeros(self.normalized_shape, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
+
+
+# %%
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("PyTorch is not installed; skipping the comparison.")
+
+if torch is not None:
+    _xin = np.random.default_rng(2).standard_normal((4, 7, 16)).astype(np.float32)
+    _ours, _theirs = LayerNorm(16), torch.nn.LayerNorm(16)
+    print(_ours, "|", _theirs)
+    _x_ours = Tensor(_xin, requires_grad=True)
+    _x_theirs = torch.tensor(_xin, requires_grad=True)
+    _y_ours, _y_theirs = _ours(_x_ours), _theirs(_x_theirs)
+    _g = np.random.default_rng(3).standard_normal(_xin.shape).astype(np.float32)
+    _y_ours.backward(Tensor(_g))
+    _y_theirs.backward(torch.tensor(_g))
+    print(f"max |y - y_torch|        = {np.abs(_y_ours.numpy() - _y_theirs.detach().numpy()).max():.1e}")
+    print(f"max |dx - dx_torch|      = {np.abs(_x_ours.grad.numpy() - _x_theirs.grad.numpy()).max():.1e}")
+    print(f"max |dγ - dγ_torch|      = {np.abs(_ours.weight.grad.numpy() - _theirs.weight.grad.numpy()).max():.1e}")
+
+_xc = tinytorch.randn(3, 8, requires_grad=True)
+_mu = _xc.mean(-1, keepdim=True)
+_composite = (_xc - _mu) / ((_xc - _mu).pow(2).mean(-1, keepdim=True) + 1e-5).sqrt()
+tinytorch.autograd.print_graph(_composite)
+print("fused:", layer_norm(_xc, 8).grad_fn)
+
+# %% [markdown]
+# ## 3. The feed-forward network
+#
+# After attention has mixed information between positions, each position is transformed
+# **independently** by a two-layer MLP: widen to $d_{ff}$ (usually $4d$), apply GELU,
+# project back to $d$:
+#
+# $$\operatorname{FF}(x) = W_2\,\operatorname{GELU}(W_1 x + b_1) + b_2 .$$
+#
+# Since `Linear` works on any leading dimensions, `(B, T, d)` passes straight through: the
+# same weights are applied at every position. This is where most of a transformer's
+# parameters live ($2 d\,d_{ff} = 8d^2$ per block against $4d^2$ for attention), and, as
+# interpretability research suggests, much of what the model "knows". A `Dropout` at the
+# end regularises the branch (with `dropout=0.0` it does nothing).
+#
+# Which GELU? GPT-2 used the **tanh approximation**
+# $\tfrac12 x\,(1+\tanh(\sqrt{2/\pi}\,(x+0.044715x^3)))$, and so do we by default
+# (`approximate="tanh"`): it differs from the exact $x\,\Phi(x)$ by less than $10^{-3}$,
+# and on our numpy backend it is several times cheaper than module 02's careful
+# float64 `erf` — the MLP's activation is the largest elementwise tensor of the model
+# ($B\cdot T\cdot 4d$ numbers), so this matters. The cell after the check measures it.
+
+# %% nbgrader={"grade": false, "grade_id": "feed-forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class FeedForward(Module):
+    """Position-wise MLP: Linear(d_model, d_ff) → GELU → Linear(d_ff, d_model) → Dropout.
+    `approximate` is GELU's: "tanh" (GPT-2's choice, the default here) or "none" (exact)."""
+
+    def __init__(self, d_model, d_ff=None, dropout=0.0, approximate="tanh"):
+        super().__init__()
+        d_ff = 4 * d_model if d_ff is None else d_ff
+        self.fc1 = Linear(d_model, d_ff)
+        self.act = GELU(approximate)
+        self.fc2 = Linear(d_ff, d_model)
+        self.dropout = Dropout(dropout)
+
+    def forward(self, x):
+        ### BEGIN SOLUTION
+        return self.dropout(self.fc2(self.act(self.fc1(x))))
+        ### END SOLUTION
+
+
+MLP = FeedForward  # nanoGPT's name for the same thing
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-feed-forward", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+tinytorch.manual_seed(0)
+_ff = FeedForward(6, 10)
+assert [n for n, _ in _ff.named_parameters()] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+assert _ff.fc1.weight.shape == (10, 6) and FeedForward(4).fc1.out_features == 16
+_xf = tinytorch.randn(2, 3, 6)
+_h = _xf.numpy() @ _ff.fc1.weight.numpy().T + _ff.fc1.bias.numpy()
+_h = tinytorch.nn.functional.gelu(Tensor(_h), approximate="tanh").numpy()
+_ref = _h @ _ff.fc2.weight.numpy().T + _ff.fc2.bias.numpy()
+assert _ff(_xf).shape == (2, 3, 6)
+np.testing.assert_allclose(_ff(_xf).numpy(), _ref, rtol=1e-5, atol=1e-6)
+print("✓ FeedForward")
+
+# %%
+_act = tinytorch.randn(32, 64, 512)  # the MLP activation of a (B=32, T=64, d=128) batch
+for _mode in ("none", "tanh"):
+    _t0 = time.perf_counter()
+    for _ in range(3):
+        tinytorch.nn.functional.gelu(_act, approximate=_mode)
+    print(f"gelu(approximate={_mode!r}) on {_act.numel():,d} numbers: "
+          f"{(time.perf_counter() - _t0) / 3 * 1e3:6.1f} ms")
+_gap = np.abs(tinytorch.nn.functional.gelu(_act, approximate="tanh").numpy()
+              - tinytorch.nn.functional.gelu(_act).numpy()).max()
+print(f"largest difference between the two: {_gap:.1e}")
+
+# %% [markdown]
+# ## 4. The pre-norm transformer block
+#
+# The block is two residual branches. The first is causal self-attention on the
+# normalised stream, using module 12's `MultiheadAttention` (PyTorch's parameterisation,
+# `batch_first=True`, so tensors are `(B, T, d)`). A GPT must never let position $t$ see
+# positions after $t$ — at training time the model predicts token $t+1$ from tokens
+# $\le t$, and if it could peek, it would learn to copy instead of to predict. Mind the two
+# conventions of module 12 (both PyTorch's): `causal_mask(T)` says where attention is
+# **allowed** (`scaled_dot_product_attention`'s boolean masks), while `MultiheadAttention`'s
+# `attn_mask` says where it is **forbidden** (True = "may not attend"). The provided
+# `_causal_attn_mask(T)` is therefore the negation of `causal_mask(T)`, True strictly above
+# the diagonal:
+#
+# ```
+# _causal_attn_mask(4)    query t may attend to keys ≤ t
+# [[F T T T]
+#  [F F T T]
+#  [F F F T]
+#  [F F F F]]
+# ```
+#
+# Write `TransformerBlock.forward`:
+#
+# $$h = \operatorname{LN}_1(x),\quad x \leftarrow x + \operatorname{Dropout}(\operatorname{Attn}(h, h, h;\ \text{mask})),
+#   \quad x \leftarrow x + \operatorname{FF}(\operatorname{LN}_2(x)).$$
+#
+# `MultiheadAttention` returns a pair `(output, weights)`; pass `need_weights=False`
+# (the weights are not needed, and not computing their average saves time).
+
+# %% nbgrader={"grade": false, "grade_id": "transformer-block", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _causal_attn_mask(T):
+    """(T, T) bool Tensor for MultiheadAttention's attn_mask: True (forbidden) above the
+    diagonal, i.e. for keys j > query i. The negation of module 12's causal_mask(T)."""
+    return Tensor(~causal_mask(T).numpy())
+
+
+class TransformerBlock(Module):
+    """Pre-norm GPT block: x + attn(ln1(x)) with a causal mask, then x + ff(ln2(x))."""
+
+    def __init__(self, d_model, n_heads, d_ff=None, dropout=0.0):
+        super().__init__()
+        self.ln1 = LayerNorm(d_model)
+        self.attn = MultiheadAttention(d_model, n_heads, dropout=dropout, batch_first=True)
+        self.dropout = Dropout(dropout)  # on the attention branch's output
+        self.ln2 = LayerNorm(d_model)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+
+    def forward(self, x):
+        """x: (B, T, d_model) → (B, T, d_model)."""
+        mask = _causal_attn_mask(x.shape[-2])
+        ### BEGIN SOLUTION
+        h = self.ln1(x)
+        attended, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
+        x = x + self.dropout(attended)
+        return x + self.ff(self.ln2(x))
+        ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-transformer-block", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+tinytorch.manual_seed(0)
+_blk = TransformerBlock(8, 2, 16)
+_xb = tinytorch.randn(2, 5, 8)
+_yb = _blk(_xb)
+assert _yb.shape == (2, 5, 8)
+# causality: changing the input at position 3 leaves positions 0..2 unchanged
+_xb2 = Tensor(_xb.numpy().copy())
+_xb2.numpy()[:, 3] += 1.0
+_yb2 = _blk(_xb2)
+np.testing.assert_allclose(_yb2.numpy()[:, :3], _yb.numpy()[:, :3], atol=1e-6)
+assert np.abs(_yb2.numpy()[:, 3:] - _yb.numpy()[:, 3:]).max() > 1e-3
+# the residual branches: with both branches' output projections zeroed, the block is the identity
+with tinytorch.no_grad():
+    _blk.attn.out_proj.weight.zero_()
+    _blk.attn.out_proj.bias.zero_()
+    _blk.ff.fc2.weight.zero_()
+    _blk.ff.fc2.bias.zero_()
+np.testing.assert_allclose(_blk(_xb).numpy(), _xb.numpy(), atol=1e-7)
+_blk64 = TransformerBlock(4, 2, 8).double()
+_xg = Tensor(np.random.default_rng(0).standard_normal((2, 3, 4)), requires_grad=True)
+assert gradcheck(lambda x: _blk64(x), [_xg])
+print("✓ TransformerBlock: shapes, causality, residuals, gradcheck")
+
+# %% [markdown]
+# ## 5. GPT
+#
+# The model's hyper-parameters travel together in a `GPTConfig` (provided):
+#
+# | field | meaning |
+# |---|---|
+# | `vocab_size` $V$ | number of token ids |
+# | `block_size` $T_{max}$ | longest context: the size of the position table |
+# | `d_model` $d$, `n_heads`, `n_layers` $L$, `d_ff` | widths and depth (`d_ff` defaults to $4d$) |
+# | `dropout` | dropout probability in the blocks and on the embeddings |
+# | `tie_weights` | share the token-embedding matrix with the output head |
+#
+# `GPT.__init__` (provided) builds the parts of the picture in section 1: `tok_emb`
+# (`Embedding(V, d)`), `pos_emb` (`Embedding(block_size, d)`), `drop`, `blocks` (a
+# `ModuleList` of $L$ `TransformerBlock`s), `ln_f` and `head` (`Linear(d, V, bias=False)`).
+#
+# **Initialisation.** Like GPT-2 and nanoGPT, every matrix starts as $N(0, 0.02^2)$ and every
+# bias at zero, except the two matrices that write **into the residual stream** in each
+# block (attention's `out_proj` and the MLP's `fc2`), whose standard deviation is divided by
+# $\sqrt{2L}$: the stream is a sum of $2L$ branch outputs, and this keeps its variance at
+# initialisation independent of the depth. Small weights also make the initial logits
+# nearly zero, so the initial prediction is nearly uniform: the loss at step 0 should be
+# about $\ln V$, a cheap sanity check of any language model.
+#
+# **Weight tying.** The token embedding maps id → vector; the head maps vector → a score
+# per id. Using the *same* $V\times d$ matrix for both (`head.weight = tok_emb.weight`, one
+# `Parameter` registered twice) saves $Vd$ parameters and often trains better on small
+# data. Module 03's `parameters()` lists a shared parameter once, so the optimizer updates
+# it once; autograd adds up the gradients it receives from both uses.
+#
+# ### The forward pass and the causal language-modelling loss
+#
+# `forward(idx, targets=None)` takes int64 ids `(B, T)` with $T \le$ `block_size` and
+# returns `(logits, loss)`:
+#
+# 1. `x = tok_emb(idx) + pos_emb(arange(T))` — `(B, T, d) + (T, d)` broadcasts;
+# 2. `x = drop(x)`, then every block in order, then `ln_f`;
+# 3. `logits = head(x)`, shape `(B, T, V)`;
+# 4. with `targets` (ids `(B, T)`: the input shifted by one, as `get_batch` of module 10
+#    makes them), the loss is the mean cross-entropy over **all** $B\cdot T$ positions:
+#    `cross_entropy(logits.reshape(B*T, V), targets.reshape(B*T), ignore_index=-100)`;
+#    otherwise `loss` is `None` (nanoGPT's convention).
+#
+# Thanks to the causal mask, one forward pass trains $T$ predictions at once: position $t$
+# predicts token $t+1$ from tokens $1..t$. That is why decoder-only models train so
+# efficiently — every token of the batch is a training example.
+#
+# Also write `num_parameters(non_embedding=False)`: the number of trainable numbers (each
+# shared parameter once). With `non_embedding=True`, leave out the position table and, if
+# the weights are **not** tied, the token table (pure lookups that cost no FLOPs; a tied
+# table is also the head's matrix, so it stays). This is the $N$ of the scaling-law
+# formulas.
+
+# %% nbgrader={"grade": false, "grade_id": "gpt", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+@dataclass
+class GPTConfig:
+    """The hyper-parameters of a GPT."""
+    vocab_size: int
+    block_size: int = 64
+    d_model: int = 128
+    n_heads: int = 4
+    n_layers: int = 4
+    d_ff: int = None  # None: 4 * d_model
+    dropout: float = 0.0
+    tie_weights: bool = True
+
+    def __post_init__(self):
+        if self.d_ff is None:
+            self.d_ff = 4 * self.d_model
+        for name in ("vocab_size", "block_size", "d_model", "n_heads", "n_layers", "d_ff"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"GPTConfig.{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"GPTConfig: d_model ({self.d_model}) must be divisible by n_heads "
+                             f"({self.n_heads}): each head gets d_model // n_heads features")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout}")
+
+
+class GPT(Module):
+    """A decoder-only transformer language model (GPT-2 style, pre-norm)."""
+
+    def __init__(self, config):
+        super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise TypeError(f"GPT expects a GPTConfig, got {type(config).__name__}")
+        self.config = config
+        c = config
+        self.tok_emb = Embedding(c.vocab_size, c.d_model)
+        self.pos_emb = Embedding(c.block_size, c.d_model)
+        self.drop = Dropout(c.dropout)
+        self.blocks = ModuleList([TransformerBlock(c.d_model, c.n_heads, c.d_ff, c.dropout)
+                                  for _ in range(c.n_layers)])
+        self.ln_f = LayerNorm(c.d_model)
+        self.head = Linear(c.d_model, c.vocab_size, bias=False)
+        self._init_weights()
+        if c.tie_weights:
+            self.head.weight = self.tok_emb.weight  # one Parameter, used twice
+
+    def _init_weights(self):
+        """N(0, 0.02²) matrices, zero biases, residual projections scaled by 1/sqrt(2L)."""
+        resid_std = 0.02 / math.sqrt(2 * self.config.n_layers)
+        for name, p in self.named_parameters():
+            if name.endswith("attn.out_proj.weight") or name.endswith("ff.fc2.weight"):
+                normal_(p, 0.0, resid_std)
+            elif p.ndim >= 2:
+                normal_(p, 0.0, 0.02)
+            elif name.endswith("bias"):
+                zeros_(p)
+
+    def forward(self, idx, targets=None):
+        """idx: int64 (B, T) ids, T <= block_size → (logits (B, T, V), loss or None)."""
+        if not isinstance(idx, Tensor) or idx.ndim != 2 or idx.dtype.kind not in "iu":
+            raise ValueError(f"GPT.forward: idx must be an int64 Tensor of shape (B, T), got "
+                             f"{(idx.dtype, idx.shape) if isinstance(idx, Tensor) else type(idx).__name__}")
+        B, T = idx.shape
+        if T > self.config.block_size:
+            raise ValueError(f"GPT.forward: sequence of length {T} is longer than block_size "
+                             f"{self.config.block_size} (crop the context, as generate does)")
+        if targets is not None and tuple(targets.shape) != (B, T):
+            raise ValueError(f"GPT.forward: targets must have idx's shape {(B, T)}, got {tuple(targets.shape)}")
+        ### BEGIN SOLUTION
+        x = self.tok_emb(idx) + self.pos_emb(arange(T))
+        x = self.drop(x)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.ln_f(x))
+        loss = None
+        if targets is not None:
+            V = logits.shape[-1]
+            loss = cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T), ignore_index=-100)
+        return logits, loss
+        ### END SOLUTION
+
+    def num_parameters(self, non_embedding=False):
+        """Trainable numbers (shared ones once); non_embedding: without the lookup tables."""
+        ### BEGIN SOLUTION
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.pos_emb.weight.numel()
+            if self.head.weight is not self.tok_emb.weight:
+                n -= self.tok_emb.weight.numel()
+        return n
+        ### END SOLUTION
+
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+        """Continue `idx` (int64 (B, T) or (T,)) by max_new_tokens sampled tokens; see section 6."""
+        if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
+            raise ValueError(f"generate: max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+        if not isinstance(temperature, (int, float, np.floating)) or not temperature >= 0:
+            raise ValueError(f"generate: temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
+        if top_k is not None and (not isinstance(top_k, (int, np.integer)) or top_k < 1):
+            raise ValueError(f"generate: top_k must be None or an integer >= 1, got {top_k!r}")
+        if not isinstance(idx, Tensor) or idx.ndim not in (1, 2) or idx.dtype.kind not in "iu" or idx.shape[-1] < 1:
+            raise ValueError("generate: idx must be a non-empty int64 Tensor of shape (B, T) or (T,)")
+        rng = _numpy_rng(generator)
+        ids = idx.numpy().astype(np.int64).reshape(-1, idx.shape[-1])
+        was_training = self.training
+        self.eval()  # generation is inference: no dropout
+        try:
+            with no_grad():
+                out = _generate(self, ids, int(max_new_tokens), float(temperature), top_k, rng)
+        finally:
+            self.train(was_training)
+        out = Tensor(out)
+        return out if idx.ndim == 2 else out.reshape(-1)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-gpt", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+tinytorch.manual_seed(0)
+_cfg = GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2)
+_gpt = GPT(_cfg)
+assert _gpt.head.weight is _gpt.tok_emb.weight and _cfg.d_ff == 64
+_idx = tinytorch.randint(0, 11, (3, 8))
+_logits, _loss = _gpt(_idx)
+assert _logits.shape == (3, 8, 11) and _loss is None
+_logits, _loss = _gpt(_idx[:, :-1], _idx[:, 1:])
+assert _logits.shape == (3, 7, 11) and _loss.shape == ()
+_lp = _logits.numpy() - _logits.numpy().max(-1, keepdims=True)
+_lp = _lp - np.log(np.exp(_lp).sum(-1, keepdims=True))
+_t = _idx.numpy()[:, 1:]
+np.testing.assert_allclose(_loss.item(), -np.take_along_axis(_lp, _t[..., None], -1).mean(), rtol=1e-5)
+assert abs(_loss.item() - math.log(11)) < 0.1, "at initialisation the loss is about ln(V)"
+# causality: changing token 4 changes no logits before position 4
+_idx2 = Tensor(_idx.numpy().copy())
+_idx2.numpy()[:, 4] = (_idx2.numpy()[:, 4] + 1) % 11
+np.testing.assert_allclose(_gpt(_idx2)[0].numpy()[:, :4], _gpt(_idx)[0].numpy()[:, :4], atol=1e-6)
+_d, _V, _T, _L, _f = 16, 11, 8, 2, 64
+assert _gpt.num_parameters() == _V * _d + _T * _d + _L * (4 * _d * _d + 2 * _d * _f + 9 * _d + _f) + 2 * _d
+assert _gpt.num_parameters(non_embedding=True) == _gpt.num_parameters() - _T * _d
+print("✓ GPT forward, loss, causality, parameter count")
+
+# %% [markdown]
+# ## 6. Generating text: temperature and top-k
+#
+# Generation is a loop: run the model on the context, take the logits of the **last**
+# position, turn them into a distribution, draw the next token, append it, repeat. Two
+# details:
+#
+# - the position table has `block_size` rows, so the model can only read the last
+#   `block_size` tokens: **crop** the context to `ids[:, -block_size:]` before each step
+#   (module 18 will avoid re-running the whole context every step with a KV cache);
+# - the distribution is $\operatorname{softmax}(z / \tau)$ with **temperature** $\tau$:
+#   $\tau < 1$ sharpens it (more conservative, more repetitive text), $\tau > 1$ flattens it
+#   (more surprising, more errors), and $\tau \to 0$ is **greedy** decoding, always the
+#   argmax. **Top-k** first keeps only the $k$ largest logits (the others become
+#   $-\infty$, probability 0): it cuts the long tail of unlikely tokens, each one rare but
+#   together likely enough to derail a sample every few steps.
+#
+# See what they do to a toy distribution over 10 tokens:
+
+# %%
+_z = np.array([3.0, 2.5, 2.0, 1.0, 0.5, 0.0, -0.5, -1.0, -1.5, -2.0])
+
+
+def _softmax_np(z):
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+fig, axes = plt.subplots(1, 4, figsize=(13, 2.6), sharey=True)
+for _ax, (_title, _p) in zip(axes, [
+        ("τ = 0.5 (sharper)", _softmax_np(_z / 0.5)), ("τ = 1", _softmax_np(_z)),
+        ("τ = 2 (flatter)", _softmax_np(_z / 2)),
+        ("τ = 1, top-k = 3", _softmax_np(np.where(_z >= np.sort(_z)[-3], _z, -np.inf)))]):
+    _ax.bar(range(10), _p, color="C0")
+    _ax.set_title(_title, fontsize=10)
+    _ax.set_xlabel("token")
+axes[0].set_ylabel("probability")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Write `_sample_next(logits, temperature, top_k, rng)`: `logits` is a numpy array `(B, V)`,
+# `rng` a numpy `Generator`; return the next ids, an int64 array `(B,)`.
+#
+# - `temperature == 0`: the argmax of each row (no randomness; ties go to the first index,
+#   as `np.argmax` does);
+# - otherwise divide by the temperature; with `top_k` (at most $V$: use `min(top_k, V)`),
+#   set every logit **below the k-th largest** of its row to `-inf` (`np.partition` finds
+#   it without a full sort); take a stable softmax; then draw one sample per row by
+#   **inverse transform sampling**: with $u$ uniform in $[0, 1)$ and the cumulative sums
+#   $c$ of the row's probabilities, the sample is the first index $j$ with $c_j > u\,c_{V-1}$
+#   (multiplying by the last cumulative sum, which rounding may leave a hair below 1,
+#   guarantees that such an index exists and that a token of probability 0 is never drawn).
+#   Count the cumulative sums $\le u\,c_{V-1}$ to find $j$ for all rows at once. Use
+#   exactly one `rng.random((B, 1))` call per step, so a seed reproduces a sample.
+#
+# Then `_generate(model, ids, max_new_tokens, temperature, top_k, rng)`: `ids` is a numpy
+# int64 array `(B, T)`; loop `max_new_tokens` times (crop, forward, last position's logits,
+# `_sample_next`, append with `np.concatenate`) and return the grown array. The provided
+# `GPT.generate` validates the arguments, switches the model to eval mode (no dropout)
+# and back, runs `_generate` under `no_grad()` (nothing needs a gradient, so no graph is
+# recorded), and wraps the result in a Tensor.
+
+# %% nbgrader={"grade": false, "grade_id": "generate", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _sample_next(logits, temperature, top_k, rng):
+    """Next ids (int64 (B,)) from numpy logits (B, V): greedy, or temperature + top-k sampling."""
+    ### BEGIN SOLUTION
+    logits = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return np.argmax(logits, axis=-1).astype(np.int64)
+    z = logits / temperature
+    if top_k is not None:
+        k = min(int(top_k), z.shape[-1])
+        kth = np.partition(z, z.shape[-1] - k, axis=-1)[:, z.shape[-1] - k: z.shape[-1] - k + 1]
+        z = np.where(z < kth, -np.inf, z)
+    p = np.exp(z - z.max(axis=-1, keepdims=True))
+    cdf = np.cumsum(p, axis=-1)
+    u = rng.random((z.shape[0], 1)) * cdf[:, -1:]
+    return (cdf <= u).sum(axis=-1).astype(np.int64)
+    ### END SOLUTION
+
+
+def _generate(model, ids, max_new_tokens, temperature, top_k, rng):
+    """Append max_new_tokens sampled ids to the numpy int64 array ids (B, T); returns it."""
+    block_size = model.config.block_size
+    ### BEGIN SOLUTION
+    for _ in range(max_new_tokens):
+        context = ids[:, -block_size:]
+        logits, _ = model(Tensor(context))
+        next_ids = _sample_next(logits.numpy()[:, -1, :], temperature, top_k, rng)
+        ids = np.concatenate([ids, next_ids[:, None]], axis=1)
+    return ids
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-generate", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(0)
+_lg = np.array([[0.0, 5.0, 1.0, 4.9], [2.0, -1.0, 0.0, 1.0]])
+assert _sample_next(_lg, 0.0, None, _rng).tolist() == [1, 0]
+_draws = np.stack([_sample_next(_lg, 1.0, 2, _rng) for _ in range(400)])
+assert set(_draws[:, 0]) == {1, 3} and set(_draws[:, 1]) == {0, 3}, "top-k keeps only the k best"
+_freq = (np.stack([_sample_next(_lg[:1], 1.0, None, _rng) for _ in range(4000)])[:, 0] == 1).mean()
+assert abs(_freq - _softmax_np(_lg[0])[1]) < 0.03, "samples follow softmax(logits)"
+assert _sample_next(_lg, 1.0, 1, _rng).tolist() == [1, 0], "top_k=1 is greedy"
+tinytorch.manual_seed(0)
+_gpt = GPT(GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2))
+_prompt = Tensor([[1, 2, 3]])
+_out = _gpt.generate(_prompt, 12, temperature=0.0)
+assert _out.shape == (1, 15) and _out.dtype == tinytorch.int64 and _out.numpy()[0, :3].tolist() == [1, 2, 3]
+_ctx = _out.numpy()[:, 6:14]  # the last 8 tokens before the final one: cropping
+assert _out.numpy()[0, 14] == _gpt(Tensor(_ctx))[0].numpy()[0, -1].argmax()
+_g1 = _gpt.generate(_prompt, 10, generator=tinytorch.data.Generator().manual_seed(5))
+_g2 = _gpt.generate(_prompt, 10, generator=tinytorch.data.Generator().manual_seed(5))
+np.testing.assert_array_equal(_g1.numpy(), _g2.numpy())
+try:
+    _gpt.generate(_prompt, 3, temperature=-1.0)
+    raise AssertionError("a negative temperature must be refused")
+except ValueError:
+    pass
+print("✓ sampling and generate")
+
+# %% [markdown]
+# ## 7. Training a character-level GPT on the fables
+#
+# Now the payoff. We train on the fables corpus shipped with the course (module 05's
+# `load_text`), with a **character** tokenizer from module 10: a small vocabulary (a few
+# dozen symbols) keeps the embedding and head cheap, which suits a tiny model. The first
+# 90% of the text is for training, the rest to measure how well the model generalises.
+
+# %%
+from tinytorch.data import Generator, load_text  # noqa: E402
+from tinytorch.nn.utils import clip_grad_norm_  # noqa: E402
+from tinytorch.optim import AdamW  # noqa: E402
+from tinytorch.optim.lr_scheduler import LambdaLR  # noqa: E402
+from tinytorch.text import CharTokenizer, encode_corpus, get_batch  # noqa: E402
+
+text = load_text("fables")
+tok = CharTokenizer.from_text(text)
+data = encode_corpus(tok, text)
+n_train = int(0.9 * len(data))
+train_data, val_data = data[:n_train], data[n_train:]
+print(f"{len(text):,d} characters, vocabulary of {tok.vocab_size}: {''.join(tok.chars)!r}")
+print(f"train {len(train_data):,d} tokens, validation {len(val_data):,d} tokens")
+
+# %% [markdown]
+# The model: 4 layers of width 64 with 4 heads and a context of 64 characters, about
+# 0.2 million parameters (width 128, 0.8 million, learns more but costs 3-4 times as much
+# per step). The recipe is the standard one for transformers:
+#
+# - **AdamW** (module 07) with weight decay 0.1 on the matrices only: biases, LayerNorm
+#   parameters (and position embeddings, in nanoGPT's convention: everything 1-D) are not
+#   decayed — shrinking a LayerNorm's gain towards 0 is not regularisation, it is damage.
+#   Two parameter groups do that;
+# - a **learning-rate schedule**: a linear **warm-up** (Adam's second-moment estimates are
+#   noisy during the first steps, and large early updates can push a transformer into a bad
+#   region), then a **cosine** decay to a tenth of the peak (one `LambdaLR`);
+# - **gradient clipping** to a global norm of 1 (module 08): one unlucky batch cannot blow
+#   up the weights.
+#
+# **`MAX_STEPS` below sets the training time.** It is kept small so the whole notebook runs
+# in a couple of minutes. For nicer samples, raise it to 1,000-2,000 steps (and `d_model`
+# to 128 if you can wait): 5-10 minutes on a laptop buy a clearly lower validation loss and
+# text whose words are mostly spelled right. Watch the validation loss: this corpus is
+# small, and a big model trained long enough will start to memorise it (then a little
+# `dropout`, 0.1-0.2, helps).
+
+# %%
+MAX_STEPS = 200  # ← the training length: raise to 1000-2000 for nicer samples (5-10 minutes)
+BATCH_SIZE = 32
+WARMUP_STEPS = 20
+PEAK_LR = 3e-3
+
+config = GPTConfig(vocab_size=tok.vocab_size, block_size=64, d_model=64, n_heads=4, n_layers=4,
+                   dropout=0.0, tie_weights=True)
+tinytorch.manual_seed(1337)
+model = GPT(config)
+print(model.blocks[0])
+print(f"{model.num_parameters():,d} parameters ({model.num_parameters(non_embedding=True):,d} "
+      f"without the position table)")
+
+_decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and not n.startswith("pos_emb")]
+_no_decay = [p for n, p in model.named_parameters() if p.ndim < 2 or n.startswith("pos_emb")]
+optimizer = AdamW([{"params": _decay, "weight_decay": 0.1}, {"params": _no_decay, "weight_decay": 0.0}],
+                  lr=PEAK_LR, betas=(0.9, 0.99))
+
+
+def lr_factor(step):
+    """Linear warm-up to 1, then cosine decay to 0.1 at MAX_STEPS."""
+    if step < WARMUP_STEPS:
+        return (step + 1) / WARMUP_STEPS
+    progress = min(1.0, (step - WARMUP_STEPS) / max(1, MAX_STEPS - WARMUP_STEPS))
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+scheduler = LambdaLR(optimizer, lr_factor)
+batch_gen = Generator().manual_seed(0)
+
+
+def estimate_loss(split_data, batches=4, seed=123):
+    """Mean loss over a few fixed random batches, in eval mode and without a graph."""
+    g = Generator().manual_seed(seed)
+    model.eval()
+    with tinytorch.no_grad():
+        losses = [model(*get_batch(split_data, config.block_size, BATCH_SIZE, g))[1].item()
+                  for _ in range(batches)]
+    model.train()
+    return float(np.mean(losses))
+
+
+def sample(prompt, n=200, temperature=0.8, top_k=10, seed=0):
+    ids = Tensor([tok.encode(prompt)])
+    out = model.generate(ids, n, temperature=temperature, top_k=top_k,
+                         generator=Generator().manual_seed(seed))
+    return tok.decode(out.numpy()[0])
+
+
+print(f"step 0: train loss {estimate_loss(train_data):.3f} (ln V = {math.log(tok.vocab_size):.3f})")
+print("sample before training:\n" + sample("The Fox and the ", 120))
+
+# %% [markdown]
+# The loss at step 0 is about $\ln V$, as promised, and the untrained model writes
+# uniformly random characters. The training loop is the one of module 08, written out:
+
+# %%
+losses, lrs = [], []
+t_start = time.perf_counter()
+model.train()
+for step in range(MAX_STEPS):
+    xb, yb = get_batch(train_data, config.block_size, BATCH_SIZE, batch_gen)
+    _, loss = model(xb, yb)
+    optimizer.zero_grad()
+    loss.backward()
+    clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    lrs.append(optimizer.param_groups[0]["lr"])
+    scheduler.step()
+    losses.append(loss.item())
+    if step % 25 == 0 or step == MAX_STEPS - 1:
+        print(f"step {step:4d}  loss {loss.item():.3f}  lr {lrs[-1]:.2e}  "
+              f"{time.perf_counter() - t_start:6.1f} s")
+train_seconds = time.perf_counter() - t_start
+tokens_per_second = MAX_STEPS * BATCH_SIZE * config.block_size / train_seconds
+final_train, final_val = estimate_loss(train_data), estimate_loss(val_data)
+print(f"\n{MAX_STEPS} steps in {train_seconds:.1f} s: {tokens_per_second:,.0f} tokens/s (training)")
+print(f"final loss: train {final_train:.3f}, validation {final_val:.3f}")
+
+# %%
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.3))
+ax1.plot(losses, lw=0.8, alpha=0.5, label="batch loss")
+_k = 10
+if len(losses) >= _k:
+    ax1.plot(range(_k - 1, len(losses)), np.convolve(losses, np.ones(_k) / _k, mode="valid"),
+             label=f"moving mean ({_k})")
+ax1.axhline(math.log(tok.vocab_size), color="gray", ls=":", label="ln V (uniform guess)")
+ax1.axhline(final_val, color="C3", ls="--", lw=1, label="final validation")
+ax1.set_xlabel("step")
+ax1.set_ylabel("cross-entropy (nats / char)")
+ax1.set_title("training loss of the char-level GPT")
+ax1.legend(fontsize=8)
+ax2.plot(lrs)
+ax2.set_xlabel("step")
+ax2.set_ylabel("learning rate")
+ax2.set_title("warm-up + cosine schedule")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# And the model's own fables, with temperature 0.8 and top-k 10 (every run with the same
+# seeds writes the same text):
+
+# %%
+print(sample("The Fox and the ", 300))
+print("\n--- greedy (temperature 0) ---")
+print(tok.decode(model.generate(Tensor([tok.encode("The Lion ")]), 150, temperature=0.0).numpy()[0]))
+
+# %% [markdown]
+# After a minute of training the model has learned the shape of the text — word lengths,
+# spaces, capitals after full stops, frequent short words — not yet its spelling. Greedy
+# decoding quickly falls into a loop: always taking the single most likely character
+# repeats the most common patterns. Sampling with a moderate temperature is what makes
+# language models read naturally.
+#
+# ## 8. A systems look
+#
+# ### Where the parameters are
+#
+# Per block: attention has $Q, K, V$ and output projections, $4d^2$ weights ($+4d$
+# biases); the feed-forward network $2\,d\,d_{ff} = 8d^2$ ($+d_{ff}+d$); two LayerNorms
+# $4d$. So
+#
+# $$N = \underbrace{L\,(12d^2 + 13d)}_{\text{blocks}} + \underbrace{Vd}_{\text{token table (= head)}}
+#     + \underbrace{T_{max}\,d}_{\text{positions}} + \underbrace{2d}_{\text{ln\_f}}
+#     \;\big(+\,Vd \text{ untied}\big) \;\approx\; 12 L d^2 .$$
+
+# %%
+d, L, V, Tm, dff = config.d_model, config.n_layers, config.vocab_size, config.block_size, config.d_ff
+formula = L * (4 * d * d + 2 * d * dff + 9 * d + dff) + V * d + Tm * d + 2 * d
+print(f"formula: {formula:,d}   counted: {model.num_parameters():,d}   12·L·d² = {12 * L * d * d:,d}")
+_groups = {}
+for _name, _p in model.named_parameters():
+    _key = _name.split(".")[0] if not _name.startswith("blocks") else "blocks.*." + _name.split(".")[2]
+    _groups[_key] = _groups.get(_key, 0) + _p.numel()
+for _key, _n in _groups.items():
+    print(f"  {_key:14s} {_n:9,d}  {100 * _n / model.num_parameters():5.1f} %")
+
+# %% [markdown]
+# In this tiny model the embeddings are a small share; in GPT-2 small ($V = 50257$,
+# $d = 768$) the token table alone is 38 M of its 124 M parameters, which is one reason
+# subword vocabularies are a trade-off (module 10).
+#
+# ### FLOPs per token and the measured speed
+#
+# A matrix of $N$ weights costs $2N$ FLOPs per token in the forward pass (a multiply and an
+# add per weight) and about twice that in the backward (gradients for the input *and* for
+# the weight): **training costs $\approx 6N$ FLOPs per token**. Attention adds work that
+# does not show up in $N$: the scores $QK^\top$ and the weighted sum cost $2\cdot 2\,T d$ per
+# token and layer forward, $12\,L\,T\,d$ for training. Compare with the measured
+# throughput of the loop above:
+
+# %%
+N = model.num_parameters(non_embedding=True)
+flops_per_token = 6 * N + 12 * L * Tm * d
+print(f"N (non-embedding) = {N:,d}")
+print(f"training FLOPs per token ≈ 6N + 12·L·T·d = {6 * N:,d} + {12 * L * Tm * d:,d} = {flops_per_token / 1e6:.2f} MFLOP")
+print(f"measured: {tokens_per_second:,.0f} tokens/s → {tokens_per_second * flops_per_token / 1e9:.2f} GFLOP/s achieved")
+
+_times = {"forward": [], "backward": []}
+_xb, _yb = get_batch(train_data, config.block_size, BATCH_SIZE, Generator().manual_seed(1))
+for _ in range(3):
+    _t0 = time.perf_counter()
+    _, _l = model(_xb, _yb)
+    _t1 = time.perf_counter()
+    _l.backward()
+    _t2 = time.perf_counter()
+    _times["forward"].append(_t1 - _t0)
+    _times["backward"].append(_t2 - _t1)
+_times = {k: min(v) for k, v in _times.items()}  # the least disturbed of 3 runs
+model.zero_grad()
+print(f"one step: forward {_times['forward'] * 1e3:.0f} ms, backward {_times['backward'] * 1e3:.0f} ms "
+      f"(backward/forward = {_times['backward'] / _times['forward']:.1f}; the 6N rule assumes 2)")
+
+# %% [markdown]
+# Module 03 measured what a large `Linear` reaches on your machine (tens of GFLOP/s are
+# typical for a CPU); our training loop gets a fraction of that, because its matrices are small (`(2048, 128) @ (128, 512)`), and
+# every op pays Python and graph-recording overhead, allocates a fresh output, and
+# makes a full pass over memory for elementwise work that a fused kernel would do in
+# registers. For the same reasons the measured backward/forward ratio need not be the
+# ideal 2: some of our backward rules are cheap (they reuse saved outputs), some ops'
+# overhead is paid in the forward only; and on a busy machine single timings are noisy.
+#
+# ### Activation memory against the context length
+#
+# Training memory is not only parameters, gradients and Adam's two moments ($4N$ numbers):
+# the autograd graph keeps every op's output alive until the backward pass has used it.
+# We can measure exactly what it holds: walk the graph from the loss and add up the
+# distinct arrays its nodes keep. Most activations grow linearly with $B\cdot T$; the
+# attention scores and weights grow with $B \cdot h \cdot T^2$:
+
+# %%
+def graph_bytes(loss):
+    """Bytes of the distinct arrays held by the graph's nodes (outputs, saved attributes)."""
+    seen, total = set(), 0
+
+    def add(arr):
+        nonlocal total
+        base = arr
+        while isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base
+        if isinstance(base, np.ndarray) and id(base) not in seen:
+            seen.add(id(base))
+            total += base.nbytes
+
+    for node in tinytorch.autograd.topological_order([loss.grad_fn]):
+        add(node.output)
+        for value in node.attrs.values():
+            if isinstance(value, np.ndarray):
+                add(value)
+    return total
+
+
+_Ts, _mem = [8, 16, 32, 64], []
+for _T in _Ts:
+    _xm, _ym = get_batch(train_data, _T, 16, Generator().manual_seed(2))
+    _, _lm = model(_xm, _ym)
+    _mem.append(graph_bytes(_lm))
+    print(f"T = {_T:3d}: graph holds {_mem[-1] / 2**20:7.2f} MiB for a batch of 16 "
+          f"({_mem[-1] / (16 * _T) / 1024:.1f} KiB per token)")
+del _lm
+print(f"parameters: {model.num_parameters() * 4 / 2**20:.2f} MiB in float32")
+fig, ax = plt.subplots(figsize=(5.5, 3.3))
+ax.plot(_Ts, np.array(_mem) / 2**20, "o-")
+ax.set_xlabel("context length T")
+ax.set_ylabel("activation memory (MiB)")
+ax.set_title("what backward needs, batch 16: linear + T² part")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The memory per token grows with $T$: that is the $T^2$ attention matrices. At our sizes
+# the linear part still dominates, but at $T = 2048$ and more, the scores of every head and
+# layer would dwarf everything else — which is why FlashAttention never stores them (it
+# recomputes them in the backward pass, tile by tile), and why long-context training
+# relies on activation checkpointing.
+#
+# ## 9. What PyTorch does
+#
+# - `torch.nn.LayerNorm` / `F.layer_norm` is one op (`native_layer_norm`) returning the
+#   output with `mean` and `rstd` for the backward, exactly our design; its CUDA kernels
+#   fuse the reductions and the affine step in one pass over memory.
+# - `torch.nn.TransformerEncoderLayer(d, h, d_ff, dropout, activation="gelu",
+#   batch_first=True, norm_first=True)` is our block (a GPT block is an *encoder* layer with a
+#   causal mask; `TransformerDecoderLayer` adds cross-attention to an encoder's output, which
+#   a decoder-only GPT does not have). Its fast path fuses the whole layer at inference.
+# - `F.scaled_dot_product_attention(..., is_causal=True)` dispatches to fused kernels
+#   (FlashAttention, memory-efficient attention) that never store the $T\times T$ matrix;
+#   `torch.compile` fuses the elementwise ops of a block (GELU, residual adds, dropout)
+#   into a few kernels.
+# - Real GPT code (nanoGPT, Hugging Face's `GPT2LMHeadModel`) has the same structure as
+#   ours. For generation they add a **KV cache**: the keys and values of past positions do
+#   not change, so each new token needs only its own row of attention — module 18 builds it.
+#
+# If PyTorch is installed, our block and `nn.TransformerEncoderLayer` agree given the same
+# weights:
+
+# %%
+if torch is not None:
+    tinytorch.manual_seed(0)
+    _ours = TransformerBlock(16, 4, 32)
+    _theirs = torch.nn.TransformerEncoderLayer(
+        16, 4, 32, dropout=0.0, batch_first=True, norm_first=True,
+        activation=lambda x: torch.nn.functional.gelu(x, approximate="tanh"))
+    _map = {"self_attn.in_proj_weight": "attn.in_proj_weight", "self_attn.in_proj_bias": "attn.in_proj_bias",
+            "self_attn.out_proj.weight": "attn.out_proj.weight", "self_attn.out_proj.bias": "attn.out_proj.bias",
+            "linear1.weight": "ff.fc1.weight", "linear1.bias": "ff.fc1.bias",
+            "linear2.weight": "ff.fc2.weight", "linear2.bias": "ff.fc2.bias",
+            "norm1.weight": "ln1.weight", "norm1.bias": "ln1.bias",
+            "norm2.weight": "ln2.weight", "norm2.bias": "ln2.bias"}
+    _sd = _ours.state_dict()
+    _theirs.load_state_dict({k: torch.tensor(_sd[v].numpy()) for k, v in _map.items()})
+    _xin = np.random.default_rng(0).standard_normal((2, 6, 16)).astype(np.float32)
+    _mask = torch.nn.Transformer.generate_square_subsequent_mask(6)
+    with torch.no_grad():
+        _ref = _theirs(torch.tensor(_xin), src_mask=_mask, is_causal=True).numpy()
+    print(f"max |ours - nn.TransformerEncoderLayer| = {np.abs(_ours(Tensor(_xin)).numpy() - _ref).max():.1e}")
+
+# %% [markdown]
+# ## 10. Recap
+#
+# - **LayerNorm** normalises each token over its features: the same computation in
+#   training and generation, no batch statistics. As one fused op it records one node and
+#   saves two small statistics; its backward is
+#   $\text{rstd}\,(\bar{\hat x} - \operatorname{mean}\bar{\hat x} - \hat x\operatorname{mean}(\bar{\hat x}\hat x))$.
+# - A **pre-norm block** adds attention and an MLP to the **residual stream**; the identity
+#   path carries gradients through any depth. A causal mask keeps every position from
+#   seeing its future, so one forward pass trains $T$ next-token predictions.
+# - A **GPT** is embeddings + $L$ blocks + final LayerNorm + head (often tied to the token
+#   table), initialised small so the first loss is $\ln V$.
+# - **Sampling**: temperature reshapes the distribution, top-k cuts its tail, temperature 0
+#   is greedy; the context is cropped to `block_size`.
+# - **Costs**: $N \approx 12Ld^2$ parameters, $\approx 6N$ training FLOPs per token plus
+#   attention's $12LTd$, activation memory linear in $T$ plus an attention part in $T^2$.
+#
+# Run `tito test module 13` to check your work. Module 14 measures all of this properly
+# with a profiler; module 18 makes generation fast with a KV cache.

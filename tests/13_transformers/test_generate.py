@@ -1,0 +1,133 @@
+"""GPT.generate and sampling: shapes, greedy, seeding, top-k, temperature, cropping."""
+import numpy as np
+import pytest
+
+import tinytorch as tt
+from tinytorch import nn
+from tinytorch.data import Generator
+from tinytorch.nn.transformer import _sample_next
+
+
+def small(V=13, T=8, seed=0, dropout=0.0):
+    tt.manual_seed(seed)
+    return nn.GPT(nn.GPTConfig(vocab_size=V, block_size=T, d_model=16, n_heads=2, n_layers=2,
+                               dropout=dropout))
+
+
+def softmax(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_output_length_dtype_and_prompt():
+    model = small()
+    prompt = tt.tensor([[1, 2, 3], [4, 5, 6]])
+    out = model.generate(prompt, 7)
+    assert out.shape == (2, 10) and out.dtype == tt.int64 and not out.requires_grad
+    np.testing.assert_array_equal(out.numpy()[:, :3], prompt.numpy())
+    assert out.numpy().min() >= 0 and out.numpy().max() < 13
+    flat = model.generate(tt.tensor([1, 2]), 4)
+    assert flat.shape == (6,)
+    assert model.generate(prompt, 0).shape == (2, 3)
+
+
+def test_greedy_is_deterministic_and_the_argmax():
+    model = small(seed=1)
+    prompt = tt.tensor([[3, 1, 4]])
+    a = model.generate(prompt, 5, temperature=0.0).numpy()
+    b = model.generate(prompt, 5, temperature=0.0, generator=Generator().manual_seed(9)).numpy()
+    np.testing.assert_array_equal(a, b)
+    for t in range(3, 8):
+        logits, _ = model(tt.tensor(a[:, :t]))
+        assert a[0, t] == logits.numpy()[0, -1].argmax()
+
+
+def test_context_is_cropped_to_block_size():
+    model = small(T=8, seed=2)
+    prompt = tt.tensor(np.random.default_rng(2).integers(0, 13, (2, 12)))
+    out = model.generate(prompt, 4, temperature=0.0).numpy()
+    assert out.shape == (2, 16)
+    for t in range(12, 16):
+        logits, _ = model(tt.tensor(out[:, t - 8:t]))
+        np.testing.assert_array_equal(out[:, t], logits.numpy()[:, -1].argmax(-1))
+
+
+def test_seeded_sampling_is_reproducible():
+    model = small(seed=3)
+    prompt = tt.tensor([[0, 1]])
+    a = model.generate(prompt, 20, generator=Generator().manual_seed(4)).numpy()
+    b = model.generate(prompt, 20, generator=Generator().manual_seed(4)).numpy()
+    np.testing.assert_array_equal(a, b)
+    tt.manual_seed(11)
+    c = model.generate(prompt, 20).numpy()
+    tt.manual_seed(11)
+    d = model.generate(prompt, 20).numpy()
+    np.testing.assert_array_equal(c, d)
+    others = [model.generate(prompt, 20, generator=Generator().manual_seed(s)).numpy() for s in range(5, 9)]
+    assert any(not np.array_equal(a, o) for o in others)
+
+
+def test_top_k_restricts_each_step():
+    model = small(seed=4)
+    prompt = tt.tensor([[2, 7, 1], [5, 5, 5]])
+    out = model.generate(prompt, 12, temperature=3.0, top_k=3, generator=Generator().manual_seed(0)).numpy()
+    for t in range(3, 15):
+        logits = model(tt.tensor(out[:, max(0, t - 8):t]))[0].numpy()[:, -1]
+        top3 = np.argsort(logits, -1)[:, -3:]
+        for b in range(2):
+            assert out[b, t] in top3[b]
+    greedy = model.generate(prompt, 6, temperature=0.0).numpy()
+    top1 = model.generate(prompt, 6, temperature=1.0, top_k=1, generator=Generator().manual_seed(1)).numpy()
+    np.testing.assert_array_equal(greedy, top1)
+
+
+def test_sample_next_follows_the_distribution():
+    rng = np.random.default_rng(0)
+    logits = np.array([[0.5, 1.5, -1.0, 0.0, 2.0]])
+    for temperature in (1.0, 0.5, 2.0):
+        draws = np.concatenate([_sample_next(logits, temperature, None, rng) for _ in range(3000)])
+        freq = np.bincount(draws, minlength=5) / draws.size
+        np.testing.assert_allclose(freq, softmax(logits[0] / temperature), atol=0.035)
+    draws = np.concatenate([_sample_next(logits, 1.0, 2, rng) for _ in range(3000)])
+    freq = np.bincount(draws, minlength=5) / draws.size
+    expected = softmax(np.where(logits[0] >= 1.5, logits[0], -np.inf))
+    np.testing.assert_allclose(freq, expected, atol=0.035)
+    assert freq[[0, 2, 3]].sum() == 0
+
+
+def test_sample_next_greedy_batch_and_large_k():
+    rng = np.random.default_rng(1)
+    logits = np.random.default_rng(2).standard_normal((6, 9)) * 3
+    out = _sample_next(logits, 0.0, None, rng)
+    assert out.dtype == np.int64 and out.shape == (6,)
+    np.testing.assert_array_equal(out, logits.argmax(-1))
+    many = _sample_next(logits, 1.0, 100, rng)  # k above V means no restriction
+    assert many.shape == (6,) and many.min() >= 0 and many.max() < 9
+    peaked = np.full((3, 9), -1e9)
+    peaked[np.arange(3), [4, 0, 8]] = 0.0
+    np.testing.assert_array_equal(_sample_next(peaked, 1.0, None, rng), [4, 0, 8])
+
+
+def test_argument_validation():
+    model = small(seed=5)
+    prompt = tt.tensor([[1, 2]])
+    assert model.generate(prompt, 2, temperature=0.5, top_k=2).shape == (1, 4)
+    with pytest.raises(ValueError, match="temperature"):
+        model.generate(prompt, 2, temperature=-0.1)
+    with pytest.raises(ValueError, match="top_k"):
+        model.generate(prompt, 2, top_k=0)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        model.generate(prompt, -1)
+
+
+def test_generation_runs_in_eval_mode_and_restores_the_mode():
+    model = small(seed=6, dropout=0.5)
+    model.train()
+    prompt = tt.tensor([[1, 2, 3]])
+    a = model.generate(prompt, 6, temperature=0.0).numpy()
+    b = model.generate(prompt, 6, temperature=0.0).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert model.training and all(m.training for m in model.modules())
+    model.eval()
+    logits, _ = model(tt.tensor(a[:, :8]))
+    assert a[0, 8] == logits.numpy()[0, -1].argmax()
