@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
-from tito import build, release, testing
+from tito import build, notebook, release, testing
 from tito.backup import backup_notebook
 from tito.course import Module, all_modules, available_modules, find_root, resolve
 from tito.errors import TitoError
@@ -21,30 +22,38 @@ def _targets(spec: str | None, all_modules_flag: bool, verb: str) -> list[Module
     return [resolve(spec, root)]
 
 
-def package_state(module: Module) -> str:
-    """'stub' while the package holds the released stubs of this module, else 'exported'."""
+def package_state(module: Module, state: dict) -> str:
+    """'stub', 'exported', or 'N stubs left' for this module's files in tinytorch/.
+
+    Cheap on purpose (status must be quick): it counts the stub messages that name this
+    module's notebook instead of regenerating the released files."""
     if not module.available:
         return "-"
-    outputs = release.release_outputs(module)
-    files = [(p, t) for p, t in outputs.items() if p.suffix == ".py"]
-    if any(not p.is_file() for p, _ in files):
+    text = module.solution_path.read_text(encoding="utf-8")
+    targets = set(re.findall(r"^#\|\s*(?:default_exp|export)\s+([\w.]+)\s*$", text, re.M))
+    paths = [notebook.target_path(module.root / "tinytorch", t) for t in targets]
+    if any(not p.is_file() for p in paths):
         return "missing"
-    return "stub" if all(p.read_text(encoding="utf-8") == t for p, t in files) else "exported"
+    marker = f"is not implemented yet: write it in {module.notebook_rel}"
+    left = sum(p.read_text(encoding="utf-8").count(marker) for p in paths)
+    if left == 0:
+        return "exported"
+    return f"{left} stubs left" if state.get(module.slug, {}).get("exported") else "stub"
 
 
 def status() -> int:
     root = find_root()
     state = testing.load_state(root)
-    print(f"{'#':>2}  {'module':<13} {'status':<10} {'package':<9} last test")
+    print(f"{'#':>2}  {'module':<13} {'status':<10} {'package':<14} last test")
     for m in all_modules(root):
-        last = state.get(m.slug)
+        last = state.get(m.slug, {}).get("last_test")
         if last:
             verdict = "passed" if last["ok"] else "failed"
             result = f"{verdict} {last['passed']}/{last['passed'] + last['failed']} ({last['against']}, {last['when']})"
         else:
             result = "-"
         print(f"{m.number:02d}  {m.name:<13} {'available' if m.available else 'planned':<10} "
-              f"{package_state(m):<9} {result}")
+              f"{package_state(m, state):<14} {result}")
     print("\nNext: `tito module start NN` opens a notebook; `tito test module NN` grades it.")
     return 0
 
@@ -59,6 +68,7 @@ def export(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
     for module in _targets(spec, all_modules, "export"):
         for path in build.export_student(module):
             print(f"{module.notebook_rel} -> {path.relative_to(root)}")
+        testing.remember(module, exported=True)
     return 0
 
 
@@ -73,6 +83,7 @@ def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool 
         against = "your notebook"
         for module in modules:
             build.export_student(module)
+            testing.remember(module, exported=True)
     results = []
     for module in modules:
         print(f"\n=== {module.label}: running {module.tests_path.relative_to(root)} against {against} ===",
@@ -130,5 +141,6 @@ def module_reset(spec: str) -> int:
     for path, text in release.release_outputs(module).items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    testing.remember(module, exported=False)
     print(f"restored the released {module.notebook_rel} and its stub package files.")
     return 0

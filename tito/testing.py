@@ -186,15 +186,20 @@ def load_state(root: Path) -> dict:
         return {}
 
 
-def record(module: Module, outcome: Outcome, against: str) -> None:
+def remember(module: Module, **facts) -> None:
+    """Merge facts about a module into .tito/state.json (last test result, exported or not)."""
     state = load_state(module.root)
-    state[module.slug] = {
+    state.setdefault(module.slug, {}).update(facts)
+    path = state_path(module.root)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(state, indent=1), encoding="utf-8")
+
+
+def record(module: Module, outcome: Outcome, against: str) -> None:
+    remember(module, last_test={
         "against": against,
         "passed": outcome.passed,
         "failed": outcome.failed,
         "ok": outcome.ok,
         "when": time.strftime("%Y-%m-%d %H:%M"),
-    }
-    path = state_path(module.root)
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(state, indent=1), encoding="utf-8")
+    })

@@ -226,3 +226,18 @@ def test_release_never_overwrites_a_notebook_without_a_backup(course):
     match = re.search(rf"backed up {MODULE} to (\S+\.ipynb)", out.stdout)
     assert match, out.stdout
     assert "student work in progress" in course.path(match.group(1)).read_text()
+
+
+def test_status_counts_the_stubs_left(course):
+    nb = read_nb(course)
+    solved = _solved_notebook(course)
+    index, _ = first_export_solution_cell(nb)
+    nb.cells[index] = solved.cells[index]
+    write_nb(course, nb)
+    marker = f"is not implemented yet: write it in {MODULE}"
+    released_stubs = course.path(PACKAGE_FILE).read_text().count(marker)
+    assert course.tito("export", "01").returncode == 0
+    left = course.path(PACKAGE_FILE).read_text().count(marker)
+    assert 0 < left < released_stubs
+    status = course.tito("status").stdout
+    assert re.search(rf"^01  tensor\s+available\s+{left} stubs left", status, re.M), status
