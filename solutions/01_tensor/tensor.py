@@ -2398,15 +2398,7 @@ print("✓ memory_footprint")
 # the exact numbers will differ elsewhere, the shape of the curves will not.
 
 # %%
-def median_time(fn, repeats=7):
-    """Median wall time of fn() in seconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
 
 
 sizes = [64, 256, 1024, 2048]

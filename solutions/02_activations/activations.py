@@ -651,15 +651,7 @@ np.testing.assert_allclose(softmax(Tensor(_a), 0).numpy().sum(axis=0), 1.0, rtol
 # (8 bytes per element divided by the time). These are *your* machine's numbers.
 
 # %%
-def median_time(fn, repeats=3):
-    """Median wall time of fn() in seconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
 
 
 _n = 1 << 22  # 4M elements: 16 MiB in float32

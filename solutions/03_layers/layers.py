@@ -1529,15 +1529,7 @@ print(f"total: {_total:,d} parameters = {_total * 4 / 2**20:.2f} MiB in float32 
 # compute the achieved FLOP rate (FLOPs / time).
 
 # %%
-def median_time(fn, repeats=5):
-    """Median wall time of fn() in seconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
 
 
 _layer = Linear(1024, 1024)

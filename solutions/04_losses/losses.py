@@ -1038,15 +1038,7 @@ assert np.isclose(_ce_full, _ce_chunk, rtol=1e-5)
 # runs, measured on your machine:
 
 # %%
-def median_time(fn, repeats=7):
-    """Median wall time of fn() in seconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
 
 
 _xb = (np.random.default_rng(5).standard_normal(1_000_000) * 30).astype(np.float32)

@@ -1080,15 +1080,7 @@ print(f"sample view keeps alive: {memory_footprint(train_set[0][0]):,} bytes; "
 # (the median of a few repeats; your numbers will differ, the shape will not).
 
 # %%
-def median_time(fn, repeats=3):
-    """Median wall time of fn() in seconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
 
 
 def epoch_loader(loader):

@@ -1454,15 +1454,7 @@ for _name, _n in [("this MLP", _n_params), ("GPT-2 small", 124e6), ("a 7B-parame
 # (median of several steps):
 
 # %%
-def median_time(fn, repeats=7, warmup=1):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
 
 
 _step_times = {}

@@ -563,15 +563,7 @@ print("✓ conv2d forward = the seven loops")
 # few runs.
 
 # %%
-def median_time(fn, repeats=5):
-    """Median wall time of fn() in seconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
 
 
 _rng = np.random.default_rng(1)

@@ -732,15 +732,7 @@ for _bt in [(8, 64), (32, 256), (64, 1024)]:
 # (including building the one-hot matrix), for a batch of 512 ids and growing vocabularies.
 
 # %%
-def median_time(fn, repeats=5):
-    """Median wall time of fn() in seconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
 
 
 _n, _D = 512, 128

@@ -865,15 +865,7 @@ assert np.all(_y1[0, :5] == _y2[0, :5]) and np.all(_xt.grad.numpy()[0, 4:] == 0)
 # allocations are visible to `tracemalloc`), for one head with $d = 64$.
 
 # %%
-def median_time(fn, repeats=5):
-    """Median wall time of fn() in seconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
 
 
 _d = 64
