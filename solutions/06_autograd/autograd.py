@@ -1216,7 +1216,12 @@ def _matmul_backward(node, grad):
     if a.requires_grad:
         ga = unbroadcast(g @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
     if b.requires_grad:
-        gb = unbroadcast(np.swapaxes(a2, -1, -2) @ g, b2.shape).reshape(b.shape)
+        if b2.ndim == 2 and a2.ndim > 2:
+            # A batch of rows times one matrix (every Linear layer): fold the batch dims into
+            # the rows and do ONE matrix product, instead of one per batch entry then a sum.
+            gb = (a2.reshape(-1, a2.shape[-1]).T @ g.reshape(-1, g.shape[-1])).reshape(b.shape)
+        else:
+            gb = unbroadcast(np.swapaxes(a2, -1, -2) @ g, b2.shape).reshape(b.shape)
     return ga, gb
     ### END SOLUTION
 
