@@ -9,6 +9,7 @@ cell from the source before running, so editing or deleting a test cell earns no
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -47,7 +48,7 @@ def grade(spec: str, submissions: Path, course_dir: Path | None = None, cell_tim
     import jupytext
     import nbformat
 
-    if importlib_missing("nbgrader"):
+    if importlib.util.find_spec("nbgrader") is None:
         raise TitoError('nbgrader is not installed: pip install -e ".[instructor]".')
     root = find_root()
     module = resolve(spec, root)
@@ -67,11 +68,9 @@ def grade(spec: str, submissions: Path, course_dir: Path | None = None, cell_tim
                    "language_info": {"name": "python"}}
     nbformat.write(nb, source / f"{module.name}.ipynb")
 
-    steps = [("generate_assignment", ["generate_assignment", module.slug, "--force"])]
-    for step, args in steps:
-        proc = _nbgrader(course_dir, *args, env=env)
-        if proc.returncode != 0:
-            raise TitoError(f"nbgrader {step} failed:\n{proc.stderr[-3000:]}")
+    proc = _nbgrader(course_dir, "generate_assignment", module.slug, "--force", env=env)
+    if proc.returncode != 0:
+        raise TitoError(f"nbgrader generate_assignment failed:\n{proc.stderr[-3000:]}")
     for student, notebook in found.items():
         target = course_dir / "submitted" / student / module.slug
         if target.exists():
@@ -97,8 +96,3 @@ def grade(spec: str, submissions: Path, course_dir: Path | None = None, cell_tim
     print(f"\ngrades: {csv_path}\nfeedback: {course_dir / 'feedback'}")
     return 0
 
-
-def importlib_missing(name: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(name) is None

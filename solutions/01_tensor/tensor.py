@@ -2468,11 +2468,9 @@ print("memory_footprint(m, m.T) =", memory_footprint(m, m.T), "bytes; m.nbytes =
 # If PyTorch is installed, compare directly (this cell is skipped otherwise):
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     tx = torch.arange(6.0).reshape(2, 3)

@@ -762,11 +762,9 @@ plt.show()
 # If PyTorch is installed, compare (skipped otherwise):
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     _v = np.array([-1e4, -30.0, -3.0, -0.5, 0.0, 0.5, 3.0, 30.0, 1e4], dtype=np.float32)

@@ -1615,11 +1615,9 @@ plt.show()
 # If PyTorch is installed, compare printouts and outputs with the same weights:
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     _ours = Sequential(Linear(2, 3), ReLU(), Linear(3, 1, bias=False))

@@ -1119,11 +1119,9 @@ print(f"tinytorch cross_entropy {_t_ours * 1e3:.2f} ms, numpy stable_ce {_t_np *
 # If PyTorch is installed, compare directly (this cell is skipped otherwise):
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     import torch.nn.functional as F

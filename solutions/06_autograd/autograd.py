@@ -1947,11 +1947,9 @@ for k in (5, 10, 20, 60):
 # If PyTorch is installed, compare (skipped otherwise):
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     tw = torch.tensor([1.5, -2.0], requires_grad=True)

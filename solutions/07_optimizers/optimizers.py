@@ -1497,11 +1497,9 @@ for _name, _factory in _factories.items():
 # time PyTorch's three implementations on the same MLP shapes:
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     _rng = np.random.default_rng(0)

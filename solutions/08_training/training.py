@@ -1643,11 +1643,9 @@ print(f"parameters {_param_bytes / 1024:.1f} KiB; graph at batch 1024: {_act[-1]
 # otherwise).
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     tt.manual_seed(0)

@@ -789,11 +789,9 @@ plt.show()
 # If PyTorch is installed, compare directly (skipped otherwise):
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     _rng = np.random.default_rng(5)

@@ -965,11 +965,9 @@ print("max |online - full|:", np.abs(online_softmax_attention(_q, _k, _v) - _ful
 # If PyTorch is installed, compare directly (skipped otherwise):
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     _rng = np.random.default_rng(7)

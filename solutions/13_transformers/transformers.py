@@ -393,11 +393,9 @@ class LayerNorm(Module):
 
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-    print("PyTorch is not installed; skipping the comparison.")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None when PyTorch is not installed
 
 if torch is not None:
     _xin = np.random.default_rng(2).standard_normal((4, 7, 16)).astype(np.float32)

@@ -11,20 +11,6 @@ import tinytorch as tt
 from tinytorch import autograd, nn
 
 
-@pytest.fixture
-def custom_rules():
-    """Register test-only backward rules; removed afterwards."""
-    added = []
-
-    def register(op, rule):
-        autograd.BACKWARD_RULES[op] = rule
-        added.append(op)
-
-    yield register
-    for op in added:
-        autograd.BACKWARD_RULES.pop(op, None)
-
-
 def test_one_neuron_values():
     w = tt.tensor(2.0, requires_grad=True)
     b = tt.tensor(1.0, requires_grad=True)

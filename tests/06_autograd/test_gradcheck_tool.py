@@ -3,21 +3,7 @@ import numpy as np
 import pytest
 
 import tinytorch as tt
-from tinytorch import autograd
 from tinytorch.autograd import GradcheckError, gradcheck, numerical_grad
-
-
-@pytest.fixture
-def custom_rules():
-    added = []
-
-    def register(op, rule):
-        autograd.BACKWARD_RULES[op] = rule
-        added.append(op)
-
-    yield register
-    for op in added:
-        autograd.BACKWARD_RULES.pop(op, None)
 
 
 def test_numerical_grad_is_a_central_difference():
