@@ -55,6 +55,14 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="(maintainers, CI) check the whole course: solutions pass, stubs fail, "
                                       "release is current, notebooks run, tito's own tests")
     v.add_argument("modules", nargs="*", help="check only these modules (skips the course-wide checks)")
+    v.add_argument("--no-mutants", action="store_true", help="skip the mutant checks (quicker, while writing)")
+
+    mu = sub.add_parser("mutants", help="(authors) check that a module's typical-mistake mutants are caught "
+                                        "by its tests and its graded check cells")
+    mu.add_argument("module")
+    mu.add_argument("names", nargs="*", help="only these mutants (by name)")
+    mu.add_argument("--tests", action="store_true", help="only the tests half")
+    mu.add_argument("--checks", action="store_true", help="only the graded-check-cells half")
     return p
 
 
@@ -115,7 +123,12 @@ def _run(args, parser) -> int:
     if args.command == "verify":
         from tito.verify import verify
 
-        return verify(args.modules or None)
+        return verify(args.modules or None, with_mutants=not args.no_mutants)
+    if args.command == "mutants":
+        from tito.verify import mutants_command
+
+        halves = tuple(h for h in ("tests", "checks") if getattr(args, h)) or ("tests", "checks")
+        return mutants_command(args.module, args.names, halves)
     parser.print_help()
     return 2
 

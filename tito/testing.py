@@ -90,7 +90,8 @@ def check_import(package_parent: Path) -> str | None:
     )
 
 
-def run_suite(module: Module, package_parent: Path, *, show_output: bool = True, verbose: bool = False) -> Outcome:
+def run_suite(module: Module, package_parent: Path, *, show_output: bool = True, verbose: bool = False,
+              extra_args: tuple[str, ...] = ()) -> Outcome:
     """Run tests/NN_name against the package in `package_parent`. Tracebacks only when
     `verbose`: tito's own summary names each failure's message and notebook cell."""
     problem = check_import(package_parent)
@@ -101,7 +102,7 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
         cmd = [
             sys.executable, "-m", "pytest", str(module.tests_path), "-q",
             "--tb=short" if verbose else "--tb=no", "-rN" if not verbose else "-rfE",
-            "-p", "no:cacheprovider", f"--junitxml={xml}", "-o", "junit_family=xunit1",
+            "-p", "no:cacheprovider", f"--junitxml={xml}", "-o", "junit_family=xunit1", *extra_args,
         ]
         if os.environ.get("TITO_TEST_TIMEOUT"):  # per-test limit override (tito's own tests use it)
             cmd += ["-o", f"timeout={int(os.environ['TITO_TEST_TIMEOUT'])}"]

@@ -2,8 +2,11 @@
 
 For every available module: the reference solutions pass the module's tests with nothing
 skipped; every one of those tests fails when that module alone is swapped back to its
-released stubs; the solution notebook runs top to bottom. Then: the released files are
-current (`tito release --check`) and tito's own tests pass.
+released stubs; the solution notebook runs top to bottom; its graded check cells pass with the
+module's package files as stubs (what nbgrader's kernel sees); and every typical-mistake
+mutant in solutions/NN_name/mutants.toml (at least eight) fails both the tests and a graded
+check cell. Then: the released files are current (`tito release --check`) and tito's own
+tests pass.
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from tito import build, testing
+from tito import build, mutants, testing
+from tito.errors import TitoError
 from tito.course import available_modules, find_root, resolve
 from tito.release import release
 
@@ -54,8 +58,9 @@ def execute_notebook(path, package_parent) -> str | None:
     return (proc.stderr.strip() or proc.stdout.strip() or f"exit code {proc.returncode}")[-3000:]
 
 
-def check_module(root, solutions, module) -> list[tuple[str, bool, str, float]]:
-    """The three checks of one module, as (name, ok, detail, seconds)."""
+def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str, float]]:
+    """The base checks of one module, as (name, ok, detail, seconds). `variant` is the
+    solutions build with this module back in its released (stub) state."""
     results = []
     started = time.perf_counter()
     outcome = testing.run_suite(module, solutions, show_output=False)
@@ -67,7 +72,6 @@ def check_module(root, solutions, module) -> list[tuple[str, bool, str, float]]:
                     time.perf_counter() - started))
 
     started = time.perf_counter()
-    variant = build.build_stub_variant(root, solutions, module)
     stub = testing.run_suite(module, variant, show_output=False)
     ok = stub.problem is None and stub.passed == 0 and stub.skipped == 0 and stub.failed > 0
     detail = stub.problem or (
@@ -80,10 +84,45 @@ def check_module(root, solutions, module) -> list[tuple[str, bool, str, float]]:
     problem = execute_notebook(module.solution_path, solutions)
     results.append((f"{module.slug}: solution notebook runs top to bottom", problem is None, problem or "",
                     time.perf_counter() - started))
+
+    # The graded check cells pass on the solution with the module's own package files as
+    # stubs (what nbgrader's kernel has): the baseline the mutant checks below compare with.
+    started = time.perf_counter()
+    code, out = mutants.run_checks(module.solution_path, variant, module.solution_path.parent)
+    results.append((f"{module.slug}: graded check cells pass on the solution", code == 1,
+                    out if code != 1 else "", time.perf_counter() - started))
     return results
 
 
-def verify(only: list[str] | None = None) -> int:
+def mutant_count_check(module) -> tuple[str, bool, str, float]:
+    found = mutants.load(module)
+    ok = len(found) >= mutants.MINIMUM
+    detail = "" if ok else (f"{mutants.mutants_path(module).relative_to(module.root)} lists {len(found)} "
+                            f"mutant(s); each module needs at least {mutants.MINIMUM}.")
+    return (f"{module.slug}: {len(found)} mutants listed", ok, detail, 0.0)
+
+
+def check_mutant(root, solutions, variant, module, mutant, halves=("tests", "checks")):
+    """One mutant: the module's tests catch it, and so do its graded check cells."""
+    results = []
+    try:
+        text = mutants.apply(module, mutant)
+    except TitoError as exc:
+        return [(f"{module.slug}: mutant {mutant.name} applies", False, exc.message, 0.0)]
+    if "tests" in halves:
+        started = time.perf_counter()
+        caught, how = mutants.caught_by_tests(root, solutions, module, mutant, text)
+        results.append((f"{module.slug}: mutant {mutant.name} fails the tests", caught,
+                        f"{mutant.says}: {how}", time.perf_counter() - started))
+    if "checks" in halves:
+        started = time.perf_counter()
+        caught, how = mutants.caught_by_checks(module, variant, text)
+        results.append((f"{module.slug}: mutant {mutant.name} fails a graded check cell", caught,
+                        f"{mutant.says}: {how}", time.perf_counter() - started))
+    return results
+
+
+def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     """Check the whole course, or with `only` just those modules (no release or tito checks)."""
     root = find_root()
     checks = Checks()
@@ -107,10 +146,18 @@ def verify(only: list[str] | None = None) -> int:
             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
     solutions = build.build_solutions(root)
-    # Modules are independent given the solutions build: check them side by side, report in order.
+    variants = {m.slug: build.build_stub_variant(root, solutions, m) for m in modules}
+    # Modules are independent given the solutions build: check them side by side, report in
+    # order. Mutants come after all base checks, longest modules first among equals.
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = [pool.submit(check_module, root, solutions, module) for module in modules]
-        for future in futures:
+        futures = [pool.submit(check_module, root, solutions, m, variants[m.slug]) for m in modules]
+        mutant_futures = []
+        if with_mutants:
+            for m in modules:
+                mutant_futures.append(pool.submit(lambda m=m: [mutant_count_check(m)]))
+                for mutant in mutants.load(m):
+                    mutant_futures.append(pool.submit(check_mutant, root, solutions, variants[m.slug], m, mutant))
+        for future in futures + mutant_futures:
             for name, ok, detail, seconds in future.result():
                 checks.report(name, ok, detail, seconds=seconds)
 
@@ -125,3 +172,34 @@ def verify(only: list[str] | None = None) -> int:
     print(f"\nverify: {checks.passed} passed, {len(checks.failed)} failed", flush=True)
     return 1 if checks.failed else 0
 
+
+
+def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...]) -> int:
+    """`tito mutants NN`: check one module's mutants (for authors writing them)."""
+    root = find_root()
+    module = resolve(spec, root)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    found = mutants.load(module)
+    if names:
+        unknown = sorted(set(names) - {m.name for m in found})
+        if unknown:
+            raise TitoError(f"{module.label} has no mutant named {', '.join(unknown)}; it has: "
+                            + (", ".join(m.name for m in found) or "none"))
+        found = [m for m in found if m.name in names]
+    print(f"tito mutants: {module.label}, {len(found)} mutant(s)", flush=True)
+    solutions = build.build_solutions(root)
+    variant = build.build_stub_variant(root, solutions, module)
+    checks = Checks()
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = [pool.submit(check_mutant, root, solutions, variant, module, m, halves) for m in found]
+        for mutant, future in zip(found, futures):
+            for name, ok, detail, seconds in future.result():
+                checks.report(name, ok, detail, seconds=seconds)
+                if ok:
+                    print("    " + detail, flush=True)
+    if not names and len(mutants.load(module)) < mutants.MINIMUM:
+        checks.report(f"at least {mutants.MINIMUM} mutants", False,
+                      f"{mutants.mutants_path(module).relative_to(root)} lists {len(found)}.")
+    print(f"\nmutants: {checks.passed} caught, {len(checks.failed)} not", flush=True)
+    return 1 if checks.failed else 0

@@ -1,0 +1,128 @@
+"""Checks for the notebooks' check cells, in the spirit of `torch.testing`.
+
+Why: a check that fails with a bare `AssertionError` tells a student nothing. These say what
+was checked, what came out and what was expected, so a failing cell teaches. They are
+hand-written plumbing shared by every notebook (not part of any module's exercise), and they
+import nothing from the modules, so they work on a package where modules are still stubs.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+
+import numpy as np
+
+__all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state"]
+
+
+def _as_numpy(value):
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        try:
+            return np.asarray(value.numpy())
+        except Exception:  # a stubbed Tensor.numpy: compare what we can
+            pass
+    return np.asarray(value)
+
+
+def _show(value, limit=300):
+    text = repr(value)
+    if isinstance(value, np.ndarray) or hasattr(value, "shape"):
+        arr = _as_numpy(value)
+        text = np.array2string(arr, threshold=20, edgeitems=3, precision=6)
+        text = f"{text} (shape {tuple(arr.shape)}, dtype {arr.dtype})"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _fail(what, got, expected, why=""):
+    lines = [f"✗ {what}" if what else "✗ check failed"]
+    lines.append(f"    got:      {_show(got)}")
+    lines.append(f"    expected: {_show(expected)}")
+    if why:
+        lines.append(f"    {why}")
+    raise AssertionError("\n".join(lines))
+
+
+def assert_equal(actual, expected, what=""):
+    """`actual == expected` exactly (numbers, tuples, strings, or arrays and tensors
+    elementwise, with the same shape); on failure the message shows both."""
+    if isinstance(expected, (np.ndarray,)) or hasattr(actual, "shape") and not isinstance(actual, tuple):
+        a, e = _as_numpy(actual), _as_numpy(expected)
+        if a.shape != e.shape:
+            _fail(what, actual, expected, f"the shapes differ: {a.shape} against {e.shape}")
+        if not np.array_equal(a, e):
+            _fail(what, actual, expected, "the values differ")
+        return
+    if type(expected) is tuple and type(actual) is not tuple:
+        _fail(what, actual, expected, f"expected a tuple, got a {type(actual).__name__}")
+    if not actual == expected:
+        _fail(what, actual, expected)
+
+
+def assert_close(actual, expected, *, rtol=1e-5, atol=1e-6, what=""):
+    """Elementwise |actual - expected| <= atol + rtol * |expected| with equal shapes,
+    like `torch.testing.assert_close`; the message names the worst element."""
+    a, e = _as_numpy(actual), _as_numpy(expected)
+    if a.shape != e.shape:
+        _fail(what, actual, expected, f"the shapes differ: {a.shape} against {e.shape}")
+    a64, e64 = a.astype(np.float64), e.astype(np.float64)
+    bad = ~(np.abs(a64 - e64) <= atol + rtol * np.abs(e64))
+    bad &= ~((a64 == e64) | (np.isnan(a64) & np.isnan(e64)))  # equal infinities and NaNs are equal
+    if bad.any():
+        where = np.unravel_index(int(np.argmax(np.where(bad, np.abs(a64 - e64), -1))), a.shape) if a.ndim else ()
+        _fail(what, actual, expected,
+              f"{int(bad.sum())} of {a.size} element(s) differ; worst at index {tuple(int(i) for i in where)}: "
+              f"{a64[where]!r} against {e64[where]!r} (rtol={rtol}, atol={atol})")
+
+
+def check(condition, what, got=None, expected=None):
+    """Assert a condition that is not a comparison; say what it meant, and what was seen."""
+    if not condition:
+        lines = [f"✗ {what}"]
+        if got is not None:
+            lines.append(f"    got:      {_show(got)}")
+        if expected is not None:
+            lines.append(f"    expected: {_show(expected)}")
+        raise AssertionError("\n".join(lines))
+
+
+def assert_raises(exception, fn, *args, match=None, what="", **kwargs):
+    """Call `fn(*args, **kwargs)` and require that it raises `exception` (whose message
+    matches the regex `match`, case-insensitively). Returns the exception."""
+    label = what or getattr(fn, "__name__", "the call")
+    try:
+        fn(*args, **kwargs)
+    except exception as exc:
+        if match is not None and not re.search(match, str(exc), flags=re.IGNORECASE):
+            raise AssertionError(
+                f"✗ {label}: raised {type(exc).__name__} as it should, but its message does not say "
+                f"what it must (looked for /{match}/):\n    message: {exc}") from None
+        return exc
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise AssertionError(
+            f"✗ {label}: expected {exception.__name__ if isinstance(exception, type) else exception}, "
+            f"got {type(exc).__name__}: {exc}") from None
+    raise AssertionError(f"✗ {label}: expected {getattr(exception, '__name__', exception)}, but nothing was raised")
+
+
+@contextlib.contextmanager
+def preserved_state():
+    """Restore tinytorch's global state (grad mode, random generator) and numpy's global
+    random state when the block ends, even when it raises: one failing check must not
+    break the cells after it."""
+    import tinytorch._tensor as _t  # at call time: the module may still be a stub at import
+
+    grad_mode = getattr(_t, "_grad_enabled", None)
+    rng = getattr(_t, "_rng", None)
+    rng_state = rng.bit_generator.state if rng is not None else None
+    np_state = np.random.get_state()
+    try:
+        yield
+    finally:
+        if grad_mode is not None:
+            _t._grad_enabled = grad_mode
+        if rng is not None:
+            _t._rng = rng
+            rng.bit_generator.state = rng_state
+        np.random.set_state(np_state)

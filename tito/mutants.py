@@ -1,0 +1,187 @@
+"""Mutants: typical student mistakes, put into a solution one at a time, must be caught.
+
+Each module lists them in `solutions/NN_name/mutants.toml`:
+
+    [[mutant]]
+    name = "strides-as-list"                  # short, unique in the module
+    says = "strides returned as a list"        # the mistake, in one line
+    cell = "contiguous-strides"                # optional: the grade_id of the cell to edit
+    find = "return tuple(reversed(strides))"   # text inside one solution region ...
+    replace = "return list(reversed(strides))" # ... and what the mistake makes of it
+
+`find` must occur exactly once (in the named cell, or in the whole file) and lie inside a
+`### BEGIN SOLUTION` / `### END SOLUTION` region: a mutant is a mistake in the student's
+code, never in the plumbing. A mutant is *caught* when at least one of the module's tests
+fails against a package built from the mutated solution, and, separately, when at least
+one graded check cell of the mutated notebook fails (nbgrader grades those cells).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tito import build, notebook, testing
+from tito.course import Module
+from tito.errors import TitoError
+
+MINIMUM = 8
+CHECKS_TIMEOUT_S = 10 * 60
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    says: str
+    find: str
+    replace: str
+    cell: str | None = None
+
+
+def _toml():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib
+
+
+def mutants_path(module: Module) -> Path:
+    return module.solution_path.parent / "mutants.toml"
+
+
+def load(module: Module) -> list[Mutant]:
+    path = mutants_path(module)
+    if not path.is_file():
+        return []
+    rel = path.relative_to(module.root).as_posix()
+    try:
+        data = _toml().loads(path.read_text(encoding="utf-8"))
+    except Exception as exc:
+        raise TitoError(f"{rel} is not valid TOML: {exc}") from None
+    mutants, seen = [], set()
+    for i, entry in enumerate(data.get("mutant", []), 1):
+        missing = [k for k in ("name", "says", "find", "replace") if not isinstance(entry.get(k), str)]
+        if missing:
+            raise TitoError(f"{rel}, mutant {i}: needs the text field(s) {', '.join(missing)}.")
+        unknown = set(entry) - {"name", "says", "find", "replace", "cell"}
+        if unknown:
+            raise TitoError(f"{rel}, mutant {entry['name']!r}: unknown field(s) {', '.join(sorted(unknown))}.")
+        if entry["name"] in seen:
+            raise TitoError(f"{rel}: two mutants are named {entry['name']!r}.")
+        seen.add(entry["name"])
+        mutants.append(Mutant(entry["name"], entry["says"], entry["find"], entry["replace"], entry.get("cell")))
+    return mutants
+
+
+def _solution_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) character offsets of every solution region's body."""
+    spans, start, pos = [], None, 0
+    for line in text.splitlines(keepends=True):
+        if "### BEGIN SOLUTION" in line:
+            start = pos + len(line)
+        elif "### END SOLUTION" in line and start is not None:
+            spans.append((start, pos))
+            start = None
+        pos += len(line)
+    return spans
+
+
+def _cell_span(text: str, grade_id: str) -> tuple[int, int] | None:
+    marker = f'"grade_id": "{grade_id}"'
+    pos = 0
+    cells = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("# %%"):
+            cells.append(pos)
+        pos += len(line)
+    cells.append(len(text))
+    for a, b in zip(cells, cells[1:]):
+        head = text[a:text.find("\n", a)]
+        if marker in head:
+            return a, b
+    return None
+
+
+def apply(module: Module, mutant: Mutant, text: str | None = None) -> str:
+    """The solution's text with this one mistake put in; raises when the mutant is malformed."""
+    text = module.solution_path.read_text(encoding="utf-8") if text is None else text
+    where = f"{mutants_path(module).relative_to(module.root).as_posix()}, mutant {mutant.name!r}"
+    lo, hi = 0, len(text)
+    if mutant.cell:
+        span = _cell_span(text, mutant.cell)
+        if span is None:
+            raise TitoError(f"{where}: no cell has grade_id {mutant.cell!r}.")
+        lo, hi = span
+    if mutant.find == mutant.replace:
+        raise TitoError(f"{where}: `replace` equals `find`, so nothing would change.")
+    hits, at = [], text.find(mutant.find, lo)
+    while at != -1 and at + len(mutant.find) <= hi:
+        hits.append(at)
+        at = text.find(mutant.find, at + 1)
+    if len(hits) != 1:
+        scope = f"cell {mutant.cell!r}" if mutant.cell else "the solution"
+        raise TitoError(f"{where}: `find` occurs {len(hits)} times in {scope}; it must occur exactly once "
+                        f"(make it longer, or name the cell).")
+    start, end = hits[0], hits[0] + len(mutant.find)
+    if not any(a <= start and end <= b for a, b in _solution_spans(text)):
+        raise TitoError(f"{where}: `find` is not inside a solution region: a mutant is a mistake in "
+                        f"the student's code.")
+    return text[:start] + mutant.replace + text[end:]
+
+
+def build_variant(root: Path, solutions: Path, module: Module, mutant: Mutant, text: str) -> Path:
+    """A copy of the solutions build with `module`'s package files exported from `text`."""
+    dest = build.build_root(root) / "mutants" / f"{module.slug}-{mutant.name}"
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(solutions / "tinytorch", dest / "tinytorch", ignore=build.IGNORE)
+    import jupytext
+
+    nb = jupytext.reads(text, fmt="py:percent")
+    chunks = notebook.export_chunks(nb, module.solution_path.relative_to(root).as_posix())
+    build._write(dest / "tinytorch", notebook.group_by_target(chunks), module.solution_path.name)
+    return dest
+
+
+def caught_by_tests(root: Path, solutions: Path, module: Module, mutant: Mutant, text: str) -> tuple[bool, str]:
+    """(caught, what caught it): the module's tests, stopping at the first failure."""
+    variant = build_variant(root, solutions, module, mutant, text)
+    try:
+        outcome = testing.run_suite(module, variant, show_output=False, extra_args=("-x",))
+    finally:
+        shutil.rmtree(variant, ignore_errors=True)
+    if outcome.problem:
+        return True, outcome.problem.splitlines()[0]
+    if outcome.failed:
+        name, message = outcome.failures[0]
+        return True, f"{name}: {message[:160]}"
+    return False, f"all {outcome.passed} tests still pass"
+
+
+def run_checks(path: Path, package_parent: Path, workdir: Path) -> tuple[int, str]:
+    """Run a solution-format notebook's cells in a kernel (see tito.run_checks)."""
+    env = dict(os.environ, PYTHONPATH=str(package_parent), PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "tito.run_checks", str(path), str(workdir)],
+                              env=env, cwd=workdir, capture_output=True, text=True, timeout=CHECKS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return 3, f"the notebook did not finish in {CHECKS_TIMEOUT_S // 60} minutes"
+    return proc.returncode, (proc.stdout.strip() or proc.stderr.strip())[-2000:]
+
+
+def caught_by_checks(module: Module, package_parent: Path, text: str) -> tuple[bool, str]:
+    """(caught, what caught it): the graded check cells, run in order until one fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / module.solution_path.name
+        path.write_text(text, encoding="utf-8")
+        code, out = run_checks(path, package_parent, module.solution_path.parent)
+    if code == 0:
+        return True, out.splitlines()[-1] if out else "a graded cell failed"
+    if code == 1:
+        return False, "every graded check cell still passes"
+    return False, f"the check run itself broke: {out}"
