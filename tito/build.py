@@ -55,32 +55,140 @@ def _write(package: Path, grouped: dict, source: str) -> list[Path]:
         path = notebook.target_path(package, target)
         text = notebook.render(group, source)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+            try:
+                path.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise TitoError(f"cannot write {path}: {exc.strerror or exc}. Make the file and its folder "
+                                f"writable, then run the command again.") from None
         written.append(path)
     return written
 
 
+def _check_lost_exports(module: Module, nb, grouped: dict) -> None:
+    """A cell that lost its `#| export` line: say which, instead of an AttributeError later."""
+    import json
+
+    try:
+        manifest = json.loads(release.manifest_path(module).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    for target, expected in manifest.get("exports", {}).items():
+        have = {n for chunk in grouped.get(target, []) for n in notebook.top_level_names(chunk.code)}
+        for name in expected:
+            if name in have:
+                continue
+            file = f"tinytorch/{target.replace('.', '/')}.py"
+            for number, cell in enumerate(nb.cells, 1):
+                if cell.cell_type == "code" and name in notebook.top_level_names(cell.source):
+                    grade = cell.metadata.get("nbgrader", {}).get("grade_id")
+                    label = f"cell {number}" + (f" ({grade})" if grade else "")
+                    raise TitoError(
+                        f"{module.notebook_rel}, {label}: this cell defines `{name}` but has lost its "
+                        f"'#| export' line, so {file} would not have it. Put '#| export' back as the "
+                        f"cell's first line. Nothing was exported.")
+            raise TitoError(
+                f"{module.notebook_rel}: no cell defines `{name}` any more, but {file} needs it (later "
+                f"modules and the tests use it). Was it renamed or its cell deleted? The released "
+                f"notebook has it; nothing was exported.")
+
+
+def _known_texts(module: Module) -> set[str]:
+    """Digests of every text tito itself put in this module's package files: the released
+    stubs (from the manifest) and each export since (from .tito/state.json)."""
+    import json
+
+    from tito import testing
+
+    known = set()
+    try:
+        known |= set(json.loads(release.manifest_path(module).read_text(encoding="utf-8")).get("released", {}).values())
+    except (OSError, ValueError):
+        pass
+    known |= set(testing.load_state(module.root).get(module.slug, {}).get("written", {}).values())
+    return known
+
+
+def guard_package_files(module: Module, paths: list[Path]) -> list[tuple[Path, Path]]:
+    """Before tito replaces package files: back up any that someone edited by hand (their
+    text is not one tito wrote), and check that each can be written. Returns (file, backup)."""
+    import time
+
+    known, saved = _known_texts(module), []
+    for path in paths:
+        if path.exists() and not os.access(path, os.W_OK):
+            raise TitoError(f"cannot write {path.relative_to(module.root)}: permission denied. Make it "
+                            f"writable (chmod u+w) and run the command again; nothing was changed.")
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        if release.text_digest(text) in known:
+            continue
+        folder = module.root / ".tito" / "backups" / "package"
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = path.relative_to(module.root / "tinytorch").with_suffix("").as_posix().replace("/", ".")
+        backup = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.py"
+        shutil.copy2(path, backup)
+        saved.append((path, backup))
+    return saved
+
+
 def export_student(module: Module) -> list[Path]:
-    """The student's notebook -> tinytorch/ (the package they test and use)."""
+    """The student's notebook -> tinytorch/ (the package they test and use). A package
+    file edited by hand is backed up first (the notebook is the source; say so)."""
+    from tito import testing
+
     nb = notebook.read_student(module.notebook_path, module.notebook_rel, module.number)
     chunks = notebook.export_chunks(nb, module.notebook_rel)
     package = module.root / "tinytorch"
-    return _write(package, _check_targets(module, chunks, package), module.notebook_rel)
+    grouped = _check_targets(module, chunks, package)
+    _check_lost_exports(module, nb, grouped)
+    paths = [notebook.target_path(package, t) for t in grouped]
+    for path, backup in guard_package_files(module, paths):
+        print(f"tito: {path.relative_to(module.root)} was edited by hand; tito writes it from "
+              f"{module.notebook_rel}, so your edits were saved to {backup.relative_to(module.root)} first "
+              f"(put them into the notebook to keep them).", flush=True)
+    written = _write(package, grouped, module.notebook_rel)
+    testing.remember(module, written={p.relative_to(module.root).as_posix():
+                                      release.text_digest(p.read_text(encoding="utf-8")) for p in written})
+    return written
+
+
+def _fingerprint(root: Path) -> str:
+    """A digest of everything a solutions build is made from."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    files = sorted(p for p in (root / "tinytorch").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files += [m.solution_path for m in available_modules(root)]
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def build_solutions(root: Path) -> Path:
     """build/solutions/tinytorch: the hand-written package files plus every available
-    module exported from its solution notebook. Returns the folder to put on sys.path."""
+    module exported from its solution notebook. Returns the folder to put on sys.path.
+
+    Safe to run twice at once (a lock; the second finds the build current and reuses it)."""
+    from tito.locks import locked
+
     dest = build_root(root) / "solutions"
-    if (dest / "tinytorch").exists():
-        shutil.rmtree(dest / "tinytorch")
-    shutil.copytree(root / "tinytorch", dest / "tinytorch", ignore=IGNORE)
-    package = dest / "tinytorch"
-    for module in available_modules(root):
-        nb = notebook.read_solution(module.solution_path)
-        source = module.solution_path.relative_to(root).as_posix()
-        chunks = notebook.export_chunks(nb, source)
-        _write(package, notebook.group_by_target(chunks), source)
+    with locked(build_root(root) / "solutions.lock"):
+        stamp = dest / ".fingerprint"
+        fingerprint = _fingerprint(root)
+        if (dest / "tinytorch").is_dir() and stamp.is_file() and stamp.read_text() == fingerprint:
+            return dest
+        if (dest / "tinytorch").exists():
+            shutil.rmtree(dest / "tinytorch")
+        shutil.copytree(root / "tinytorch", dest / "tinytorch", ignore=IGNORE)
+        package = dest / "tinytorch"
+        for module in available_modules(root):
+            nb = notebook.read_solution(module.solution_path)
+            source = module.solution_path.relative_to(root).as_posix()
+            chunks = notebook.export_chunks(nb, source)
+            _write(package, notebook.group_by_target(chunks), source)
+        stamp.write_text(fingerprint)
     return dest
 
 

@@ -33,14 +33,21 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--solutions", action="store_true",
                    help="test the reference solutions (built into build/solutions) instead of your notebook")
     t.add_argument("-v", "--verbose", action="store_true", help="show pytest's tracebacks for each failure")
+    t.add_argument("-k", metavar="PATTERN", help="only tests whose names match PATTERN (as in pytest)")
+    t.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failing test (as in pytest)")
 
     m = sub.add_parser("module", help="start or reset a module's notebook")
     msub = m.add_subparsers(dest="action", metavar="action")
     ms = msub.add_parser("start", help="print the notebook's path (and optionally open Jupyter)")
     ms.add_argument("module")
     ms.add_argument("--launch", action="store_true", help="start Jupyter Lab on the notebook (it prints the URL)")
-    mr = msub.add_parser("reset", help="back up your notebook, then restore the released one")
+    mr = msub.add_parser("reset", help="back up your notebook, then restore the released one and its stubs")
     mr.add_argument("module")
+    mr.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    mo = msub.add_parser("restore", help="list your notebook backups, or restore one")
+    mo.add_argument("module")
+    mo.add_argument("backup", nargs="?", help="the backup's file name (from the list)")
+    mo.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
     r = sub.add_parser("release", help="(instructors) regenerate student notebooks and stub package files")
     r.add_argument("--check", action="store_true", help="only check that committed files are up to date")
@@ -97,14 +104,17 @@ def _run(args, parser) -> int:
             target = target[1:]
         if len(target) > 1:
             raise TitoError(f"test one module at a time (got {' '.join(target)}), or use --all.")
+        pytest_args = (("-k", args.k) if args.k else ()) + (("-x",) if args.exitfirst else ())
         return commands.test(target[0] if target else None, all_modules=args.all, solutions=args.solutions,
-                             verbose=args.verbose)
+                             verbose=args.verbose, pytest_args=pytest_args)
     if args.command == "module":
         if args.action == "start":
             return commands.module_start(args.module, launch=args.launch)
         if args.action == "reset":
-            return commands.module_reset(args.module)
-        raise TitoError("say `tito module start NN` or `tito module reset NN`.")
+            return commands.module_reset(args.module, yes=args.yes)
+        if args.action == "restore":
+            return commands.module_restore(args.module, args.backup, yes=args.yes)
+        raise TitoError("say `tito module start NN`, `tito module reset NN` or `tito module restore NN`.")
     if args.command == "release":
         from tito.release import release
 

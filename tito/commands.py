@@ -44,6 +44,7 @@ def package_state(module: Module, state: dict) -> str:
 def status() -> int:
     root = find_root()
     state = testing.load_state(root)
+    print(f"course folder: {root}")
     print(f"{'#':>2}  {'module':<13} {'status':<10} {'package':<14} last test")
     for m in all_modules(root):
         last = state.get(m.slug, {}).get("last_test")
@@ -72,7 +73,8 @@ def export(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
     return 0
 
 
-def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool = False) -> int:
+def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool = False,
+         pytest_args: tuple[str, ...] = ()) -> int:
     root = find_root()
     modules = _targets(spec, all_modules, "test module")
     if solutions:
@@ -88,7 +90,7 @@ def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool 
     for module in modules:
         print(f"\n=== {module.label}: running {module.tests_path.relative_to(root)} against {against} ===",
               flush=True)
-        outcome = testing.run_suite(module, package_parent, verbose=verbose)
+        outcome = testing.run_suite(module, package_parent, verbose=verbose, extra_args=pytest_args)
         print("\n" + testing.summary(module, outcome, against))
         testing.record(module, outcome, "solutions" if solutions else "notebook")
         results.append((module, outcome))
@@ -132,15 +134,74 @@ def module_start(spec: str, *, launch: bool) -> int:
     return 0  # not reached
 
 
-def module_reset(spec: str) -> int:
+def _confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    import sys
+
+    if not sys.stdin.isatty():
+        raise TitoError(f"{question} Add --yes to confirm (no terminal to ask on).")
+    answer = input(f"{question} [y/N] ").strip().lower()
+    if answer not in {"y", "yes"}:
+        raise TitoError("nothing was changed.", exit_code=1)
+
+
+def module_reset(spec: str, *, yes: bool = False) -> int:
+    """Back up the notebook (and any hand-edited package file), then restore the released
+    notebook and the module's stub package files. All checks come first: nothing half done."""
     module = resolve(spec)
     root = module.root
+    outputs = release.release_outputs(module)
+    package_files = [p for p in outputs if (root / "tinytorch") in p.parents]
+    print(f"tito module reset {module.number:02d} will:")
+    print(f"  - back up {module.notebook_rel} to .tito/backups/{module.slug}/, then replace it with the "
+          f"released notebook (your code in it is replaced by the stubs);")
+    print("  - put the stubs back in " + ", ".join(p.relative_to(root).as_posix() for p in package_files)
+          + " (so `tinytorch` no longer has your code for this module).")
+    _confirm(f"Reset {module.label}?", yes)
+    pending = build.guard_package_files(module, package_files)  # permission check + hand-edit backups
+    for path in outputs:
+        if path.exists() and not os.access(path, os.W_OK):
+            raise TitoError(f"cannot write {path.relative_to(root)}: permission denied; nothing was reset.")
+    for path, backup in pending:
+        print(f"backed up your hand edits of {path.relative_to(root)} to {backup.relative_to(root)}")
     if module.notebook_path.is_file():
         saved = backup_notebook(module)
         print(f"backed up your notebook to {saved.relative_to(root)}")
-    for path, text in release.release_outputs(module).items():
+    for path, text in outputs.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    testing.remember(module, exported=False)
-    print(f"restored the released {module.notebook_rel} and its stub package files.")
+    testing.remember(module, exported=False, last_test=None, written=None)
+    print(f"restored the released {module.notebook_rel} and its stub package files. "
+          f"`tito module restore {module.number:02d}` lists your backups.")
+    return 0
+
+
+def module_restore(spec: str, backup: str | None, *, yes: bool = False) -> int:
+    """List a module's notebook backups, or put one back (backing up the current notebook first)."""
+    module = resolve(spec)
+    root = module.root
+    folder = root / ".tito" / "backups" / module.slug
+    backups = sorted(folder.glob("*.ipynb")) if folder.is_dir() else []
+    if backup is None:
+        if not backups:
+            print(f"no backups of {module.notebook_rel} yet (tito makes one before every reset or release).")
+            return 0
+        print(f"backups of {module.notebook_rel}, newest last:")
+        for path in backups:
+            print(f"  {path.name}")
+        print(f"restore one with `tito module restore {module.number:02d} NAME`.")
+        return 0
+    chosen = next((p for p in backups if p.name == backup or p.stem == backup), None)
+    if chosen is None:
+        raise TitoError(f"no backup named {backup!r} for {module.label}; "
+                        f"`tito module restore {module.number:02d}` lists them.")
+    notebook.read_student(chosen, chosen.relative_to(root).as_posix(), module.number)  # refuse a broken one
+    _confirm(f"Replace {module.notebook_rel} with {chosen.name}?", yes)
+    if module.notebook_path.is_file():
+        saved = backup_notebook(module)
+        print(f"backed up the current notebook to {saved.relative_to(root)}")
+    shutil.copy2(chosen, module.notebook_path)
+    print(f"restored {module.notebook_rel} from {chosen.relative_to(root)}; `tito test module "
+          f"{module.number:02d}` exports and tests it.")
     return 0

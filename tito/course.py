@@ -36,18 +36,37 @@ MODULE_TABLE = [
 ]
 
 
+def is_course(folder: Path) -> bool:
+    """A course folder has tito/ and the student notebooks (modules/) or the solutions."""
+    return (folder / "tito").is_dir() and ((folder / "modules").is_dir() or (folder / "solutions").is_dir())
+
+
+_announced = False
+
+
 def find_root() -> Path:
-    """The course checkout: $TINYTORCH_ROOT, else the nearest folder above cwd with
-    solutions/ and tito/, else the checkout tito itself was installed from."""
+    """The course checkout: $TINYTORCH_ROOT, else the nearest course folder above cwd, else
+    the checkout tito itself was installed from (and then say so: it may not be the one meant)."""
+    global _announced
     env = os.environ.get("TINYTORCH_ROOT")
     if env:
-        return Path(env).resolve()
+        root = Path(env).expanduser().resolve()
+        if not is_course(root):
+            raise TitoError(f"TINYTORCH_ROOT is set to {env}, which is not a TinyTorch course folder (it has no "
+                            f"tito/ and modules/). Point it at your clone of the course, or unset it.")
+        return root
     here = Path.cwd().resolve()
     for folder in (here, *here.parents):
-        if (folder / "solutions").is_dir() and (folder / "tito").is_dir():
+        if is_course(folder):
             return folder
     installed = Path(__file__).resolve().parent.parent
-    if (installed / "solutions").is_dir():
+    if is_course(installed):
+        if not _announced:
+            import sys
+
+            print(f"tito: {here} is not inside a course folder; using the course tito was installed "
+                  f"from, {installed}.", file=sys.stderr)
+            _announced = True
         return installed
     raise TitoError(
         "cannot find the TinyTorch course folder: run tito inside your clone of the course "

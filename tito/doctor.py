@@ -38,6 +38,10 @@ def doctor() -> int:
          f"`import tinytorch` loads {where or 'nothing'}",
          'run pip install -e . in this course folder so tinytorch is your own package')
     line(shutil.which("jupyter") is not None, "jupyter on PATH", "pip install -e . (it installs Jupyter)")
+    dot = shutil.which("dot")
+    print(f"{'✓' if dot else '-'} optional Graphviz `dot`" + ("" if dot else
+          " (to draw autograd graphs as pictures in module 06; the text view works without it): "
+          "sudo apt-get install graphviz, brew install graphviz, or conda install graphviz"))
     for module in available_modules(root):
         line(module.notebook_path.is_file(), f"{module.notebook_rel} present",
              f"tito module reset {module.number:02d}")

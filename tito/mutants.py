@@ -144,7 +144,7 @@ def build_variant(root: Path, solutions: Path, module: Module, mutant: Mutant, t
 
     nb = jupytext.reads(text, fmt="py:percent")
     chunks = notebook.export_chunks(nb, module.solution_path.relative_to(root).as_posix())
-    build._write(dest / "tinytorch", notebook.group_by_target(chunks), module.solution_path.name)
+    build._write(dest / "tinytorch", notebook.group_by_target(chunks), module.solution_path.relative_to(root).as_posix())
     return dest
 
 
@@ -163,25 +163,59 @@ def caught_by_tests(root: Path, solutions: Path, module: Module, mutant: Mutant,
     return False, f"all {outcome.passed} tests still pass"
 
 
-def run_checks(path: Path, package_parent: Path, workdir: Path) -> tuple[int, str]:
-    """Run a solution-format notebook's cells in a kernel (see tito.run_checks)."""
+def _changed_cell(original, mutated) -> tuple[int, str]:
+    """(index, new source) of the one cell a mutant changes."""
+    changed = [i for i, (a, b) in enumerate(zip(original.cells, mutated.cells)) if a.source != b.source]
+    if len(original.cells) != len(mutated.cells) or len(changed) != 1:
+        raise TitoError("a mutant must change exactly one cell (does `find` span a cell boundary?)")
+    return changed[0], mutated.cells[changed[0]].source
+
+
+def graded_checks(module: Module, package_parent: Path, found: list[Mutant]) -> tuple[str | None, dict]:
+    """Run the solution notebook once as nbgrader would (tito.run_mutant_checks), forking at
+    each mutant's cell. Returns (problem with the unchanged notebook or None,
+    {mutant name: (caught, how)})."""
+    import json
+
+    import jupytext
+
+    text = module.solution_path.read_text(encoding="utf-8")
+    original = jupytext.reads(text, fmt="py:percent")
+    specs, results = [], {}
+    for mutant in found:
+        try:
+            index, source = _changed_cell(original, jupytext.reads(apply(module, mutant, text), fmt="py:percent"))
+        except TitoError as exc:
+            results[mutant.name] = (False, exc.message)
+            continue
+        specs.append({"name": mutant.name, "cell": index, "source": source})
     env = dict(os.environ, PYTHONPATH=str(package_parent), PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
-    try:
-        proc = subprocess.run([sys.executable, "-m", "tito.run_checks", str(path), str(workdir)],
-                              env=env, cwd=workdir, capture_output=True, text=True, timeout=CHECKS_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return 3, f"the notebook did not finish in {CHECKS_TIMEOUT_S // 60} minutes"
-    return proc.returncode, (proc.stdout.strip() or proc.stderr.strip())[-2000:]
-
-
-def caught_by_checks(module: Module, package_parent: Path, text: str) -> tuple[bool, str]:
-    """(caught, what caught it): the graded check cells, run in order until one fails."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / module.solution_path.name
-        path.write_text(text, encoding="utf-8")
-        code, out = run_checks(path, package_parent, module.solution_path.parent)
-    if code == 0:
-        return True, out.splitlines()[-1] if out else "a graded cell failed"
-    if code == 1:
-        return False, "every graded check cell still passes"
-    return False, f"the check run itself broke: {out}"
+        spec_file = Path(tmp) / "mutants.json"
+        spec_file.write_text(json.dumps(specs), encoding="utf-8")
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "tito.run_mutant_checks", str(module.solution_path), str(spec_file),
+                 str(module.solution_path.parent)],
+                env=env, cwd=module.solution_path.parent, capture_output=True, text=True,
+                timeout=CHECKS_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"the notebook's checks did not finish in {CHECKS_TIMEOUT_S // 60} minutes", results
+    baseline = None
+    for line in proc.stdout.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("baseline"):
+            baseline = record
+        elif "name" in record:
+            results[record["name"]] = (bool(record["caught"]), record["how"])
+    if baseline is None:
+        return "the check run broke: " + (proc.stderr.strip() or proc.stdout.strip())[-1500:], results
+    if baseline["failures"]:
+        return ("graded check cells fail on the unchanged solution (with the module's package files as "
+                "stubs, as in nbgrader's kernel): " + "; ".join(baseline["failures"])), results
+    for spec in specs:
+        results.setdefault(spec["name"], (False, "the mutant's run gave no result"))
+    return None, results

@@ -136,6 +136,26 @@ def export_chunks(nb, where: str) -> list[ExportChunk]:
     return chunks
 
 
+def top_level_names(code: str) -> set[str]:
+    """The functions, classes and variables a cell defines at its top level."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+    return names
+
+
 def target_path(package_root: Path, target: str) -> Path:
     return package_root.joinpath(*target.split(".")).with_suffix(".py")
 

@@ -137,11 +137,59 @@ def notebook_text(nb) -> str:
     return nbformat.writes(nb, version=4) + "\n"
 
 
+HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*$")
+
+
+def stub_manifest(solution_nb, module: Module) -> list[dict]:
+    """The functions the student writes, in notebook order, each with its cell's grade_id
+    and the section heading above it: how `tito test` names the student's own code."""
+    found, section, subsection = [], None, None
+    for number, cell in enumerate(solution_nb.cells, 1):
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                match = HEADING.match(line)
+                if match and line.startswith("## "):  # '## 6. Views' (not the '# ' title)
+                    section, subsection = match.group(1).replace("`", ""), None
+                elif match and line.startswith("### "):
+                    subsection = match.group(1).replace("`", "")
+            continue
+        lines = cell.source.split("\n")
+        for i, line in enumerate(lines):
+            if BEGIN_SOLUTION in line:
+                name = enclosing_name(lines, i) or f"cell {number}"
+                if not any(entry["name"] == name for entry in found):
+                    where = " › ".join(part for part in (section, subsection) if part)
+                    found.append({"name": name, "grade_id": cell.metadata.get("nbgrader", {}).get("grade_id"),
+                                  "section": where or None})
+    return found
+
+
+def text_digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def manifest_path(module: Module) -> Path:
+    return module.notebook_path.parent / ".tito-stubs.json"
+
+
 def release_outputs(module: Module) -> dict[Path, str]:
     """Every file `tito release` writes for one module, as {path: text}."""
+    import json
+
     solution = notebook.read_solution(module.solution_path)
     student = student_notebook(solution, module)
     outputs = {module.notebook_path: notebook_text(student)}
+    chunks = notebook.export_chunks(student, module.notebook_rel)
+    grouped = notebook.group_by_target(chunks)
+    exports = {target: sorted({n for c in group for n in notebook.top_level_names(c.code)})
+               for target, group in grouped.items()}
+    released = {f"tinytorch/{t.replace('.', '/')}.py": text_digest(notebook.render(group, module.notebook_rel))
+                for t, group in grouped.items()}
+    outputs[manifest_path(module)] = json.dumps(
+        {"module": module.slug, "stubs": stub_manifest(solution, module), "exports": exports,
+         "released": released}, indent=1) + "\n"
     readme = module.solution_path.parent / "README.md"
     if readme.is_file():
         outputs[module.notebook_path.parent / "README.md"] = readme.read_text(encoding="utf-8")

@@ -85,12 +85,6 @@ def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str,
     results.append((f"{module.slug}: solution notebook runs top to bottom", problem is None, problem or "",
                     time.perf_counter() - started))
 
-    # The graded check cells pass on the solution with the module's own package files as
-    # stubs (what nbgrader's kernel has): the baseline the mutant checks below compare with.
-    started = time.perf_counter()
-    code, out = mutants.run_checks(module.solution_path, variant, module.solution_path.parent)
-    results.append((f"{module.slug}: graded check cells pass on the solution", code == 1,
-                    out if code != 1 else "", time.perf_counter() - started))
     return results
 
 
@@ -102,24 +96,30 @@ def mutant_count_check(module) -> tuple[str, bool, str, float]:
     return (f"{module.slug}: {len(found)} mutants listed", ok, detail, 0.0)
 
 
-def check_mutant(root, solutions, variant, module, mutant, halves=("tests", "checks")):
-    """One mutant: the module's tests catch it, and so do its graded check cells."""
-    results = []
+def check_mutant_tests(root, solutions, module, mutant):
+    """One mutant against the module's tests (stopping at the first failure)."""
+    started = time.perf_counter()
     try:
         text = mutants.apply(module, mutant)
     except TitoError as exc:
         return [(f"{module.slug}: mutant {mutant.name} applies", False, exc.message, 0.0)]
-    if "tests" in halves:
-        started = time.perf_counter()
-        caught, how = mutants.caught_by_tests(root, solutions, module, mutant, text)
-        results.append((f"{module.slug}: mutant {mutant.name} fails the tests", caught,
-                        f"{mutant.says}: {how}", time.perf_counter() - started))
-    if "checks" in halves:
-        started = time.perf_counter()
-        caught, how = mutants.caught_by_checks(module, variant, text)
-        results.append((f"{module.slug}: mutant {mutant.name} fails a graded check cell", caught,
-                        f"{mutant.says}: {how}", time.perf_counter() - started))
-    return results
+    caught, how = mutants.caught_by_tests(root, solutions, module, mutant, text)
+    return [(f"{module.slug}: mutant {mutant.name} fails the tests", caught, f"{mutant.says}: {how}",
+             time.perf_counter() - started)]
+
+
+def check_graded_cells(module, variant, found):
+    """The graded check cells pass on the solution (with the module's own package files as
+    stubs, what nbgrader's kernel sees), and each mutant fails at least one of them."""
+    started = time.perf_counter()
+    problem, results = mutants.graded_checks(module, variant, found)
+    seconds = time.perf_counter() - started
+    out = [(f"{module.slug}: graded check cells pass on the solution", problem is None, problem or "", seconds)]
+    for mutant in found:
+        caught, how = results.get(mutant.name, (False, "not run"))
+        out.append((f"{module.slug}: mutant {mutant.name} fails a graded check cell", caught,
+                    f"{mutant.says}: {how}", 0.0))
+    return out
 
 
 def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
@@ -152,11 +152,13 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         futures = [pool.submit(check_module, root, solutions, m, variants[m.slug]) for m in modules]
         mutant_futures = []
-        if with_mutants:
-            for m in modules:
+        for m in modules:
+            found = mutants.load(m) if with_mutants else []
+            mutant_futures.append(pool.submit(check_graded_cells, m, variants[m.slug], found))
+            if with_mutants:
                 mutant_futures.append(pool.submit(lambda m=m: [mutant_count_check(m)]))
-                for mutant in mutants.load(m):
-                    mutant_futures.append(pool.submit(check_mutant, root, solutions, variants[m.slug], m, mutant))
+                for mutant in found:
+                    mutant_futures.append(pool.submit(check_mutant_tests, root, solutions, m, mutant))
         for future in futures + mutant_futures:
             for name, ok, detail, seconds in future.result():
                 checks.report(name, ok, detail, seconds=seconds)
@@ -192,11 +194,15 @@ def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...])
     variant = build.build_stub_variant(root, solutions, module)
     checks = Checks()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = [pool.submit(check_mutant, root, solutions, variant, module, m, halves) for m in found]
-        for mutant, future in zip(found, futures):
+        futures = []
+        if "checks" in halves:
+            futures.append(pool.submit(check_graded_cells, module, variant, found))
+        if "tests" in halves:
+            futures += [pool.submit(check_mutant_tests, root, solutions, module, m) for m in found]
+        for future in futures:
             for name, ok, detail, seconds in future.result():
                 checks.report(name, ok, detail, seconds=seconds)
-                if ok:
+                if ok and detail:
                     print("    " + detail, flush=True)
     if not names and len(mutants.load(module)) < mutants.MINIMUM:
         checks.report(f"at least {mutants.MINIMUM} mutants", False,

@@ -19,7 +19,7 @@ class Course:
     def tito(self, *args, timeout=600, first_on_path=None, **env_extra):
         """Run the copy's tito on the copy's files; `first_on_path` goes before it on sys.path."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "PYTHONSAFEPATH", "TINYTORCH", "TITO_"))}
-        env.update(TINYTORCH_ROOT=str(self.root), PYTHONDONTWRITEBYTECODE="1", **env_extra)
+        env.update({"TINYTORCH_ROOT": str(self.root), "PYTHONDONTWRITEBYTECODE": "1", **env_extra})
         path = [str(first_on_path)] if first_on_path else []
         path.append(str(self.root))
         code = f"import sys; sys.path[:0] = {path!r}; from tito.cli import main; raise SystemExit(main(sys.argv[1:]))"

@@ -1,0 +1,64 @@
+"""Mutant checks: a listed mistake must be well formed, and a surviving one must be reported."""
+import pytest
+
+from tito import mutants
+from tito.course import resolve
+from tito.errors import TitoError
+
+pytestmark = pytest.mark.timeout(600)
+
+CAUGHT = '''
+[[mutant]]
+name = "relu-keeps-negatives"
+says = "ReLU keeps the negative part instead of the positive one"
+find = "return np.maximum(x.numpy(), 0)"
+replace = "return np.minimum(x.numpy(), 0)"
+'''
+# Changes the code but not what it computes: no test and no check can catch it, and the
+# command must say so (exit 1), not report success.
+SURVIVES = '''
+[[mutant]]
+name = "equivalent"
+says = "an equivalent rewrite (must be reported as not caught)"
+find = "return np.maximum(x.numpy(), 0)"
+replace = "return np.maximum(0, x.numpy())"
+'''
+
+
+def _write(course, text):
+    course.path("solutions/02_activations/mutants.toml").write_text(text, encoding="utf-8")
+    return resolve("02", course.root)
+
+
+def test_malformed_mutants_are_refused_with_the_reason(course):
+    module = _write(course, CAUGHT)
+    text = module.solution_path.read_text(encoding="utf-8")
+    good = mutants.load(module)[0]
+    assert "np.minimum" in mutants.apply(module, good, text)
+    cases = {
+        "occurs 0 times": mutants.Mutant("a", "x", "no such text anywhere", "y"),
+        "not inside a solution region": mutants.Mutant("b", "x", "def sigmoid(", "def sigmoid2("),
+        "no cell has grade_id": mutants.Mutant("c", "x", good.find, good.replace, cell="nope"),
+        "nothing would change": mutants.Mutant("d", "x", good.find, good.find),
+    }
+    for reason, bad in cases.items():
+        with pytest.raises(TitoError, match=reason):
+            mutants.apply(module, bad, text)
+    _write(course, CAUGHT + CAUGHT)
+    with pytest.raises(TitoError, match="two mutants are named"):
+        mutants.load(module)
+    _write(course, '[[mutant]]\nname = "x"\nfind = "a"\nreplace = "b"\n')
+    with pytest.raises(TitoError, match="says"):
+        mutants.load(module)
+
+
+def test_tito_mutants_reports_caught_and_surviving_mutants(course):
+    _write(course, CAUGHT + SURVIVES)
+    out = course.tito("mutants", "02", timeout=500)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "✓ 02_activations: mutant relu-keeps-negatives fails the tests" in out.stdout
+    assert "✓ 02_activations: mutant relu-keeps-negatives fails a graded check cell" in out.stdout
+    assert "✗ 02_activations: mutant equivalent fails the tests" in out.stdout
+    assert "✗ 02_activations: mutant equivalent fails a graded check cell" in out.stdout
+    assert "every graded check cell still passes" in out.stdout
+    assert "at least 8 mutants" in out.stdout  # two listed is too few

@@ -1,0 +1,129 @@
+"""`tito test` reports: they point at the student's own code, keep messages whole, stop after
+one timeout, isolate global state, and name a cell that lost its export line."""
+import json
+import re
+
+import jupytext
+import nbformat
+import pytest
+
+pytestmark = pytest.mark.timeout(600)
+
+MODULE = "modules/02_activations/activations.ipynb"
+
+
+@pytest.fixture
+def course(course):
+    """A course copy where module 01 is done (exported from its solution): a student at 02."""
+    nb = _solved(course, "solutions/01_tensor/tensor.py")
+    nbformat.write(nb, course.path("modules/01_tensor/tensor.ipynb"))
+    assert course.tito("export", "01").returncode == 0
+    return course
+
+
+def _solved(course, path="solutions/02_activations/activations.py"):
+    nb = jupytext.read(course.path(path))
+    for cell in nb.cells:
+        cell.metadata.pop("lines_to_next_cell", None)
+    return nb
+
+
+def _manifest(course):
+    return json.loads(course.path("modules/02_activations/.tito-stubs.json").read_text())
+
+
+def _plant(nb, function, line):
+    """Put `line` as the first statement of top-level `function` in a solved notebook."""
+    for cell in nb.cells:
+        match = re.search(rf"^def {re.escape(function)}\(.*\):\n(?:    \"\"\"(?:.|\n)*?\"\"\"\n)?", cell.source, re.M)
+        if cell.cell_type == "code" and match:
+            cell.source = cell.source[:match.end()] + f"    {line}\n" + cell.source[match.end():]
+            return cell
+    raise AssertionError(f"no top-level def {function} in module 02")
+
+
+def _write_test(course, name, text):
+    course.path(f"tests/02_activations/{name}").write_text(text, encoding="utf-8")
+
+
+def test_failure_names_the_students_function_and_its_section(course):
+    stub = next(s for s in _manifest(course)["stubs"] if "." not in s["name"] and s["section"])
+    nb = _solved(course)
+    _plant(nb, stub["name"], 'raise ValueError("planted bug")')
+    nbformat.write(nb, course.path(MODULE))
+    out = course.tito("test", "02")
+    assert out.returncode == 1
+    section = re.sub(r"^(\d+)\. ", r"\1 ", stub["section"])
+    assert f"§{section}, `{stub['name']}` ({MODULE}, cell " in out.stdout, out.stdout[-3000:]
+    assert "ValueError: planted bug" in out.stdout
+
+
+def test_a_lost_export_line_is_named(course):
+    nb = _solved(course)
+    exported = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("#| export")]
+    cell = next(c for c in exported[1:] if "def " in c.source)
+    cell.source = cell.source.replace("#| export\n", "", 1)
+    nbformat.write(nb, course.path(MODULE))
+    out = course.tito("export", "02")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "has lost its '#| export' line" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_an_error_at_import_names_its_cell(course):
+    nb = _solved(course)
+    nb.cells.append(nbformat.v4.new_code_cell("#| export\nundefined_name_at_import"))
+    nbformat.write(nb, course.path(MODULE))
+    out = course.tito("test", "02")
+    assert out.returncode == 1
+    assert "NameError" in out.stdout and f"raised from {MODULE}, cell {len(nb.cells)}" in out.stdout, out.stdout
+
+
+def test_k_and_x_select_and_stop_like_pytest(course):
+    everything = course.tito("test", "02")
+    total = int(re.search(r"0 passed, (\d+) failed", everything.stdout).group(1))
+    first = course.tito("test", "02", "-x")
+    assert re.search(r"0 passed, 1 failed", first.stdout), first.stdout[-2000:]
+    some = course.tito("test", "02", "-k", "relu")
+    picked = int(re.search(r"0 passed, (\d+) failed", some.stdout).group(1))
+    assert 0 < picked < total
+
+
+def test_global_state_is_reset_around_every_test(course):
+    _write_test(course, "test_zz_state.py", (
+        "import numpy as np\nimport tinytorch\n\n"
+        "def test_zz_a_leaves_grad_mode_off():\n"
+        "    tinytorch.set_grad_enabled(False)\n    np.random.seed(1)\n    tinytorch.manual_seed(1)\n"
+        "    assert False, 'fails on purpose'\n\n"
+        "def test_zz_b_starts_with_grad_mode_on():\n"
+        "    assert tinytorch.is_grad_enabled()\n"))
+    out = course.tito("test", "02", "--solutions", "-k", "zz_")
+    assert re.search(r"1 passed, 1 failed", out.stdout), out.stdout[-2000:]
+
+
+def test_messages_stay_whole_with_readable_ids(course):
+    _write_test(course, "test_zz_messages.py", (
+        "import pytest\nfrom hypothesis import given, strategies as st\n\n"
+        "@pytest.mark.parametrize('shape', [(2, 0, 3)])\n"
+        "def test_zz_shapes(shape):\n    assert shape == (2, 3, 3)\n\n"
+        "@given(st.integers(min_value=0, max_value=10))\n"
+        "def test_zz_property(n):\n    assert n < 5\n\n"
+        "def test_zz_raises():\n"
+        "    with pytest.raises(ValueError, match='must name both shapes'):\n"
+        "        raise ValueError('shapes differ')\n"))
+    out = course.tito("test", "02", "--solutions", "-k", "zz_")
+    text = out.stdout
+    assert "test_zz_shapes[shape=(2, 0, 3)]" in text, text[-3000:]
+    assert "At index 1 diff: 0 != 3" in text
+    assert ("Falsifying example" in text or "Failing test case" in text) and "n=5" in text
+    assert "Regex pattern did not match" in text and "Actual message: 'shapes differ'" in text
+
+
+def test_an_endless_loop_costs_one_timeout_and_names_the_function(course):
+    stub = next(s for s in _manifest(course)["stubs"] if "." not in s["name"])
+    nb = _solved(course)
+    _plant(nb, stub["name"], "while True: pass")
+    nbformat.write(nb, course.path(MODULE))
+    out = course.tito("test", "02", TITO_TEST_TIMEOUT="2", timeout=300)
+    assert out.returncode == 1
+    assert f"ran past its time limit while `{stub['name']}` was running" in out.stdout, out.stdout[-3000:]
+    assert out.stdout.count("Timeout >") <= 1

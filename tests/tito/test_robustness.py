@@ -1,0 +1,93 @@
+"""Nothing a student typed is lost, nothing is left half done, two commands at once are safe."""
+import re
+import subprocess
+import sys
+import threading
+
+import nbformat
+import pytest
+
+from tito import build, commands, testing
+from tito.course import resolve
+from tito.errors import TitoError
+
+pytestmark = pytest.mark.timeout(600)
+
+MODULE = "modules/02_activations/activations.ipynb"
+PACKAGE_FILE = "tinytorch/nn/activations.py"
+
+
+def test_hand_edits_in_a_package_file_are_backed_up_before_export(course):
+    path = course.path(PACKAGE_FILE)
+    path.write_text(path.read_text() + "\n# my fix, typed straight into the package\n")
+    out = course.tito("export", "02")
+    assert out.returncode == 0, out.stderr
+    match = re.search(r"your edits were saved to (\S+\.py)", out.stdout)
+    assert match, out.stdout
+    assert "my fix, typed straight" in course.path(match.group(1)).read_text()
+    again = course.tito("export", "02")  # what tito wrote itself is not backed up again
+    assert "edited by hand" not in again.stdout
+
+
+def test_an_unwritable_package_file_stops_reset_before_anything_changes(course, monkeypatch):
+    nb = nbformat.read(course.path(MODULE), as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("work in progress"))
+    nbformat.write(nb, course.path(MODULE))
+    before = course.path(MODULE).read_text()
+    target = str(course.path(PACKAGE_FILE))
+    real_access = build.os.access
+    monkeypatch.setattr(build.os, "access", lambda p, mode: False if str(p) == target else real_access(p, mode))
+    monkeypatch.setenv("TINYTORCH_ROOT", str(course.root))
+    with pytest.raises(TitoError, match="permission denied"):
+        commands.module_reset("02", yes=True)
+    assert course.path(MODULE).read_text() == before, "the notebook must not be reset when the package cannot be"
+
+
+def test_state_keeps_every_record_when_commands_run_at_once(course, monkeypatch):
+    monkeypatch.setenv("TINYTORCH_ROOT", str(course.root))
+    modules = [resolve(n, course.root) for n in ("01", "02", "03", "04")]
+    threads = [threading.Thread(target=lambda m=m, i=i: [testing.remember(m, run=j) for j in range(30)])
+               for i, m in enumerate(modules)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    state = testing.load_state(course.root)
+    assert all(state[m.slug]["run"] == 29 for m in modules), state
+
+
+def test_two_solution_builds_at_once_both_succeed(course):
+    env_code = ("import sys; sys.path[:0] = [{root!r}]; from tito.cli import main; "
+                "raise SystemExit(main(['test', '02', '--solutions']))").format(root=str(course.root))
+    procs = [subprocess.Popen([sys.executable, "-c", env_code], cwd=course.root, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True,
+                              env={"PATH": "/usr/bin:/bin", "TINYTORCH_ROOT": str(course.root),
+                                   "PYTHONDONTWRITEBYTECODE": "1"}) for _ in range(2)]
+    outs = [p.communicate(timeout=500)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+
+
+def test_a_wrong_course_folder_is_named(course, tmp_path):
+    out = course.tito("status", TINYTORCH_ROOT=str(tmp_path))
+    assert out.returncode == 2 and "not a TinyTorch course folder" in out.stderr, out.stderr
+    ok = course.tito("status")
+    assert f"course folder: {course.root}" in ok.stdout
+
+
+def test_reset_forgets_the_last_result_and_restore_brings_the_notebook_back(course):
+    assert course.tito("test", "02", "--solutions").returncode == 0
+    nb = nbformat.read(course.path(MODULE), as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("version one of my notes"))
+    nbformat.write(nb, course.path(MODULE))
+    out = course.tito("module", "reset", "02", "--yes")
+    assert out.returncode == 0, out.stderr
+    assert "put the stubs back in tinytorch/nn/activations.py" in out.stdout
+    status = course.tito("status").stdout
+    row = next(line for line in status.splitlines() if line.startswith("02 "))
+    assert "passed" not in row, row
+    listing = course.tito("module", "restore", "02")
+    name = re.search(r"^  (activations-\S+\.ipynb)$", listing.stdout, re.M).group(1)
+    back = course.tito("module", "restore", "02", name, "--yes")
+    assert back.returncode == 0, back.stderr
+    assert "version one of my notes" in course.path(MODULE).read_text()
+    assert course.tito("module", "restore", "02", "nope.ipynb", "--yes").returncode == 2
