@@ -28,10 +28,11 @@ def _check_targets(module: Module, chunks: list[notebook.ExportChunk], package: 
     for target, group in grouped.items():
         path = notebook.target_path(package, target)
         if target not in owned:
+            where = group[0].directive or group[0].label
             raise TitoError(
-                f"{module.notebook_rel}, {group[0].label}: '#| export' points to "
+                f"{module.notebook_rel}, {where}: this points the cells below it to "
                 f"tinytorch/{path.relative_to(package).as_posix()}, which {module.label} does not own "
-                f"(it exports to: {', '.join(owned)}). Restore the cell's first line from the "
+                f"(it exports to: {', '.join(owned)}). Restore that line from the "
                 f"released notebook. Nothing was exported."
             )
         if not (path.parent / "__init__.py").is_file():

@@ -25,6 +25,7 @@ class ExportChunk:
     code: str
     cell: int  # 1-based position in the notebook
     grade_id: str | None
+    directive: str = ""  # where the target was named, e.g. "cell 3 ('#| default_exp nn.functional')"
 
     @property
     def label(self) -> str:
@@ -87,6 +88,7 @@ def _directives(source: str) -> list[tuple[str, str]]:
 def export_chunks(nb, where: str) -> list[ExportChunk]:
     """The exported cells of a notebook, checked: directives resolve and code compiles."""
     default = None
+    default_from = ""
     chunks = []
     for number, cell in enumerate(nb.cells, 1):
         if cell.cell_type != "code":
@@ -110,8 +112,12 @@ def export_chunks(nb, where: str) -> list[ExportChunk]:
                 if not arg:
                     raise TitoError(f"{label}: '#| default_exp' needs a package file, e.g. '#| default_exp nn.functional'.")
                 default = arg
+                default_from = f"cell {number}" + (f" ({grade_id})" if grade_id else "") + \
+                    f" ('#| default_exp {arg}')"
             else:
                 target = arg or default
+                directive = (f"cell {number}" + (f" ({grade_id})" if grade_id else "") + f" ('#| export {arg}')"
+                             if arg else default_from)
                 if target is None:
                     raise TitoError(
                         f"{label}: '#| export' points nowhere: no '#| default_exp' above it says "
@@ -132,7 +138,7 @@ def export_chunks(nb, where: str) -> list[ExportChunk]:
                 + (f"\n    {text}" if text else "")
                 + "\nFix the cell in the notebook, then export again. Nothing was exported."
             ) from None
-        chunks.append(ExportChunk(target, code, number, grade_id))
+        chunks.append(ExportChunk(target, code, number, grade_id, directive))
     return chunks
 
 

@@ -127,3 +127,14 @@ def test_an_endless_loop_costs_one_timeout_and_names_the_function(course):
     assert out.returncode == 1
     assert f"ran past its time limit while `{stub['name']}` was running" in out.stdout, out.stdout[-3000:]
     assert out.stdout.count("Timeout >") <= 1
+
+
+def test_a_wrong_default_exp_is_blamed_on_its_own_cell(course):
+    nb = _solved(course)
+    number, cell = next((n, c) for n, c in enumerate(nb.cells, 1)
+                        if c.cell_type == "code" and "#| default_exp" in c.source)
+    cell.source = re.sub(r"#\| default_exp \S+", "#| default_exp nn.wrong_place", cell.source)
+    nbformat.write(nb, course.path(MODULE))
+    out = course.tito("export", "02")
+    assert out.returncode == 2
+    assert f"{MODULE}, cell {number}" in out.stderr and "'#| default_exp nn.wrong_place'" in out.stderr, out.stderr
