@@ -137,7 +137,15 @@ plt.show()
 # one-hot: one weight ≈ 1, the rest ≈ 0. That is a problem for **learning**: the softmax's
 # Jacobian is $\operatorname{diag}(a) - a a^\top$, which is ≈ 0 when $a$ is one-hot, so
 # almost no gradient flows to the queries and keys. Dividing by $\sqrt{E}$ brings the scores
-# back to variance 1, whatever the width. Measured:
+# back to variance 1, whatever the width.
+#
+# **Predict first.** For $E = 256$, what variance do you expect for the raw scores
+# $q \cdot k$, and for the scaled ones $q \cdot k / \sqrt{E}$? Write your numbers in the
+# cell below (it is not graded); the cell after it measures both.
+
+# %%
+predicted_var_raw_256 = None     # your number: Var(q·k) at E = 256
+predicted_var_scaled_256 = None  # your number: Var(q·k/√E) at E = 256
 
 # %%
 _rng = np.random.default_rng(0)
@@ -154,6 +162,11 @@ for _E in _dims:
         _out.append((_w / _w.sum(1, keepdims=True)).max(1).mean())
     print(f"E = {_E:>4}: Var(q·k) = {_var_raw[-1]:7.1f}   Var(q·k/√E) = {_var_scaled[-1]:.2f}   "
           f"mean largest weight: {_max_raw[-1]:.2f} unscaled, {_max_scaled[-1]:.2f} scaled")
+_i256 = _dims.index(256)
+for _label, _pred, _meas in [("Var(q·k)", predicted_var_raw_256, _var_raw[_i256]),
+                             ("Var(q·k/√E)", predicted_var_scaled_256, _var_scaled[_i256])]:
+    print(f"E = 256, {_label}: measured {_meas:.2f}, "
+          + ("no prediction written" if _pred is None else f"you predicted {_pred}"))
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
 axes[0].loglog(_dims, _var_raw, "o-", label="q·k")
@@ -172,8 +185,10 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Without scaling, the softmax becomes a hard arg-max as $E$ grows; with it, the weights
-# stay spread out the same way at every width.
+# The measured variances are estimates from $400 \times 32$ random scores, so they sit
+# within a few percent of $E$ and of 1, not exactly on them. Without scaling, the softmax
+# becomes a hard arg-max as $E$ grows; with it, the weights stay spread out the same way at
+# every width.
 #
 # The package file starts here.
 
@@ -212,31 +227,67 @@ __all__ = ["causal_mask", "apply_attn_mask", "attention_weights", "scaled_dot_pr
 # sum to 1. A **float** mask is *added* to the scores instead (0 = keep, $-\infty$ = forbid,
 # anything in between = a bias, as ALiBi uses).
 #
-# Write `causal_mask(L, S=None, diagonal=0)`: the bool `(L, S)` tensor that is True where
-# key $j \le i + \text{diagonal}$ (like `torch.ones(L, S).tril(diagonal)`). With $L = S$ and
-# `diagonal=0` it is the lower triangle. (`diagonal = S − L` aligns the *last* query with the
-# last key: that is what a cached decoder of module 18 needs when $L$ new queries meet $S$
-# keys.)
+# Write `causal_mask(L, S=None, diagonal=0)`: the boolean `(L, S)` tensor that says, for
+# query $i$ and key $j$, whether $i$ may look at $j$. With $L = S$ and `diagonal=0` a query
+# sees itself and everything before it. `diagonal` shifts the boundary: `diagonal = S − L`
+# aligns the *last* query with the last key, which is what a cached decoder of module 18
+# needs when $L$ new queries meet $S$ keys (PyTorch spells the same mask
+# `torch.ones(L, S).tril(diagonal)`).
+#
+# <details><summary>Hint 1</summary>
+#
+# Write the rule for one pair first: for which $j$ may query $i$ look at key $j$? Then ask
+# how to evaluate that rule for every pair at once, without a Python loop.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A column of query indices and a row of key indices broadcast against each other into an
+# `(L, S)` grid (module 01's broadcasting rule); a comparison of the two is a boolean grid.
+# numpy also has a ready-made lower-triangle function that takes the same `diagonal` offset.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Query $i$ may attend to key $j$ exactly when $j \le i + \text{diagonal}$ (the diagonal
+# itself is allowed: a token sees itself). Build the query indices as an `(L, 1)` array and
+# the key indices as a `(1, S)` array, compare them with that inequality, and wrap the boolean
+# result in a `Tensor`.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "causal-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def causal_mask(L, S=None, diagonal=0):
-    """Bool (L, S) Tensor, True where query i may attend to key j, i.e. j <= i + diagonal."""
-    # Hint: np.tril(np.ones((L, S), dtype=bool), k=diagonal) -- or compare np.arange(S)[None, :]
-    # with np.arange(L)[:, None] + diagonal; wrap it in a Tensor.
+    """Where query i may attend to key j under causality.
+
+    Contract: `L` queries, `S` keys (default `L`), `diagonal` an int offset. Returns a bool
+    Tensor of shape (L, S) that is True exactly where j <= i + diagonal (the diagonal itself
+    is allowed when diagonal = 0), False elsewhere.
+    """
     S = L if S is None else S
+    # Idea: allowed pairs form a (shifted) lower triangle; compare key index with query index.
     ### BEGIN SOLUTION
     return Tensor(np.arange(S)[None, :] <= np.arange(L)[:, None] + diagonal)
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-causal-mask", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+
 _m = causal_mask(4)
-assert isinstance(_m, Tensor) and _m.dtype == tinytorch.bool_ and _m.shape == (4, 4)
-np.testing.assert_array_equal(_m.numpy(), np.tril(np.ones((4, 4), dtype=bool)))
-np.testing.assert_array_equal(causal_mask(2, 5).numpy(), np.tril(np.ones((2, 5), dtype=bool)))
-np.testing.assert_array_equal(causal_mask(2, 5, diagonal=3).numpy(), np.tril(np.ones((2, 5), dtype=bool), 3))
-print("✓ causal_mask")
+check(isinstance(_m, Tensor), "causal_mask returns a Tensor", got=type(_m).__name__, expected="Tensor")
+assert_equal(_m.dtype, tinytorch.bool_, "causal_mask(4).dtype")
+assert_equal(_m.shape, (4, 4), "causal_mask(4).shape")
+# query 2 sees keys 0, 1, 2 (itself included) and not key 3
+assert_equal(_m.numpy()[2], np.array([True, True, True, False]), "row 2 of causal_mask(4)")
+assert_equal(_m.numpy(), np.tril(np.ones((4, 4), dtype=bool)), "causal_mask(4)")
+assert_equal(causal_mask(2, 5).numpy(), np.tril(np.ones((2, 5), dtype=bool)), "causal_mask(2, 5): L != S")
+assert_equal(causal_mask(5, 2).numpy(), np.tril(np.ones((5, 2), dtype=bool)), "causal_mask(5, 2): L > S")
+assert_equal(causal_mask(2, 5, diagonal=3).numpy(), np.tril(np.ones((2, 5), dtype=bool), 3),
+             "causal_mask(2, 5, diagonal=3): the last query sees the last key")
+assert_equal(causal_mask(3, 3, diagonal=-1).numpy(), np.tril(np.ones((3, 3), dtype=bool), -1),
+             "causal_mask(3, 3, diagonal=-1): strictly below the diagonal")
+print("✓ causal_mask; causal_mask(4) =\n", _m.numpy().astype(int))
 
 # %% [markdown]
 # The two masks for a batch of two sequences of length 6, the second with 2 padding tokens
@@ -265,32 +316,35 @@ plt.show()
 
 # %% [markdown]
 # Now apply a mask to a tensor of scores. `apply_attn_mask(scores, attn_mask, is_causal)`
-# returns the scores with forbidden entries at $-\infty$ (boolean mask: `masked_fill` where
-# the mask is **False**) or with the float mask added; `is_causal=True` means "the causal
-# mask of the scores' last two dimensions". The provided `_mask_array` turns a mask given as
-# a Tensor, numpy array or list into a numpy array and checks that it broadcasts.
+# returns the scores with every forbidden entry at $-\infty$, or with a float mask added;
+# `is_causal=True` means "the causal mask of the scores' last two dimensions". The provided
+# `_mask_array` turns a mask given as a Tensor, numpy array or list into a numpy array, and
+# raises the errors (a mask that is neither bool nor floating, a mask that does not
+# broadcast to the scores).
 #
-# ### A row with nothing to attend to
+# <details><summary>Hint 1</summary>
 #
-# What if a query may look at **no** key at all (a row of the mask is all False — a padding
-# query whose keys are all padding, or a causal mask with `diagonal < 0`)? Every score of the
-# row is $-\infty$, and the softmax computes $e^{-\infty - (-\infty)} = e^{\text{nan}}$: the
-# row becomes NaN, the NaN spreads to the output, and in the backward pass to every gradient
-# of the batch — one bad row ruins a training step. Older PyTorch returned NaN there (and
-# `nn.MultiheadAttention` still does); PyTorch 2.5's `scaled_dot_product_attention` returns
-# **zeros**, and so do we: a query that may attend to nothing receives nothing, and its
-# gradient is zero.
+# Module 01's `Tensor.masked_fill(mask, value)` writes `value` where its mask is **True**.
+# Is that the same polarity as an attention mask, where True means "may attend"?
+# </details>
 #
-# To get zeros *with a clean gradient*, it is not enough to replace the NaN afterwards (the
-# softmax's backward would still multiply by NaN). Instead, find the dead rows first, give
-# them harmless finite scores (0) before the softmax, and zero their weights after it.
+# <details><summary>Hint 2</summary>
 #
-# Write `attention_weights(query, key, attn_mask=None, is_causal=False, scale=None)`:
-# scores $Q K^\top \cdot \text{scale}$ (scale defaults to $1/\sqrt{E}$), masked, dead rows
-# handled, softmax over the keys (module 02's stable softmax subtracts the row maximum, so
-# scores of 10⁴ do not overflow).
+# The causal case needs the sizes $L$ and $S$: they are the scores' last two dimensions.
+# A float mask is not a choice between two values, it is a bias: it enters by addition, and
+# it must be turned into a Tensor of the scores' dtype first.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# If `is_causal`, build the causal mask for the scores' last two sizes and fill $-\infty$
+# where it is False (numpy's `~` negates a boolean array). Then, if a mask was given, get
+# it through `_mask_array`; if it is boolean, fill $-\infty$ where it is False; if it is
+# floating, add it to the scores. Return the scores; with no mask at all they come back
+# unchanged.
+# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "attention-weights", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "apply-attn-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _mask_array(attn_mask, score_shape):
     """attn_mask (Tensor, numpy array or list) as a numpy array that broadcasts to score_shape."""
@@ -309,12 +363,16 @@ def _mask_array(attn_mask, score_shape):
 
 
 def apply_attn_mask(scores, attn_mask=None, is_causal=False):
-    """scores (..., L, S) with forbidden entries set to -inf (bool mask False, or above the causal
-    diagonal) or with a float mask added."""
-    # Hints:
-    # - is_causal: m = causal_mask(L, S).numpy(); scores.masked_fill(~m, float("-inf"));
-    # - bool mask: scores.masked_fill(~m, float("-inf")) (~ is numpy's logical not);
-    # - float mask: scores + Tensor(m.astype(<scores' dtype>)).
+    """Forbid or bias attention scores.
+
+    Contract: `scores` a floating Tensor (..., L, S). `attn_mask` None, or a bool mask (True =
+    may attend) or a float mask (added), as a Tensor, array or list broadcasting to the scores;
+    `is_causal` adds the causal mask of the last two dims. Returns a new Tensor of the scores'
+    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any).
+    Errors: those of `_mask_array` (TypeError for a mask of another dtype, ValueError naming
+    both shapes for a mask that does not broadcast).
+    """
+    # Idea: a forbidden score becomes -inf, so that the softmax gives it weight exactly 0.
     ### BEGIN SOLUTION
     if is_causal:
         scores = scores.masked_fill(~causal_mask(*scores.shape[-2:]).numpy(), float("-inf"))
@@ -328,23 +386,92 @@ def apply_attn_mask(scores, attn_mask=None, is_causal=False):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-apply-attn-mask", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(0)
+_s = _rng.standard_normal((2, 4, 5))
+_bm = _rng.random((4, 5)) < 0.5                            # True = may attend
+_got = apply_attn_mask(Tensor(_s), Tensor(_bm)).numpy()
+assert_equal(_got, np.where(_bm, _s, -np.inf), "bool mask: -inf where the mask is False, scores where True")
+_fm = _rng.standard_normal((2, 1, 5))                      # a float mask, broadcast over the queries
+assert_close(apply_attn_mask(Tensor(_s), _fm).numpy(), _s + _fm, rtol=1e-12, what="float mask: added")
+assert_equal(apply_attn_mask(Tensor(_s), is_causal=True).numpy(),
+             np.where(np.tril(np.ones((4, 5), bool)), _s, -np.inf), "is_causal=True on (2, 4, 5) scores")
+assert_equal(apply_attn_mask(Tensor(_s)).numpy(), _s, "no mask: scores unchanged")
+assert_raises(ValueError, apply_attn_mask, Tensor(_s), np.ones((5, 4), dtype=bool), match=r"\(5, 4\)")
+assert_raises(TypeError, apply_attn_mask, Tensor(_s), np.ones((4, 5), dtype=np.int64), match="bool")
+print("✓ apply_attn_mask; row 0 of the causal scores:", apply_attn_mask(Tensor(_s), is_causal=True).numpy()[0, 0].round(2))
+
+# %% [markdown]
+# ### A row with nothing to attend to
+#
+# What if a query may look at **no** key at all (a row of the mask is all False — a padding
+# query whose keys are all padding, or a causal mask with `diagonal < 0`)? Every score of the
+# row is $-\infty$, and the softmax computes $e^{-\infty - (-\infty)} = e^{\text{nan}}$: the
+# row becomes NaN, the NaN spreads to the output, and in the backward pass to every gradient
+# of the batch — one bad row ruins a training step. Older PyTorch returned NaN there (and
+# `nn.MultiheadAttention` still does); PyTorch 2.5's `scaled_dot_product_attention` returns
+# **zeros**, and so do we: a query that may attend to nothing receives nothing, and its
+# gradient is zero.
+#
+# Replacing the NaN afterwards is not enough: the softmax's backward would still multiply by
+# NaN. Think about what the softmax must be *given* for a dead row so that neither its
+# forward nor its backward produces a NaN, and what the weights of that row must be after it.
+#
+# Write `attention_weights(query, key, attn_mask=None, is_causal=False, scale=None)`: the
+# `(..., L, S)` matrix of weights, scale defaulting to $1/\sqrt{E}$ (section 2). Module 02's
+# softmax is the stable one (it subtracts the row maximum, so scores of $10^4$ do not
+# overflow).
+#
+# <details><summary>Hint 1</summary>
+#
+# Which dimension of the scores holds the keys? The weights of one query, over all the keys
+# it may look at, must sum to 1.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The order matters: the mask acts on the scores *before* the softmax, so that the other
+# weights of the row are renormalised. Zeroing weights after the softmax leaves rows that no
+# longer sum to 1.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# A dead row is one whose masked scores are all $-\infty$. Finding them is a question about
+# the numbers, not about the graph: a numpy boolean array of shape `(..., L, 1)` is a
+# constant that module 01's `where` accepts as its condition.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Take the scale ($1/\sqrt{E}$ with $E$ the last dimension of the query, when none is given),
+# compute the scores as the batched product of the query with the key's transpose over its
+# last two dims (`mT`), times the scale, and mask them with `apply_attn_mask`. Find the dead
+# rows from the masked scores' numbers. Give the softmax finite scores (say 0) in the dead
+# rows, softmax over the last dimension, then put the dead rows' weights to 0 with `where`.
+# When no row is dead you can skip both `where`s.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "attention-weights", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
-    """softmax(query @ key^T * scale + mask) over the keys: (..., L, S) weights, rows summing to 1;
-    rows where every key is masked out are all zeros."""
-    # Hints:
-    # - scale = 1 / math.sqrt(E) when None (E = query.shape[-1]);
-    # - scores = apply_attn_mask(query @ key.mT * scale, attn_mask, is_causal);
-    # - dead = np.all(scores.numpy() == -np.inf, axis=-1, keepdims=True)  (numpy bool, a constant);
-    # - w = softmax(where(dead, 0.0, scores), dim=-1); return where(dead, 0.0, w).
+    """The attention weights softmax(query @ key^T * scale + mask), normalised over the keys.
+
+    Contract: `query` (..., L, E), `key` (..., S, E) floating Tensors whose leading dims
+    broadcast; `attn_mask`, `is_causal` as for `apply_attn_mask`; `scale` a float, default
+    1/sqrt(E). Returns a (..., L, S) Tensor: each row is non-negative and sums to 1 over the
+    keys, forbidden entries are exactly 0, and a row in which every key is forbidden is all
+    zeros, with finite (zero) gradients.
+    """
+    # Idea: a softmax over the keys of masked, scaled dot products; dead rows never see -inf.
     ### BEGIN SOLUTION
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
     scores = apply_attn_mask(query @ key.mT * scale, attn_mask, is_causal)
     dead = np.all(scores.numpy() == -np.inf, axis=-1, keepdims=True)
-    if not dead.any():
-        return softmax(scores, dim=-1)
-    w = softmax(where(dead, 0.0, scores), dim=-1)
-    return where(dead, 0.0, w)
+    safe = where(dead, 0.0, scores) if dead.any() else scores
+    weights = softmax(safe, dim=-1)
+    return where(dead, 0.0, weights) if dead.any() else weights
     ### END SOLUTION
 
 
@@ -356,32 +483,46 @@ def _softmax_np(x):
 
 _rng = np.random.default_rng(1)
 _qd, _kd = _rng.standard_normal((2, 5, 4)), _rng.standard_normal((2, 7, 4))
+_raw = _qd @ _kd.transpose(0, 2, 1)                       # E = 4: the default scale is 1/√4 = 1/2
 _w = attention_weights(Tensor(_qd), Tensor(_kd))
-assert _w.shape == (2, 5, 7)
-np.testing.assert_allclose(_w.numpy(), _softmax_np(_qd @ _kd.transpose(0, 2, 1) / 2.0), rtol=1e-12)
-np.testing.assert_allclose(attention_weights(Tensor(_qd), Tensor(_kd), scale=0.3).numpy(),
-                           _softmax_np(_qd @ _kd.transpose(0, 2, 1) * 0.3), rtol=1e-12)
+assert_equal(_w.shape, (2, 5, 7), "weights shape (B, L, S)")
+assert_close(_w.numpy().sum(-1), np.ones((2, 5)), rtol=1e-12, what="each query's weights sum to 1 over the keys")
+assert_close(_w.numpy(), _softmax_np(_raw / 2.0), rtol=1e-12, what="softmax(q k^T / √E) with E = 4")
+assert_close(attention_weights(Tensor(_qd), Tensor(_kd), scale=0.3).numpy(), _softmax_np(_raw * 0.3),
+             rtol=1e-12, what="an explicit scale=0.3 replaces 1/√E")
 _bm = _rng.random((5, 7)) < 0.6
-_bm[:, 0] = True
+_bm[:, 0] = True                                          # every query may see key 0
 _wm = attention_weights(Tensor(_qd), Tensor(_kd), attn_mask=Tensor(_bm)).numpy()
-assert np.all(_wm[:, ~_bm] == 0) and np.allclose(_wm.sum(-1), 1.0)
-_ref = _softmax_np(np.where(_bm, _qd @ _kd.transpose(0, 2, 1) / 2.0, -np.inf))
-np.testing.assert_allclose(_wm, _ref, rtol=1e-12)
+assert_close(_wm, _softmax_np(np.where(_bm, _raw / 2.0, -np.inf)), rtol=1e-12,
+             what="bool mask: forbidden weights 0, the allowed ones renormalised to sum to 1")
 _fm = _rng.standard_normal((5, 7))
-np.testing.assert_allclose(attention_weights(Tensor(_qd), Tensor(_kd), attn_mask=_fm).numpy(),
-                           _softmax_np(_qd @ _kd.transpose(0, 2, 1) / 2.0 + _fm), rtol=1e-12)
+assert_close(attention_weights(Tensor(_qd), Tensor(_kd), attn_mask=_fm).numpy(), _softmax_np(_raw / 2.0 + _fm),
+             rtol=1e-12, what="float mask added before the softmax")
 _wc = attention_weights(Tensor(_qd), Tensor(_kd), is_causal=True).numpy()
-assert np.all(np.triu(_wc[0], 1) == 0) and np.allclose(_wc.sum(-1), 1.0)
-_dead = np.ones((5, 7), dtype=bool)
-_dead[2] = False                                          # query 2 may look at nothing
+assert_close(_wc, _softmax_np(np.where(np.tril(np.ones((5, 7), bool)), _raw / 2.0, -np.inf)), rtol=1e-12,
+             what="is_causal: weights above the diagonal are 0, rows still sum to 1")
+_alive = np.ones((5, 7), dtype=bool)
+_alive[2] = False                                         # query 2 may look at nothing
 _qt = Tensor(_qd, requires_grad=True)
-_wd = attention_weights(_qt, Tensor(_kd), attn_mask=_dead)
-assert np.all(_wd.numpy()[:, 2] == 0) and np.allclose(np.delete(_wd.numpy(), 2, axis=1).sum(-1), 1.0)
+_wd = attention_weights(_qt, Tensor(_kd), attn_mask=_alive)
+assert_equal(_wd.numpy()[:, 2], np.zeros((2, 7)), "a query with nothing to attend to: all-zero weights")
+assert_close(np.delete(_wd.numpy(), 2, axis=1).sum(-1), np.ones((2, 4)), rtol=1e-12,
+             what="the other rows still sum to 1")
 (_wd * Tensor(_rng.standard_normal(_wd.shape))).sum().backward()
-assert np.all(np.isfinite(_qt.grad.numpy())) and np.all(_qt.grad.numpy()[:, 2] == 0)
-_big = attention_weights(Tensor(_qd * 1e4), Tensor(_kd))
-assert np.all(np.isfinite(_big.numpy())), "use the stable softmax: scores of 1e4 must not overflow"
-print("✓ masks and attention weights")
+check(np.all(np.isfinite(_qt.grad.numpy())), "gradients through a dead row are finite (no NaN)",
+      got=_qt.grad.numpy()[:, 2])
+assert_equal(_qt.grad.numpy()[:, 2], np.zeros((2, 4)), "gradient of the dead query")
+_fdead = np.zeros((5, 7))
+_fdead[3] = -np.inf                                       # a float mask can kill a row too
+_qf = Tensor(_qd, requires_grad=True)
+_wf = attention_weights(_qf, Tensor(_kd), attn_mask=_fdead)
+assert_equal(_wf.numpy()[:, 3], np.zeros((2, 7)), "float mask with a row of -inf: all-zero weights")
+(_wf * Tensor(_rng.standard_normal(_wf.shape))).sum().backward()
+check(np.all(np.isfinite(_qf.grad.numpy())), "gradients through a row killed by a float mask are finite",
+      got=_qf.grad.numpy()[:, 3])
+_big = attention_weights(Tensor(_qd * 1e4), Tensor(_kd)).numpy()
+check(np.all(np.isfinite(_big)), "scores of 1e4 must not overflow (use the stable softmax)", got=_big[0, 0])
+print("✓ attention weights; query 0's weights:", _w.numpy()[0, 0].round(3))
 
 # %% [markdown]
 # ## 4. Scaled dot-product attention
@@ -398,7 +539,20 @@ print("✓ masks and attention weights")
 # with `tinytorch.rand` and `where`; as in PyTorch's functional version, it applies whenever
 # `dropout_p > 0` (the `MultiheadAttention` layer passes 0 in eval mode).
 #
-# Write the body of `scaled_dot_product_attention`.
+# Write the body of `scaled_dot_product_attention`, after the provided checks.
+#
+# <details><summary>Hint 1</summary>
+#
+# You already have the hard part. What does a weight matrix `(..., L, S)` need to meet to
+# become an output `(..., L, E_v)`?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Compute the weights with your `attention_weights` (passing on the mask, `is_causal` and
+# the scale), put them through `_attention_dropout` with `dropout_p`, and return their
+# batched product with the values.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sdpa", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -441,12 +595,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  scale=None):
     """softmax(query @ key^T * scale + mask) @ value (torch.nn.functional.scaled_dot_product_attention).
 
-    query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev). attn_mask: bool
-    (True = attend) or float (added), broadcasting to (..., L, S); is_causal: the causal mask;
-    scale: defaults to 1/sqrt(E). A query that may attend to no key gets zeros.
+    Contract: query (..., L, E), key (..., S, E), value (..., S, Ev) floating Tensors with
+    broadcasting leading dims -> (..., L, Ev). attn_mask: bool (True = attend) or float
+    (added), broadcasting to (..., L, S); is_causal: the causal mask; dropout_p: probability
+    of dropping each weight; scale: defaults to 1/sqrt(E). A query that may attend to no key
+    gets zeros. Errors (raised by the provided checks): ValueError naming the shapes when E
+    or S disagree or the batch dims do not broadcast, when both attn_mask and is_causal are
+    given, or dropout_p is outside [0, 1]; TypeError for a non-Tensor input.
     """
     _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal)
-    # Hint: three lines: the weights, dropout on them, the product with value.
+    # Idea: the output of each query is its weighted average of the values.
     ### BEGIN SOLUTION
     weights = attention_weights(query, key, attn_mask, is_causal, scale)
     weights = _attention_dropout(weights, dropout_p)
@@ -458,27 +616,37 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 _rng = np.random.default_rng(2)
 _qd, _kd, _vd = (_rng.standard_normal((2, 3, 5, 4)), _rng.standard_normal((2, 3, 6, 4)),
                  _rng.standard_normal((2, 3, 6, 2)))
+_raw = _qd @ _kd.swapaxes(-1, -2)
 _out = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), Tensor(_vd))
-assert _out.shape == (2, 3, 5, 2)
-np.testing.assert_allclose(_out.numpy(), _softmax_np(_qd @ _kd.swapaxes(-1, -2) / 2.0) @ _vd, rtol=1e-12)
+assert_equal(_out.shape, (2, 3, 5, 2), "SDPA output shape (B, H, L, Ev)")
+assert_close(_out.numpy(), _softmax_np(_raw / 2.0) @ _vd, rtol=1e-12, what="softmax(q k^T / √E) v")
 _oc = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), Tensor(_vd), is_causal=True)
-_wc = _softmax_np(np.where(np.tril(np.ones((5, 6), bool)), _qd @ _kd.swapaxes(-1, -2) / 2.0, -np.inf))
-np.testing.assert_allclose(_oc.numpy(), _wc @ _vd, rtol=1e-12)
+_wc = _softmax_np(np.where(np.tril(np.ones((5, 6), bool)), _raw / 2.0, -np.inf))
+assert_close(_oc.numpy(), _wc @ _vd, rtol=1e-12, what="is_causal=True, L=5 queries, S=6 keys")
+_pad = np.array([True] * 4 + [False] * 2)                 # keys 4 and 5 are padding
+_v2 = _vd.copy()
+_v2[..., 4:, :] = 1e6                                      # ... whatever their values
+_a = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), Tensor(_vd), attn_mask=_pad).numpy()
+_b = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), Tensor(_v2), attn_mask=_pad).numpy()
+assert_equal(_b, _a, "padding keys' values never reach the output")
 _ins = [Tensor(a, requires_grad=True) for a in (_qd[0, :2], _kd[0, :2], _vd[0, :2])]
-assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, is_causal=True), _ins)
+check(gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, is_causal=True), _ins),
+      "gradcheck of causal SDPA")
 _bm = Tensor(_rng.random((5, 6)) < 0.5)
-assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, attn_mask=_bm), _ins)
-tinytorch.manual_seed(0)
+check(gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, attn_mask=_bm), _ins),
+      "gradcheck of SDPA with a bool mask")
 _eye = Tensor(np.eye(6))                                 # value = identity: the output IS the weights
-_plain = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), _eye).numpy()
-_drop = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), _eye, dropout_p=0.5).numpy()
-assert np.all(np.isclose(_drop, 0.0) | np.isclose(_drop, 2 * _plain)) and 0.3 < np.mean(_drop == 0) < 0.7
-try:
-    scaled_dot_product_attention(Tensor(_qd), Tensor(_kd[..., :3]), Tensor(_vd))
-    raise AssertionError("E of query and key differ: must raise")
-except ValueError as e:
-    assert "(2, 3, 5, 4)" in str(e) and "(2, 3, 6, 3)" in str(e), str(e)
-print("✓ scaled_dot_product_attention")
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _plain = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), _eye).numpy()
+    _drop = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), _eye, dropout_p=0.5).numpy()
+check(np.all(np.isclose(_drop, 0.0) | np.isclose(_drop, 2 * _plain)),
+      "dropout_p=0.5: each weight is dropped (0) or kept and doubled")
+check(0.3 < np.mean(_drop == 0) < 0.7, "dropout_p=0.5 drops about half the weights",
+      got=np.mean(_drop == 0), expected="between 0.3 and 0.7")
+assert_raises(ValueError, scaled_dot_product_attention, Tensor(_qd), Tensor(_kd[..., :3]), Tensor(_vd),
+              match=r"\(2, 3, 5, 4\)")
+print("✓ scaled_dot_product_attention; out[0, 0, 0] =", _out.numpy()[0, 0, 0].round(4))
 
 # %% [markdown]
 # ### A toy sequence: what attention looks at
@@ -542,53 +710,114 @@ plt.show()
 #   \operatorname{MHA}(X) = [\text{head}_1, \dots, \text{head}_H]\, W_o^\top + b_o .$$
 #
 # It costs the same as one head of full width: the projections are single $E \times E$
-# matrices $W_q, W_k, W_v$ whose outputs are **cut** into $H$ pieces of $d$ columns. The cut
-# is pure bookkeeping, and this is where module 01's views pay off:
+# matrices $W_q, W_k, W_v$ whose outputs are **cut** into $H$ pieces of $d$ columns: head
+# $h$ owns columns $h d, \dots, (h+1) d - 1$ of every token's vector. The cut is pure
+# bookkeeping, and this is where module 01's views pay off:
 #
-# - **split**: `(B, T, E)` → `reshape(B, T, H, d)` (the last dimension read as $H \times d$:
-#   a view of contiguous memory) → `transpose(1, 2)` → `(B, H, T, d)` (a view: two strides
-#   swapped). Batched `matmul` then treats `(B, H)` as batch dimensions — all heads of all
-#   sequences in one call.
-# - **merge**: `(B, H, T, d)` → `transpose(1, 2)` → `(B, T, H, d)` → `reshape(B, T, E)`.
-#   The transpose is a view, but its result is no longer contiguous, so `reshape` has to
-#   copy (once, $B T E$ numbers) — unless the tensor came straight from a split.
+# - **split**: `(B, T, E)` → `(B, H, T, d)`, so that batched `matmul` treats `(B, H)` as
+#   batch dimensions — all heads of all sequences in one call. It can be done with views
+#   only (no copy): the result shares the input's memory.
+# - **merge**: `(B, H, T, d)` → `(B, T, E)`, each token's $H$ head outputs side by side
+#   again, head 0 first. Here one copy ($B T E$ numbers) is unavoidable in general: think
+#   about why, once your merge works (the cell after the check prints the strides).
 #
-# Write both.
+# The shapes alone do not catch a wrong split: `reshape` to `(B, H, T, d)` directly gives the
+# right shape and the wrong numbers (it cuts the *sequence*, not the features). The checks
+# compare head $h$ with column block $h$.
+#
+# <details><summary>Hint 1 (split)</summary>
+#
+# A `reshape` only regroups the elements in their memory order. In a contiguous `(B, T, E)`
+# tensor, which index varies fastest? Which shape can you regroup the last dimension into so
+# that the head index and the within-head index appear as two dimensions?
+# </details>
+#
+# <details><summary>Hint 2 (split)</summary>
+#
+# After that regrouping the head dimension sits right of the time dimension; a transpose
+# (a stride swap, module 01) puts it where batched matmul wants it.
+# </details>
+#
+# <details><summary>The approach (split)</summary>
+#
+# Read the last dimension $E$ as $H \times d$ with a reshape that keeps every leading
+# dimension and $T$ as they are, then swap the $T$ and $H$ dimensions with `transpose`,
+# counting from the end (the input may be unbatched `(T, E)`: index dimensions as `-3`, `-2`).
+# </details>
+#
+# <details><summary>Hint (merge)</summary>
+#
+# Undo the split in reverse order. A reshape straight from `(B, H, T, d)` to `(B, T, E)`
+# has the right shape but interleaves tokens and heads: which dimension must be moved first?
+# </details>
+#
+# <details><summary>The approach (merge)</summary>
+#
+# Swap the $H$ and $T$ dimensions back with `transpose`, then `reshape` the last two
+# dimensions $(H, d)$ into one of size $H d$ (reshape copies when the transposed tensor is
+# not contiguous; that is the one copy).
+# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "split-merge", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "split-heads", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def split_heads(x, num_heads):
-    """(B, T, E) -> (B, H, T, E/H) with views only (reshape of the last dim, then transpose)."""
+    """Cut the feature dimension into heads: (..., T, E) -> (..., H, T, E/H).
+
+    Contract: `x` a Tensor (B, T, E) or (T, E); `num_heads` H a positive int. Returns a view of
+    `x` (shares its memory, no copy) of shape (..., H, T, E/H) whose head h holds columns
+    h*(E/H) .. (h+1)*(E/H)-1 of x. Errors: ValueError, naming the shape and num_heads and
+    saying it is not divisible, when E is not a multiple of H (checked for you).
+    """
     if x.shape[-1] % num_heads != 0:
         raise ValueError(f"split_heads: the last dimension of {x.shape} is not divisible by num_heads={num_heads}")
+    # Idea: read E as (H, d) in memory order, then move H in front of T.
     ### BEGIN SOLUTION
     *lead, T, E = x.shape
     return x.reshape(*lead, T, num_heads, E // num_heads).transpose(-3, -2)
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-split-heads", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_x = tinytorch.randn(2, 5, 12)
+_h = split_heads(_x, 3)
+assert_equal(_h.shape, (2, 3, 5, 4), "split_heads((2, 5, 12), 3).shape")
+for _head in range(3):                                   # head h = columns 4h .. 4h+3 of every token
+    assert_equal(_h.numpy()[:, _head], _x.numpy()[:, :, 4 * _head:4 * _head + 4],
+                 f"head {_head} must be columns {4 * _head}..{4 * _head + 3} of x")
+check(np.shares_memory(_h.numpy(), _x.numpy()), "split_heads must be a view (share x's memory)")
+assert_equal(_h.stride(), (60, 4, 12, 1), "strides of the split view")
+assert_equal(split_heads(tinytorch.randn(5, 12), 4).shape, (4, 5, 3), "unbatched (T, E) -> (H, T, d)")
+assert_raises(ValueError, split_heads, tinytorch.randn(1, 2, 10), 4, match="divisible")
+print("✓ split_heads; strides", _h.stride())
+
+# %% nbgrader={"grade": false, "grade_id": "merge-heads", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def merge_heads(x):
-    """(B, H, T, d) -> (B, T, H*d): transpose back, then reshape (copies if not contiguous)."""
+    """Put the heads side by side again: (..., H, T, d) -> (..., T, H*d).
+
+    Contract: `x` a Tensor (B, H, T, d) or (H, T, d). Returns a contiguous Tensor (..., T, H*d)
+    whose token t is the concatenation of x[..., 0, t, :], x[..., 1, t, :], ... (head 0 first);
+    merge_heads(split_heads(x, H)) equals x.
+    """
+    # Idea: undo the split in reverse order.
     ### BEGIN SOLUTION
     *lead, H, T, d = x.shape
     return x.transpose(-3, -2).reshape(*lead, T, H * d)
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test-split-merge", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-_x = tinytorch.randn(2, 5, 12)
-_h = split_heads(_x, 3)
-assert _h.shape == (2, 3, 5, 4), _h.shape
-assert _h.stride() == (60, 4, 12, 1), _h.stride()
-assert np.shares_memory(_h.numpy(), _x.numpy()), "split_heads must be a view"
-np.testing.assert_array_equal(_h.numpy()[1, 2], _x.numpy()[1, :, 8:12])    # head 2 = columns 8..11
-_back = merge_heads(_h)
-assert _back.shape == (2, 5, 12)
-np.testing.assert_array_equal(_back.numpy(), _x.numpy())
+# %% nbgrader={"grade": true, "grade_id": "test-merge-heads", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _y = tinytorch.randn(2, 3, 5, 4)                     # a fresh (B, H, T, d), e.g. an attention output
-np.testing.assert_array_equal(merge_heads(_y).numpy(), _y.numpy().transpose(0, 2, 1, 3).reshape(2, 5, 12))
-assert split_heads(tinytorch.randn(5, 12), 4).shape == (4, 5, 3)
-print("✓ split_heads / merge_heads")
+_m = merge_heads(_y)
+assert_equal(_m.shape, (2, 5, 12), "merge_heads((2, 3, 5, 4)).shape")
+assert_equal(_m.numpy()[1, 2], np.concatenate([_y.numpy()[1, h, 2] for h in range(3)]),
+             "token 2 of sequence 1 = its three head outputs side by side")
+assert_equal(_m.numpy(), _y.numpy().transpose(0, 2, 1, 3).reshape(2, 5, 12), "merge_heads of a fresh tensor")
+check(_m.is_contiguous(), "merge_heads returns a contiguous tensor")
+_x = tinytorch.randn(2, 5, 12)
+assert_equal(merge_heads(split_heads(_x, 3)).numpy(), _x.numpy(), "merge_heads(split_heads(x, 3)) == x")
+assert_equal(merge_heads(tinytorch.randn(4, 5, 3)).shape, (5, 12), "unbatched (H, T, d) -> (T, E)")
+print("✓ merge_heads; token (1, 2):", _m.numpy()[1, 2].round(2))
 
 # %% [markdown]
 # What the views did, in strides (elements skipped per step in each dimension):
@@ -623,22 +852,70 @@ print("merge_heads(out)  shape", _m.shape, "strides", _m.stride(),
 # - inputs `(N, L, E)` with `batch_first=True` (our default; PyTorch's default is `False`,
 #   `(L, N, E)` — every other tinytorch layer is batch-first, so we chose consistency), or
 #   unbatched `(L, E)`; `key`/`value` may be a different sequence (cross-attention, $S \ne L$);
-# - **careful: in this layer a boolean mask is True where attention is NOT allowed** — the
-#   opposite of `scaled_dot_product_attention`! `key_padding_mask (N, S)`: True marks padding
-#   keys; `attn_mask (L, S)` or `(N·H, L, S)`: True marks forbidden pairs. Float masks are
-#   added. (This historical inconsistency of PyTorch's is a classic source of bugs.) The
-#   provided `_mha_mask` converts both into one mask in SDPA's convention, of shape
-#   broadcasting to `(N, H, L, S)`; with `is_causal=True` and no `attn_mask`, it builds the
-#   causal mask (PyTorch insists on getting the mask too and treats `is_causal` as a hint);
 # - returns `(output, weights)`: the output `(N, L, E)`, and the attention weights averaged
 #   over the heads `(N, L, S)` (or per head `(N, H, L, S)` with
 #   `average_attn_weights=False`), or `None` when `need_weights=False`.
 #
-# The provided `forward` handles the layouts (unbatched, sequence-first) and the masks, and
-# calls `_attend` on batch-first inputs. Write `__init__`, `_reset_parameters` and `_attend`.
+# ### The layer's masks: the other convention
+#
+# **Careful: in this layer a boolean mask is True where attention is NOT allowed** — the
+# opposite of `scaled_dot_product_attention`! (This historical inconsistency of PyTorch's is
+# a classic source of bugs.) Two masks may be given, and float masks are added as before:
+#
+# - `key_padding_mask (N, S)`: True marks the **padding keys** of each sequence. It says
+#   nothing about queries: every query of sequence $n$ must ignore those keys, in every head.
+# - `attn_mask`: either `(L, S)`, one mask for every sequence and head, or `(N·H, L, S)`, one
+#   per sequence and head, in PyTorch's order: entry $n H + h$ is sequence $n$, head $h$.
+#
+# Write `_mha_mask_to_sdpa(mask, kind, N, H)`: one such mask, already checked to have an
+# allowed shape and dtype, turned into SDPA's convention with a shape that broadcasts to the
+# scores `(N, H, L, S)`. The provided `_mha_mask` checks the shapes, calls yours on each
+# mask, and combines the results (and, with `is_causal=True` and no `attn_mask`, adds the
+# causal mask: PyTorch insists on getting the mask too and treats `is_causal` as a hint).
+#
+# <details><summary>Hint 1</summary>
+#
+# Two separate questions: the **polarity** (only boolean masks have one; a float mask means
+# the same in both conventions) and the **shape** (which size-1 dimensions let the mask
+# broadcast over the heads and queries it does not mention).
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Place a padding mask's key dimension last, where the scores keep their keys, and its
+# sequence dimension first. For the per-head mask, think about how a flat index
+# $n H + h$ unflattens: which of the two sizes varies fastest?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# For `"key_padding"`, reshape `(N, S)` to `(N, 1, 1, S)`. For `"attn"`, a 3-d mask
+# `(N·H, L, S)` reshapes to `(N, H, L, S)` (sequence-major, as the flat index says), and a
+# 2-d one already broadcasts. Then, if the mask is boolean, negate it; a float mask is
+# returned as it is.
+# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "mha", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "mha-masks", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
+def _mha_mask_to_sdpa(mask, kind, N, H):
+    """One of MultiheadAttention's masks in scaled_dot_product_attention's convention.
+
+    Contract: `mask` a numpy array, bool (True = may NOT attend) or floating (added), of an
+    allowed shape: kind "key_padding": (N, S), True marking padding keys; kind "attn": (L, S)
+    or (N*H, L, S) with entry n*H + h for sequence n, head h. Returns a numpy array that
+    broadcasts to the scores (N, H, L, S) as the mask means: bool with True = may attend, or
+    the float mask's values.
+    """
+    # Idea: flip the polarity of a bool mask, and give each mask the dims it applies along.
+    ### BEGIN SOLUTION
+    if kind == "key_padding":
+        mask = mask.reshape(N, 1, 1, mask.shape[-1])
+    elif mask.ndim == 3:
+        mask = mask.reshape(N, H, *mask.shape[1:])
+    return ~mask if mask.dtype == np.bool_ else mask
+    ### END SOLUTION
+
+
 def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
     """MultiheadAttention's masks (bool True = NOT allowed, or float added) merged into one mask in
     scaled_dot_product_attention's convention (bool True = attend, or float), broadcasting to
@@ -646,21 +923,21 @@ def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
     allowed, added = [], []
     if attn_mask is None and is_causal:
         allowed.append(causal_mask(L, S).numpy())
-    for name, m, shapes in (("attn_mask", attn_mask, {(L, S): (1, 1, L, S), (N * H, L, S): (N, H, L, S)}),
-                            ("key_padding_mask", key_padding_mask, {(N, S): (N, 1, 1, S)})):
+    for name, kind, m, shapes in (("attn_mask", "attn", attn_mask, [(L, S), (N * H, L, S)]),
+                                  ("key_padding_mask", "key_padding", key_padding_mask, [(N, S)])):
         if m is None:
             continue
         m = m.numpy() if isinstance(m, Tensor) else np.asarray(m)
         if m.shape not in shapes:
             raise ValueError(f"MultiheadAttention: {name} of shape {m.shape} must have one of the "
                              f"shapes {sorted(shapes)} (N={N}, num_heads={H}, L={L}, S={S})")
-        m = m.reshape(shapes[m.shape])
-        if m.dtype == np.bool_:
-            allowed.append(~m)                     # flip: True meant "masked out"
-        elif m.dtype.kind == "f":
-            added.append(m.astype(dtype))
-        else:
+        if m.dtype != np.bool_ and m.dtype.kind != "f":
             raise TypeError(f"MultiheadAttention: {name} must be bool or floating, got {m.dtype}")
+        m = _mha_mask_to_sdpa(m, kind, N, H)
+        if m.dtype == np.bool_:
+            allowed.append(m)
+        else:
+            added.append(m.astype(dtype))
     if not allowed and not added:
         return None
     if not added:
@@ -669,12 +946,121 @@ def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
     return Tensor(total)
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-mha-masks", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def _as_scores(m, N, H, L, S):
+    """A converted mask, broadcast to the scores' shape (N, H, L, S)."""
+    return np.broadcast_to(m, (N, H, L, S))
+
+
+_N, _H, _L, _S = 2, 3, 4, 5
+_kpm = np.zeros((_N, _S), dtype=bool)
+_kpm[1, 3:] = True                                        # sequence 1: keys 3 and 4 are padding
+_got = _mha_mask_to_sdpa(_kpm, "key_padding", _N, _H)
+assert_equal(_as_scores(_got, _N, _H, _L, _S)[1, 2, 0], np.array([True, True, True, False, False]),
+             "key_padding_mask, sequence 1, any head and query: padding keys 3, 4 not allowed")
+assert_equal(_as_scores(_got, _N, _H, _L, _S), np.broadcast_to(~_kpm[:, None, None, :], (_N, _H, _L, _S)),
+             "key_padding_mask (N, S) broadcast over heads and queries, polarity flipped")
+_am = np.triu(np.ones((_L, _S), dtype=bool), 1)           # True = forbidden (MHA convention)
+assert_equal(_as_scores(_mha_mask_to_sdpa(_am, "attn", _N, _H), _N, _H, _L, _S),
+             np.broadcast_to(~_am, (_N, _H, _L, _S)), "attn_mask (L, S): the same for every sequence and head")
+_ph = np.random.default_rng(8).random((_N * _H, _L, _S)) < 0.4
+_conv = _as_scores(_mha_mask_to_sdpa(_ph, "attn", _N, _H), _N, _H, _L, _S)
+assert_equal(_conv[1, 0], ~_ph[1 * _H + 0], "per-head attn_mask: sequence 1, head 0 is entry 1·H + 0")
+assert_equal(_conv, ~_ph.reshape(_N, _H, _L, _S), "per-head attn_mask (N·H, L, S)")
+_fl = np.random.default_rng(9).standard_normal((_N, _S))
+assert_close(_as_scores(_mha_mask_to_sdpa(_fl, "key_padding", _N, _H), _N, _H, _L, _S),
+             np.broadcast_to(_fl[:, None, None, :], (_N, _H, _L, _S)), rtol=0, atol=0,
+             what="a float key_padding_mask keeps its values (it is added either way)")
+print("✓ MultiheadAttention's masks in SDPA's convention; sequence 1:", _got.reshape(_N, -1)[1])
+
+# %% [markdown]
+# The layer's plumbing (provided): input checks and the layouts PyTorch accepts.
+
+# %%
+#| export
+def _mha_check_inputs(query, key, value, embed_dim, batch_first):
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.ndim != 3 or t.shape[-1] != embed_dim:
+            raise ValueError(f"MultiheadAttention: {name} must be (N, L, {embed_dim}) "
+                             f"(batch_first={batch_first}) or unbatched (L, {embed_dim}), got {t.shape}")
+    if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
+        raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value "
+                         f"{value.shape} need the same batch size, and key and value the same length")
+
+
+def _mha_forward(layer, query, key, value, key_padding_mask, need_weights, attn_mask,
+                 average_attn_weights, is_causal):
+    """MultiheadAttention.forward's plumbing: unbatched and sequence-first layouts to
+    batch-first, the masks to one SDPA mask, then layer._attend, then the layout back."""
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+        if key_padding_mask is not None:
+            kpm = key_padding_mask
+            key_padding_mask = kpm.unsqueeze(0) if isinstance(kpm, Tensor) else np.asarray(kpm)[None]
+    elif not layer.batch_first:
+        query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+    _mha_check_inputs(query, key, value, layer.embed_dim, layer.batch_first)
+    N, L, _ = query.shape
+    mask = _mha_mask(attn_mask, key_padding_mask, N, layer.num_heads, L, key.shape[1], is_causal, query.dtype)
+    out, weights = layer._attend(query, key, value, mask, need_weights, average_attn_weights)
+    if unbatched:
+        out = out.squeeze(0)
+        weights = None if weights is None else weights.squeeze(0)
+    elif not layer.batch_first:
+        out = out.transpose(0, 1)
+    return out, weights
+
+
+# %% [markdown]
+# ### The layer
+#
+# The provided `forward` (through `_mha_forward`) handles the layouts (unbatched,
+# sequence-first) and the masks, and calls `_attend` on batch-first inputs with one mask in
+# SDPA's convention; the provided `_project(x, i)` applies the $i$-th packed projection (0 query, 1 key, 2 value) through a
+# slice (a view) of `in_proj_weight`. Write `__init__` (the parameters), `_reset_parameters`
+# (PyTorch's initialisation, with module 03's `init` functions) and `_attend` (the
+# multi-head computation).
+#
+# <details><summary>Hint 1</summary>
+#
+# `__init__`: which parameters, of which shapes, does PyTorch's state_dict list (the check
+# prints their names)? With `bias=False` the layer must still *have* an `in_proj_bias`
+# attribute, set to `None` (module 03's `register_parameter` does that). Create them with
+# any values (zeros, in the given dtype), then call `_reset_parameters`.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `_attend` follows the definition: project, split, attend per head, merge, project out.
+# Dropout acts on the attention weights, and only in training mode. The weights you return
+# are a by-product, averaged over the heads unless asked otherwise.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `__init__`: `in_proj_weight` a `Parameter` of shape `(3E, E)`, `in_proj_bias` one of
+# `(3E,)` or `None`, `out_proj` a `Linear(E, E)` with the same `bias` and `dtype`; then
+# `_reset_parameters`. `_reset_parameters`: Xavier-uniform on `in_proj_weight`, and the
+# constant 0 on both biases when there are biases. `_attend`: project query, key and value
+# (indices 0, 1, 2) and split each into `num_heads` heads; compute the weights with your
+# `attention_weights` and the given mask; in training mode with `dropout > 0`, drop
+# weights with `_attention_dropout`; multiply by the values, merge the heads, and apply
+# `out_proj`. Return that with the weights: `None` without `need_weights`, their mean over
+# the head dimension (1) with `average_attn_weights`, else as they are.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "mha", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 class MultiheadAttention(Module):
     """Multi-head attention with PyTorch's parameters (torch.nn.MultiheadAttention):
     in_proj_weight (3E, E), in_proj_bias (3E,), out_proj = Linear(E, E). batch_first=True by
     default: inputs (N, L, E); boolean masks are True where attention is NOT allowed."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=True, dtype=None):
+        """Contract: embed_dim E divisible by num_heads H (else ValueError naming both, checked
+        for you). Registers in_proj_weight (3E, E), in_proj_bias (3E,) or None when bias=False,
+        out_proj = Linear(E, E, bias) — all in `dtype` — and initialises them."""
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"MultiheadAttention: embed_dim={embed_dim} must be divisible by "
@@ -682,9 +1068,7 @@ class MultiheadAttention(Module):
         self.embed_dim, self.num_heads = int(embed_dim), int(num_heads)
         self.head_dim = self.embed_dim // self.num_heads
         self.dropout, self.batch_first = float(dropout), bool(batch_first)
-        # Hints: in_proj_weight = Parameter(zeros(3E, E)); in_proj_bias = Parameter(zeros(3E)) or
-        # register_parameter("in_proj_bias", None) when bias=False; out_proj = Linear(E, E, bias=bias);
-        # pass dtype everywhere; then self._reset_parameters().
+        # Idea: PyTorch's names and shapes, so that its state_dict loads into ours.
         ### BEGIN SOLUTION
         E = self.embed_dim
         self.in_proj_weight = Parameter(zeros(3 * E, E, dtype=dtype))
@@ -698,6 +1082,7 @@ class MultiheadAttention(Module):
 
     def _reset_parameters(self):
         """Xavier-uniform in_proj_weight, zero biases (out_proj.weight keeps Linear's init)."""
+        # Idea: PyTorch's initialisation, so that a fresh layer behaves like theirs.
         ### BEGIN SOLUTION
         xavier_uniform_(self.in_proj_weight)
         if self.in_proj_bias is not None:
@@ -715,43 +1100,16 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
-        unbatched = query.ndim == 2
-        if unbatched:
-            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
-            if key_padding_mask is not None:
-                kpm = key_padding_mask
-                key_padding_mask = kpm.unsqueeze(0) if isinstance(kpm, Tensor) else np.asarray(kpm)[None]
-        elif not self.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.ndim != 3 or t.shape[-1] != self.embed_dim:
-                raise ValueError(f"MultiheadAttention: {name} must be (N, L, {self.embed_dim}) "
-                                 f"(batch_first={self.batch_first}) or unbatched (L, {self.embed_dim}), "
-                                 f"got {t.shape}")
-        if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
-            raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value "
-                             f"{value.shape} need the same batch size, and key and value the same length")
-        N, L, _ = query.shape
-        mask = _mha_mask(attn_mask, key_padding_mask, N, self.num_heads, L, key.shape[1], is_causal, query.dtype)
-        out, weights = self._attend(query, key, value, mask, need_weights, average_attn_weights)
-        if unbatched:
-            out = out.squeeze(0)
-            weights = None if weights is None else weights.squeeze(0)
-        elif not self.batch_first:
-            out = out.transpose(0, 1)
-        return out, weights
+        """PyTorch's forward: layouts and masks (provided, `_mha_forward`), then `_attend`."""
+        return _mha_forward(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                            average_attn_weights, is_causal)
 
     def _attend(self, query, key, value, mask, need_weights, average_attn_weights):
-        """The core, on batch-first (N, L, E) / (N, S, E) inputs and a mask in SDPA's convention:
-        returns (output (N, L, E), weights: None, (N, L, S) averaged, or (N, H, L, S))."""
-        # Hints:
-        # - q, k, v = self._project(query, 0), self._project(key, 1), self._project(value, 2);
-        #   then split_heads(., self.num_heads) each -> (N, H, L or S, head_dim);
-        # - weights = attention_weights(q, k, mask); dropout (_attention_dropout) only when
-        #   self.training and self.dropout > 0;
-        # - out = self.out_proj(merge_heads(weights @ v));
-        # - weights to return: None unless need_weights; averaged over dim 1 (the heads) if
-        #   average_attn_weights.
+        """Contract: batch-first query (N, L, E), key and value (N, S, E), `mask` None or one mask
+        in SDPA's convention broadcasting to (N, H, L, S). Returns (output (N, L, E), weights):
+        weights None without need_weights, else (N, L, S) averaged over the heads, or
+        (N, H, L, S) per head when average_attn_weights is False."""
+        # Idea: H attentions side by side, on slices of the projected features.
         ### BEGIN SOLUTION
         q = split_heads(self._project(query, 0), self.num_heads)
         k = split_heads(self._project(key, 1), self.num_heads)
@@ -772,14 +1130,48 @@ class MultiheadAttention(Module):
                 f"bias={self.in_proj_bias is not None}, batch_first={self.batch_first}")
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-mha-init", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _mha = MultiheadAttention(12, 3, dtype=tinytorch.float64)
+assert_equal([n for n, _ in _mha.named_parameters()],
+             ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"], "parameter names")
+assert_equal(_mha.in_proj_weight.shape, (36, 12), "in_proj_weight.shape (3E, E)")
+assert_equal(_mha.in_proj_bias.shape, (36,), "in_proj_bias.shape (3E,)")
+assert_equal(_mha.in_proj_weight.dtype, tinytorch.float64, "dtype is passed on")
+assert_equal(_mha.in_proj_bias.numpy(), np.zeros(36), "in_proj_bias starts at 0")
+assert_equal(_mha.out_proj.bias.numpy(), np.zeros(12), "out_proj.bias starts at 0")
+_bound = np.sqrt(6 / (36 + 12))                            # Xavier-uniform over (3E, E)
+check(np.abs(_mha.in_proj_weight.numpy()).max() <= _bound, "Xavier-uniform: |w| <= sqrt(6 / (3E + E))",
+      got=np.abs(_mha.in_proj_weight.numpy()).max(), expected=f"<= {_bound:.4f}")
+check(_mha.in_proj_weight.numpy().std() > _bound / 2, "Xavier-uniform: std ≈ bound/√3 (not all zeros)",
+      got=_mha.in_proj_weight.numpy().std(), expected=f"≈ {_bound / np.sqrt(3):.4f}")
+_nb = MultiheadAttention(8, 2, bias=False)
+check(_nb.in_proj_bias is None and _nb.out_proj.bias is None, "bias=False: no biases at all",
+      got=(_nb.in_proj_bias, _nb.out_proj.bias), expected=(None, None))
+assert_raises(ValueError, MultiheadAttention, 10, 3, match="divisible")
+print("✓ MultiheadAttention's parameters:", [(n, p.shape) for n, p in _mha.named_parameters()])
+
+# %% [markdown]
+# The check below compares the layer with the definition written out as a loop over the
+# heads in numpy, with non-zero biases, a padding mask, cross-attention ($S \ne L$), the
+# per-head weights, and the causal mask.
+
 # %% nbgrader={"grade": true, "grade_id": "test-mha", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-tinytorch.manual_seed(0)
-_mha = MultiheadAttention(12, 3, dtype=tinytorch.float64)
-assert [n for n, _ in _mha.named_parameters()] == ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
-assert _mha.in_proj_weight.shape == (36, 12) and _mha.in_proj_bias.shape == (36,)
-assert np.all(_mha.in_proj_bias.numpy() == 0) and np.all(_mha.out_proj.bias.numpy() == 0)
-_bound = np.sqrt(6 / (36 + 12))
-assert np.abs(_mha.in_proj_weight.numpy()).max() <= _bound and _mha.in_proj_weight.numpy().std() > _bound / 2
+def _reference_mha(m, xq, xkv, allowed):
+    """Loop over heads with numpy: the definition, written out (E = 12, H = 3, d = 4)."""
+    W, b = m.in_proj_weight.numpy(), m.in_proj_bias.numpy()
+    Q, K, V = (x @ W[i * 12:(i + 1) * 12].T + b[i * 12:(i + 1) * 12] for i, x in enumerate((xq, xkv, xkv)))
+    heads, ws = [], []
+    for h in range(3):
+        sl = slice(4 * h, 4 * h + 4)
+        s = np.where(allowed[h] if allowed.ndim == 4 else allowed, Q[..., sl] @ K[..., sl].swapaxes(-1, -2) / 2.0, -np.inf)
+        ws.append(_softmax_np(s))
+        heads.append(ws[-1] @ V[..., sl])
+    out = np.concatenate(heads, -1) @ m.out_proj.weight.numpy().T + m.out_proj.bias.numpy()
+    return out, np.stack(ws, axis=1)
+
+
 _rng = np.random.default_rng(3)
 with tinytorch.no_grad():                                  # non-zero biases, to test them
     _mha.in_proj_bias.copy_(Tensor(_rng.standard_normal(36)))
@@ -787,40 +1179,34 @@ _xq, _xkv = _rng.standard_normal((2, 4, 12)), _rng.standard_normal((2, 6, 12))
 _kpm = np.zeros((2, 6), dtype=bool)
 _kpm[1, 4:] = True                                         # sequence 1: last two keys are padding
 _out, _wts = _mha(Tensor(_xq), Tensor(_xkv), Tensor(_xkv), key_padding_mask=Tensor(_kpm))
-
-
-def _reference_mha(m, xq, xkv, allowed):
-    """Loop over heads with numpy: the definition, written out."""
-    W, b = m.in_proj_weight.numpy(), m.in_proj_bias.numpy()
-    Q, K, V = (x @ W[i * 12:(i + 1) * 12].T + b[i * 12:(i + 1) * 12] for i, x in enumerate((xq, xkv, xkv)))
-    heads, ws = [], []
-    for h in range(3):
-        sl = slice(4 * h, 4 * h + 4)
-        s = np.where(allowed, Q[..., sl] @ K[..., sl].swapaxes(-1, -2) / 2.0, -np.inf)
-        ws.append(_softmax_np(s))
-        heads.append(ws[-1] @ V[..., sl])
-    out = np.concatenate(heads, -1) @ m.out_proj.weight.numpy().T + m.out_proj.bias.numpy()
-    return out, np.mean(ws, axis=0)
-
-
 _ref_out, _ref_w = _reference_mha(_mha, _xq, _xkv, ~_kpm[:, None, :])
-np.testing.assert_allclose(_out.numpy(), _ref_out, rtol=1e-10, atol=1e-12)
-np.testing.assert_allclose(_wts.numpy(), _ref_w, rtol=1e-10, atol=1e-12)
-assert np.all(_wts.numpy()[1, :, 4:] == 0)
+assert_equal(_out.shape, (2, 4, 12), "output shape (N, L, E)")
+assert_close(_out.numpy(), _ref_out, rtol=1e-10, atol=1e-12, what="output vs the per-head loop (padding mask)")
+assert_close(_wts.numpy(), _ref_w.mean(1), rtol=1e-10, atol=1e-12, what="weights averaged over the heads")
+assert_equal(_wts.numpy()[1, :, 4:], np.zeros((4, 2)), "padding keys get weight 0")
+_, _wh = _mha(Tensor(_xq), Tensor(_xkv), Tensor(_xkv), key_padding_mask=_kpm, average_attn_weights=False)
+assert_close(_wh.numpy(), _ref_w, rtol=1e-10, atol=1e-12, what="per-head weights (N, H, L, S)")
 _o2, _w2 = _mha(Tensor(_xq), Tensor(_xq), Tensor(_xq), attn_mask=~causal_mask(4).numpy(), need_weights=False)
-assert _w2 is None
-np.testing.assert_allclose(_o2.numpy(), _reference_mha(_mha, _xq, _xq, np.tril(np.ones((4, 4), bool)))[0], rtol=1e-10)
+check(_w2 is None, "need_weights=False returns None for the weights", got=_w2)
+assert_close(_o2.numpy(), _reference_mha(_mha, _xq, _xq, np.tril(np.ones((4, 4), bool)))[0], rtol=1e-10,
+             what="self-attention with a causal attn_mask (True = forbidden)")
 _o3, _ = _mha(Tensor(_xq), Tensor(_xq), Tensor(_xq), is_causal=True)
-np.testing.assert_allclose(_o3.numpy(), _o2.numpy(), rtol=1e-12)
-_small = MultiheadAttention(4, 2, dtype=tinytorch.float64)
+assert_close(_o3.numpy(), _o2.numpy(), rtol=1e-12, what="is_causal=True equals the explicit causal attn_mask")
+_phm = _rng.random((2 * 3, 4, 6)) < 0.3                    # per-head attn_mask, True = forbidden
+_phm[..., 0] = False
+_o4, _ = _mha(Tensor(_xq), Tensor(_xkv), Tensor(_xkv), attn_mask=_phm)
+assert_close(_o4.numpy(), _reference_mha(_mha, _xq, _xkv, ~_phm.reshape(2, 3, 4, 6).swapaxes(0, 1))[0],
+             rtol=1e-10, what="a per-head (N·H, L, S) attn_mask")
+with preserved_state():
+    tinytorch.manual_seed(4)
+    _drop = MultiheadAttention(12, 3, dropout=0.5, dtype=tinytorch.float64).eval()
+    _e1, _e2 = (_drop(Tensor(_xq), Tensor(_xq), Tensor(_xq))[0].numpy() for _ in range(2))
+    assert_equal(_e1, _e2, "eval mode: no dropout, two calls agree")
+    _small = MultiheadAttention(4, 2, dtype=tinytorch.float64)
 _xs = Tensor(_rng.standard_normal((1, 3, 4)), requires_grad=True)
-assert gradcheck(lambda x, w: _small(x, x, x, is_causal=True)[0], [_xs, _small.in_proj_weight])
-try:
-    MultiheadAttention(10, 3)
-    raise AssertionError("embed_dim 10 is not divisible by 3 heads: must raise")
-except ValueError as e:
-    assert "10" in str(e) and "3" in str(e)
-print("✓ MultiheadAttention")
+check(gradcheck(lambda x, w: _small(x, x, x, is_causal=True)[0], [_xs, _small.in_proj_weight]),
+      "gradcheck of causal self-attention (input and in_proj_weight)")
+print("✓ MultiheadAttention; output[0, 0, :4] =", _out.numpy()[0, 0, :4].round(4))
 
 # %% [markdown]
 # ## 6. Causality, checked
@@ -843,7 +1229,8 @@ print("max change of outputs 0..4:", np.abs(_y1[0, :5] - _y2[0, :5]).max(),
 _xt = Tensor(_x, requires_grad=True)
 _layer(_xt, _xt, _xt, is_causal=True)[0][0, 3].sum().backward()
 print("|d out[3] / d x[j]| per position j:", np.abs(_xt.grad.numpy()[0]).sum(-1).round(3))
-assert np.all(_y1[0, :5] == _y2[0, :5]) and np.all(_xt.grad.numpy()[0, 4:] == 0)
+assert_equal(_y2[0, :5], _y1[0, :5], "outputs 0..4 after rewriting tokens 5..7")
+assert_equal(_xt.grad.numpy()[0, 4:], np.zeros((4, 16)), "d out[3] / d x[j] for the later tokens j = 4..7")
 
 # %% [markdown]
 # Exactly zero, not "small": the masked weights are exact zeros, so no arithmetic path
@@ -861,8 +1248,18 @@ assert np.all(_y1[0, :5] == _y2[0, :5]) and np.all(_xt.grad.numpy()[0, 4:] == 0)
 #   training keeps them for the backward pass. At $T = 8192$ one head's weights in float32
 #   are 256 MiB.
 #
-# Measured: peak memory of one forward pass of `scaled_dot_product_attention` (numpy's
-# allocations are visible to `tracemalloc`), for one head with $d = 64$.
+# Measured below: peak memory of one forward pass of `scaled_dot_product_attention`
+# (numpy's allocations are visible to `tracemalloc`), and its median time, for one head with
+# $d = 64$ and $T$ from 128 to 2048.
+#
+# **Predict first.** From $T = 1024$ to $T = 2048$, by what factor do you expect the peak
+# memory to grow, and by what factor the time? And how many MiB is one $2048 \times 2048$
+# float32 matrix?
+
+# %%
+predicted_memory_factor = None  # your number: peak(T=2048) / peak(T=1024)
+predicted_time_factor = None    # your number: time(T=2048) / time(T=1024)
+predicted_mib_one_matrix = None  # your number: MiB of one 2048 x 2048 float32 matrix
 
 # %%
 from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
@@ -882,6 +1279,12 @@ for _T in _Ts:
     print(f"T = {_T:>5}: peak {_peak[-1] / 2**20:7.1f} MiB  (= {_peak[-1] / (4 * _T * _T):4.1f} × T² floats), "
           f"time {_times[-1] * 1e3:7.1f} ms, {4 * _T * _T * _d / _times[-1] / 1e9:5.2f} GFLOP/s on the matmuls")
 
+for _label, _pred, _meas in [("peak memory factor, T 1024 -> 2048", predicted_memory_factor, _peak[-1] / _peak[-2]),
+                             ("time factor, T 1024 -> 2048", predicted_time_factor, _times[-1] / _times[-2]),
+                             ("MiB of one 2048 x 2048 float32 matrix", predicted_mib_one_matrix, 4 * 2048**2 / 2**20)]:
+    print(f"{_label}: measured {_meas:.2f}; "
+          + ("no prediction written" if _pred is None else f"you predicted {_pred}"))
+
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 axes[0].loglog(_Ts, np.array(_peak) / 2**20, "o-", label="measured peak")
 axes[0].loglog(_Ts, 4 * np.array(_Ts, float) ** 2 / 2**20, "k:", label="one T×T float32 matrix")
@@ -899,10 +1302,14 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Doubling the context quadruples both. The peak is a small multiple of one $T \times T$
-# matrix: our composite creates the scores, the masked scores, the exponentials and the
-# weights as separate arrays (a fused kernel would reuse one buffer). This quadratic wall is
-# why context lengths were long stuck at a few thousand tokens.
+# Expect the memory factor close to 4 (the $T \times T$ arrays dominate the peak), and
+# the peak itself a small multiple of one $T \times T$ matrix: our composite creates the
+# scores, the masked scores, the exponentials and the weights as separate arrays (a fused
+# kernel would reuse one buffer). The time factor tends towards 4 as well, but it is noisier:
+# at small $T$ fixed per-call overheads hide the $T^2$, and caches (a $T \times T$ matrix
+# falls out of them as $T$ grows), BLAS threads and other work on the machine move the
+# figure up or down. This quadratic wall is why context lengths were long stuck at a few
+# thousand tokens.
 #
 # ### Never storing the $T \times T$ matrix: the online softmax
 #

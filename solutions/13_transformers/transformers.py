@@ -211,30 +211,36 @@ plt.show()
 # Instead we make it **one op, `"layer_norm"`**, with a hand-derived backward rule: one node,
 # and the only things saved are the input and two small per-token statistics, `mean` and
 # `rstd` $= 1/\sqrt{\sigma^2+\varepsilon}$. (PyTorch does the same: `native_layer_norm`
-# returns exactly these two extra tensors for its backward kernel.)
+# returns exactly these two extra tensors for its backward kernel.) We build it in three
+# steps: the statistics, the forward, the backward.
 #
-# The backward, for one token, with upstream gradient $\bar y$ and
-# $\bar{\hat x} = \bar y \odot \gamma$: $\hat x$ depends on $x$ directly and through $\mu$
-# and $\sigma$; working through the chain rule (as for BatchNorm in module 09, but over the
-# features of one token instead of over the batch) gives
+# **The statistics.** Write `_layer_norm_stats(x, k, eps)` on a numpy array: the mean and
+# `rstd` of each group of numbers that is normalised together — all the numbers of the last
+# `k` dimensions, for every index of the leading ones. Three details decide whether you
+# match PyTorch: which dimensions, which variance, where $\varepsilon$ goes.
 #
-# $$\bar x = \text{rstd}\cdot\Big(\bar{\hat x} - \operatorname{mean}(\bar{\hat x})
-#     - \hat x\cdot\operatorname{mean}(\bar{\hat x}\odot\hat x)\Big),$$
+# <details><summary>Hint 1</summary>
 #
-# with the means over the normalised dimensions. The two subtracted terms remove the parts of
-# the gradient the normalisation is blind to: shifting all features of a token by the same
-# amount, or scaling them together, does not change $\hat x$. For the parameters,
-# $\bar\gamma = \sum \bar y\odot\hat x$ and $\bar\beta = \sum \bar y$, summed over all the
-# *leading* dimensions (every token of every sequence).
+# Reread the formula above: is the variance divided by $d$ or by $d - 1$? Is $\varepsilon$
+# added to the variance or to the standard deviation? (For a token whose features are all
+# equal the two placements give very different results.)
+# </details>
 #
-# The provided `layer_norm` checks the arguments, computes the statistics with your
-# `_layer_norm_stats`, replaces a missing weight or bias by ones or zeros (which do not
-# require grad), and dispatches the op `"layer_norm"` with inputs `(input, weight, bias)` and
-# attributes `normalized_shape` (a tuple), `eps`, `mean` and `rstd` (numpy arrays of the
-# input's shape with size 1 in the normalised dimensions, `keepdims`-style). Write the
-# statistics, the forward, and the backward rule.
+# <details><summary>Hint 2</summary>
+#
+# numpy reductions accept a tuple of axes and `keepdims=True`; the provided `_norm_axes`
+# gives the tuple of the last `k` axes. Keeping the reduced axes as size 1 is what lets the
+# statistics broadcast against `x` later.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Over the last `k` axes, with the reduced axes kept: the mean; then the mean of the squared
+# deviations from it (the biased variance, as numpy's `var` computes by default); then one
+# over the square root of variance plus `eps`. Return the mean and that `rstd`.
+# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "layer-norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "layer-norm-stats", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 """Transformers (module 13): LayerNorm as one fused op with its own backward rule, the
 feed-forward network, the pre-norm transformer block, and a GPT language model with
@@ -262,12 +268,14 @@ def _norm_axes(ndim, k):
 
 
 def _layer_norm_stats(x, k, eps):
-    """Mean and rstd = 1/sqrt(var + eps) of the numpy array x over its last k axes.
+    """Per-group statistics of LayerNorm.
 
-    Both keep the reduced axes (size 1), so they broadcast against x; var is the biased one
-    (divide by the count, as PyTorch's layer_norm does).
+    Contract: `x` a numpy floating array, `k` >= 1 the number of trailing (normalised) axes,
+    `eps` > 0. Returns (mean, rstd), numpy arrays of x's shape with size 1 in the last k axes
+    (so they broadcast against x): the mean over those axes, and rstd = 1 / sqrt(var + eps)
+    with var the biased variance (divided by the count, as PyTorch's layer_norm does).
     """
-    # Hint: axes = _norm_axes(x.ndim, k); x.mean(axis=axes, keepdims=True); numpy's var is biased.
+    # Idea: one mean and one spread per token, over the normalised axes only.
     ### BEGIN SOLUTION
     axes = _norm_axes(x.ndim, k)
     mean = x.mean(axis=axes, keepdims=True)
@@ -276,32 +284,60 @@ def _layer_norm_stats(x, k, eps):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-layer-norm-stats", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+
+_rng = np.random.default_rng(1)
+_xx = _rng.standard_normal((2, 5, 6)) * 3 + 1
+_m, _r = _layer_norm_stats(_xx, 1, 1e-5)
+assert_equal(_m.shape, (2, 5, 1), "mean's shape for k=1 (reduced axis kept)")
+assert_equal(_r.shape, (2, 5, 1), "rstd's shape for k=1")
+assert_close(_m[..., 0], _xx.mean(-1), rtol=1e-12, what="mean over the last axis")
+assert_close(_r[..., 0], 1 / np.sqrt(_xx.var(-1) + 1e-5), rtol=1e-10,
+             what="rstd = 1/sqrt(biased var + eps) over the last axis")
+_m2, _r2 = _layer_norm_stats(_xx, 2, 1e-5)
+assert_equal(_m2.shape, (2, 1, 1), "mean's shape for k=2: one number per sample")
+assert_close(_r2[:, 0, 0], 1 / np.sqrt(_xx.reshape(2, -1).var(-1) + 1e-5), rtol=1e-10,
+             what="rstd over the last two axes together")
+_flat = np.array([[2.0, 2.0, 2.0, 2.0]])                   # a token whose features are all equal
+assert_close(_layer_norm_stats(_flat, 1, 0.25)[1], np.array([[2.0]]), rtol=1e-12,
+             what="rstd of a constant token with eps = 0.25: 1/sqrt(0 + 0.25)")
+_two = np.array([[0.0, 2.0]])                              # var 1 (biased), 2 (unbiased)
+assert_close(_layer_norm_stats(_two, 1, 0.0)[1], np.array([[1.0]]), rtol=1e-12,
+             what="rstd of [0, 2] with eps = 0: the biased variance is 1")
+print("✓ _layer_norm_stats; rstd of token (0, 0):", _r[0, 0, 0].round(4))
+
+# %% [markdown]
+# **The forward.** The provided `layer_norm` checks the arguments, computes the statistics
+# with your `_layer_norm_stats`, replaces a missing weight or bias by ones or zeros (which do
+# not require grad), and dispatches the op `"layer_norm"` with inputs `(input, weight, bias)`
+# and attributes `normalized_shape` (a tuple), `eps`, `mean` and `rstd`. The dispatch calls
+# your `_layer_norm_forward` with the inputs (Tensors) and the attributes (keywords); it
+# returns the numpy result.
+#
+# <details><summary>Hint 1</summary>
+#
+# The statistics are already computed; the forward only uses them. Which of the formula's
+# four lines are left?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Take the input's numpy array, subtract `mean` and multiply by `rstd` (they broadcast: the
+# normalised axes have size 1); then multiply by the weight's array and add the bias's
+# (shape `normalized_shape`, so they broadcast against the trailing dimensions).
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "layer-norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def _layer_norm_forward(x, weight, bias, *, normalized_shape, eps, mean, rstd):
-    """y = (x - mean) * rstd * weight + bias. Tensors in, numpy out."""
-    # weight and bias have shape normalized_shape: they broadcast against x's trailing dims.
+    """Contract: x, weight, bias Tensors (weight and bias of shape normalized_shape); mean and
+    rstd numpy arrays from _layer_norm_stats. Returns the numpy array
+    y = (x - mean) * rstd * weight + bias, of x's shape."""
+    # Idea: normalise with the saved statistics, then the per-feature affine map.
     ### BEGIN SOLUTION
     xhat = (x.numpy() - mean) * rstd
     return xhat * weight.numpy() + bias.numpy()
-    ### END SOLUTION
-
-
-@backward_rule("layer_norm")
-def _layer_norm_backward(node, grad):
-    """Gradients for (input, weight, bias) of y = layer_norm(x) * weight + bias."""
-    x, weight = node.inputs[0].numpy(), node.inputs[1].numpy()
-    mean, rstd = node.attrs["mean"], node.attrs["rstd"]
-    k = len(node.attrs["normalized_shape"])
-    # Hints: axes = _norm_axes(x.ndim, k) (the means), lead = tuple(range(x.ndim - k)) (the
-    # sums for weight and bias); xhat = (x - mean) * rstd; gxhat = grad * weight.
-    ### BEGIN SOLUTION
-    axes = _norm_axes(x.ndim, k)
-    lead = tuple(range(x.ndim - k))
-    grad = np.asarray(grad)
-    xhat = (x - mean) * rstd
-    gxhat = grad * weight
-    gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
-                 - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
-    return gx, (grad * xhat).sum(axis=lead), grad.sum(axis=lead)
     ### END SOLUTION
 
 
@@ -335,28 +371,97 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                  eps=eps, mean=mean, rstd=rstd)
 
 
-# %% nbgrader={"grade": true, "grade_id": "test-layer-norm", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-_rng = np.random.default_rng(1)
-_xx = _rng.standard_normal((2, 5, 6)) * 3 + 1
-_m, _r = _layer_norm_stats(_xx, 1, 1e-5)
-assert _m.shape == (2, 5, 1) and _r.shape == (2, 5, 1)
-np.testing.assert_allclose(_m[..., 0], _xx.mean(-1))
-np.testing.assert_allclose(_r[..., 0], 1 / np.sqrt(_xx.var(-1) + 1e-5))
-_m2, _ = _layer_norm_stats(_xx, 2, 1e-5)
-assert _m2.shape == (2, 1, 1)
+# %% nbgrader={"grade": true, "grade_id": "test-layer-norm", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 _y = layer_norm(Tensor(_xx), 6)
-np.testing.assert_allclose(_y.numpy().mean(-1), 0, atol=1e-12)
-np.testing.assert_allclose(_y.numpy().var(-1), 1, rtol=1e-5)
+assert_close(_y.numpy().mean(-1), np.zeros((2, 5)), atol=1e-12, what="each token's mean after layer_norm")
+assert_close(_y.numpy().var(-1), np.ones((2, 5)), rtol=1e-5, what="each token's (biased) variance after layer_norm")
 _w, _b = Tensor(_rng.standard_normal(6) + 1), Tensor(_rng.standard_normal(6))
-np.testing.assert_allclose(layer_norm(Tensor(_xx), (6,), _w, _b).numpy(), _y.numpy() * _w.numpy() + _b.numpy())
+assert_close(layer_norm(Tensor(_xx), (6,), _w, _b).numpy(), _y.numpy() * _w.numpy() + _b.numpy(), rtol=1e-12,
+             what="weight scales and bias shifts each feature")
+_ref2 = (_xx - _xx.mean((1, 2), keepdims=True)) / np.sqrt(_xx.var((1, 2), keepdims=True) + 1e-5)
+assert_close(layer_norm(Tensor(_xx), (5, 6)).numpy(), _ref2, rtol=1e-10, what="normalized_shape (5, 6)")
+assert_raises(RuntimeError, layer_norm, Tensor(_xx), 5, match="normalized_shape")
+print("✓ layer_norm forward; token (0, 0) normalised:", _y.numpy()[0, 0].round(3))
+
+# %% [markdown]
+# **The backward.** For one token, with upstream gradient $\bar y$ and
+# $\bar{\hat x} = \bar y \odot \gamma$: $\hat x$ depends on $x$ directly and through $\mu$
+# and $\sigma$; working through the chain rule (as for BatchNorm in module 09, but over the
+# features of one token instead of over the batch) gives
+#
+# $$\bar x = \text{rstd}\cdot\Big(\bar{\hat x} - \operatorname{mean}(\bar{\hat x})
+#     - \hat x\cdot\operatorname{mean}(\bar{\hat x}\odot\hat x)\Big),$$
+#
+# with the means over the normalised dimensions. The two subtracted terms remove the parts of
+# the gradient the normalisation is blind to: shifting all features of a token by the same
+# amount, or scaling them together, does not change $\hat x$. For the parameters,
+# $\bar\gamma = \sum \bar y\odot\hat x$ and $\bar\beta = \sum \bar y$, summed over all the
+# *leading* dimensions (every token of every sequence).
+#
+# Write the rule registered for `"layer_norm"` (module 06's `backward_rule`): it receives
+# the node (its `inputs` and `attrs`, as saved by the forward) and the upstream gradient.
+#
+# <details><summary>Hint 1</summary>
+#
+# Everything the formula needs was saved: $x$ and $\gamma$ are the node's inputs, `mean`
+# and `rstd` its attributes. What is $\hat x$ made of?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Two different sets of axes are involved: the **means** in $\bar x$ run over the normalised
+# (trailing) axes, per token; the **sums** for $\bar\gamma$ and $\bar\beta$ run over the
+# leading axes, so that their result has the shape `normalized_shape`.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Recompute $\hat x$ from $x$, `mean` and `rstd`; form $\bar{\hat x}$ as the upstream
+# gradient times the weight; apply the formula with `keepdims` means over the trailing `k`
+# axes; sum $\bar y \odot \hat x$ and $\bar y$ over the leading axes. Return the three
+# gradients in the order of the inputs: input, weight, bias.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "layer-norm-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+@backward_rule("layer_norm")
+def _layer_norm_backward(node, grad):
+    """Gradients of y = layer_norm(x) * weight + bias.
+
+    Contract: node.inputs = (x, weight, bias) Tensors, node.attrs has normalized_shape, mean,
+    rstd; `grad` the upstream gradient (x's shape). Returns (grad_x of x's shape, grad_weight
+    and grad_bias of normalized_shape), numpy arrays.
+    """
+    x, weight = node.inputs[0].numpy(), node.inputs[1].numpy()
+    mean, rstd = node.attrs["mean"], node.attrs["rstd"]
+    k = len(node.attrs["normalized_shape"])
+    # Idea: per token, remove the gradient's mean and its component along x-hat, then scale.
+    ### BEGIN SOLUTION
+    axes = _norm_axes(x.ndim, k)
+    lead = tuple(range(x.ndim - k))
+    grad = np.asarray(grad)
+    xhat = (x - mean) * rstd
+    gxhat = grad * weight
+    gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
+                 - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
+    return gx, (grad * xhat).sum(axis=lead), grad.sum(axis=lead)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-layer-norm-backward", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 _x = Tensor(_xx, requires_grad=True)
-_w.requires_grad, _b.requires_grad = True, True
-assert gradcheck(lambda x, w, b: layer_norm(x, 6, w, b), [_x, _w, _b])
-_w2 = Tensor(_rng.standard_normal((5, 6)), requires_grad=True)
-assert gradcheck(lambda x, w: layer_norm(x, (5, 6), w), [_x, _w2])
+_w, _b = Tensor(_w.numpy(), requires_grad=True), Tensor(_b.numpy(), requires_grad=True)
 _out = layer_norm(_x, 6, _w, _b)
-assert _out.grad_fn.op == "layer_norm", "layer_norm must be one op"
-print("✓ layer_norm: forward, statistics and a fused backward that passes gradcheck")
+assert_equal(_out.grad_fn.op, "layer_norm", "layer_norm records one op")
+check(gradcheck(lambda x, w, b: layer_norm(x, 6, w, b), [_x, _w, _b]),
+      "gradcheck of layer_norm over the last dim (input, weight, bias)")
+_w2 = Tensor(_rng.standard_normal((5, 6)), requires_grad=True)
+check(gradcheck(lambda x, w: layer_norm(x, (5, 6), w), [_x, _w2]),
+      "gradcheck of layer_norm over the last two dims")
+check(gradcheck(lambda x: layer_norm(x, 6, eps=0.5), [_x]), "gradcheck with a large eps = 0.5")
+_out.backward(Tensor(np.ones((2, 5, 6))))
+assert_close(_b.grad.numpy(), np.full(6, 10.0), rtol=1e-12, what="bias gradient: sum of ones over 2×5 tokens")
+print("✓ layer_norm backward: one node, gradcheck passes; bias grad", _b.grad.numpy())
 
 # %% [markdown]
 # `LayerNorm` the module owns `weight` and `bias` and calls the function; it is provided.
@@ -435,9 +540,23 @@ print("fused:", layer_norm(_xc, 8).grad_fn)
 # Which GELU? GPT-2 used the **tanh approximation**
 # $\tfrac12 x\,(1+\tanh(\sqrt{2/\pi}\,(x+0.044715x^3)))$, and so do we by default
 # (`approximate="tanh"`): it differs from the exact $x\,\Phi(x)$ by less than $10^{-3}$,
-# and on our numpy backend it is several times cheaper than module 02's careful
+# and on our numpy backend it is expected to be cheaper than module 02's careful
 # float64 `erf` — the MLP's activation is the largest elementwise tensor of the model
-# ($B\cdot T\cdot 4d$ numbers), so this matters. The cell after the check measures it.
+# ($B\cdot T\cdot 4d$ numbers), so this matters. The cells after the check measure it.
+#
+# Write `FeedForward.forward`; the layers are built for you in `__init__`.
+#
+# <details><summary>Hint 1</summary>
+#
+# Every sub-layer already exists as an attribute; the forward only decides their order.
+# Where does the dropout sit: inside, or at the very end of the branch?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Apply `fc1`, then the activation, then `fc2`, then `dropout`, and return the result: the
+# shape `(..., d_model)` comes back unchanged.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "feed-forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -454,6 +573,8 @@ class FeedForward(Module):
         self.dropout = Dropout(dropout)
 
     def forward(self, x):
+        """Contract: x (..., d_model) -> (..., d_model), the same MLP at every position."""
+        # Idea: widen, bend, narrow back.
         ### BEGIN SOLUTION
         return self.dropout(self.fc2(self.act(self.fc1(x))))
         ### END SOLUTION
@@ -463,29 +584,45 @@ MLP = FeedForward  # nanoGPT's name for the same thing
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-feed-forward", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-tinytorch.manual_seed(0)
-_ff = FeedForward(6, 10)
-assert [n for n, _ in _ff.named_parameters()] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
-assert _ff.fc1.weight.shape == (10, 6) and FeedForward(4).fc1.out_features == 16
-_xf = tinytorch.randn(2, 3, 6)
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _ff = FeedForward(6, 10)
+    _xf = tinytorch.randn(2, 3, 6)
+assert_equal([n for n, _ in _ff.named_parameters()], ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"],
+             "FeedForward's parameters")
+assert_equal(FeedForward(4).fc1.out_features, 16, "d_ff defaults to 4 * d_model")
 _h = _xf.numpy() @ _ff.fc1.weight.numpy().T + _ff.fc1.bias.numpy()
 _h = tinytorch.nn.functional.gelu(Tensor(_h), approximate="tanh").numpy()
 _ref = _h @ _ff.fc2.weight.numpy().T + _ff.fc2.bias.numpy()
-assert _ff(_xf).shape == (2, 3, 6)
-np.testing.assert_allclose(_ff(_xf).numpy(), _ref, rtol=1e-5, atol=1e-6)
-print("✓ FeedForward")
+assert_equal(_ff(_xf).shape, (2, 3, 6), "FeedForward keeps the shape (B, T, d)")
+assert_close(_ff(_xf).numpy(), _ref, rtol=1e-5, atol=1e-6, what="fc2(gelu_tanh(fc1(x)))")
+print("✓ FeedForward; out[0, 0] =", _ff(_xf).numpy()[0, 0].round(4))
+
+# %% [markdown]
+# **Predict first.** How many times faster do you expect the tanh approximation to be than
+# the exact GELU on 1 million float32 numbers?
 
 # %%
+predicted_gelu_speedup = None  # your number: time(exact) / time(tanh)
+
+# %%
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
+
 _act = tinytorch.randn(32, 64, 512)  # the MLP activation of a (B=32, T=64, d=128) batch
-for _mode in ("none", "tanh"):
-    _t0 = time.perf_counter()
-    for _ in range(3):
-        tinytorch.nn.functional.gelu(_act, approximate=_mode)
-    print(f"gelu(approximate={_mode!r}) on {_act.numel():,d} numbers: "
-          f"{(time.perf_counter() - _t0) / 3 * 1e3:6.1f} ms")
+_gelu_s = {_mode: median_time(lambda: tinytorch.nn.functional.gelu(_act, approximate=_mode), repeats=3)
+           for _mode in ("none", "tanh")}
+for _mode, _sec in _gelu_s.items():
+    print(f"gelu(approximate={_mode!r}) on {_act.numel():,d} numbers: {_sec * 1e3:6.1f} ms")
 _gap = np.abs(tinytorch.nn.functional.gelu(_act, approximate="tanh").numpy()
               - tinytorch.nn.functional.gelu(_act).numpy()).max()
 print(f"largest difference between the two: {_gap:.1e}")
+print(f"measured speed-up of tanh over exact: {_gelu_s['none'] / _gelu_s['tanh']:.1f}x; "
+      + ("no prediction written" if predicted_gelu_speedup is None else f"you predicted {predicted_gelu_speedup}x"))
+
+# %% [markdown]
+# The ratio depends on how your numpy computes `erf` and `tanh` (vectorised libraries
+# differ between machines and versions) and on the load of the machine: read the printed
+# figure, not a promise.
 
 # %% [markdown]
 # ## 4. The pre-norm transformer block
@@ -497,9 +634,9 @@ print(f"largest difference between the two: {_gap:.1e}")
 # $\le t$, and if it could peek, it would learn to copy instead of to predict. Mind the two
 # conventions of module 12 (both PyTorch's): `causal_mask(T)` says where attention is
 # **allowed** (`scaled_dot_product_attention`'s boolean masks), while `MultiheadAttention`'s
-# `attn_mask` says where it is **forbidden** (True = "may not attend"). The provided
-# `_causal_attn_mask(T)` is therefore the negation of `causal_mask(T)`, True strictly above
-# the diagonal:
+# `attn_mask` says where it is **forbidden** (True = "may not attend"). Write
+# `_causal_attn_mask(T)`, the mask this block passes to its attention, from module 12's
+# `causal_mask`; for $T = 4$ it must be
 #
 # ```
 # _causal_attn_mask(4)    query t may attend to keys ≤ t
@@ -509,20 +646,45 @@ print(f"largest difference between the two: {_gap:.1e}")
 #  [F F F F]]
 # ```
 #
-# Write `TransformerBlock.forward`:
+# Then write `TransformerBlock.forward`:
 #
 # $$h = \operatorname{LN}_1(x),\quad x \leftarrow x + \operatorname{Dropout}(\operatorname{Attn}(h, h, h;\ \text{mask})),
 #   \quad x \leftarrow x + \operatorname{FF}(\operatorname{LN}_2(x)).$$
 #
 # `MultiheadAttention` returns a pair `(output, weights)`; pass `need_weights=False`
 # (the weights are not needed, and not computing their average saves time).
+#
+# <details><summary>Hint 1</summary>
+#
+# The mask: `causal_mask(T)` is True where attention is allowed. Which boolean operation
+# turns "allowed" into "forbidden"? (numpy's, on the mask's array; wrap the result again.)
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The block: in a pre-norm block the LayerNorm is applied to what a branch **reads**, never
+# to the stream itself. What gets added to the stream is the branch's output, and the stream
+# is never replaced.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `_causal_attn_mask`: negate the array of `causal_mask(T)` and wrap it in a `Tensor`.
+# `forward`: normalise the stream with `ln1`, run self-attention on that (the same tensor as
+# query, key and value) with the mask and `need_weights=False`, keep the output of the pair,
+# pass it through `dropout` and add it to the stream; then add `ff` of `ln2` of the new
+# stream, and return the result.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "transformer-block", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _causal_attn_mask(T):
-    """(T, T) bool Tensor for MultiheadAttention's attn_mask: True (forbidden) above the
-    diagonal, i.e. for keys j > query i. The negation of module 12's causal_mask(T)."""
+    """Contract: T >= 1. Returns a (T, T) bool Tensor for MultiheadAttention's attn_mask: True
+    (forbidden) exactly where key j > query i, strictly above the diagonal."""
+    # Idea: the same triangle as module 12's causal_mask, in the layer's other convention.
+    ### BEGIN SOLUTION
     return Tensor(~causal_mask(T).numpy())
+    ### END SOLUTION
 
 
 class TransformerBlock(Module):
@@ -537,8 +699,9 @@ class TransformerBlock(Module):
         self.ff = FeedForward(d_model, d_ff, dropout)
 
     def forward(self, x):
-        """x: (B, T, d_model) → (B, T, d_model)."""
+        """Contract: x (B, T, d_model) -> (B, T, d_model); position t depends only on x[:, :t+1]."""
         mask = _causal_attn_mask(x.shape[-2])
+        # Idea: two residual branches, each reading a normalised copy of the stream.
         ### BEGIN SOLUTION
         h = self.ln1(x)
         attended, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
@@ -548,28 +711,34 @@ class TransformerBlock(Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-transformer-block", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-tinytorch.manual_seed(0)
-_blk = TransformerBlock(8, 2, 16)
-_xb = tinytorch.randn(2, 5, 8)
+assert_equal(_causal_attn_mask(4).numpy(), np.triu(np.ones((4, 4), dtype=bool), 1),
+             "_causal_attn_mask(4): True (forbidden) strictly above the diagonal")
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _blk = TransformerBlock(8, 2, 16)
+    _xb = tinytorch.randn(2, 5, 8)
 _yb = _blk(_xb)
-assert _yb.shape == (2, 5, 8)
+assert_equal(_yb.shape, (2, 5, 8), "block output shape")
+# the definition, from the block's own parts
+_h1 = _blk.ln1(_xb)
+_s1 = _xb + _blk.attn(_h1, _h1, _h1, attn_mask=_causal_attn_mask(5), need_weights=False)[0]
+_ref = _s1 + _blk.ff(_blk.ln2(_s1))
+assert_close(_yb.numpy(), _ref.numpy(), rtol=1e-5, atol=1e-6, what="x + attn(ln1(x)), then x + ff(ln2(x))")
 # causality: changing the input at position 3 leaves positions 0..2 unchanged
 _xb2 = Tensor(_xb.numpy().copy())
 _xb2.numpy()[:, 3] += 1.0
 _yb2 = _blk(_xb2)
-np.testing.assert_allclose(_yb2.numpy()[:, :3], _yb.numpy()[:, :3], atol=1e-6)
-assert np.abs(_yb2.numpy()[:, 3:] - _yb.numpy()[:, 3:]).max() > 1e-3
+assert_close(_yb2.numpy()[:, :3], _yb.numpy()[:, :3], atol=1e-6, what="outputs 0..2 after changing input 3")
+check(np.abs(_yb2.numpy()[:, 3:] - _yb.numpy()[:, 3:]).max() > 1e-3, "outputs 3..4 do see input 3")
 # the residual branches: with both branches' output projections zeroed, the block is the identity
 with tinytorch.no_grad():
-    _blk.attn.out_proj.weight.zero_()
-    _blk.attn.out_proj.bias.zero_()
-    _blk.ff.fc2.weight.zero_()
-    _blk.ff.fc2.bias.zero_()
-np.testing.assert_allclose(_blk(_xb).numpy(), _xb.numpy(), atol=1e-7)
+    for _p in (_blk.attn.out_proj.weight, _blk.attn.out_proj.bias, _blk.ff.fc2.weight, _blk.ff.fc2.bias):
+        _p.zero_()
+assert_close(_blk(_xb).numpy(), _xb.numpy(), atol=1e-7, what="silenced branches: the block is the identity")
 _blk64 = TransformerBlock(4, 2, 8).double()
 _xg = Tensor(np.random.default_rng(0).standard_normal((2, 3, 4)), requires_grad=True)
-assert gradcheck(lambda x: _blk64(x), [_xg])
-print("✓ TransformerBlock: shapes, causality, residuals, gradcheck")
+check(gradcheck(lambda x: _blk64(x), [_xg]), "gradcheck of the block")
+print("✓ TransformerBlock: definition, causality, residuals, gradcheck; y[0, 0, :3] =", _yb.numpy()[0, 0, :3].round(3))
 
 # %% [markdown]
 # ## 5. GPT
@@ -588,44 +757,90 @@ print("✓ TransformerBlock: shapes, causality, residuals, gradcheck")
 # (`Embedding(V, d)`), `pos_emb` (`Embedding(block_size, d)`), `drop`, `blocks` (a
 # `ModuleList` of $L$ `TransformerBlock`s), `ln_f` and `head` (`Linear(d, V, bias=False)`).
 #
-# **Initialisation.** Like GPT-2 and nanoGPT, every matrix starts as $N(0, 0.02^2)$ and every
-# bias at zero, except the two matrices that write **into the residual stream** in each
-# block (attention's `out_proj` and the MLP's `fc2`), whose standard deviation is divided by
-# $\sqrt{2L}$: the stream is a sum of $2L$ branch outputs, and this keeps its variance at
-# initialisation independent of the depth. Small weights also make the initial logits
-# nearly zero, so the initial prediction is nearly uniform: the loss at step 0 should be
-# about $\ln V$, a cheap sanity check of any language model.
-#
 # **Weight tying.** The token embedding maps id → vector; the head maps vector → a score
 # per id. Using the *same* $V\times d$ matrix for both (`head.weight = tok_emb.weight`, one
 # `Parameter` registered twice) saves $Vd$ parameters and often trains better on small
 # data. Module 03's `parameters()` lists a shared parameter once, so the optimizer updates
 # it once; autograd adds up the gradients it receives from both uses.
 #
+# ### Initialisation
+#
+# Like GPT-2 and nanoGPT, every matrix starts as $N(0, 0.02^2)$ and every bias at zero,
+# except the two matrices that write **into the residual stream** in each block
+# (attention's `out_proj` and the MLP's `fc2`), whose standard deviation is divided by
+# $\sqrt{2L}$: the stream is a sum of $2L$ branch outputs, and this keeps its variance at
+# initialisation independent of the depth. LayerNorm gains stay at 1 (their constructor's
+# value). Small weights also make the initial logits nearly zero, so the initial prediction
+# is nearly uniform: the loss at step 0 should be about $\ln V$, a cheap sanity check of any
+# language model. Write `GPT._init_weights`.
+#
+# <details><summary>Hint 1</summary>
+#
+# Walk over the named parameters: the name says where a parameter lives (which block, which
+# layer), its number of dimensions says whether it is a matrix, a vector or a bias.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Three kinds of parameters get three treatments, and one kind (the LayerNorm weights, 1-D
+# but not biases) is left alone. Which two names end the residual projections?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Compute the residual standard deviation $0.02/\sqrt{2L}$ from the config's `n_layers`.
+# For each named parameter: if its name ends with `attn.out_proj.weight` or `ff.fc2.weight`,
+# fill it with module 03's `normal_` at that std; else if it has two or more dimensions,
+# `normal_` with std 0.02 (this covers the embedding tables and the other weights); else if
+# its name ends with `bias`, `zeros_`.
+# </details>
+#
 # ### The forward pass and the causal language-modelling loss
 #
 # `forward(idx, targets=None)` takes int64 ids `(B, T)` with $T \le$ `block_size` and
-# returns `(logits, loss)`:
-#
-# 1. `x = tok_emb(idx) + pos_emb(arange(T))` — `(B, T, d) + (T, d)` broadcasts;
-# 2. `x = drop(x)`, then every block in order, then `ln_f`;
-# 3. `logits = head(x)`, shape `(B, T, V)`;
-# 4. with `targets` (ids `(B, T)`: the input shifted by one, as `get_batch` of module 10
-#    makes them), the loss is the mean cross-entropy over **all** $B\cdot T$ positions:
-#    `cross_entropy(logits.reshape(B*T, V), targets.reshape(B*T), ignore_index=-100)`;
-#    otherwise `loss` is `None` (nanoGPT's convention).
+# returns `(logits, loss)`: the logits `(B, T, V)` of the picture of section 1, and, when
+# `targets` are given (ids `(B, T)`: the input shifted by one, as `get_batch` of module 10
+# makes them), the mean cross-entropy over **all** $B\cdot T$ positions, ignoring targets
+# equal to $-100$; otherwise `loss` is `None` (nanoGPT's convention).
 #
 # Thanks to the causal mask, one forward pass trains $T$ predictions at once: position $t$
 # predicts token $t+1$ from tokens $1..t$. That is why decoder-only models train so
 # efficiently — every token of the batch is a training example.
+#
+# <details><summary>Hint 1</summary>
+#
+# Attention alone does not know the order of its inputs. What must be added to each token's
+# vector so that the model knows *where* it is? Which ids index the position table?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Follow the picture bottom-up; nothing is skipped, not even the last LayerNorm (pre-norm
+# leaves the stream unnormalised). Module 04's `cross_entropy` wants logits `(N, C)` and
+# targets `(N,)`: the batch and time dimensions must be flattened together.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Embed the ids with `tok_emb`, add `pos_emb` of the positions `arange(T)` (`(B, T, d)` plus
+# `(T, d)` broadcasts), apply `drop`, then each block in order, then `ln_f`, then `head`.
+# With targets, reshape the logits to `(B·T, V)` and the targets to `(B·T,)` and take
+# `cross_entropy` with `ignore_index=-100`.
+# </details>
 #
 # Also write `num_parameters(non_embedding=False)`: the number of trainable numbers (each
 # shared parameter once). With `non_embedding=True`, leave out the position table and, if
 # the weights are **not** tied, the token table (pure lookups that cost no FLOPs; a tied
 # table is also the head's matrix, so it stays). This is the $N$ of the scaling-law
 # formulas.
+#
+# <details><summary>Hint</summary>
+#
+# `parameters()` already yields a shared parameter once. How do you tell whether the head
+# and the token table are the same object?
+# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "gpt", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 #| export
 @dataclass
 class GPTConfig:
@@ -653,6 +868,8 @@ class GPTConfig:
             raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout}")
 
 
+# %% nbgrader={"grade": false, "grade_id": "gpt", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 class GPT(Module):
     """A decoder-only transformer language model (GPT-2 style, pre-norm)."""
 
@@ -674,7 +891,11 @@ class GPT(Module):
             self.head.weight = self.tok_emb.weight  # one Parameter, used twice
 
     def _init_weights(self):
-        """N(0, 0.02²) matrices, zero biases, residual projections scaled by 1/sqrt(2L)."""
+        """Contract: in place, N(0, 0.02²) for every parameter of 2+ dims, N(0, (0.02/sqrt(2L))²)
+        for the residual projections (names ending attn.out_proj.weight, ff.fc2.weight), zeros
+        for biases; LayerNorm weights untouched (1)."""
+        # Idea: small weights everywhere, smaller where a branch writes into the stream.
+        ### BEGIN SOLUTION
         resid_std = 0.02 / math.sqrt(2 * self.config.n_layers)
         for name, p in self.named_parameters():
             if name.endswith("attn.out_proj.weight") or name.endswith("ff.fc2.weight"):
@@ -683,9 +904,12 @@ class GPT(Module):
                 normal_(p, 0.0, 0.02)
             elif name.endswith("bias"):
                 zeros_(p)
+        ### END SOLUTION
 
     def forward(self, idx, targets=None):
-        """idx: int64 (B, T) ids, T <= block_size → (logits (B, T, V), loss or None)."""
+        """Contract: idx int64 (B, T), T <= block_size; targets None or int64 (B, T) (-100 =
+        ignore). Returns (logits (B, T, V), loss: scalar mean cross-entropy or None). Errors
+        (checked for you): ValueError for a wrong idx, a T over block_size, mismatched targets."""
         if not isinstance(idx, Tensor) or idx.ndim != 2 or idx.dtype.kind not in "iu":
             raise ValueError(f"GPT.forward: idx must be an int64 Tensor of shape (B, T), got "
                              f"{(idx.dtype, idx.shape) if isinstance(idx, Tensor) else type(idx).__name__}")
@@ -695,6 +919,7 @@ class GPT(Module):
                              f"{self.config.block_size} (crop the context, as generate does)")
         if targets is not None and tuple(targets.shape) != (B, T):
             raise ValueError(f"GPT.forward: targets must have idx's shape {(B, T)}, got {tuple(targets.shape)}")
+        # Idea: what a token is plus where it is, through the stack, to one score per token id.
         ### BEGIN SOLUTION
         x = self.tok_emb(idx) + self.pos_emb(arange(T))
         x = self.drop(x)
@@ -709,7 +934,9 @@ class GPT(Module):
         ### END SOLUTION
 
     def num_parameters(self, non_embedding=False):
-        """Trainable numbers (shared ones once); non_embedding: without the lookup tables."""
+        """Contract: the number of trainable numbers, each shared Parameter once; with
+        non_embedding, without the position table and (when untied) the token table."""
+        # Idea: count what the optimizer updates; lookups that are not also the head don't count.
         ### BEGIN SOLUTION
         n = sum(p.numel() for p in self.parameters())
         if non_embedding:
@@ -721,50 +948,65 @@ class GPT(Module):
 
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
         """Continue `idx` (int64 (B, T) or (T,)) by max_new_tokens sampled tokens; see section 6."""
-        if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
-            raise ValueError(f"generate: max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
-        if not isinstance(temperature, (int, float, np.floating)) or not temperature >= 0:
-            raise ValueError(f"generate: temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
-        if top_k is not None and (not isinstance(top_k, (int, np.integer)) or top_k < 1):
-            raise ValueError(f"generate: top_k must be None or an integer >= 1, got {top_k!r}")
-        if not isinstance(idx, Tensor) or idx.ndim not in (1, 2) or idx.dtype.kind not in "iu" or idx.shape[-1] < 1:
-            raise ValueError("generate: idx must be a non-empty int64 Tensor of shape (B, T) or (T,)")
-        rng = _numpy_rng(generator)
-        ids = idx.numpy().astype(np.int64).reshape(-1, idx.shape[-1])
-        was_training = self.training
-        self.eval()  # generation is inference: no dropout
-        try:
-            with no_grad():
-                out = _generate(self, ids, int(max_new_tokens), float(temperature), top_k, rng)
-        finally:
-            self.train(was_training)
-        out = Tensor(out)
-        return out if idx.ndim == 2 else out.reshape(-1)
+        return _gpt_generate(self, idx, max_new_tokens, temperature, top_k, generator)
 
+
+# %% nbgrader={"grade": true, "grade_id": "test-gpt-init", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    tinytorch.manual_seed(9)
+    _big = GPT(GPTConfig(vocab_size=13, block_size=16, d_model=64, n_heads=2, n_layers=4))
+assert_close(_big.blocks[0].ff.fc1.weight.numpy().std(), 0.02, atol=0.002, what="std of an ordinary matrix (fc1)")
+assert_close(_big.tok_emb.weight.numpy().std(), 0.02, atol=0.002, what="std of the token table")
+assert_close(_big.blocks[1].ff.fc2.weight.numpy().std(), 0.02 / math.sqrt(8), atol=0.001,
+             what="std of a residual projection (fc2) with L = 4: 0.02 / sqrt(2L)")
+assert_close(_big.blocks[2].attn.out_proj.weight.numpy().std(), 0.02 / math.sqrt(8), atol=0.001,
+             what="std of attention's out_proj with L = 4: 0.02 / sqrt(2L)")
+assert_equal(_big.blocks[0].ff.fc1.bias.numpy(), np.zeros(256), "biases start at 0")
+assert_equal(_big.ln_f.weight.numpy(), np.ones(64), "LayerNorm gains stay at 1")
+print("✓ GPT initialisation; fc2 std", _big.blocks[1].ff.fc2.weight.numpy().std().round(5))
 
 # %% nbgrader={"grade": true, "grade_id": "test-gpt", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-tinytorch.manual_seed(0)
-_cfg = GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2)
-_gpt = GPT(_cfg)
-assert _gpt.head.weight is _gpt.tok_emb.weight and _cfg.d_ff == 64
-_idx = tinytorch.randint(0, 11, (3, 8))
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _cfg = GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2)
+    _gpt = GPT(_cfg)
+    _idx = tinytorch.randint(0, 11, (3, 8))
+check(_gpt.head.weight is _gpt.tok_emb.weight, "tie_weights=True: the head's weight IS the token table")
 _logits, _loss = _gpt(_idx)
-assert _logits.shape == (3, 8, 11) and _loss is None
+assert_equal(_logits.shape, (3, 8, 11), "logits shape (B, T, V)")
+check(_loss is None, "no targets: loss is None", got=_loss)
+_h = _gpt.tok_emb(_idx) + _gpt.pos_emb(tinytorch.arange(8))          # the definition, by hand
+for _block in _gpt.blocks:
+    _h = _block(_h)
+assert_close(_logits.numpy(), _gpt.ln_f(_h).numpy() @ _gpt.tok_emb.weight.numpy().T, rtol=1e-5, atol=1e-6,
+             what="logits = head(ln_f(blocks(tok_emb(idx) + pos_emb(positions))))")
 _logits, _loss = _gpt(_idx[:, :-1], _idx[:, 1:])
-assert _logits.shape == (3, 7, 11) and _loss.shape == ()
+assert_equal(_loss.shape, (), "the loss is a scalar")
 _lp = _logits.numpy() - _logits.numpy().max(-1, keepdims=True)
 _lp = _lp - np.log(np.exp(_lp).sum(-1, keepdims=True))
 _t = _idx.numpy()[:, 1:]
-np.testing.assert_allclose(_loss.item(), -np.take_along_axis(_lp, _t[..., None], -1).mean(), rtol=1e-5)
-assert abs(_loss.item() - math.log(11)) < 0.1, "at initialisation the loss is about ln(V)"
-# causality: changing token 4 changes no logits before position 4
-_idx2 = Tensor(_idx.numpy().copy())
+assert_close(_loss.item(), -np.take_along_axis(_lp, _t[..., None], -1).mean(), rtol=1e-5,
+             what="loss = mean cross-entropy over all B·T positions")
+assert_close(_loss.item(), math.log(11), atol=0.1, what="at initialisation the loss is about ln(V)")
+_tm = _t.copy()
+_tm[:, :3] = -100                                         # ignored targets
+_, _loss_m = _gpt(_idx[:, :-1], Tensor(_tm))
+assert_close(_loss_m.item(), -np.take_along_axis(_lp[:, 3:], _t[:, 3:, None], -1).mean(), rtol=1e-5,
+             what="targets equal to -100 are ignored")
+_idx2 = Tensor(_idx.numpy().copy())                       # causality: change token 4 only
 _idx2.numpy()[:, 4] = (_idx2.numpy()[:, 4] + 1) % 11
-np.testing.assert_allclose(_gpt(_idx2)[0].numpy()[:, :4], _gpt(_idx)[0].numpy()[:, :4], atol=1e-6)
+assert_close(_gpt(_idx2)[0].numpy()[:, :4], _gpt(_idx)[0].numpy()[:, :4], atol=1e-6,
+             what="logits before position 4 after changing token 4")
 _d, _V, _T, _L, _f = 16, 11, 8, 2, 64
-assert _gpt.num_parameters() == _V * _d + _T * _d + _L * (4 * _d * _d + 2 * _d * _f + 9 * _d + _f) + 2 * _d
-assert _gpt.num_parameters(non_embedding=True) == _gpt.num_parameters() - _T * _d
-print("✓ GPT forward, loss, causality, parameter count")
+assert_equal(_gpt.num_parameters(), _V * _d + _T * _d + _L * (4 * _d * _d + 2 * _d * _f + 9 * _d + _f) + 2 * _d,
+             "num_parameters() (tied: the token table counted once)")
+assert_equal(_gpt.num_parameters(non_embedding=True), _gpt.num_parameters() - _T * _d,
+             "num_parameters(non_embedding=True), tied: only the position table left out")
+with preserved_state():
+    _untied = GPT(GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2, tie_weights=False))
+assert_equal(_untied.num_parameters(non_embedding=True), _gpt.num_parameters() - _T * _d,  # + V·d head, - V·d table
+             "num_parameters(non_embedding=True), untied: both tables left out, the head counted")
+print(f"✓ GPT forward, loss, causality, parameter count ({_gpt.num_parameters():,d})")
 
 # %% [markdown]
 # ## 6. Generating text: temperature and top-k
@@ -774,7 +1016,7 @@ print("✓ GPT forward, loss, causality, parameter count")
 # details:
 #
 # - the position table has `block_size` rows, so the model can only read the last
-#   `block_size` tokens: **crop** the context to `ids[:, -block_size:]` before each step
+#   `block_size` tokens: **crop** the context to its last `block_size` ids before each step
 #   (module 18 will avoid re-running the whole context every step with a KV cache);
 # - the distribution is $\operatorname{softmax}(z / \tau)$ with **temperature** $\tau$:
 #   $\tau < 1$ sharpens it (more conservative, more repetitive text), $\tau > 1$ flattens it
@@ -808,31 +1050,79 @@ plt.show()
 
 # %% [markdown]
 # Write `_sample_next(logits, temperature, top_k, rng)`: `logits` is a numpy array `(B, V)`,
-# `rng` a numpy `Generator`; return the next ids, an int64 array `(B,)`.
+# `rng` a numpy `Generator`; return the next ids, an int64 array `(B,)`. Sampling must be
+# reproducible: use exactly one `rng.random((B, 1))` call per step (uniform numbers in
+# $[0, 1)$, one per row), so that a seed reproduces a sample; a token of probability 0 must
+# never be drawn.
 #
-# - `temperature == 0`: the argmax of each row (no randomness; ties go to the first index,
-#   as `np.argmax` does);
-# - otherwise divide by the temperature; with `top_k` (at most $V$: use `min(top_k, V)`),
-#   set every logit **below the k-th largest** of its row to `-inf` (`np.partition` finds
-#   it without a full sort); take a stable softmax; then draw one sample per row by
-#   **inverse transform sampling**: with $u$ uniform in $[0, 1)$ and the cumulative sums
-#   $c$ of the row's probabilities, the sample is the first index $j$ with $c_j > u\,c_{V-1}$
-#   (multiplying by the last cumulative sum, which rounding may leave a hair below 1,
-#   guarantees that such an index exists and that a token of probability 0 is never drawn).
-#   Count the cumulative sums $\le u\,c_{V-1}$ to find $j$ for all rows at once. Use
-#   exactly one `rng.random((B, 1))` call per step, so a seed reproduces a sample.
+# <details><summary>Hint 1</summary>
+#
+# Temperature 0 is a limit, not a division: what does $\operatorname{softmax}(z/\tau)$
+# become as $\tau \to 0$? For $\tau > 0$, dividing by $\tau$ — not multiplying — is what
+# makes a small $\tau$ sharpen the distribution.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Top-k: every logit **strictly below the $k$-th largest** of its row is removed ($-\infty$);
+# $k$ larger than $V$ means no restriction. numpy's `partition` finds the $k$-th largest
+# value without sorting the whole row.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# Drawing from a distribution with one uniform number (inverse transform sampling): lay the
+# probabilities end to end on $[0, 1)$ (their cumulative sums $c$); the token is the interval
+# where $u$ lands, i.e. the first $j$ with $c_j > u$. The probabilities need not be
+# normalised if you scale $u$ by the total $c_{V-1}$ instead (rounding can leave the sum a
+# hair below 1, and this keeps an index guaranteed to exist).
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# If the temperature is 0, return the argmax of each row (ties to the first index, as
+# numpy's `argmax` does). Otherwise divide the logits by the temperature; with `top_k`, find
+# the $\min(k, V)$-th largest value of each row and set every logit below it to $-\infty$;
+# exponentiate after subtracting the row maximum; take the cumulative sums along the row;
+# draw `u` with the one `rng.random((B, 1))` call and multiply it by each row's last
+# cumulative sum; the sample is the number of cumulative sums that are $\le$ that value
+# (counted per row, for all rows at once).
+# </details>
 #
 # Then `_generate(model, ids, max_new_tokens, temperature, top_k, rng)`: `ids` is a numpy
-# int64 array `(B, T)`; loop `max_new_tokens` times (crop, forward, last position's logits,
-# `_sample_next`, append with `np.concatenate`) and return the grown array. The provided
-# `GPT.generate` validates the arguments, switches the model to eval mode (no dropout)
-# and back, runs `_generate` under `no_grad()` (nothing needs a gradient, so no graph is
-# recorded), and wraps the result in a Tensor.
+# int64 array `(B, T)`; append `max_new_tokens` new ids, one per step, and return the grown
+# array. The provided `_gpt_generate` (behind `GPT.generate`) validates the arguments,
+# switches the model to eval mode (no dropout) and back, runs `_generate` under `no_grad()`
+# (nothing needs a gradient, so no graph is recorded), and wraps the result in a Tensor.
+#
+# <details><summary>Hint 1</summary>
+#
+# The model has a position table of `block_size` rows: it cannot read a longer context.
+# Which tokens should it see when the sequence has grown past that?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The model returns logits for **every** position of its input; only one of them predicts
+# the token that comes next.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Repeat `max_new_tokens` times: keep the last `block_size` ids of each row as the context,
+# run the model on it (wrapped in a Tensor), take the logits of the last position as a
+# numpy array `(B, V)`, choose the next ids with `_sample_next`, and append them as a new
+# column (`np.concatenate` along axis 1).
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "generate", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _sample_next(logits, temperature, top_k, rng):
-    """Next ids (int64 (B,)) from numpy logits (B, V): greedy, or temperature + top-k sampling."""
+    """Contract: logits numpy (B, V); temperature >= 0 (0 = greedy); top_k None or int >= 1;
+    rng a numpy Generator, called once as rng.random((B, 1)) when sampling. Returns int64
+    (B,): the argmax per row when temperature is 0, else one draw per row from
+    softmax(logits / temperature) restricted to the top_k largest logits."""
+    # Idea: reshape the distribution (temperature, top-k), then one uniform draw per row.
     ### BEGIN SOLUTION
     logits = np.asarray(logits, dtype=np.float64)
     if temperature == 0:
@@ -850,8 +1140,11 @@ def _sample_next(logits, temperature, top_k, rng):
 
 
 def _generate(model, ids, max_new_tokens, temperature, top_k, rng):
-    """Append max_new_tokens sampled ids to the numpy int64 array ids (B, T); returns it."""
+    """Contract: ids numpy int64 (B, T). Returns int64 (B, T + max_new_tokens): ids followed
+    by the new ones, each chosen from the model's prediction for the last position of (at
+    most) the last block_size ids."""
     block_size = model.config.block_size
+    # Idea: predict, append, repeat, never showing the model more than it can read.
     ### BEGIN SOLUTION
     for _ in range(max_new_tokens):
         context = ids[:, -block_size:]
@@ -862,31 +1155,65 @@ def _generate(model, ids, max_new_tokens, temperature, top_k, rng):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test-generate", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def _gpt_generate(model, idx, max_new_tokens, temperature, top_k, generator):
+    """GPT.generate: check the arguments, run _generate in eval mode without a graph."""
+    if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
+        raise ValueError(f"generate: max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+    if not isinstance(temperature, (int, float, np.floating)) or not temperature >= 0:
+        raise ValueError(f"generate: temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
+    if top_k is not None and (not isinstance(top_k, (int, np.integer)) or top_k < 1):
+        raise ValueError(f"generate: top_k must be None or an integer >= 1, got {top_k!r}")
+    if not isinstance(idx, Tensor) or idx.ndim not in (1, 2) or idx.dtype.kind not in "iu" or idx.shape[-1] < 1:
+        raise ValueError("generate: idx must be a non-empty int64 Tensor of shape (B, T) or (T,)")
+    rng = _numpy_rng(generator)
+    ids = idx.numpy().astype(np.int64).reshape(-1, idx.shape[-1])
+    was_training = model.training
+    model.eval()  # generation is inference: no dropout
+    try:
+        with no_grad():
+            out = _generate(model, ids, int(max_new_tokens), float(temperature), top_k, rng)
+    finally:
+        model.train(was_training)
+    out = Tensor(out)
+    return out if idx.ndim == 2 else out.reshape(-1)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-sample-next", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _rng = np.random.default_rng(0)
 _lg = np.array([[0.0, 5.0, 1.0, 4.9], [2.0, -1.0, 0.0, 1.0]])
-assert _sample_next(_lg, 0.0, None, _rng).tolist() == [1, 0]
+assert_equal(_sample_next(_lg, 0.0, None, _rng), np.array([1, 0]), "temperature 0: the argmax of each row")
 _draws = np.stack([_sample_next(_lg, 1.0, 2, _rng) for _ in range(400)])
-assert set(_draws[:, 0]) == {1, 3} and set(_draws[:, 1]) == {0, 3}, "top-k keeps only the k best"
-_freq = (np.stack([_sample_next(_lg[:1], 1.0, None, _rng) for _ in range(4000)])[:, 0] == 1).mean()
-assert abs(_freq - _softmax_np(_lg[0])[1]) < 0.03, "samples follow softmax(logits)"
-assert _sample_next(_lg, 1.0, 1, _rng).tolist() == [1, 0], "top_k=1 is greedy"
-tinytorch.manual_seed(0)
-_gpt = GPT(GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2))
+assert_equal(sorted(set(_draws[:, 0].tolist())), [1, 3], "top_k=2, row 0: only tokens 1 and 3 (the 2 largest)")
+assert_equal(sorted(set(_draws[:, 1].tolist())), [0, 3], "top_k=2, row 1: only tokens 0 and 3")
+assert_equal(_sample_next(_lg, 1.0, 1, _rng), np.array([1, 0]), "top_k=1 is greedy")
+_row = np.array([[0.5, 1.5, -1.0, 0.0, 2.0]])
+for _tau in (0.5, 2.0):
+    _d = np.concatenate([_sample_next(_row, _tau, None, _rng) for _ in range(3000)])
+    assert_close(np.bincount(_d, minlength=5) / _d.size, _softmax_np(_row[0] / _tau), atol=0.035,
+                 what=f"sample frequencies at temperature {_tau} vs softmax(logits / {_tau})")
+_many = _sample_next(np.random.default_rng(2).standard_normal((6, 9)), 1.0, 100, _rng)
+assert_equal(_many.dtype, np.dtype(np.int64), "the ids are int64")
+assert_equal(_many.shape, (6,), "one id per row; top_k above V means no restriction")
+print("✓ _sample_next: greedy, top-k, temperature; draws of row 0:", np.bincount(_draws[:, 0], minlength=4))
+
+# %% nbgrader={"grade": true, "grade_id": "test-generate", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _gpt = GPT(GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2))
 _prompt = Tensor([[1, 2, 3]])
 _out = _gpt.generate(_prompt, 12, temperature=0.0)
-assert _out.shape == (1, 15) and _out.dtype == tinytorch.int64 and _out.numpy()[0, :3].tolist() == [1, 2, 3]
-_ctx = _out.numpy()[:, 6:14]  # the last 8 tokens before the final one: cropping
-assert _out.numpy()[0, 14] == _gpt(Tensor(_ctx))[0].numpy()[0, -1].argmax()
+assert_equal(_out.shape, (1, 15), "3 prompt tokens + 12 new ones")
+assert_equal(_out.dtype, tinytorch.int64, "generate returns int64 ids")
+assert_equal(_out.numpy()[0, :3], np.array([1, 2, 3]), "the prompt is kept")
+for _t in (3, 6, 14):                                     # greedy: each token is the argmax at that point
+    _ctx = _out.numpy()[:, max(0, _t - 8):_t]              # at most block_size = 8 tokens of context
+    assert_equal(_out.numpy()[0, _t], _gpt(Tensor(_ctx))[0].numpy()[0, -1].argmax(),
+                 f"token {_t} = argmax of the last position's logits on the last ≤ 8 tokens")
 _g1 = _gpt.generate(_prompt, 10, generator=tinytorch.data.Generator().manual_seed(5))
 _g2 = _gpt.generate(_prompt, 10, generator=tinytorch.data.Generator().manual_seed(5))
-np.testing.assert_array_equal(_g1.numpy(), _g2.numpy())
-try:
-    _gpt.generate(_prompt, 3, temperature=-1.0)
-    raise AssertionError("a negative temperature must be refused")
-except ValueError:
-    pass
-print("✓ sampling and generate")
+assert_equal(_g2.numpy(), _g1.numpy(), "the same seed gives the same sample")
+assert_raises(ValueError, _gpt.generate, _prompt, 3, temperature=-1.0, match="temperature")
+print("✓ generate; greedy continuation:", _out.numpy()[0].tolist())
 
 # %% [markdown]
 # ## 7. Training a character-level GPT on the fables
@@ -1043,8 +1370,10 @@ print("\n--- greedy (temperature 0) ---")
 print(tok.decode(model.generate(Tensor([tok.encode("The Lion ")]), 150, temperature=0.0).numpy()[0]))
 
 # %% [markdown]
-# After a minute of training the model has learned the shape of the text — word lengths,
-# spaces, capitals after full stops, frequent short words — not yet its spelling. Greedy
+# With `MAX_STEPS = 200` expect a model that has learned the shape of the text — word
+# lengths, spaces, capitals after full stops, frequent short words — not yet its spelling
+# (the printed losses say how far your run got; the samples are reproducible, the times are
+# not). Greedy
 # decoding quickly falls into a loop: always taking the single most likely character
 # repeats the most common patterns. Sampling with a moderate temperature is what makes
 # language models read naturally.
@@ -1060,6 +1389,14 @@ print(tok.decode(model.generate(Tensor([tok.encode("The Lion ")]), 150, temperat
 # $$N = \underbrace{L\,(12d^2 + 13d)}_{\text{blocks}} + \underbrace{Vd}_{\text{token table (= head)}}
 #     + \underbrace{T_{max}\,d}_{\text{positions}} + \underbrace{2d}_{\text{ln\_f}}
 #     \;\big(+\,Vd \text{ untied}\big) \;\approx\; 12 L d^2 .$$
+#
+# **Predict first.** The model trained above has $L = 4$, $d = 64$, a vocabulary of a few
+# dozen characters and a context of 64. How many parameters does it have, and what share of
+# them sits in the blocks?
+
+# %%
+predicted_parameters = None    # your number: model.num_parameters()
+predicted_blocks_share = None  # your number, in percent: the blocks' share of the parameters
 
 # %%
 d, L, V, Tm, dff = config.d_model, config.n_layers, config.vocab_size, config.block_size, config.d_ff
@@ -1071,6 +1408,11 @@ for _name, _p in model.named_parameters():
     _groups[_key] = _groups.get(_key, 0) + _p.numel()
 for _key, _n in _groups.items():
     print(f"  {_key:14s} {_n:9,d}  {100 * _n / model.num_parameters():5.1f} %")
+_share = 100 * sum(_n for _k, _n in _groups.items() if _k.startswith("blocks")) / model.num_parameters()
+print(f"parameters: counted {model.num_parameters():,d}; "
+      + ("no prediction written" if predicted_parameters is None else f"you predicted {predicted_parameters:,}"))
+print(f"blocks' share: {_share:.1f} %; "
+      + ("no prediction written" if predicted_blocks_share is None else f"you predicted {predicted_blocks_share} %"))
 
 # %% [markdown]
 # In this tiny model the embeddings are a small share; in GPT-2 small ($V = 50257$,
@@ -1084,7 +1426,14 @@ for _key, _n in _groups.items():
 # the weight): **training costs $\approx 6N$ FLOPs per token**. Attention adds work that
 # does not show up in $N$: the scores $QK^\top$ and the weighted sum cost $2\cdot 2\,T d$ per
 # token and layer forward, $12\,L\,T\,d$ for training. Compare with the measured
-# throughput of the loop above:
+# throughput of the loop above.
+#
+# **Predict first.** The $6N$ rule says a backward pass costs about twice the forward. On
+# our framework, what ratio backward/forward do you expect to measure for one training
+# batch, and why might it differ from 2?
+
+# %%
+predicted_backward_forward = None  # your number: time(backward) / time(forward)
 
 # %%
 N = model.num_parameters(non_embedding=True)
@@ -1103,14 +1452,17 @@ for _ in range(3):
     _t2 = time.perf_counter()
     _times["forward"].append(_t1 - _t0)
     _times["backward"].append(_t2 - _t1)
-_times = {k: min(v) for k, v in _times.items()}  # the least disturbed of 3 runs
+_times = {k: float(np.median(v)) for k, v in _times.items()}  # median of 3 runs
 model.zero_grad()
+_ratio = _times["backward"] / _times["forward"]
 print(f"one step: forward {_times['forward'] * 1e3:.0f} ms, backward {_times['backward'] * 1e3:.0f} ms "
-      f"(backward/forward = {_times['backward'] / _times['forward']:.1f}; the 6N rule assumes 2)")
+      f"(backward/forward = {_ratio:.1f}; the 6N rule assumes 2); "
+      + ("no prediction written" if predicted_backward_forward is None else f"you predicted {predicted_backward_forward}"))
 
 # %% [markdown]
 # Module 03 measured what a large `Linear` reaches on your machine (tens of GFLOP/s are
-# typical for a CPU); our training loop gets a fraction of that, because its matrices are small (`(2048, 128) @ (128, 512)`), and
+# typical for a CPU); expect our training loop to get a fraction of that, because its
+# matrices are small (the MLP's largest is `(2048, 64) @ (64, 256)` at these settings), and
 # every op pays Python and graph-recording overhead, allocates a fresh output, and
 # makes a full pass over memory for elementwise work that a fused kernel would do in
 # registers. For the same reasons the measured backward/forward ratio need not be the
@@ -1123,7 +1475,13 @@ print(f"one step: forward {_times['forward'] * 1e3:.0f} ms, backward {_times['ba
 # the autograd graph keeps every op's output alive until the backward pass has used it.
 # We can measure exactly what it holds: walk the graph from the loss and add up the
 # distinct arrays its nodes keep. Most activations grow linearly with $B\cdot T$; the
-# attention scores and weights grow with $B \cdot h \cdot T^2$:
+# attention scores and weights grow with $B \cdot h \cdot T^2$.
+#
+# **Predict first.** From $T = 32$ to $T = 64$ (batch 16), by what factor will the memory
+# held by the graph grow: 2, 4, or in between? What decides it?
+
+# %%
+predicted_graph_factor = None  # your number: graph bytes at T = 64 / at T = 32
 
 # %%
 def graph_bytes(loss):
@@ -1156,6 +1514,8 @@ for _T in _Ts:
           f"({_mem[-1] / (16 * _T) / 1024:.1f} KiB per token)")
 del _lm
 print(f"parameters: {model.num_parameters() * 4 / 2**20:.2f} MiB in float32")
+print(f"graph memory factor T 32 -> 64: measured {_mem[-1] / _mem[-2]:.2f}; "
+      + ("no prediction written" if predicted_graph_factor is None else f"you predicted {predicted_graph_factor}"))
 fig, ax = plt.subplots(figsize=(5.5, 3.3))
 ax.plot(_Ts, np.array(_mem) / 2**20, "o-")
 ax.set_xlabel("context length T")
@@ -1165,9 +1525,11 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The memory per token grows with $T$: that is the $T^2$ attention matrices. At our sizes
-# the linear part still dominates, but at $T = 2048$ and more, the scores of every head and
-# layer would dwarf everything else — which is why FlashAttention never stores them (it
+# The graph's memory counts exactly what it holds, so this figure does not depend on the
+# machine. The memory per token grows with $T$: that is the $T^2$ attention matrices. The
+# factor between 2 and 4 says how much of the memory is attention at these sizes (the closer
+# to 4, the more); it tends to 4 as $T$ grows, and at $T = 2048$ and more, the scores of
+# every head and layer would dwarf everything else — which is why FlashAttention never stores them (it
 # recomputes them in the backward pass, tile by tile), and why long-context training
 # relies on activation checkpointing.
 #

@@ -128,6 +128,19 @@ def test_initialisation_scales():
     assert np.isfinite(logits.numpy()).all()
 
 
+def test_initialisation_of_every_kind_of_parameter():
+    model = small(d=64, L=4, T=16, seed=10)
+    resid = 0.02 / math.sqrt(8)
+    for i, block in enumerate(model.blocks):
+        assert abs(block.attn.out_proj.weight.numpy().std() - resid) < 0.001, f"block {i} attn.out_proj"
+        assert abs(block.ff.fc2.weight.numpy().std() - resid) < 0.001, f"block {i} ff.fc2"
+        assert abs(block.attn.in_proj_weight.numpy().std() - 0.02) < 0.002, f"block {i} in_proj_weight"
+        assert np.all(block.attn.in_proj_bias.numpy() == 0) and np.all(block.ff.fc2.bias.numpy() == 0)
+        assert np.all(block.ln1.weight.numpy() == 1) and np.all(block.ln2.bias.numpy() == 0)
+    assert abs(model.tok_emb.weight.numpy().std() - 0.02) < 0.002
+    assert abs(model.pos_emb.weight.numpy().std() - 0.02) < 0.004
+
+
 @pytest.mark.parametrize("tie", [True, False])
 @pytest.mark.parametrize("V,T,d,L,d_ff", [(13, 8, 16, 2, None), (50, 32, 24, 3, 40), (7, 4, 8, 1, 8)])
 def test_parameter_count_equals_formula(tie, V, T, d, L, d_ff):

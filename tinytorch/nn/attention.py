@@ -2,7 +2,7 @@
 # Each block names the notebook cell it came from.
 
 
-# -- cell 9 --
+# -- cell 10 --
 """Attention (module 12): masks, scaled dot-product attention and multi-head attention, built
 from ops that autograd already knows (matmul, where, softmax, views)."""
 import math
@@ -17,17 +17,21 @@ __all__ = ["causal_mask", "apply_attn_mask", "attention_weights", "scaled_dot_pr
            "split_heads", "merge_heads", "MultiheadAttention"]
 
 
-# -- cell 11 (causal-mask) --
+# -- cell 12 (causal-mask) --
 def causal_mask(L, S=None, diagonal=0):
-    """Bool (L, S) Tensor, True where query i may attend to key j, i.e. j <= i + diagonal."""
-    # Hint: np.tril(np.ones((L, S), dtype=bool), k=diagonal) -- or compare np.arange(S)[None, :]
-    # with np.arange(L)[:, None] + diagonal; wrap it in a Tensor.
+    """Where query i may attend to key j under causality.
+
+    Contract: `L` queries, `S` keys (default `L`), `diagonal` an int offset. Returns a bool
+    Tensor of shape (L, S) that is True exactly where j <= i + diagonal (the diagonal itself
+    is allowed when diagonal = 0), False elsewhere.
+    """
     S = L if S is None else S
+    # Idea: allowed pairs form a (shifted) lower triangle; compare key index with query index.
     # YOUR CODE HERE
     raise NotImplementedError('causal_mask() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 
 
-# -- cell 16 (attention-weights) --
+# -- cell 17 (apply-attn-mask) --
 def _mask_array(attn_mask, score_shape):
     """attn_mask (Tensor, numpy array or list) as a numpy array that broadcasts to score_shape."""
     m = attn_mask.numpy() if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
@@ -45,29 +49,36 @@ def _mask_array(attn_mask, score_shape):
 
 
 def apply_attn_mask(scores, attn_mask=None, is_causal=False):
-    """scores (..., L, S) with forbidden entries set to -inf (bool mask False, or above the causal
-    diagonal) or with a float mask added."""
-    # Hints:
-    # - is_causal: m = causal_mask(L, S).numpy(); scores.masked_fill(~m, float("-inf"));
-    # - bool mask: scores.masked_fill(~m, float("-inf")) (~ is numpy's logical not);
-    # - float mask: scores + Tensor(m.astype(<scores' dtype>)).
+    """Forbid or bias attention scores.
+
+    Contract: `scores` a floating Tensor (..., L, S). `attn_mask` None, or a bool mask (True =
+    may attend) or a float mask (added), as a Tensor, array or list broadcasting to the scores;
+    `is_causal` adds the causal mask of the last two dims. Returns a new Tensor of the scores'
+    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any).
+    Errors: those of `_mask_array` (TypeError for a mask of another dtype, ValueError naming
+    both shapes for a mask that does not broadcast).
+    """
+    # Idea: a forbidden score becomes -inf, so that the softmax gives it weight exactly 0.
     # YOUR CODE HERE
     raise NotImplementedError('apply_attn_mask() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 
 
+# -- cell 20 (attention-weights) --
 def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None):
-    """softmax(query @ key^T * scale + mask) over the keys: (..., L, S) weights, rows summing to 1;
-    rows where every key is masked out are all zeros."""
-    # Hints:
-    # - scale = 1 / math.sqrt(E) when None (E = query.shape[-1]);
-    # - scores = apply_attn_mask(query @ key.mT * scale, attn_mask, is_causal);
-    # - dead = np.all(scores.numpy() == -np.inf, axis=-1, keepdims=True)  (numpy bool, a constant);
-    # - w = softmax(where(dead, 0.0, scores), dim=-1); return where(dead, 0.0, w).
+    """The attention weights softmax(query @ key^T * scale + mask), normalised over the keys.
+
+    Contract: `query` (..., L, E), `key` (..., S, E) floating Tensors whose leading dims
+    broadcast; `attn_mask`, `is_causal` as for `apply_attn_mask`; `scale` a float, default
+    1/sqrt(E). Returns a (..., L, S) Tensor: each row is non-negative and sums to 1 over the
+    keys, forbidden entries are exactly 0, and a row in which every key is forbidden is all
+    zeros, with finite (zero) gradients.
+    """
+    # Idea: a softmax over the keys of masked, scaled dot products; dead rows never see -inf.
     # YOUR CODE HERE
     raise NotImplementedError('attention_weights() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 
 
-# -- cell 19 (sdpa) --
+# -- cell 23 (sdpa) --
 def _attention_dropout(weights, p):
     """Zero each weight with probability p and scale the rest by 1/(1-p) (inverted dropout)."""
     if p == 0.0:
@@ -107,32 +118,64 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  scale=None):
     """softmax(query @ key^T * scale + mask) @ value (torch.nn.functional.scaled_dot_product_attention).
 
-    query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev). attn_mask: bool
-    (True = attend) or float (added), broadcasting to (..., L, S); is_causal: the causal mask;
-    scale: defaults to 1/sqrt(E). A query that may attend to no key gets zeros.
+    Contract: query (..., L, E), key (..., S, E), value (..., S, Ev) floating Tensors with
+    broadcasting leading dims -> (..., L, Ev). attn_mask: bool (True = attend) or float
+    (added), broadcasting to (..., L, S); is_causal: the causal mask; dropout_p: probability
+    of dropping each weight; scale: defaults to 1/sqrt(E). A query that may attend to no key
+    gets zeros. Errors (raised by the provided checks): ValueError naming the shapes when E
+    or S disagree or the batch dims do not broadcast, when both attn_mask and is_causal are
+    given, or dropout_p is outside [0, 1]; TypeError for a non-Tensor input.
     """
     _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal)
-    # Hint: three lines: the weights, dropout on them, the product with value.
+    # Idea: the output of each query is its weighted average of the values.
     # YOUR CODE HERE
     raise NotImplementedError('scaled_dot_product_attention() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 
 
-# -- cell 24 (split-merge) --
+# -- cell 28 (split-heads) --
 def split_heads(x, num_heads):
-    """(B, T, E) -> (B, H, T, E/H) with views only (reshape of the last dim, then transpose)."""
+    """Cut the feature dimension into heads: (..., T, E) -> (..., H, T, E/H).
+
+    Contract: `x` a Tensor (B, T, E) or (T, E); `num_heads` H a positive int. Returns a view of
+    `x` (shares its memory, no copy) of shape (..., H, T, E/H) whose head h holds columns
+    h*(E/H) .. (h+1)*(E/H)-1 of x. Errors: ValueError, naming the shape and num_heads and
+    saying it is not divisible, when E is not a multiple of H (checked for you).
+    """
     if x.shape[-1] % num_heads != 0:
         raise ValueError(f"split_heads: the last dimension of {x.shape} is not divisible by num_heads={num_heads}")
+    # Idea: read E as (H, d) in memory order, then move H in front of T.
     # YOUR CODE HERE
     raise NotImplementedError('split_heads() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 
 
+# -- cell 30 (merge-heads) --
 def merge_heads(x):
-    """(B, H, T, d) -> (B, T, H*d): transpose back, then reshape (copies if not contiguous)."""
+    """Put the heads side by side again: (..., H, T, d) -> (..., T, H*d).
+
+    Contract: `x` a Tensor (B, H, T, d) or (H, T, d). Returns a contiguous Tensor (..., T, H*d)
+    whose token t is the concatenation of x[..., 0, t, :], x[..., 1, t, :], ... (head 0 first);
+    merge_heads(split_heads(x, H)) equals x.
+    """
+    # Idea: undo the split in reverse order.
     # YOUR CODE HERE
     raise NotImplementedError('merge_heads() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 
 
-# -- cell 29 (mha) --
+# -- cell 35 (mha-masks) --
+def _mha_mask_to_sdpa(mask, kind, N, H):
+    """One of MultiheadAttention's masks in scaled_dot_product_attention's convention.
+
+    Contract: `mask` a numpy array, bool (True = may NOT attend) or floating (added), of an
+    allowed shape: kind "key_padding": (N, S), True marking padding keys; kind "attn": (L, S)
+    or (N*H, L, S) with entry n*H + h for sequence n, head h. Returns a numpy array that
+    broadcasts to the scores (N, H, L, S) as the mask means: bool with True = may attend, or
+    the float mask's values.
+    """
+    # Idea: flip the polarity of a bool mask, and give each mask the dims it applies along.
+    # YOUR CODE HERE
+    raise NotImplementedError('_mha_mask_to_sdpa() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
+
+
 def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
     """MultiheadAttention's masks (bool True = NOT allowed, or float added) merged into one mask in
     scaled_dot_product_attention's convention (bool True = attend, or float), broadcasting to
@@ -140,21 +183,21 @@ def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
     allowed, added = [], []
     if attn_mask is None and is_causal:
         allowed.append(causal_mask(L, S).numpy())
-    for name, m, shapes in (("attn_mask", attn_mask, {(L, S): (1, 1, L, S), (N * H, L, S): (N, H, L, S)}),
-                            ("key_padding_mask", key_padding_mask, {(N, S): (N, 1, 1, S)})):
+    for name, kind, m, shapes in (("attn_mask", "attn", attn_mask, [(L, S), (N * H, L, S)]),
+                                  ("key_padding_mask", "key_padding", key_padding_mask, [(N, S)])):
         if m is None:
             continue
         m = m.numpy() if isinstance(m, Tensor) else np.asarray(m)
         if m.shape not in shapes:
             raise ValueError(f"MultiheadAttention: {name} of shape {m.shape} must have one of the "
                              f"shapes {sorted(shapes)} (N={N}, num_heads={H}, L={L}, S={S})")
-        m = m.reshape(shapes[m.shape])
-        if m.dtype == np.bool_:
-            allowed.append(~m)                     # flip: True meant "masked out"
-        elif m.dtype.kind == "f":
-            added.append(m.astype(dtype))
-        else:
+        if m.dtype != np.bool_ and m.dtype.kind != "f":
             raise TypeError(f"MultiheadAttention: {name} must be bool or floating, got {m.dtype}")
+        m = _mha_mask_to_sdpa(m, kind, N, H)
+        if m.dtype == np.bool_:
+            allowed.append(m)
+        else:
+            added.append(m.astype(dtype))
     if not allowed and not added:
         return None
     if not added:
@@ -163,12 +206,51 @@ def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
     return Tensor(total)
 
 
+# -- cell 38 --
+def _mha_check_inputs(query, key, value, embed_dim, batch_first):
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.ndim != 3 or t.shape[-1] != embed_dim:
+            raise ValueError(f"MultiheadAttention: {name} must be (N, L, {embed_dim}) "
+                             f"(batch_first={batch_first}) or unbatched (L, {embed_dim}), got {t.shape}")
+    if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
+        raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value "
+                         f"{value.shape} need the same batch size, and key and value the same length")
+
+
+def _mha_forward(layer, query, key, value, key_padding_mask, need_weights, attn_mask,
+                 average_attn_weights, is_causal):
+    """MultiheadAttention.forward's plumbing: unbatched and sequence-first layouts to
+    batch-first, the masks to one SDPA mask, then layer._attend, then the layout back."""
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+        if key_padding_mask is not None:
+            kpm = key_padding_mask
+            key_padding_mask = kpm.unsqueeze(0) if isinstance(kpm, Tensor) else np.asarray(kpm)[None]
+    elif not layer.batch_first:
+        query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+    _mha_check_inputs(query, key, value, layer.embed_dim, layer.batch_first)
+    N, L, _ = query.shape
+    mask = _mha_mask(attn_mask, key_padding_mask, N, layer.num_heads, L, key.shape[1], is_causal, query.dtype)
+    out, weights = layer._attend(query, key, value, mask, need_weights, average_attn_weights)
+    if unbatched:
+        out = out.squeeze(0)
+        weights = None if weights is None else weights.squeeze(0)
+    elif not layer.batch_first:
+        out = out.transpose(0, 1)
+    return out, weights
+
+
+# -- cell 40 (mha) --
 class MultiheadAttention(Module):
     """Multi-head attention with PyTorch's parameters (torch.nn.MultiheadAttention):
     in_proj_weight (3E, E), in_proj_bias (3E,), out_proj = Linear(E, E). batch_first=True by
     default: inputs (N, L, E); boolean masks are True where attention is NOT allowed."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=True, dtype=None):
+        """Contract: embed_dim E divisible by num_heads H (else ValueError naming both, checked
+        for you). Registers in_proj_weight (3E, E), in_proj_bias (3E,) or None when bias=False,
+        out_proj = Linear(E, E, bias) — all in `dtype` — and initialises them."""
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"MultiheadAttention: embed_dim={embed_dim} must be divisible by "
@@ -176,14 +258,13 @@ class MultiheadAttention(Module):
         self.embed_dim, self.num_heads = int(embed_dim), int(num_heads)
         self.head_dim = self.embed_dim // self.num_heads
         self.dropout, self.batch_first = float(dropout), bool(batch_first)
-        # Hints: in_proj_weight = Parameter(zeros(3E, E)); in_proj_bias = Parameter(zeros(3E)) or
-        # register_parameter("in_proj_bias", None) when bias=False; out_proj = Linear(E, E, bias=bias);
-        # pass dtype everywhere; then self._reset_parameters().
+        # Idea: PyTorch's names and shapes, so that its state_dict loads into ours.
         # YOUR CODE HERE
         raise NotImplementedError('MultiheadAttention.__init__() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 
     def _reset_parameters(self):
         """Xavier-uniform in_proj_weight, zero biases (out_proj.weight keeps Linear's init)."""
+        # Idea: PyTorch's initialisation, so that a fresh layer behaves like theirs.
         # YOUR CODE HERE
         raise NotImplementedError('MultiheadAttention._reset_parameters() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 
@@ -197,43 +278,16 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
-        unbatched = query.ndim == 2
-        if unbatched:
-            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
-            if key_padding_mask is not None:
-                kpm = key_padding_mask
-                key_padding_mask = kpm.unsqueeze(0) if isinstance(kpm, Tensor) else np.asarray(kpm)[None]
-        elif not self.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.ndim != 3 or t.shape[-1] != self.embed_dim:
-                raise ValueError(f"MultiheadAttention: {name} must be (N, L, {self.embed_dim}) "
-                                 f"(batch_first={self.batch_first}) or unbatched (L, {self.embed_dim}), "
-                                 f"got {t.shape}")
-        if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
-            raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value "
-                             f"{value.shape} need the same batch size, and key and value the same length")
-        N, L, _ = query.shape
-        mask = _mha_mask(attn_mask, key_padding_mask, N, self.num_heads, L, key.shape[1], is_causal, query.dtype)
-        out, weights = self._attend(query, key, value, mask, need_weights, average_attn_weights)
-        if unbatched:
-            out = out.squeeze(0)
-            weights = None if weights is None else weights.squeeze(0)
-        elif not self.batch_first:
-            out = out.transpose(0, 1)
-        return out, weights
+        """PyTorch's forward: layouts and masks (provided, `_mha_forward`), then `_attend`."""
+        return _mha_forward(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                            average_attn_weights, is_causal)
 
     def _attend(self, query, key, value, mask, need_weights, average_attn_weights):
-        """The core, on batch-first (N, L, E) / (N, S, E) inputs and a mask in SDPA's convention:
-        returns (output (N, L, E), weights: None, (N, L, S) averaged, or (N, H, L, S))."""
-        # Hints:
-        # - q, k, v = self._project(query, 0), self._project(key, 1), self._project(value, 2);
-        #   then split_heads(., self.num_heads) each -> (N, H, L or S, head_dim);
-        # - weights = attention_weights(q, k, mask); dropout (_attention_dropout) only when
-        #   self.training and self.dropout > 0;
-        # - out = self.out_proj(merge_heads(weights @ v));
-        # - weights to return: None unless need_weights; averaged over dim 1 (the heads) if
-        #   average_attn_weights.
+        """Contract: batch-first query (N, L, E), key and value (N, S, E), `mask` None or one mask
+        in SDPA's convention broadcasting to (N, H, L, S). Returns (output (N, L, E), weights):
+        weights None without need_weights, else (N, L, S) averaged over the heads, or
+        (N, H, L, S) per head when average_attn_weights is False."""
+        # Idea: H attentions side by side, on slices of the projected features.
         # YOUR CODE HERE
         raise NotImplementedError('MultiheadAttention._attend() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 

@@ -2,7 +2,7 @@
 # Each block names the notebook cell it came from.
 
 
-# -- cell 10 (layer-norm) --
+# -- cell 10 (layer-norm-stats) --
 """Transformers (module 13): LayerNorm as one fused op with its own backward rule, the
 feed-forward network, the pre-norm transformer block, and a GPT language model with
 generate()."""
@@ -29,33 +29,26 @@ def _norm_axes(ndim, k):
 
 
 def _layer_norm_stats(x, k, eps):
-    """Mean and rstd = 1/sqrt(var + eps) of the numpy array x over its last k axes.
+    """Per-group statistics of LayerNorm.
 
-    Both keep the reduced axes (size 1), so they broadcast against x; var is the biased one
-    (divide by the count, as PyTorch's layer_norm does).
+    Contract: `x` a numpy floating array, `k` >= 1 the number of trailing (normalised) axes,
+    `eps` > 0. Returns (mean, rstd), numpy arrays of x's shape with size 1 in the last k axes
+    (so they broadcast against x): the mean over those axes, and rstd = 1 / sqrt(var + eps)
+    with var the biased variance (divided by the count, as PyTorch's layer_norm does).
     """
-    # Hint: axes = _norm_axes(x.ndim, k); x.mean(axis=axes, keepdims=True); numpy's var is biased.
+    # Idea: one mean and one spread per token, over the normalised axes only.
     # YOUR CODE HERE
     raise NotImplementedError('_layer_norm_stats() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
 
+# -- cell 13 (layer-norm) --
 def _layer_norm_forward(x, weight, bias, *, normalized_shape, eps, mean, rstd):
-    """y = (x - mean) * rstd * weight + bias. Tensors in, numpy out."""
-    # weight and bias have shape normalized_shape: they broadcast against x's trailing dims.
+    """Contract: x, weight, bias Tensors (weight and bias of shape normalized_shape); mean and
+    rstd numpy arrays from _layer_norm_stats. Returns the numpy array
+    y = (x - mean) * rstd * weight + bias, of x's shape."""
+    # Idea: normalise with the saved statistics, then the per-feature affine map.
     # YOUR CODE HERE
     raise NotImplementedError('_layer_norm_forward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
-
-
-@backward_rule("layer_norm")
-def _layer_norm_backward(node, grad):
-    """Gradients for (input, weight, bias) of y = layer_norm(x) * weight + bias."""
-    x, weight = node.inputs[0].numpy(), node.inputs[1].numpy()
-    mean, rstd = node.attrs["mean"], node.attrs["rstd"]
-    k = len(node.attrs["normalized_shape"])
-    # Hints: axes = _norm_axes(x.ndim, k) (the means), lead = tuple(range(x.ndim - k)) (the
-    # sums for weight and bias); xhat = (x - mean) * rstd; gxhat = grad * weight.
-    # YOUR CODE HERE
-    raise NotImplementedError('_layer_norm_backward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
 
 def _as_shape(normalized_shape):
@@ -88,7 +81,24 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                  eps=eps, mean=mean, rstd=rstd)
 
 
-# -- cell 13 --
+# -- cell 16 (layer-norm-backward) --
+@backward_rule("layer_norm")
+def _layer_norm_backward(node, grad):
+    """Gradients of y = layer_norm(x) * weight + bias.
+
+    Contract: node.inputs = (x, weight, bias) Tensors, node.attrs has normalized_shape, mean,
+    rstd; `grad` the upstream gradient (x's shape). Returns (grad_x of x's shape, grad_weight
+    and grad_bias of normalized_shape), numpy arrays.
+    """
+    x, weight = node.inputs[0].numpy(), node.inputs[1].numpy()
+    mean, rstd = node.attrs["mean"], node.attrs["rstd"]
+    k = len(node.attrs["normalized_shape"])
+    # Idea: per token, remove the gradient's mean and its component along x-hat, then scale.
+    # YOUR CODE HERE
+    raise NotImplementedError('_layer_norm_backward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
+
+
+# -- cell 19 --
 class LayerNorm(Module):
     """Layer normalisation over the trailing `normalized_shape` dims (torch.nn.LayerNorm)."""
 
@@ -115,7 +125,7 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-# -- cell 16 (feed-forward) --
+# -- cell 22 (feed-forward) --
 class FeedForward(Module):
     """Position-wise MLP: Linear(d_model, d_ff) → GELU → Linear(d_ff, d_model) → Dropout.
     `approximate` is GELU's: "tanh" (GPT-2's choice, the default here) or "none" (exact)."""
@@ -129,6 +139,8 @@ class FeedForward(Module):
         self.dropout = Dropout(dropout)
 
     def forward(self, x):
+        """Contract: x (..., d_model) -> (..., d_model), the same MLP at every position."""
+        # Idea: widen, bend, narrow back.
         # YOUR CODE HERE
         raise NotImplementedError('FeedForward.forward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
@@ -136,11 +148,13 @@ class FeedForward(Module):
 MLP = FeedForward  # nanoGPT's name for the same thing
 
 
-# -- cell 20 (transformer-block) --
+# -- cell 29 (transformer-block) --
 def _causal_attn_mask(T):
-    """(T, T) bool Tensor for MultiheadAttention's attn_mask: True (forbidden) above the
-    diagonal, i.e. for keys j > query i. The negation of module 12's causal_mask(T)."""
-    return Tensor(~causal_mask(T).numpy())
+    """Contract: T >= 1. Returns a (T, T) bool Tensor for MultiheadAttention's attn_mask: True
+    (forbidden) exactly where key j > query i, strictly above the diagonal."""
+    # Idea: the same triangle as module 12's causal_mask, in the layer's other convention.
+    # YOUR CODE HERE
+    raise NotImplementedError('_causal_attn_mask() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
 
 class TransformerBlock(Module):
@@ -155,13 +169,14 @@ class TransformerBlock(Module):
         self.ff = FeedForward(d_model, d_ff, dropout)
 
     def forward(self, x):
-        """x: (B, T, d_model) → (B, T, d_model)."""
+        """Contract: x (B, T, d_model) -> (B, T, d_model); position t depends only on x[:, :t+1]."""
         mask = _causal_attn_mask(x.shape[-2])
+        # Idea: two residual branches, each reading a normalised copy of the stream.
         # YOUR CODE HERE
         raise NotImplementedError('TransformerBlock.forward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
 
-# -- cell 23 (gpt) --
+# -- cell 32 --
 @dataclass
 class GPTConfig:
     """The hyper-parameters of a GPT."""
@@ -188,6 +203,7 @@ class GPTConfig:
             raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout}")
 
 
+# -- cell 33 (gpt) --
 class GPT(Module):
     """A decoder-only transformer language model (GPT-2 style, pre-norm)."""
 
@@ -209,18 +225,17 @@ class GPT(Module):
             self.head.weight = self.tok_emb.weight  # one Parameter, used twice
 
     def _init_weights(self):
-        """N(0, 0.02²) matrices, zero biases, residual projections scaled by 1/sqrt(2L)."""
-        resid_std = 0.02 / math.sqrt(2 * self.config.n_layers)
-        for name, p in self.named_parameters():
-            if name.endswith("attn.out_proj.weight") or name.endswith("ff.fc2.weight"):
-                normal_(p, 0.0, resid_std)
-            elif p.ndim >= 2:
-                normal_(p, 0.0, 0.02)
-            elif name.endswith("bias"):
-                zeros_(p)
+        """Contract: in place, N(0, 0.02²) for every parameter of 2+ dims, N(0, (0.02/sqrt(2L))²)
+        for the residual projections (names ending attn.out_proj.weight, ff.fc2.weight), zeros
+        for biases; LayerNorm weights untouched (1)."""
+        # Idea: small weights everywhere, smaller where a branch writes into the stream.
+        # YOUR CODE HERE
+        raise NotImplementedError('GPT._init_weights() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
     def forward(self, idx, targets=None):
-        """idx: int64 (B, T) ids, T <= block_size → (logits (B, T, V), loss or None)."""
+        """Contract: idx int64 (B, T), T <= block_size; targets None or int64 (B, T) (-100 =
+        ignore). Returns (logits (B, T, V), loss: scalar mean cross-entropy or None). Errors
+        (checked for you): ValueError for a wrong idx, a T over block_size, mismatched targets."""
         if not isinstance(idx, Tensor) or idx.ndim != 2 or idx.dtype.kind not in "iu":
             raise ValueError(f"GPT.forward: idx must be an int64 Tensor of shape (B, T), got "
                              f"{(idx.dtype, idx.shape) if isinstance(idx, Tensor) else type(idx).__name__}")
@@ -230,46 +245,61 @@ class GPT(Module):
                              f"{self.config.block_size} (crop the context, as generate does)")
         if targets is not None and tuple(targets.shape) != (B, T):
             raise ValueError(f"GPT.forward: targets must have idx's shape {(B, T)}, got {tuple(targets.shape)}")
+        # Idea: what a token is plus where it is, through the stack, to one score per token id.
         # YOUR CODE HERE
         raise NotImplementedError('GPT.forward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
     def num_parameters(self, non_embedding=False):
-        """Trainable numbers (shared ones once); non_embedding: without the lookup tables."""
+        """Contract: the number of trainable numbers, each shared Parameter once; with
+        non_embedding, without the position table and (when untied) the token table."""
+        # Idea: count what the optimizer updates; lookups that are not also the head don't count.
         # YOUR CODE HERE
         raise NotImplementedError('GPT.num_parameters() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
         """Continue `idx` (int64 (B, T) or (T,)) by max_new_tokens sampled tokens; see section 6."""
-        if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
-            raise ValueError(f"generate: max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
-        if not isinstance(temperature, (int, float, np.floating)) or not temperature >= 0:
-            raise ValueError(f"generate: temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
-        if top_k is not None and (not isinstance(top_k, (int, np.integer)) or top_k < 1):
-            raise ValueError(f"generate: top_k must be None or an integer >= 1, got {top_k!r}")
-        if not isinstance(idx, Tensor) or idx.ndim not in (1, 2) or idx.dtype.kind not in "iu" or idx.shape[-1] < 1:
-            raise ValueError("generate: idx must be a non-empty int64 Tensor of shape (B, T) or (T,)")
-        rng = _numpy_rng(generator)
-        ids = idx.numpy().astype(np.int64).reshape(-1, idx.shape[-1])
-        was_training = self.training
-        self.eval()  # generation is inference: no dropout
-        try:
-            with no_grad():
-                out = _generate(self, ids, int(max_new_tokens), float(temperature), top_k, rng)
-        finally:
-            self.train(was_training)
-        out = Tensor(out)
-        return out if idx.ndim == 2 else out.reshape(-1)
+        return _gpt_generate(self, idx, max_new_tokens, temperature, top_k, generator)
 
 
-# -- cell 28 (generate) --
+# -- cell 39 (generate) --
 def _sample_next(logits, temperature, top_k, rng):
-    """Next ids (int64 (B,)) from numpy logits (B, V): greedy, or temperature + top-k sampling."""
+    """Contract: logits numpy (B, V); temperature >= 0 (0 = greedy); top_k None or int >= 1;
+    rng a numpy Generator, called once as rng.random((B, 1)) when sampling. Returns int64
+    (B,): the argmax per row when temperature is 0, else one draw per row from
+    softmax(logits / temperature) restricted to the top_k largest logits."""
+    # Idea: reshape the distribution (temperature, top-k), then one uniform draw per row.
     # YOUR CODE HERE
     raise NotImplementedError('_sample_next() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
 
 def _generate(model, ids, max_new_tokens, temperature, top_k, rng):
-    """Append max_new_tokens sampled ids to the numpy int64 array ids (B, T); returns it."""
+    """Contract: ids numpy int64 (B, T). Returns int64 (B, T + max_new_tokens): ids followed
+    by the new ones, each chosen from the model's prediction for the last position of (at
+    most) the last block_size ids."""
     block_size = model.config.block_size
+    # Idea: predict, append, repeat, never showing the model more than it can read.
     # YOUR CODE HERE
     raise NotImplementedError('_generate() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
+
+
+def _gpt_generate(model, idx, max_new_tokens, temperature, top_k, generator):
+    """GPT.generate: check the arguments, run _generate in eval mode without a graph."""
+    if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
+        raise ValueError(f"generate: max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+    if not isinstance(temperature, (int, float, np.floating)) or not temperature >= 0:
+        raise ValueError(f"generate: temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
+    if top_k is not None and (not isinstance(top_k, (int, np.integer)) or top_k < 1):
+        raise ValueError(f"generate: top_k must be None or an integer >= 1, got {top_k!r}")
+    if not isinstance(idx, Tensor) or idx.ndim not in (1, 2) or idx.dtype.kind not in "iu" or idx.shape[-1] < 1:
+        raise ValueError("generate: idx must be a non-empty int64 Tensor of shape (B, T) or (T,)")
+    rng = _numpy_rng(generator)
+    ids = idx.numpy().astype(np.int64).reshape(-1, idx.shape[-1])
+    was_training = model.training
+    model.eval()  # generation is inference: no dropout
+    try:
+        with no_grad():
+            out = _generate(model, ids, int(max_new_tokens), float(temperature), top_k, rng)
+    finally:
+        model.train(was_training)
+    out = Tensor(out)
+    return out if idx.ndim == 2 else out.reshape(-1)
