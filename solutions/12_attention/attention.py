@@ -380,8 +380,9 @@ def apply_attn_mask(scores, attn_mask=None, is_causal=False):
         m = _mask_array(attn_mask, scores.shape)
         if m.dtype == np.bool_:
             scores = scores.masked_fill(~m, float("-inf"))
-        else:
-            scores = scores + Tensor(m.astype(scores.dtype))
+        else:  # a Tensor mask stays in the graph: a learned bias gets its gradient
+            bias = attn_mask if isinstance(attn_mask, Tensor) else Tensor(m)
+            scores = scores + bias.to(scores.dtype)
     return scores
     ### END SOLUTION
 

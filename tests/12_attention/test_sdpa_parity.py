@@ -106,3 +106,20 @@ def test_large_scores_are_stable(torch):
     assert np.all(np.isfinite(out.numpy()))
     ref = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)))
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_a_float_mask_that_requires_grad_gets_its_gradient_like_torch(torch):
+    """A learned attention bias (ALiBi, relative positions) is a float mask that requires grad."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(s) for s in [(2, 4, 3), (2, 5, 3), (2, 5, 3)])
+    bias = rng.standard_normal((4, 5))
+    ours = [tt.tensor(a, requires_grad=True) for a in (q, k, v, bias)]
+    theirs = [torch.tensor(a, requires_grad=True) for a in (q, k, v, bias)]
+    out = F.scaled_dot_product_attention(*ours[:3], attn_mask=ours[3])
+    tout = torch.nn.functional.scaled_dot_product_attention(*theirs[:3], attn_mask=theirs[3])
+    up = rng.standard_normal(tuple(tout.shape))
+    out.backward(tt.tensor(up))
+    tout.backward(torch.from_numpy(up))
+    assert ours[3].grad is not None, "the float mask requires grad, so it must get a gradient"
+    np.testing.assert_allclose(ours[3].grad.numpy(), theirs[3].grad.numpy(), rtol=1e-9, atol=1e-11,
+                               err_msg="gradient of the float attn_mask")
