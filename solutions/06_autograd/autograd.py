@@ -1235,6 +1235,13 @@ def numerical_grad(f, x, eps=1e-6):
     ### END SOLUTION
 
 
+# %% [markdown]
+# `gradcheck` itself (provided) wraps your `numerical_grad`: it draws the random weights
+# $v$, runs one backward pass for the analytical side and your central differences for the
+# numerical side, and compares them with the criterion above.
+
+# %%
+#| export
 class GradcheckError(RuntimeError):
     """Raised by gradcheck when an analytical gradient disagrees with central differences."""
 
@@ -1832,6 +1839,11 @@ def _log_softmax_backward(node, grad):
     ### END SOLUTION
 
 
+# %% [markdown]
+# And the loss of module 04 whose rule is yours (Hint 3 and the approach above cover it):
+
+# %% nbgrader={"grade": false, "grade_id": "rules-nll", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 @backward_rule("nll_loss")
 def _nll_loss_backward(node, grad):
     """loss = nll_loss(logp, target, weight, ignore_index, reduction).
@@ -2309,6 +2321,11 @@ def format_graph(tensor, names=None, max_depth=25):
     return "\n".join(lines)
 
 
+# %% [markdown]
+# `print_graph` prints that text; `to_dot` writes the same graph in Graphviz's DOT language.
+
+# %%
+#| export
 def print_graph(tensor, names=None, max_depth=25):
     """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
     print(format_graph(tensor, names, max_depth))

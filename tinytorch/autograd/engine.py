@@ -393,6 +393,7 @@ def numerical_grad(f, x, eps=1e-6):
     raise NotImplementedError('numerical_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
+# -- cell 33 --
 class GradcheckError(RuntimeError):
     """Raised by gradcheck when an analytical gradient disagrees with central differences."""
 
@@ -461,7 +462,7 @@ def gradcheck(fn, inputs, eps=1e-6, tol=1e-6, raise_exception=True, seed=0):
     return True
 
 
-# -- cell 34 (rules-views) --
+# -- cell 36 (rules-views) --
 @backward_rule("transpose")
 def _transpose_backward(node, grad):
     """y = x.transpose(dim0, dim1) (attrs: dim0, dim1).
@@ -510,7 +511,7 @@ def _getitem_backward(node, grad):
     raise NotImplementedError('_getitem_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 35 --
+# -- cell 37 --
 def _storage_positions(shape, strides, offset):
     """The storage position of every element of a layout, as an int array of `shape`."""
     pos = np.full(tuple(shape), offset, dtype=np.int64)
@@ -530,7 +531,7 @@ def _as_strided_backward(node, grad):
     return (per_cell[in_pos] / np.maximum(count[in_pos], 1),)
 
 
-# -- cell 38 (linear-weight-grad) --
+# -- cell 40 (linear-weight-grad) --
 def linear_weight_grad(a, g):
     """The gradient of W in Y = A @ W, where A has batch dims and W is one matrix.
 
@@ -544,7 +545,7 @@ def linear_weight_grad(a, g):
     raise NotImplementedError('linear_weight_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 41 (rules-reductions) --
+# -- cell 43 (rules-reductions) --
 @backward_rule("sum")
 def _sum_backward(node, grad):
     """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints; keepdim).
@@ -573,7 +574,7 @@ def _matmul_backward(node, grad):
     raise NotImplementedError('_matmul_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 42 --
+# -- cell 44 --
 def _keep_reduced(arr, attrs):
     """A reduction's output or gradient with the reduced dims put back as size 1."""
     return arr if attrs["keepdim"] else np.expand_dims(arr, attrs["dim"])
@@ -608,7 +609,7 @@ def _stack_backward(node, grad):
     return tuple(np.moveaxis(grad, node.attrs["dim"], 0))
 
 
-# -- cell 45 (rules-nn) --
+# -- cell 47 (rules-nn) --
 @backward_rule("relu")
 def _relu_backward(node, grad):
     """y = max(x, 0).
@@ -653,6 +654,7 @@ def _log_softmax_backward(node, grad):
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
+# -- cell 49 (rules-nll) --
 @backward_rule("nll_loss")
 def _nll_loss_backward(node, grad):
     """loss = nll_loss(logp, target, weight, ignore_index, reduction).
@@ -666,7 +668,7 @@ def _nll_loss_backward(node, grad):
     raise NotImplementedError('_nll_loss_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 46 --
+# -- cell 50 --
 @backward_rule("leaky_relu")
 def _leaky_relu_backward(node, grad):
     x = node.inputs[0].numpy()
@@ -720,7 +722,7 @@ def _bce_with_logits_backward(node, grad):
     return (_pointwise_loss_grad(grad, dx, reduction), _pointwise_loss_grad(grad, dy, reduction))
 
 
-# -- cell 53 --
+# -- cell 57 --
 class FunctionCtx:
     """What a Function's forward leaves for its backward (the `ctx` of torch.autograd.Function)."""
 
@@ -790,7 +792,7 @@ def _function_backward(node, grad):
                  for g, t in zip(grads, ctx._is_tensor) if t)
 
 
-# -- cell 57 (softplus-function) --
+# -- cell 61 (softplus-function) --
 class Softplus(Function):
     """softplus(x) = log(1 + exp(x)) as one op: `Softplus.apply(x)`.
 
@@ -813,7 +815,7 @@ class Softplus(Function):
         raise NotImplementedError('Softplus.backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 60 --
+# -- cell 64 --
 def _short(value, limit=40):
     if isinstance(value, np.ndarray):
         return f"<array {value.shape}>"
@@ -882,6 +884,7 @@ def format_graph(tensor, names=None, max_depth=25):
     return "\n".join(lines)
 
 
+# -- cell 66 --
 def print_graph(tensor, names=None, max_depth=25):
     """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
     print(format_graph(tensor, names, max_depth))
