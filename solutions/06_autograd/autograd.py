@@ -2006,7 +2006,7 @@ SWEEP = {
 }
 for _op, (_fn, _inputs) in SWEEP.items():
     check(gradcheck(_fn, _inputs), f"gradcheck of {_op}")
-_missing = sorted(set(BACKWARD_RULES) - set(SWEEP))
+_missing = sorted(set(BACKWARD_RULES) - set(SWEEP) - {"function"})  # "function": section 12
 assert_equal(_missing, [], "ops with a rule but no gradcheck case")
 print(f"✓ gradcheck passes for all {len(SWEEP)} differentiable ops of modules 01-04")
 
@@ -2688,7 +2688,13 @@ except RecursionError:
 # ### Width: why "each node once" matters
 #
 # Counting how many node visits a naive "push the gradient down every path" recursion makes
-# on $k$ stacked diamonds, against what the engine does:
+# on $k$ stacked diamonds (`y = y * 1.0 + y * 1.0`, $k$ times), against what the engine
+# does. **Predict first**: for $k = 20$, how many nodes does the engine visit, and about how
+# many visits would the naive recursion make?
+
+# %%
+predicted_engine_nodes_k20 = None  # your number; not graded
+predicted_naive_visits_k20 = None  # your number (a power of 2 is a fine guess); not graded
 
 # %%
 def naive_visits(node):
@@ -2711,6 +2717,11 @@ for k in (5, 10, 20, 60):
     took = time.perf_counter() - t0
     print(f"k={k:2d}: the engine visits {nodes:3d} nodes in {took * 1e3:5.2f} ms (x.grad = "
           f"2^{int(np.log2(x.grad.item()))}); a naive recursion would make {naive:.2e} visits")
+    if k == 20:
+        counted_k20 = (nodes, naive)
+print("k=20, your prediction:", "none written" if predicted_engine_nodes_k20 is None and
+      predicted_naive_visits_k20 is None else (predicted_engine_nodes_k20, predicted_naive_visits_k20),
+      "| counted:", counted_k20, "(the node count is exact on every machine; so is the visit count)")
 
 # %% [markdown]
 # ## 16. The loss goes down
