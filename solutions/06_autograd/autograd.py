@@ -35,8 +35,12 @@
 #   (`retain_graph`), and how `no_grad()`, `enable_grad()` and `detach()` switch recording;
 # - **verify** any gradient with `gradcheck` (float64 central differences) — the tool you
 #   will use in every later module that adds an op;
+# - add **your own op** in the style of `torch.autograd.Function`, deciding what its node
+#   saves for backward (`ctx.save_for_backward`), and prove it right with `gradcheck`;
+# - explain why `.grad` **accumulates** and what `zero_grad` is for;
 # - **look at** a graph as text and as Graphviz DOT, and measure what it costs in memory
-#   and time.
+#   and time, and why a Linear layer's weight gradient wants one big matrix product;
+# - **train** a small MLP with nothing but your engine and a two-line SGD step.
 #
 # ## Prerequisites
 #
@@ -48,8 +52,11 @@
 # ## How this notebook works
 #
 # Cells marked `#| export` become `tinytorch/autograd/engine.py` when you run
-# `tito export 06` (or `tito test module 06`). Cells with `# YOUR CODE HERE` are yours;
-# the check cell after each one prints a ✓ or tells you what is wrong.
+# `tito export 06` (or `tito test module 06`). Cells with `# YOUR CODE HERE` are yours:
+# each stub's docstring is its contract (inputs, output, errors), the comment beside it is
+# the one idea it rests on. Think first; if you are stuck, open the collapsed hints in the
+# markdown cell just above the stub, one at a time ("The approach" is the last and
+# fullest). The check cell after each stub prints what it got and what it expected.
 
 # %%
 #| default_exp autograd.engine
@@ -90,7 +97,7 @@
 # forward pass: a matmul's backward is two matmuls (one for each input), an elementwise op's
 # backward is one or two elementwise ops. For matmul-heavy models the backward pass does about
 # **twice the arithmetic** of the forward, so a whole training step (forward + backward) costs
-# about three forwards — for *all* the gradients at once. We measure it in section 14.
+# about three forwards — for *all* the gradients at once. We measure it in section 15.
 #
 # In the picture, black numbers are the forward values for $w=2, x=3, b=1, y=5$, and red
 # numbers are the gradients that backward sends along each edge, right to left.
@@ -165,6 +172,7 @@ plt.show()
 # %%
 import tinytorch as tt
 from tinytorch import Tensor
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 
 w = tt.tensor(2.0, requires_grad=True)
 x = tt.tensor(3.0)
@@ -182,7 +190,7 @@ print("w is a leaf:", w.is_leaf, "| loss is a leaf:", loss.is_leaf, "| x require
 # Note what each node keeps alive: its **inputs** (tensors, so their memory), its
 # **attrs** (for example index arrays) and its **output** array. These are what backward
 # rules read; PyTorch calls them *saved tensors*. They are also why a graph costs memory,
-# and why the engine frees them as soon as backward has used them (section 13).
+# and why the engine frees them as soon as backward has used them (section 14).
 #
 # ## 3. Grad mode: `no_grad()` and `enable_grad()`
 #
@@ -206,9 +214,29 @@ print("w is a leaf:", w.is_leaf, "| loss is a leaf:", loss.is_leaf, "| x require
 # Because contexts nest, a context object keeps a *stack* of previous modes. `__exit__` runs
 # even when the block raises, which is what makes a context manager safer than two calls.
 #
-# Write `__enter__` (remember the current mode on `self._prev`, switch to `self.mode`) and
-# `__exit__` (restore it). The decorator form is provided: it runs the function inside a
-# fresh context.
+# Write `__enter__` and `__exit__` of the base class `_GradMode`; `no_grad` and
+# `enable_grad` only differ in the class attribute `mode` they switch to. The decorator
+# form is provided: it runs the function inside a fresh context.
+#
+# <details><summary>Hint 1</summary>
+#
+# What must `__exit__` know that `__enter__` saw? Where can `__enter__` leave it, given that
+# the same object may be entered again before it exits?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `self._prev` is a list used as a stack: the last mode remembered is the first one to
+# restore. Module 01's `is_grad_enabled()` reads the mode and `set_grad_enabled()` sets it.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# On entry, push the mode that is on now onto the stack, switch to this class's mode, and
+# hand back the context object itself (what `with ... as c` binds). On exit, pop the mode
+# pushed by the matching entry and switch back to it, whatever happened in the block; say
+# that you did not handle the exception (a false return value), so that it propagates.
+# </details>
 
 # %%
 #| export
@@ -219,11 +247,13 @@ import functools
 import numpy as np
 
 from tinytorch._tensor import Tensor, is_grad_enabled, set_grad_enabled
+from tinytorch._tensor import apply as _apply
 
 __all__ = [
     "no_grad", "enable_grad", "BACKWARD_RULES", "backward_rule", "call_rule", "unbroadcast",
     "next_nodes", "topological_order", "backward", "grad", "numerical_grad", "gradcheck",
-    "GradcheckError", "format_graph", "print_graph", "to_dot",
+    "GradcheckError", "format_graph", "print_graph", "to_dot", "free_node", "linear_weight_grad",
+    "Function", "FunctionCtx", "Softplus",
 ]
 
 
@@ -243,8 +273,12 @@ class _GradMode:
         return self
 
     def __enter__(self):
-        """Remember the current grad mode (push it on self._prev), then switch to self.mode."""
-        # Hint: is_grad_enabled() and set_grad_enabled() come from module 01. Return self.
+        """Switch grad mode to `self.mode`, remembering the mode that was on.
+
+        Contract: returns self. Afterwards is_grad_enabled() == self.mode, and the previous
+        mode is pushed on the stack `self._prev` for the matching __exit__.
+        """
+        # Idea: restoring later needs what is on now: remember it before you switch.
         ### BEGIN SOLUTION
         self._prev.append(is_grad_enabled())
         set_grad_enabled(self.mode)
@@ -252,8 +286,13 @@ class _GradMode:
         ### END SOLUTION
 
     def __exit__(self, exc_type, exc, tb):
-        """Restore the mode that was on before the matching __enter__ (pop self._prev)."""
-        # Hint: return False, so that an exception raised inside the block still propagates.
+        """Restore the grad mode that was on before the matching __enter__.
+
+        Contract: runs also when the block raised; returns False (the exception, if any,
+        propagates). Afterwards grad mode is what it was before the matching __enter__,
+        which is not necessarily "on".
+        """
+        # Idea: restore, do not reset: a no_grad inside a no_grad must leave grad mode off.
         ### BEGIN SOLUTION
         set_grad_enabled(self._prev.pop())
         return False
@@ -283,33 +322,51 @@ class enable_grad(_GradMode):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-grad-mode", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-_w = Tensor([1.0, 2.0], requires_grad=True)
-assert is_grad_enabled()
-with no_grad():
-    _y = _w * 2
-    assert not is_grad_enabled()
-    with enable_grad():
-        assert is_grad_enabled()
-        _z = _w * 2
-    assert not is_grad_enabled(), "enable_grad must restore the mode it found (off), not switch on"
-assert is_grad_enabled()
-assert _y.grad_fn is None and not _y.requires_grad, "no_grad must record nothing"
-assert _z.grad_fn is not None, "enable_grad inside no_grad records"
-
-
-@no_grad()
-def _double(t):
-    return t * 2
-
-
-assert _double(_w).grad_fn is None and is_grad_enabled()
-try:
+with preserved_state():  # whatever fails below, grad mode is back on for the next cells
+    _w = Tensor([1.0, 2.0], requires_grad=True)
+    set_grad_enabled(True)
+    _modes = []
     with no_grad():
-        raise KeyError("boom")
-except KeyError:
-    pass
-assert is_grad_enabled(), "the mode must be restored even when the block raises"
-print("✓ no_grad / enable_grad")
+        _y = _w * 2
+        _modes.append(is_grad_enabled())
+        with enable_grad():
+            _modes.append(is_grad_enabled())
+            _z = _w * 2
+        _modes.append(is_grad_enabled())
+        with no_grad():  # no_grad inside no_grad: exiting must leave the mode OFF
+            pass
+        _modes.append(is_grad_enabled())
+    _modes.append(is_grad_enabled())
+    assert_equal(_modes, [False, True, False, False, True],
+                 "grad mode inside no_grad, inside enable_grad, after it, after a nested no_grad, at the end")
+    check(_y.grad_fn is None and not _y.requires_grad, "no_grad records nothing", got=_y.grad_fn)
+    check(_z.grad_fn is not None, "enable_grad inside no_grad records a node", got=_z.grad_fn)
+    _ctx = no_grad()
+    with _ctx:  # one object entered twice (nested) before it exits: the stack
+        with _ctx:
+            pass
+        _inner = is_grad_enabled()
+    assert_equal((_inner, is_grad_enabled()), (False, True),
+                 "the same no_grad object entered twice: mode after the inner exit, after the outer")
+    set_grad_enabled(False)  # enable_grad must restore OFF, not "switch off" or "leave on"
+    with enable_grad():
+        pass
+    assert_equal(is_grad_enabled(), False, "enable_grad restores the mode it found (off)")
+    set_grad_enabled(True)
+
+    @no_grad()
+    def _double(t):
+        return t * 2
+
+    check(_double(_w).grad_fn is None and is_grad_enabled(),
+          "a @no_grad() function records nothing and leaves grad mode on afterwards")
+    try:
+        with no_grad():
+            raise KeyError("boom")
+    except KeyError:
+        pass
+    assert_equal(is_grad_enabled(), True, "grad mode after a no_grad block that raised")
+print("✓ no_grad / enable_grad: modes seen", _modes)
 
 # %% [markdown]
 # ## 4. Backward rules: the contract
@@ -396,36 +453,49 @@ def call_rule(node, grad):
 # Module 01 lets `a + b` broadcast: a bias `b` of shape `(3,)` is added to every row of `a`
 # of shape `(64, 3)`. In the forward pass each element of `b` was **used 64 times**, so a
 # change in `b[j]` changes 64 outputs and its gradient is the **sum** of the 64 upstream
-# gradients in column `j`. In general, the gradient for a broadcast input is the upstream
-# gradient summed over every dimension that broadcasting stretched:
-#
-# 1. the **leading** dimensions that broadcasting added (the output has more dims than the
-#    input): sum them away;
-# 2. the dimensions where the input has **size 1** but the output does not: sum them with
-#    `keepdims=True`, so the size-1 dimension stays.
+# gradients in column `j`.
+# The gradient for a broadcast input is the upstream gradient **summed over every place
+# the input was reused**, which leaves it with the input's shape:
 #
 # ```
-# grad (64, 3)   -> input (3,):     sum axis 0                 -> (3,)
-# grad (2, 5, 4) -> input (5, 1):   sum axis 0, then axis 2    -> (5, 1)
-# grad (2, 3)    -> input ():       sum everything             -> ()
+# grad (64, 3)   -> input (3,)      grad (2, 5, 4) -> input (5, 1)      grad (2, 3) -> input ()
 # ```
 #
 # This is the "reduction of broadcast gradients back to each input's shape" that every
 # binary op needs (and `expand` is nothing else). Write `unbroadcast(grad, shape)`.
+#
+# <details><summary>Hint 1</summary>
+#
+# Recall module 01's broadcasting rule: shapes are aligned at the right; a missing leading
+# dimension and a dimension of size 1 can both be stretched. Which dimensions of `grad`
+# correspond to reuse of the same input element?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# There are two kinds: leading dimensions that the input does not have at all, and
+# dimensions where the input has size 1 but `grad` does not. The first kind must disappear;
+# the second must stay, with size 1 (numpy's reductions have a switch that keeps them).
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Count how many more dimensions `grad` has than `shape`, and sum those leading ones away.
+# Now both have the same number of dimensions: collect every position where the target
+# size is 1 and the gradient's is not, and sum over all of them at once, keeping them as
+# size-1 dimensions. What is left has exactly `shape` (a scalar target sums everything).
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "unbroadcast", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def unbroadcast(grad, shape):
     """Sum `grad` over the dimensions that broadcasting stretched, so it gets `shape` back.
 
-    Why: an input used many times by a broadcast op receives the sum of the gradients of
-    all the places it was used.
+    Contract: `grad` is a numpy array whose shape is the broadcast of `shape` with other
+    shapes; `shape` is a tuple of ints. Returns a numpy array of exactly `shape` whose
+    entries are sums of the entries of `grad` that came from the same input element.
     """
-    # Hints:
-    # - extra = grad.ndim - len(shape) leading dims were added: grad.sum(axis=tuple(range(extra)));
-    # - then the dims i where shape[i] == 1 but grad.shape[i] != 1: one
-    #   grad.sum(axis=those_dims, keepdims=True);
-    # - return a numpy array of exactly `shape`.
+    # Idea: an input element reused by broadcasting gets the sum of all its uses' gradients.
     ### BEGIN SOLUTION
     shape = tuple(shape)
     grad = np.asarray(grad)
@@ -441,13 +511,19 @@ def unbroadcast(grad, shape):
 
 # %% nbgrader={"grade": true, "grade_id": "test-unbroadcast", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _g = np.arange(24.0).reshape(2, 3, 4)
-np.testing.assert_array_equal(unbroadcast(_g, (2, 3, 4)), _g)
-np.testing.assert_array_equal(unbroadcast(_g, (4,)), _g.sum(axis=(0, 1)))
-np.testing.assert_array_equal(unbroadcast(_g, (3, 1)), _g.sum(axis=(0, 2))[:, None])
-np.testing.assert_array_equal(unbroadcast(_g, (2, 1, 4)), _g.sum(axis=1, keepdims=True))
-assert unbroadcast(_g, ()).shape == () and unbroadcast(_g, ()) == _g.sum()
-assert unbroadcast(_g, (1, 1, 1)).shape == (1, 1, 1)
-print("✓ unbroadcast")
+for _shape, _expected in [
+    ((2, 3, 4), _g),                                # nothing was broadcast
+    ((4,), _g.sum(axis=(0, 1))),                    # two leading dims added
+    ((3, 1), _g.sum(axis=(0, 2))[:, None]),         # one added, one stretched from size 1
+    ((2, 1, 4), _g.sum(axis=1, keepdims=True)),     # a stretched size-1 dim in the middle
+    ((1, 1, 1), _g.sum(keepdims=True)),             # every dim stretched, all kept
+    ((), _g.sum()),                                 # a scalar: sum everything
+]:
+    assert_equal(unbroadcast(_g, _shape), np.asarray(_expected),
+                 f"unbroadcast of a (2, 3, 4) gradient to {_shape}")
+_g1 = np.arange(6.0).reshape(1, 6)  # a size-1 dim that was NOT stretched stays as it is
+assert_equal(unbroadcast(_g1, (1, 6)), _g1, "unbroadcast of a (1, 6) gradient to (1, 6)")
+print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).ravel())
 
 # %% [markdown]
 # ## 6. The first rules: arithmetic
@@ -467,13 +543,39 @@ print("✓ unbroadcast")
 # Note `exp`: its derivative *is* its output, so the rule reuses `node.output` instead of
 # computing `exp` again — saving the right tensors is half the art of writing backward
 # rules. Write the six rules below (each returns a tuple, one entry per input).
+#
+# <details><summary>Hint 1</summary>
+#
+# Everything a rule needs is on the node: the input tensors (their values as numpy arrays),
+# the saved output, and the upstream gradient passed in. Which of them does each row of
+# the table use?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The product of the upstream gradient with the local derivative has the *output's* shape.
+# For a binary op that broadcast, that is not yet the input's shape.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# For each op, read off the two table entries, compute them elementwise from the upstream
+# gradient and the input values (or, for `exp`, the saved output), and pass each binary
+# op's result through `unbroadcast` with the shape of the input it belongs to. Return a
+# tuple with one entry per input, in the order of `node.inputs`.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-arithmetic", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 @backward_rule("add")
 def _add_backward(node, grad):
-    """y = a + b: both inputs get the upstream gradient, unbroadcast to their shapes."""
-    # Hint: a, b = node.inputs; return unbroadcast(grad, a.shape), unbroadcast(grad, b.shape)
+    """y = a + b.
+
+    Contract (every rule below): `node` is the recorded Node, `grad` the upstream gradient
+    (a numpy array of the output's shape, never written into). Returns a tuple with one
+    numpy gradient per input, each of that input's shape.
+    """
+    # Idea: a sum passes its gradient on unchanged, to both sides.
     ### BEGIN SOLUTION
     a, b = node.inputs
     return unbroadcast(grad, a.shape), unbroadcast(grad, b.shape)
@@ -483,6 +585,7 @@ def _add_backward(node, grad):
 @backward_rule("sub")
 def _sub_backward(node, grad):
     """y = a - b."""
+    # Idea: like add, but b's slope is -1.
     ### BEGIN SOLUTION
     a, b = node.inputs
     return unbroadcast(grad, a.shape), unbroadcast(-grad, b.shape)
@@ -491,8 +594,8 @@ def _sub_backward(node, grad):
 
 @backward_rule("mul")
 def _mul_backward(node, grad):
-    """y = a * b: each input's gradient is the upstream gradient times the other input."""
-    # Hint: the values are node.inputs[0].numpy() and node.inputs[1].numpy().
+    """y = a * b."""
+    # Idea: the slope with respect to one factor is the other factor.
     ### BEGIN SOLUTION
     a, b = node.inputs
     av, bv = a.numpy(), b.numpy()
@@ -503,6 +606,7 @@ def _mul_backward(node, grad):
 @backward_rule("div")
 def _div_backward(node, grad):
     """y = a / b."""
+    # Idea: a / b = a * (1/b), and d(1/b)/db = -1/b².
     ### BEGIN SOLUTION
     a, b = node.inputs
     av, bv = a.numpy(), b.numpy()
@@ -512,7 +616,8 @@ def _div_backward(node, grad):
 
 @backward_rule("exp")
 def _exp_backward(node, grad):
-    """y = exp(x): reuse the saved output."""
+    """y = exp(x)."""
+    # Idea: exp is its own derivative, and the node already holds it.
     ### BEGIN SOLUTION
     return (grad * node.output,)
     ### END SOLUTION
@@ -521,6 +626,7 @@ def _exp_backward(node, grad):
 @backward_rule("log")
 def _log_backward(node, grad):
     """y = log(x)."""
+    # Idea: d log(x)/dx = 1/x.
     ### BEGIN SOLUTION
     return (grad / node.inputs[0].numpy(),)
     ### END SOLUTION
@@ -528,8 +634,8 @@ def _log_backward(node, grad):
 
 # %% nbgrader={"grade": true, "grade_id": "test-rules-arithmetic", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 _a = Tensor(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), requires_grad=True)
-_b = Tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
-_g = np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]])
+_b = Tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)  # broadcast over the rows of a
+_g = np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]])           # an upstream gradient, not ones
 _A, _B = _a.numpy(), _b.numpy()
 for _y, _ga, _gb in [
     (_a + _b, _g, _g.sum(0)),
@@ -538,11 +644,11 @@ for _y, _ga, _gb in [
     (_a / _b, _g / _B, (-_g * _A / _B ** 2).sum(0)),
 ]:
     _ra, _rb = call_rule(_y.grad_fn, _g)
-    np.testing.assert_allclose(_ra, _ga, err_msg=_y.grad_fn.op)
-    np.testing.assert_allclose(_rb, _gb, err_msg=_y.grad_fn.op + ": unbroadcast the second input")
-np.testing.assert_allclose(call_rule(_a.exp().grad_fn, _g)[0], _g * np.exp(_A))
-np.testing.assert_allclose(call_rule(_a.log().grad_fn, _g)[0], _g / _A)
-print("✓ add, sub, mul, div, exp, log rules")
+    assert_close(_ra, _ga, rtol=1e-12, what=f"{_y.grad_fn.op} rule: gradient of a (2, 3)")
+    assert_close(_rb, _gb, rtol=1e-12, what=f"{_y.grad_fn.op} rule: gradient of b (3,), broadcast over rows")
+assert_close(call_rule(_a.exp().grad_fn, _g)[0], _g * np.exp(_A), rtol=1e-12, what="exp rule")
+assert_close(call_rule(_a.log().grad_fn, _g)[0], _g / _A, rtol=1e-12, what="log rule")
+print("✓ add, sub, mul, div, exp, log rules; d(a/b)/db summed over rows:", call_rule((_a / _b).grad_fn, _g)[1])
 
 # %% [markdown]
 # The other elementwise ops are provided; read them, each has a small lesson:
@@ -642,21 +748,39 @@ def _where_backward(node, grad):
 # finishes. Sorting first and visiting each node once makes backward **linear** in the size
 # of the graph.
 #
-# The algorithm (reverse post-order DFS):
-#
-# ```
-# order = [], visited = set(), stack = [(r, False) for r in roots]
-# while stack:
-#     node, children_done = stack.pop()
-#     if children_done:       -> all nodes below `node` are in `order`: append node
-#     elif node not visited:  -> mark it, push (node, True), then push (p, False) for each
-#                                p in next_nodes(node) not yet visited
-# reverse `order`: the roots come first, the leaves' producers last
-# ```
-#
 # `next_nodes(node)` (provided) lists the nodes that produced the node's inputs — only for
 # inputs that require grad and are not leaves. It also raises the "backward through the graph
-# a second time" error when the node was freed (section 13). Write `topological_order`.
+# a second time" error when the node was freed (section 14). Write `topological_order`.
+#
+# <details><summary>Hint 1</summary>
+#
+# In a depth-first search, when is a node *finished*? Once everything it depends on is
+# finished. If you list nodes in the order they finish, where do the producers end up
+# relative to their consumers? And what does reversing that list give?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Recursion keeps, for each open call, "which node, and have I done its children yet" on
+# Python's call stack. Keep the same pair on a list of your own. A set of nodes already
+# *entered* is what makes a diamond's shared bottom be expanded once.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# A node can be pushed twice before it is entered (`x * x` pushes the same producer twice).
+# Test whether it was already entered when you *pop* it, not only when you push it.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Start a stack with every root marked "children not done". Repeatedly pop: if its
+# children are done, the node is finished: append it to the output list. Otherwise, if it
+# has not been entered before, mark it entered, push it back marked "children done", and
+# push each of its producers (marked "not done") on top, so they finish first. A node
+# popped "not done" that was already entered is skipped. When the stack is empty, reverse
+# the finished list: roots first, and every consumer before its producers.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "topological-order", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -669,12 +793,14 @@ def next_nodes(node):
 
 def topological_order(roots):
     """Every node reachable from the nodes `roots`, each exactly once, ordered so that a node
-    comes before every node that produced one of its inputs (roots first).
+    comes before every node that produced one of its inputs (the roots first).
 
-    Iterative (an explicit stack), so a chain of 10,000 ops works; linear in the graph size.
+    Contract: `roots` is a list of Nodes. Returns a list of Nodes. Iterative (no recursion:
+    a chain of 10,000 ops works) and linear in the size of the graph (a diamond's shared
+    part is walked once). Raises module 06's "backward through the graph a second time"
+    RuntimeError when it meets a freed node (next_nodes does that for you).
     """
-    # Hints: see the pseudo-code above. Nodes are hashable (by identity), so a set works
-    # for `visited`. Return a list.
+    # Idea: a node is finished after everything below it; reverse the order of finishing.
     ### BEGIN SOLUTION
     order, visited = [], set()
     stack = [(node, False) for node in roots]
@@ -692,68 +818,130 @@ def topological_order(roots):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-topological-order", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _check_order(order, roots, what):
+    """The invariants of a topological order: every reachable node once, consumers first."""
+    reachable, todo = set(), list(roots)
+    while todo:
+        n = todo.pop()
+        if n not in reachable:
+            reachable.add(n)
+            todo.extend(next_nodes(n))
+    assert_equal(len(order), len(set(order)), f"{what}: number of nodes = number of distinct nodes")
+    check(set(order) == reachable, f"{what}: the order holds exactly the reachable nodes",
+          got=sorted(n.op for n in order), expected=sorted(n.op for n in reachable))
+    pos = {n: k for k, n in enumerate(order)}
+    for n in order:
+        for p in next_nodes(n):
+            check(pos[n] < pos[p], f"{what}: {n} (a consumer) comes before {p}, which produced its input",
+                  got=(pos[n], pos[p]))
+
+
 _x = Tensor([1.0, 2.0], requires_grad=True)
-_a = _x * 2
+_a = _x * 2                      # a diamond: _a and _b both read _x ...
 _b = _x.exp()
-_y = (_a + _b).sum()
+_y = (_a + _b).sum()             # ... and meet again here
 _order = topological_order([_y.grad_fn])
-assert [n.op for n in _order][:2] == ["sum", "add"], [n.op for n in _order]
-assert len(_order) == 4 and len(set(_order)) == 4, "each node exactly once"
-_pos = {n: i for i, n in enumerate(_order)}
-for _n in _order:
-    for _p in next_nodes(_n):
-        assert _pos[_n] < _pos[_p], f"{_n} must come before {_p}, which produced its input"
+assert_equal([n.op for n in _order][:2], ["sum", "add"], "the first two nodes of the diamond's order")
+_check_order(_order, [_y.grad_fn], "diamond")
+_sq = _x.exp()
+_z = (_sq * _sq).sum()           # one producer read twice by the same node
+_check_order(topological_order([_z.grad_fn]), [_z.grad_fn], "x * x")
+_h = _x * 3.0                    # a wider DAG: a shared node two levels down
+_w = ((_h.exp() * _h) + (_h * _h).log()).sum()
+_check_order(topological_order([_w.grad_fn]), [_w.grad_fn], "a DAG with shared nodes")
 _c = _x
 for _ in range(3000):  # deeper than Python's recursion limit
     _c = _c * 1.0
-assert len(topological_order([_c.grad_fn])) == 3000
-print("✓ topological_order")
+assert_equal(len(topological_order([_c.grad_fn])), 3000, "nodes in a chain of 3000 ops")
+print("✓ topological_order:", [n.op for n in _order])
 
 # %% [markdown]
 # ### The backward loop
 #
-# With the order in hand, the loop is short. Write `_run_backward(roots, root_grads,
-# retain_graph, sink)`:
+# With the order in hand, the loop is short. Write three functions:
 #
-# - First get `order = topological_order([...the grad_fns of the roots that have one...])`
-#   (it raises on a freed graph before anything has been changed).
-# - `grads` is a dict `{node: summed upstream gradient of its output}`. Call `sink(root, g)`
-#   for each root and, if the root has a `grad_fn`, put `g` in `grads[root.grad_fn]`
-#   (adding when two roots share a node).
-# - For each `node` in `order`: pop its gradient
-#   from `grads` (a node may get none, e.g. when every path to it was cut; then skip the
-#   rule). Call `call_rule(node, g)`; for each input tensor `x` with a gradient `gx` that is
-#   not `None`: call `sink(x, gx)`, and if `x.grad_fn` is not None, add `gx` into
-#   `grads[x.grad_fn]` — with `+`, never in place: the arrays may be shared or read-only.
-# - Unless `retain_graph`, call `free_node(node)` once the node is done (whether or not it
-#   had a gradient).
+# - `_run_backward(roots, root_grads, retain_graph, sink)`: the loop itself. It keeps, per
+#   node, the **sum** of the gradients its output has received so far; when the loop
+#   reaches a node (in topological order, so every consumer has already contributed), that
+#   sum is complete and the node's rule turns it into its inputs' gradients.
+# - `free_node(node)`: once a node's rule has run, nothing will need its saved inputs,
+#   attrs and output again (unless `retain_graph`): drop them so their memory can go.
+# - `_accumulate_grad(tensor, g)`: the **sink** that `backward()` passes in.
+#   `sink(tensor, g)` is how gradients leave the engine: every gradient that reaches a
+#   tensor is handed to it. `backward()`'s sink adds it into `.grad` of leaves (and of
+#   non-leaves that called `retain_grad()`); `tt.autograd.grad()` passes a sink that
+#   collects the gradients of chosen tensors instead.
 #
-# `sink(tensor, g)` is how gradients leave the engine: `backward()` passes one that
-# accumulates into `.grad` of leaves (and of non-leaves that called `retain_grad()`), while
-# `tt.autograd.grad()` passes one that collects the gradients of chosen tensors instead.
-# Both are provided below, with the user-facing `backward()` that checks its arguments:
-# it refuses a tensor that does not require grad, and a non-scalar tensor without an explicit
-# `gradient` (which "direction" $\bar y$ should it use?), like PyTorch.
+# The user-facing `backward()` and `grad()` are provided below: they check their arguments
+# (a tensor that does not require grad, a non-scalar tensor without an explicit `gradient` —
+# which "direction" $\bar y$ should it use? — are refused, like PyTorch) and call your loop.
 #
 # *In this notebook we call the function `backward(loss)` directly.* `loss.backward()` (the
 # method module 01 gave every tensor) imports `backward` from the **package**
 # `tinytorch.autograd`, which holds your code only after `tito export 06`; from then on the
 # two are the same.
+#
+# <details><summary>Hint 1</summary>
+#
+# Which data structure maps "a node" to "the gradient of its output summed so far"? Nodes
+# are hashable. A root is itself a tensor that a gradient reaches.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Get the whole order *before* changing anything: `topological_order` raises on a freed
+# graph, and a half-run backward would leave half-accumulated `.grad`s behind. A node
+# may receive no gradient at all (every path to it was cut): skip its rule, but still free
+# it.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# Gradient arrays may be shared with other rules, or read-only broadcast views (`sum`'s
+# rule returns one): add them with a fresh result, never in place. Only the `.grad`
+# buffer, which the sink owns, may be added into in place.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Compute the order from the roots' nodes. Hand each root's seed gradient to the sink and,
+# when the root has a node, record it as that node's gradient (adding if two roots share
+# a node). Walk the order: take the node's summed gradient out of the map (none: skip the
+# rule); run `call_rule`; for every input with a gradient, hand it to the sink, and if
+# that input was made by an op, add it to the summed gradient of its node. After each node
+# (gradient or not), free it unless the graph is to be retained. Freeing means setting the
+# three saved fields to None. The sink ignores tensors that have a `grad_fn` unless they
+# asked to retain their grad; otherwise it stores a fresh copy as a Tensor of the tensor's
+# dtype when `.grad` is empty, and adds into the existing `.grad` when there is one.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "run-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def free_node(node):
-    """Release what `node` keeps alive (inputs, attrs, output): the graph is used up."""
+    """Release what `node` keeps alive: the graph below it is used up.
+
+    Contract: afterwards node.inputs, node.attrs and node.output are None (that is how
+    next_nodes and call_rule recognise a freed node).
+    """
+    # Idea: the saved tensors are the graph's memory; drop every reference to them.
+    ### BEGIN SOLUTION
     node.inputs = None
     node.attrs = None
     node.output = None
+    ### END SOLUTION
 
 
 def _run_backward(roots, root_grads, retain_graph, sink):
-    """Propagate `root_grads` (numpy arrays) from the tensors `roots` through the graph,
-    calling sink(tensor, grad) for every gradient that reaches a tensor."""
-    # Hints: see the bullet points above; the roots' nodes are
-    # [r.grad_fn for r in roots if r.grad_fn is not None].
+    """Propagate `root_grads` from the tensors `roots` back through the graph.
+
+    Contract: `roots` is a list of Tensors, `root_grads` a list of numpy arrays of their
+    shapes. Calls sink(tensor, gradient) for each root with its gradient, then once for
+    every (input tensor, gradient) that a rule produces. Each node's rule runs at most once,
+    on the sum of all gradients its output received. Unless `retain_graph`, every node
+    reached is freed once it is done. Raises (before changing anything) when the graph
+    was already freed. Never writes into a gradient array.
+    """
+    # Idea: in topological order, each node's gradient is complete when the loop reaches it.
     ### BEGIN SOLUTION
     order = topological_order([r.grad_fn for r in roots if r.grad_fn is not None])
     grads = {}
@@ -777,7 +965,15 @@ def _run_backward(roots, root_grads, retain_graph, sink):
 
 
 def _accumulate_grad(tensor, g):
-    """backward()'s sink: add g into tensor.grad for leaves and retain_grad() tensors."""
+    """backward()'s sink: add the gradient `g` (a numpy array) into `tensor.grad`.
+
+    Contract: does nothing for a tensor made by an op (it has a grad_fn), unless it called
+    retain_grad(). Otherwise, when tensor.grad is None, sets it to a new Tensor holding a
+    copy of g in tensor's dtype and shape; when it is a Tensor, adds g into it. Never keeps
+    a reference to g itself (the engine may reuse it).
+    """
+    # Idea: .grad is a running sum over every backward pass, until someone clears it.
+    ### BEGIN SOLUTION
     if tensor.grad_fn is not None and not getattr(tensor, "_retains_grad", False):
         return
     if tensor.grad is None:
@@ -785,8 +981,11 @@ def _accumulate_grad(tensor, g):
     else:
         buf = tensor.grad.numpy()  # accumulate in place, like PyTorch
         buf += np.asarray(g, dtype=buf.dtype)
+    ### END SOLUTION
 
 
+# %%
+#| export
 def _seed(tensor, gradient):
     """The starting gradient for `tensor`: ones for a one-element tensor, else `gradient`."""
     if not isinstance(tensor, Tensor):
@@ -856,29 +1055,103 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
 # %% nbgrader={"grade": true, "grade_id": "test-run-backward", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 _w = Tensor(2.0, requires_grad=True)
 _b = Tensor(1.0, requires_grad=True)
-_xv = Tensor(3.0)
-_loss = (_w * _xv + _b - 5.0) ** 2
+_loss = (_w * Tensor(3.0) + _b - 5.0) ** 2
 backward(_loss)  # the engine you just wrote (what loss.backward() calls once exported)
-assert _w.grad.item() == 12.0 and _b.grad.item() == 4.0, (_w.grad, _b.grad)  # the picture
-assert _w.grad.dtype == _w.dtype and _w.grad.shape == _w.shape
-_x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
-_ones = Tensor([1.0, 1.0, 1.0])  # dL/dy for a non-scalar y (we have no rule for sum yet)
-backward(_x * _x, _ones)  # one tensor used twice: contributions add up
-np.testing.assert_allclose(_x.grad.numpy(), 2 * _x.numpy())
-backward(_x * 3.0, _ones)  # a second backward accumulates into .grad
-np.testing.assert_allclose(_x.grad.numpy(), 2 * _x.numpy() + 3.0)
+assert_equal((_w.grad.item(), _b.grad.item()), (12.0, 4.0), "(w.grad, b.grad) of the picture in section 1")
+assert_equal((_w.grad.shape, _w.grad.dtype), (_w.shape, _w.dtype), "(shape, dtype) of w.grad")
+check(isinstance(_w.grad, Tensor), "w.grad is a Tensor", got=type(_w.grad))
+
+_calls = []  # a test-only op whose rule records each call: it must run ONCE, on the sum
+BACKWARD_RULES["test_double"] = lambda node, g: (_calls.append(g.copy()) or (g * 2,))
+try:
+    _x = Tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
+    _shared = tt.apply("test_double", lambda t: t.numpy() * 2, _x)
+    _total = _shared * 3.0 + _shared * 4.0 + _shared  # three consumers of one node
+    backward(_total, np.ones(2))
+finally:
+    del BACKWARD_RULES["test_double"]
+assert_equal(len(_calls), 1, "times the shared node's rule ran")
+assert_equal(_calls[0], np.array([8.0, 8.0]), "the gradient it ran on: the sum 3 + 4 + 1 of its consumers")
+assert_equal(_x.grad.numpy(), np.array([16.0, 16.0]), "x.grad through the shared node")
+
 _d = Tensor(1.0, dtype=np.float64, requires_grad=True)  # 60 stacked diamonds: linear, exact
 _y = _d
 for _ in range(60):
     _y = _y * 1.0 + _y * 1.0
 backward(_y)
-assert _d.grad.item() == 2.0 ** 60
-try:
-    backward(Tensor([1.0, 2.0], requires_grad=True).exp())
-    raise AssertionError("a non-scalar backward without gradient= must raise")
-except RuntimeError as e:
-    assert "scalar" in str(e)
-print("✓ the engine: w.grad =", _w.grad.item(), "b.grad =", _b.grad.item())
+assert_equal(_d.grad.item(), 2.0 ** 60, "gradient through 60 stacked diamonds")
+
+_x = Tensor([1.0, 2.0], requires_grad=True)
+_h = _x.exp()
+_y = _h * _h
+_nodes = topological_order([_y.grad_fn])
+backward(_y, np.ones(2))
+check(all(n.inputs is None and n.attrs is None and n.output is None for n in _nodes),
+      "every node is freed after backward()", got=[n.inputs is None for n in _nodes])
+assert_raises(RuntimeError, backward, _y, np.ones(2), match="second time.*retain_graph",
+              what="a second backward() through a freed graph")
+_y = (_x.exp() * _x)
+backward(_y, np.ones(2), retain_graph=True)
+check(_y.grad_fn.inputs is not None, "retain_graph=True keeps the graph", got=_y.grad_fn.inputs)
+assert_raises(RuntimeError, backward, Tensor([1.0, 2.0], requires_grad=True).exp(), match="scalar",
+              what="backward() of a non-scalar tensor without gradient=")
+print("✓ the engine: w.grad =", _w.grad.item(), "b.grad =", _b.grad.item(), "| shared node ran once on", _calls[0])
+
+# %% [markdown]
+# ### Why `.grad` accumulates, and what `zero_grad` is for
+#
+# Your sink **adds** into `.grad`; it never overwrites. That is not an accident:
+#
+# - inside one backward pass a parameter can receive several gradients (a weight shared by
+#   two layers, a tensor used twice), and its gradient is their sum — accumulating is the
+#   chain rule's "sum over paths";
+# - across backward passes, accumulating lets you split a big batch into several small
+#   ones: `backward()` on each part's loss adds up to the gradient of the whole batch
+#   (**gradient accumulation**, the standard trick when a batch does not fit in memory);
+# - and backward through two losses (`loss_a.backward(); loss_b.backward()`) gives the
+#   gradient of `loss_a + loss_b`.
+#
+# The price: a training loop must **clear** the gradients before each step's backward,
+# or every step adds the previous steps' gradients in. That is `zero_grad()` — module 03's
+# `Module.zero_grad()` sets every parameter's `.grad` to `None` (module 07's optimizers have
+# the same method). Forgetting it is one of the commonest training bugs: the loss falls at
+# first, then the ever-growing "gradient" throws the parameters away.
+#
+# The check below shows all three: accumulation across calls, "half batch + half batch =
+# whole batch", and `zero_grad()`.
+
+# %% nbgrader={"grade": true, "grade_id": "test-accumulation", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from tinytorch import nn
+
+_x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+backward(_x * _x, np.ones(3))  # one tensor used twice: 2x
+_first = _x.grad.numpy().copy()
+backward(_x * 3.0, np.ones(3))  # a second backward ADDS 3
+assert_equal(_first, 2 * _x.numpy(), "x.grad after backward(x * x)")
+assert_equal(_x.grad.numpy(), 2 * _x.numpy() + 3.0, "x.grad after a second backward(3 * x): accumulated")
+
+class _Scale(nn.Module):  # a one-parameter model, built only from ops whose rules you have
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(np.array([0.5, -1.0, 2.0]))
+
+    def forward(self, x):
+        return (x * self.w - 1.0) ** 2  # per-sample, per-feature losses; w broadcast over rows
+
+
+_model = _Scale()
+_data = np.arange(12.0).reshape(4, 3) / 10
+_model.zero_grad()
+backward(_model(Tensor(_data)), np.ones((4, 3)))  # the whole batch at once
+_whole = _model.w.grad.numpy().copy()
+_model.zero_grad()
+check(_model.w.grad is None, "zero_grad() clears .grad (sets it to None)", got=_model.w.grad)
+backward(_model(Tensor(_data[:2])), np.ones((2, 3)))  # first half ...
+backward(_model(Tensor(_data[2:])), np.ones((2, 3)))  # ... plus second half
+assert_close(_model.w.grad.numpy(), _whole, rtol=1e-12, what="w.grad: half batch + half batch vs whole batch")
+backward(_model(Tensor(_data)), np.ones((4, 3)))  # no zero_grad: the old gradient stays in
+assert_close(_model.w.grad.numpy(), 2 * _whole, rtol=1e-12, what="w.grad without zero_grad: doubled")
+print("✓ accumulation: two half batches give the whole batch's weight.grad[0] =", _whole[0])
 
 # %% [markdown]
 # ## 8. Checking gradients numerically: `gradcheck`
@@ -913,17 +1186,41 @@ print("✓ the engine: w.grad =", _w.grad.item(), "b.grad =", _b.grad.item())
 # error message names the input, the worst element and both values.
 #
 # Write `numerical_grad(f, x, eps)`: `f()` takes no arguments and returns a float; `x` is
-# the float64 numpy array `f` reads (the memory of an input tensor). Perturb one element
-# at a time **in place**, evaluate, and **restore** it.
+# the float64 numpy array `f` reads (the memory of an input tensor), so changing an
+# element of `x` in place changes what `f()` returns.
+#
+# <details><summary>Hint 1</summary>
+#
+# One partial derivative per element of `x`: how many calls of `f` does each need for the
+# central difference above? numpy can enumerate every multi-index of a shape for you.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `f` reads `x` itself, not a copy: to evaluate $f(x + \varepsilon e_i)$, change element
+# $i$ of `x`. Whatever you change must be put back exactly before you move on, or every
+# later derivative (and the caller's tensor) is off.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Make a float64 array of zeros of `x`'s shape. For every index of `x`: remember the
+# element, set it to that value plus `eps` and call `f`, set it to the value minus `eps`
+# and call `f` again, put the remembered value back, and store the difference of the two
+# results divided by twice `eps` at that index. Return the array.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "numerical-grad", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def numerical_grad(f, x, eps=1e-6):
-    """Central-difference gradient of the scalar function f() w.r.t. every element of the
-    numpy array `x` that f reads. Returns a float64 array of x's shape; x is left unchanged."""
-    # Hints: out = np.zeros(x.shape); for idx in np.ndindex(*x.shape): save old = x[idx], set
-    # x[idx] = old + eps, f_plus = f(), set old - eps, f_minus = f(), restore x[idx] = old,
-    # out[idx] = (f_plus - f_minus) / (2 * eps).
+    """Central-difference gradient of the scalar function f() w.r.t. every element of `x`.
+
+    Contract: `f` takes no arguments and returns a float computed from the numpy array `x`
+    (any shape, 0-d included), which it reads in place. Returns a float64 array of x's
+    shape whose element i is (f(x + eps e_i) - f(x - eps e_i)) / (2 eps). When it returns,
+    x holds exactly its original values.
+    """
+    # Idea: nudge one element both ways, watch f, put the element back.
     ### BEGIN SOLUTION
     out = np.zeros(x.shape, dtype=np.float64)
     for idx in np.ndindex(*x.shape):
@@ -938,6 +1235,13 @@ def numerical_grad(f, x, eps=1e-6):
     ### END SOLUTION
 
 
+# %% [markdown]
+# `gradcheck` itself (provided) wraps your `numerical_grad`: it draws the random weights
+# $v$, runs one backward pass for the analytical side and your central differences for the
+# numerical side, and compares them with the criterion above.
+
+# %%
+#| export
 class GradcheckError(RuntimeError):
     """Raised by gradcheck when an analytical gradient disagrees with central differences."""
 
@@ -1007,19 +1311,20 @@ def gradcheck(fn, inputs, eps=1e-6, tol=1e-6, raise_exception=True, seed=0):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-numerical-grad", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-_v = np.array([0.5, -1.0, 2.0])
+_v = np.array([[0.5, -1.0], [2.0, 0.25]])
 _ng = numerical_grad(lambda: float(np.sum(_v ** 3)), _v)
-np.testing.assert_allclose(_ng, 3 * _v ** 2, rtol=1e-8)
-np.testing.assert_array_equal(_v, [0.5, -1.0, 2.0])  # restored
+assert_close(_ng, 3 * _v ** 2, rtol=1e-8, atol=1e-8, what="numerical gradient of sum(v**3)")  # a one-sided
+assert_equal(_v, np.array([[0.5, -1.0], [2.0, 0.25]]), "v after numerical_grad (restored)")  # difference is off by 3v*eps
+assert_equal(_ng.dtype, np.dtype(np.float64), "dtype of the numerical gradient")
+_s = np.array(1.5)  # a 0-d array
+assert_close(numerical_grad(lambda: float(np.sin(_s)), _s), np.cos(1.5), rtol=1e-8, atol=1e-8, what="d sin(s)/ds at a 0-d s")
 _p = Tensor(np.array([[0.5, -1.2], [2.0, 0.3]]), requires_grad=True)
 _q = Tensor(np.array([1.5, -0.7]), requires_grad=True)
-assert gradcheck(lambda p, q: (p * q - p / q).exp() + (p * p).log(), [_p, _q])
-try:
-    gradcheck(lambda p: p * 2, [Tensor([1.0, 2.0], requires_grad=True)])
-    raise AssertionError("gradcheck must refuse float32 inputs")
-except TypeError as e:
-    assert "float64" in str(e)
-print("✓ numerical_grad and gradcheck")
+check(gradcheck(lambda p, q: (p * q - p / q).exp() + (p * p).log(), [_p, _q]),
+      "gradcheck passes on exp, log, mul, div, sub with broadcasting")
+assert_raises(TypeError, gradcheck, lambda p: p * 2, [Tensor([1.0, 2.0], requires_grad=True)],
+              match="float64", what="gradcheck of a float32 input")
+print("✓ numerical_grad and gradcheck: d(v³)/dv =", _ng.ravel())
 
 # %% [markdown]
 # From now on every rule is checked with `gradcheck`. (Inputs are chosen away from kinks —
@@ -1030,35 +1335,60 @@ print("✓ numerical_grad and gradcheck")
 # A view moves no numbers: it only changes how the same elements are indexed. Its backward
 # therefore moves the *gradient's* elements back the same way:
 #
-# - `transpose(dim0, dim1)`: swap the same two axes of the gradient back
-#   (`np.swapaxes`); a 0-d transpose is the identity;
-# - `permute(dims)`: apply the **inverse** permutation, `np.argsort(dims)`;
+# - `transpose`, `permute`: the gradient's axes must be put back in the input's order;
 # - `view`, `reshape`, `squeeze`, `unsqueeze`: none of them reorders elements (row-major
-#   order is unchanged), so the gradient is just **reshaped** to the input's shape;
-# - `expand`: each input element was read many times (stride 0): that is broadcasting, so
-#   `unbroadcast`.
+#   order is unchanged), only the shape differs;
+# - `expand`: each input element was read many times (stride 0): that is broadcasting.
 #
 # **Indexing** picks elements: `y = x[index]`. Each output element came from one input
 # element, and the gradient must go back there. With advanced indexing the same input
-# element can be picked several times (`x[[0, 0, 2]]`), and then its gradient is the **sum**.
-# One vectorised trick handles *every* kind of index, basic or advanced:
+# element can be picked several times (`x[[0, 0, 2]]`), and then its gradient is the
+# **sum** (a "scatter-add"). The index in `node.attrs["index"]` can be anything numpy
+# accepts — slices, `None`, `...`, integer arrays, boolean masks — and one idea handles
+# them all without a case for each. `as_strided` (an arbitrary view, used for im2col in
+# module 09) is provided and uses the same idea on storage positions.
 #
-# 1. `source = np.arange(x.numel()).reshape(x.shape)[index]` — apply the same index to an
-#    array holding each element's flat position: now `source[j]` says where output element
-#    `j` came from;
-# 2. `np.bincount(source.ravel(), weights=grad.ravel(), minlength=x.numel())` adds up the
-#    gradients per source position (repeats included), then reshape to `x.shape`.
+# <details><summary>Hint 1</summary>
 #
-# (`np.add.at(out, index, grad)` does the same scatter-add; `bincount` is faster and
-# needs no special cases for `None`, `...` or masks.) `as_strided` (an arbitrary view, used
-# for im2col in module 09) is provided and uses the same idea on storage positions.
+# `transpose` swaps two axes: what undoes a swap? `permute` sends input axis `dims[k]` to
+# output axis `k`: what permutation sends them back? (numpy can compute an inverse
+# permutation by sorting.)
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# For indexing: if you applied the same index to an array that holds, in each element, that
+# element's own flat position in `x`, what would the result tell you about each output
+# element?
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# Once you know where each output element came from, you need "add these gradients into
+# those positions, repeats included". numpy has a counting function with weights that does
+# exactly that in one vectorised call (and `np.add.at` does it more slowly).
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Transpose: swap the same two axes of the gradient (a 0-d gradient is returned as it is).
+# Permute: transpose the gradient with the inverse permutation. The reshaping family:
+# reshape the gradient to the input's shape. Expand: unbroadcast to the input's shape.
+# Indexing: index an array of flat positions shaped like `x` with the recorded index to
+# learn each output element's source; add up the gradient per source position (weighted
+# counting over all `x.numel()` positions) and reshape to `x`'s shape.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-views", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 @backward_rule("transpose")
 def _transpose_backward(node, grad):
-    """y = x.transpose(dim0, dim1): swap the axes of the gradient back."""
-    # Hint: np.swapaxes(grad, dim0, dim1); when grad.ndim == 0 return (grad,).
+    """y = x.transpose(dim0, dim1) (attrs: dim0, dim1).
+
+    Contract (every rule below): returns a one-element tuple, the gradient of x, a numpy
+    array of x's shape.
+    """
+    # Idea: a swap is its own inverse.
     ### BEGIN SOLUTION
     if grad.ndim == 0:
         return (grad,)
@@ -1068,7 +1398,8 @@ def _transpose_backward(node, grad):
 
 @backward_rule("permute")
 def _permute_backward(node, grad):
-    """y = x.permute(dims): apply the inverse permutation."""
+    """y = x.permute(dims) (attrs: dims)."""
+    # Idea: undo the permutation.
     ### BEGIN SOLUTION
     return (np.transpose(grad, np.argsort(node.attrs["dims"])),)
     ### END SOLUTION
@@ -1076,7 +1407,8 @@ def _permute_backward(node, grad):
 
 @backward_rule("view", "reshape", "squeeze", "unsqueeze")
 def _reshape_backward(node, grad):
-    """y = x.view/reshape/squeeze/unsqueeze(...): same elements in the same order."""
+    """y = x.view/reshape/squeeze/unsqueeze(...)."""
+    # Idea: same elements in the same order, another shape.
     ### BEGIN SOLUTION
     return (grad.reshape(node.inputs[0].shape),)
     ### END SOLUTION
@@ -1084,7 +1416,8 @@ def _reshape_backward(node, grad):
 
 @backward_rule("expand")
 def _expand_backward(node, grad):
-    """y = x.expand(shape): broadcasting as a view."""
+    """y = x.expand(shape)."""
+    # Idea: expand is broadcasting, done as a view.
     ### BEGIN SOLUTION
     return (unbroadcast(grad, node.inputs[0].shape),)
     ### END SOLUTION
@@ -1092,8 +1425,12 @@ def _expand_backward(node, grad):
 
 @backward_rule("getitem")
 def _getitem_backward(node, grad):
-    """y = x[index] (basic or advanced): scatter-add the gradient back to where each
-    element came from (node.attrs["index"] works as x.numpy()[index])."""
+    """y = x[index] (attrs: index, which works as x.numpy()[index]).
+
+    Any index numpy accepts (basic, advanced, boolean, repeated). An input element picked
+    k times gets the sum of those k gradients; one never picked gets 0.
+    """
+    # Idea: find where each output element came from, then add the gradients back there.
     ### BEGIN SOLUTION
     x = node.inputs[0]
     source = np.arange(x.numel()).reshape(x.shape)[node.attrs["index"]]
@@ -1126,29 +1463,32 @@ def _as_strided_backward(node, grad):
 # %% nbgrader={"grade": true, "grade_id": "test-rules-views", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 _rng = np.random.default_rng(0)
 _x = Tensor(_rng.standard_normal((2, 3, 4)), requires_grad=True)
-assert gradcheck(lambda x: x.transpose(0, 2) * Tensor(np.arange(24.0).reshape(4, 3, 2)), [_x])
-assert gradcheck(lambda x: x.permute(1, 2, 0).reshape(3, 8), [_x])
-assert gradcheck(lambda x: x.T.reshape(-1), [_x]), "reshape of a non-contiguous tensor (a copy)"
-assert gradcheck(lambda x: x[:, :1].squeeze(1).unsqueeze(0).reshape(8).view(2, 4), [_x])
 _s = Tensor(_rng.standard_normal((3, 1)), requires_grad=True)
-assert gradcheck(lambda s: s.expand(2, 3, 4), [_s])
-assert gradcheck(lambda x: x[1, ::2, None, 1:3], [_x])
-assert gradcheck(lambda x: x[Tensor([0, 0, 1, 0]), 1], [_x]), "repeated indices must add up"
+for _what, _fn, _ins in [
+    ("transpose (not square, so a wrong swap fails)", lambda x: x.transpose(0, 2) * Tensor(np.arange(24.0).reshape(4, 3, 2)), [_x]),
+    ("permute (1, 2, 0): its inverse is (2, 0, 1), not itself", lambda x: x.permute(1, 2, 0).reshape(3, 8), [_x]),
+    ("reshape of a non-contiguous tensor (a copy)", lambda x: x.T.reshape(-1), [_x]),
+    ("squeeze, unsqueeze, reshape, view", lambda x: x[:, :1].squeeze(1).unsqueeze(0).reshape(8).view(2, 4), [_x]),
+    ("expand (3, 1) -> (2, 3, 4)", lambda s: s.expand(2, 3, 4), [_s]),
+    ("basic indexing: int, step slice, None", lambda x: x[1, ::2, None, 1:3], [_x]),
+    ("advanced indexing with a repeated index", lambda x: x[Tensor([0, 0, 1, 0]), 1], [_x]),
+    ("a boolean mask", lambda x: x[x.detach() > 0], [_x]),
+    ("as_strided with overlapping windows", lambda x: x.as_strided((2, 3), (1, 1), 2), [_x]),
+]:
+    check(gradcheck(_fn, _ins), f"gradcheck: {_what}")
 _ga = call_rule(_x[Tensor([1, 1, 1])].grad_fn, np.ones((3, 3, 4)))[0]
-assert _ga[1].tolist() == np.full((3, 4), 3.0).tolist() and _ga[0].sum() == 0
-assert gradcheck(lambda x: x[x.detach() > 0], [_x]), "boolean masks"
-assert gradcheck(lambda x: x.as_strided((2, 3), (1, 1), 2), [_x]), "overlapping windows"
-print("✓ view and indexing rules")
+assert_equal(_ga[1], np.full((3, 4), 3.0), "gradient of x[1] when x[[1, 1, 1]] was taken: three uses add up")
+assert_equal(_ga[0], np.zeros((3, 4)), "gradient of x[0], never picked")
+print("✓ view and indexing rules; x[[1, 1, 1]] sends x[1] the gradient", _ga[1, 0, 0])
 
 # %% [markdown]
 # ## 10. Reductions, matmul, joining
 #
 # **sum and mean.** `y = x.sum(dim)`: every element of `x` in a reduced slice contributed
 # with slope 1, so each receives that slice's upstream gradient — the reverse of a sum is a
-# **broadcast**. With `keepdim=False` the reduced dims are gone from `grad`: put them back
-# as size 1 (`np.expand_dims(grad, dim)`), then `np.broadcast_to(..., x.shape)`. `mean` is
-# the same divided by the number of elements per slice, $n = \prod_{d \in \text{dim}}
-# \text{shape}[d]$. (The attrs hold the normalised `dim` tuple and `keepdim`.)
+# **broadcast**. `mean` is the same, divided by the number of elements each output averaged,
+# $n = \prod_{d \in \text{dim}} \text{shape}[d]$. (The attrs hold the normalised `dim`
+# tuple and `keepdim`.)
 #
 # **max and min.** Only the winning element changed the output, so it alone gets the
 # gradient. Ties need a convention; we follow PyTorch's: `amax`/`amin` (and `max()`
@@ -1161,27 +1501,124 @@ print("✓ view and indexing rules")
 # $$\bar A = \bar Y B^\top \quad (m, n)(n, k) = (m, k), \qquad \bar B = A^\top \bar Y \quad (k, m)(m, n) = (k, n).$$
 #
 # (Check the shapes: that is the fastest way to remember the formulas.) With batches,
-# `np.matmul` does the same for every matrix of the batch; "transpose" means swapping the
-# **last two** axes (`np.swapaxes(b, -1, -2)`). Two details:
-#
-# - a batch dimension that was **broadcast** (a `(5, 3)` weight used by all 8 matrices of a
-#   `(8, 4, 5)` batch) gets the sum over the batch: `unbroadcast` once more;
-# - a **1-D** operand was promoted to a matrix and the extra dim dropped from the result:
-#   promote `a` `(k,)` to `(1, k)` and `b` `(k,)` to `(k, 1)`, reshape `grad` to the promoted
-#   result shape `batch + (m, n)`, apply the formulas, unbroadcast to the promoted shapes,
-#   and reshape back to the inputs' shapes.
-#
-# Compute each input's gradient only if `node.inputs[i].requires_grad` — the first layer's
-# input is data, and its gradient would be a wasted matmul.
+# `np.matmul` does the same for every matrix of the batch, and "transpose" means the last
+# two axes. Two details: a batch dimension that was **broadcast** (a `(5, 3)` weight used by
+# all 8 matrices of an `(8, 4, 5)` batch) needs its gradient summed over the batch; and a
+# **1-D** operand was promoted to a matrix (`(k,)` to `(1, k)` on the left, `(k, 1)` on the
+# right) and the extra dimension dropped from the result. Compute each input's gradient only
+# if that input requires grad — the first layer's input is data, and its gradient would be a
+# wasted matmul.
 #
 # **cat and stack** (provided) split the gradient: `cat` at the recorded `sizes` along
-# `dim` (`np.split`), `stack` into its slices along the new `dim`.
+# `dim`, `stack` into its slices along the new `dim`.
+#
+# ### One GEMM for a Linear layer's weight gradient
+#
+# The commonest matmul of all is a batch of rows times **one** weight matrix: a Linear
+# layer on a `(B, T, in)` batch of sequences, times `W` of shape `(in, out)`. The formula
+# above, applied per batch entry, gives `B` products $A_b^\top \bar Y_b$ of shape
+# `(in, out)`, which then must be summed (the weight was broadcast over the batch). But
+# look at what that sum is:
+#
+# $$\bar W = \sum_b \sum_t A_{b,t}^\top\, \bar Y_{b,t} ,$$
+#
+# a sum over *all rows* of the batch, whichever matrix they sat in. The batch boundaries
+# do not matter. Write `linear_weight_grad(a, g)`, which computes it with **one** ordinary
+# matrix product (one GEMM, in BLAS's name) — no batched product, no sum afterwards.
+# Section 15 measures what that buys.
+#
+# <details><summary>Hint 1</summary>
+#
+# If the batch boundaries do not matter, what shape could `a` have instead of
+# `(B, T, in)` without changing the result? Which operations of numpy change a shape
+# without copying a contiguous array?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Stack all rows of `a` into one `(B·T, in)` matrix and all rows of `g` into one
+# `(B·T, out)` matrix, in the same order. A reshape is not a transpose: the transpose is a
+# separate step.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Flatten every leading dimension of `a` into one rows dimension (keeping its last
+# dimension), do the same for `g`, and multiply the transpose of the flattened `a` by the
+# flattened `g`: a `(in, rows)` by `(rows, out)` product, which is the `(in, out)` sum.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "linear-weight-grad", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def linear_weight_grad(a, g):
+    """The gradient of W in Y = A @ W, where A has batch dims and W is one matrix.
+
+    Contract: `a` is a numpy array of shape (..., n, k), `g` (the upstream gradient of Y)
+    of shape (..., n, m) with the same leading dims (at least one row). Returns the (k, m)
+    array sum over every batch entry b of a[b].T @ g[b], computed as ONE 2-D matrix
+    product (no batched matmul, no summing of per-batch products).
+    """
+    # Idea: the batch boundaries do not matter: all rows of all matrices are one long matrix.
+    ### BEGIN SOLUTION
+    k, m = a.shape[-1], g.shape[-1]
+    return a.reshape(-1, k).T @ g.reshape(-1, m)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-linear-weight-grad", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(5)
+for _sa, _sg in [((2, 3, 4), (2, 3, 5)), ((2, 2, 3, 4), (2, 2, 3, 2)), ((1, 6, 4), (1, 6, 4))]:
+    _av, _gv = _rng.standard_normal(_sa), _rng.standard_normal(_sg)
+    _expected = (np.swapaxes(_av, -1, -2) @ _gv).reshape(-1, _sa[-1], _sg[-1]).sum(0)  # per batch, then sum
+    assert_close(linear_weight_grad(_av, _gv), _expected, rtol=1e-10, atol=1e-12,
+                 what=f"linear_weight_grad for a {_sa} and g {_sg}")
+_at = _rng.standard_normal((4, 3, 2)).transpose(0, 2, 1)  # a non-contiguous batch (4, 2, 3)
+_gt = _rng.standard_normal((4, 2, 5))
+assert_close(linear_weight_grad(_at, _gt), (np.swapaxes(_at, -1, -2) @ _gt).sum(0), rtol=1e-10, atol=1e-12,
+             what="linear_weight_grad of a non-contiguous (transposed) batch")
+print("✓ linear_weight_grad: one (k, rows) @ (rows, m) product, shape", linear_weight_grad(_at, _gt).shape)
+
+# %% [markdown]
+# Now the rules. Your `_matmul_backward` should use `linear_weight_grad` for the weight
+# whenever the left operand has batch dimensions and the right one is a single matrix.
+#
+# <details><summary>Hint 1</summary>
+#
+# `sum`: with `keepdim=False` the reduced dimensions are gone from `grad`. Put them back
+# as size-1 dimensions, and numpy can then *broadcast* the result to `x`'s shape (without
+# copying). `mean`: the same, scaled.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `matmul`: promote 1-D operands to matrices first, reshape `grad` to the promoted
+# result's shape (batch + `(m, n)`), apply the two formulas with the last two axes swapped,
+# reduce broadcast batch dimensions (you have a function for that), and reshape each
+# gradient back to its input's shape.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Sum: restore the reduced dimensions as size 1 (unless `keepdim` kept them) and broadcast
+# to the input's shape. Mean: the same with the gradient divided by the product of the
+# reduced sizes. Matmul: promote; compute the broadcast batch shape of the two promoted
+# operands and reshape `grad` to it plus `(m, n)`; if `a` requires grad, multiply the
+# gradient by `b` with its last two axes swapped, unbroadcast to the promoted shape of `a`,
+# reshape to `a`'s shape; if `b` requires grad, use `linear_weight_grad` when `b` is one
+# matrix and `a` has batch dimensions, otherwise multiply `a` with its last two axes
+# swapped by the gradient and unbroadcast to `b`'s promoted shape; reshape to `b`'s shape.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-reductions", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 @backward_rule("sum")
 def _sum_backward(node, grad):
-    """y = x.sum(dim, keepdim): broadcast the gradient back over the reduced dims."""
+    """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints; keepdim).
+
+    Contract (every rule below): returns a tuple, one numpy gradient per input, each of
+    that input's shape (None for an input that does not require grad).
+    """
+    # Idea: the reverse of a sum is a broadcast.
     ### BEGIN SOLUTION
     x = node.inputs[0]
     g = grad if node.attrs["keepdim"] else np.expand_dims(grad, node.attrs["dim"])
@@ -1192,6 +1629,7 @@ def _sum_backward(node, grad):
 @backward_rule("mean")
 def _mean_backward(node, grad):
     """y = x.mean(dim, keepdim)."""
+    # Idea: a mean is a sum divided by how many elements it summed.
     ### BEGIN SOLUTION
     x = node.inputs[0]
     n = 1
@@ -1205,6 +1643,7 @@ def _mean_backward(node, grad):
 @backward_rule("matmul")
 def _matmul_backward(node, grad):
     """y = a @ b with numpy's rules (1-D operands, broadcast batch dims)."""
+    # Idea: the formulas are the 2-D ones; the shapes are the work.
     ### BEGIN SOLUTION
     a, b = node.inputs
     av, bv = a.numpy(), b.numpy()
@@ -1216,10 +1655,8 @@ def _matmul_backward(node, grad):
     if a.requires_grad:
         ga = unbroadcast(g @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
     if b.requires_grad:
-        if b2.ndim == 2 and a2.ndim > 2:
-            # A batch of rows times one matrix (every Linear layer): fold the batch dims into
-            # the rows and do ONE matrix product, instead of one per batch entry then a sum.
-            gb = (a2.reshape(-1, a2.shape[-1]).T @ g.reshape(-1, g.shape[-1])).reshape(b.shape)
+        if b2.ndim == 2 and a2.ndim > 2:  # a batch of rows times one matrix: one GEMM
+            gb = linear_weight_grad(a2, g).reshape(b.shape)
         else:
             gb = unbroadcast(np.swapaxes(a2, -1, -2) @ g, b2.shape).reshape(b.shape)
     return ga, gb
@@ -1265,21 +1702,28 @@ def _stack_backward(node, grad):
 # %% nbgrader={"grade": true, "grade_id": "test-rules-reductions", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 _rng = np.random.default_rng(1)
 _x = Tensor(_rng.standard_normal((2, 3, 4)), requires_grad=True)
-assert gradcheck(lambda x: x.sum(), [_x]) and gradcheck(lambda x: x.sum((0, 2)), [_x])
-assert gradcheck(lambda x: x.mean(-1, keepdim=True), [_x]) and gradcheck(lambda x: x.mean(), [_x])
-assert gradcheck(lambda x: x.amax(1), [_x]) and gradcheck(lambda x: x.min(dim=2).values, [_x])
+for _what, _fn in [("sum()", lambda x: x.sum()), ("sum((0, 2))", lambda x: x.sum((0, 2))),
+                   ("sum(1, keepdim=True)", lambda x: x.sum(1, keepdim=True)),
+                   ("mean(-1, keepdim=True)", lambda x: x.mean(-1, keepdim=True)),
+                   ("mean((0, 1))", lambda x: x.mean((0, 1))), ("mean()", lambda x: x.mean()),
+                   ("amax(1)", lambda x: x.amax(1)), ("min(dim=2).values", lambda x: x.min(dim=2).values)]:
+    check(gradcheck(_fn, [_x]), f"gradcheck of x.{_what} for x of shape (2, 3, 4)")
 _tie = Tensor([[1.0, 3.0, 3.0]], requires_grad=True)
 backward(_tie.amax())
-assert _tie.grad.tolist() == [[0.0, 0.5, 0.5]], "amax splits the gradient among ties"
+assert_equal(_tie.grad.numpy(), np.array([[0.0, 0.5, 0.5]]), "amax of [1, 3, 3]: the tie splits the gradient")
 for _sa, _sb in [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
-                 ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2))]:
+                 ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 5))]:
     _A = Tensor(_rng.standard_normal(_sa), requires_grad=True)
     _B = Tensor(_rng.standard_normal(_sb), requires_grad=True)
-    assert gradcheck(lambda a, b: a @ b, [_A, _B]), (_sa, _sb)
+    check(gradcheck(lambda a, b: a @ b, [_A, _B]), f"gradcheck of a @ b for shapes {_sa} @ {_sb}")
+_A = Tensor(_rng.standard_normal((2, 3, 4)))  # data: only the weight needs a gradient
+_B = Tensor(_rng.standard_normal((4, 5)), requires_grad=True)
+_ra, _rb = call_rule((_A @ _B).grad_fn, np.ones((2, 3, 5)))
+check(_ra is None, "no gradient for an input that does not require grad", got=_ra)
 _c = Tensor(_rng.standard_normal((2, 2)), requires_grad=True)
-assert gradcheck(lambda x, c: tt.cat([x[0, :2], c, x[1, :2]], dim=1), [_x, _c])
-assert gradcheck(lambda x, c: tt.stack([c, c * 2, x[0, :2, :2]], dim=1), [_x, _c])
-print("✓ reduction, matmul, cat and stack rules")
+check(gradcheck(lambda x, c: tt.cat([x[0, :2], c, x[1, :2]], dim=1), [_x, _c]), "gradcheck of cat")
+check(gradcheck(lambda x, c: tt.stack([c, c * 2, x[0, :2, :2]], dim=1), [_x, _c]), "gradcheck of stack")
+print("✓ reduction, matmul, cat and stack rules; weight gradient of a (2, 3, 4) @ (4, 5):", _rb.shape)
 
 # %% [markdown]
 # ## 11. Activations and losses (modules 02 and 04)
@@ -1307,12 +1751,48 @@ print("✓ reduction, matmul, cat and stack rules")
 # `pos_weight`: the stable log-sum-exp form hides a beautifully simple derivative). The
 # `cross_entropy` gradient, `softmax(x) - onehot(t)`, then *emerges* from your two rules
 # chained by the engine.
+#
+# <details><summary>Hint 1</summary>
+#
+# For `sigmoid`, `tanh`, `softmax` and `log_softmax` the derivative is cheapest in terms of
+# the *output*, which the node saved. Which of the formulas above need the input at all?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `softmax` and `log_softmax` mix the elements along `dim`: their VJPs contain a sum along
+# `dim` that must stay broadcastable against `grad` (keep the reduced dimension).
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# `nll_loss`: mirror module 04's forward step by step. Treat a 1-D input as a batch of one.
+# The ignored targets are not valid class indices: replace them by a harmless index before
+# using them, and give those samples weight 0. The per-sample upstream gradient depends on
+# the reduction, as described above.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# relu: the gradient where the input was positive, 0 elsewhere. sigmoid, tanh: the upstream
+# gradient times the derivative written with the saved output. softmax, log_softmax: the
+# formulas above, with the sums along `dim` kept as size-1 dimensions. nll_loss: compute the
+# valid mask, the safe targets and each sample's weight (0 when ignored); form each
+# sample's upstream gradient for the reduction; start from zeros of the input's shape and
+# place minus weight times that gradient at each sample's target column (numpy can put
+# values along an axis at given indices); undo the batch-of-one promotion for a 1-D input.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-nn", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 @backward_rule("relu")
 def _relu_backward(node, grad):
-    """y = max(x, 0)."""
+    """y = max(x, 0).
+
+    Contract (every rule in this cell): returns a one-element tuple, the gradient of the
+    input (a numpy array of its shape).
+    """
+    # Idea: the gradient passes where the unit was on; PyTorch's slope at 0 is 0.
     ### BEGIN SOLUTION
     return (np.where(node.inputs[0].numpy() > 0, grad, 0.0),)
     ### END SOLUTION
@@ -1320,7 +1800,8 @@ def _relu_backward(node, grad):
 
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
-    """y = sigmoid(x): use the saved output."""
+    """y = sigmoid(x)."""
+    # Idea: σ' = σ(1 - σ), and σ is the saved output.
     ### BEGIN SOLUTION
     s = node.output
     return (grad * s * (1 - s),)
@@ -1329,7 +1810,8 @@ def _sigmoid_backward(node, grad):
 
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
-    """y = tanh(x): use the saved output."""
+    """y = tanh(x)."""
+    # Idea: tanh' = 1 - tanh², and tanh is the saved output.
     ### BEGIN SOLUTION
     t = node.output
     return (grad * (1 - t * t),)
@@ -1338,7 +1820,8 @@ def _tanh_backward(node, grad):
 
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
-    """y = softmax(x, dim)."""
+    """y = softmax(x, dim) (attrs: dim)."""
+    # Idea: the VJP of diag(s) - s sᵀ, without building the matrix.
     ### BEGIN SOLUTION
     s = node.output
     dim = node.attrs["dim"]
@@ -1348,21 +1831,28 @@ def _softmax_backward(node, grad):
 
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
-    """y = log_softmax(x, dim)."""
+    """y = log_softmax(x, dim) (attrs: dim)."""
+    # Idea: exp of the saved output is the softmax.
     ### BEGIN SOLUTION
     dim = node.attrs["dim"]
     return (grad - np.exp(node.output) * grad.sum(axis=dim, keepdims=True),)
     ### END SOLUTION
 
 
+# %% [markdown]
+# And the loss of module 04 whose rule is yours (Hint 3 and the approach above cover it):
+
+# %% nbgrader={"grade": false, "grade_id": "rules-nll", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 @backward_rule("nll_loss")
 def _nll_loss_backward(node, grad):
-    """loss = nll_loss(logp, target, weight, ignore_index, reduction); attrs hold target
-    (int numpy array), weight (None or a (C,) numpy array), ignore_index and reduction."""
-    # Hints: mirror module 04's forward: for a 1-D input work on logp[None], target[None];
-    # valid = target != ignore_index; safe = np.where(valid, target, 0); w = weight[safe]
-    # (ones without weight) and 0 where not valid; per-sample upstream gradient as described;
-    # then np.put_along_axis(out, safe[:, None], (-w * g)[:, None], axis=1).
+    """loss = nll_loss(logp, target, weight, ignore_index, reduction).
+
+    attrs: target (an int numpy array, (N,) or () for a 1-D input), weight (None or a (C,)
+    numpy array), ignore_index (an int), reduction ("mean", "sum" or "none"). The input is
+    (N, C) or (C,). The gradient is 0 except at each valid sample's target column.
+    """
+    # Idea: only the picked log-probabilities appear in the loss.
     ### BEGIN SOLUTION
     x = node.inputs[0]
     attrs = node.attrs
@@ -1446,19 +1936,25 @@ import tinytorch.nn.functional as F
 
 _rng = np.random.default_rng(2)
 _x = Tensor(_rng.standard_normal((4, 5)), requires_grad=True)
-for _fn in [F.relu, F.sigmoid, F.tanh, F.gelu, lambda x: F.leaky_relu(x, 0.1),
-            lambda x: F.softmax(x, dim=1), lambda x: F.log_softmax(x, dim=0)]:
-    assert gradcheck(_fn, [_x])
-_t = Tensor([0, 4, 2, -100])
+for _what, _fn in [("relu", F.relu), ("sigmoid", F.sigmoid), ("tanh", F.tanh), ("gelu", F.gelu),
+                   ("leaky_relu", lambda x: F.leaky_relu(x, 0.1)),
+                   ("softmax(dim=1)", lambda x: F.softmax(x, dim=1)),
+                   ("log_softmax(dim=0)", lambda x: F.log_softmax(x, dim=0))]:
+    check(gradcheck(_fn, [_x]), f"gradcheck of {_what} on a (4, 5) input")
+_t = Tensor([0, 4, 2, -100])  # the last sample is ignored (ignore_index = -100)
 _wc = Tensor(np.array([1.0, 2.0, 0.5, 1.5, 3.0]))
 for _red in ["mean", "sum", "none"]:
-    assert gradcheck(lambda x: F.nll_loss(x, _t, reduction=_red), [_x]), _red
-    assert gradcheck(lambda x: F.cross_entropy(x, _t, _wc, reduction=_red), [_x]), _red
+    check(gradcheck(lambda x: F.nll_loss(x, _t, reduction=_red), [_x]), f"gradcheck of nll_loss, reduction={_red}")
+    check(gradcheck(lambda x: F.cross_entropy(x, _t, _wc, reduction=_red), [_x]),
+          f"gradcheck of cross_entropy with class weights, reduction={_red}")
+_v = Tensor(_rng.standard_normal(5), requires_grad=True)
+check(gradcheck(lambda v: F.nll_loss(v, Tensor(3)), [_v]), "gradcheck of nll_loss on a 1-D input")
 _x.grad = None
 backward(F.cross_entropy(_x, Tensor([0, 4, 2, 1])))
 _sm = np.exp(_x.numpy()) / np.exp(_x.numpy()).sum(1, keepdims=True)
-np.testing.assert_allclose(_x.grad.numpy(), (_sm - np.eye(5)[[0, 4, 2, 1]]) / 4, atol=1e-12)
-print("✓ activation and loss rules; cross_entropy's gradient is (softmax - onehot) / N")
+assert_close(_x.grad.numpy(), (_sm - np.eye(5)[[0, 4, 2, 1]]) / 4, rtol=1e-10, atol=1e-12,
+             what="cross_entropy's gradient, through your log_softmax and nll_loss rules")
+print("✓ activation and loss rules; cross_entropy's gradient is (softmax - onehot) / N, row 0:", _x.grad.numpy()[0].round(3))
 
 # %% [markdown]
 # ### Every op, one sweep
@@ -1509,13 +2005,237 @@ SWEEP = {
     "nll_loss": (lambda a: F.nll_loss(a, Tensor([2, 0])), [_a]),
 }
 for _op, (_fn, _inputs) in SWEEP.items():
-    assert gradcheck(_fn, _inputs), _op
-_missing = sorted(set(BACKWARD_RULES) - set(SWEEP))
-assert not _missing, f"ops with a rule but no gradcheck case: {_missing}"
+    check(gradcheck(_fn, _inputs), f"gradcheck of {_op}")
+_missing = sorted(set(BACKWARD_RULES) - set(SWEEP) - {"function"})  # "function": section 12
+assert_equal(_missing, [], "ops with a rule but no gradcheck case")
 print(f"✓ gradcheck passes for all {len(SWEEP)} differentiable ops of modules 01-04")
 
 # %% [markdown]
-# ## 12. Seeing the graph
+# ## 12. Your own op, end to end: what does a node save?
+#
+# Every op so far came with its rule. Later modules add ops of their own (a convolution, an
+# embedding lookup, a fused LayerNorm), and so will you whenever a composite of small ops is
+# too slow or too inaccurate. Adding an op takes three steps:
+#
+# 1. **forward through the dispatch point**: `apply(op_name, forward, *inputs, **attrs)`
+#    runs `forward` and, when grad is on, records a `Node` with that name;
+# 2. **a backward rule** registered under the same name;
+# 3. **gradcheck** it, in float64, including the awkward inputs.
+#
+# A worked example, the raw way (the way modules 09 and 11 add their ops): $y = x^3$.
+
+# %%
+def cube(x):
+    """y = x ** 3 as ONE recorded op named "demo_cube"."""
+    return tt.apply("demo_cube", lambda t: t.numpy() ** 3, x)
+
+
+@backward_rule("demo_cube")
+def _cube_backward(node, grad):
+    x = node.inputs[0].numpy()     # the node saved its input; the rule reads it
+    return (grad * 3 * x * x,)     # one gradient per input
+
+
+_xc = Tensor(np.array([-1.5, 0.5, 2.0]), requires_grad=True)
+print("recorded:", cube(_xc).grad_fn, "| gradcheck:", gradcheck(cube, [_xc]))
+del BACKWARD_RULES["demo_cube"]  # a demo: keep the registry to the course's own ops
+
+# %% [markdown]
+# That node kept **everything**: its input, its attrs and its output — module 01's `apply`
+# cannot know what the rule will need. For a big activation that matters: each saved
+# tensor stays alive until backward (section 15 measures it). PyTorch's
+# `torch.autograd.Function` lets the op's author **choose** what to save: `forward(ctx, ...)`
+# computes the output without recording anything and calls `ctx.save_for_backward(...)`
+# with exactly the tensors `backward` will need; `backward(ctx, grad)` reads them back from
+# `ctx.saved_tensors` and returns one gradient per input of `forward`.
+#
+# `tinytorch.autograd.Function` (provided below) has the same API and goes through the same
+# dispatch point: `Function.apply(*args)` calls `apply("function", ...)` with the `ctx` and
+# the class in the node's attrs, and one registered rule, `"function"`, calls the class's
+# `backward` with that `ctx`.
+
+# %%
+#| export
+class FunctionCtx:
+    """What a Function's forward leaves for its backward (the `ctx` of torch.autograd.Function)."""
+
+    def __init__(self, needs_input_grad=()):
+        self.needs_input_grad = tuple(needs_input_grad)  # one bool per argument of forward
+        self._saved = None
+
+    def save_for_backward(self, *tensors):
+        """Keep these tensors (or None) for backward; call it at most once, in forward."""
+        self._saved = tuple(tensors)
+
+    @property
+    def saved_tensors(self):
+        """The tuple given to save_for_backward (empty if forward saved nothing)."""
+        return () if self._saved is None else self._saved
+
+    def __repr__(self):
+        return f"<ctx saving {len(self.saved_tensors)} tensor(s)>"
+
+
+class Function:
+    """An op with its own forward and backward, in the style of torch.autograd.Function.
+
+    Subclass it with two static methods, `forward(ctx, *args)` (returns one Tensor; runs
+    with grad recording off) and `backward(ctx, grad)` (returns one gradient per argument
+    of forward: a Tensor or numpy array of that argument's shape, or None), then call
+    `MyOp.apply(*args)`.
+    """
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("a Function subclass must define forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError("a Function subclass must define backward(ctx, grad)")
+
+    @classmethod
+    def apply(cls, *args):
+        """Run cls.forward through module 01's dispatch point, recording a "function" node."""
+        is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        ctx = FunctionCtx(a.requires_grad if t else False for a, t in zip(args, is_tensor))
+        ctx._is_tensor = is_tensor
+
+        def run_forward(*tensors, ctx, fn):
+            with no_grad():
+                out = fn.forward(ctx, *args)
+            if not isinstance(out, Tensor):
+                raise TypeError(f"{fn.__name__}.forward must return a Tensor, got {type(out).__name__}")
+            return out.numpy()
+
+        return _apply("function", run_forward, *(a for a in args if isinstance(a, Tensor)), ctx=ctx, fn=cls)
+
+
+@backward_rule("function")
+def _function_backward(node, grad):
+    """The rule of every Function: call its backward with the ctx its forward filled."""
+    ctx, fn = node.attrs["ctx"], node.attrs["fn"]
+    with no_grad():
+        grads = fn.backward(ctx, Tensor(grad))
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    if len(grads) != len(ctx._is_tensor):
+        raise RuntimeError(f"{fn.__name__}.backward returned {len(grads)} gradient(s), but forward "
+                           f"took {len(ctx._is_tensor)} argument(s): return one per argument (None "
+                           f"for those that need none)")
+    return tuple(None if g is None else (g.numpy() if isinstance(g, Tensor) else np.asarray(g))
+                 for g, t in zip(grads, ctx._is_tensor) if t)
+
+
+# %% [markdown]
+# The worked example in this style: `exp`, whose derivative is its own output. Its forward
+# saves the **output**, not the input: backward then needs no `exp` at all.
+
+# %%
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()                  # grad recording is off in here: this is plain numpy work
+        ctx.save_for_backward(y)     # the choice: the output, because exp' = exp
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y              # one gradient per argument of forward
+
+
+_xe = Tensor(np.array([-1.0, 0.0, 2.0]), requires_grad=True)
+_ye = Exp.apply(_xe)
+print("recorded:", _ye.grad_fn, _ye.grad_fn.attrs["ctx"], "| gradcheck:", gradcheck(Exp.apply, [_xe]))
+
+# %% [markdown]
+# ### Your turn: softplus, and what it should save
+#
+# $\text{softplus}(x) = \log(1 + e^x)$ is a smooth ReLU. Its derivative is a function you
+# know: $\frac{d}{dx}\log(1+e^x) = \frac{e^x}{1+e^x} = \sigma(x)$, the sigmoid. So what
+# should the node save? Saving $x$ would make backward compute $\sigma(x)$ all over again
+# (an `exp`, a division); saving $\sigma(x)$ costs the same memory and leaves backward a
+# single multiplication. Write `Softplus` so that it saves **exactly one tensor,
+# $\sigma(x)$**, and its backward uses only that.
+#
+# One more thing the forward must get right: `np.log(1 + np.exp(x))` overflows to `inf` at
+# `x = 1000` (and loses all precision for very negative `x`). The forward must be stable.
+#
+# <details><summary>Hint 1</summary>
+#
+# Write $\log(1 + e^x)$ so that no exponential of a large positive number appears: what is
+# it approximately for large positive $x$? Split $x$ into its positive part and a remainder
+# that depends on $|x|$ only.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# $\log(1 + e^x) = \max(x, 0) + \log(1 + e^{-|x|})$, and numpy has `log1p` for the last
+# logarithm. Module 02's `sigmoid` is already stable; inside `forward`, grad recording is
+# off, so using tinytorch ops or numpy is equally fine.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# In forward, compute the sigmoid of `x` and hand it (only it) to `ctx.save_for_backward`;
+# compute the stable form of softplus and return it as a Tensor of `x`'s dtype. In
+# backward, take the one saved tensor out of `ctx.saved_tensors` and return the upstream
+# gradient times it.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "softplus-function", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class Softplus(Function):
+    """softplus(x) = log(1 + exp(x)) as one op: `Softplus.apply(x)`.
+
+    Contract: forward(ctx, x) takes a floating Tensor x and returns a Tensor of x's shape
+    and dtype, finite for every finite x (x = ±1000 included); it saves for backward
+    exactly one tensor, sigmoid(x), and not x. backward(ctx, grad) returns the gradient of
+    x (one value: forward has one argument) computed from the saved tensor alone.
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        # Idea: save the derivative itself; backward is then one multiplication.
+        ### BEGIN SOLUTION
+        from tinytorch.nn.functional import sigmoid
+
+        ctx.save_for_backward(sigmoid(x))
+        xv = x.numpy()
+        return Tensor(np.maximum(xv, 0) + np.log1p(np.exp(-np.abs(xv))), dtype=x.dtype)
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Idea: the chain rule with the saved slope.
+        ### BEGIN SOLUTION
+        (s,) = ctx.saved_tensors
+        return grad * s
+        ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-softplus-function", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_xs = Tensor(np.array([[-3.0, -0.5, 0.0], [0.25, 1.5, 4.0]]), requires_grad=True)
+_ys = Softplus.apply(_xs)
+assert_close(_ys.numpy(), np.logaddexp(0.0, _xs.numpy()), rtol=1e-12, atol=1e-15, what="softplus values")
+assert_equal(_ys.grad_fn.op if _ys.grad_fn else None, "function", "the op recorded by Softplus.apply")
+_saved = _ys.grad_fn.attrs["ctx"].saved_tensors
+assert_equal(len(_saved), 1, "number of tensors Softplus saves for backward")
+assert_close(_saved[0].numpy() if isinstance(_saved[0], Tensor) else _saved[0], 1 / (1 + np.exp(-_xs.numpy())),
+             rtol=1e-12, atol=1e-15, what="the saved tensor: sigmoid(x), not x")
+check(gradcheck(Softplus.apply, [_xs]), "gradcheck of Softplus.apply")
+_big = Tensor(np.array([-1000.0, -40.0, 40.0, 1000.0]), requires_grad=True)
+_yb = Softplus.apply(_big)
+assert_close(_yb.numpy(), np.array([0.0, np.exp(-40.0), 40.0, 1000.0]), rtol=1e-12, atol=1e-300,
+             what="softplus at large |x| (stable, no overflow)")
+backward(_yb.sum())
+assert_close(_big.grad.numpy(), np.array([0.0, np.exp(-40.0), 1.0, 1.0]), rtol=1e-9, atol=1e-300,
+             what="softplus gradient at large |x|")
+_x32 = Tensor(np.array([0.5, -2.0], dtype=np.float32))
+assert_equal(Softplus.apply(_x32).dtype, _x32.dtype, "dtype of softplus of a float32 tensor")
+print("✓ Softplus saves sigmoid(x):", _saved[0].numpy().ravel().round(3))
+
+# %% [markdown]
+# ## 13. Seeing the graph
 #
 # Debugging autograd is much easier when you can *see* the graph. Two provided tools walk it
 # with your `topological_order` (each node gets its number in that order, `#0` being the
@@ -1601,6 +2321,11 @@ def format_graph(tensor, names=None, max_depth=25):
     return "\n".join(lines)
 
 
+# %% [markdown]
+# `print_graph` prints that text; `to_dot` writes the same graph in Graphviz's DOT language.
+
+# %%
+#| export
 def print_graph(tensor, names=None, max_depth=25):
     """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
     print(format_graph(tensor, names, max_depth))
@@ -1649,13 +2374,14 @@ _h = _xb @ _w
 _out = (_h * _h + _h).sum()
 _text = format_graph(_out, names={"w": _w, "x": _xb})
 print(_text)
-assert _text.splitlines()[0].startswith("#0 SumBackward")
-assert _text.count("MatmulBackward -> (4, 2)") == 1 and "(shown above)" in _text, \
-    "the shared matmul node is expanded once"
-assert "w (3, 2) float64 (leaf)" in _text and "x (4, 3) float64" in _text
+assert_equal(_text.splitlines()[0].split(" ->")[0], "#0 SumBackward", "the first line: the root")
+assert_equal(_text.count("MatmulBackward -> (4, 2)"), 1, "times the shared matmul node is expanded")
+check("(shown above)" in _text, "a shared node's second appearance says (shown above)")
+check("w (3, 2) float64 (leaf)" in _text and "x (4, 3) float64" in _text, "named leaves are labelled")
 _dot = to_dot(_out, names={"w": _w})
-assert _dot.startswith("digraph") and _dot.count(" -> n") == 7, _dot  # 7 edges: 2 into matmul,
-assert 'label="w (3, 2) float64 (leaf)"' in _dot  # 2 (x and x) into mul, 2 into add, 1 into sum
+check(_dot.startswith("digraph"), "to_dot returns DOT text", got=_dot[:20])
+assert_equal(_dot.count(" -> n"), 7, "edges: 2 into matmul, 2 (h and h) into mul, 2 into add, 1 into sum")
+check('label="w (3, 2) float64 (leaf)"' in _dot, "the parameter w is labelled in the DOT text")
 print("✓ print_graph / to_dot")
 
 # %% [markdown]
@@ -1685,7 +2411,7 @@ else:
     print(dot_source)
 
 # %% [markdown]
-# ## 13. The graph's lifetime: built, used, freed
+# ## 14. The graph's lifetime: built, used, freed
 #
 # - **Built** during the forward pass: `apply` attaches one `Node` per op, when grad mode is
 #   on and an input requires grad. Nothing else holds the graph: it is reachable only from
@@ -1723,7 +2449,7 @@ with no_grad():
     print("under no_grad:", (_x * 2).requires_grad, (_x * 2).grad_fn)
 
 # %% [markdown]
-# ## 14. A systems look
+# ## 15. A systems look
 #
 # ### Memory: the graph keeps the activations alive
 #
@@ -1732,6 +2458,14 @@ with no_grad():
 # measure with `tracemalloc` (numpy reports its array allocations to it): the memory held
 # after a forward pass with grad on, the same forward under `no_grad()`, and what is left
 # after `backward()` frees the graph.
+#
+# The model is `Linear(784, 512) → ReLU → Linear(512, 256) → ReLU → Linear(256, 10)` in
+# float32 on a batch of 256. **Predict first**: how many MiB do the arrays that the graph
+# keeps alive take, not counting the parameters and the input batch? (Each `Linear` is a
+# matmul node and an add node; every node keeps its output; count each distinct array once.)
+
+# %%
+predicted_graph_mib = None  # your number, e.g. 3.0 (MiB); not graded
 
 # %%
 tt.manual_seed(0)
@@ -1785,6 +2519,9 @@ print(f"held after a forward pass with the graph:   {held_graph / MiB:6.3f} MiB 
       f"({n_nodes} nodes; walking the graph counts {counted / MiB:.3f} MiB of saved arrays)")
 print(f"held after backward() freed the graph:      {held_after / MiB:6.3f} MiB "
       f"(of which the new .grad tensors: {grad_bytes / MiB:.3f} MiB)")
+print(f"the graph's saved arrays: measured {counted / MiB:.3f} MiB; your prediction: "
+      + ("none written (set predicted_graph_mib above)" if predicted_graph_mib is None
+         else f"{predicted_graph_mib:.3f} MiB"))
 for p in model.parameters():
     p.grad = None
 
@@ -1792,15 +2529,23 @@ for p in model.parameters():
 # Read the three lines together. Under `no_grad()` a forward pass leaves almost nothing
 # behind: each intermediate array dies as soon as the next op has read it. With the graph,
 # every layer's input, pre-activation and activation stay alive (a `(256, 512)` float32
-# activation alone is 0.5 MiB), and walking the graph accounts for nearly all of what
-# `tracemalloc` sees. For this small MLP the saved activations already rival the
-# parameters; they grow with the batch size, the parameters do not. After `backward()`
+# activation alone is 0.5 MiB), and walking the graph should account for most of what
+# `tracemalloc` sees (the rest is small bookkeeping, and it varies with the numpy version).
+# For this small MLP the saved activations already rival the parameters; they grow with
+# the batch size, the parameters do not. After `backward()`
 # what remains is essentially the new `.grad` tensors: freeing each node after use gave
 # the activations back. This is why inference runs under `no_grad()`, why large batches
 # run out of memory in *training* first, and what **activation checkpointing** trades
 # (recompute parts of the forward during backward instead of saving them).
 #
 # ### Time: backward versus forward
+#
+# **Predict first**: how many times longer than the forward pass is the backward pass of
+# this MLP? Count the matrix products each `Linear` needs forward and backward (section 1),
+# and remember that the first layer's input is data.
+
+# %%
+predicted_backward_over_forward = None  # your number, e.g. 1.5; not graded
 
 # %%
 def time_step(batch, repeats=7):
@@ -1838,6 +2583,8 @@ for needs_grad in (False, True):
     print(f"input requires grad: {str(needs_grad):5}  forward {f_s * 1e3:6.1f} ms, backward "
           f"{b_s * 1e3:6.1f} ms: measured backward/forward = {b_s / f_s:.2f}; "
           f"matmul FLOPs predict {b_flops / f_flops:.2f}")
+print("your prediction (input not requiring grad):",
+      "none written" if predicted_backward_over_forward is None else f"{predicted_backward_over_forward:.2f}")
 
 # %% [markdown]
 # The matmuls dominate, so their FLOPs predict the ratio: each `Linear` is one matmul
@@ -1847,6 +2594,57 @@ for needs_grad in (False, True):
 # around the prediction: BLAS runs some matrix shapes faster than others (the backward
 # matmuls multiply transposed operands), and the elementwise ops and Python's overhead per
 # node add a fixed cost that dominates for small tensors.
+#
+# ### One GEMM versus a batched product then a sum
+#
+# Section 10's `linear_weight_grad` claims that a Linear layer on a `(B, T, in)` batch
+# should get its weight gradient from one `(in, B·T) @ (B·T, out)` product instead of `B`
+# products of `(in, T) @ (T, out)` and a sum of the `B` results. Both do exactly the same
+# multiply-adds ($2\,B\,T\,\text{in}\,\text{out}$ FLOPs), so FLOPs predict a ratio of 1.
+# **Predict first**: how much faster is the single GEMM on this machine, for `B = 64`,
+# `T = 32`, `in = out = 256` in float32?
+
+# %%
+predicted_gemm_speedup = None  # your number, e.g. 2.0 (batched time / one-GEMM time); not graded
+
+# %%
+from tinytorch.utils.timing import median_time
+
+_B, _T, _IN, _OUT = 64, 32, 256, 256
+_rng = np.random.default_rng(0)
+acts = _rng.standard_normal((_B, _T, _IN)).astype(np.float32)     # the layer's input
+upstream = _rng.standard_normal((_B, _T, _OUT)).astype(np.float32)  # dL/dY
+
+
+def batched_then_sum():
+    return (np.swapaxes(acts, -1, -2) @ upstream).sum(axis=0)  # B products, then a sum
+
+
+def one_gemm():
+    return linear_weight_grad(acts, upstream)  # your one-GEMM version
+
+
+assert_close(one_gemm(), batched_then_sum(), rtol=1e-3, atol=1e-2, what="both give the same weight gradient")
+t_batched = median_time(batched_then_sum, repeats=7)
+t_gemm = median_time(one_gemm, repeats=7)
+gflop = 2 * _B * _T * _IN * _OUT / 1e9
+print(f"batched product then sum: {t_batched * 1e3:7.2f} ms ({gflop / t_batched:6.1f} GFLOP/s)")
+print(f"one reshaped GEMM:        {t_gemm * 1e3:7.2f} ms ({gflop / t_gemm:6.1f} GFLOP/s)")
+print(f"measured speedup {t_batched / t_gemm:.1f}x; your prediction: "
+      + ("none written" if predicted_gemm_speedup is None else f"{predicted_gemm_speedup:.1f}x"))
+
+# %% [markdown]
+# Same arithmetic, different speed: the single GEMM should come out faster, by how much
+# depends strongly on the machine (about 13x was measured with a multi-threaded BLAS on the
+# machine this course was written on; with one BLAS thread on a busy machine it can be as
+# little as 1.5x; the figure printed above is yours). Why it differs: the batched product calls
+# BLAS on `B` small, thin matrices (`T = 32` rows each), which are too short for BLAS's
+# blocking to reach full speed and which numpy may not hand to a multi-threaded kernel; it
+# also writes `B` intermediate `(in, out)` results (here 16 MiB) and then reads them all
+# again to sum them. The one GEMM has a long inner dimension (`B·T = 2048`), writes only
+# the `(in, out)` result, and keeps every core busy. The ratio grows with `B` and shrinks
+# when `T` is already large; with one BLAS thread it is smaller than with many. That is why
+# every framework folds the batch dimensions of a Linear layer into the rows.
 #
 # ### Depth: a chain of 10,000 ops
 #
@@ -1890,7 +2688,13 @@ except RecursionError:
 # ### Width: why "each node once" matters
 #
 # Counting how many node visits a naive "push the gradient down every path" recursion makes
-# on $k$ stacked diamonds, against what the engine does:
+# on $k$ stacked diamonds (`y = y * 1.0 + y * 1.0`, $k$ times), against what the engine
+# does. **Predict first**: for $k = 20$, how many nodes does the engine visit, and about how
+# many visits would the naive recursion make?
+
+# %%
+predicted_engine_nodes_k20 = None  # your number; not graded
+predicted_naive_visits_k20 = None  # your number (a power of 2 is a fine guess); not graded
 
 # %%
 def naive_visits(node):
@@ -1913,9 +2717,57 @@ for k in (5, 10, 20, 60):
     took = time.perf_counter() - t0
     print(f"k={k:2d}: the engine visits {nodes:3d} nodes in {took * 1e3:5.2f} ms (x.grad = "
           f"2^{int(np.log2(x.grad.item()))}); a naive recursion would make {naive:.2e} visits")
+    if k == 20:
+        counted_k20 = (nodes, naive)
+print("k=20, your prediction:", "none written" if predicted_engine_nodes_k20 is None and
+      predicted_naive_visits_k20 is None else (predicted_engine_nodes_k20, predicted_naive_visits_k20),
+      "| counted:", counted_k20, "(the node count is exact on every machine; so is the visit count)")
 
 # %% [markdown]
-# ## 15. How PyTorch does it
+# ## 16. The loss goes down
+#
+# Everything is in place to train a network with nothing but your engine. The data: three
+# interleaved spiral arms in the plane, 300 points, which no straight line separates. The
+# model: module 03's `Linear` layers with a ReLU between them. The loss: module 04's
+# cross-entropy. The update is **plain gradient descent**, written inline in two lines:
+# for every parameter, `p -= lr * p.grad` under `no_grad()` (the update must not be
+# recorded), then `zero_grad()` so the next step's backward does not add onto this one's
+# (section 7). Module 07 turns those two lines into optimizers (momentum, Adam).
+
+# %% nbgrader={"grade": true, "grade_id": "test-loss-goes-down", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    tt.manual_seed(0)
+    _rng = np.random.default_rng(0)
+    _n = 100  # points per arm
+    _r = np.linspace(0.1, 1.0, _n)
+    _pts, _cls = [], []
+    for _k in range(3):
+        _angle = _r * 4.0 + _k * 2 * np.pi / 3 + _rng.normal(0, 0.15, _n)
+        _pts.append(np.stack([_r * np.sin(_angle), _r * np.cos(_angle)], axis=1))
+        _cls.append(np.full(_n, _k))
+    _X = Tensor(np.concatenate(_pts).astype(np.float32))
+    _Y = Tensor(np.concatenate(_cls))
+    _net = nn.Sequential(nn.Linear(2, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 3))
+    _losses = []
+    for _step in range(301):
+        _loss = F.cross_entropy(_net(_X), _Y)
+        _net.zero_grad()
+        backward(_loss)                      # your engine
+        with no_grad():                      # plain SGD, inline
+            for _p in _net.parameters():
+                _p -= 0.5 * _p.grad
+        _losses.append(_loss.item())
+        if _step % 50 == 0:
+            print(f"step {_step:3d}: loss {_loss.item():.3f}")
+    with no_grad():
+        _acc = float((_net(_X).numpy().argmax(1) == _Y.numpy()).mean())
+check(_losses[-1] < 0.5 * _losses[0], "the loss at least halves in 300 steps",
+      got=round(_losses[-1], 3), expected=f"< {0.5 * _losses[0]:.3f}")
+check(_acc > 0.8, "training accuracy on the spirals above 80%", got=_acc)
+print(f"✓ the loss went down from {_losses[0]:.3f} to {_losses[-1]:.3f}; training accuracy {_acc:.0%}")
+
+# %% [markdown]
+# ## 17. How PyTorch does it
 #
 # The design you built is PyTorch's, in miniature:
 #
@@ -1941,6 +2793,10 @@ for k in (5, 10, 20, 60):
 #   `op: formula per input`, compiled into C++ — the same idea as `BACKWARD_RULES`. Their
 #   formulas are written with tensor ops, so they can be differentiated again
 #   (`create_graph=True`, higher-order gradients); ours use numpy, so they cannot.
+# - **`torch.autograd.Function`** is the API of section 12 (`forward(ctx, ...)`,
+#   `ctx.save_for_backward`, `ctx.saved_tensors`, `ctx.needs_input_grad`, `MyOp.apply`); it
+#   is how libraries add fused ops, and choosing what to save is exactly the memory/compute
+#   trade you made for softplus. PyTorch's own `F.softplus` saves its input and recomputes.
 # - **`torch.autograd.gradcheck`** compares the full Jacobian (or, in fast mode, random
 #   projections like ours) in float64 with `eps=1e-6`, `atol=1e-5`, `rtol=1e-3`.
 #
@@ -1966,7 +2822,7 @@ if torch is not None:
         print("torch, second backward:", str(e)[:70], "...")
 
 # %% [markdown]
-# ## 16. Recap
+# ## 18. Recap
 #
 # - Reverse mode pushes $\partial L/\partial(\cdot)$ from the loss back to every input in
 #   one pass; each op contributes a **vector-Jacobian product**, never a Jacobian.
@@ -1978,8 +2834,15 @@ if torch is not None:
 #   (linear even for diamond-rich graphs), sums gradients per tensor, accumulates into
 #   `.grad`, and frees each node after use unless `retain_graph=True`.
 # - `no_grad()`/`enable_grad()` switch recording; `detach()` cuts a tensor out of the graph.
+# - `.grad` **accumulates** (the sum over paths, and over backward calls); a training loop
+#   calls `zero_grad()` before each backward.
 # - `gradcheck` compares every rule with float64 central differences (relative error
 #   < 1e-6); use it whenever you add an op in later modules.
-# - The graph costs memory (saved activations) and backward costs about 2× the forward.
+# - Your own op: forward through `apply` (or a `Function`), a rule, a gradcheck — and the
+#   choice of what the node saves (softplus saves σ(x), so backward is one multiplication).
+# - The graph costs memory (saved activations) and backward costs about 2× the forward; a
+#   Linear layer's weight gradient is one GEMM over all the batch's rows, not a batched
+#   product and a sum.
+# - Your engine trains an MLP: the loss went down with two lines of SGD.
 #
 # Run `tito test module 06` to check your work against the full test suite.

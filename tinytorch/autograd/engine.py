@@ -10,11 +10,13 @@ import functools
 import numpy as np
 
 from tinytorch._tensor import Tensor, is_grad_enabled, set_grad_enabled
+from tinytorch._tensor import apply as _apply
 
 __all__ = [
     "no_grad", "enable_grad", "BACKWARD_RULES", "backward_rule", "call_rule", "unbroadcast",
     "next_nodes", "topological_order", "backward", "grad", "numerical_grad", "gradcheck",
-    "GradcheckError", "format_graph", "print_graph", "to_dot",
+    "GradcheckError", "format_graph", "print_graph", "to_dot", "free_node", "linear_weight_grad",
+    "Function", "FunctionCtx", "Softplus",
 ]
 
 
@@ -33,14 +35,23 @@ class _GradMode:
         return self
 
     def __enter__(self):
-        """Remember the current grad mode (push it on self._prev), then switch to self.mode."""
-        # Hint: is_grad_enabled() and set_grad_enabled() come from module 01. Return self.
+        """Switch grad mode to `self.mode`, remembering the mode that was on.
+
+        Contract: returns self. Afterwards is_grad_enabled() == self.mode, and the previous
+        mode is pushed on the stack `self._prev` for the matching __exit__.
+        """
+        # Idea: restoring later needs what is on now: remember it before you switch.
         # YOUR CODE HERE
         raise NotImplementedError('_GradMode.__enter__() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
     def __exit__(self, exc_type, exc, tb):
-        """Restore the mode that was on before the matching __enter__ (pop self._prev)."""
-        # Hint: return False, so that an exception raised inside the block still propagates.
+        """Restore the grad mode that was on before the matching __enter__.
+
+        Contract: runs also when the block raised; returns False (the exception, if any,
+        propagates). Afterwards grad mode is what it was before the matching __enter__,
+        which is not necessarily "on".
+        """
+        # Idea: restore, do not reset: a no_grad inside a no_grad must leave grad mode off.
         # YOUR CODE HERE
         raise NotImplementedError('_GradMode.__exit__() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -123,14 +134,11 @@ def call_rule(node, grad):
 def unbroadcast(grad, shape):
     """Sum `grad` over the dimensions that broadcasting stretched, so it gets `shape` back.
 
-    Why: an input used many times by a broadcast op receives the sum of the gradients of
-    all the places it was used.
+    Contract: `grad` is a numpy array whose shape is the broadcast of `shape` with other
+    shapes; `shape` is a tuple of ints. Returns a numpy array of exactly `shape` whose
+    entries are sums of the entries of `grad` that came from the same input element.
     """
-    # Hints:
-    # - extra = grad.ndim - len(shape) leading dims were added: grad.sum(axis=tuple(range(extra)));
-    # - then the dims i where shape[i] == 1 but grad.shape[i] != 1: one
-    #   grad.sum(axis=those_dims, keepdims=True);
-    # - return a numpy array of exactly `shape`.
+    # Idea: an input element reused by broadcasting gets the sum of all its uses' gradients.
     # YOUR CODE HERE
     raise NotImplementedError('unbroadcast() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -138,8 +146,13 @@ def unbroadcast(grad, shape):
 # -- cell 17 (rules-arithmetic) --
 @backward_rule("add")
 def _add_backward(node, grad):
-    """y = a + b: both inputs get the upstream gradient, unbroadcast to their shapes."""
-    # Hint: a, b = node.inputs; return unbroadcast(grad, a.shape), unbroadcast(grad, b.shape)
+    """y = a + b.
+
+    Contract (every rule below): `node` is the recorded Node, `grad` the upstream gradient
+    (a numpy array of the output's shape, never written into). Returns a tuple with one
+    numpy gradient per input, each of that input's shape.
+    """
+    # Idea: a sum passes its gradient on unchanged, to both sides.
     # YOUR CODE HERE
     raise NotImplementedError('_add_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -147,14 +160,15 @@ def _add_backward(node, grad):
 @backward_rule("sub")
 def _sub_backward(node, grad):
     """y = a - b."""
+    # Idea: like add, but b's slope is -1.
     # YOUR CODE HERE
     raise NotImplementedError('_sub_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("mul")
 def _mul_backward(node, grad):
-    """y = a * b: each input's gradient is the upstream gradient times the other input."""
-    # Hint: the values are node.inputs[0].numpy() and node.inputs[1].numpy().
+    """y = a * b."""
+    # Idea: the slope with respect to one factor is the other factor.
     # YOUR CODE HERE
     raise NotImplementedError('_mul_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -162,13 +176,15 @@ def _mul_backward(node, grad):
 @backward_rule("div")
 def _div_backward(node, grad):
     """y = a / b."""
+    # Idea: a / b = a * (1/b), and d(1/b)/db = -1/b².
     # YOUR CODE HERE
     raise NotImplementedError('_div_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("exp")
 def _exp_backward(node, grad):
-    """y = exp(x): reuse the saved output."""
+    """y = exp(x)."""
+    # Idea: exp is its own derivative, and the node already holds it.
     # YOUR CODE HERE
     raise NotImplementedError('_exp_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -176,6 +192,7 @@ def _exp_backward(node, grad):
 @backward_rule("log")
 def _log_backward(node, grad):
     """y = log(x)."""
+    # Idea: d log(x)/dx = 1/x.
     # YOUR CODE HERE
     raise NotImplementedError('_log_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -243,44 +260,59 @@ def next_nodes(node):
 
 def topological_order(roots):
     """Every node reachable from the nodes `roots`, each exactly once, ordered so that a node
-    comes before every node that produced one of its inputs (roots first).
+    comes before every node that produced one of its inputs (the roots first).
 
-    Iterative (an explicit stack), so a chain of 10,000 ops works; linear in the graph size.
+    Contract: `roots` is a list of Nodes. Returns a list of Nodes. Iterative (no recursion:
+    a chain of 10,000 ops works) and linear in the size of the graph (a diamond's shared
+    part is walked once). Raises module 06's "backward through the graph a second time"
+    RuntimeError when it meets a freed node (next_nodes does that for you).
     """
-    # Hints: see the pseudo-code above. Nodes are hashable (by identity), so a set works
-    # for `visited`. Return a list.
+    # Idea: a node is finished after everything below it; reverse the order of finishing.
     # YOUR CODE HERE
     raise NotImplementedError('topological_order() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 # -- cell 25 (run-backward) --
 def free_node(node):
-    """Release what `node` keeps alive (inputs, attrs, output): the graph is used up."""
-    node.inputs = None
-    node.attrs = None
-    node.output = None
+    """Release what `node` keeps alive: the graph below it is used up.
+
+    Contract: afterwards node.inputs, node.attrs and node.output are None (that is how
+    next_nodes and call_rule recognise a freed node).
+    """
+    # Idea: the saved tensors are the graph's memory; drop every reference to them.
+    # YOUR CODE HERE
+    raise NotImplementedError('free_node() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 def _run_backward(roots, root_grads, retain_graph, sink):
-    """Propagate `root_grads` (numpy arrays) from the tensors `roots` through the graph,
-    calling sink(tensor, grad) for every gradient that reaches a tensor."""
-    # Hints: see the bullet points above; the roots' nodes are
-    # [r.grad_fn for r in roots if r.grad_fn is not None].
+    """Propagate `root_grads` from the tensors `roots` back through the graph.
+
+    Contract: `roots` is a list of Tensors, `root_grads` a list of numpy arrays of their
+    shapes. Calls sink(tensor, gradient) for each root with its gradient, then once for
+    every (input tensor, gradient) that a rule produces. Each node's rule runs at most once,
+    on the sum of all gradients its output received. Unless `retain_graph`, every node
+    reached is freed once it is done. Raises (before changing anything) when the graph
+    was already freed. Never writes into a gradient array.
+    """
+    # Idea: in topological order, each node's gradient is complete when the loop reaches it.
     # YOUR CODE HERE
     raise NotImplementedError('_run_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 def _accumulate_grad(tensor, g):
-    """backward()'s sink: add g into tensor.grad for leaves and retain_grad() tensors."""
-    if tensor.grad_fn is not None and not getattr(tensor, "_retains_grad", False):
-        return
-    if tensor.grad is None:
-        tensor.grad = Tensor(np.asarray(g), dtype=tensor.dtype)  # a fresh copy
-    else:
-        buf = tensor.grad.numpy()  # accumulate in place, like PyTorch
-        buf += np.asarray(g, dtype=buf.dtype)
+    """backward()'s sink: add the gradient `g` (a numpy array) into `tensor.grad`.
+
+    Contract: does nothing for a tensor made by an op (it has a grad_fn), unless it called
+    retain_grad(). Otherwise, when tensor.grad is None, sets it to a new Tensor holding a
+    copy of g in tensor's dtype and shape; when it is a Tensor, adds g into it. Never keeps
+    a reference to g itself (the engine may reuse it).
+    """
+    # Idea: .grad is a running sum over every backward pass, until someone clears it.
+    # YOUR CODE HERE
+    raise NotImplementedError('_accumulate_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
+# -- cell 26 --
 def _seed(tensor, gradient):
     """The starting gradient for `tensor`: ones for a one-element tensor, else `gradient`."""
     if not isinstance(tensor, Tensor):
@@ -347,17 +379,21 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
     return tuple(result)
 
 
-# -- cell 28 (numerical-grad) --
+# -- cell 31 (numerical-grad) --
 def numerical_grad(f, x, eps=1e-6):
-    """Central-difference gradient of the scalar function f() w.r.t. every element of the
-    numpy array `x` that f reads. Returns a float64 array of x's shape; x is left unchanged."""
-    # Hints: out = np.zeros(x.shape); for idx in np.ndindex(*x.shape): save old = x[idx], set
-    # x[idx] = old + eps, f_plus = f(), set old - eps, f_minus = f(), restore x[idx] = old,
-    # out[idx] = (f_plus - f_minus) / (2 * eps).
+    """Central-difference gradient of the scalar function f() w.r.t. every element of `x`.
+
+    Contract: `f` takes no arguments and returns a float computed from the numpy array `x`
+    (any shape, 0-d included), which it reads in place. Returns a float64 array of x's
+    shape whose element i is (f(x + eps e_i) - f(x - eps e_i)) / (2 eps). When it returns,
+    x holds exactly its original values.
+    """
+    # Idea: nudge one element both ways, watch f, put the element back.
     # YOUR CODE HERE
     raise NotImplementedError('numerical_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
+# -- cell 33 --
 class GradcheckError(RuntimeError):
     """Raised by gradcheck when an analytical gradient disagrees with central differences."""
 
@@ -426,45 +462,56 @@ def gradcheck(fn, inputs, eps=1e-6, tol=1e-6, raise_exception=True, seed=0):
     return True
 
 
-# -- cell 31 (rules-views) --
+# -- cell 36 (rules-views) --
 @backward_rule("transpose")
 def _transpose_backward(node, grad):
-    """y = x.transpose(dim0, dim1): swap the axes of the gradient back."""
-    # Hint: np.swapaxes(grad, dim0, dim1); when grad.ndim == 0 return (grad,).
+    """y = x.transpose(dim0, dim1) (attrs: dim0, dim1).
+
+    Contract (every rule below): returns a one-element tuple, the gradient of x, a numpy
+    array of x's shape.
+    """
+    # Idea: a swap is its own inverse.
     # YOUR CODE HERE
     raise NotImplementedError('_transpose_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("permute")
 def _permute_backward(node, grad):
-    """y = x.permute(dims): apply the inverse permutation."""
+    """y = x.permute(dims) (attrs: dims)."""
+    # Idea: undo the permutation.
     # YOUR CODE HERE
     raise NotImplementedError('_permute_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("view", "reshape", "squeeze", "unsqueeze")
 def _reshape_backward(node, grad):
-    """y = x.view/reshape/squeeze/unsqueeze(...): same elements in the same order."""
+    """y = x.view/reshape/squeeze/unsqueeze(...)."""
+    # Idea: same elements in the same order, another shape.
     # YOUR CODE HERE
     raise NotImplementedError('_reshape_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("expand")
 def _expand_backward(node, grad):
-    """y = x.expand(shape): broadcasting as a view."""
+    """y = x.expand(shape)."""
+    # Idea: expand is broadcasting, done as a view.
     # YOUR CODE HERE
     raise NotImplementedError('_expand_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("getitem")
 def _getitem_backward(node, grad):
-    """y = x[index] (basic or advanced): scatter-add the gradient back to where each
-    element came from (node.attrs["index"] works as x.numpy()[index])."""
+    """y = x[index] (attrs: index, which works as x.numpy()[index]).
+
+    Any index numpy accepts (basic, advanced, boolean, repeated). An input element picked
+    k times gets the sum of those k gradients; one never picked gets 0.
+    """
+    # Idea: find where each output element came from, then add the gradients back there.
     # YOUR CODE HERE
     raise NotImplementedError('_getitem_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 32 --
+# -- cell 37 --
 def _storage_positions(shape, strides, offset):
     """The storage position of every element of a layout, as an int array of `shape`."""
     pos = np.full(tuple(shape), offset, dtype=np.int64)
@@ -484,10 +531,29 @@ def _as_strided_backward(node, grad):
     return (per_cell[in_pos] / np.maximum(count[in_pos], 1),)
 
 
-# -- cell 35 (rules-reductions) --
+# -- cell 40 (linear-weight-grad) --
+def linear_weight_grad(a, g):
+    """The gradient of W in Y = A @ W, where A has batch dims and W is one matrix.
+
+    Contract: `a` is a numpy array of shape (..., n, k), `g` (the upstream gradient of Y)
+    of shape (..., n, m) with the same leading dims (at least one row). Returns the (k, m)
+    array sum over every batch entry b of a[b].T @ g[b], computed as ONE 2-D matrix
+    product (no batched matmul, no summing of per-batch products).
+    """
+    # Idea: the batch boundaries do not matter: all rows of all matrices are one long matrix.
+    # YOUR CODE HERE
+    raise NotImplementedError('linear_weight_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
+
+
+# -- cell 43 (rules-reductions) --
 @backward_rule("sum")
 def _sum_backward(node, grad):
-    """y = x.sum(dim, keepdim): broadcast the gradient back over the reduced dims."""
+    """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints; keepdim).
+
+    Contract (every rule below): returns a tuple, one numpy gradient per input, each of
+    that input's shape (None for an input that does not require grad).
+    """
+    # Idea: the reverse of a sum is a broadcast.
     # YOUR CODE HERE
     raise NotImplementedError('_sum_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -495,6 +561,7 @@ def _sum_backward(node, grad):
 @backward_rule("mean")
 def _mean_backward(node, grad):
     """y = x.mean(dim, keepdim)."""
+    # Idea: a mean is a sum divided by how many elements it summed.
     # YOUR CODE HERE
     raise NotImplementedError('_mean_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -502,11 +569,12 @@ def _mean_backward(node, grad):
 @backward_rule("matmul")
 def _matmul_backward(node, grad):
     """y = a @ b with numpy's rules (1-D operands, broadcast batch dims)."""
+    # Idea: the formulas are the 2-D ones; the shapes are the work.
     # YOUR CODE HERE
     raise NotImplementedError('_matmul_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 36 --
+# -- cell 44 --
 def _keep_reduced(arr, attrs):
     """A reduction's output or gradient with the reduced dims put back as size 1."""
     return arr if attrs["keepdim"] else np.expand_dims(arr, attrs["dim"])
@@ -541,55 +609,66 @@ def _stack_backward(node, grad):
     return tuple(np.moveaxis(grad, node.attrs["dim"], 0))
 
 
-# -- cell 39 (rules-nn) --
+# -- cell 47 (rules-nn) --
 @backward_rule("relu")
 def _relu_backward(node, grad):
-    """y = max(x, 0)."""
+    """y = max(x, 0).
+
+    Contract (every rule in this cell): returns a one-element tuple, the gradient of the
+    input (a numpy array of its shape).
+    """
+    # Idea: the gradient passes where the unit was on; PyTorch's slope at 0 is 0.
     # YOUR CODE HERE
     raise NotImplementedError('_relu_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
-    """y = sigmoid(x): use the saved output."""
+    """y = sigmoid(x)."""
+    # Idea: σ' = σ(1 - σ), and σ is the saved output.
     # YOUR CODE HERE
     raise NotImplementedError('_sigmoid_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
-    """y = tanh(x): use the saved output."""
+    """y = tanh(x)."""
+    # Idea: tanh' = 1 - tanh², and tanh is the saved output.
     # YOUR CODE HERE
     raise NotImplementedError('_tanh_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
-    """y = softmax(x, dim)."""
+    """y = softmax(x, dim) (attrs: dim)."""
+    # Idea: the VJP of diag(s) - s sᵀ, without building the matrix.
     # YOUR CODE HERE
     raise NotImplementedError('_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
-    """y = log_softmax(x, dim)."""
+    """y = log_softmax(x, dim) (attrs: dim)."""
+    # Idea: exp of the saved output is the softmax.
     # YOUR CODE HERE
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
+# -- cell 49 (rules-nll) --
 @backward_rule("nll_loss")
 def _nll_loss_backward(node, grad):
-    """loss = nll_loss(logp, target, weight, ignore_index, reduction); attrs hold target
-    (int numpy array), weight (None or a (C,) numpy array), ignore_index and reduction."""
-    # Hints: mirror module 04's forward: for a 1-D input work on logp[None], target[None];
-    # valid = target != ignore_index; safe = np.where(valid, target, 0); w = weight[safe]
-    # (ones without weight) and 0 where not valid; per-sample upstream gradient as described;
-    # then np.put_along_axis(out, safe[:, None], (-w * g)[:, None], axis=1).
+    """loss = nll_loss(logp, target, weight, ignore_index, reduction).
+
+    attrs: target (an int numpy array, (N,) or () for a 1-D input), weight (None or a (C,)
+    numpy array), ignore_index (an int), reduction ("mean", "sum" or "none"). The input is
+    (N, C) or (C,). The gradient is 0 except at each valid sample's target column.
+    """
+    # Idea: only the picked log-probabilities appear in the loss.
     # YOUR CODE HERE
     raise NotImplementedError('_nll_loss_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 40 --
+# -- cell 50 --
 @backward_rule("leaky_relu")
 def _leaky_relu_backward(node, grad):
     x = node.inputs[0].numpy()
@@ -643,7 +722,100 @@ def _bce_with_logits_backward(node, grad):
     return (_pointwise_loss_grad(grad, dx, reduction), _pointwise_loss_grad(grad, dy, reduction))
 
 
-# -- cell 45 --
+# -- cell 57 --
+class FunctionCtx:
+    """What a Function's forward leaves for its backward (the `ctx` of torch.autograd.Function)."""
+
+    def __init__(self, needs_input_grad=()):
+        self.needs_input_grad = tuple(needs_input_grad)  # one bool per argument of forward
+        self._saved = None
+
+    def save_for_backward(self, *tensors):
+        """Keep these tensors (or None) for backward; call it at most once, in forward."""
+        self._saved = tuple(tensors)
+
+    @property
+    def saved_tensors(self):
+        """The tuple given to save_for_backward (empty if forward saved nothing)."""
+        return () if self._saved is None else self._saved
+
+    def __repr__(self):
+        return f"<ctx saving {len(self.saved_tensors)} tensor(s)>"
+
+
+class Function:
+    """An op with its own forward and backward, in the style of torch.autograd.Function.
+
+    Subclass it with two static methods, `forward(ctx, *args)` (returns one Tensor; runs
+    with grad recording off) and `backward(ctx, grad)` (returns one gradient per argument
+    of forward: a Tensor or numpy array of that argument's shape, or None), then call
+    `MyOp.apply(*args)`.
+    """
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("a Function subclass must define forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError("a Function subclass must define backward(ctx, grad)")
+
+    @classmethod
+    def apply(cls, *args):
+        """Run cls.forward through module 01's dispatch point, recording a "function" node."""
+        is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        ctx = FunctionCtx(a.requires_grad if t else False for a, t in zip(args, is_tensor))
+        ctx._is_tensor = is_tensor
+
+        def run_forward(*tensors, ctx, fn):
+            with no_grad():
+                out = fn.forward(ctx, *args)
+            if not isinstance(out, Tensor):
+                raise TypeError(f"{fn.__name__}.forward must return a Tensor, got {type(out).__name__}")
+            return out.numpy()
+
+        return _apply("function", run_forward, *(a for a in args if isinstance(a, Tensor)), ctx=ctx, fn=cls)
+
+
+@backward_rule("function")
+def _function_backward(node, grad):
+    """The rule of every Function: call its backward with the ctx its forward filled."""
+    ctx, fn = node.attrs["ctx"], node.attrs["fn"]
+    with no_grad():
+        grads = fn.backward(ctx, Tensor(grad))
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    if len(grads) != len(ctx._is_tensor):
+        raise RuntimeError(f"{fn.__name__}.backward returned {len(grads)} gradient(s), but forward "
+                           f"took {len(ctx._is_tensor)} argument(s): return one per argument (None "
+                           f"for those that need none)")
+    return tuple(None if g is None else (g.numpy() if isinstance(g, Tensor) else np.asarray(g))
+                 for g, t in zip(grads, ctx._is_tensor) if t)
+
+
+# -- cell 61 (softplus-function) --
+class Softplus(Function):
+    """softplus(x) = log(1 + exp(x)) as one op: `Softplus.apply(x)`.
+
+    Contract: forward(ctx, x) takes a floating Tensor x and returns a Tensor of x's shape
+    and dtype, finite for every finite x (x = ±1000 included); it saves for backward
+    exactly one tensor, sigmoid(x), and not x. backward(ctx, grad) returns the gradient of
+    x (one value: forward has one argument) computed from the saved tensor alone.
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        # Idea: save the derivative itself; backward is then one multiplication.
+        # YOUR CODE HERE
+        raise NotImplementedError('Softplus.forward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Idea: the chain rule with the saved slope.
+        # YOUR CODE HERE
+        raise NotImplementedError('Softplus.backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
+
+
+# -- cell 64 --
 def _short(value, limit=40):
     if isinstance(value, np.ndarray):
         return f"<array {value.shape}>"
@@ -712,6 +884,7 @@ def format_graph(tensor, names=None, max_depth=25):
     return "\n".join(lines)
 
 
+# -- cell 66 --
 def print_graph(tensor, names=None, max_depth=25):
     """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
     print(format_graph(tensor, names, max_depth))

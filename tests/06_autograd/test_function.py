@@ -1,0 +1,114 @@
+"""Module 06: your own ops — Function with ctx.save_for_backward, Softplus, the one-GEMM
+weight gradient of a batched Linear."""
+import numpy as np
+import pytest
+
+import tinytorch as tt
+from tinytorch import autograd
+from tinytorch.autograd import Function, gradcheck
+from tinytorch.autograd.engine import Softplus, linear_weight_grad
+
+
+class Scale(Function):
+    """y = alpha * x * w, with a non-tensor argument in the middle."""
+
+    @staticmethod
+    def forward(ctx, x, alpha, w):
+        ctx.save_for_backward(x, w)
+        ctx.alpha = alpha
+        return x * w * alpha
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        return grad * w * ctx.alpha, None, (grad * x * ctx.alpha).sum(0)
+
+
+def leaf(shape, seed):
+    return tt.tensor(np.random.default_rng(seed).standard_normal(shape), requires_grad=True)
+
+
+def test_function_goes_through_the_dispatch_point_and_passes_gradcheck():
+    x, w = leaf((4, 3), 0), leaf((3,), 1)
+    y = Scale.apply(x, 2.5, w)
+    assert y.grad_fn is not None and y.grad_fn.op == "function"
+    assert y.grad_fn.attrs["fn"] is Scale
+    assert gradcheck(lambda a, b: Scale.apply(a, 2.5, b), [x, w])
+    ctx = Scale.apply(x, 1.0, tt.tensor(np.ones(3))).grad_fn.attrs["ctx"]
+    assert ctx.needs_input_grad == (True, False, False)
+
+
+def test_function_forward_records_nothing_inside_and_backward_frees():
+    x = leaf((3,), 2)
+    y = Scale.apply(x, 3.0, tt.tensor(np.ones(3)))
+    saved = y.grad_fn.attrs["ctx"].saved_tensors
+    assert all(t is None or t.grad_fn is None for t in saved), "forward runs with recording off"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 3.0))
+    with pytest.raises(RuntimeError, match="second time"):
+        y.sum().backward()
+
+
+def test_function_under_no_grad_records_nothing():
+    x = leaf((3,), 3)
+    with tt.no_grad():
+        y = Scale.apply(x, 2.0, x)
+    assert y.grad_fn is None and not y.requires_grad
+    x2 = leaf((2,), 4)
+    (Scale.apply(x2, 1.0, tt.tensor(np.ones(2))) * 2).sum().backward()
+    np.testing.assert_allclose(x2.grad.numpy(), [2.0, 2.0])
+
+
+def test_softplus_values_gradcheck_and_what_it_saves():
+    x = leaf((2, 5), 5)
+    y = Softplus.apply(x)
+    np.testing.assert_allclose(y.numpy(), np.logaddexp(0.0, x.numpy()), rtol=1e-12, atol=1e-15)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    saved = y.grad_fn.attrs["ctx"].saved_tensors
+    assert len(saved) == 1, "softplus saves exactly one tensor"
+    s = saved[0].numpy() if isinstance(saved[0], tt.Tensor) else np.asarray(saved[0])
+    np.testing.assert_allclose(s, 1 / (1 + np.exp(-x.numpy())), rtol=1e-12, atol=1e-15)
+    assert gradcheck(Softplus.apply, [x])
+
+
+def test_softplus_is_stable_at_large_inputs_and_keeps_float32():
+    x = tt.tensor(np.array([-1000.0, -40.0, 0.0, 40.0, 1000.0]), requires_grad=True)
+    y = Softplus.apply(x)
+    np.testing.assert_allclose(y.numpy(), [0.0, np.exp(-40.0), np.log(2.0), 40.0, 1000.0], rtol=1e-12, atol=1e-300)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, np.exp(-40.0), 0.5, 1.0, 1.0], rtol=1e-9, atol=1e-300)
+    x32 = tt.tensor(np.array([0.5, -2.0, 90.0], dtype=np.float32), requires_grad=True)
+    y32 = Softplus.apply(x32)
+    assert y32.dtype == tt.float32 and np.isfinite(y32.numpy()).all()
+
+
+@pytest.mark.parametrize("sa, sg", [((2, 3, 4), (2, 3, 5)), ((2, 2, 3, 4), (2, 2, 3, 2)), ((1, 6, 4), (1, 6, 4))])
+def test_linear_weight_grad_is_the_sum_over_the_batch(sa, sg):
+    rng = np.random.default_rng(6)
+    a, g = rng.standard_normal(sa), rng.standard_normal(sg)
+    expected = (np.swapaxes(a, -1, -2) @ g).reshape(-1, sa[-1], sg[-1]).sum(0)
+    got = linear_weight_grad(a, g)
+    assert got.shape == (sa[-1], sg[-1])
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+    at = rng.standard_normal(sa[:-2] + (sa[-1], sa[-2])).swapaxes(-1, -2)  # non-contiguous
+    np.testing.assert_allclose(linear_weight_grad(at, g), (np.swapaxes(at, -1, -2) @ g).reshape(-1, sa[-1], sg[-1]).sum(0),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_batched_linear_weight_gradient_through_the_engine():
+    x = tt.tensor(np.random.default_rng(7).standard_normal((3, 4, 5)))
+    w = leaf((5, 2), 8)
+    assert gradcheck(lambda w: x @ w, [w])
+    (x @ w).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), x.numpy().reshape(-1, 5).sum(0)[:, None] * np.ones((1, 2)),
+                               rtol=1e-10)
+
+
+def test_free_node_drops_everything():
+    x = leaf((2,), 9)
+    y = x.exp()
+    node = y.grad_fn
+    autograd.engine.free_node(node)
+    assert node.inputs is None and node.attrs is None and node.output is None
+    with pytest.raises(RuntimeError, match="second time"):
+        y.sum().backward()
