@@ -205,10 +205,13 @@ def _unit_of(test: str, stubs: list[dict]) -> tuple[str, int] | None:
     name = test.split("::")[-1].split("[")[0].lower()
     best = None
     for position, stub in enumerate(stubs):
-        bare = stub["name"].split(".")[-1].strip("_").lower()
-        if len(bare) >= 3 and bare in name and (best is None or len(bare) > len(best[0])):
-            best = (stub["name"], position)
-    return best
+        parts = [p.strip("_").lower() for p in stub["name"].split(".")]
+        # a method counts only with its class named too (test_softplus_backward, not test_backward)
+        if all(len(p) >= 3 and p in name for p in parts):
+            size = sum(len(p) for p in parts)
+            if best is None or size > best[2]:
+                best = (stub["name"], position, size)
+    return best[:2] if best else None
 
 
 def parse_junit(path: Path, package_parent: Path, module: Module | None = None) -> Outcome:

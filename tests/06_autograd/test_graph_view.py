@@ -63,3 +63,14 @@ def test_to_dot():
     assert re.search(r'label="input \(4, 3\) float64 \(no grad\)", style=dashed', dot)
     out.backward()
     assert "freed" in tt.autograd.format_graph(out)
+
+
+def test_to_dot_after_backward_says_the_graph_was_freed():
+    import pytest
+
+    w = tt.tensor([1.0, 2.0], requires_grad=True)
+    out = (w * w).sum()
+    assert "->" in tt.autograd.to_dot(out)
+    out.backward()
+    with pytest.raises(RuntimeError, match="freed by backward"):
+        tt.autograd.to_dot(out)

@@ -170,3 +170,12 @@ def test_loss_gradients_match_pytorch(torch, loss_name):
         F.cross_entropy(x, tt.tensor(target), label_smoothing=0.1).backward()
         tf.cross_entropy(tx, torch.tensor(target), label_smoothing=0.1).backward()
         assert_same_grads([x], [tx])
+
+
+def test_autograd_grad_of_the_same_input_twice_returns_it_twice_like_torch(torch):
+    x, tx = pair(torch, [1.0, -2.0, 3.0])
+    gx = tt.autograd.grad((x * x).sum(), [x, x])
+    tgx = torch.autograd.grad((tx * tx).sum(), [tx, tx])
+    assert len(gx) == 2, f"one gradient per requested input, got {len(gx)}"
+    for ours, theirs in zip(gx, tgx):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
