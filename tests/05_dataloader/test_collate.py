@@ -92,6 +92,10 @@ def test_matches_torch_default_collate_on_a_nested_sample(torch):
 def test_errors():
     with pytest.raises(RuntimeError):
         default_collate([(1, 2), (3, 4, 5)])
+    with pytest.raises(RuntimeError):  # a longer FIRST sample: zip alone would drop its extra field
+        default_collate([(1, 2, 3), (4, 5)])
+    with pytest.raises(RuntimeError):
+        default_collate([[1, 2], [3, 4], [5]])
     with pytest.raises(TypeError):
         default_collate([object(), object()])
     with pytest.raises(ValueError):

@@ -34,26 +34,25 @@ def _asset(name):
 
 # -- cell 7 (load-data) --
 def load_digits():
-    """The 1,797 handwritten digits as numpy arrays: (images uint8 (1797, 8, 8) in 0..16,
-    labels int64 (1797,) in 0..9).
+    """The 1,797 handwritten digits as numpy arrays.
 
-    Why: every later module that trains an image model starts from these arrays.
+    Contract: returns (images, labels): images uint8 of shape (1797, 8, 8) with values 0..16,
+    labels int64 of shape (1797,) with values 0..9, read from the shipped digits.npz; the
+    file is closed on return.
     """
-    # Hints:
-    # - `_asset("digits.npz")` is the file; `with np.load(path) as f:` opens it;
-    # - `f["images"]` and `f["labels"]` read the arrays (read them inside the `with`).
+    # Idea: package data is found through the package (importlib.resources), never a cwd path.
     # YOUR CODE HERE
     raise NotImplementedError('load_digits() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
 def load_text(name="fables"):
-    """A text shipped with tinytorch, as one Python str (decoded from UTF-8).
+    """A text shipped with tinytorch, as one Python str.
 
-    Why: the tokenizers and language models of modules 10-13 train on it.
+    Contract: `name` must be one of TEXTS, else ValueError whose message names the value
+    and lists the texts that exist. Returns the file `name + ".txt"` of the assets, decoded
+    from UTF-8.
     """
-    # Hints:
-    # - refuse a name that is not in TEXTS with a ValueError that lists the valid names;
-    # - the file is `_asset(name + ".txt")`; its `.read_text(encoding="utf-8")` is the text.
+    # Idea: refuse an unknown name by listing the known ones.
     # YOUR CODE HERE
     raise NotImplementedError('load_text() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
@@ -79,19 +78,24 @@ class TensorDataset(Dataset):
     """
 
     def __init__(self, *tensors, transform=None):
-        """Keep the tensors (numpy arrays are converted with `tensor`) and the transform.
+        """Keep the tensors and the transform.
 
-        Raises ValueError when there are no tensors, when one is 0-d (no rows), or when
-        their sizes along dimension 0 differ (the message names every size).
+        Contract: `tensors` are Tensors or numpy arrays (converted to Tensors); stores
+        self.tensors (a tuple of Tensors) and self.transform. Raises ValueError when there
+        are no tensors, when one is 0-d (it has no rows), or when their sizes along
+        dimension 0 differ (the message names every size).
         """
-        # Hints:
-        # - convert: `t if isinstance(t, Tensor) else tensor(t)`;
-        # - store `self.tensors` (a tuple) and `self.transform`.
+        # Idea: one row per sample in every tensor, checked once, here, not mid-epoch.
         # YOUR CODE HERE
         raise NotImplementedError('TensorDataset.__init__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
     def __getitem__(self, index):
-        """Sample `index`: a tuple with one row of each tensor; `transform` applies to the first."""
+        """Sample `index`.
+
+        Contract: returns a tuple with row `index` of each tensor, in order (views, no copy),
+        with self.transform (when not None) applied to the first entry only.
+        """
+        # Idea: a sample is the same row of every tensor.
         # YOUR CODE HERE
         raise NotImplementedError('TensorDataset.__getitem__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
@@ -101,21 +105,23 @@ class TensorDataset(Dataset):
 
 # -- cell 15 (default-collate) --
 def default_collate(batch):
-    """Merge a list of samples into a batch: stack Tensors, arrays and numbers along a new
-    dimension 0, recursing into tuples, lists and dicts (PyTorch's default_collate).
+    """Merge a list of samples into a batch (PyTorch's default_collate).
 
-    Why: a model computes on whole batches; samples arrive one by one.
+    Contract: `batch` is a non-empty sequence of samples of one structure. Returns, by the
+    type of the first sample: a Tensor with a new dimension 0 of size B (Tensors, numpy
+    arrays, numbers: int -> int64, float -> float32, bool -> bool, numpy scalars keep their
+    dtype); the list itself (str, bytes); a dict with the same keys (mappings); a tuple,
+    named tuple (same class) or list of collated fields (sequences), recursively.
+    Raises ValueError for an empty batch; RuntimeError when sequences differ in length
+    (naming the lengths); TypeError for any other type (naming it).
     """
-    # Hints:
-    # - check `isinstance` in the table's order; test `str`/`bytes` BEFORE sequences (a
-    #   string is a sequence too) and numbers with (bool, int, float, np.generic);
-    # - a named tuple has `_fields`: rebuild it with `type(elem)(*fields)`;
-    # - recurse by calling default_collate on each field.
+    # Idea: transpose the structure (a list of samples becomes one list per field), then
+    # stack each field, recursively.
     # YOUR CODE HERE
     raise NotImplementedError('default_collate() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
-# -- cell 18 (dataloader) --
+# -- cell 18 --
 class Generator:
     """A seedable source of random numbers of its own (torch.Generator); wraps numpy's."""
 
@@ -156,6 +162,7 @@ def _numpy_rng(generator):
     raise TypeError(f"generator must be a tinytorch.data.Generator or None, not {type(generator).__name__}")
 
 
+# -- cell 20 (dataloader) --
 class DataLoader:
     """Iterate over a dataset in batches: optional seeded shuffling (a new permutation each
     epoch), an optional drop of the last short batch, and a collate step (torch DataLoader).
@@ -174,22 +181,41 @@ class DataLoader:
         self.generator = generator
 
     def _index_batches(self):
-        """Yield one epoch of batches of indices (lists of ints), drawn when the epoch starts."""
+        """One epoch of batches of indices.
+
+        Contract: a generator of lists of Python ints. Together they hold each index in
+        0..len(dataset)-1 exactly once (drop_last: all but the last N mod B), in batches of
+        batch_size, the last one shorter unless drop_last. Without shuffle the order is
+        0..N-1; with shuffle it is a permutation drawn from _numpy_rng(self.generator)
+        when the epoch starts, so each epoch has a fresh order and equal seeds give equal
+        epochs.
+        """
+        # Idea: an epoch is a permutation, drawn when the epoch starts, cut into batches.
         # YOUR CODE HERE
         raise NotImplementedError('DataLoader._index_batches() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
     def __iter__(self):
-        """One epoch: yield collate_fn([dataset[i] for i in batch]) for each batch of indices."""
+        """One epoch of batches.
+
+        Contract: a generator; for each list of indices from _index_batches, yields
+        self.collate_fn applied to the list of those samples of self.dataset, in order.
+        """
+        # Idea: a batch is the collate of its samples; the loader never looks inside them.
         # YOUR CODE HERE
         raise NotImplementedError('DataLoader.__iter__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
     def __len__(self):
-        """Batches per epoch: ceil(N / batch_size), or floor with drop_last."""
+        """Batches per epoch.
+
+        Contract: an int, equal to the number of batches one epoch yields:
+        ceil(N / batch_size), or floor(N / batch_size) with drop_last (0 for N = 0).
+        """
+        # Idea: count the batches without making them.
         # YOUR CODE HERE
         raise NotImplementedError('DataLoader.__len__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
-# -- cell 23 (random-split) --
+# -- cell 25 (random-split) --
 class Subset(Dataset):
     """The samples of `dataset` at `indices`, in that order (torch.utils.data.Subset)."""
 
@@ -198,42 +224,54 @@ class Subset(Dataset):
         self.indices = [int(i) for i in indices]
 
     def __getitem__(self, index):
-        return self.dataset[self.indices[index]]
+        """Contract: sample `index` of the subset is sample `self.indices[index]` of the dataset."""
+        # Idea: a subset is a list of indices into another dataset, nothing more.
+        # YOUR CODE HERE
+        raise NotImplementedError('Subset.__getitem__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
     def __len__(self):
-        return len(self.indices)
+        """Contract: the number of indices."""
+        # Idea: a subset is as long as its list of indices.
+        # YOUR CODE HERE
+        raise NotImplementedError('Subset.__len__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
 def random_split(dataset, lengths, generator=None):
-    """Split into non-overlapping random Subsets of the given lengths (ints summing to
-    len(dataset), or fractions summing to 1).
+    """Split into non-overlapping random Subsets of the given lengths.
 
-    Why: a fair train/validation split must be random, disjoint and reproducible.
+    Contract: `lengths` are non-negative ints summing to len(dataset), or fractions in [0, 1]
+    summing to 1 (up to rounding), converted by PyTorch's rule (floor each, then the
+    left-over samples one each to pieces 0, 1, ... in turn). Returns one Subset per length,
+    of that length: disjoint, together covering 0..N-1, cut from one permutation drawn from
+    _numpy_rng(generator) (same seed, same split). Raises ValueError for a fraction outside
+    [0, 1] or lengths that do not sum to N (the message names the lengths and N).
     """
-    # Hints:
-    # - convert fractions to ints with the floor + round-robin rule above;
-    # - one permutation for the whole split: `_numpy_rng(generator).permutation(n)`;
-    # - `np.cumsum(lengths)` gives where each piece ends.
+    # Idea: one permutation, cut into consecutive pieces.
     # YOUR CODE HERE
     raise NotImplementedError('random_split() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
-# -- cell 26 (stratified-split) --
+# -- cell 28 (stratified-split) --
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_SPLIT_SEED = 0
 
 
 def stratified_split(labels, test_fraction=0.2, seed=0):
-    """(train_indices, test_indices), sorted int64 arrays: each class split separately, with
-    round(test_fraction * class size) of its samples, drawn with a private seeded RNG, in test.
+    """Split sample indices into training and test, class by class, reproducibly.
 
-    Why: a test set with the class balance of the data, identical in every run.
+    Contract: `labels` is a 1-D integer array; 0 < test_fraction < 1, else ValueError naming
+    it. Returns (train_indices, test_indices), two sorted int64 arrays, disjoint, covering
+    0..len(labels)-1. With rng = np.random.default_rng(seed), for each class c in increasing
+    order: the indices of class c (increasing) are permuted by rng.permutation, and the first
+    round(test_fraction * count of c) of them go to test, the rest to train.
     """
+    # Idea: split each class separately, with a private generator, so the test set keeps
+    # the class balance and is the same in every run.
     # YOUR CODE HERE
     raise NotImplementedError('stratified_split() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
-# -- cell 29 (digits) --
+# -- cell 31 (digits) --
 class Digits(Dataset):
     """The 8x8 handwritten digits: samples (image float32 (1, 8, 8) in [0, 1], label int64).
 
@@ -244,11 +282,14 @@ class Digits(Dataset):
     classes = list(range(10))
 
     def __init__(self, train=True, transform=None):
-        """Load the digits, keep one side of the fixed split as self.data / self.targets."""
-        # Hints:
-        # - `load_digits()`, then `stratified_split(labels, DIGITS_TEST_FRACTION, DIGITS_SPLIT_SEED)`;
-        # - `images[idx].astype(np.float32) / 16` scales; `[:, None]` adds the channel dim;
-        # - store self.train, self.transform, self.data (Tensor) and self.targets (Tensor).
+        """Keep one side of the fixed split.
+
+        Contract: sets self.train (bool), self.transform, self.data (float32 Tensor
+        (N, 1, 8, 8), the images / 16, in [0, 1]) and self.targets (int64 Tensor (N,)),
+        for the train or test indices of stratified_split(labels, DIGITS_TEST_FRACTION,
+        DIGITS_SPLIT_SEED), in the order of those indices.
+        """
+        # Idea: the fixed split, then the (C, H, W) float layout a network expects.
         # YOUR CODE HERE
         raise NotImplementedError('Digits.__init__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
@@ -265,7 +306,7 @@ class Digits(Dataset):
         return f"Digits({'train' if self.train else 'test'}: {len(self)} images of shape (1, 8, 8))"
 
 
-# -- cell 32 (transforms) --
+# -- cell 34 (transforms) --
 def _as_image(x):
     """A Tensor with at least 2 dimensions (..., H, W)."""
     x = x if isinstance(x, Tensor) else tensor(x)
@@ -302,15 +343,15 @@ class Normalize:
             raise ValueError("Normalize: std must not be 0 (that would divide by zero)")
 
     def __call__(self, x):
-        """Normalise one image (H, W) / (C, H, W), or a batch (..., C, H, W); float input only.
+        """Normalise one image (H, W) / (C, H, W), or a batch (..., C, H, W).
 
-        Raises ValueError when the number of means is neither 1 nor the number of channels.
+        Contract: `x` a Tensor or numpy array. Returns a Tensor of x's shape and dtype,
+        (x - mean) / std with one mean for every pixel, or mean[c] for channel c
+        (dimension -3). Raises TypeError for a non-floating x (naming its dtype), ValueError
+        when there are several means and x has not that many channels along dimension -3
+        (naming the count and x's shape).
         """
-        # Hints:
-        # - refuse non-float input (x.dtype.kind != "f") with a TypeError;
-        # - one number: mean/std as 0-d tensors; per channel: x.ndim >= 3 and
-        #   len(self.mean) == x.shape[-3], shaped (C, 1, 1);
-        # - build them with `tensor(self.mean.astype(x.dtype))` so the result keeps x's dtype.
+        # Idea: per-channel statistics broadcast along the channel dimension.
         # YOUR CODE HERE
         raise NotImplementedError('Normalize.__call__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
@@ -318,6 +359,7 @@ class Normalize:
         return f"Normalize(mean={self.mean.tolist()}, std={self.std.tolist()})"
 
 
+# -- cell 37 (transforms-random) --
 class RandomHorizontalFlip:
     """Mirror the image left-right (last dimension) with probability p."""
 
@@ -329,6 +371,9 @@ class RandomHorizontalFlip:
         self.generator = generator
 
     def __call__(self, x):
+        """Contract: returns a Tensor: x reversed along its last dimension with probability p
+        (one uniform draw from _numpy_rng(self.generator) per call), else x unchanged."""
+        # Idea: one coin flip per call, biased by p.
         # YOUR CODE HERE
         raise NotImplementedError('RandomHorizontalFlip.__call__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
@@ -350,10 +395,15 @@ class RandomCrop:
         self.generator = generator
 
     def __call__(self, x):
-        """A random (h, w) window of the zero-padded image; ValueError if it does not fit."""
-        # Hints:
-        # - pad: `zeros(*shape, dtype=x.dtype)` blocks and `cat(..., dim=-1)`, then dim=-2;
-        # - draw the top first, then the left; crop with x[..., top:top + h, left:left + w].
+        """A random window of the zero-padded image.
+
+        Contract: returns a Tensor of x's dtype and leading dimensions, with the last two
+        of size self.size = (h, w): a window of x padded by `padding` zeros on every side,
+        at a position drawn uniformly (top, then left) from _numpy_rng(self.generator),
+        every position that fits being possible. Raises ValueError when (h, w) does not fit
+        in the padded image (naming both sizes).
+        """
+        # Idea: pad with zeros, then choose uniformly among all the windows that fit.
         # YOUR CODE HERE
         raise NotImplementedError('RandomCrop.__call__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 

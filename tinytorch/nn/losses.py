@@ -19,29 +19,28 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 # -- cell 9 (reduction) --
 def _check_reduction(reduction):
-    """ValueError unless `reduction` is "mean", "sum" or "none".
+    """Refuse anything that is not one of the three reductions.
 
-    Why: every loss accepts `reduction=`; a typo must fail loudly, naming the valid options.
+    Contract: returns None when `reduction` is exactly "mean", "sum" or "none". Anything
+    else (another string, a wrong case, None, a number, a list) raises ValueError; the
+    message names the value it got and lists the three valid options, each in quotes.
     """
-    # Hint: raise ValueError(f"reduction must be one of 'mean', 'sum' or 'none', not {reduction!r}")
-    # (test isinstance(reduction, str) first: a list or array is not a reduction either).
+    # Idea: a typo in an option must fail loudly, never quietly pick a default.
     # YOUR CODE HERE
     raise NotImplementedError('_check_reduction() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
 def _reduce(losses, reduction, total_weight=None):
-    """Reduce a numpy array of per-element losses; the result keeps losses.dtype.
+    """Reduce a numpy array of per-element losses.
 
-    "none" -> losses as they are; "sum" -> their sum; "mean" -> their sum / total_weight
-    when a total weight is given, else their plain mean.
-    Why: one place that every loss's forward ends in, so the three reductions mean the same
-    thing everywhere.
+    Contract: `losses` is a numpy array, `reduction` one of the three (checked here, same
+    error as _check_reduction), `total_weight` None or a number. Returns a numpy array of
+    losses.dtype: "none" -> the losses unchanged; "sum" -> their sum, 0-d; "mean" -> 0-d,
+    their sum divided by `total_weight` when it is given, else by the number of elements.
+    A mean over nothing (no elements, or total weight 0) is nan, with no warning printed.
     """
-    # Hints:
-    # - call _check_reduction first;
-    # - wrap the result in np.asarray(..., dtype=losses.dtype) so float32 stays float32;
-    # - a mean over nothing (every target ignored) is 0 / 0 = nan, as in PyTorch: compute it
-    #   inside `with np.errstate(invalid="ignore", divide="ignore"):` so numpy does not warn.
+    # Idea: one place that every loss ends in, so the three reductions mean the same
+    # thing everywhere; a weighted mean divides by the weight, not by the count.
     # YOUR CODE HERE
     raise NotImplementedError('_reduce() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
@@ -56,20 +55,27 @@ def _check_tensor(name, what, x):
 def _check_pointwise(name, input, target):
     """For elementwise losses: floating input and target of one dtype and one shape.
 
-    Why: broadcasting (N, 1) against (N,) would silently compare every prediction with every
-    target, and an int target usually means the wrong loss; refusing both saves hours.
+    Contract: `name` is the calling loss's name, `input` and `target` are Tensors. Returns
+    None when both are floating, of the same dtype and the same shape. Otherwise, checked in
+    this order, every message starting with `name`:
+    - TypeError when input is not floating (the message names input's dtype);
+    - TypeError when target is not floating (names target's dtype, says to convert it to float);
+    - TypeError when the dtypes differ (names both);
+    - ValueError when the shapes differ (names both shapes and says a loss does not broadcast).
     """
-    # Hints: check in the order listed above; shapes are tuples, compare them with !=.
-    # An example of the shape message: f"{name}: input shape {input.shape} and target shape
-    # {target.shape} differ; a loss does not broadcast (an (N, 1) prediction against an (N,)
-    # target would compare every prediction with every target). Reshape one of them, e.g.
-    # input.squeeze(1) or target.unsqueeze(1)."
+    # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
+    # target and still returns a plausible number; refuse it, and say why.
     # YOUR CODE HERE
     raise NotImplementedError('_check_pointwise() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
 def _mse_forward(input, target, reduction):
-    """Forward of mse_loss: reduce (input - target)**2 (numpy in, numpy out)."""
+    """Forward of mse_loss.
+
+    Contract: `input`, `target` are Tensors already checked by _check_pointwise; returns a
+    numpy array of input's dtype: the squared differences, reduced by `_reduce`.
+    """
+    # Idea: a Gaussian's -log density is the squared error; the reduction is _reduce's job.
     # YOUR CODE HERE
     raise NotImplementedError('_mse_forward() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
@@ -89,17 +95,15 @@ def mse_loss(input, target, *, reduction="mean"):
 
 # -- cell 19 (bce) --
 def _bce_with_logits_forward(input, target, weight, pos_weight, reduction):
-    """Forward of binary_cross_entropy_with_logits, in the stable form (numpy in, numpy out).
+    """Forward of binary_cross_entropy_with_logits, in the stable form.
 
-    Why: sigmoid-then-log overflows or rounds to log(0) at logits of a few tens; working
-    with the logit keeps every exponent <= 0, so the loss is finite for any finite logit.
+    Contract: `input` (logits) and `target` (probabilities in [0, 1]) are Tensors of one
+    shape and floating dtype; `weight`, `pos_weight` are None or numpy arrays that broadcast
+    to that shape. Returns a numpy array of input's dtype: per element
+    pos_weight·y·softplus(−x) + (1 − y)·softplus(x), times weight, reduced by _reduce.
+    Finite for every finite logit (±1e4 included); a tiny loss stays positive, not 0.
     """
-    # Hints:
-    # - tail = np.log1p(np.exp(-np.abs(x)))  (shared by both softplus terms)
-    # - no pos_weight: losses = np.maximum(x, 0) - x * y + tail
-    # - pos_weight:    losses = pos_weight * y * (np.maximum(-x, 0) + tail)
-    #                           + (1 - y) * (np.maximum(x, 0) + tail)
-    # - weight: multiply the losses by it; then _reduce.
+    # Idea: stay in logit space; every exponent you compute must be <= 0.
     # YOUR CODE HERE
     raise NotImplementedError('_bce_with_logits_forward() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
@@ -143,32 +147,36 @@ def binary_cross_entropy_with_logits(input, target, weight=None, *, reduction="m
 def _check_class_targets(name, input, target, ignore_index):
     """Check int64 class-index targets against input of shape (C,), (N, C) or (N, C, d1, ...).
 
-    Why: float labels, mismatched batches and out-of-range classes are the commonest
-    classification bugs; each gets a message that says what is wrong and how to fix it.
+    Contract: `input` and `target` are Tensors. Returns None when the target fits. Otherwise,
+    in this order, every message starting with `name`:
+    - TypeError when input is not floating (the message says "floating");
+    - ValueError when input is 0-d (says it needs a class dimension);
+    - TypeError when target is not int64 (names int64 and suggests target.long());
+    - ValueError when target's shape is not input's shape without dimension 1 (() for a 1-D
+      input): the message names both shapes; when the batch sizes (dimension 0) differ it
+      also names both batch sizes and says "batch";
+    - IndexError when a target value is outside 0..C-1 and not equal to ignore_index: the
+      message names the first such value and the number of classes C.
     """
-    # Hints:
-    # - expected target shape: input.shape[:1] + input.shape[2:] if input.ndim >= 2 else ()
-    # - C = input.shape[1] if input.ndim >= 2 else input.shape[0]
-    # - bad = (t != ignore_index) & ((t < 0) | (t >= C)) with t = target.numpy();
-    #   the first bad value is t[bad][0].
+    # Idea: the target has the input's shape minus the class dimension, and holds indices
+    # into that dimension.
     # YOUR CODE HERE
     raise NotImplementedError('_check_class_targets() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
 # -- cell 25 (nll) --
 def _nll_forward(input, target, weight, ignore_index, reduction):
-    """Forward of nll_loss: -w[t] * logp[i, t, ...] per position, ignored positions 0, reduced.
+    """Forward of nll_loss.
 
-    Why: with log-probabilities in hand, the likelihood of the data only needs the entry of
-    the correct class for each sample: a gather, not a sum over all C classes.
+    Contract: `input` is a Tensor of log-probabilities, (C,), (N, C) or (N, C, d1, ...);
+    `target` a numpy int64 array of input's shape without dimension 1 (already checked),
+    whose entries are classes or `ignore_index`; `weight` None or a numpy (C,) array.
+    Returns a numpy array of input's dtype: per position -weight[t] * logp[.., t, ..] along
+    dimension 1, exactly 0 where t == ignore_index (even if logp there is -inf), reduced by
+    _reduce; the mean divides by the sum of the weights of the non-ignored positions.
     """
-    # Hints:
-    # - logp = input.numpy(); t = target; for a 1-D input use logp[None], t[None]
-    # - valid = t != ignore_index; safe = np.where(valid, t, 0)
-    # - picked = np.take_along_axis(logp, safe[:, None], axis=1)[:, 0], then set it to 0
-    #   where not valid (np.where)
-    # - w = weight[safe] (or ones), then w = np.where(valid, w, 0), in logp's dtype
-    # - losses = -picked * w; total weight = w.sum()
+    # Idea: the likelihood needs only the correct class's entry of each row: a gather along
+    # the class dimension, not a sum over all C classes.
     # YOUR CODE HERE
     raise NotImplementedError('_nll_forward() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
@@ -201,36 +209,16 @@ def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean")
 
 
 # -- cell 28 (cross-entropy) --
-def _smoothing_term(logp, target, weight, ignore_index, reduction):
-    """Label smoothing's uniform part, PyTorch's way: per position, -sum_c w_c * logp_c / C,
-    0 where ignored; the mean divides by the same total weight as nll_loss."""
-    class_dim = 1 if logp.ndim > 1 else 0
-    n_classes = logp.shape[class_dim]
-    t = target.numpy()
-    if weight is not None:
-        shape = [1] * logp.ndim
-        shape[class_dim] = n_classes
-        logp = logp * Tensor(weight.reshape(shape))
-    per_position = logp.sum(class_dim) * (-1.0 / n_classes)
-    ignored = t == ignore_index
-    per_position = per_position.masked_fill(Tensor(ignored), 0.0)
-    if reduction == "none":
-        return per_position
-    total = per_position.sum()
-    if reduction == "sum":
-        return total
-    valid = ~ignored
-    denominator = float(valid.sum() if weight is None else weight[t[valid]].sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return total / denominator
-
-
 def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Cross-entropy between logits `input` and int64 class indices `target`.
 
     input: (C,), (N, C) or (N, C, d1, ...) logits; target: the input's shape without
     dimension 1. Computed as log_softmax over the class dimension followed by nll_loss.
     Mirrors torch.nn.functional.cross_entropy (class-index targets).
+
+    Contract (the part you write): returns a Tensor, the output of one `nll_loss` node whose
+    input is the output of `log_softmax` over the class dimension; with label_smoothing
+    eps > 0, the Tensor (1 - eps) * that + eps * _smoothing_term(...). Finite at logits of ±1e4.
     """
     _check_reduction(reduction)
     _check_tensor("cross_entropy", "input", input)
@@ -239,13 +227,29 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     weight = _class_weight("cross_entropy", weight, input)
-    # Hints: class_dim = 1 if input.ndim > 1 else 0; logp = log_softmax(input, dim=class_dim);
-    # loss = nll_loss(logp, target, weight, ignore_index=..., reduction=...); then label smoothing.
+    # Idea: cross-entropy is two ops you already have: stable log-probabilities, then the NLL.
     # YOUR CODE HERE
     raise NotImplementedError('cross_entropy() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
-# -- cell 31 --
+# -- cell 31 (label-smoothing) --
+def _smoothing_term(logp, target, weight, ignore_index, reduction):
+    """Label smoothing's uniform part, PyTorch's way.
+
+    Contract: `logp` is the log_softmax Tensor ((C,), (N, C) or (N, C, d1, ...)), `target`
+    the int64 target Tensor, `weight` None or a numpy (C,) array, `reduction` one of the
+    three. Returns a Tensor made of Tensor ops (so it can be differentiated): per position
+    -sum_c w_c * logp_c / C (w = 1 without weights), 0 where the target is ignore_index;
+    "none" -> those values, "sum" -> their sum, "mean" -> their sum divided by the same total
+    weight nll_loss uses (the sum of the target classes' weights over non-ignored positions).
+    """
+    # Idea: the loss against the uniform target is the (weighted) average of -logp over all
+    # C classes, reduced exactly like the NLL it is mixed with.
+    # YOUR CODE HERE
+    raise NotImplementedError('_smoothing_term() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
+
+
+# -- cell 34 --
 class MSELoss(Module):
     """Mean squared error as a module (see mse_loss)."""
 
