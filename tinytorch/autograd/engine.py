@@ -361,12 +361,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
         if not isinstance(t, Tensor) or not t.requires_grad:
             raise RuntimeError(f"grad: input {i} does not require grad, so it has no gradient")
     seeds = [_seed(o, g) for o, g in zip(outputs, grad_outputs)]
-    slot = {id(t): k for k, t in enumerate(inputs)}
+    slots = {}  # the same tensor may be asked for twice: each slot gets its gradient
+    for k, t in enumerate(inputs):
+        slots.setdefault(id(t), []).append(k)
     found = [None] * len(inputs)
 
     def collect(tensor, g):
-        k = slot.get(id(tensor))
-        if k is not None:
+        for k in slots.get(id(tensor), ()):
             found[k] = np.array(g, copy=True) if found[k] is None else found[k] + g
 
     _run_backward(outputs, seeds, retain_graph, collect)
@@ -909,6 +910,9 @@ def to_dot(tensor, names=None):
         return ident
 
     declared = set()
+    if tensor.grad_fn is not None and tensor.grad_fn.inputs is None:
+        raise RuntimeError("to_dot: the graph behind this tensor was freed by backward(); draw it before "
+                           "calling backward(), or call backward(retain_graph=True) to keep it")
     if tensor.grad_fn is None:
         leaf_id(tensor)
         lines.append("}")
