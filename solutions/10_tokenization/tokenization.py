@@ -348,7 +348,8 @@ class CharTokenizer(_CharTokenizerBase):
         ### END SOLUTION
 
     def encode(self, text, allowed_special="all"):
-        """The ids of `text` (a list of ints); each allowed special token is one id.
+        """The ids of the str `text` (a list of ints); each allowed special token is one id
+        (`allowed_special`: "all", "none" or a set, see _allowed_specials).
 
         A character outside the alphabet maps to unk_token's id when there is one; otherwise
         ValueError whose message names the character (its repr and its U+XXXX code point)."""
@@ -1077,7 +1078,8 @@ class BPETokenizer(_BPETokenizerBase):
         """Learn merges from the str `text` so that there are `vocab_size` ids in all (fewer
         if no pair repeats); special tokens get the ids after the merges. Returns self.
         TypeError: vocab_size not an int. ValueError: vocab_size below 256 plus the number
-        of special tokens (the message says that 256 ids are the bytes)."""
+        of special tokens (the message says that 256 ids are the bytes); repeated or empty
+        special tokens (the provided _check_special_tokens says so)."""
         # Idea: count each distinct chunk once, weighted by how often it occurs.
         ### BEGIN SOLUTION
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
