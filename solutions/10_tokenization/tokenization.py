@@ -32,8 +32,9 @@
 # - explain **Unicode code points and UTF-8 bytes**, and why starting from the 256 byte
 #   values makes a tokenizer that can encode *any* text with no "unknown" token;
 # - write the **BPE training loop**: count adjacent pairs, merge the most frequent one into
-#   a new token, repeat, with a deterministic tie-break and incremental counting so that it
-#   trains on our corpus in well under a few seconds;
+#   a new token, repeat, with a deterministic tie-break, counting each distinct word once
+#   (and, if you like, updating the counts incrementally so that training takes well under
+#   a few seconds);
 # - **encode** new text by replaying the learned merges in order, **decode** ids back to
 #   exactly the original text, keep **special tokens** such as `<|endoftext|>` whole, and
 #   **save/load** a tokenizer as plain JSON;
@@ -1650,7 +1651,8 @@ print(f"{'GPT-2 (V only)':>18} {50257:>7,} {'':>15} {'':>15} {4 * 50257 * 128 / 
 #   tokenizer that encodes any text exactly.
 # - **BPE training**: repeatedly merge the most frequent adjacent pair (ties: smallest
 #   pair; stop when nothing occurs twice). Pre-tokenisation keeps merges inside words and
-#   lets us count each distinct word once, with incremental count updates.
+#   lets us count each distinct word once, weighted by its frequency; updating the counts
+#   incrementally after each merge gives the same merges, faster.
 # - **Encoding** replays the merges by rank; **decoding** joins bytes (invalid sequences
 #   become U+FFFD). **Special tokens** are single ids, never split.
 # - Save tokenizers as **data** (JSON), never as pickles.
