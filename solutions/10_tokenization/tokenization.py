@@ -32,8 +32,9 @@
 # - explain **Unicode code points and UTF-8 bytes**, and why starting from the 256 byte
 #   values makes a tokenizer that can encode *any* text with no "unknown" token;
 # - write the **BPE training loop**: count adjacent pairs, merge the most frequent one into
-#   a new token, repeat, with a deterministic tie-break and incremental counting so that it
-#   trains on our corpus in well under a few seconds;
+#   a new token, repeat, with a deterministic tie-break, counting each distinct word once
+#   (and, if you like, updating the counts incrementally so that training takes well under
+#   a few seconds);
 # - **encode** new text by replaying the learned merges in order, **decode** ids back to
 #   exactly the original text, keep **special tokens** such as `<|endoftext|>` whole, and
 #   **save/load** a tokenizer as plain JSON;
@@ -145,8 +146,10 @@ print(f"words of the last 20% never seen in the first 80%: {_unseen:,} of {len(_
 #
 # OpenAI's `tiktoken` makes the safer choice the default (a special string in the text is
 # an *error* unless you allow it); we choose convenience, and the round trip is exact either
-# way. Two small provided helpers do the bookkeeping: `split_on_special` cuts a text at the
-# special-token strings, and `_allowed_specials` turns the argument into a set.
+# way. Small provided helpers do the bookkeeping: `split_on_special` cuts a text at the
+# special-token strings, `_allowed_specials` turns the argument into a set,
+# `_check_chars` / `_check_special_tokens` reject malformed alphabets with a clear error,
+# and `_CharTokenizerBase` gives the tokenizer its `vocab_size`, `save`, `load` and `repr`.
 
 # %%
 #| export
@@ -167,7 +170,8 @@ from tinytorch.data.dataloader import _numpy_rng
 
 __all__ = [
     "CharTokenizer", "BPETokenizer", "SPLIT_PATTERN", "pretokenize", "split_on_special",
-    "get_pair_counts", "merge_pair", "encode_corpus", "get_batch",
+    "get_pair_counts", "merge_pair", "best_pair", "learn_merges", "build_vocab", "encode_chunk",
+    "encode_corpus", "get_batch",
 ]
 
 
@@ -195,6 +199,20 @@ def _check_special_tokens(special_tokens):
     if len(set(tokens)) != len(tokens):
         raise ValueError(f"special tokens must be distinct, got {tokens}")
     return tokens
+
+
+# %%
+#| export
+def _check_chars(chars):
+    """The alphabet as a list of distinct single characters (or a ValueError naming the offender)."""
+    chars = list(chars)
+    for ch in chars:
+        if not isinstance(ch, str) or len(ch) != 1:
+            raise ValueError(f"CharTokenizer needs single characters, got {ch!r}")
+    if len(set(chars)) != len(chars):
+        dupes = sorted({ch for ch in chars if chars.count(ch) > 1})
+        raise ValueError(f"characters must be distinct; repeated: {dupes}")
+    return chars
 
 
 def _allowed_specials(allowed_special, special_tokens):
@@ -225,99 +243,13 @@ def _as_id_list(ids):
     return out
 
 
-# %% [markdown]
-# Now the tokenizer. `__init__` receives the characters in id order (`from_text` sorts the
-# distinct characters of a text and calls it); it must build the two lookup tables and
-# check its input. `encode` and `decode` are the two directions.
-
-# %% nbgrader={"grade": false, "grade_id": "char-tokenizer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
-class CharTokenizer:
-    """One token per character, plus optional special tokens.
-
-    Ids: the characters in the order given (from_text: sorted by code point) are 0..n-1; the
-    special tokens follow, in order, and `unk_token` (if any) is the last special token.
-    """
-
-    def __init__(self, chars, special_tokens=(), unk_token=None):
-        """chars: an iterable of distinct single characters (e.g. a str), in id order."""
-        # Build, and check:
-        # - self.chars: list of the characters; each must be a str of length 1, no duplicates
-        #   (ValueError naming the offender);
-        # - self.special_tokens: dict {string: id}, ids len(chars), len(chars)+1, ...; use
-        #   _check_special_tokens(special_tokens); append unk_token if it is not already one;
-        # - self.unk_token (None or the string);
-        # - self._stoi {char: id} and self._itos {id: string} (characters AND special tokens).
-        ### BEGIN SOLUTION
-        chars = list(chars)
-        for ch in chars:
-            if not isinstance(ch, str) or len(ch) != 1:
-                raise ValueError(f"CharTokenizer needs single characters, got {ch!r}")
-        if len(set(chars)) != len(chars):
-            dupes = sorted({ch for ch in chars if chars.count(ch) > 1})
-            raise ValueError(f"characters must be distinct; repeated: {dupes}")
-        specials = _check_special_tokens(special_tokens)
-        if unk_token is not None and unk_token not in specials:
-            specials = specials + _check_special_tokens([unk_token])
-        self.chars = chars
-        self.unk_token = unk_token
-        self.special_tokens = {tok: len(chars) + k for k, tok in enumerate(specials)}
-        self._stoi = {ch: i for i, ch in enumerate(chars)}
-        self._itos = dict(enumerate(chars))
-        self._itos.update({i: tok for tok, i in self.special_tokens.items()})
-        ### END SOLUTION
-
-    @classmethod
-    def from_text(cls, text, special_tokens=(), unk_token=None):
-        """A tokenizer whose alphabet is the distinct characters of `text`, sorted."""
-        if not isinstance(text, str):
-            raise TypeError(f"from_text needs a str, got {type(text).__name__}")
-        return cls(sorted(set(text)), special_tokens=special_tokens, unk_token=unk_token)
+class _CharTokenizerBase:
+    """The plumbing of CharTokenizer (size, file, repr); the ids are yours, in the class below."""
 
     @property
     def vocab_size(self):
         """Number of ids: characters plus special tokens."""
         return len(self.chars) + len(self.special_tokens)
-
-    def encode(self, text, allowed_special="all"):
-        """The ids of `text` (a list of ints); allowed special tokens become one id each."""
-        # - split the text with split_on_special(text, _allowed_specials(...)): even pieces
-        #   are ordinary text (one id per character), odd pieces are special tokens;
-        # - a character without an id: the unk_token's id if there is one, otherwise a
-        #   ValueError naming the character (repr and U+XXXX code point).
-        ### BEGIN SOLUTION
-        if not isinstance(text, str):
-            raise TypeError(f"encode needs a str, got {type(text).__name__}")
-        allowed = _allowed_specials(allowed_special, self.special_tokens)
-        unk = self.special_tokens.get(self.unk_token)
-        ids = []
-        for k, piece in enumerate(split_on_special(text, allowed)):
-            if k % 2:
-                ids.append(self.special_tokens[piece])
-                continue
-            for ch in piece:
-                i = self._stoi.get(ch, unk)
-                if i is None:
-                    raise ValueError(
-                        f"character {ch!r} (U+{ord(ch):04X}) is not in this tokenizer's alphabet "
-                        f"of {len(self.chars)} characters; build it from a text that contains it, "
-                        f"or pass unk_token='<unk>' to map unknown characters to one id")
-                ids.append(i)
-        return ids
-        ### END SOLUTION
-
-    def decode(self, ids):
-        """The text of a sequence of ids; an id outside 0..vocab_size-1 is a ValueError."""
-        # _as_id_list(ids) accepts lists, numpy arrays and Tensors.
-        ### BEGIN SOLUTION
-        pieces = []
-        for i in _as_id_list(ids):
-            if i not in self._itos:
-                raise ValueError(f"token id {i} is not in this tokenizer's vocabulary "
-                                 f"(ids 0..{self.vocab_size - 1})")
-            pieces.append(self._itos[i])
-        return "".join(pieces)
-        ### END SOLUTION
 
     def save(self, path):
         """Write the tokenizer as JSON (characters and special tokens)."""
@@ -337,36 +269,150 @@ class CharTokenizer:
         return f"CharTokenizer(vocab_size={self.vocab_size}, special_tokens={list(self.special_tokens)})"
 
 
+# %% [markdown]
+# Now the tokenizer itself. Its state is two lookup tables, one per direction, and the
+# question it must answer is *which id does each string get*. The rule we fix (the tests
+# and module 13 rely on it): the characters get the ids `0 .. n-1` in the order given
+# (`from_text` gives them sorted by code point, so the same text always gives the same
+# ids), the special tokens get the next ids in the order given, and `unk_token`, if it is
+# not already one of the special tokens, is appended as the last special token.
+#
+# <details><summary>Hint 1</summary>
+#
+# Why sort in `from_text`? A `set` of characters has no reliable order (it can change from
+# one Python process to the next); a tokenizer whose ids change between runs would make a
+# saved model useless.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `decode` must turn *every* id back into its string, special tokens included, so the
+# id-to-string table holds both kinds; the string-to-id table for ordinary text needs only
+# the characters (special tokens are recognised before characters are looked at).
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# In `encode`, `split_on_special` with the allowed set gives you pieces that alternate:
+# ordinary text, a special token, ordinary text, ... Only the ordinary pieces are read
+# character by character.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# In `__init__`: validate with the two provided checkers, extend the special tokens with
+# `unk_token` when needed, number the characters from zero and the special tokens after
+# them, and fill both tables. `from_text` builds the sorted alphabet of its text and calls
+# the constructor. `encode` walks the alternating pieces: a special piece contributes its
+# one id, an ordinary piece one id per character, where a character missing from the
+# table falls back to the unknown token's id, or, without one, raises the `ValueError`
+# that names the character. `decode` converts its input with `_as_id_list`, refuses any id
+# that has no string, and joins the strings.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "char-tokenizer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class CharTokenizer(_CharTokenizerBase):
+    """One token per character, plus optional special tokens.
+
+    Ids: the characters in the order given (from_text: sorted by code point) are 0..n-1; the
+    special tokens follow, in order, and `unk_token` (if any) is the last special token.
+    """
+
+    def __init__(self, chars, special_tokens=(), unk_token=None):
+        """chars: distinct single characters (e.g. a str), in id order. Sets self.chars (list),
+        self.special_tokens ({string: id}), self.unk_token, and the tables self._stoi
+        {char: id} and self._itos {id: string} (characters and special tokens).
+        ValueError (from the provided checkers) for a malformed alphabet or special tokens."""
+        # Idea: ids are positions: first the characters, then the special tokens.
+        ### BEGIN SOLUTION
+        chars = _check_chars(chars)
+        specials = _check_special_tokens(special_tokens)
+        if unk_token is not None and unk_token not in specials:
+            specials = specials + _check_special_tokens([unk_token])
+        self.chars, self.unk_token = chars, unk_token
+        self.special_tokens = {tok: len(chars) + k for k, tok in enumerate(specials)}
+        self._stoi = {ch: i for i, ch in enumerate(chars)}
+        self._itos = dict(enumerate(chars))
+        self._itos.update({i: tok for tok, i in self.special_tokens.items()})
+        ### END SOLUTION
+
+    @classmethod
+    def from_text(cls, text, special_tokens=(), unk_token=None):
+        """A tokenizer whose alphabet is the distinct characters of `text` (a str; TypeError
+        otherwise), sorted by code point."""
+        # Idea: the same text must always give the same ids.
+        ### BEGIN SOLUTION
+        if not isinstance(text, str):
+            raise TypeError(f"from_text needs a str, got {type(text).__name__}")
+        return cls(sorted(set(text)), special_tokens=special_tokens, unk_token=unk_token)
+        ### END SOLUTION
+
+    def encode(self, text, allowed_special="all"):
+        """The ids of the str `text` (a list of ints); each allowed special token is one id
+        (`allowed_special`: "all", "none" or a set, see _allowed_specials).
+
+        A character outside the alphabet maps to unk_token's id when there is one; otherwise
+        ValueError whose message names the character (its repr and its U+XXXX code point)."""
+        # Idea: recognise special tokens first; everything else is one id per character.
+        ### BEGIN SOLUTION
+        allowed = _allowed_specials(allowed_special, self.special_tokens)
+        unk = self.special_tokens.get(self.unk_token)
+        ids = []
+        for k, piece in enumerate(split_on_special(text, allowed)):
+            if k % 2:
+                ids.append(self.special_tokens[piece])
+                continue
+            for ch in piece:
+                i = self._stoi.get(ch, unk)
+                if i is None:
+                    raise ValueError(f"character {ch!r} (U+{ord(ch):04X}) is not in this tokenizer's "
+                                     f"alphabet; build it from a text that contains it, or pass unk_token")
+                ids.append(i)
+        return ids
+        ### END SOLUTION
+
+    def decode(self, ids):
+        """The text of a sequence of ids (list, array or Tensor: see _as_id_list); an id
+        outside 0..vocab_size-1 is a ValueError that says which ids exist."""
+        # Idea: every id, special or not, has exactly one string.
+        ### BEGIN SOLUTION
+        pieces = []
+        for i in _as_id_list(ids):
+            if i not in self._itos:
+                raise ValueError(f"token id {i} is not in this tokenizer's vocabulary "
+                                 f"(ids 0..{self.vocab_size - 1})")
+            pieces.append(self._itos[i])
+        return "".join(pieces)
+        ### END SOLUTION
+
+
 # %% nbgrader={"grade": true, "grade_id": "test-char-tokenizer", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_equal, assert_raises, check
+
 _ct = CharTokenizer.from_text("hello world", special_tokens=["<|endoftext|>"])
-assert _ct.chars == sorted(set("hello world")), _ct.chars
-assert _ct.vocab_size == 8 + 1, _ct.vocab_size
-assert _ct.encode("hello") == [_ct.chars.index(c) for c in "hello"], _ct.encode("hello")
-assert _ct.decode(_ct.encode("hello world")) == "hello world"
-_eot = _ct.special_tokens["<|endoftext|>"]
-assert _eot == 8
+assert_equal(_ct.chars, [" ", "d", "e", "h", "l", "o", "r", "w"], "from_text: the distinct characters, sorted")
+assert_equal(_ct.vocab_size, 8 + 1, "vocab_size: 8 characters + 1 special token")
+assert_equal(_ct.encode("hello"), [3, 2, 4, 4, 5], "encode('hello'): each character's position in the alphabet")
+assert_equal(_ct.special_tokens, {"<|endoftext|>": 8}, "special tokens take the ids after the characters")
 _ids = _ct.encode("hello<|endoftext|>world")
-assert _ids.count(_eot) == 1 and len(_ids) == 11, _ids
-assert _ct.decode(_ids) == "hello<|endoftext|>world"
-try:
-    _ct.encode("help")
-    raise AssertionError("'p' is not in the alphabet: encode should raise ValueError")
-except ValueError as exc:
-    assert "'p'" in str(exc), "the error should name the unknown character"
+assert_equal(_ids, [3, 2, 4, 4, 5, 8, 7, 5, 6, 4, 1], "a special token in the text is one id")
+assert_equal(_ct.decode(_ids), "hello<|endoftext|>world", "decode(encode(text))")
+_cm = CharTokenizer.from_text("ab<|endoftext|>", special_tokens=["<|endoftext|>"])
+assert_equal(len(_cm.encode("a<|endoftext|>", allowed_special="none")), 14,
+             "allowed_special='none': the marker is spelled out, one id per character")
+_err = assert_raises(ValueError, _ct.encode, "help", match="'p'", what="encode of the unknown character 'p'")
+check("U+0070" in str(_err), "the error names the code point of 'p'", got=str(_err), expected="... U+0070 ...")
 _cu = CharTokenizer.from_text("abc", unk_token="<unk>")
-assert _cu.encode("abz") == [0, 1, 3] and _cu.decode([0, 3]) == "a<unk>"
-try:
-    _ct.decode([0, 99])
-    raise AssertionError("id 99 does not exist: decode should raise ValueError")
-except ValueError:
-    pass
-try:
-    CharTokenizer("aba")
-    raise AssertionError("repeated characters should raise ValueError")
-except ValueError:
-    pass
+assert_equal(_cu.special_tokens, {"<unk>": 3}, "unk_token is appended as the last special token")
+assert_equal(_cu.encode("abz"), [0, 1, 3], "an unknown character maps to the unk id")
+assert_equal(_cu.decode([0, 3]), "a<unk>", "decode of the unk id")
+assert_equal(CharTokenizer("zyx").encode("xyz"), [2, 1, 0], "the constructor keeps the order it is given")
+assert_raises(ValueError, _ct.decode, [0, 9], what="decode of id 9 (ids are 0..8)")
+assert_raises(ValueError, _ct.decode, [-1], what="decode of id -1")
+assert_raises(ValueError, CharTokenizer, "aba", what="CharTokenizer('aba'): a repeated character")
 _fab = CharTokenizer.from_text(corpus)
-assert _fab.decode(_fab.encode(corpus)) == corpus
+assert_equal(_fab.decode(_fab.encode(corpus)) == corpus, True, "round trip on the whole corpus")
 print(f"✓ CharTokenizer: the fables use {_fab.vocab_size} characters; round trip exact")
 
 # %% [markdown]
@@ -460,18 +506,36 @@ print(list(_utf8_demo.encode("utf-8")))
 # then `b`)**. We also **stop early** when no pair occurs at least twice: merging a pair
 # seen once saves a single token and wastes a vocabulary entry.
 #
-# Two small functions do the work. `get_pair_counts` counts adjacent pairs (optionally
-# adding into an existing dict, each pair counted `weight` times: useful when a word occurs
-# many times); `merge_pair` replaces a pair.
+# Three small functions do the work, and each is yours: `get_pair_counts` counts adjacent
+# pairs, `merge_pair` replaces one pair, `best_pair` chooses the pair to merge next.
+#
+# **Counting pairs.** `get_pair_counts(ids, counts=None, weight=1)` may add into an
+# existing dict, and each pair it sees adds `weight`: training will count the pairs of many
+# separate words into one dict, and a word that occurs 40 times in the text counts 40 times
+# without being stored 40 times.
+#
+# <details><summary>Hint 1</summary>
+#
+# A sequence of n ids has n - 1 adjacent pairs, and zero when n < 2. Which two sequences,
+# offset by one, line up every id with its right neighbour?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Start from the dict you were given (or a new one), walk the (left, right) neighbours, and
+# add `weight` to each pair's entry, creating entries as needed. Return the same dict
+# object, so that a caller can accumulate over many sequences.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "pair-counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def get_pair_counts(ids, counts=None, weight=1):
-    """Count adjacent pairs of `ids`: {(ids[i], ids[i+1]): count}.
+    """Count adjacent pairs of `ids` (any sequence of ints): {(ids[i], ids[i+1]): count}.
 
-    With `counts` given, add into that dict (and return it); each pair adds `weight`.
+    With `counts` given, add into that dict and return it (the same object); each
+    occurrence of a pair adds `weight`. Pairs never wrap around or reach outside `ids`.
     """
-    # zip(ids, ids[1:]) walks the adjacent pairs. Work with any sequence of ids (list, tuple).
+    # Idea: a pair is an id and its right-hand neighbour.
     ### BEGIN SOLUTION
     counts = {} if counts is None else counts
     for pair in zip(ids, ids[1:]):
@@ -480,11 +544,51 @@ def get_pair_counts(ids, counts=None, weight=1):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-pair-counts", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_equal, check
+
+assert_equal(get_pair_counts([1, 2, 3, 1, 2]), {(1, 2): 2, (2, 3): 1, (3, 1): 1}, "pairs of [1, 2, 3, 1, 2]")
+assert_equal(get_pair_counts((7, 7, 7)), {(7, 7): 2}, "[7, 7, 7] holds the pair (7, 7) twice (counting overlaps)")
+assert_equal(get_pair_counts([5]), {}, "one id: no pair")
+assert_equal(get_pair_counts([]), {}, "no ids: no pair")
+_c = get_pair_counts([1, 2], weight=3)
+assert_equal(_c, {(1, 2): 3}, "weight=3: the pair counts three times")
+_out = get_pair_counts([1, 2, 2], _c, weight=2)
+check(_out is _c, "with counts given, add into that dict and return it", got=type(_out).__name__, expected="the same dict")
+assert_equal(_c, {(1, 2): 5, (2, 2): 2}, "3 + 2 for (1, 2), and (2, 2) twice from the second call")
+print(f"✓ get_pair_counts: {_c}")
+
+# %% [markdown]
+# **Merging a pair.** `merge_pair(ids, pair, new_id)` returns a new list in which every
+# occurrence of `pair` is replaced by `new_id`, scanning **left to right** and never
+# reusing an id that is already part of a merge: in `7 7 7` the pair `(7, 7)` is merged
+# once, giving `new 7`, not twice. (The counts above still say `(7, 7)` occurs twice: a
+# count may overestimate what a merge can take, and that is fine.)
+#
+# <details><summary>Hint 1</summary>
+#
+# A `for` loop over positions cannot skip ahead; a position you advance yourself can.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# After a match, where does the next candidate pair begin? After no match?
+# Careful with the last id: it has no right-hand neighbour.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Walk a position from the start. When the id there and the next one form the pair, emit
+# the new id and move past both; otherwise emit the id there and move by one. Build a new
+# list and leave the input alone.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "merge-pair", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def merge_pair(ids, pair, new_id):
     """A new list: `ids` with every occurrence of `pair` (left to right, non-overlapping)
-    replaced by `new_id`."""
-    # Walk with an index i: if ids[i], ids[i+1] is the pair, emit new_id and skip two,
-    # else emit ids[i] and skip one. Careful at the last element.
+    replaced by `new_id`. `ids` itself is not modified."""
+    # Idea: a merged pair uses up both of its ids.
     ### BEGIN SOLUTION
     a, b = pair
     out, i, n = [], 0, len(ids)
@@ -499,24 +603,76 @@ def merge_pair(ids, pair, new_id):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test-pair-counts", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert get_pair_counts([1, 2, 3, 1, 2]) == {(1, 2): 2, (2, 3): 1, (3, 1): 1}
-assert get_pair_counts([5]) == {} and get_pair_counts([]) == {}
-_c = get_pair_counts([1, 2], weight=3)
-assert get_pair_counts([1, 2, 2], _c, weight=2) is _c and _c == {(1, 2): 5, (2, 2): 2}, _c
-assert merge_pair([1, 2, 3, 1, 2], (1, 2), 9) == [9, 3, 9]
-assert merge_pair([7, 7, 7], (7, 7), 9) == [9, 7], "left to right, non-overlapping"
-assert merge_pair([7, 7, 7, 7], (7, 7), 9) == [9, 9]
-assert merge_pair([1, 2], (2, 1), 9) == [1, 2] and merge_pair([], (1, 2), 9) == []
+# %% nbgrader={"grade": true, "grade_id": "test-merge-pair", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_equal
+
+assert_equal(merge_pair([1, 2, 3, 1, 2], (1, 2), 9), [9, 3, 9], "both (1, 2) replaced")
+assert_equal(merge_pair([7, 7, 7], (7, 7), 9), [9, 7], "[7, 7, 7]: left to right, non-overlapping")
+assert_equal(merge_pair([7, 7, 7, 7, 7], (7, 7), 9), [9, 9, 7], "[7] * 5: two merges and one 7 left")
+assert_equal(merge_pair([1, 2, 1, 2, 1], (1, 2), 5), [5, 5, 1], "a pair followed by its first id")
+assert_equal(merge_pair([2, 1], (1, 2), 9), [2, 1], "the pair (1, 2) is ordered: (2, 1) is not it")
+assert_equal(merge_pair([1], (1, 2), 9), [1], "a last id alone is kept")
+assert_equal(merge_pair([], (1, 2), 9), [], "nothing to merge")
 _ids = [3, 1]
-assert merge_pair(_ids, (3, 1), 9) == [9] and _ids == [3, 1], "return a new list"
-print("✓ get_pair_counts and merge_pair")
+assert_equal(merge_pair(_ids, (3, 1), 9), [9], "the whole list is one pair")
+assert_equal(_ids, [3, 1], "merge_pair must return a new list and leave its input alone")
+print("✓ merge_pair: [7, 7, 7] ->", merge_pair([7, 7, 7], (7, 7), 9))
+
+# %% [markdown]
+# **Choosing the pair.** `best_pair(counts)` returns the pair to merge next: the highest
+# count wins; among equal counts, the smallest pair (compare `a` first, then `b`). It
+# returns `None` when there is nothing worth merging: no pairs at all, or no pair that
+# occurs at least twice.
+#
+# <details><summary>Hint 1</summary>
+#
+# `max` and `min` take a `key`. What does `max` do when several items have the same key?
+# Is that an order you chose?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Tuples compare element by element. Can one key express "higher count first, then
+# smaller pair", all in one `max`?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Find the pair with the highest count using a key that also ranks equal counts by the
+# pair itself, in the direction that makes the smallest pair win. Then apply the stopping
+# rule to the winner's count. Never rely on the dict's insertion order.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "best-pair", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def best_pair(counts):
+    """The pair to merge next from {pair: count}: the highest count; ties go to the smallest
+    pair (a, b). None when `counts` is empty or no pair occurs at least twice."""
+    # Idea: the choice must not depend on the order in which the dict was filled.
+    ### BEGIN SOLUTION
+    if not counts:
+        return None
+    best = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))
+    return best if counts[best] >= 2 else None
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-best-pair", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_equal
+
+assert_equal(best_pair({(5, 6): 3, (1, 2): 2}), (5, 6), "the highest count wins")
+assert_equal(best_pair({(5, 6): 2, (1, 2): 2, (0, 9): 1}), (1, 2), "a tie at 2: the smaller pair (1, 2)")
+assert_equal(best_pair({(2, 9): 4, (2, 1): 4}), (2, 1), "a tie with the same first id: compare the second")
+assert_equal(best_pair({(1, 2): 4, (2, 9): 4}), (1, 2), "the same tie, filled in the other order")
+assert_equal(best_pair({(3, 4): 1, (0, 1): 1}), None, "no pair occurs twice: nothing worth merging")
+assert_equal(best_pair({}), None, "no pairs at all")
+print("✓ best_pair:", best_pair({(5, 6): 2, (1, 2): 2, (0, 9): 1}))
 
 # %% [markdown]
 # Now run BPE by hand on the classic example `aaabdaaabac` (bytes `a`=97, `b`=98, `c`=99,
-# `d`=100), printing each step. Follow along: in step 1 the pair `(a, a)` occurs 4 times
-# (twice in each `aaab`); in step 2 two pairs tie with count 2 and the tie-break picks the
-# smaller one.
+# `d`=100) with your three functions, printing each step. Follow along: in step 1 the pair
+# `(a, a)` occurs 4 times (twice in each `aaab`); in step 2 two pairs tie with count 2 and
+# the tie-break picks the smaller one.
 
 # %%
 def show_bpe_steps(text, n_merges):
@@ -525,8 +681,8 @@ def show_bpe_steps(text, n_merges):
     print(f"start: {' '.join(names[i] for i in ids)}   ({len(ids)} tokens)")
     for step in range(n_merges):
         counts = get_pair_counts(ids)
-        best = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))
-        if counts[best] < 2:
+        best = best_pair(counts)
+        if best is None:
             print("no pair occurs twice: stop")
             break
         new = 256 + step
@@ -565,13 +721,10 @@ show_bpe_steps("aaabdaaabac", 5)
 #
 # **Counting once per word.** Pre-tokenisation has a second gift: the corpus has many
 # thousands of chunks but far fewer *distinct* ones (` the` occurs hundreds of times: the
-# cell below counts them). So we count each
-# distinct chunk once and **weight** its pairs by how often it occurs, and a merge only has
-# to touch the chunks that contain the pair. We keep, next to the pair counts, an index
-# `where[pair]` = the set of chunks containing it; after merging a pair we update only
-# those chunks: subtract their old pairs from the counts, merge, add their new pairs.
-# The result is the same as recounting everything after every merge, just much faster
-# (you can check this yourself: the tests compare your merges with a slow, obvious version).
+# cell below counts them). So training can count each distinct chunk once and **weight**
+# its pairs by how often the chunk occurs, which is what `weight` in `get_pair_counts` is
+# for. Pairs are counted *within* each chunk: the last byte of one chunk and the first byte
+# of the next are never a pair.
 
 # %%
 #| export
@@ -597,34 +750,250 @@ print(f"the fables: {len(_chunks):,} chunks, {len(set(_chunks)):,} distinct; mos
       Counter(_chunks).most_common(8))
 
 # %% [markdown]
-# ## 6. The BPE tokenizer: training
+# ## 6. The merge loop
+#
+# Training is a loop over the three functions of section 4, run on the distinct chunks of
+# the text. `learn_merges(words, freqs, n_merges)` receives each distinct chunk as a list
+# of byte ids (`words`) with the number of times it occurs (`freqs`), and returns the
+# **merges**: a dict `{(a, b): new_id}` in the order learned, where merge number $r$ (its
+# **rank**) creates id $256 + r$. It stops after `n_merges` merges, or earlier when
+# `best_pair` finds nothing worth merging. It must give exactly the merges of the slow,
+# obvious method (recount every pair of every word after every merge); the tests compare
+# your merges with that method on random texts.
+#
+# <details><summary>Hint 1</summary>
+#
+# One step: count the pairs of all words (each word's pairs weighted by its frequency),
+# choose the best pair, record it, and replace it in every word. Which of your functions
+# does each of those four things?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The words are separate sequences. Never join them into one list before counting: that
+# would invent pairs across chunk boundaries.
+# </details>
+#
+# <details><summary>Hint 3 (speed, optional)</summary>
+#
+# Recounting everything after every merge is correct and takes seconds on the fables. It
+# gets faster when you keep the counts from step to step and, next to them, for every pair
+# the set of words that contain it: after a merge only those words change, so you take
+# their old pairs out of the counts, merge them, and put their new pairs in. A pair whose
+# count drops to zero must leave the counts, or `best_pair` may still see it.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Copy the words (you will change them). Loop while fewer than `n_merges` merges are
+# recorded: count (or update) the weighted pair counts, ask `best_pair` for the winner,
+# stop if there is none, give it the next id (256 plus the number of merges so far), and
+# merge it in the words that contain it. Return the dict of merges.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "learn-merges", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def learn_merges(words, freqs, n_merges):
+    """BPE training on distinct chunks: {(a, b): new_id} in the order learned.
+
+    words: lists of ids (one per distinct chunk); freqs: how often each occurs; at most
+    n_merges merges, merge r creating id 256 + r, each chosen by best_pair from the pair
+    counts of all words weighted by their frequencies; stops early when best_pair returns
+    None. Pairs never cross from one word to the next. The inputs are not modified.
+    """
+    # Idea: count, choose, record, replace; repeat.
+    ### BEGIN SOLUTION
+    words = [list(word) for word in words]
+    counts, where = {}, {}
+    for w, (word, freq) in enumerate(zip(words, freqs)):
+        get_pair_counts(word, counts, weight=freq)
+        for pair in zip(word, word[1:]):
+            where.setdefault(pair, set()).add(w)
+    merges = {}
+    while len(merges) < n_merges:
+        best = best_pair(counts)
+        if best is None:
+            break
+        new_id = 256 + len(merges)
+        merges[best] = new_id
+        for w in where.pop(best):
+            word, freq = words[w], freqs[w]
+            for pair in zip(word, word[1:]):  # take the word's old pairs out
+                counts[pair] -= freq
+                if counts[pair] == 0:
+                    del counts[pair]
+            word = words[w] = merge_pair(word, best, new_id)
+            for pair in zip(word, word[1:]):  # and its new pairs in
+                counts[pair] = counts.get(pair, 0) + freq
+                where.setdefault(pair, set()).add(w)
+    return merges
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-learn-merges", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_equal
+
+
+def _slow_merges(words, freqs, n_merges):
+    """The obvious method, for comparison: recount everything after every merge."""
+    words, merges = [list(w) for w in words], {}
+    while len(merges) < n_merges:
+        counts = {}
+        for word, freq in zip(words, freqs):
+            for pair in zip(word, word[1:]):
+                counts[pair] = counts.get(pair, 0) + freq
+        top = max(counts.values(), default=0)
+        if top < 2:
+            break
+        pair = min(p for p, c in counts.items() if c == top)
+        merges[pair] = 256 + len(merges)
+        words = [merge_pair(w, pair, merges[pair]) for w in words]
+    return merges
+
+
+_hand = learn_merges([list(b"aaabdaaabac")], [1], 10)
+assert_equal(_hand, {(97, 97): 256, (97, 98): 257, (256, 257): 258},
+             "aaabdaaabac: (a,a) x4, then the tie (a,b)/(aa,a) -> (a,b), then (aa,ab); then stop")
+assert_equal(list(_hand), [(97, 97), (97, 98), (256, 257)], "merges kept in the order learned")
+assert_equal(learn_merges([list(b"aaabdaaabac")], [1], 2), {(97, 97): 256, (97, 98): 257}, "n_merges=2: two merges")
+assert_equal(learn_merges([[1, 2], [3, 4]], [1, 5], 5), {(3, 4): 256},
+             "(3, 4) occurs 5 times (its word's frequency), (1, 2) once")
+assert_equal(learn_merges([[1], [1], [1], [2, 1]], [1, 1, 1, 1], 5), {},
+             "separate words: no pair crosses from one word to the next")
+_words = [[1, 2], [1, 2, 3]]
+learn_merges(_words, [2, 2], 3)
+assert_equal(_words, [[1, 2], [1, 2, 3]], "learn_merges must not modify its inputs")
+_chunks = Counter(pretokenize(corpus[:4000]))
+_w, _f = [list(c.encode("utf-8")) for c in _chunks], list(_chunks.values())
+_fast, _slow = learn_merges(_w, _f, 60), _slow_merges(_w, _f, 60)
+assert_equal(list(_fast.items())[:8], list(_slow.items())[:8], "the first merges on the fables' first 4,000 characters")
+assert_equal(list(_fast.items()), list(_slow.items()), "all 60 merges, against recounting from scratch")
+print(f"✓ learn_merges: {len(_fast)} merges equal the slow method's; the first: {list(_fast)[:3]}")
+
+# %% [markdown]
+# ## 7. The BPE tokenizer: vocabulary, encoding, decoding
 #
 # The state of a trained BPE tokenizer is small:
 #
-# - `merges`: a dict `{(a, b): new_id}` in the order learned; merge number $r$ (its
-#   **rank**) creates id $256 + r$;
+# - `merges`: the dict from `learn_merges`;
 # - `vocab`: `{id: bytes}`, the bytes every id stands for: `bytes([i])` for `i < 256`, and
-#   `vocab[a] + vocab[b]` for each merge; it is *derived* from the merges
-#   (`_build_vocab`), never stored separately;
+#   for each merge $(a, b) \to n$ the bytes of $a$ followed by the bytes of $b$. It is
+#   *derived* from the merges, never stored separately;
 # - `special_tokens`: `{string: id}`, ids after the merges;
 # - `pattern`: the pre-tokenisation regex.
 #
-# `vocab_size` counts all ids: $256 + \#\text{merges} + \#\text{special tokens}$, and
-# `train(text, vocab_size, special_tokens)` learns `vocab_size - 256 - len(special_tokens)`
-# merges (fewer when it stops early), so the size you ask for is the size you get. A fresh
-# `BPETokenizer()` has no merges: it is a plain byte tokenizer with 256 ids.
+# **The vocabulary.** `build_vocab(merges)` derives `vocab` from the merges.
 #
-# Special tokens in the training text are cut out first (`split_on_special`): they are
-# never merged with their neighbours and their characters are not learned from.
+# <details><summary>Hint 1</summary>
+#
+# A merge may use a token that an earlier merge created. In which order must you visit the
+# merges so that both halves are always known?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Start with the 256 one-byte tokens; then, in rank order, give each new id the
+# concatenation of its left token's bytes and its right token's bytes (in that order).
+# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "bpe-train", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "build-vocab", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
-class BPETokenizer:
-    """Byte-level byte-pair encoding: 256 byte tokens, learned merges, special tokens.
+def build_vocab(merges):
+    """{id: bytes} for the 256 byte ids and every merge of `merges` ({(a, b): new_id}, in
+    rank order): id n of merge (a, b) -> n stands for the bytes of a, then those of b."""
+    # Idea: a merged token is its two halves, written one after the other.
+    ### BEGIN SOLUTION
+    vocab = {i: bytes([i]) for i in range(256)}
+    for (a, b), new_id in merges.items():
+        vocab[new_id] = vocab[a] + vocab[b]
+    return vocab
+    ### END SOLUTION
 
-    Training merges the most frequent adjacent pair, ties going to the smallest pair
-    (a, b); merges never cross pre-tokenisation chunks (`pattern`, None for no split).
-    """
+
+# %% nbgrader={"grade": true, "grade_id": "test-build-vocab", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_equal
+
+_v = build_vocab({(97, 97): 256, (256, 98): 257, (32, 257): 258})
+assert_equal(len(_v), 259, "256 bytes + 3 merges")
+assert_equal([_v[0], _v[65], _v[255]], [b"\x00", b"A", b"\xff"], "ids below 256 are single bytes")
+assert_equal([_v[256], _v[257], _v[258]], [b"aa", b"aab", b" aab"], "merged tokens: left half, then right half")
+assert_equal(build_vocab({}), {i: bytes([i]) for i in range(256)}, "no merges: the 256 bytes")
+print("✓ build_vocab: id 258 =", _v[258])
+
+# %% [markdown]
+# **Encoding** new text replays the training: pre-tokenise, turn each chunk into bytes,
+# and apply the merges **in the order they were learned**. A neat way to do that in one
+# chunk: look at all adjacent pairs, find the one with the **lowest rank** (the earliest
+# merge) among those that are merges at all, merge it everywhere, repeat; stop when no
+# adjacent pair is a learned merge. (Why not the most frequent pair? Frequencies belong to
+# the training text; the ranks *are* the learned model.) This is exactly how GPT-2 and
+# `tiktoken` encode.
+#
+# <details><summary>Hint 1</summary>
+#
+# Why does the order matter? With merges `(1, 2) -> 256` then `(2, 3) -> 257`, the bytes
+# `1 2 3` must become `256 3`: training merged `(1, 2)` first, so it never saw a `(2, 3)`
+# that had a `1` in front.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A pair that is not a merge must never be chosen; give it a rank that loses against every
+# real one.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Start from the list of the chunk's bytes. While there are at least two ids: among the
+# adjacent pairs, find the one whose rank in `merges` is lowest; if it is not a merge at
+# all, you are done; otherwise merge it (with `merge_pair` and its new id) and look again.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "encode-chunk", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def encode_chunk(data, merges):
+    """The ids of one chunk: `data` (bytes, or a list of byte ids) with the learned `merges`
+    ({(a, b): new_id}; the smaller the new id, the earlier the merge) applied in the order
+    learned, until no adjacent pair is a merge. Returns a new list of ints."""
+    # Idea: the earliest merge that applies goes first.
+    ### BEGIN SOLUTION
+    ids = list(data)
+    while len(ids) >= 2:
+        pair = min(zip(ids, ids[1:]), key=lambda p: merges.get(p, float("inf")))
+        if pair not in merges:
+            break
+        ids = merge_pair(ids, pair, merges[pair])
+    return ids
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-encode-chunk", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_equal
+
+assert_equal(encode_chunk(b"aaabdaaabac", _hand), [258, 100, 258, 97, 99], "aaabdaaabac with its own merges")
+assert_equal(encode_chunk([1, 2, 3], {(1, 2): 256, (2, 3): 257}), [256, 3], "(1, 2) was learned first: it wins")
+assert_equal(encode_chunk([1, 2, 3], {(2, 3): 256, (1, 2): 257}), [1, 256], "(2, 3) was learned first: it wins")
+assert_equal(encode_chunk([1, 2, 3, 4], {(3, 4): 256, (1, 2): 257, (257, 256): 258}), [258],
+             "merges build on earlier merges")
+assert_equal(encode_chunk(b"abc", {}), [97, 98, 99], "no merges: the bytes")
+assert_equal(encode_chunk(b"", _hand), [], "an empty chunk")
+print("✓ encode_chunk:", encode_chunk(b"aaabdaaabac", _hand))
+
+# %% [markdown]
+# **The class.** Now put it together. `vocab_size` counts all ids:
+# $256 + \#\text{merges} + \#\text{special tokens}$, and `train(text, vocab_size,
+# special_tokens)` learns `vocab_size - 256 - len(special_tokens)` merges (fewer when it
+# stops early), so the size you ask for is the size you get. A fresh `BPETokenizer()` has
+# no merges: it is a plain byte tokenizer with 256 ids. The provided base class holds the
+# state (`pattern`, `merges`, `special_tokens`, the chunk cache `_cache`, and `vocab`, which
+# `_build_vocab` derives with your `build_vocab`), `vocab_size`, and the file methods of
+# section 9.
+
+# %%
+#| export
+class _BPETokenizerBase:
+    """The plumbing of BPETokenizer: its state, size, files and repr (the algorithm is yours,
+    in the class below)."""
 
     def __init__(self, pattern=SPLIT_PATTERN):
         self.pattern = pattern
@@ -636,40 +1005,86 @@ class BPETokenizer:
 
     def _build_vocab(self):
         """Derive self.vocab {id: bytes} from the merges, and self._special_ids {id: str}."""
-        # bytes([i]) for the 256 bytes, then vocab[a] + vocab[b] for each merge, in order.
-        ### BEGIN SOLUTION
-        self.vocab = {i: bytes([i]) for i in range(256)}
-        for (a, b), new_id in self.merges.items():
-            self.vocab[new_id] = self.vocab[a] + self.vocab[b]
+        self.vocab = build_vocab(self.merges)
         self._special_ids = {i: tok for tok, i in self.special_tokens.items()}
-        ### END SOLUTION
 
     @property
     def vocab_size(self):
         """Number of ids: 256 bytes + merges + special tokens."""
         return 256 + len(self.merges) + len(self.special_tokens)
 
-    def train(self, text, vocab_size, special_tokens=(), verbose=False):
-        """Learn merges from `text` until there are `vocab_size` ids in all (or no pair
-        occurs twice); register `special_tokens` after them. Replaces any previous training;
-        returns self."""
-        # 1. Check: vocab_size an int (TypeError), >= 256 + number of special tokens
-        #    (ValueError that says so); special tokens via _check_special_tokens.
-        # 2. Chunks: split_on_special(text, specials), keep the even pieces, pretokenize
-        #    each with self._regex; Counter of the chunks -> distinct chunks and their counts;
-        #    words = [list(chunk.encode("utf-8")) ...].
-        # 3. Loop: pick best = max pair by (count, -a, -b); stop if its count < 2; record
-        #    merges[best] = 256 + len(merges); merge it in the words that contain it.
-        #    Simplest correct version: recount all pairs with get_pair_counts(word, counts,
-        #    weight=count) at every step (a few seconds for 512). Faster: keep the counts and
-        #    a dict where[pair] = set of word indices, and update only words in where[best].
-        # 4. Set self.merges, self.special_tokens (ids after the merges), reset self._cache,
-        #    call self._build_vocab(), return self.
+    def save(self, path):
+        """Write the tokenizer as JSON (section 9)."""
+        Path(path).write_text(json.dumps(_bpe_state(self), ensure_ascii=True, indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path):
+        """Read a tokenizer written by save(); a file that is not one is a ValueError."""
+        return _bpe_from_file(cls, path)
+
+    def __repr__(self):
+        return (f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
+                f"special_tokens={list(self.special_tokens)})")
+
+
+# %% [markdown]
+# The tokenizer's own methods are yours:
+#
+# - `train`: special tokens in the training text are cut out first (`split_on_special`):
+#   they are never merged with their neighbours and their characters are not learned from.
+#   Every other piece is pre-tokenised, and the distinct chunks with their counts go to
+#   `learn_merges`. Training replaces any earlier training and resets the cache.
+# - `encode`: special tokens (as allowed) become one id each; the rest is pre-tokenised
+#   and each chunk encoded with `encode_chunk`. The same words come back again and again,
+#   so `encode` remembers each chunk's ids in `self._cache`.
+# - `token_bytes(id)`: the bytes one id stands for (a special token: its UTF-8 bytes).
+# - `decode`: concatenate every id's bytes and decode UTF-8. For ids that `encode`
+#   produced the bytes are exactly the text's bytes, so the round trip is exact, for *any*
+#   text. But a model generating ids one by one may produce a sequence that stops in the
+#   middle of a multi-byte character (say only the first two of 😀's four bytes). Those
+#   bytes are not valid UTF-8; decode them as the replacement character U+FFFD (�), which
+#   keeps a generation loop running and still shows that something was there.
+#
+# <details><summary>Hint 1</summary>
+#
+# In `train`, which pieces of `split_on_special`'s result are ordinary text? And what
+# turns a list of chunks into "each distinct chunk with its count" in one call?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `bytes.decode` has an `errors` argument. One of its values throws bytes away silently;
+# another keeps a visible mark. The tests look for the mark.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `train`: check the arguments (the contract lists the errors), count the chunks of the
+# ordinary pieces, turn each distinct chunk into its UTF-8 byte ids, call `learn_merges`
+# with the number of merges that leaves room for the special tokens, then set `merges`,
+# the special tokens (ids right after the merges), a fresh cache and the vocabulary
+# (`_build_vocab`), and return `self`. `encode` mirrors `CharTokenizer.encode`, with
+# chunks instead of characters. `token_bytes` looks in `vocab`, then among the special
+# tokens, and raises otherwise. `decode` joins `token_bytes` of every id.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "bpe-tokenizer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class BPETokenizer(_BPETokenizerBase):
+    """Byte-level byte-pair encoding: 256 byte tokens, learned merges, special tokens.
+    Merges never cross pre-tokenisation chunks (`pattern`, None for no split); a fresh
+    tokenizer has no merges (see _BPETokenizerBase for its state)."""
+
+    def train(self, text, vocab_size, special_tokens=()):
+        """Learn merges from the str `text` so that there are `vocab_size` ids in all (fewer
+        if no pair repeats); special tokens get the ids after the merges. Returns self.
+        TypeError: vocab_size not an int. ValueError: vocab_size below 256 plus the number
+        of special tokens (the message says that 256 ids are the bytes); repeated or empty
+        special tokens (the provided _check_special_tokens says so)."""
+        # Idea: count each distinct chunk once, weighted by how often it occurs.
         ### BEGIN SOLUTION
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
             raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
-        if not isinstance(text, str):
-            raise TypeError(f"train needs a str, got {type(text).__name__}")
         specials = _check_special_tokens(special_tokens)
         if vocab_size < 256 + len(specials):
             raise ValueError(f"vocab_size={vocab_size} is too small: a byte-level BPE needs 256 ids for "
@@ -678,83 +1093,34 @@ class BPETokenizer:
         for piece in split_on_special(text, specials)[::2]:
             chunk_counts.update(pretokenize(piece, self._regex))
         words = [list(chunk.encode("utf-8")) for chunk in chunk_counts]
-        freqs = list(chunk_counts.values())
-
-        counts, where = {}, {}
-        for w, (word, freq) in enumerate(zip(words, freqs)):
-            get_pair_counts(word, counts, weight=freq)
-            for pair in zip(word, word[1:]):
-                where.setdefault(pair, set()).add(w)
-
-        merges = {}
-        n_merges = vocab_size - 256 - len(specials)
-        while len(merges) < n_merges and counts:
-            best = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))
-            if counts[best] < 2:
-                break
-            new_id = 256 + len(merges)
-            merges[best] = new_id
-            for w in where.pop(best):
-                word, freq = words[w], freqs[w]
-                for pair in zip(word, word[1:]):  # take the word's old pairs out
-                    counts[pair] -= freq
-                    if counts[pair] == 0:
-                        del counts[pair]
-                word = words[w] = merge_pair(word, best, new_id)
-                for pair in zip(word, word[1:]):  # and its new pairs in
-                    counts[pair] = counts.get(pair, 0) + freq
-                    where.setdefault(pair, set()).add(w)
-            if verbose:
-                print(f"merge {len(merges)}/{n_merges}: {best} -> {new_id}")
-
-        self.merges = merges
-        self.special_tokens = {tok: 256 + len(merges) + k for k, tok in enumerate(specials)}
+        self.merges = learn_merges(words, list(chunk_counts.values()), vocab_size - 256 - len(specials))
+        self.special_tokens = {tok: 256 + len(self.merges) + k for k, tok in enumerate(specials)}
         self._cache = {}
         self._build_vocab()
         return self
         ### END SOLUTION
 
-    def _encode_chunk(self, data):
-        """The ids of one chunk's bytes: start from the bytes, then repeatedly merge the
-        pair with the LOWEST rank (earliest merge) present, until no learned pair is left."""
-        # Hint: among the pairs of ids, min by self.merges.get(pair, inf); stop when that
-        # pair is not in self.merges; merge_pair with self.merges[pair].
-        ### BEGIN SOLUTION
-        ids = list(data)
-        while len(ids) >= 2:
-            pair = min(zip(ids, ids[1:]), key=lambda p: self.merges.get(p, float("inf")))
-            if pair not in self.merges:
-                break
-            ids = merge_pair(ids, pair, self.merges[pair])
-        return ids
-        ### END SOLUTION
-
     def encode(self, text, allowed_special="all"):
-        """The ids of `text` (a list of ints). Allowed special tokens become one id each;
-        the rest is pre-tokenised and each chunk encoded with the learned merges."""
-        # split_on_special(text, _allowed_specials(...)); odd pieces are special tokens;
-        # pretokenize the even pieces; encode each chunk's UTF-8 bytes with _encode_chunk,
-        # remembering results in self._cache (the same words come back all the time).
+        """The ids of `text` (a list of ints): each allowed special token is one id; the rest
+        is pre-tokenised and each chunk's UTF-8 bytes encoded with the learned merges."""
+        # Idea: special tokens first, then chunk by chunk (remember each chunk's ids).
         ### BEGIN SOLUTION
-        if not isinstance(text, str):
-            raise TypeError(f"encode needs a str, got {type(text).__name__}")
-        allowed = _allowed_specials(allowed_special, self.special_tokens)
         ids = []
-        for k, piece in enumerate(split_on_special(text, allowed)):
+        for k, piece in enumerate(split_on_special(text, _allowed_specials(allowed_special, self.special_tokens))):
             if k % 2:
                 ids.append(self.special_tokens[piece])
                 continue
             for chunk in pretokenize(piece, self._regex):
-                chunk_ids = self._cache.get(chunk)
-                if chunk_ids is None:
-                    chunk_ids = self._cache[chunk] = self._encode_chunk(chunk.encode("utf-8"))
-                ids.extend(chunk_ids)
+                if chunk not in self._cache:
+                    self._cache[chunk] = encode_chunk(chunk.encode("utf-8"), self.merges)
+                ids.extend(self._cache[chunk])
         return ids
         ### END SOLUTION
 
     def token_bytes(self, token_id):
-        """The bytes that one id stands for (a special token: its UTF-8 bytes)."""
-        # ValueError for an id that does not exist (say which ids do).
+        """The bytes one id stands for (a special token: its UTF-8 bytes); ValueError for an
+        id that does not exist, saying which ids do."""
+        # Idea: byte and merge ids are in vocab; special tokens are strings.
         ### BEGIN SOLUTION
         if token_id in self.vocab:
             return self.vocab[token_id]
@@ -765,127 +1131,68 @@ class BPETokenizer:
         ### END SOLUTION
 
     def decode(self, ids):
-        """The text of a sequence of ids: join their bytes, decode UTF-8.
-
-        An id that does not exist is a ValueError. A sequence that `encode` would never
-        produce may cut a character's bytes apart; those bytes decode as U+FFFD.
-        """
-        # Join the token_bytes of every id in _as_id_list(ids); .decode("utf-8", errors="replace").
+        """The text of a sequence of ids (see _as_id_list): their bytes joined and decoded as
+        UTF-8; bytes that are not valid UTF-8 become U+FFFD. Unknown id: ValueError."""
+        # Idea: ids -> bytes -> text, and no byte silently lost.
         ### BEGIN SOLUTION
         data = b"".join(self.token_bytes(i) for i in _as_id_list(ids))
         return data.decode("utf-8", errors="replace")
         ### END SOLUTION
 
-    def save(self, path):
-        """Write the tokenizer as JSON: format, version, pattern, merges (a list of [a, b]
-        in rank order) and special tokens ({string: id})."""
-        # A dict with "format": "tinytorch-bpe-tokenizer", "version": 1, "pattern", "merges",
-        # "special_tokens"; json.dumps it and Path(path).write_text(..., encoding="utf-8").
-        ### BEGIN SOLUTION
-        data = {
-            "format": "tinytorch-bpe-tokenizer",
-            "version": 1,
-            "pattern": self.pattern,
-            "merges": [[a, b] for a, b in self.merges],
-            "special_tokens": dict(self.special_tokens),
-        }
-        Path(path).write_text(json.dumps(data, ensure_ascii=True, indent=1), encoding="utf-8")
-        ### END SOLUTION
-
-    @classmethod
-    def load(cls, path):
-        """Read a tokenizer written by save(); a file that is not one is a ValueError."""
-        # Check the "format" field; merge number r must be a pair of ids < 256 + r and gets
-        # id 256 + r; the special tokens must have the ids right after the merges.
-        ### BEGIN SOLUTION
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not a JSON file: {exc}") from exc
-        if not isinstance(data, dict) or data.get("format") != "tinytorch-bpe-tokenizer":
-            raise ValueError(f"{path} is not a BPE tokenizer file written by BPETokenizer.save")
-        tok = cls(pattern=data["pattern"])
-        merges = {}
-        for rank, pair in enumerate(data["merges"]):
-            new_id = 256 + rank
-            if (not isinstance(pair, list) or len(pair) != 2
-                    or not all(isinstance(i, int) and 0 <= i < new_id for i in pair)):
-                raise ValueError(f"{path}: merge {rank} is {pair!r}, not two existing ids below {new_id}")
-            merges[tuple(pair)] = new_id
-        specials = data["special_tokens"]
-        expected = {tok_str: 256 + len(merges) + k for k, tok_str in enumerate(specials)}
-        if specials != expected:
-            raise ValueError(f"{path}: special tokens {specials} should have the ids right after "
-                             f"the merges: {expected}")
-        tok.merges, tok.special_tokens = merges, expected
-        tok._build_vocab()
-        return tok
-        ### END SOLUTION
-
-    def __repr__(self):
-        return (f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
-                f"special_tokens={list(self.special_tokens)})")
-
 
 # %% nbgrader={"grade": true, "grade_id": "test-bpe-train", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-_bt = BPETokenizer()
-assert _bt.vocab_size == 256 and _bt.vocab[65] == b"A", "a fresh tokenizer is the 256 bytes"
-_tiny = BPETokenizer().train("aaabdaaabac", 300)
-# (a,a) x4 -> 256;  then (256,a) and (a,b) tie at 2: (97, 98) < (256, 97) -> 257;
-# then (256, 257) x2 -> 258; then every pair occurs once: stop.
-assert _tiny.merges == {(97, 97): 256, (97, 98): 257, (256, 257): 258}, _tiny.merges
-assert _tiny.vocab_size == 259 and _tiny.vocab[258] == b"aaab", (_tiny.vocab_size, _tiny.vocab.get(258))
-_t300 = BPETokenizer().train(corpus[:5000], 300, special_tokens=["<|endoftext|>"])
-assert _t300.vocab_size == 300 and len(_t300.merges) == 43, (_t300.vocab_size, len(_t300.merges))
-assert _t300.special_tokens == {"<|endoftext|>": 299}
-assert list(_t300.merges.values()) == list(range(256, 299)), "merge r creates id 256 + r"
-assert BPETokenizer().train(corpus[:5000], 300, ["<|endoftext|>"]).merges == _t300.merges, "deterministic"
-for _bad in (255, 10):
-    try:
-        BPETokenizer().train("hello", _bad)
-        raise AssertionError(f"vocab_size={_bad} < 256 should raise ValueError")
-    except ValueError:
-        pass
-print("✓ BPE training: hand example, vocabulary size, determinism, errors")
+from tinytorch.testing import assert_equal, assert_raises, check
 
-# %% [markdown]
-# ## 7. Encoding and decoding
-#
-# **Encoding** new text replays the training: pre-tokenise, turn each chunk into bytes,
-# and apply the merges **in the order they were learned**. A neat way to do that in one
-# chunk: look at all adjacent pairs, find the one with the **lowest rank** (the earliest
-# merge) among those that are merges at all, merge it everywhere, repeat; stop when no
-# adjacent pair is a learned merge. (Why not the most frequent pair? Frequencies belong to
-# the training text; the ranks *are* the learned model.) This is exactly how GPT-2 and
-# `tiktoken` encode. Because the same words come back again and again, `encode` remembers
-# each chunk's ids in a cache.
-#
-# **Decoding** is simple: concatenate every id's bytes (`token_bytes`) and decode UTF-8.
-# For ids that `encode` produced the bytes are exactly the text's bytes, so the round trip
-# is exact, for *any* text. But a model generating ids one by one may produce a sequence
-# that stops in the middle of a multi-byte character (say only the first two of 😀's four
-# bytes). Those bytes are not valid UTF-8; `errors="replace"` turns them into the
-# replacement character U+FFFD (�) instead of crashing the generation loop.
+_bt = BPETokenizer()
+assert_equal((_bt.vocab_size, _bt.vocab[65]), (256, b"A"), "a fresh tokenizer is the 256 bytes")
+_tiny = BPETokenizer().train("aaabdaaabac", 300)
+assert_equal(_tiny.merges, _hand, "train('aaabdaaabac') learns the hand-derived merges")
+assert_equal((_tiny.vocab_size, _tiny.vocab[258]), (259, b"aaab"), "vocab_size and the token 258")
+_t300 = BPETokenizer().train(corpus[:5000], 300, special_tokens=["<|endoftext|>"])
+assert_equal((_t300.vocab_size, len(_t300.merges)), (300, 43), "300 ids = 256 bytes + 43 merges + 1 special")
+assert_equal(_t300.special_tokens, {"<|endoftext|>": 299}, "the special token's id follows the merges")
+assert_equal(list(_t300.merges.values()), list(range(256, 299)), "merge r creates id 256 + r")
+_straddle = [_t300.vocab[i] for i in _t300.merges.values() if re.search(rb"\S\s", _t300.vocab[i])]
+assert_equal(_straddle, [], "tokens that glue a word to the next (merges across chunk boundaries)")
+_eot_text = ("<|endoftext|>hi there ") * 40
+_bt = BPETokenizer().train(_eot_text, 300, ["<|endoftext|>"])
+_marked = [_bt.vocab[i] for i in _bt.merges.values() if re.search(rb"[<|>]", _bt.vocab[i])]
+assert_equal(_marked, [], "learned tokens containing bytes of the special token (it must be cut out first)")
+_again = BPETokenizer().train(corpus[:5000], 300, ["<|endoftext|>"])
+assert_equal(list(_again.merges.items()), list(_t300.merges.items()), "the same text gives the same merges")
+assert_equal(BPETokenizer().train("aaabdaaabac", 300).train("abab", 300).merges, {(97, 98): 256},
+             "training again replaces the earlier merges")
+assert_raises(ValueError, BPETokenizer().train, "hello", 255, match="256", what="train with vocab_size=255")
+assert_raises(ValueError, BPETokenizer().train, "hello", 256, ["<|endoftext|>"], what="256 ids and a special token")
+assert_raises(TypeError, BPETokenizer().train, "hello", 300.0, what="train with vocab_size=300.0")
+print("✓ BPE training: hand example, vocabulary size, chunks, special tokens, determinism, errors")
 
 # %% nbgrader={"grade": true, "grade_id": "test-bpe-encode", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert _tiny.encode("aaabdaaabac") == [258, 100, 258, 97, 99], _tiny.encode("aaabdaaabac")
-assert _tiny.decode([258, 100, 258, 97, 99]) == "aaabdaaabac"
-assert BPETokenizer().encode("é") == [0xC3, 0xA9], "no merges: just the UTF-8 bytes"
+from tinytorch.testing import assert_equal, assert_raises, check
+
+assert_equal(_tiny.encode("aaabdaaabac"), [258, 100, 258, 97, 99], "encode of the training text")
+assert_equal(_tiny.decode([258, 100, 258, 97, 99]), "aaabdaaabac", "decode back")
+assert_equal(BPETokenizer().encode("é"), [0xC3, 0xA9], "no merges: just the UTF-8 bytes")
 _bt512 = BPETokenizer().train(corpus, 512, special_tokens=["<|endoftext|>"])
 for _s in ["The fox and the grapes.", "Mañana: 中文, 😀, e\u0301, \x00 and\ttabs\r\n", "", " ",
            "<|endoftext|>", "a<|endoftext|>b<|endoftext|>"]:
-    assert _bt512.decode(_bt512.encode(_s)) == _s, _s
+    assert_equal(_bt512.decode(_bt512.encode(_s)), _s, "decode(encode(text))")
+_eot = _bt512.special_tokens["<|endoftext|>"]
 _ids = _bt512.encode("The end.<|endoftext|>Once")
-assert _ids.count(_bt512.special_tokens["<|endoftext|>"]) == 1
-assert _bt512.special_tokens["<|endoftext|>"] not in _bt512.encode("The end.<|endoftext|>", allowed_special="none")
-assert b"".join(_bt512.token_bytes(i) for i in _bt512.encode("the fox")) == b"the fox"
-assert len(_bt512.encode(corpus)) < len(corpus.encode("utf-8")) / 2, "512 ids should halve the fables at least"
-assert _bt512.decode([0xF0, 0x9F]) == "\ufffd", "half of 😀's four bytes: the replacement character"
-try:
-    _bt512.decode([10_000])
-    raise AssertionError("id 10000 does not exist: decode should raise ValueError")
-except ValueError:
-    pass
+assert_equal(_ids, _bt512.encode("The end.") + [_eot] + _bt512.encode("Once"), "the special token is one id")
+check(_eot not in _bt512.encode("The end.<|endoftext|>", allowed_special="none"),
+      "allowed_special='none': the marker is ordinary text", got=_bt512.encode("<|endoftext|>", allowed_special="none"))
+_text = corpus[1000:1400]
+_replayed = [i for c in pretokenize(_text) for i in encode_chunk(c.encode("utf-8"), _bt512.merges)]
+assert_equal(_bt512.encode(_text), _replayed, "encode = encode_chunk of every chunk")
+assert_equal(b"".join(_bt512.token_bytes(i) for i in _bt512.encode("the fox")), b"the fox", "token_bytes")
+assert_equal(_bt512.token_bytes(_eot), b"<|endoftext|>", "token_bytes of the special token")
+_n = len(_bt512.encode(corpus))
+check(_n < len(corpus.encode("utf-8")) / 2, "512 ids should at least halve the fables", got=_n)
+assert_equal(_bt512.decode([0xF0, 0x9F]), "\ufffd", "half of 😀's four bytes: the replacement character")
+assert_equal(_bt512.decode([104, 0x80, 105]), "h\ufffdi", "a stray continuation byte between h and i")
+assert_raises(ValueError, _bt512.decode, [10_000], what="decode of id 10000")
+assert_raises(ValueError, _bt512.token_bytes, _bt512.vocab_size, what="token_bytes(vocab_size)")
 print("✓ BPE encode/decode: merges replayed in rank order, exact round trip, special tokens")
 
 # %% [markdown]
@@ -955,25 +1262,91 @@ for _name, _tok, _s in [("pattern=None", _raw, _raw_s), ("SPLIT_PATTERN", _chunk
 # A tokenizer is just data: a pattern, a list of merges, a dict of special tokens. JSON
 # stores exactly that, is readable by any language and by you, and cannot execute
 # anything. (The same reasoning led the ecosystem from pickled weights to `safetensors`.)
-# The vocabulary is not saved: it follows from the merges (`_build_vocab`).
+# The vocabulary is not saved: it follows from the merges (`build_vocab`).
+#
+# `BPETokenizer.save` writes what your `_bpe_state(tok)` returns: a dict of plain JSON
+# values with the fields `"format"` (the string `"tinytorch-bpe-tokenizer"`), `"version"`
+# (1), `"pattern"`, `"merges"` and `"special_tokens"`. The provided loader below reads
+# exactly those fields back, checks them, and rebuilds the vocabulary.
+#
+# <details><summary>Hint 1</summary>
+#
+# JSON has lists but no tuples, and its object keys must be strings. How can a dict keyed
+# by pairs be written so that nothing is lost, not even the order?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Store the merges as a list of two-element lists, in rank order (the position in the
+# list is the rank, so the new ids need not be stored), and the special tokens as the
+# dict they already are; add the format, version and pattern.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "bpe-state", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _bpe_state(tok):
+    """What BPETokenizer.save writes: {"format": "tinytorch-bpe-tokenizer", "version": 1,
+    "pattern": tok.pattern, "merges": [[a, b], ...] in rank order, "special_tokens":
+    {string: id}}, made of plain JSON values only."""
+    # Idea: the merges' order is the model; store it, and nothing that can be derived.
+    ### BEGIN SOLUTION
+    return {
+        "format": "tinytorch-bpe-tokenizer",
+        "version": 1,
+        "pattern": tok.pattern,
+        "merges": [[a, b] for a, b in tok.merges],
+        "special_tokens": dict(tok.special_tokens),
+    }
+    ### END SOLUTION
+
+
+# %%
+#| export
+def _bpe_from_file(cls, path):
+    """A tokenizer (of class cls) from a file written by save; ValueError for anything else."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not a JSON file: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != "tinytorch-bpe-tokenizer":
+        raise ValueError(f"{path} is not a BPE tokenizer file written by BPETokenizer.save")
+    tok = cls(pattern=data["pattern"])
+    merges = {}
+    for rank, pair in enumerate(data["merges"]):
+        new_id = 256 + rank
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(i, int) and 0 <= i < new_id for i in pair)):
+            raise ValueError(f"{path}: merge {rank} is {pair!r}, not two existing ids below {new_id}")
+        merges[tuple(pair)] = new_id
+    specials = data["special_tokens"]
+    expected = {tok_str: 256 + len(merges) + k for k, tok_str in enumerate(specials)}
+    if specials != expected:
+        raise ValueError(f"{path}: special tokens {specials} should have the ids right after "
+                         f"the merges: {expected}")
+    tok.merges, tok.special_tokens = merges, expected
+    tok._build_vocab()
+    return tok
+
 
 # %% nbgrader={"grade": true, "grade_id": "test-bpe-save", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_equal, assert_raises
+
+_state = _bpe_state(bpe)
+assert_equal(json.loads(json.dumps(_state)), _state, "the state survives JSON unchanged (plain values only)")
+assert_equal(sorted(_state), ["format", "merges", "pattern", "special_tokens", "version"], "the fields")
+assert_equal(_state["merges"][:3], [list(p) for p in list(bpe.merges)[:3]], "the first merges, as [a, b] lists")
+assert_equal(_state["merges"], [list(p) for p in bpe.merges], "all merges, in rank order")
 with tempfile.TemporaryDirectory() as _d:
     _path = Path(_d) / "fables-bpe.json"
     bpe.save(_path)
-    _raw_json = json.loads(_path.read_text(encoding="utf-8"))
-    assert _raw_json["merges"][0] == list(next(iter(bpe.merges))), "merges as [a, b] lists, in order"
     _loaded = BPETokenizer.load(_path)
-    assert _loaded.merges == bpe.merges and _loaded.special_tokens == bpe.special_tokens
-    assert _loaded.vocab == bpe.vocab and _loaded.pattern == bpe.pattern
-    assert _loaded.encode(corpus[:3000]) == bpe.encode(corpus[:3000])
+    assert_equal(list(_loaded.merges.items()), list(bpe.merges.items()), "merges after save and load")
+    assert_equal(_loaded.special_tokens, bpe.special_tokens, "special tokens after save and load")
+    assert_equal(_loaded.encode(corpus[:3000]), bpe.encode(corpus[:3000]), "the same encoding after load")
+    _size = _path.stat().st_size
     _path.write_text('{"format": "something else"}', encoding="utf-8")
-    try:
-        BPETokenizer.load(_path)
-        raise AssertionError("a file in another format should raise ValueError")
-    except ValueError:
-        pass
-    print(f"✓ save/load: {len(_raw_json['merges'])} merges, file of {len(json.dumps(_raw_json)):,} bytes")
+    assert_raises(ValueError, BPETokenizer.load, _path, what="load of a file in another format")
+print(f"✓ save/load: {len(_state['merges'])} merges, a file of {_size:,} bytes")
 
 # %% [markdown]
 # ## 10. From a corpus to training batches
@@ -986,16 +1359,37 @@ with tempfile.TemporaryDirectory() as _d:
 # position $t$ sees only $x_0..x_t$).
 #
 # `get_batch` draws `batch_size` random start positions $i$ in $0..N-T-1$ (so that $y$ still
-# fits) and stacks the windows into `(batch_size, block_size)` int64 tensors. We draw
-# windows at random rather than cutting the text into fixed blocks so that the model sees
-# every offset; the randomness comes from a `Generator` (module 05), so a seed makes it
-# reproducible. The gather is one numpy fancy-indexing operation: the index matrix
-# `starts[:, None] + arange(T)` picks all windows at once.
+# fits, and every such start can be drawn) and stacks the windows into
+# `(batch_size, block_size)` int64 tensors. We draw windows at random rather than cutting
+# the text into fixed blocks so that the model sees every offset; the randomness comes from
+# a `Generator` (module 05) through the provided `_numpy_rng(generator)`, so a seed makes it
+# reproducible. `encode_corpus` is the step before: a whole text as one 1-D int64 tensor.
+#
+# <details><summary>Hint 1</summary>
+#
+# With $N$ ids and windows of $T$, which is the last start whose target window still fits?
+# numpy's `Generator.integers(low, high)` never returns `high` itself.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# No Python loop is needed: a column of starts plus a row of offsets $0..T-1$ broadcasts to
+# a matrix of positions, and one fancy index with that matrix reads every window at once.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Turn `data` into a numpy array and check it (1-D, integer ids, enough of them; positive
+# sizes). Draw the starts from the generator's numpy RNG, build the matrix of positions,
+# read `x` through it and `y` through the same matrix moved one position on, and wrap both
+# as int64 Tensors.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "batches", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def encode_corpus(tokenizer, text, **encode_kwargs):
-    """All of `text` as one 1-D int64 Tensor of token ids (any tokenizer with encode)."""
+    """All of `text` as one 1-D int64 Tensor of token ids (any tokenizer with encode;
+    encode_kwargs are passed on to it)."""
     ### BEGIN SOLUTION
     return Tensor(np.asarray(tokenizer.encode(text, **encode_kwargs), dtype=np.int64), dtype=int64)
     ### END SOLUTION
@@ -1006,13 +1400,12 @@ def get_batch(data, block_size, batch_size, generator=None):
 
     Returns (x, y), two int64 Tensors of shape (batch_size, block_size) with
     x[b] = data[i_b : i_b + block_size] and y[b] = data[i_b + 1 : i_b + block_size + 1]
-    for random starts i_b in 0..len(data) - block_size - 1 (drawn from `generator`, a
-    tinytorch.data.Generator, or the global seed when None).
+    for random starts i_b, each of 0..len(data) - block_size - 1 possible (drawn from
+    `generator`, a tinytorch.data.Generator, or the global seed when None).
+    ValueError when data is not 1-D integer ids, when block_size or batch_size is not a
+    positive int, or when data holds fewer than block_size + 1 ids (the message gives both).
     """
-    # - data: a Tensor (or array) of integers, 1-D; check (ValueError) that it holds at least
-    #   block_size + 1 ids and that block_size, batch_size are >= 1;
-    # - rng = _numpy_rng(generator); starts = rng.integers(0, high, size=batch_size);
-    # - one fancy index for all windows: starts[:, None] + np.arange(block_size).
+    # Idea: the target of every position is the id one step further on.
     ### BEGIN SOLUTION
     arr = data.numpy() if isinstance(data, Tensor) else np.asarray(data)
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
@@ -1032,24 +1425,35 @@ def get_batch(data, block_size, batch_size, generator=None):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-batches", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_equal, assert_raises, check, preserved_state
+
+import tinytorch
+
 _data = encode_corpus(bpe, corpus)
-assert isinstance(_data, Tensor) and _data.dtype == int64 and _data.shape == (_n_ids,)
-assert _data[:20].tolist() == bpe.encode(corpus)[:20]
-_x, _y = get_batch(_data, 16, 4, generator=Generator().manual_seed(0))
-assert _x.shape == (4, 16) and _y.shape == (4, 16) and _x.dtype == int64 and _y.dtype == int64
-assert (_x.numpy()[:, 1:] == _y.numpy()[:, :-1]).all(), "y is x shifted by one"
-_flat = _data.numpy()
-for _row in _x.numpy():
-    _i = [k for k in range(len(_flat) - 16) if (_flat[k:k + 16] == _row).all()]
-    assert _i, "each row of x is a window of the data"
-_x2, _ = get_batch(_data, 16, 4, generator=Generator().manual_seed(0))
-assert (_x2.numpy() == _x.numpy()).all(), "same seed, same batch"
-try:
-    get_batch(_data[:10], 10, 2)
-    raise AssertionError("10 ids cannot hold a window of 10 plus a shifted target")
-except ValueError:
-    pass
-print("✓ encode_corpus and get_batch")
+assert_equal((type(_data).__name__, _data.dtype, _data.shape), ("Tensor", int64, (_n_ids,)),
+             "encode_corpus: a 1-D int64 Tensor")
+assert_equal(_data[:20].tolist(), bpe.encode(corpus)[:20], "encode_corpus: the tokenizer's ids")
+_ramp = tinytorch.arange(100) * 3                  # distinct ids: a window shows where it starts
+_x, _y = get_batch(_ramp, 16, 4, generator=Generator().manual_seed(0))
+assert_equal((_x.shape, _y.shape, _x.dtype, _y.dtype), ((4, 16), (4, 16), int64, int64), "shapes and dtypes")
+for _row_x, _row_y in zip(_x.numpy(), _y.numpy()):
+    _start = int(_row_x[0]) // 3
+    assert_equal(_row_x, 3 * np.arange(_start, _start + 16), f"x: the window starting at {_start}")
+    assert_equal(_row_y, 3 * np.arange(_start + 1, _start + 17), f"y: the same window, one id further on")
+_x2, _ = get_batch(_ramp, 16, 4, generator=Generator().manual_seed(0))
+assert_equal(_x2.numpy(), _x.numpy(), "same seed, same batch")
+_xs, _ = get_batch(tinytorch.arange(12), 9, 600, generator=Generator().manual_seed(0))
+assert_equal(sorted(set(_xs.numpy()[:, 0].tolist())), [0, 1, 2], "12 ids, windows of 9: every start 0, 1, 2 is drawn")
+with preserved_state():
+    tinytorch.manual_seed(7)
+    _a, _ = get_batch(_ramp, 8, 3)
+    tinytorch.manual_seed(7)
+    _b, _ = get_batch(_ramp, 8, 3)
+assert_equal(_a.numpy(), _b.numpy(), "without a generator: the global seed decides")
+assert_raises(ValueError, get_batch, _data[:10], 10, 2, match="11", what="10 ids, a window of 10 plus its target")
+assert_raises(ValueError, get_batch, _ramp, 0, 2, what="block_size=0")
+assert_raises(ValueError, get_batch, _ramp.reshape(10, 10), 2, 2, what="2-D data")
+print("✓ encode_corpus and get_batch: first target row", _y.numpy()[0, :5].tolist(), "...")
 
 # %% [markdown]
 # The picture shows one window of the fables: each input token above the target the model
@@ -1082,6 +1486,14 @@ plt.show()
 # **first** merges of a larger one (each step depends only on the steps before it), so
 # truncating the merges of the 1,024-id tokenizer gives the smaller tokenizers. We check
 # that property on one size, and time training from scratch separately.
+#
+# First, predict. Section 8 printed the compression at 512 ids on the whole text. What
+# will 1,024 ids give on text the tokenizer has *not* seen? And how much longer does
+# training to 1,024 ids take than training to 512?
+
+# %%
+predicted_chars_per_token = None   # your number: characters per token at V = 1,024 on the held-out 10%
+predicted_time_ratio = None        # your number: training time for V = 1,024 divided by that for V = 512
 
 # %%
 def truncated(tok, n_merges):
@@ -1128,16 +1540,27 @@ plt.show()
 for _v, _a, _b in zip(sizes, cpt_train, cpt_held):
     print(f"V={_v:>5}: {_a:.2f} chars/token on training text, {_b:.2f} held out")
 print("training times:", ", ".join(f"V={v}: {s:.2f} s" for v, s in zip(time_sizes, train_times)))
+_ratio = train_times[time_sizes.index(1024)] / train_times[time_sizes.index(512)]
+for _what, _pred, _meas in [("chars/token at V=1024, held out", predicted_chars_per_token, cpt_held[-1]),
+                            ("training time V=1024 / V=512", predicted_time_ratio, _ratio)]:
+    print(f"{_what}: measured {_meas:.2f}, " + ("no prediction written" if _pred is None else f"you predicted {_pred}"))
 
 # %% [markdown]
 # Read the plot: the first merges buy the most (they merge the most frequent pairs), later
 # merges add less and less, and the held-out curve lies (slightly) below the training
-# curve: late
-# merges capture words and phrases that are frequent in *this* text but rarer elsewhere. A
-# real tokenizer is trained on a far larger and more varied corpus than it is a part of.
+# curve: late merges capture words and phrases that are frequent in *this* text but rarer
+# elsewhere. A real tokenizer is trained on a far larger and more varied corpus than it is
+# a part of. (The compression figures are the same on every machine: BPE is
+# deterministic.) The training time grows less than in proportion to the number of merges
+# when the counts are updated incrementally, since late merges are rare pairs that touch
+# few words; with recounting from scratch every merge costs about the same. The seconds
+# themselves depend on the machine and its load.
 #
 # Encoding speed matters too: a tokenizer runs over every training document. Measure the
-# cache's effect (cold: every chunk encoded; warm: every chunk looked up).
+# cache's effect (cold: every chunk encoded; warm: every chunk looked up). Predict first.
+
+# %%
+predicted_cache_speedup = None   # your number: how many times faster is encoding with a warm cache?
 
 # %%
 with tempfile.TemporaryDirectory() as _d:
@@ -1152,6 +1575,13 @@ _warm = time.perf_counter() - _t0
 print(f"encoding the fables: cold cache {_cold * 1e3:.0f} ms ({len(corpus) / _cold / 1e6:.2f} M chars/s), "
       f"warm cache {_warm * 1e3:.0f} ms ({len(corpus) / _warm / 1e6:.2f} M chars/s); "
       f"{len(_cold_tok._cache):,} distinct chunks cached")
+print(f"speedup measured {_cold / _warm:.1f}x; " + ("no prediction written" if predicted_cache_speedup is None
+                                                 else f"you predicted {predicted_cache_speedup}x"))
+
+# %% [markdown]
+# The warm run still pre-tokenises the whole text with the regex and looks up every chunk,
+# so the speedup is finite; how large it is depends on the machine (regex and dict speed
+# against the merge loop), but the warm run should be several times faster.
 
 # %% [markdown]
 # **What the vocabulary costs.** A language model has an **embedding table** (one row of
@@ -1194,7 +1624,7 @@ print(f"{'GPT-2 (V only)':>18} {50257:>7,} {'':>15} {'':>15} {4 * 50257 * 128 / 
 #   bytes to printable Unicode characters so that merges can be stored in a text file; the
 #   algorithm is unchanged.
 # - **tiktoken** (OpenAI): the GPT-3.5/4 tokenizers (`cl100k_base`, `o200k_base`, with
-#   100k-200k ids), encoding by lowest-rank merge exactly like `_encode_chunk`, written in
+#   100k-200k ids), encoding by lowest-rank merge exactly like `encode_chunk`, written in
 #   Rust for speed. Its regexes also split numbers into groups of at most three digits and
 #   handle case and non-English text better. Special tokens are disallowed in `encode`
 #   unless you allow them, the safe default we discussed.
@@ -1221,7 +1651,8 @@ print(f"{'GPT-2 (V only)':>18} {50257:>7,} {'':>15} {'':>15} {4 * 50257 * 128 / 
 #   tokenizer that encodes any text exactly.
 # - **BPE training**: repeatedly merge the most frequent adjacent pair (ties: smallest
 #   pair; stop when nothing occurs twice). Pre-tokenisation keeps merges inside words and
-#   lets us count each distinct word once, with incremental count updates.
+#   lets us count each distinct word once, weighted by its frequency; updating the counts
+#   incrementally after each merge gives the same merges, faster.
 # - **Encoding** replays the merges by rank; **decoding** joins bytes (invalid sequences
 #   become U+FFFD). **Special tokens** are single ids, never split.
 # - Save tokenizers as **data** (JSON), never as pickles.

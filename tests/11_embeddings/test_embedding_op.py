@@ -128,3 +128,19 @@ def test_float_indices_are_refused():
     np.testing.assert_array_equal(F.embedding(tt.tensor([1.0, 2.0]).long(), w).numpy(), table()[[1, 2]])
     with pytest.raises(TypeError, match="integer|int64"):
         F.embedding(tt.tensor([1.0, 2.0]), w)
+
+
+def test_indices_are_a_fresh_int64_copy():
+    from tinytorch.nn.embedding import _as_indices
+
+    src = np.array([[2, 3]], dtype=np.int32)
+    out = _as_indices(src, 4)
+    assert out.dtype == np.int64 and out.shape == (1, 2)
+    src[0, 0] = 0
+    assert out.tolist() == [[2, 3]], "the node keeps its own copy of the ids"
+    assert _as_indices([[0, 3], [1, 1]], 4).tolist() == [[0, 3], [1, 1]]
+    assert _as_indices(tt.tensor(5), 6).shape == ()
+    with pytest.raises(IndexError, match="-2"):
+        _as_indices(np.array([0, -2]), 4)
+    with pytest.raises(TypeError):
+        _as_indices(np.array([0.0]), 4)

@@ -25,30 +25,26 @@ def _embedding_forward(weight, *, indices, padding_idx):
     """Forward of the embedding op: the rows `indices` of the table. Tensor in, numpy out.
 
     weight: the (V, D) table (a Tensor); indices: an int64 numpy array of any shape, already
-    checked to lie in 0..V-1. Returns a numpy array of shape indices.shape + (D,).
+    checked to lie in 0..V-1. Returns a new numpy array of shape indices.shape + (D,).
     """
-    # Hint: weight.numpy() is the (V, D) array; one fancy-indexing expression (or
-    # np.take(..., axis=0)) gathers the rows. padding_idx does not change the forward.
+    # Idea: every id selects one row; no arithmetic is needed.
     # YOUR CODE HERE
     raise NotImplementedError('_embedding_forward() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
 
-# -- cell 11 --
+# -- cell 11 (embedding-indices) --
 def _as_indices(input, num_embeddings):
-    """The ids as a fresh int64 numpy array, each checked to lie in 0..num_embeddings-1."""
-    arr = input.numpy() if isinstance(input, Tensor) else np.asarray(input)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"embedding: the indices must be integers (an int64 tensor of token ids), "
-                        f"got dtype {arr.dtype}; convert them with .long()")
-    arr = np.array(arr, dtype=np.int64, copy=True)
-    bad = (arr < 0) | (arr >= num_embeddings)
-    if bad.any():
-        first = int(arr[bad].flat[0])
-        raise IndexError(f"embedding: index {first} is out of range for a table of "
-                         f"{num_embeddings} rows (valid ids are 0..{num_embeddings - 1})")
-    return arr
+    """The ids `input` (Tensor, array or list, any shape) as a fresh int64 numpy array.
+
+    TypeError when they are not integers (the message says integer ids are needed).
+    IndexError when an id is negative or >= num_embeddings: the message names that id and
+    the number of rows of the table."""
+    # Idea: valid ids are exactly 0 .. num_embeddings - 1; negative ids are not "from the end".
+    # YOUR CODE HERE
+    raise NotImplementedError('_as_indices() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
 
+# -- cell 13 --
 def _padding_index(padding_idx, num_embeddings):
     """None, or padding_idx as a row number in 0..num_embeddings-1 (negative counts from the end)."""
     if padding_idx is None:
@@ -75,42 +71,40 @@ def embedding(input, weight, padding_idx=None):
     return apply("embedding", _embedding_forward, weight, indices=indices, padding_idx=padding_idx)
 
 
-# -- cell 16 (embedding-backward) --
+# -- cell 18 (embedding-backward) --
 @backward_rule("embedding")
 def _embedding_backward(node, grad):
-    """Gradient of the embedding op w.r.t. its table: scatter-add the rows of grad to rows `indices`."""
+    """Gradient of the embedding op w.r.t. its table: the (V, D) array whose row v is the sum
+    of the rows of `grad` at every position that looked up id v (zero for ids never looked up,
+    and zero for the row padding_idx). Returns a one-element tuple."""
     weight = node.inputs[0]
     indices, padding_idx = node.attrs["indices"], node.attrs["padding_idx"]
-    # Hints:
-    # - flatten: ids = indices.reshape(-1); g = grad.reshape(ids.size, D) with D = weight.shape[1];
-    # - gw = np.zeros(weight.shape, dtype=grad.dtype); np.add.at(gw, ids, g) (repeats add up!);
-    # - if padding_idx is not None: that row's gradient is 0;
-    # - return (gw,)
+    # Idea: the transpose of a gather is a scatter that adds.
     # YOUR CODE HERE
     raise NotImplementedError('_embedding_backward() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
 
-# -- cell 19 (embedding-layer) --
+# -- cell 21 (embedding-layer) --
 class Embedding(Module):
     """A table of num_embeddings learned vectors of size embedding_dim, looked up by integer id
     (torch.nn.Embedding). Input: int64 ids of any shape; output: ids.shape + (embedding_dim,)."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, dtype=None):
+        """Sets num_embeddings, embedding_dim, padding_idx (normalised, or None) and the
+        Parameter `weight` (num_embeddings, embedding_dim), float32 unless dtype says."""
         super().__init__()
-        # Hints: store num_embeddings, embedding_dim and the normalised padding_idx
-        # (_padding_index); self.weight = Parameter(zeros(V, D, dtype=dtype)); then
-        # self.reset_parameters().
+        # Idea: the layer is its table; everything else is the op you wrote.
         # YOUR CODE HERE
         raise NotImplementedError('Embedding.__init__() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
     def reset_parameters(self):
-        """N(0, 1) entries (PyTorch's default), then a zero padding row."""
-        # Hint: normal_(self.weight); then zero row self.padding_idx under no_grad()
-        # (e.g. self.weight[self.padding_idx] = 0.0).
+        """N(0, 1) entries (PyTorch's default), and an all-zero padding row if there is one."""
+        # Idea: one row per token, no fan-in to scale by; the padding row starts at zero.
         # YOUR CODE HERE
         raise NotImplementedError('Embedding.reset_parameters() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
     def forward(self, input):
+        """The rows of the table for the ids `input`; the padding row gets no gradient."""
         # YOUR CODE HERE
         raise NotImplementedError('Embedding.forward() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
@@ -131,23 +125,19 @@ class Embedding(Module):
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
-# -- cell 22 (sinusoidal) --
+# -- cell 24 (sinusoidal) --
 def sinusoidal_positions(max_len, dim, base=10000.0, dtype=None):
-    """The (max_len, dim) sinusoidal position table: column 2i is sin(p·ω_i), column 2i+1 is
-    cos(p·ω_i), with ω_i = base^(-2i/dim). Returns a Tensor (float32 unless dtype says)."""
-    # Hints:
-    # - p = np.arange(max_len)[:, None]; two_i = np.arange(0, dim, 2) (the even column numbers);
-    # - angles = p * base ** (-two_i / dim)   -> (max_len, ceil(dim/2)), in float64;
-    # - table = np.zeros((max_len, dim)); table[:, 0::2] = sin(angles);
-    #   table[:, 1::2] = cos(angles) without its last column when dim is odd (angles[:, :dim // 2]);
-    # - Tensor(table, dtype=float32 if dtype is None else dtype).
+    """The (max_len, dim) sinusoidal position table for positions 0..max_len-1: column 2i is
+    sin(p·ω_i), column 2i+1 is cos(p·ω_i), with ω_i = base^(-2i/dim). Returns a Tensor
+    (float32 unless dtype says); an odd dim ends with a sine column."""
     if max_len < 0 or dim < 1:
         raise ValueError(f"sinusoidal_positions: need max_len >= 0 and dim >= 1, got {max_len}, {dim}")
+    # Idea: each column pair is a clock hand turning at its own frequency.
     # YOUR CODE HERE
     raise NotImplementedError('sinusoidal_positions() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
 
-# -- cell 29 (position-layers) --
+# -- cell 31 --
 def _check_positions(layer, x, offset):
     """The sequence length T of x (..., T, D), after checking D and that offset + T <= max_len."""
     if not isinstance(x, Tensor) or x.ndim < 2 or x.shape[-1] != layer.dim:
@@ -161,6 +151,7 @@ def _check_positions(layer, x, offset):
     return T
 
 
+# -- cell 32 (position-layers) --
 class SinusoidalPositionalEncoding(Module):
     """Adds the fixed sinusoidal table to x (..., T, dim): x + P[offset:offset+T]. The table is
     a non-persistent buffer `pe` (max_len, dim); nothing is learned."""
@@ -168,13 +159,13 @@ class SinusoidalPositionalEncoding(Module):
     def __init__(self, dim, max_len=5000):
         super().__init__()
         self.dim, self.max_len = int(dim), int(max_len)
-        # Hint: self.register_buffer("pe", <the table>, persistent=False)
+        # Idea: compute the table once; the module owns it, the optimizer never sees it.
         # YOUR CODE HERE
         raise NotImplementedError('SinusoidalPositionalEncoding.__init__() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
     def forward(self, x, offset=0):
         T = _check_positions(self, x, offset)
-        # Hint: a slice of the buffer (a view, no copy) added to x broadcasts over the batch.
+        # Idea: the token at index t of x stands at position offset + t.
         # YOUR CODE HERE
         raise NotImplementedError('SinusoidalPositionalEncoding.forward() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
@@ -192,13 +183,13 @@ class LearnedPositionalEmbedding(Module):
     def __init__(self, max_len, dim, dtype=None):
         super().__init__()
         self.max_len, self.dim = int(max_len), int(dim)
-        # Hint: as Embedding: a zero Parameter of shape (max_len, dim), then normal_ on it.
+        # Idea: an embedding table whose "tokens" are positions.
         # YOUR CODE HERE
         raise NotImplementedError('LearnedPositionalEmbedding.__init__() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
     def forward(self, x, offset=0):
         T = _check_positions(self, x, offset)
-        # Hint: positions = arange(offset, offset + T) (int64 ids); x + embedding(positions, self.weight)
+        # Idea: the positions are ids, and ids are looked up with your op.
         # YOUR CODE HERE
         raise NotImplementedError('LearnedPositionalEmbedding.forward() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 

@@ -20,7 +20,8 @@ from tinytorch.data.dataloader import _numpy_rng
 
 __all__ = [
     "CharTokenizer", "BPETokenizer", "SPLIT_PATTERN", "pretokenize", "split_on_special",
-    "get_pair_counts", "merge_pair", "encode_corpus", "get_batch",
+    "get_pair_counts", "merge_pair", "best_pair", "learn_merges", "build_vocab", "encode_chunk",
+    "encode_corpus", "get_batch",
 ]
 
 
@@ -48,6 +49,19 @@ def _check_special_tokens(special_tokens):
     if len(set(tokens)) != len(tokens):
         raise ValueError(f"special tokens must be distinct, got {tokens}")
     return tokens
+
+
+# -- cell 7 --
+def _check_chars(chars):
+    """The alphabet as a list of distinct single characters (or a ValueError naming the offender)."""
+    chars = list(chars)
+    for ch in chars:
+        if not isinstance(ch, str) or len(ch) != 1:
+            raise ValueError(f"CharTokenizer needs single characters, got {ch!r}")
+    if len(set(chars)) != len(chars):
+        dupes = sorted({ch for ch in chars if chars.count(ch) > 1})
+        raise ValueError(f"characters must be distinct; repeated: {dupes}")
+    return chars
 
 
 def _allowed_specials(allowed_special, special_tokens):
@@ -78,52 +92,13 @@ def _as_id_list(ids):
     return out
 
 
-# -- cell 8 (char-tokenizer) --
-class CharTokenizer:
-    """One token per character, plus optional special tokens.
-
-    Ids: the characters in the order given (from_text: sorted by code point) are 0..n-1; the
-    special tokens follow, in order, and `unk_token` (if any) is the last special token.
-    """
-
-    def __init__(self, chars, special_tokens=(), unk_token=None):
-        """chars: an iterable of distinct single characters (e.g. a str), in id order."""
-        # Build, and check:
-        # - self.chars: list of the characters; each must be a str of length 1, no duplicates
-        #   (ValueError naming the offender);
-        # - self.special_tokens: dict {string: id}, ids len(chars), len(chars)+1, ...; use
-        #   _check_special_tokens(special_tokens); append unk_token if it is not already one;
-        # - self.unk_token (None or the string);
-        # - self._stoi {char: id} and self._itos {id: string} (characters AND special tokens).
-        # YOUR CODE HERE
-        raise NotImplementedError('CharTokenizer.__init__() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
-
-    @classmethod
-    def from_text(cls, text, special_tokens=(), unk_token=None):
-        """A tokenizer whose alphabet is the distinct characters of `text`, sorted."""
-        if not isinstance(text, str):
-            raise TypeError(f"from_text needs a str, got {type(text).__name__}")
-        return cls(sorted(set(text)), special_tokens=special_tokens, unk_token=unk_token)
+class _CharTokenizerBase:
+    """The plumbing of CharTokenizer (size, file, repr); the ids are yours, in the class below."""
 
     @property
     def vocab_size(self):
         """Number of ids: characters plus special tokens."""
         return len(self.chars) + len(self.special_tokens)
-
-    def encode(self, text, allowed_special="all"):
-        """The ids of `text` (a list of ints); allowed special tokens become one id each."""
-        # - split the text with split_on_special(text, _allowed_specials(...)): even pieces
-        #   are ordinary text (one id per character), odd pieces are special tokens;
-        # - a character without an id: the unk_token's id if there is one, otherwise a
-        #   ValueError naming the character (repr and U+XXXX code point).
-        # YOUR CODE HERE
-        raise NotImplementedError('CharTokenizer.encode() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
-
-    def decode(self, ids):
-        """The text of a sequence of ids; an id outside 0..vocab_size-1 is a ValueError."""
-        # _as_id_list(ids) accepts lists, numpy arrays and Tensors.
-        # YOUR CODE HERE
-        raise NotImplementedError('CharTokenizer.decode() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
 
     def save(self, path):
         """Write the tokenizer as JSON (characters and special tokens)."""
@@ -143,27 +118,80 @@ class CharTokenizer:
         return f"CharTokenizer(vocab_size={self.vocab_size}, special_tokens={list(self.special_tokens)})"
 
 
-# -- cell 13 (pair-counts) --
-def get_pair_counts(ids, counts=None, weight=1):
-    """Count adjacent pairs of `ids`: {(ids[i], ids[i+1]): count}.
+# -- cell 9 (char-tokenizer) --
+class CharTokenizer(_CharTokenizerBase):
+    """One token per character, plus optional special tokens.
 
-    With `counts` given, add into that dict (and return it); each pair adds `weight`.
+    Ids: the characters in the order given (from_text: sorted by code point) are 0..n-1; the
+    special tokens follow, in order, and `unk_token` (if any) is the last special token.
     """
-    # zip(ids, ids[1:]) walks the adjacent pairs. Work with any sequence of ids (list, tuple).
+
+    def __init__(self, chars, special_tokens=(), unk_token=None):
+        """chars: distinct single characters (e.g. a str), in id order. Sets self.chars (list),
+        self.special_tokens ({string: id}), self.unk_token, and the tables self._stoi
+        {char: id} and self._itos {id: string} (characters and special tokens).
+        ValueError (from the provided checkers) for a malformed alphabet or special tokens."""
+        # Idea: ids are positions: first the characters, then the special tokens.
+        # YOUR CODE HERE
+        raise NotImplementedError('CharTokenizer.__init__() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+    @classmethod
+    def from_text(cls, text, special_tokens=(), unk_token=None):
+        """A tokenizer whose alphabet is the distinct characters of `text` (a str; TypeError
+        otherwise), sorted by code point."""
+        # Idea: the same text must always give the same ids.
+        # YOUR CODE HERE
+        raise NotImplementedError('CharTokenizer.from_text() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+    def encode(self, text, allowed_special="all"):
+        """The ids of the str `text` (a list of ints); each allowed special token is one id
+        (`allowed_special`: "all", "none" or a set, see _allowed_specials).
+
+        A character outside the alphabet maps to unk_token's id when there is one; otherwise
+        ValueError whose message names the character (its repr and its U+XXXX code point)."""
+        # Idea: recognise special tokens first; everything else is one id per character.
+        # YOUR CODE HERE
+        raise NotImplementedError('CharTokenizer.encode() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+    def decode(self, ids):
+        """The text of a sequence of ids (list, array or Tensor: see _as_id_list); an id
+        outside 0..vocab_size-1 is a ValueError that says which ids exist."""
+        # Idea: every id, special or not, has exactly one string.
+        # YOUR CODE HERE
+        raise NotImplementedError('CharTokenizer.decode() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+
+# -- cell 14 (pair-counts) --
+def get_pair_counts(ids, counts=None, weight=1):
+    """Count adjacent pairs of `ids` (any sequence of ints): {(ids[i], ids[i+1]): count}.
+
+    With `counts` given, add into that dict and return it (the same object); each
+    occurrence of a pair adds `weight`. Pairs never wrap around or reach outside `ids`.
+    """
+    # Idea: a pair is an id and its right-hand neighbour.
     # YOUR CODE HERE
     raise NotImplementedError('get_pair_counts() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
 
 
+# -- cell 17 (merge-pair) --
 def merge_pair(ids, pair, new_id):
     """A new list: `ids` with every occurrence of `pair` (left to right, non-overlapping)
-    replaced by `new_id`."""
-    # Walk with an index i: if ids[i], ids[i+1] is the pair, emit new_id and skip two,
-    # else emit ids[i] and skip one. Careful at the last element.
+    replaced by `new_id`. `ids` itself is not modified."""
+    # Idea: a merged pair uses up both of its ids.
     # YOUR CODE HERE
     raise NotImplementedError('merge_pair() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
 
 
-# -- cell 18 --
+# -- cell 20 (best-pair) --
+def best_pair(counts):
+    """The pair to merge next from {pair: count}: the highest count; ties go to the smallest
+    pair (a, b). None when `counts` is empty or no pair occurs at least twice."""
+    # Idea: the choice must not depend on the order in which the dict was filled.
+    # YOUR CODE HERE
+    raise NotImplementedError('best_pair() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+
+# -- cell 25 --
 SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+"""
 
 
@@ -178,13 +206,43 @@ def pretokenize(text, pattern=SPLIT_PATTERN):
     return re.findall(pattern, text)
 
 
-# -- cell 21 (bpe-train) --
-class BPETokenizer:
-    """Byte-level byte-pair encoding: 256 byte tokens, learned merges, special tokens.
+# -- cell 28 (learn-merges) --
+def learn_merges(words, freqs, n_merges):
+    """BPE training on distinct chunks: {(a, b): new_id} in the order learned.
 
-    Training merges the most frequent adjacent pair, ties going to the smallest pair
-    (a, b); merges never cross pre-tokenisation chunks (`pattern`, None for no split).
+    words: lists of ids (one per distinct chunk); freqs: how often each occurs; at most
+    n_merges merges, merge r creating id 256 + r, each chosen by best_pair from the pair
+    counts of all words weighted by their frequencies; stops early when best_pair returns
+    None. Pairs never cross from one word to the next. The inputs are not modified.
     """
+    # Idea: count, choose, record, replace; repeat.
+    # YOUR CODE HERE
+    raise NotImplementedError('learn_merges() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+
+# -- cell 31 (build-vocab) --
+def build_vocab(merges):
+    """{id: bytes} for the 256 byte ids and every merge of `merges` ({(a, b): new_id}, in
+    rank order): id n of merge (a, b) -> n stands for the bytes of a, then those of b."""
+    # Idea: a merged token is its two halves, written one after the other.
+    # YOUR CODE HERE
+    raise NotImplementedError('build_vocab() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+
+# -- cell 34 (encode-chunk) --
+def encode_chunk(data, merges):
+    """The ids of one chunk: `data` (bytes, or a list of byte ids) with the learned `merges`
+    ({(a, b): new_id}; the smaller the new id, the earlier the merge) applied in the order
+    learned, until no adjacent pair is a merge. Returns a new list of ints."""
+    # Idea: the earliest merge that applies goes first.
+    # YOUR CODE HERE
+    raise NotImplementedError('encode_chunk() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+
+# -- cell 37 --
+class _BPETokenizerBase:
+    """The plumbing of BPETokenizer: its state, size, files and repr (the algorithm is yours,
+    in the class below)."""
 
     def __init__(self, pattern=SPLIT_PATTERN):
         self.pattern = pattern
@@ -196,91 +254,107 @@ class BPETokenizer:
 
     def _build_vocab(self):
         """Derive self.vocab {id: bytes} from the merges, and self._special_ids {id: str}."""
-        # bytes([i]) for the 256 bytes, then vocab[a] + vocab[b] for each merge, in order.
-        # YOUR CODE HERE
-        raise NotImplementedError('BPETokenizer._build_vocab() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+        self.vocab = build_vocab(self.merges)
+        self._special_ids = {i: tok for tok, i in self.special_tokens.items()}
 
     @property
     def vocab_size(self):
         """Number of ids: 256 bytes + merges + special tokens."""
         return 256 + len(self.merges) + len(self.special_tokens)
 
-    def train(self, text, vocab_size, special_tokens=(), verbose=False):
-        """Learn merges from `text` until there are `vocab_size` ids in all (or no pair
-        occurs twice); register `special_tokens` after them. Replaces any previous training;
-        returns self."""
-        # 1. Check: vocab_size an int (TypeError), >= 256 + number of special tokens
-        #    (ValueError that says so); special tokens via _check_special_tokens.
-        # 2. Chunks: split_on_special(text, specials), keep the even pieces, pretokenize
-        #    each with self._regex; Counter of the chunks -> distinct chunks and their counts;
-        #    words = [list(chunk.encode("utf-8")) ...].
-        # 3. Loop: pick best = max pair by (count, -a, -b); stop if its count < 2; record
-        #    merges[best] = 256 + len(merges); merge it in the words that contain it.
-        #    Simplest correct version: recount all pairs with get_pair_counts(word, counts,
-        #    weight=count) at every step (a few seconds for 512). Faster: keep the counts and
-        #    a dict where[pair] = set of word indices, and update only words in where[best].
-        # 4. Set self.merges, self.special_tokens (ids after the merges), reset self._cache,
-        #    call self._build_vocab(), return self.
-        # YOUR CODE HERE
-        raise NotImplementedError('BPETokenizer.train() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
-
-    def _encode_chunk(self, data):
-        """The ids of one chunk's bytes: start from the bytes, then repeatedly merge the
-        pair with the LOWEST rank (earliest merge) present, until no learned pair is left."""
-        # Hint: among the pairs of ids, min by self.merges.get(pair, inf); stop when that
-        # pair is not in self.merges; merge_pair with self.merges[pair].
-        # YOUR CODE HERE
-        raise NotImplementedError('BPETokenizer._encode_chunk() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
-
-    def encode(self, text, allowed_special="all"):
-        """The ids of `text` (a list of ints). Allowed special tokens become one id each;
-        the rest is pre-tokenised and each chunk encoded with the learned merges."""
-        # split_on_special(text, _allowed_specials(...)); odd pieces are special tokens;
-        # pretokenize the even pieces; encode each chunk's UTF-8 bytes with _encode_chunk,
-        # remembering results in self._cache (the same words come back all the time).
-        # YOUR CODE HERE
-        raise NotImplementedError('BPETokenizer.encode() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
-
-    def token_bytes(self, token_id):
-        """The bytes that one id stands for (a special token: its UTF-8 bytes)."""
-        # ValueError for an id that does not exist (say which ids do).
-        # YOUR CODE HERE
-        raise NotImplementedError('BPETokenizer.token_bytes() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
-
-    def decode(self, ids):
-        """The text of a sequence of ids: join their bytes, decode UTF-8.
-
-        An id that does not exist is a ValueError. A sequence that `encode` would never
-        produce may cut a character's bytes apart; those bytes decode as U+FFFD.
-        """
-        # Join the token_bytes of every id in _as_id_list(ids); .decode("utf-8", errors="replace").
-        # YOUR CODE HERE
-        raise NotImplementedError('BPETokenizer.decode() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
-
     def save(self, path):
-        """Write the tokenizer as JSON: format, version, pattern, merges (a list of [a, b]
-        in rank order) and special tokens ({string: id})."""
-        # A dict with "format": "tinytorch-bpe-tokenizer", "version": 1, "pattern", "merges",
-        # "special_tokens"; json.dumps it and Path(path).write_text(..., encoding="utf-8").
-        # YOUR CODE HERE
-        raise NotImplementedError('BPETokenizer.save() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+        """Write the tokenizer as JSON (section 9)."""
+        Path(path).write_text(json.dumps(_bpe_state(self), ensure_ascii=True, indent=1), encoding="utf-8")
 
     @classmethod
     def load(cls, path):
         """Read a tokenizer written by save(); a file that is not one is a ValueError."""
-        # Check the "format" field; merge number r must be a pair of ids < 256 + r and gets
-        # id 256 + r; the special tokens must have the ids right after the merges.
-        # YOUR CODE HERE
-        raise NotImplementedError('BPETokenizer.load() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+        return _bpe_from_file(cls, path)
 
     def __repr__(self):
         return (f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
                 f"special_tokens={list(self.special_tokens)})")
 
 
-# -- cell 32 (batches) --
+# -- cell 39 (bpe-tokenizer) --
+class BPETokenizer(_BPETokenizerBase):
+    """Byte-level byte-pair encoding: 256 byte tokens, learned merges, special tokens.
+    Merges never cross pre-tokenisation chunks (`pattern`, None for no split); a fresh
+    tokenizer has no merges (see _BPETokenizerBase for its state)."""
+
+    def train(self, text, vocab_size, special_tokens=()):
+        """Learn merges from the str `text` so that there are `vocab_size` ids in all (fewer
+        if no pair repeats); special tokens get the ids after the merges. Returns self.
+        TypeError: vocab_size not an int. ValueError: vocab_size below 256 plus the number
+        of special tokens (the message says that 256 ids are the bytes); repeated or empty
+        special tokens (the provided _check_special_tokens says so)."""
+        # Idea: count each distinct chunk once, weighted by how often it occurs.
+        # YOUR CODE HERE
+        raise NotImplementedError('BPETokenizer.train() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+    def encode(self, text, allowed_special="all"):
+        """The ids of `text` (a list of ints): each allowed special token is one id; the rest
+        is pre-tokenised and each chunk's UTF-8 bytes encoded with the learned merges."""
+        # Idea: special tokens first, then chunk by chunk (remember each chunk's ids).
+        # YOUR CODE HERE
+        raise NotImplementedError('BPETokenizer.encode() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+    def token_bytes(self, token_id):
+        """The bytes one id stands for (a special token: its UTF-8 bytes); ValueError for an
+        id that does not exist, saying which ids do."""
+        # Idea: byte and merge ids are in vocab; special tokens are strings.
+        # YOUR CODE HERE
+        raise NotImplementedError('BPETokenizer.token_bytes() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+    def decode(self, ids):
+        """The text of a sequence of ids (see _as_id_list): their bytes joined and decoded as
+        UTF-8; bytes that are not valid UTF-8 become U+FFFD. Unknown id: ValueError."""
+        # Idea: ids -> bytes -> text, and no byte silently lost.
+        # YOUR CODE HERE
+        raise NotImplementedError('BPETokenizer.decode() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+
+# -- cell 47 (bpe-state) --
+def _bpe_state(tok):
+    """What BPETokenizer.save writes: {"format": "tinytorch-bpe-tokenizer", "version": 1,
+    "pattern": tok.pattern, "merges": [[a, b], ...] in rank order, "special_tokens":
+    {string: id}}, made of plain JSON values only."""
+    # Idea: the merges' order is the model; store it, and nothing that can be derived.
+    # YOUR CODE HERE
+    raise NotImplementedError('_bpe_state() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
+
+
+# -- cell 48 --
+def _bpe_from_file(cls, path):
+    """A tokenizer (of class cls) from a file written by save; ValueError for anything else."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not a JSON file: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != "tinytorch-bpe-tokenizer":
+        raise ValueError(f"{path} is not a BPE tokenizer file written by BPETokenizer.save")
+    tok = cls(pattern=data["pattern"])
+    merges = {}
+    for rank, pair in enumerate(data["merges"]):
+        new_id = 256 + rank
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(i, int) and 0 <= i < new_id for i in pair)):
+            raise ValueError(f"{path}: merge {rank} is {pair!r}, not two existing ids below {new_id}")
+        merges[tuple(pair)] = new_id
+    specials = data["special_tokens"]
+    expected = {tok_str: 256 + len(merges) + k for k, tok_str in enumerate(specials)}
+    if specials != expected:
+        raise ValueError(f"{path}: special tokens {specials} should have the ids right after "
+                         f"the merges: {expected}")
+    tok.merges, tok.special_tokens = merges, expected
+    tok._build_vocab()
+    return tok
+
+
+# -- cell 51 (batches) --
 def encode_corpus(tokenizer, text, **encode_kwargs):
-    """All of `text` as one 1-D int64 Tensor of token ids (any tokenizer with encode)."""
+    """All of `text` as one 1-D int64 Tensor of token ids (any tokenizer with encode;
+    encode_kwargs are passed on to it)."""
     # YOUR CODE HERE
     raise NotImplementedError('encode_corpus() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
 
@@ -290,12 +364,11 @@ def get_batch(data, block_size, batch_size, generator=None):
 
     Returns (x, y), two int64 Tensors of shape (batch_size, block_size) with
     x[b] = data[i_b : i_b + block_size] and y[b] = data[i_b + 1 : i_b + block_size + 1]
-    for random starts i_b in 0..len(data) - block_size - 1 (drawn from `generator`, a
-    tinytorch.data.Generator, or the global seed when None).
+    for random starts i_b, each of 0..len(data) - block_size - 1 possible (drawn from
+    `generator`, a tinytorch.data.Generator, or the global seed when None).
+    ValueError when data is not 1-D integer ids, when block_size or batch_size is not a
+    positive int, or when data holds fewer than block_size + 1 ids (the message gives both).
     """
-    # - data: a Tensor (or array) of integers, 1-D; check (ValueError) that it holds at least
-    #   block_size + 1 ids and that block_size, batch_size are >= 1;
-    # - rng = _numpy_rng(generator); starts = rng.integers(0, high, size=batch_size);
-    # - one fancy index for all windows: starts[:, None] + np.arange(block_size).
+    # Idea: the target of every position is the id one step further on.
     # YOUR CODE HERE
     raise NotImplementedError('get_batch() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
