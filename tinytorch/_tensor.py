@@ -848,6 +848,7 @@ def _infer_shape(shape, numel):
     raise NotImplementedError('_infer_shape() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
+# -- cell 48 (view-forwards) --
 def _view_forward(t, shape):
     """Forward of view: never a copy.
 
@@ -894,7 +895,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shape)
 
 
-# -- cell 49 (squeeze-unsqueeze) --
+# -- cell 51 (squeeze-unsqueeze) --
 def _squeeze_dims(shape, dim):
     """The positions that squeeze(dim) removes from a tensor of `shape`.
 
@@ -940,7 +941,7 @@ def _unsqueeze_view(t, dim):
     raise NotImplementedError('_unsqueeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 52 (broadcast-shapes) --
+# -- cell 54 (broadcast-shapes) --
 def broadcast_shapes(*shapes):
     """The shape that `shapes` broadcast to, or a ValueError naming the two shapes that clash.
 
@@ -956,7 +957,7 @@ def broadcast_shapes(*shapes):
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 55 (expand) --
+# -- cell 57 (expand) --
 def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
@@ -982,7 +983,7 @@ def broadcast_to(input, shape):
     return _expand(input, _shape_arg((shape,)) if not isinstance(shape, int) else (shape,))
 
 
-# -- cell 65 (basic-indexing) --
+# -- cell 69 --
 def _is_int_index(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
@@ -1038,6 +1039,7 @@ def _normalize_basic_index(items, ndim):
     return tuple(out)
 
 
+# -- cell 71 (basic-indexing) --
 def _slice_layout(item, size, stride):
     """The layout of one slice of a dimension with `size` and `stride`.
 
@@ -1082,7 +1084,7 @@ def _setitem(t, index, value):
     t.numpy()[np_index] = src
 
 
-# -- cell 68 (elementwise) --
+# -- cell 74 --
 def _is_scalar(x):
     return isinstance(x, (bool, int, float, np.bool_, np.number))
 
@@ -1126,6 +1128,7 @@ def _as_tensor(x, dtype):
     return Tensor._from_array(np.array(x, dtype=dtype))
 
 
+# -- cell 76 (elementwise) --
 def _elementwise_forward(np_fn, a, b, dtype):
     """Forward of a binary op.
 
@@ -1195,7 +1198,7 @@ def _masked_fill(t, mask, value):
     return where(mask, value, t)
 
 
-# -- cell 71 (inplace) --
+# -- cell 79 (inplace) --
 def _check_writable(t, check_grad=True):
     """Refuse an unsafe in-place write into `t`.
 
@@ -1232,7 +1235,7 @@ def _inplace(t, np_fn, other, cast=False):
     return t
 
 
-# -- cell 74 (reductions) --
+# -- cell 82 (reductions) --
 def _reduction_dims(dim, ndim):
     """Normalise a reduction's `dim` for a tensor with `ndim` dimensions.
 
@@ -1295,7 +1298,7 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
     return apply(op, lambda x: np_fn(x.numpy(), axis=d, keepdims=keepdim), t)
 
 
-# -- cell 77 (matmul) --
+# -- cell 85 (matmul) --
 def _matmul_shape(a_shape, b_shape):
     """Result shape of a @ b with numpy's matmul rules.
 
@@ -1322,7 +1325,7 @@ def matmul(input, other):
     return apply("matmul", forward, a, b)
 
 
-# -- cell 80 --
+# -- cell 88 --
 def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
@@ -1357,6 +1360,7 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
+# -- cell 90 --
 def tensor(data, dtype=None, requires_grad=False):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
     return Tensor(data, dtype=dtype, requires_grad=requires_grad)
@@ -1416,6 +1420,7 @@ def eye(n, m=None, dtype=None, requires_grad=False):
     return t
 
 
+# -- cell 92 --
 _rng = np.random.default_rng()
 
 
@@ -1459,7 +1464,7 @@ def randint(low, high=None, size=None, dtype=None):
                                             isinstance(size, int) else (size,)).astype(dt))
 
 
-# -- cell 83 (memory-footprint) --
+# -- cell 95 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 

@@ -1505,20 +1505,6 @@ print("✓ transpose, permute, T, mT: y.permute(2, 0, 1).stride() =", _p.stride(
 # (non-zero product, no remainder); without one, the product must equal `numel`. Every
 # error names the shape asked for and `numel`.
 # </details>
-#
-# <details><summary>Hint (the forwards)</summary>
-#
-# Section 2 gives the strides of a row-major shape. When is a reinterpretation of the same
-# storage right, and what must reshape do when it is not?
-# </details>
-#
-# <details><summary>The approach (the forwards)</summary>
-#
-# `view`: refuse a non-contiguous tensor with a RuntimeError that says it is not contiguous
-# and what to do instead; otherwise a view with row-major strides for the new shape at the
-# same offset. `reshape`: the same view when the tensor is contiguous; otherwise gather its
-# elements into a fresh row-major numpy array and reshape that (apply gives it storage).
-# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "view-reshape", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -1568,6 +1554,23 @@ def _infer_shape(shape, numel):
     ### END SOLUTION
 
 
+# %% [markdown]
+# <details><summary>Hint (the forwards)</summary>
+#
+# Section 2 gives the strides of a row-major shape. When is a reinterpretation of the same
+# storage right, and what must reshape do when it is not?
+# </details>
+#
+# <details><summary>The approach (the forwards)</summary>
+#
+# `view`: refuse a non-contiguous tensor with a RuntimeError that says it is not contiguous
+# and what to do instead; otherwise a view with row-major strides for the new shape at the
+# same offset. `reshape`: the same view when the tensor is contiguous; otherwise gather its
+# elements into a fresh row-major numpy array and reshape that (apply gives it storage).
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "view-forwards", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def _view_forward(t, shape):
     """Forward of view: never a copy.
 
@@ -2073,37 +2076,8 @@ print("a (3,) broadcast:    ", layout_of(_base, np.broadcast_to(_base[:3], (2, 3
 # dimension; for each input dimension, find its output position by aligning the ends, and
 # copy its stride there unless its size is 1.
 # </details>
-#
-# <details><summary>Hint 1 (the loops)</summary>
-#
-# Loop over the output, never over an input: the output's shape says how many elements
-# there are and which multi-index each one has.
-# </details>
-#
-# <details><summary>Hint 2 (the loops)</summary>
-#
-# Each tensor has its own strides and offset, so the same multi-index sits at a different
-# storage position in each of them. An input that is broadcast needs strides seen with
-# the output's shape first.
-# </details>
-#
-# <details><summary>The approach (map and zip)</summary>
-#
-# Compute each input's broadcast strides once, before the loop. Then, for every ordinal of
-# the output: its multi-index, the output position from the output's strides and offset,
-# each input position from that input's broadcast strides and its own offset; store `fn`
-# of the input value(s) at the output position.
-# </details>
-#
-# <details><summary>The approach (reduce)</summary>
-#
-# For every ordinal of the *output*: take its multi-index, start an accumulator at
-# `start`, and let the index at `dim` run over the input's size there, folding each input
-# value into the accumulator with `fn`. Then set the index at `dim` back to 0 (the only
-# index the output has there) before you compute where the result goes.
-# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "strided-loops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "broadcast-strides", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export _strided
 def broadcast_strides(shape, strides, out_shape):
     """The strides that read a tensor of (shape, strides) with the larger shape `out_shape`.
@@ -2136,6 +2110,38 @@ def _numel(shape):
     return n
 
 
+# %% [markdown]
+# <details><summary>Hint 1 (the loops)</summary>
+#
+# Loop over the output, never over an input: the output's shape says how many elements
+# there are and which multi-index each one has.
+# </details>
+#
+# <details><summary>Hint 2 (the loops)</summary>
+#
+# Each tensor has its own strides and offset, so the same multi-index sits at a different
+# storage position in each of them. An input that is broadcast needs strides seen with
+# the output's shape first.
+# </details>
+#
+# <details><summary>The approach (map and zip)</summary>
+#
+# Compute each input's broadcast strides once, before the loop. Then, for every ordinal of
+# the output: its multi-index, the output position from the output's strides and offset,
+# each input position from that input's broadcast strides and its own offset; store `fn`
+# of the input value(s) at the output position.
+# </details>
+#
+# <details><summary>The approach (reduce)</summary>
+#
+# For every ordinal of the *output*: take its multi-index, start an accumulator at
+# `start`, and let the index at `dim` run over the input's size there, folding each input
+# value into the accumulator with `fn`. Then set the index at `dim` back to 0 (the only
+# index the output has there) before you compute where the result goes.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "strided-loops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export _strided
 def strided_map(fn, out_storage, out_shape, out_strides, out_offset,
                 in_storage, in_shape, in_strides, in_offset):
     """out[i] = fn(in[i]) for every multi-index i of the output, written into out_storage.
@@ -2313,39 +2319,8 @@ print("✓ strided_reduce: sum over dim 1 of a (2, 3, 4) ->", _b3.sum(axis=1, ke
 #
 # Writing (`x[idx] = value`) goes straight into storage through numpy, with the same
 # checks as the in-place ops of section 13.
-#
-# <details><summary>Hint 1 (_slice_layout)</summary>
-#
-# After `slice.indices`, how many elements does the slice pick? (`range` knows.) Which
-# element of the old dimension is the new dimension's element 0?
-# </details>
-#
-# <details><summary>The approach (_slice_layout)</summary>
-#
-# Let `slice.indices(size)` give the clamped start, stop and step. The length is the
-# length of the range they describe. The new stride is the old stride times the step. The
-# offset grows by start times the old stride, but only when the slice picks at least one
-# element (an empty slice may have a start past the end).
-# </details>
-#
-# <details><summary>Hint 1 (_basic_index)</summary>
-#
-# Keep three things as you walk the index: the shape and strides built so far, the offset,
-# and which input dimension the next item applies to. Which kind of item does not consume
-# an input dimension?
-# </details>
-#
-# <details><summary>The approach (_basic_index)</summary>
-#
-# Start from the tensor's offset and empty shape and strides. `None`: append size 1 with
-# stride 0. An int: check it lies in `-size .. size-1` (else an IndexError naming the
-# index, the dimension and its size), wrap a negative one, add it times the stride to the
-# offset, and append nothing. A slice: append the length and stride from `_slice_layout`
-# and add its offset change. Move to the next input dimension after an int or a slice. End
-# with one `_view`.
-# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "basic-indexing", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 #| export
 def _is_int_index(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
@@ -2402,6 +2377,42 @@ def _normalize_basic_index(items, ndim):
     return tuple(out)
 
 
+# %% [markdown]
+# Now your part: the layout of one slice, and the walk over a normalised index.
+#
+# <details><summary>Hint 1 (_slice_layout)</summary>
+#
+# After `slice.indices`, how many elements does the slice pick? (`range` knows.) Which
+# element of the old dimension is the new dimension's element 0?
+# </details>
+#
+# <details><summary>The approach (_slice_layout)</summary>
+#
+# Let `slice.indices(size)` give the clamped start, stop and step. The length is the
+# length of the range they describe. The new stride is the old stride times the step. The
+# offset grows by start times the old stride, but only when the slice picks at least one
+# element (an empty slice may have a start past the end).
+# </details>
+#
+# <details><summary>Hint 1 (_basic_index)</summary>
+#
+# Keep three things as you walk the index: the shape and strides built so far, the offset,
+# and which input dimension the next item applies to. Which kind of item does not consume
+# an input dimension?
+# </details>
+#
+# <details><summary>The approach (_basic_index)</summary>
+#
+# Start from the tensor's offset and empty shape and strides. `None`: append size 1 with
+# stride 0. An int: check it lies in `-size .. size-1` (else an IndexError naming the
+# index, the dimension and its size), wrap a negative one, add it times the stride to the
+# offset, and append nothing. A slice: append the length and stride from `_slice_layout`
+# and add its offset change. Move to the next input dimension after an int or a slice. End
+# with one `_view`.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "basic-indexing", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def _slice_layout(item, size, stride):
     """The layout of one slice of a dimension with `size` and `stride`.
 
@@ -2539,21 +2550,8 @@ for _idx in [(Ellipsis, None), (1, Ellipsis, slice(None, None, 2)), (slice(None,
 # never records them (a bool output has no gradient). Unary functions (`exp`, `log`,
 # `sqrt`, `abs`, `neg`, `clamp`) and `where(cond, a, b)` / `masked_fill` are provided.
 # numpy's warnings for `log(0)` or `1/0` are silenced: like PyTorch we return `-inf`/`inf`.
-#
-# <details><summary>Hint 1</summary>
-#
-# Which of your functions raises the message a student should see for `(2, 3) + (2,)`?
-# How do you get numpy arrays that see the two tensors' memory?
-# </details>
-#
-# <details><summary>The approach</summary>
-#
-# Broadcast the two shapes with your function (and let its error propagate). Take the
-# numpy views of both tensors; convert each to the result dtype only when it differs (a
-# conversion copies); return the ufunc applied to the two.
-# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "elementwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 #| export
 def _is_scalar(x):
     return isinstance(x, (bool, int, float, np.bool_, np.number))
@@ -2598,6 +2596,24 @@ def _as_tensor(x, dtype):
     return Tensor._from_array(np.array(x, dtype=dtype))
 
 
+# %% [markdown]
+# Your part, the forward that every binary op shares:
+#
+# <details><summary>Hint 1</summary>
+#
+# Which of your functions raises the message a student should see for `(2, 3) + (2,)`?
+# How do you get numpy arrays that see the two tensors' memory?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Broadcast the two shapes with your function (and let its error propagate). Take the
+# numpy views of both tensors; convert each to the result dtype only when it differs (a
+# conversion copies); return the ufunc applied to the two.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "elementwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def _elementwise_forward(np_fn, a, b, dtype):
     """Forward of a binary op.
 
@@ -3099,6 +3115,11 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
+# %% [markdown]
+# Creation functions, with PyTorch's names and defaults:
+
+# %%
+#| export
 def tensor(data, dtype=None, requires_grad=False):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
     return Tensor(data, dtype=dtype, requires_grad=requires_grad)
@@ -3158,6 +3179,11 @@ def eye(n, m=None, dtype=None, requires_grad=False):
     return t
 
 
+# %% [markdown]
+# Random tensors, all drawn from one generator that `manual_seed` resets:
+
+# %%
+#| export
 _rng = np.random.default_rng()
 
 
