@@ -1233,8 +1233,24 @@ print("✓ Tensor storage and layout:", (_x.shape, _x._strides, _x._offset))
 # | `cat` | tensors... | `dim`, `sizes` |
 # | `stack` | tensors... | `dim` |
 # | `to` | x | `dtype` |
+#
+# Your part is the recording rule, `_needs_node(out, inputs)`: when is a node worth
+# keeping? `apply` (provided) calls it once per operation.
+#
+# <details><summary>Hint 1</summary>
+#
+# A node is only useful if a gradient could ever flow through it. Which three things can
+# each make that impossible: the global switch, the result's dtype, or the inputs?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Require all three: grad mode is on (the module-level flag), the output's dtype is a
+# floating kind, and at least one input requires grad (one is enough: `w * 3` with a
+# constant 3 still needs a gradient for `w`).
+# </details>
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "dispatch", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 _grad_enabled = True
 
@@ -1271,6 +1287,18 @@ class Node:
         return f"<{self.name()}>"
 
 
+def _needs_node(out, inputs):
+    """Whether `apply` records a Node for the result `out` of an op on `inputs`.
+
+    Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
+    grad mode is on, `out` has a floating dtype and at least one input requires grad.
+    """
+    # Idea: record only where a gradient could flow.
+    ### BEGIN SOLUTION
+    return _grad_enabled and out.dtype.kind == "f" and any(x.requires_grad for x in inputs)
+    ### END SOLUTION
+
+
 def apply(op, forward, *inputs, **attrs):
     """Run `forward(*inputs, **attrs)`, wrap the result, and record a Node when needed.
 
@@ -1286,26 +1314,36 @@ def apply(op, forward, *inputs, **attrs):
         if any(np.may_share_memory(arr, x._storage) for x in inputs):
             arr = arr.copy()
         out = Tensor._from_array(arr)
-    if _grad_enabled and out.dtype.kind == "f" and any(x.requires_grad for x in inputs):
+    if _needs_node(out, inputs):
         out._requires_grad = True
         out.grad_fn = Node(op, inputs, attrs, out.numpy())
     return out
 
 
 # %% [markdown]
-# A quick look at the dispatcher with a made-up op (`"double"` is not a real tinytorch op;
-# any name works, module 06 just would not know its backward rule):
+# A look at the dispatcher with a made-up op (`"double"` is not a real tinytorch op; any
+# name works, module 06 just would not know its backward rule), then the check of your rule:
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "test-dispatch", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _w = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+_c = Tensor([10.0, 20.0, 30.0])  # a constant: requires no grad
 _y = apply("double", lambda x: x.numpy() * 2, _w)
 print(_y, "| grad_fn.op =", _y.grad_fn.op, "| inputs are _w:", _y.grad_fn.inputs[0] is _w)
+assert_equal((_y.requires_grad, _y.grad_fn.op, _y.grad_fn.inputs[0] is _w), (True, "double", True),
+             "apply on an input that requires grad: (requires_grad, op, inputs[0] is w)")
+_z = apply("mul", lambda a, b: a.numpy() * b.numpy(), _w, _c)
+check(_z.grad_fn is not None, "one input requiring grad is enough to record a node", got=_z.grad_fn)
+assert_equal(_needs_node(Tensor([1.0]), (_c,)), False, "no input requires grad: no node")
+assert_equal(_needs_node(Tensor([True]), (_w,)), False, "a bool result has no gradient: no node")
+assert_equal(_needs_node(Tensor([1]), (_w,)), False, "an int64 result has no gradient: no node")
+assert_equal(_needs_node(Tensor([1.0], dtype=float64), (_c, _w)), True, "a float64 result from w")
 set_grad_enabled(False)
 try:  # whatever happens, grad mode is switched back on for the cells below
-    print("with grad mode off, grad_fn =", apply("double", lambda x: x.numpy() * 2, _w).grad_fn)
+    assert_equal(_needs_node(Tensor([1.0]), (_w,)), False, "grad mode off: no node")
+    check(apply("double", lambda x: x.numpy() * 2, _w).grad_fn is None, "grad mode off: apply records nothing")
 finally:
     set_grad_enabled(True)
-print("no input requires grad, grad_fn =", apply("double", lambda x: x.numpy() * 2, Tensor([1.0])).grad_fn)
+print("✓ dispatch: w * constant records", _z.grad_fn)
 
 # %% [markdown]
 # ## 6. Views: transpose and permute
@@ -1460,8 +1498,9 @@ print("✓ transpose, permute, T, mT: y.permute(2, 0, 1).stride() =", _p.stride(
 # After a transpose the elements are no longer in row-major order in memory. A tensor is
 # **contiguous** when its strides are exactly the row-major strides of its shape — with one
 # subtlety: a dimension of size 1 is never stepped along, so its stride does not matter
-# (PyTorch ignores it too: a `(3, 1)` tensor with strides `(1, 1)` is contiguous). A tensor
-# with no elements is trivially contiguous.
+# (PyTorch ignores it too: a `(2, 1, 3)` tensor with strides `(3, 7, 1)` is contiguous,
+# although a fresh tensor of that shape has strides `(3, 3, 1)`). A tensor with no elements
+# is trivially contiguous.
 #
 # **Reshaping** reinterprets the elements in row-major order with a new shape. If the
 # tensor is contiguous, the storage already *is* that order, so a reshape is just new
