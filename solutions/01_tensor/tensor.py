@@ -3471,6 +3471,13 @@ report("strided_map / numpy", round(t_loop / t_numpy), predicted_loop_over_numpy
 #   copies only when needed. PyTorch's `view` accepts more layouts than ours: it succeeds
 #   whenever the new shape can be expressed with strides (e.g. splitting one dimension of a
 #   transposed tensor).
+# - **The loops.** PyTorch's CPU kernels run elementwise ops and reductions through
+#   `TensorIterator`, the C++ counterpart of your `strided_map`/`strided_zip`/
+#   `strided_reduce`: it broadcasts the operands' strides (stride 0, as yours do), then
+#   walks the output's indices and computes each operand's position from its own strides
+#   and offset. It adds what makes it fast: merging dimensions that are contiguous with
+#   each other into one, reordering dimensions so the innermost loop has the smallest
+#   stride, SIMD inner loops and threads.
 # - **The dispatcher.** Calling `torch.add(a, b)` goes through PyTorch's dispatcher, which
 #   looks at *dispatch keys* on the inputs (Autograd, CPU, CUDA, ...) and runs a chain of
 #   kernels. The **Autograd** kernel records a node (`AddBackward0`, the `grad_fn`, saving
