@@ -28,18 +28,16 @@ _DTYPES = (float32, float64, int64, bool_)
 def contiguous_strides(shape):
     """Row-major strides, in elements, for a tensor of `shape`.
 
-    Why: a new tensor stores its elements in C order; these strides are what let us find
-    element (i, j, ...) in the flat storage, and what every view op starts from.
+    Contract: `shape` is a tuple of non-negative ints (possibly empty). Returns a tuple of
+    Python ints, one per dimension (`()` for a 0-d shape). A size-0 dimension must not zero
+    the other strides (it counts as size 1).
     """
-    # Hints:
-    # - walk `reversed(shape)` keeping a running product that starts at 1;
-    # - multiply by max(size, 1) so that a size-0 dimension does not zero the strides;
-    # - return a tuple of Python ints (`()` for a 0-d shape).
+    # Idea: a stride is how many storage elements one step along that dimension skips.
     # YOUR CODE HERE
     raise NotImplementedError('contiguous_strides() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 11 (tensor-storage) --
+# -- cell 16 --
 def _check_dtype(dtype):
     """Turn a dtype-like (np.float32, "float32", float, tinytorch.float32) into one of ours."""
     dt = np.dtype(dtype)
@@ -95,16 +93,9 @@ def _strided_array(storage, shape, strides, offset):
 _ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 
 
-class Tensor:
-    """An n-dimensional array: a flat numpy storage seen through shape, strides and offset.
-
-    Why: separating *layout* (shape/strides/offset) from *memory* (storage) is what makes
-    views (transpose, slicing, broadcasting) free, exactly as in PyTorch.
-    """
-
-    # numpy must not try to handle `ndarray + Tensor` itself: with this, it returns
-    # NotImplemented and Python calls our reflected operator (Tensor.__radd__ ...).
-    __array_ufunc__ = None
+# -- cell 18 (tensor-storage) --
+class _TensorStorage:
+    """Storage and layout: the constructor, `_init_storage`, `_from_array`, `_view`, `numpy`."""
 
     def __init__(self, data, dtype=None, requires_grad=False):
         """Copy `data` (list, scalar, numpy array or Tensor) into a new contiguous tensor."""
@@ -120,16 +111,13 @@ class Tensor:
     def _init_storage(self, arr):
         """Make the fresh C-contiguous array `arr` this tensor's memory and layout.
 
-        Sets `_storage` (1-D, shares arr's memory), `shape`, `_strides`, `_offset`.
+        Contract: sets `_storage` (1-D, sharing arr's memory: no copy), `shape` (a tuple of
+        ints), `_strides` (row-major, a tuple of ints) and `_offset` (an int). Returns None.
         """
-        # Hints:
-        # - `arr.reshape(-1)` is a 1-D view of arr's memory (no copy: arr is C-contiguous);
-        # - the shape is `tuple(arr.shape)`; the strides come from `contiguous_strides`;
-        # - a brand-new tensor starts at the beginning of its storage.
+        # Idea: the array already is row-major memory; only the description is missing.
         # YOUR CODE HERE
-        raise NotImplementedError('Tensor._init_storage() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
+        raise NotImplementedError('_TensorStorage._init_storage() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
-    # ------------------------------------------------------------------ construction helpers
     @staticmethod
     def _from_array(arr):
         """Wrap a freshly computed numpy array (no extra copy when it is already C-contiguous)."""
@@ -182,9 +170,11 @@ class Tensor:
             return arr.astype(dtype)
         return arr.copy() if copy else arr
 
-    __hash__ = object.__hash__  # __eq__ is elementwise, so restore identity hashing
 
-    # ------------------------------------------------------------------ layout properties
+# -- cell 20 --
+class _TensorInfo:
+    """Read-only facts about the layout: dtype, sizes, strides, bytes, contiguity."""
+
     @property
     def dtype(self):
         """The element type (a numpy dtype: float32, float64, int64 or bool)."""
@@ -255,7 +245,11 @@ class Tensor:
         """A copy with fresh storage (recorded, so gradients flow through it)."""
         return apply("clone", lambda x: np.array(x.numpy(), copy=True, order="C"), self)
 
-    # ------------------------------------------------------------------ autograd fields
+
+# -- cell 22 --
+class _TensorAutograd:
+    """The fields module 06 uses: requires_grad, grad, grad_fn, detach, backward."""
+
     @property
     def requires_grad(self):
         """Whether operations on this tensor are recorded for autograd (module 06)."""
@@ -318,7 +312,12 @@ class Tensor:
                 "engine that walks it.") from exc
         return _backward(self, gradient, retain_graph=retain_graph)
 
-    # ------------------------------------------------------------------ Python conversions
+
+# -- cell 24 --
+class _TensorPython:
+    """Conversions to Python: item, tolist, len, iteration, bool, repr, to(dtype)."""
+
+    # Python conversions
     def item(self):
         """The single value as a Python number (error unless numel() == 1)."""
         if self.numel() != 1:
@@ -383,7 +382,11 @@ class Tensor:
             return self
         return apply("to", lambda x, dtype: x.numpy().astype(dtype), self, dtype=dt)
 
-    # ------------------------------------------------------------------ views (section 4-6)
+
+# -- cell 26 --
+class _TensorViews:
+    """The view methods; each calls the module-level op you write in sections 6-9 and 11."""
+
     def transpose(self, dim0, dim1):
         """Swap two dimensions (a view). See transpose()."""
         return transpose(self, dim0, dim1)
@@ -446,7 +449,11 @@ class Tensor:
     def __setitem__(self, index, value):
         _setitem(self, index, value)
 
-    # ------------------------------------------------------------------ arithmetic (section 8)
+
+# -- cell 28 --
+class _TensorOperators:
+    """Arithmetic and comparison operators; all go through _binary (section 12)."""
+
     def add(self, other):
         """self + other, broadcasting."""
         return _binary("add", np.add, self, other)
@@ -466,6 +473,8 @@ class Tensor:
     def pow(self, exponent):
         """self ** exponent, broadcasting."""
         return _binary("pow", np.power, self, exponent)
+
+    __hash__ = object.__hash__  # __eq__ is elementwise, so restore identity hashing
 
     def __add__(self, other):
         return _binary("add", np.add, self, other) if _is_operand(other) else NotImplemented
@@ -521,6 +530,11 @@ class Tensor:
     def __ge__(self, other):
         return _binary("ge", np.greater_equal, self, other) if _is_operand(other) else NotImplemented
 
+
+# -- cell 30 --
+class _TensorMath:
+    """Unary functions, clamp and masked_fill (section 12) and the in-place ops (section 13)."""
+
     def neg(self):
         """-self."""
         return _unary("neg", np.negative, self)
@@ -549,7 +563,7 @@ class Tensor:
         """A copy with `value` wherever the bool `mask` (broadcast to self) is True."""
         return _masked_fill(self, mask, value)
 
-    # ------------------------------------------------------------------ in place (section 9)
+    # in place
     def add_(self, other, alpha=1):
         """self += alpha * other, in place."""
         return _inplace(self, np.add, other if alpha == 1 else _binary("mul", np.multiply, other, alpha))
@@ -590,7 +604,11 @@ class Tensor:
     def __itruediv__(self, other):
         return self.div_(other)
 
-    # ------------------------------------------------------------------ reductions (section 10)
+
+# -- cell 32 --
+class _TensorReductions:
+    """Reductions (section 14), matmul (section 15) and dtype shortcuts."""
+
     def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """Sum over `dim` (int, tuple, or None = all). Ints and bools sum to int64."""
         return _reduce("sum", np.sum, self, dim, keepdim, axis, keepdims)
@@ -638,7 +656,7 @@ class Tensor:
         """Standard deviation: sqrt of var()."""
         return self.var(dim, keepdim, correction=correction, axis=axis, keepdims=keepdims).sqrt()
 
-    # ------------------------------------------------------------------ matmul (section 11)
+    # matmul
     def matmul(self, other):
         """Matrix product with numpy semantics (1-D, 2-D, batched). See matmul()."""
         return matmul(self, other)
@@ -649,7 +667,7 @@ class Tensor:
     def __rmatmul__(self, other):
         return matmul(other, self) if _is_operand(other) else NotImplemented
 
-    # ------------------------------------------------------------------ dtype shortcuts
+    # dtype shortcuts
     # (last in the class body on purpose: these names shadow the builtins float/bool there)
     def float(self):
         """Convert to float32."""
@@ -668,7 +686,21 @@ class Tensor:
         return self.to(bool_)
 
 
-# -- cell 14 --
+# -- cell 34 --
+class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _TensorViews,
+             _TensorOperators, _TensorMath, _TensorReductions):
+    """An n-dimensional array: a flat numpy storage seen through shape, strides and offset.
+
+    Why: separating *layout* (shape/strides/offset) from *memory* (storage) is what makes
+    views (transpose, slicing, broadcasting) free, exactly as in PyTorch.
+    """
+
+    # numpy must not try to handle `ndarray + Tensor` itself: with this, it returns
+    # NotImplemented and Python calls our reflected operator (Tensor.__radd__ ...).
+    __array_ufunc__ = None
+
+
+# -- cell 37 (dispatch) --
 _grad_enabled = True
 
 
@@ -704,6 +736,17 @@ class Node:
         return f"<{self.name()}>"
 
 
+def _needs_node(out, inputs):
+    """Whether `apply` records a Node for the result `out` of an op on `inputs`.
+
+    Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
+    grad mode is on, `out` has a floating dtype and at least one input requires grad.
+    """
+    # Idea: record only where a gradient could flow.
+    # YOUR CODE HERE
+    raise NotImplementedError('_needs_node() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
+
+
 def apply(op, forward, *inputs, **attrs):
     """Run `forward(*inputs, **attrs)`, wrap the result, and record a Node when needed.
 
@@ -719,13 +762,13 @@ def apply(op, forward, *inputs, **attrs):
         if any(np.may_share_memory(arr, x._storage) for x in inputs):
             arr = arr.copy()
         out = Tensor._from_array(arr)
-    if _grad_enabled and out.dtype.kind == "f" and any(x.requires_grad for x in inputs):
+    if _needs_node(out, inputs):
         out._requires_grad = True
         out.grad_fn = Node(op, inputs, attrs, out.numpy())
     return out
 
 
-# -- cell 18 --
+# -- cell 41 --
 def _wrap_dim(dim, ndim):
     """Turn a possibly negative dim into 0..ndim-1, with PyTorch's error when out of range."""
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, (bool, np.bool_)):
@@ -751,7 +794,7 @@ def _shape_arg(args):
     return tuple(out)
 
 
-# -- cell 19 (transpose-permute) --
+# -- cell 43 (transpose-permute) --
 def transpose(input, dim0, dim1):
     """Swap dimensions dim0 and dim1: a zero-copy view (PyTorch's torch.transpose)."""
     d0, d1 = _wrap_dim(dim0, input.ndim), _wrap_dim(dim1, input.ndim)
@@ -761,9 +804,13 @@ def transpose(input, dim0, dim1):
 
 
 def _transpose_view(t, dim0, dim1):
-    """Forward of transpose: the same storage with two dims of shape and strides swapped."""
-    # Hints: copy t.shape and t._strides into lists, swap positions dim0 and dim1 in both,
-    # and return t._view(new_shape, new_strides, t._offset).
+    """Forward of transpose.
+
+    Contract: `t` a Tensor, `dim0`/`dim1` valid non-negative dims (may be equal). Returns
+    `t._view(...)` over the same storage: shape and strides with entries dim0 and dim1
+    exchanged, offset unchanged. Copies nothing.
+    """
+    # Idea: swapping two dims swaps their sizes and their strides, nothing else.
     # YOUR CODE HERE
     raise NotImplementedError('_transpose_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -778,43 +825,60 @@ def permute(input, *dims):
 
 
 def _permute_view(t, dims):
-    """Forward of permute: shape and strides reordered by `dims`, same storage and offset."""
-    # Hint: new_shape[k] = t.shape[dims[k]], and the same for the strides.
+    """Forward of permute.
+
+    Contract: `dims` is a permutation of 0..t.ndim-1 (checked by the wrapper). Returns a view
+    over the same storage and offset in which output dimension k is input dimension dims[k].
+    """
+    # Idea: a dimension carries its size and its stride with it wherever it goes.
     # YOUR CODE HERE
     raise NotImplementedError('_permute_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 22 (view-reshape) --
+# -- cell 46 (view-reshape) --
 def _is_contiguous(shape, strides):
-    """True if a layout is row-major without gaps (size-1 dims ignored, empty is contiguous)."""
-    # Hints: if any size is 0, return True. Otherwise walk the dims from last to first with an
-    # `expected` stride starting at 1; skip size-1 dims; every other dim must have
-    # stride == expected, after which expected *= size.
+    """Whether the layout (shape, strides) is row-major without gaps.
+
+    Contract: returns a bool. Size-1 dimensions are ignored (their stride is never used);
+    a layout with no elements (some size 0) and a 0-d layout are contiguous.
+    """
+    # Idea: compare with the row-major strides, but only where a stride is ever stepped along.
     # YOUR CODE HERE
     raise NotImplementedError('_is_contiguous() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
 def _infer_shape(shape, numel):
-    """Resolve at most one -1 in `shape` so that the product equals `numel`."""
-    # Hints: count the -1s (more than one: ValueError). Multiply the known sizes. With a -1,
-    # it becomes numel // known (an error when known is 0 or does not divide numel). Without,
-    # the product must equal numel. Error messages should name the shape and numel.
+    """Resolve at most one -1 in `shape` so that the sizes multiply to `numel`.
+
+    Contract: returns a tuple of non-negative ints whose product is `numel`. Raises
+    ValueError when there is more than one -1, a size below -1, or no way to reach `numel`;
+    the message names the requested shape and the input size `numel`.
+    """
+    # Idea: the -1 is whatever is left of numel once the known sizes are divided out.
     # YOUR CODE HERE
     raise NotImplementedError('_infer_shape() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
+# -- cell 48 (view-forwards) --
 def _view_forward(t, shape):
-    """Forward of view: contiguous strides for `shape` at the same offset; never a copy."""
-    # Hint: if not t.is_contiguous(), raise RuntimeError telling the user to call
-    # .contiguous() first or to use .reshape(); else return a _view.
+    """Forward of view: never a copy.
+
+    Contract: `shape` is resolved (no -1, right numel). Returns a view of t's storage with
+    row-major strides for `shape` at t's offset. Raises RuntimeError when t is not
+    contiguous; the message says so and points to .contiguous() or .reshape().
+    """
+    # Idea: a contiguous tensor's storage already is the row-major order of any shape.
     # YOUR CODE HERE
     raise NotImplementedError('_view_forward() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
 def _reshape_forward(t, shape):
-    """Forward of reshape: a view when t is contiguous, else a numpy array (a copy)."""
-    # Hint: a contiguous tensor reshapes like view; otherwise gather the elements with
-    # np.ascontiguousarray(t.numpy()) and reshape that numpy array (apply gives it storage).
+    """Forward of reshape: a view when t is contiguous, else a copy.
+
+    Contract: `shape` is resolved. Returns a Tensor view (same storage) when t is contiguous,
+    otherwise a fresh numpy array holding t's elements in row-major order with `shape`.
+    """
+    # Idea: view when the memory order allows it; otherwise make memory that does.
     # YOUR CODE HERE
     raise NotImplementedError('_reshape_forward() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -842,21 +906,31 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shape)
 
 
-# -- cell 25 (squeeze-unsqueeze) --
+# -- cell 51 (squeeze-unsqueeze) --
+def _squeeze_dims(shape, dim):
+    """The positions that squeeze(dim) removes from a tensor of `shape`.
+
+    Contract: `dim` is None, an int or a sequence of ints (negative count from the end).
+    Returns a sorted tuple of distinct non-negative positions whose size is 1: all of them
+    for None, else those among `dim`. Raises IndexError (from _wrap_dim) for a dim out of range.
+    """
+    # Idea: only a size-1 dimension can go, and only if it was asked for.
+    # YOUR CODE HERE
+    raise NotImplementedError('_squeeze_dims() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
+
+
 def squeeze(input, dim=None):
     """Drop size-1 dimensions (all, or those in `dim`): a zero-copy view."""
-    if dim is None:
-        dims = tuple(d for d, n in enumerate(input.shape) if n == 1)
-    else:
-        wanted = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-        dims = tuple(sorted({_wrap_dim(d, input.ndim) for d in wanted if input.ndim > 0}))
-        dims = tuple(d for d in dims if input.shape[d] == 1)
-    return apply("squeeze", _squeeze_view, input, dims=dims)
+    return apply("squeeze", _squeeze_view, input, dims=_squeeze_dims(input.shape, dim))
 
 
 def _squeeze_view(t, dims):
-    """Forward of squeeze: shape and strides without the positions listed in `dims`."""
-    # Hint: keep (size, stride) pairs whose index is not in dims.
+    """Forward of squeeze.
+
+    Contract: `dims` lists positions of size-1 dimensions. Returns a view over the same
+    storage and offset without those positions in shape and strides.
+    """
+    # Idea: a size-1 dimension is never stepped along, so removing it loses nothing.
     # YOUR CODE HERE
     raise NotImplementedError('_squeeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -868,13 +942,17 @@ def unsqueeze(input, dim):
 
 
 def _unsqueeze_view(t, dim):
-    """Forward of unsqueeze: insert size 1 at `dim`, with stride strides[dim]*shape[dim]
-    (or 1 when dim is the new last position)."""
+    """Forward of unsqueeze.
+
+    Contract: `0 <= dim <= t.ndim`. Returns a view over the same storage and offset with a
+    size-1 dimension at position `dim`, whose stride is PyTorch's choice (see the text).
+    """
+    # Idea: the new dimension's stride spans what the dimension after it spans.
     # YOUR CODE HERE
     raise NotImplementedError('_unsqueeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 28 (broadcast-shapes) --
+# -- cell 54 (broadcast-shapes) --
 def broadcast_shapes(*shapes):
     """The shape that `shapes` broadcast to, or a ValueError naming the two shapes that clash.
 
@@ -882,23 +960,24 @@ def broadcast_shapes(*shapes):
     """
     shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(int(n) for n in s)
               for s in shapes]
-    # Hints:
-    # - start from result = () and fold each shape into it;
-    # - for two shapes, pad the shorter one with leading 1s to the same length, then take
-    #   each pair of sizes (a, b): equal -> a; a == 1 -> b; b == 1 -> a; else raise
-    #   ValueError(f"cannot broadcast shapes {result} and {shape}: dimension {d} has sizes
-    #   {a} and {b}; sizes must be equal or one of them must be 1") with d negative (-1 = last).
+    # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
+    # ValueError when two sizes clash; the message says "cannot broadcast", names both
+    # shapes, the dimension (negative, -1 = last), both sizes, and the rule that failed.
+    # Idea: align on the right; a 1 stretches, any other mismatch is an error.
     # YOUR CODE HERE
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 31 (expand) --
+# -- cell 57 (expand) --
 def _expand_layout(shape, strides, sizes):
-    """New (shape, strides) for expanding a layout to `sizes`; ValueError if impossible."""
-    # Hints: n_new = len(sizes) - len(shape) (negative: error). For i < n_new: a new leading
-    # dim (size must be >= 0, stride 0). For i >= n_new compare with shape[i - n_new].
-    # The error should read like: f"cannot expand shape {shape} to {sizes}: dimension {i} has
-    # size {old}, which is not 1; only size-1 dimensions can be expanded (-1 keeps a size)".
+    """New (shape, strides) for seeing a layout with the larger shape `sizes`.
+
+    Contract: `shape`, `strides`, `sizes` are tuples of ints (`sizes` may hold -1: keep that
+    size). Returns `(new_shape, new_strides)` as tuples. Raises ValueError when the target
+    has fewer dims, a new leading dim has a negative size, or a dimension of size other than
+    1 would change; the message names both shapes.
+    """
+    # Idea: a grown size-1 dimension reads the same element at every index: stride 0.
     # YOUR CODE HERE
     raise NotImplementedError('_expand_layout() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -915,7 +994,7 @@ def broadcast_to(input, shape):
     return _expand(input, _shape_arg((shape,)) if not isinstance(shape, int) else (shape,))
 
 
-# -- cell 34 (basic-indexing) --
+# -- cell 69 --
 def _is_int_index(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
@@ -971,15 +1050,29 @@ def _normalize_basic_index(items, ndim):
     return tuple(out)
 
 
+# -- cell 71 (basic-indexing) --
+def _slice_layout(item, size, stride):
+    """The layout of one slice of a dimension with `size` and `stride`.
+
+    Contract: `item` is a slice (start/stop may be None, negative or out of range; the step
+    may be None or any non-zero int, negative included). Returns `(length, new_stride,
+    offset_delta)`: how many elements it picks, the stride of the new dimension, and how
+    far (in storage elements) its first element lies from the old dimension's element 0
+    (0 when the slice is empty).
+    """
+    # Idea: the new dimension starts at element `start` and moves `step` old steps at a time.
+    # YOUR CODE HERE
+    raise NotImplementedError('_slice_layout() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
+
+
 def _basic_index(t, index):
-    """Forward of basic indexing: a view. `index` is normalised (ints, slices, None)."""
-    # Hints: keep lists shape, strides and an offset starting at t._offset, and a pointer d
-    # to the current input dim.
-    # - None: append size 1, stride 0 (d does not move);
-    # - int i: check -size <= i < size, else raise IndexError(f"index {i} is out of bounds
-    #   for dimension {d} with size {size}"); wrap negatives; offset += i * stride; d += 1;
-    # - slice: start, stop, step = item.indices(size); n = len(range(start, stop, step));
-    #   if n > 0: offset += start * stride; append n and stride * step; d += 1.
+    """Forward of basic indexing: a view.
+
+    Contract: `index` is normalised (one int or slice per input dim, plus Nones; positive
+    steps). Returns `t._view(...)` over the same storage. Raises IndexError for an int out
+    of range; the message names the index, the dimension and its size.
+    """
+    # Idea: an int moves the offset and drops a dim; a slice moves the offset and scales a stride.
     # YOUR CODE HERE
     raise NotImplementedError('_basic_index() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1002,7 +1095,7 @@ def _setitem(t, index, value):
     t.numpy()[np_index] = src
 
 
-# -- cell 37 (elementwise) --
+# -- cell 74 --
 def _is_scalar(x):
     return isinstance(x, (bool, int, float, np.bool_, np.number))
 
@@ -1046,11 +1139,15 @@ def _as_tensor(x, dtype):
     return Tensor._from_array(np.array(x, dtype=dtype))
 
 
+# -- cell 76 (elementwise) --
 def _elementwise_forward(np_fn, a, b, dtype):
-    """Forward of a binary op: check broadcasting, cast to `dtype`, let numpy compute."""
-    # Hints: call broadcast_shapes(a.shape, b.shape) (its error is the user's message), take
-    # a.numpy() and b.numpy(), cast each with .astype(dtype) only if its dtype differs, and
-    # return np_fn(x, y).
+    """Forward of a binary op.
+
+    Contract: `a`, `b` Tensors; `np_fn` a numpy ufunc; `dtype` the promoted result dtype.
+    Returns the numpy array `np_fn(a, b)` computed in `dtype`, with the broadcast shape.
+    Raises broadcast_shapes' ValueError (naming both shapes) when the shapes clash.
+    """
+    # Idea: check the shapes with your rule first, then let numpy loop over the two views.
     # YOUR CODE HERE
     raise NotImplementedError('_elementwise_forward() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1112,15 +1209,16 @@ def _masked_fill(t, mask, value):
     return where(mask, value, t)
 
 
-# -- cell 40 (inplace) --
+# -- cell 79 (inplace) --
 def _check_writable(t, check_grad=True):
-    """Raise RuntimeError if writing into `t` in place is unsafe (see the text above)."""
-    # Hints:
-    # - if check_grad and t.requires_grad and is_grad_enabled(): raise RuntimeError saying a
-    #   tensor that requires grad cannot be modified in place while grad mode is on;
-    # - if any dim has stride 0 and size > 1: raise RuntimeError saying that several
-    #   elements share one memory location (an expanded view) and to call .contiguous()
-    #   (or .clone()) first.
+    """Refuse an unsafe in-place write into `t`.
+
+    Contract: returns None when writing is safe. Raises RuntimeError (1) when `check_grad`
+    and t requires grad while grad mode is on: the message mentions grad; (2) when several
+    elements of t share one memory location (an expanded view): the message says so, with
+    the word "memory", and suggests .contiguous() or .clone().
+    """
+    # Idea: a stride of 0 along a dimension of size > 1 means many elements, one cell.
     # YOUR CODE HERE
     raise NotImplementedError('_check_writable() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1148,12 +1246,16 @@ def _inplace(t, np_fn, other, cast=False):
     return t
 
 
-# -- cell 43 (reductions) --
+# -- cell 82 (reductions) --
 def _reduction_dims(dim, ndim):
-    """Normalise a reduction's dim (None, int, tuple/list) to a sorted tuple of dims >= 0."""
-    # Hints: None -> tuple(range(ndim)). An int (or np.integer) -> a 1-tuple. Wrap each dim
-    # with _wrap_dim(d, ndim); a repeated dim raises ValueError(f"dim {d} appears multiple
-    # times in the list of dims"). Return tuple(sorted(...)).
+    """Normalise a reduction's `dim` for a tensor with `ndim` dimensions.
+
+    Contract: `dim` is None (all dims), an int or a sequence of ints (negative count from
+    the end). Returns a sorted tuple of distinct dims >= 0. Raises IndexError for a dim out
+    of range (from _wrap_dim) and ValueError for a dim given twice (the message says it
+    "appears multiple times").
+    """
+    # Idea: one canonical form, so that module 06's backward rules never see a negative dim.
     # YOUR CODE HERE
     raise NotImplementedError('_reduction_dims() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1207,14 +1309,15 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
     return apply(op, lambda x: np_fn(x.numpy(), axis=d, keepdims=keepdim), t)
 
 
-# -- cell 46 (matmul) --
+# -- cell 85 (matmul) --
 def _matmul_shape(a_shape, b_shape):
-    """Result shape of a @ b with numpy's matmul rules, or ValueError naming both shapes."""
-    # Hints: reject 0-d. Promote 1-D as described. Compare a[-1] with b[-2]:
-    #   ValueError(f"matmul: shapes {a_shape} and {b_shape} are not aligned: inner dimensions
-    #   {k1} (last of the first) and {k2} (second-to-last of the second) must be equal").
-    # Broadcast a[:-2] with b[:-2] (wrap the ValueError to name both full shapes), then drop
-    # the dims that 1-D promotion added.
+    """Result shape of a @ b with numpy's matmul rules.
+
+    Contract: `a_shape`, `b_shape` tuples of ints. Returns a tuple. Raises ValueError, with
+    both shapes in the message, for a 0-d operand, for inner sizes that differ (the
+    message names both sizes) and for batch dimensions that do not broadcast.
+    """
+    # Idea: a 1-D operand is a matrix with one row (or column) that is dropped at the end.
     # YOUR CODE HERE
     raise NotImplementedError('_matmul_shape() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1233,7 +1336,7 @@ def matmul(input, other):
     return apply("matmul", forward, a, b)
 
 
-# -- cell 49 --
+# -- cell 88 --
 def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
@@ -1268,6 +1371,7 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
+# -- cell 90 --
 def tensor(data, dtype=None, requires_grad=False):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
     return Tensor(data, dtype=dtype, requires_grad=requires_grad)
@@ -1327,6 +1431,7 @@ def eye(n, m=None, dtype=None, requires_grad=False):
     return t
 
 
+# -- cell 92 --
 _rng = np.random.default_rng()
 
 
@@ -1370,13 +1475,16 @@ def randint(low, high=None, size=None, dtype=None):
                                             isinstance(size, int) else (size,)).astype(dt))
 
 
-# -- cell 52 (memory-footprint) --
+# -- cell 95 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 
     Why: views share storage, so summing nbytes over-counts them, and a slice can keep a
     much larger storage alive; this is the number that matters for "will it fit?".
     """
-    # Hint: a dict {id(t._storage): t._storage.nbytes} de-duplicates shared storages.
+    # Contract: `tensors` are Tensors (none: 0). Returns an int: the sum of `nbytes` of the
+    # distinct storage objects they use (two tensors share one exactly when
+    # `a._storage is b._storage`).
+    # Idea: memory is held by storages, not by tensors.
     # YOUR CODE HERE
     raise NotImplementedError('memory_footprint() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')

@@ -23,6 +23,9 @@
 #
 # - explain how an n-dimensional tensor lives in **flat memory**: a storage, a shape, a
 #   stride per dimension and an offset;
+# - write the **address formula** (multi-index to storage position) and its inverse, and
+#   the pure-Python **strided loops** (map, zip with broadcasting, reduce) that define what
+#   every elementwise op and reduction computes, on any view;
 # - compute **contiguous strides** and turn `transpose`, `permute`, `reshape`, `squeeze`,
 #   `unsqueeze` and `expand` into **zero-copy views** by changing only that metadata;
 # - implement the **broadcasting rule**, with error messages that teach;
@@ -40,8 +43,9 @@
 #
 # ## How this notebook works
 #
-# Cells marked `#| export` become the file `tinytorch/_tensor.py` when you run
-# `tito export 01` (or `tito test module 01`, which exports and then tests). Cells with
+# Cells marked `#| export` become the file `tinytorch/_tensor.py` (and those marked
+# `#| export _strided` the file `tinytorch/_strided.py`) when you run `tito export 01` (or
+# `tito test module 01`, which exports and then tests). Cells with
 # `# YOUR CODE HERE` are yours to fill in. After each of them comes a **check** cell: run
 # it, and it either prints a ✓ or tells you what is wrong. Provided code (the parts that are
 # plumbing, not ideas) is already written; read it, it is part of the lesson.
@@ -96,6 +100,8 @@ if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
+
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check  # checks that say got/expected
 
 
 def draw_layout(ax, title, shape, strides, offset=0, n_storage=6):
@@ -171,28 +177,47 @@ _DTYPES = (float32, float64, int64, bool_)
 # ## 2. Contiguous strides
 #
 # A freshly created tensor is stored row-major ("contiguous"): the last dimension moves
-# fastest. Its strides follow from the shape alone. Walk the dimensions from the last to the
-# first: the last stride is 1, and each earlier stride is the later stride times the later
-# size. For shape `(2, 3, 4)`:
+# fastest. Its strides follow from the shape alone. For shape `(2, 3, 4)` one step along
+# the last dimension moves 1 element, one step along the middle one skips a row of 4, and
+# one step along the first skips a whole 3×4 block:
 #
-# $$\text{strides} = (3 \cdot 4,\; 4,\; 1) = (12, 4, 1).$$
+# $$\text{strides} = (12,\; 4,\; 1).$$
 #
 # Two corner cases: a 0-d tensor (a scalar, shape `()`) has strides `()`, and a dimension of
-# size 0 is treated as size 1 when multiplying (PyTorch does the same), so that strides stay
-# meaningful for empty tensors: `(2, 0, 3)` has strides `(3, 3, 1)`.
+# size 0 must not turn the other strides into 0: PyTorch counts it as size 1, so that
+# `(2, 0, 3)` has strides `(3, 3, 1)`, and so do we. A size-1 dimension is *not* special
+# here: `(4, 1, 3)` has strides `(3, 3, 1)`.
+#
+# <details><summary>Hint 1</summary>
+#
+# What does one step along the last dimension skip in a row-major layout? And one step along
+# the dimension before it?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Each stride is the product of the sizes of the dimensions to its right (an empty product
+# is 1).
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Walk the dimensions from last to first, keeping a running product of the sizes seen so
+# far; that product, before you multiply in the current size, is the current stride.
+# Count a size-0 dimension as 1 in the product. Collect the strides in the order you meet
+# them and turn them around at the end, as a tuple of Python ints.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "contiguous-strides", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def contiguous_strides(shape):
     """Row-major strides, in elements, for a tensor of `shape`.
 
-    Why: a new tensor stores its elements in C order; these strides are what let us find
-    element (i, j, ...) in the flat storage, and what every view op starts from.
+    Contract: `shape` is a tuple of non-negative ints (possibly empty). Returns a tuple of
+    Python ints, one per dimension (`()` for a 0-d shape). A size-0 dimension must not zero
+    the other strides (it counts as size 1).
     """
-    # Hints:
-    # - walk `reversed(shape)` keeping a running product that starts at 1;
-    # - multiply by max(size, 1) so that a size-0 dimension does not zero the strides;
-    # - return a tuple of Python ints (`()` for a 0-d shape).
+    # Idea: a stride is how many storage elements one step along that dimension skips.
     ### BEGIN SOLUTION
     strides = []
     step = 1
@@ -204,19 +229,153 @@ def contiguous_strides(shape):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-contiguous-strides", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert contiguous_strides((2, 3)) == (3, 1), contiguous_strides((2, 3))
-assert contiguous_strides((2, 3, 4)) == (12, 4, 1)
-assert contiguous_strides((5,)) == (1,)
-assert contiguous_strides(()) == ()
-assert contiguous_strides((4, 1, 3)) == (3, 3, 1)
-assert contiguous_strides((2, 0, 3)) == (3, 3, 1), "a size-0 dim counts as 1 in the running product"
+for _shape, _expected in [((2, 3), (3, 1)), ((2, 3, 4), (12, 4, 1)), ((5,), (1,)), ((), ()),
+                          ((4, 1, 3), (3, 3, 1)), ((2, 0, 3), (3, 3, 1)), ((0,), (1,))]:
+    assert_equal(contiguous_strides(_shape), _expected, f"contiguous_strides({_shape})")
 # numpy agrees (it counts bytes, so divide by the element size):
 _a = np.zeros((3, 5, 7), dtype=np.float32)
-assert contiguous_strides(_a.shape) == tuple(s // _a.itemsize for s in _a.strides)
-print("✓ contiguous_strides")
+assert_equal(contiguous_strides(_a.shape), tuple(s // _a.itemsize for s in _a.strides),
+             "contiguous_strides((3, 5, 7)) against numpy's strides / itemsize")
+check(all(type(s) is int for s in contiguous_strides(np.array([2, 3]))),
+      "the strides are Python ints, even for a shape given as numpy integers",
+      got=[type(s).__name__ for s in contiguous_strides(np.array([2, 3]))], expected=["int", "int"])
+print("✓ contiguous_strides((2, 0, 3)) =", contiguous_strides((2, 0, 3)))
 
 # %% [markdown]
-# ## 3. The Tensor class
+# ## 3. The address formula and its inverse
+#
+# Two small functions carry the whole idea of a strided tensor. They work on plain tuples
+# and ints, know nothing about `Tensor`, and go into their own package file,
+# `tinytorch/_strided.py`, so that module 17 can compile the very same code with numba.
+#
+# **The address formula** turns a multi-index into a storage position:
+#
+# $$\text{position}(i_0, \dots, i_{n-1}) = \text{offset} + \sum_{k} i_k \cdot \text{stride}_k .$$
+#
+# Nothing in it assumes a row-major layout: it is just as right for a transposed view
+# (strides `(1, 3)`), a broadcast view (a stride of 0: every index reads the same cell), a
+# slice that starts in the middle of the storage (an offset), or a reversed view (a
+# negative stride: numpy makes those for `a[::-1]`). Example: in a storage of 12 elements,
+# the view with shape `(2, 3)`, strides `(1, 4)` and offset 1 puts element `[1, 2]` at
+# `1 + 1·1 + 2·4 = 10`.
+#
+# **The inverse** goes the other way round, for the *order* in which we visit elements: the
+# k-th element in row-major order over a shape (its **ordinal**, 0, 1, 2, ...) has which
+# multi-index? Over shape `(2, 3, 4)`, ordinal 17 is `[1, 1, 1]` (17 = 1·12 + 1·4 + 1), and
+# ordinal 5 is `[0, 1, 1]`. This is numpy's `np.unravel_index`. Every loop in section 10
+# counts `ordinal = 0, 1, ..., numel - 1`, turns the ordinal into a multi-index, and turns
+# the multi-index into a storage position with the address formula, once per tensor.
+#
+# The cell below starts the new package file.
+
+# %%
+#| export _strided
+"""Strided loops in pure Python: the semantics of every elementwise op and reduction.
+
+Plain functions over flat storages (numpy 1-D arrays), shape/stride tuples and ints; no
+Tensor objects, so that module 17 can compile the same loops with numba. tinytorch's Tensor
+uses numpy for speed; these loops are the reference its results must agree with.
+"""
+
+__all__ = ["index_to_position", "ordinal_to_index", "broadcast_strides",
+           "strided_map", "strided_zip", "strided_reduce"]
+
+# %% [markdown]
+# <details><summary>Hint 1 (index_to_position)</summary>
+#
+# Start from where element `[0, 0, ...]` lives. What does each index entry add to that?
+# </details>
+#
+# <details><summary>The approach (index_to_position)</summary>
+#
+# Keep a running position that starts at the offset, and add, for each dimension, the index
+# along it times that dimension's stride. Loop over the dimensions by number so that the
+# same code works for tuples, lists and (in module 17) numpy arrays.
+# </details>
+#
+# <details><summary>Hint 1 (ordinal_to_index)</summary>
+#
+# In row-major order, which index moves fastest when the ordinal goes up by one? After how
+# many steps does the index before it move?
+# </details>
+#
+# <details><summary>Hint 2 (ordinal_to_index)</summary>
+#
+# Think of the ordinal as a number written in a mixed-radix system whose digits are the
+# indices and whose bases are the sizes, the last size being the lowest digit.
+# </details>
+#
+# <details><summary>The approach (ordinal_to_index)</summary>
+#
+# Make a list of zeros, one per dimension. Walk the dimensions from last to first: the
+# remainder of the ordinal divided by that size is the index there, and the quotient is
+# what is left for the dimensions further left.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "address-formula", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export _strided
+def index_to_position(index, strides, offset):
+    """The storage position of the element at multi-index `index` (the address formula).
+
+    Contract: `index` and `strides` are sequences of ints of the same length (empty for a 0-d
+    tensor; strides may be 0 or negative), `offset` an int. Returns an int. No bounds
+    checks: the caller passes valid indices.
+    """
+    # Idea: start where element [0, 0, ...] lives; each dimension adds index times stride.
+    ### BEGIN SOLUTION
+    position = offset
+    for k in range(len(index)):
+        position += index[k] * strides[k]
+    return position
+    ### END SOLUTION
+
+
+def ordinal_to_index(ordinal, shape):
+    """The multi-index of the `ordinal`-th element of `shape` in row-major order (the inverse).
+
+    Contract: `shape` is a sequence of positive ints, `0 <= ordinal < prod(shape)`. Returns a
+    list of ints, one per dimension (`[]` for shape `()`), with the last index moving fastest
+    (C order, as `np.unravel_index`).
+    """
+    # Idea: the ordinal is a number whose digits are the indices, in bases given by the sizes.
+    ### BEGIN SOLUTION
+    index = [0] * len(shape)
+    for k in range(len(shape) - 1, -1, -1):
+        index[k] = ordinal % shape[k]
+        ordinal = ordinal // shape[k]
+    return index
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-address-formula", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# The example from the text: shape (2, 3), strides (1, 4), offset 1 in a storage of 12.
+assert_equal(index_to_position((1, 2), (1, 4), 1), 10, "index_to_position((1, 2), strides (1, 4), offset 1)")
+assert_equal(index_to_position((), (), 7), 7, "a 0-d tensor lives at its offset")
+assert_equal(index_to_position((3, 1), (0, 1), 2), 3, "a stride-0 (broadcast) dimension adds nothing")
+assert_equal(index_to_position((2,), (-1,), 4), 2, "a negative stride walks backwards")
+# Against numpy, on views that are transposed, broadcast, offset and reversed:
+_base = np.arange(24.0)
+for _what, _view in [("a transposed view", _base.reshape(4, 6).T),
+                     ("an offset, stepped slice", _base.reshape(4, 6)[1:, 1::2]),
+                     ("a broadcast view (stride 0)", np.broadcast_to(_base[5:8], (2, 3))),
+                     ("a reversed view (negative stride)", _base.reshape(4, 6)[::-1, 2])]:
+    _strides = tuple(s // _base.itemsize for s in _view.strides)
+    _offset = (_view.__array_interface__["data"][0] - _base.__array_interface__["data"][0]) // _base.itemsize
+    for _idx in np.ndindex(*_view.shape):
+        assert_equal(_base[index_to_position(_idx, _strides, _offset)], _view[_idx],
+                     f"{_what}: element {_idx} read through index_to_position")
+for _shape in [(2, 3, 4), (5,), (3, 1, 2), ()]:
+    for _k in range(int(np.prod(_shape))):
+        assert_equal(tuple(ordinal_to_index(_k, _shape)), tuple(int(i) for i in np.unravel_index(_k, _shape)),
+                     f"ordinal_to_index({_k}, {_shape}) against np.unravel_index")
+# The two are inverses for a contiguous layout: ordinal -> index -> position gives the ordinal back.
+_shape = (3, 4, 2)
+assert_equal([index_to_position(ordinal_to_index(k, _shape), contiguous_strides(_shape), 0) for k in range(24)],
+             list(range(24)), "position(ordinal_to_index(k)) over contiguous strides")
+print("✓ address formula: ordinal 17 of (2, 3, 4) is", ordinal_to_index(17, (2, 3, 4)))
+
+# %% [markdown]
+# ## 4. The Tensor class
 #
 # Now the class itself. It holds exactly the four fields from the table above:
 #
@@ -245,10 +404,10 @@ print("✓ contiguous_strides")
 # (a tensor never aliases the list or array you gave it, just like `torch.tensor`).
 #
 # **Your part: `_init_storage`.** Given that fresh C-contiguous array, set up the four
-# layout fields. The storage is the array flattened (for a C-contiguous array `reshape(-1)`
-# is free: it is a view of the same memory), the shape is the array's shape, the strides are
-# contiguous and the offset is 0. Both `Tensor(...)` and every operation that computes a
-# new result (`apply`, below) come through `_init_storage`.
+# layout fields so that the tensor reads the array's elements, in the array's shape,
+# through the address formula of section 3. Both `Tensor(...)` and every operation that
+# computes a new result (`apply`, below) come through `_init_storage`, so what you write
+# here is the layout of every freshly computed tensor in the course.
 #
 # The rest of the class is a thin façade: most methods call a module-level function you
 # will write later in this notebook (`x.transpose(0, 1)` calls `transpose(x, 0, 1)`, as in
@@ -256,8 +415,27 @@ print("✓ contiguous_strides")
 # the class can be written in one cell now, while its views, indexing and arithmetic are
 # filled in step by step below. Read through it once; the comments say why each piece is
 # there.
+#
+# <details><summary>Hint 1</summary>
+#
+# The storage must be one-dimensional and must *be* the array's memory, not a copy of it.
+# Which numpy operation flattens a C-contiguous array without copying?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Where in its storage does a brand-new tensor start? Which function of section 2 gives
+# the strides of a row-major layout?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Flatten the array into a 1-D view of the same memory for the storage; take the shape
+# from the array as a tuple of Python ints; compute the strides from that shape with your
+# contiguous-strides function; start at offset 0.
+# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "tensor-storage", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 #| export
 def _check_dtype(dtype):
     """Turn a dtype-like (np.float32, "float32", float, tinytorch.float32) into one of ours."""
@@ -314,16 +492,15 @@ def _strided_array(storage, shape, strides, offset):
 _ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 
 
-class Tensor:
-    """An n-dimensional array: a flat numpy storage seen through shape, strides and offset.
+# %% [markdown]
+# First the storage and layout: the constructor, `_init_storage` (yours), and the two
+# ways to make a tensor without going through `__init__`: `_from_array` for a computed
+# result and `_view` for a view.
 
-    Why: separating *layout* (shape/strides/offset) from *memory* (storage) is what makes
-    views (transpose, slicing, broadcasting) free, exactly as in PyTorch.
-    """
-
-    # numpy must not try to handle `ndarray + Tensor` itself: with this, it returns
-    # NotImplemented and Python calls our reflected operator (Tensor.__radd__ ...).
-    __array_ufunc__ = None
+# %% nbgrader={"grade": false, "grade_id": "tensor-storage", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class _TensorStorage:
+    """Storage and layout: the constructor, `_init_storage`, `_from_array`, `_view`, `numpy`."""
 
     def __init__(self, data, dtype=None, requires_grad=False):
         """Copy `data` (list, scalar, numpy array or Tensor) into a new contiguous tensor."""
@@ -339,12 +516,10 @@ class Tensor:
     def _init_storage(self, arr):
         """Make the fresh C-contiguous array `arr` this tensor's memory and layout.
 
-        Sets `_storage` (1-D, shares arr's memory), `shape`, `_strides`, `_offset`.
+        Contract: sets `_storage` (1-D, sharing arr's memory: no copy), `shape` (a tuple of
+        ints), `_strides` (row-major, a tuple of ints) and `_offset` (an int). Returns None.
         """
-        # Hints:
-        # - `arr.reshape(-1)` is a 1-D view of arr's memory (no copy: arr is C-contiguous);
-        # - the shape is `tuple(arr.shape)`; the strides come from `contiguous_strides`;
-        # - a brand-new tensor starts at the beginning of its storage.
+        # Idea: the array already is row-major memory; only the description is missing.
         ### BEGIN SOLUTION
         self._storage = arr.reshape(-1)
         self.shape = tuple(int(s) for s in arr.shape)
@@ -352,7 +527,6 @@ class Tensor:
         self._offset = 0
         ### END SOLUTION
 
-    # ------------------------------------------------------------------ construction helpers
     @staticmethod
     def _from_array(arr):
         """Wrap a freshly computed numpy array (no extra copy when it is already C-contiguous)."""
@@ -405,9 +579,16 @@ class Tensor:
             return arr.astype(dtype)
         return arr.copy() if copy else arr
 
-    __hash__ = object.__hash__  # __eq__ is elementwise, so restore identity hashing
 
-    # ------------------------------------------------------------------ layout properties
+# %% [markdown]
+# The layout's read-only facts (`dtype`, `ndim`, `size()`, `stride()`, `nbytes`,
+# `is_contiguous()`, ...) and the two copies, `contiguous()` and `clone()`:
+
+# %%
+#| export
+class _TensorInfo:
+    """Read-only facts about the layout: dtype, sizes, strides, bytes, contiguity."""
+
     @property
     def dtype(self):
         """The element type (a numpy dtype: float32, float64, int64 or bool)."""
@@ -478,7 +659,16 @@ class Tensor:
         """A copy with fresh storage (recorded, so gradients flow through it)."""
         return apply("clone", lambda x: np.array(x.numpy(), copy=True, order="C"), self)
 
-    # ------------------------------------------------------------------ autograd fields
+
+# %% [markdown]
+# The autograd fields. Module 01 only stores them; module 06 gives them meaning
+# (`backward()` calls its engine):
+
+# %%
+#| export
+class _TensorAutograd:
+    """The fields module 06 uses: requires_grad, grad, grad_fn, detach, backward."""
+
     @property
     def requires_grad(self):
         """Whether operations on this tensor are recorded for autograd (module 06)."""
@@ -541,7 +731,16 @@ class Tensor:
                 "engine that walks it.") from exc
         return _backward(self, gradient, retain_graph=retain_graph)
 
-    # ------------------------------------------------------------------ Python conversions
+
+# %% [markdown]
+# Conversions to and from Python (numbers, lists, `repr`, dtype changes):
+
+# %%
+#| export
+class _TensorPython:
+    """Conversions to Python: item, tolist, len, iteration, bool, repr, to(dtype)."""
+
+    # Python conversions
     def item(self):
         """The single value as a Python number (error unless numel() == 1)."""
         if self.numel() != 1:
@@ -606,7 +805,16 @@ class Tensor:
             return self
         return apply("to", lambda x, dtype: x.numpy().astype(dtype), self, dtype=dt)
 
-    # ------------------------------------------------------------------ views (section 4-6)
+
+# %% [markdown]
+# The view methods. Each one calls a module-level function that you write later (sections 6
+# to 9, and indexing in section 11):
+
+# %%
+#| export
+class _TensorViews:
+    """The view methods; each calls the module-level op you write in sections 6-9 and 11."""
+
     def transpose(self, dim0, dim1):
         """Swap two dimensions (a view). See transpose()."""
         return transpose(self, dim0, dim1)
@@ -669,7 +877,17 @@ class Tensor:
     def __setitem__(self, index, value):
         _setitem(self, index, value)
 
-    # ------------------------------------------------------------------ arithmetic (section 8)
+
+# %% [markdown]
+# The operators. `a + b` becomes `_binary("add", np.add, a, b)` (section 12); returning
+# `NotImplemented` for an unknown operand lets Python try the other operand's reflected
+# method:
+
+# %%
+#| export
+class _TensorOperators:
+    """Arithmetic and comparison operators; all go through _binary (section 12)."""
+
     def add(self, other):
         """self + other, broadcasting."""
         return _binary("add", np.add, self, other)
@@ -689,6 +907,8 @@ class Tensor:
     def pow(self, exponent):
         """self ** exponent, broadcasting."""
         return _binary("pow", np.power, self, exponent)
+
+    __hash__ = object.__hash__  # __eq__ is elementwise, so restore identity hashing
 
     def __add__(self, other):
         return _binary("add", np.add, self, other) if _is_operand(other) else NotImplemented
@@ -744,6 +964,16 @@ class Tensor:
     def __ge__(self, other):
         return _binary("ge", np.greater_equal, self, other) if _is_operand(other) else NotImplemented
 
+
+# %% [markdown]
+# Unary functions, and the in-place ops of section 13 (their names end in `_`, as in
+# PyTorch):
+
+# %%
+#| export
+class _TensorMath:
+    """Unary functions, clamp and masked_fill (section 12) and the in-place ops (section 13)."""
+
     def neg(self):
         """-self."""
         return _unary("neg", np.negative, self)
@@ -772,7 +1002,7 @@ class Tensor:
         """A copy with `value` wherever the bool `mask` (broadcast to self) is True."""
         return _masked_fill(self, mask, value)
 
-    # ------------------------------------------------------------------ in place (section 9)
+    # in place
     def add_(self, other, alpha=1):
         """self += alpha * other, in place."""
         return _inplace(self, np.add, other if alpha == 1 else _binary("mul", np.multiply, other, alpha))
@@ -813,7 +1043,15 @@ class Tensor:
     def __itruediv__(self, other):
         return self.div_(other)
 
-    # ------------------------------------------------------------------ reductions (section 10)
+
+# %% [markdown]
+# Reductions (section 14), matmul (section 15) and the dtype shortcuts:
+
+# %%
+#| export
+class _TensorReductions:
+    """Reductions (section 14), matmul (section 15) and dtype shortcuts."""
+
     def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """Sum over `dim` (int, tuple, or None = all). Ints and bools sum to int64."""
         return _reduce("sum", np.sum, self, dim, keepdim, axis, keepdims)
@@ -861,7 +1099,7 @@ class Tensor:
         """Standard deviation: sqrt of var()."""
         return self.var(dim, keepdim, correction=correction, axis=axis, keepdims=keepdims).sqrt()
 
-    # ------------------------------------------------------------------ matmul (section 11)
+    # matmul
     def matmul(self, other):
         """Matrix product with numpy semantics (1-D, 2-D, batched). See matmul()."""
         return matmul(self, other)
@@ -872,7 +1110,7 @@ class Tensor:
     def __rmatmul__(self, other):
         return matmul(other, self) if _is_operand(other) else NotImplemented
 
-    # ------------------------------------------------------------------ dtype shortcuts
+    # dtype shortcuts
     # (last in the class body on purpose: these names shadow the builtins float/bool there)
     def float(self):
         """Convert to float32."""
@@ -891,26 +1129,53 @@ class Tensor:
         return self.to(bool_)
 
 
+# %% [markdown]
+# Finally the class itself, made of those parts (Python's multiple inheritance: a method is
+# looked up in each part in turn). Splitting a long class into parts like this is plain
+# Python; the parts are private, and only `Tensor` is the public type.
+
+# %%
+#| export
+class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _TensorViews,
+             _TensorOperators, _TensorMath, _TensorReductions):
+    """An n-dimensional array: a flat numpy storage seen through shape, strides and offset.
+
+    Why: separating *layout* (shape/strides/offset) from *memory* (storage) is what makes
+    views (transpose, slicing, broadcasting) free, exactly as in PyTorch.
+    """
+
+    # numpy must not try to handle `ndarray + Tensor` itself: with this, it returns
+    # NotImplemented and Python calls our reflected operator (Tensor.__radd__ ...).
+    __array_ufunc__ = None
+
+
 # %% nbgrader={"grade": true, "grade_id": "test-tensor-storage", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _x = Tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-assert _x.shape == (2, 3) and _x._strides == (3, 1) and _x._offset == 0
-assert _x._storage.ndim == 1 and _x._storage.size == 6, "the storage must be flat (1-D)"
-assert _x._storage.flags["C_CONTIGUOUS"]
-assert _x.dtype == float32, "Python floats become float32"
-np.testing.assert_array_equal(_x.numpy(), [[1, 2, 3], [4, 5, 6]])
-assert Tensor([1, 2]).dtype == int64 and Tensor([True]).dtype == bool_
-assert Tensor(np.zeros(2)).dtype == float64, "numpy float64 stays float64"
+assert_equal((_x.shape, _x._strides, _x._offset), ((2, 3), (3, 1), 0), "Tensor 2x3: (shape, strides, offset)")
+assert_equal(_x._storage.shape, (6,), "the storage is flat (1-D) and holds all 6 elements")
+check(_x._storage.flags["C_CONTIGUOUS"], "the storage is one C-contiguous block")
+assert_equal(_x.numpy(), np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32), "x.numpy() reads the elements back")
+_arr = np.arange(6, dtype=np.int64).reshape(3, 2)
+_t = Tensor._from_array(_arr)
+check(np.shares_memory(_t._storage, _arr), "_init_storage shares the array's memory (no copy)")
+assert_equal((_t.shape, _t._strides), ((3, 2), (2, 1)), "a 3x2 result: (shape, strides)")
+check(all(type(n) is int for n in _t.shape + _t._strides), "shape and strides hold Python ints",
+      got=[type(n).__name__ for n in _t.shape + _t._strides])
+assert_equal(Tensor(np.zeros((4, 1, 3)))._strides, (3, 3, 1), "strides of a (4, 1, 3) tensor")
+assert_equal(Tensor(np.zeros((2, 0, 3)))._strides, (3, 3, 1), "strides of an empty (2, 0, 3) tensor")
 _s = Tensor(3.5)
-assert _s.shape == () and _s._strides == () and _s.item() == 3.5
+assert_equal((_s.shape, _s._strides, _s._offset, _s.item()), ((), (), 0, 3.5), "a 0-d tensor")
+assert_equal((Tensor([1, 2]).dtype, Tensor([True]).dtype, Tensor(np.zeros(2)).dtype), (int64, bool_, float64),
+             "dtypes of int, bool and numpy float64 data (provided rules)")
 _src = np.arange(4.0)
 _t = Tensor(_src)
 _src[0] = 100.0
-assert _t.numpy()[0] == 0.0, "a tensor must copy the data it is given"
+assert_equal(_t.numpy()[0], 0.0, "a tensor copies the data it is given")
 print(_x)
-print("✓ Tensor storage and layout")
+print("✓ Tensor storage and layout:", (_x.shape, _x._strides, _x._offset))
 
 # %% [markdown]
-# ## 4. The one dispatch point: `apply`
+# ## 5. The one dispatch point: `apply`
 #
 # Every operation in tinytorch — `a + b`, `x.transpose(0, 1)`, `x.sum(1)`, `a @ b` — ends in
 # one function:
@@ -943,7 +1208,7 @@ print("✓ Tensor storage and layout")
 #   (a forward returned a numpy view) is copied, so compute ops never share storage.
 #
 # `set_grad_enabled(False)` switches recording off globally; module 06 builds the
-# `no_grad()` context manager on it. This is PyTorch's design too (see section 14).
+# `no_grad()` context manager on it. This is PyTorch's design too (see section 18).
 #
 # The op names and attributes recorded in this module:
 #
@@ -968,8 +1233,24 @@ print("✓ Tensor storage and layout")
 # | `cat` | tensors... | `dim`, `sizes` |
 # | `stack` | tensors... | `dim` |
 # | `to` | x | `dtype` |
+#
+# Your part is the recording rule, `_needs_node(out, inputs)`: when is a node worth
+# keeping? `apply` (provided) calls it once per operation.
+#
+# <details><summary>Hint 1</summary>
+#
+# A node is only useful if a gradient could ever flow through it. Which three things can
+# each make that impossible: the global switch, the result's dtype, or the inputs?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Require all three: grad mode is on (the module-level flag), the output's dtype is a
+# floating kind, and at least one input requires grad (one is enough: `w * 3` with a
+# constant 3 still needs a gradient for `w`).
+# </details>
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "dispatch", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 _grad_enabled = True
 
@@ -1006,6 +1287,18 @@ class Node:
         return f"<{self.name()}>"
 
 
+def _needs_node(out, inputs):
+    """Whether `apply` records a Node for the result `out` of an op on `inputs`.
+
+    Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
+    grad mode is on, `out` has a floating dtype and at least one input requires grad.
+    """
+    # Idea: record only where a gradient could flow.
+    ### BEGIN SOLUTION
+    return _grad_enabled and out.dtype.kind == "f" and any(x.requires_grad for x in inputs)
+    ### END SOLUTION
+
+
 def apply(op, forward, *inputs, **attrs):
     """Run `forward(*inputs, **attrs)`, wrap the result, and record a Node when needed.
 
@@ -1021,27 +1314,39 @@ def apply(op, forward, *inputs, **attrs):
         if any(np.may_share_memory(arr, x._storage) for x in inputs):
             arr = arr.copy()
         out = Tensor._from_array(arr)
-    if _grad_enabled and out.dtype.kind == "f" and any(x.requires_grad for x in inputs):
+    if _needs_node(out, inputs):
         out._requires_grad = True
         out.grad_fn = Node(op, inputs, attrs, out.numpy())
     return out
 
 
 # %% [markdown]
-# A quick look at the dispatcher with a made-up op (`"double"` is not a real tinytorch op;
-# any name works, module 06 just would not know its backward rule):
+# A look at the dispatcher with a made-up op (`"double"` is not a real tinytorch op; any
+# name works, module 06 just would not know its backward rule), then the check of your rule:
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "test-dispatch", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _w = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+_c = Tensor([10.0, 20.0, 30.0])  # a constant: requires no grad
 _y = apply("double", lambda x: x.numpy() * 2, _w)
 print(_y, "| grad_fn.op =", _y.grad_fn.op, "| inputs are _w:", _y.grad_fn.inputs[0] is _w)
+assert_equal((_y.requires_grad, _y.grad_fn.op, _y.grad_fn.inputs[0] is _w), (True, "double", True),
+             "apply on an input that requires grad: (requires_grad, op, inputs[0] is w)")
+_z = apply("mul", lambda a, b: a.numpy() * b.numpy(), _w, _c)
+check(_z.grad_fn is not None, "one input requiring grad is enough to record a node", got=_z.grad_fn)
+assert_equal(_needs_node(Tensor([1.0]), (_c,)), False, "no input requires grad: no node")
+assert_equal(_needs_node(Tensor([True]), (_w,)), False, "a bool result has no gradient: no node")
+assert_equal(_needs_node(Tensor([1]), (_w,)), False, "an int64 result has no gradient: no node")
+assert_equal(_needs_node(Tensor([1.0], dtype=float64), (_c, _w)), True, "a float64 result from w")
 set_grad_enabled(False)
-assert apply("double", lambda x: x.numpy() * 2, _w).grad_fn is None
-set_grad_enabled(True)
-assert apply("double", lambda x: x.numpy() * 2, Tensor([1.0])).grad_fn is None  # no input needs grad
+try:  # whatever happens, grad mode is switched back on for the cells below
+    assert_equal(_needs_node(Tensor([1.0]), (_w,)), False, "grad mode off: no node")
+    check(apply("double", lambda x: x.numpy() * 2, _w).grad_fn is None, "grad mode off: apply records nothing")
+finally:
+    set_grad_enabled(True)
+print("✓ dispatch: w * constant records", _z.grad_fn)
 
 # %% [markdown]
-# ## 5. Views: transpose and permute
+# ## 6. Views: transpose and permute
 #
 # A view op computes a new `(shape, strides, offset)` over the *same* storage and calls
 # `t._view(shape, strides, offset)`. Nothing is copied, so a view costs the same for a
@@ -1088,6 +1393,33 @@ def _shape_arg(args):
     return tuple(out)
 
 
+# %% [markdown]
+# You write the two forwards; each receives the tensor and already normalised dims.
+#
+# <details><summary>Hint 1 (transpose)</summary>
+#
+# Element `[.., i, .., j, ..]` of the result is element `[.., j, .., i, ..]` of the input.
+# In the address formula, which two terms trade places?
+# </details>
+#
+# <details><summary>The approach (transpose)</summary>
+#
+# Make mutable copies of the shape and the strides, exchange the entries at the two dims in
+# both, and build a view over the same storage with the same offset.
+# </details>
+#
+# <details><summary>Hint 1 (permute)</summary>
+#
+# Output dimension `k` *is* input dimension `dims[k]`: it has that dimension's size and
+# steps through memory exactly as that dimension did.
+# </details>
+#
+# <details><summary>The approach (permute)</summary>
+#
+# Build the new shape and the new strides by reading the input's entries in the order given
+# by `dims`, and make a view with them at the same offset.
+# </details>
+
 # %% nbgrader={"grade": false, "grade_id": "transpose-permute", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def transpose(input, dim0, dim1):
@@ -1099,9 +1431,13 @@ def transpose(input, dim0, dim1):
 
 
 def _transpose_view(t, dim0, dim1):
-    """Forward of transpose: the same storage with two dims of shape and strides swapped."""
-    # Hints: copy t.shape and t._strides into lists, swap positions dim0 and dim1 in both,
-    # and return t._view(new_shape, new_strides, t._offset).
+    """Forward of transpose.
+
+    Contract: `t` a Tensor, `dim0`/`dim1` valid non-negative dims (may be equal). Returns
+    `t._view(...)` over the same storage: shape and strides with entries dim0 and dim1
+    exchanged, offset unchanged. Copies nothing.
+    """
+    # Idea: swapping two dims swaps their sizes and their strides, nothing else.
     ### BEGIN SOLUTION
     shape, strides = list(t.shape), list(t._strides)
     shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
@@ -1120,8 +1456,12 @@ def permute(input, *dims):
 
 
 def _permute_view(t, dims):
-    """Forward of permute: shape and strides reordered by `dims`, same storage and offset."""
-    # Hint: new_shape[k] = t.shape[dims[k]], and the same for the strides.
+    """Forward of permute.
+
+    Contract: `dims` is a permutation of 0..t.ndim-1 (checked by the wrapper). Returns a view
+    over the same storage and offset in which output dimension k is input dimension dims[k].
+    """
+    # Idea: a dimension carries its size and its stride with it wherever it goes.
     ### BEGIN SOLUTION
     shape = tuple(t.shape[d] for d in dims)
     strides = tuple(t._strides[d] for d in dims)
@@ -1130,29 +1470,37 @@ def _permute_view(t, dims):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-transpose-permute", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-_x = Tensor(np.arange(6.0).reshape(2, 3))
+_a = np.arange(6.0).reshape(2, 3)
+_x = Tensor(_a)
 _xt = _x.transpose(0, 1)
-assert _xt.shape == (3, 2) and _xt.stride() == (1, 3), (_xt.shape, _xt.stride())
-assert _xt._storage is _x._storage, "a view must share storage"
-np.testing.assert_array_equal(_xt.numpy(), np.arange(6.0).reshape(2, 3).T)
+assert_equal((_xt.shape, _xt.stride(), _xt.storage_offset()), ((3, 2), (1, 3), 0), "x.transpose(0, 1) of a 2x3")
+check(_xt._storage is _x._storage, "a transpose shares the storage (a view)")
+assert_equal(_xt.numpy(), _a.T, "x.transpose(0, 1) values")
 _xt.numpy()[2, 1] = 50.0  # writing through the view ...
-assert _x.numpy()[1, 2] == 50.0  # ... shows in the original
-_y = Tensor(np.arange(24).reshape(2, 3, 4))
+assert_equal(_x.numpy()[1, 2], 50.0, "a write through the view shows in the original")
+_b = np.arange(24).reshape(2, 3, 4)
+_y = Tensor(_b)
 _p = _y.permute(2, 0, 1)
-assert _p.shape == (4, 2, 3) and _p.stride() == (1, 12, 4)
-np.testing.assert_array_equal(_p.numpy(), np.arange(24).reshape(2, 3, 4).transpose(2, 0, 1))
-assert _y.T.shape == (4, 3, 2) and _y.T.stride() == (1, 4, 12)
-assert _y.mT.shape == (2, 4, 3) and _y.transpose(-1, -2).stride() == (12, 1, 4)
-print("✓ transpose, permute, T, mT")
+assert_equal((_p.shape, _p.stride()), ((4, 2, 3), (1, 12, 4)), "y.permute(2, 0, 1) of a 2x3x4")
+assert_equal(_p.numpy(), _b.transpose(2, 0, 1), "y.permute(2, 0, 1) values")
+assert_equal((_y.T.shape, _y.T.stride()), ((4, 3, 2), (1, 4, 12)), "y.T (all dims reversed)")
+assert_equal(_y.transpose(-1, -2).stride(), (12, 1, 4), "y.transpose(-1, -2) strides")
+# On a view that is already offset and stepped (not a fresh tensor): the offset must stay.
+_z = Tensor(np.arange(60)).as_strided((4, 4), (12, 3), 14)  # numpy: arange(60).reshape(5, 12)[1:, 2::3]
+assert_equal((_z.T.shape, _z.T.stride(), _z.T.storage_offset()), ((4, 4), (3, 12), 14), "T of an offset, stepped view")
+assert_equal(_z.T.numpy(), np.arange(60).reshape(5, 12)[1:, 2::3].T, "T of an offset, stepped view: values")
+assert_equal(_z.permute(1, 0).stride(), (3, 12), "permute(1, 0) of the same view")
+print("✓ transpose, permute, T, mT: y.permute(2, 0, 1).stride() =", _p.stride())
 
 # %% [markdown]
-# ## 6. Contiguity, `view` and `reshape`
+# ## 7. Contiguity, `view` and `reshape`
 #
 # After a transpose the elements are no longer in row-major order in memory. A tensor is
 # **contiguous** when its strides are exactly the row-major strides of its shape — with one
 # subtlety: a dimension of size 1 is never stepped along, so its stride does not matter
-# (PyTorch ignores it too: a `(3, 1)` tensor with strides `(1, 1)` is contiguous). A tensor
-# with no elements is trivially contiguous.
+# (PyTorch ignores it too: a `(2, 1, 3)` tensor with strides `(3, 7, 1)` is contiguous,
+# although a fresh tensor of that shape has strides `(3, 3, 1)`). A tensor with no elements
+# is trivially contiguous.
 #
 # **Reshaping** reinterprets the elements in row-major order with a new shape. If the
 # tensor is contiguous, the storage already *is* that order, so a reshape is just new
@@ -1168,14 +1516,44 @@ print("✓ transpose, permute, T, mT")
 #
 # You write four small functions: `_is_contiguous(shape, strides)`, `_infer_shape(shape,
 # numel)` (resolve the `-1` and check the element count), and the two forwards.
+#
+# <details><summary>Hint 1 (_is_contiguous)</summary>
+#
+# Compare against the strides that a fresh tensor of this shape would have, but only where
+# a stride is ever used. When is a stride never used? When are no strides used at all?
+# </details>
+#
+# <details><summary>The approach (_is_contiguous)</summary>
+#
+# An empty tensor is contiguous. Otherwise walk the dimensions from last to first with the
+# stride a row-major layout expects there (1 for the last); skip size-1 dimensions; any
+# other dimension must have exactly the expected stride, and then the expected stride grows
+# by that dimension's size.
+# </details>
+#
+# <details><summary>Hint 1 (_infer_shape)</summary>
+#
+# The known sizes multiply to some number; the `-1` must make up the rest of `numel`.
+# When can it not?
+# </details>
+#
+# <details><summary>The approach (_infer_shape)</summary>
+#
+# Refuse more than one `-1` and any other negative size. Multiply the sizes that are not
+# `-1`. With a `-1`, it becomes `numel` divided by that product, which must be possible
+# (non-zero product, no remainder); without one, the product must equal `numel`. Every
+# error names the shape asked for and `numel`.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "view-reshape", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _is_contiguous(shape, strides):
-    """True if a layout is row-major without gaps (size-1 dims ignored, empty is contiguous)."""
-    # Hints: if any size is 0, return True. Otherwise walk the dims from last to first with an
-    # `expected` stride starting at 1; skip size-1 dims; every other dim must have
-    # stride == expected, after which expected *= size.
+    """Whether the layout (shape, strides) is row-major without gaps.
+
+    Contract: returns a bool. Size-1 dimensions are ignored (their stride is never used);
+    a layout with no elements (some size 0) and a 0-d layout are contiguous.
+    """
+    # Idea: compare with the row-major strides, but only where a stride is ever stepped along.
     ### BEGIN SOLUTION
     if any(size == 0 for size in shape):
         return True
@@ -1191,16 +1569,19 @@ def _is_contiguous(shape, strides):
 
 
 def _infer_shape(shape, numel):
-    """Resolve at most one -1 in `shape` so that the product equals `numel`."""
-    # Hints: count the -1s (more than one: ValueError). Multiply the known sizes. With a -1,
-    # it becomes numel // known (an error when known is 0 or does not divide numel). Without,
-    # the product must equal numel. Error messages should name the shape and numel.
+    """Resolve at most one -1 in `shape` so that the sizes multiply to `numel`.
+
+    Contract: returns a tuple of non-negative ints whose product is `numel`. Raises
+    ValueError when there is more than one -1, a size below -1, or no way to reach `numel`;
+    the message names the requested shape and the input size `numel`.
+    """
+    # Idea: the -1 is whatever is left of numel once the known sizes are divided out.
     ### BEGIN SOLUTION
     shape = tuple(shape)
     if sum(1 for s in shape if s == -1) > 1:
-        raise ValueError(f"shape {shape}: only one dimension can be inferred (-1)")
+        raise ValueError(f"shape {shape} is invalid for input of size {numel}: only one dimension can be inferred (-1)")
     if any(s < -1 for s in shape):
-        raise ValueError(f"shape {shape}: invalid negative size")
+        raise ValueError(f"shape {shape} is invalid for input of size {numel}: a negative size")
     known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
         if known == 0 or numel % known != 0:
@@ -1212,10 +1593,31 @@ def _infer_shape(shape, numel):
     ### END SOLUTION
 
 
+# %% [markdown]
+# <details><summary>Hint (the forwards)</summary>
+#
+# Section 2 gives the strides of a row-major shape. When is a reinterpretation of the same
+# storage right, and what must reshape do when it is not?
+# </details>
+#
+# <details><summary>The approach (the forwards)</summary>
+#
+# `view`: refuse a non-contiguous tensor with a RuntimeError that says it is not contiguous
+# and what to do instead; otherwise a view with row-major strides for the new shape at the
+# same offset. `reshape`: the same view when the tensor is contiguous; otherwise gather its
+# elements into a fresh row-major numpy array and reshape that (apply gives it storage).
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "view-forwards", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def _view_forward(t, shape):
-    """Forward of view: contiguous strides for `shape` at the same offset; never a copy."""
-    # Hint: if not t.is_contiguous(), raise RuntimeError telling the user to call
-    # .contiguous() first or to use .reshape(); else return a _view.
+    """Forward of view: never a copy.
+
+    Contract: `shape` is resolved (no -1, right numel). Returns a view of t's storage with
+    row-major strides for `shape` at t's offset. Raises RuntimeError when t is not
+    contiguous; the message says so and points to .contiguous() or .reshape().
+    """
+    # Idea: a contiguous tensor's storage already is the row-major order of any shape.
     ### BEGIN SOLUTION
     if not t.is_contiguous():
         raise RuntimeError(
@@ -1227,9 +1629,12 @@ def _view_forward(t, shape):
 
 
 def _reshape_forward(t, shape):
-    """Forward of reshape: a view when t is contiguous, else a numpy array (a copy)."""
-    # Hint: a contiguous tensor reshapes like view; otherwise gather the elements with
-    # np.ascontiguousarray(t.numpy()) and reshape that numpy array (apply gives it storage).
+    """Forward of reshape: a view when t is contiguous, else a copy.
+
+    Contract: `shape` is resolved. Returns a Tensor view (same storage) when t is contiguous,
+    otherwise a fresh numpy array holding t's elements in row-major order with `shape`.
+    """
+    # Idea: view when the memory order allows it; otherwise make memory that does.
     ### BEGIN SOLUTION
     if t.is_contiguous():
         return t._view(shape, contiguous_strides(shape), t._offset)
@@ -1261,69 +1666,118 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-view-reshape", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert _is_contiguous((2, 3), (3, 1)) and not _is_contiguous((3, 2), (1, 3))
-assert _is_contiguous((3, 1), (1, 1)), "size-1 dims do not count"
-assert _is_contiguous((0, 3), (7, 7)) and _is_contiguous((), ())
-assert _infer_shape((2, -1), 6) == (2, 3) and _infer_shape((6,), 6) == (6,)
-for _bad in [((4, -1), 6), ((-1, -1), 6), ((5,), 6)]:
-    try:
-        _infer_shape(*_bad)
-        raise AssertionError(f"_infer_shape{_bad} should raise ValueError")
-    except ValueError:
-        pass
+for _shape, _strides, _expected in [((2, 3), (3, 1), True), ((3, 2), (1, 3), False),
+                                    ((3, 1), (1, 1), True),    # size-1 dim: its stride is never used
+                                    ((1, 3), (99, 1), True), ((2, 2), (4, 1), False),  # a gap between rows
+                                    ((2, 1, 3), (3, 7, 1), True), ((0, 3), (7, 7), True), ((), (), True)]:
+    assert_equal(_is_contiguous(_shape, _strides), _expected, f"_is_contiguous({_shape}, {_strides})")
+assert_equal(_infer_shape((2, -1), 6), (2, 3), "_infer_shape((2, -1), 6)")
+assert_equal(_infer_shape((6,), 6), (6,), "_infer_shape((6,), 6)")
+for _bad in [((4, -1), 6), ((-1, -1), 6), ((5,), 6), ((-2, 3), 6)]:
+    assert_raises(ValueError, _infer_shape, *_bad, match=str(_bad[1]), what=f"_infer_shape{_bad}")
 _x = Tensor(np.arange(12.0))
 _v = _x.view(3, -1)
-assert _v.shape == (3, 4) and _v.stride() == (4, 1) and _v._storage is _x._storage
+assert_equal((_v.shape, _v.stride()), ((3, 4), (4, 1)), "x.view(3, -1) of 12 elements")
+check(_v._storage is _x._storage, "view shares the storage")
+_off = _x.as_strided((2, 3), (3, 1), 6)  # a contiguous view that starts at offset 6
+assert_equal((_off.view(6).storage_offset(), _off.view(6).tolist()), (6, [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]),
+             "view of a contiguous view keeps its offset")
 _xt = _x.view(3, 4).T
-assert not _xt.is_contiguous()
-try:
-    _xt.view(12)
-    raise AssertionError("view of a non-contiguous tensor must raise")
-except RuntimeError as e:
-    assert "contiguous" in str(e)
+check(not _xt.is_contiguous(), "a transposed 3x4 is not contiguous")
+assert_raises(RuntimeError, _xt.view, 12, match="contiguous", what="view of a non-contiguous tensor")
 _r = _xt.reshape(12)
-np.testing.assert_array_equal(_r.numpy(), np.arange(12.0).reshape(3, 4).T.reshape(12))
-assert _r._storage is not _x._storage, "reshape of a non-contiguous tensor copies"
-assert _x.reshape(2, 6)._storage is _x._storage, "reshape of a contiguous tensor is a view"
+assert_equal(_r.numpy(), np.arange(12.0).reshape(3, 4).T.reshape(12), "reshape of a non-contiguous tensor: values")
+check(_r._storage is not _x._storage, "reshape of a non-contiguous tensor copies")
+check(_x.reshape(2, 6)._storage is _x._storage, "reshape of a contiguous tensor is a view")
 _c = _xt.contiguous()
-assert _c.is_contiguous() and _c.stride() == (3, 1) and _c._storage is not _x._storage
-assert _x.contiguous() is _x
-assert Tensor(np.zeros((2, 3, 4))).flatten(1).shape == (2, 12)
-print("✓ contiguity, view, reshape, flatten")
+assert_equal((_c.is_contiguous(), _c.stride()), (True, (3, 1)), "contiguous() of the transposed tensor")
+check(_x.contiguous() is _x, "contiguous() of a contiguous tensor is the tensor itself")
+assert_equal(Tensor(np.zeros((2, 3, 4))).flatten(1).shape, (2, 12), "flatten(1)")
+print("✓ contiguity, view, reshape, flatten: x.view(3, -1).stride() =", _v.stride())
 
 # %% [markdown]
-# ## 7. squeeze and unsqueeze
+# ## 8. squeeze and unsqueeze
 #
 # A dimension of size 1 holds no information about layout, so it can be removed or added
 # for free:
 #
-# - `squeeze(dim=None)` drops size-1 dimensions (all of them, or only the given one(s);
-#   PyTorch quietly keeps a named dim whose size is not 1, and so do we). The wrapper works
-#   out *which* dims to drop and records them as `dims`.
+# - `squeeze(dim=None)` drops size-1 dimensions: all of them, or only those among the given
+#   dim(s) that have size 1 (PyTorch quietly keeps a named dim whose size is not 1, and so
+#   do we). You write `_squeeze_dims`, which decides *which* dims go (the wrapper records
+#   them as `dims` for module 06), and the forward that drops them.
 # - `unsqueeze(dim)` inserts a size-1 dimension so that the result has it at position
-#   `dim` (`dim` may be `-1`: at the end). Its stride is never used for stepping; PyTorch
-#   gives it `stride[dim] * shape[dim]` (or 1 at the end), which keeps contiguous tensors
-#   contiguous, and we do the same.
+#   `dim` (`dim` may be `-1`: at the end). Its stride is never used for stepping, so any
+#   value would read the right elements; PyTorch picks the one that keeps a contiguous tensor
+#   contiguous *with the strides a fresh tensor of the new shape would have*: the number of
+#   elements one step of the dimension right after it spans (that dimension's stride times
+#   its size), or 1 when the new dimension is the last. We do the same, and the tests
+#   compare strides with PyTorch's.
+#
+# Example: a `(3,)` tensor with stride `(1,)`: `unsqueeze(0)` gives shape `(1, 3)` with
+# strides `(3, 1)`, `unsqueeze(1)` gives `(3, 1)` with `(1, 1)`. On a stepped view with
+# strides `(2,)`, `unsqueeze(0)` gives `(6, 2)`: here the inserted stride differs from what
+# `contiguous_strides((1, 3))` would say, and still reads the right elements.
 #
 # `unsqueeze` is the everyday tool for broadcasting: a `(3,)` bias becomes `(3, 1)` to be
 # added down the rows.
+#
+# <details><summary>Hint 1 (_squeeze_dims)</summary>
+#
+# Two cases: no dim given (look at every dimension) or some dims given (look only at those,
+# after turning negative ones into positions). What must be true of a dim to be removed?
+# </details>
+#
+# <details><summary>The approach (_squeeze_dims)</summary>
+#
+# With no dim, collect every position whose size is 1. Otherwise accept one int or a
+# sequence of ints, wrap each with `_wrap_dim` (a 0-d tensor has nothing to wrap), drop the
+# duplicates, sort, and keep only those whose size is 1.
+# </details>
+#
+# <details><summary>Hint (the forwards)</summary>
+#
+# Dropping or inserting a dimension drops or inserts one entry of the shape *and* the
+# matching entry of the strides; the offset stays.
+# </details>
+#
+# <details><summary>The approach (the forwards)</summary>
+#
+# Squeeze: keep the (size, stride) pairs whose position is not listed. Unsqueeze: choose the
+# new stride as described above (look at the dimension that will follow the new one, if
+# there is one), then splice size 1 and that stride in at `dim`.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "squeeze-unsqueeze", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
+def _squeeze_dims(shape, dim):
+    """The positions that squeeze(dim) removes from a tensor of `shape`.
+
+    Contract: `dim` is None, an int or a sequence of ints (negative count from the end).
+    Returns a sorted tuple of distinct non-negative positions whose size is 1: all of them
+    for None, else those among `dim`. Raises IndexError (from _wrap_dim) for a dim out of range.
+    """
+    # Idea: only a size-1 dimension can go, and only if it was asked for.
+    ### BEGIN SOLUTION
+    if dim is None:
+        return tuple(d for d, n in enumerate(shape) if n == 1)
+    wanted = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    dims = sorted({_wrap_dim(d, len(shape)) for d in wanted if len(shape) > 0})
+    return tuple(d for d in dims if shape[d] == 1)
+    ### END SOLUTION
+
+
 def squeeze(input, dim=None):
     """Drop size-1 dimensions (all, or those in `dim`): a zero-copy view."""
-    if dim is None:
-        dims = tuple(d for d, n in enumerate(input.shape) if n == 1)
-    else:
-        wanted = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-        dims = tuple(sorted({_wrap_dim(d, input.ndim) for d in wanted if input.ndim > 0}))
-        dims = tuple(d for d in dims if input.shape[d] == 1)
-    return apply("squeeze", _squeeze_view, input, dims=dims)
+    return apply("squeeze", _squeeze_view, input, dims=_squeeze_dims(input.shape, dim))
 
 
 def _squeeze_view(t, dims):
-    """Forward of squeeze: shape and strides without the positions listed in `dims`."""
-    # Hint: keep (size, stride) pairs whose index is not in dims.
+    """Forward of squeeze.
+
+    Contract: `dims` lists positions of size-1 dimensions. Returns a view over the same
+    storage and offset without those positions in shape and strides.
+    """
+    # Idea: a size-1 dimension is never stepped along, so removing it loses nothing.
     ### BEGIN SOLUTION
     shape = tuple(n for d, n in enumerate(t.shape) if d not in dims)
     strides = tuple(s for d, s in enumerate(t._strides) if d not in dims)
@@ -1338,8 +1792,12 @@ def unsqueeze(input, dim):
 
 
 def _unsqueeze_view(t, dim):
-    """Forward of unsqueeze: insert size 1 at `dim`, with stride strides[dim]*shape[dim]
-    (or 1 when dim is the new last position)."""
+    """Forward of unsqueeze.
+
+    Contract: `0 <= dim <= t.ndim`. Returns a view over the same storage and offset with a
+    size-1 dimension at position `dim`, whose stride is PyTorch's choice (see the text).
+    """
+    # Idea: the new dimension's stride spans what the dimension after it spans.
     ### BEGIN SOLUTION
     stride = t._strides[dim] * t.shape[dim] if dim < t.ndim else 1
     shape = t.shape[:dim] + (1,) + t.shape[dim:]
@@ -1348,21 +1806,33 @@ def _unsqueeze_view(t, dim):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test-squeeze-unsqueeze", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "test-squeeze-unsqueeze", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+for _shape, _dim, _expected in [((1, 2, 1, 3), None, (0, 2)), ((1, 2, 1, 3), 0, (0,)), ((1, 2, 1, 3), -2, (2,)),
+                                ((1, 2, 1, 3), 1, ()),   # size 2: kept, no error
+                                ((1, 2, 1, 3), (2, 0, -4), (0, 2)), ((), None, ())]:
+    assert_equal(_squeeze_dims(_shape, _dim), _expected, f"_squeeze_dims({_shape}, dim={_dim})")
+assert_raises(IndexError, _squeeze_dims, (2, 1), 2, what="_squeeze_dims((2, 1), 2)")
 _x = Tensor(np.arange(6.0).reshape(1, 2, 1, 3))
-assert _x.squeeze().shape == (2, 3) and _x.squeeze().stride() == (3, 1)
-assert _x.squeeze(0).shape == (2, 1, 3) and _x.squeeze(-2).shape == (1, 2, 3)
-assert _x.squeeze(1).shape == (1, 2, 1, 3), "squeezing a dim whose size is not 1 changes nothing"
-assert _x.squeeze()._storage is _x._storage
+assert_equal((_x.squeeze().shape, _x.squeeze().stride()), ((2, 3), (3, 1)), "x.squeeze() of (1, 2, 1, 3)")
+assert_equal(_x.squeeze(1).shape, (1, 2, 1, 3), "squeezing a dim whose size is not 1 changes nothing")
+_w = Tensor(np.arange(12.0)).as_strided((3, 1, 2), (4, 5, 1), 1)  # a size-1 dim whose stride (5) is unusual
+assert_equal((_w.squeeze(1).shape, _w.squeeze(1).stride(), _w.squeeze(1).storage_offset()), ((3, 2), (4, 1), 1),
+             "squeeze(1) of shape (3, 1, 2), strides (4, 5, 1), offset 1")
+check(_x.squeeze()._storage is _x._storage, "squeeze is a view")
 _v = Tensor([1.0, 2.0, 3.0])
-assert _v.unsqueeze(0).shape == (1, 3) and _v.unsqueeze(-1).shape == (3, 1)
-assert _v.unsqueeze(1).stride() == (1, 1) and _v.unsqueeze(0).stride() == (3, 1)
-assert _v.unsqueeze(-1).is_contiguous()
-np.testing.assert_array_equal(_v.unsqueeze(1).numpy(), [[1.0], [2.0], [3.0]])
-print("✓ squeeze, unsqueeze")
+assert_equal((_v.unsqueeze(0).shape, _v.unsqueeze(0).stride()), ((1, 3), (3, 1)), "unsqueeze(0) of a (3,) tensor")
+assert_equal((_v.unsqueeze(-1).shape, _v.unsqueeze(1).stride()), ((3, 1), (1, 1)), "unsqueeze(-1) / unsqueeze(1)")
+check(_v.unsqueeze(-1).is_contiguous(), "unsqueeze keeps a contiguous tensor contiguous")
+_step = Tensor(np.arange(6.0)).as_strided((3,), (2,), 0)  # elements 0, 2, 4: stride 2
+assert_equal(_step.unsqueeze(0).stride(), (6, 2), "unsqueeze(0) of a stride-2 view: stride 2 * 3")
+assert_equal(_step.unsqueeze(0).tolist(), [[0.0, 2.0, 4.0]], "unsqueeze(0) of a stride-2 view: values")
+_m = Tensor(np.zeros((2, 3))).T  # shape (3, 2), strides (1, 3)
+assert_equal(_m.unsqueeze(1).stride(), (1, 6, 3), "unsqueeze(1) of a transposed (3, 2): 3 * 2")
+assert_equal(_v.unsqueeze(1).numpy(), np.array([[1.0], [2.0], [3.0]], dtype=np.float32), "unsqueeze(1) values")
+print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _step.unsqueeze(0).stride())
 
 # %% [markdown]
-# ## 8. Broadcasting
+# ## 9. Broadcasting
 #
 # Adding a bias of shape `(3,)` to a batch of shape `(64, 3)` should "just work": the bias
 # is reused for every row. **Broadcasting** is the rule that says when shapes are
@@ -1389,7 +1859,28 @@ print("✓ squeeze, unsqueeze")
 # dimension into size n by giving it stride 0, so all n positions read the same element.
 # `(3,)` → `(64, 3)` is shape `(64, 3)` with strides `(0, 1)` over the original 3 numbers.
 # (For arithmetic we let numpy broadcast internally, which is the same trick; `expand` gives
-# the same power to any op.)
+# the same power to any op, and the loops of section 10 use it too.)
+#
+# <details><summary>Hint 1</summary>
+#
+# Compare the shapes from their *last* dimension backwards. What does a missing dimension
+# count as?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Two shapes are enough: broadcasting three shapes is broadcasting the first two, then the
+# result with the third.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Keep a result, starting from the empty shape, and fold each shape into it. For one fold,
+# pad the shorter shape on the left with 1s to the same length, then go through the pairs
+# of sizes: equal sizes stay, a 1 gives way to the other size, anything else is an error
+# whose message names the two shapes (the folded result and the new one), the dimension
+# counted from the right as a negative number, both sizes, and the rule.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "broadcast-shapes", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -1400,12 +1891,10 @@ def broadcast_shapes(*shapes):
     """
     shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(int(n) for n in s)
               for s in shapes]
-    # Hints:
-    # - start from result = () and fold each shape into it;
-    # - for two shapes, pad the shorter one with leading 1s to the same length, then take
-    #   each pair of sizes (a, b): equal -> a; a == 1 -> b; b == 1 -> a; else raise
-    #   ValueError(f"cannot broadcast shapes {result} and {shape}: dimension {d} has sizes
-    #   {a} and {b}; sizes must be equal or one of them must be 1") with d negative (-1 = last).
+    # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
+    # ValueError when two sizes clash; the message says "cannot broadcast", names both
+    # shapes, the dimension (negative, -1 = last), both sizes, and the rule that failed.
+    # Idea: align on the right; a 1 stretches, any other mismatch is an error.
     ### BEGIN SOLUTION
     result = ()
     for shape in shapes:
@@ -1428,18 +1917,21 @@ def broadcast_shapes(*shapes):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-broadcast-shapes", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert broadcast_shapes((64, 3), (3,)) == (64, 3)
-assert broadcast_shapes((2, 1, 4), (3, 1)) == (2, 3, 4)
-assert broadcast_shapes((), (2, 2)) == (2, 2)
-assert broadcast_shapes((5,), (1,), (4, 1)) == (4, 5)
-try:
-    broadcast_shapes((2, 3), (4,))
-    raise AssertionError("(2, 3) and (4,) must not broadcast")
-except ValueError as e:
-    msg = str(e)
-    assert "(2, 3)" in msg and "(4,)" in msg, f"name both shapes: {msg}"
-    assert "-1" in msg and "3" in msg and "4" in msg, f"name the dimension and sizes: {msg}"
-print("✓ broadcast_shapes")
+for _shapes, _expected in [([(64, 3), (3,)], (64, 3)), ([(2, 1, 4), (3, 1)], (2, 3, 4)), ([(), (2, 2)], (2, 2)),
+                           ([(5,), (1,), (4, 1)], (4, 5)), ([(1, 3), (2, 1)], (2, 3)), ([(0,), (1,)], (0,)),
+                           ([(3, 1)], (3, 1))]:
+    assert_equal(broadcast_shapes(*_shapes), _expected, f"broadcast_shapes{tuple(_shapes)}")
+    assert_equal(broadcast_shapes(*_shapes), np.broadcast_shapes(*_shapes), f"numpy agrees on {tuple(_shapes)}")
+_e = assert_raises(ValueError, broadcast_shapes, (2, 3), (4,), match="cannot broadcast",
+                   what="broadcast_shapes((2, 3), (4,))")
+for _part in ["(2, 3)", "(4,)", "-1", "3", "4"]:
+    check(_part in str(_e), f"the message names {_part!r} (both shapes, the dimension, both sizes)", got=str(_e))
+_e = assert_raises(ValueError, broadcast_shapes, (3, 2), (3, 1), (4, 2), match="cannot broadcast",
+                   what="broadcast_shapes((3, 2), (3, 1), (4, 2))")
+check("-2" in str(_e) and "(3, 2)" in str(_e) and "(4, 2)" in str(_e),
+      "with three shapes, the message names the shape folded so far, the new one and dimension -2", got=str(_e))
+assert_raises(ValueError, broadcast_shapes, (2, 1, 3), (2, 4), what="(2, 1, 3) and (2, 4): compared from the right")
+print("✓ broadcast_shapes((2, 1, 4), (3, 1)) =", broadcast_shapes((2, 1, 4), (3, 1)))
 ### BEGIN HIDDEN TESTS
 import itertools as _it
 for _a, _b in _it.product([(), (1,), (3,), (2, 1), (2, 3), (1, 3, 1), (4, 1, 3)], repeat=2):
@@ -1471,15 +1963,33 @@ for _a, _b in _it.product([(), (1,), (3,), (2, 1), (2, 3), (1, 3, 1), (4, 1, 3)]
 # You write the layout rule as a pure function `_expand_layout(shape, strides, sizes) ->
 # (new_shape, new_strides)`; the provided `_expand` dispatches it with the resolved shape.
 # `broadcast_to(t, shape)` is the module-level spelling of the same op.
+#
+# <details><summary>Hint 1</summary>
+#
+# Which target sizes line up with which existing dimensions? (Align on the right, as in
+# broadcasting.) What stride makes every index along a dimension read the same element?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Refuse a target with fewer dimensions. The first `len(sizes) - len(shape)` target sizes
+# are new leading dimensions: each gets its size (it must be explicit and non-negative) and
+# stride 0. Each remaining target size meets an existing dimension: `-1` or the same size
+# keeps size and stride; a size-1 dimension may take any size, with stride 0; anything else
+# is an error naming both shapes and the dimension.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "expand", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _expand_layout(shape, strides, sizes):
-    """New (shape, strides) for expanding a layout to `sizes`; ValueError if impossible."""
-    # Hints: n_new = len(sizes) - len(shape) (negative: error). For i < n_new: a new leading
-    # dim (size must be >= 0, stride 0). For i >= n_new compare with shape[i - n_new].
-    # The error should read like: f"cannot expand shape {shape} to {sizes}: dimension {i} has
-    # size {old}, which is not 1; only size-1 dimensions can be expanded (-1 keeps a size)".
+    """New (shape, strides) for seeing a layout with the larger shape `sizes`.
+
+    Contract: `shape`, `strides`, `sizes` are tuples of ints (`sizes` may hold -1: keep that
+    size). Returns `(new_shape, new_strides)` as tuples. Raises ValueError when the target
+    has fewer dims, a new leading dim has a negative size, or a dimension of size other than
+    1 would change; the message names both shapes.
+    """
+    # Idea: a grown size-1 dimension reads the same element at every index: stride 0.
     ### BEGIN SOLUTION
     shape, sizes = tuple(shape), tuple(sizes)
     n_new = len(sizes) - len(shape)
@@ -1523,23 +2033,292 @@ def broadcast_to(input, shape):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-expand", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert _expand_layout((3,), (1,), (4, 3)) == ((4, 3), (0, 1))
-assert _expand_layout((2, 1), (1, 1), (2, 5)) == ((2, 5), (1, 0))
-assert _expand_layout((2, 1), (1, 1), (-1, 5)) == ((2, 5), (1, 0))
+for _args, _expected in [(((3,), (1,), (4, 3)), ((4, 3), (0, 1))),
+                         (((2, 1), (1, 1), (2, 5)), ((2, 5), (1, 0))),
+                         (((2, 1), (1, 1), (-1, 5)), ((2, 5), (1, 0))),
+                         (((2, 1), (7, 3), (3, 2, 4)), ((3, 2, 4), (0, 7, 0))),  # strides of a view: kept where sizes stay
+                         (((1,), (1,), (0,)), ((0,), (0,)))]:
+    assert_equal(_expand_layout(*_args), _expected, f"_expand_layout{_args}")
 _b = Tensor([1.0, 2.0, 3.0])
 _e = _b.expand(4, 3)
-assert _e.shape == (4, 3) and _e.stride() == (0, 1) and _e._storage is _b._storage
-np.testing.assert_array_equal(_e.numpy(), np.broadcast_to([1.0, 2.0, 3.0], (4, 3)))
-assert broadcast_to(Tensor([[1], [2]]), (2, 3)).stride() == (1, 0)
-try:
-    Tensor(np.zeros((2, 3))).expand(4, 3)
-    raise AssertionError("(2, 3) cannot expand to (4, 3)")
-except ValueError as e:
-    assert "(2, 3)" in str(e) and "(4, 3)" in str(e), str(e)
-print("✓ expand")
+assert_equal((_e.shape, _e.stride()), ((4, 3), (0, 1)), "a (3,) tensor expanded to (4, 3)")
+check(_e._storage is _b._storage, "expand is a view")
+assert_equal(_e.numpy(), np.broadcast_to(np.float32([1.0, 2.0, 3.0]), (4, 3)), "expanded values")
+assert_equal(broadcast_to(Tensor([[1], [2]]), (2, 3)).stride(), (1, 0), "broadcast_to((2, 1) -> (2, 3)) strides")
+_e = assert_raises(ValueError, Tensor(np.zeros((2, 3))).expand, 4, 3, what="(2, 3).expand(4, 3)")
+check("(2, 3)" in str(_e) and "(4, 3)" in str(_e), "the message names both shapes", got=str(_e))
+assert_raises(ValueError, _expand_layout, (2, 3), (3, 1), (3,), what="expand to fewer dimensions")
+assert_raises(ValueError, _expand_layout, (3,), (1,), (-1, 3), what="a new leading dim given as -1")
+print("✓ expand: (3,) -> (4, 3) has strides", _b.expand(4, 3).stride())
 
 # %% [markdown]
-# ## 9. Indexing
+# ## 10. The loops underneath: strided map, zip and reduce
+#
+# Every elementwise op and every reduction in this module is, in the end, a loop over
+# storage. numpy runs those loops in C; here you write them in Python, once, for *any*
+# layout. They are the semantics of `x.exp()`, `a + b` and `x.sum(dim)`: whatever numpy
+# computes for a tensor must equal what these loops compute from its storage, shape,
+# strides and offset. They go into `tinytorch/_strided.py` next to the address formula,
+# as plain functions over flat storages, tuples and ints (no `Tensor` inside), so that
+# module 17 can compile the very same loops with numba.
+#
+# All three loops have the same skeleton. Count `ordinal = 0, 1, ..., numel(out) - 1`; turn
+# it into the output's multi-index with `ordinal_to_index`; find the storage position of
+# that element in the output *and in each input* with `index_to_position`, each tensor
+# with its own strides and offset; read, compute, write.
+#
+# - `strided_map(fn, out..., in...)`: `out[i] = fn(in[i])` for every multi-index `i`.
+# - `strided_zip(fn, out..., a..., b...)`: `out[i] = fn(a[i], b[i])`, where `a` and `b`
+#   may have smaller shapes that **broadcast** to the output's.
+# - `strided_reduce(fn, start, out..., in..., dim)`: the output has the input's shape with
+#   size 1 at `dim` (a `keepdim=True` result); each output element is
+#   `fn(...fn(fn(start, in[.., 0, ..]), in[.., 1, ..])..., in[.., n-1, ..])` along `dim`.
+#
+# Each tensor is passed as four arguments: `storage, shape, strides, offset`.
+#
+# **Broadcasting in a loop** is the stride-0 trick of `expand` (section 9) once more: the input's
+# strides, seen with the output's shape, are `broadcast_strides(shape, strides,
+# out_shape)`: aligned on the right, 0 for every dimension the input lacks or has with size
+# 1. With those, the output's multi-index can be used to read the input directly, and the
+# address formula does the rest. Example: a `(3,)` input with stride `(1,)` read as `(2, 3)`
+# has strides `[0, 1]`; a `(2, 1)` input with strides `(1, 1)` read as `(2, 3)` has `[1, 0]`
+# (the size-1 dimension's stride, 1, must become 0).
+#
+# The provided `layout_of(base, view)` below gives the `(shape, strides, offset)` of any
+# numpy view of a 1-D `base` array, in elements. It is how the checks (and the tests) build
+# odd layouts: transposed, stepped, offset, reversed and broadcast views.
+
+# %%
+def layout_of(base, view):
+    """(shape, strides, offset) in elements of a numpy `view` into the 1-D array `base`."""
+    itemsize = base.itemsize
+    offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // itemsize
+    return tuple(view.shape), tuple(s // itemsize for s in view.strides), offset
+
+
+_base = np.arange(24.0)
+print("x.T of a 4x6:        ", layout_of(_base, _base.reshape(4, 6).T))
+print("x[1:, ::-2] of a 4x6:", layout_of(_base, _base.reshape(4, 6)[1:, ::-2]))
+print("a (3,) broadcast:    ", layout_of(_base, np.broadcast_to(_base[:3], (2, 3))))
+
+# %% [markdown]
+# <details><summary>Hint 1 (broadcast_strides)</summary>
+#
+# Which input dimension lines up with output dimension `k`? When does stepping along
+# output dimension `k` move you in the input, and when must it not?
+# </details>
+#
+# <details><summary>The approach (broadcast_strides)</summary>
+#
+# Refuse an input with more dimensions than the output, or a size that is neither 1 nor
+# the output's size there (name both shapes). Start from a list of zeros, one per output
+# dimension; for each input dimension, find its output position by aligning the ends, and
+# copy its stride there unless its size is 1.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "broadcast-strides", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export _strided
+def broadcast_strides(shape, strides, out_shape):
+    """The strides that read a tensor of (shape, strides) with the larger shape `out_shape`.
+
+    Contract: returns a list of ints, one per dimension of `out_shape`, 0 wherever the input
+    lacks the dimension or has size 1 there. Raises ValueError, naming both shapes, when
+    `shape` does not broadcast to `out_shape`.
+    """
+    # Idea: align on the right; a missing or size-1 dimension is read with stride 0.
+    ### BEGIN SOLUTION
+    lead = len(out_shape) - len(shape)
+    if lead < 0:
+        raise ValueError(f"shape {tuple(shape)} has more dimensions than {tuple(out_shape)}")
+    out = [0] * len(out_shape)
+    for k in range(len(shape)):
+        if shape[k] == 1:
+            continue  # read with stride 0: every output index meets the one element
+        if shape[k] != out_shape[lead + k]:
+            raise ValueError(f"shape {tuple(shape)} does not broadcast to {tuple(out_shape)}")
+        out[lead + k] = strides[k]
+    return out
+    ### END SOLUTION
+
+
+def _numel(shape):
+    """Number of elements of `shape` (1 for `()`); provided."""
+    n = 1
+    for size in shape:
+        n *= size
+    return n
+
+
+# %% [markdown]
+# <details><summary>Hint 1 (the loops)</summary>
+#
+# Loop over the output, never over an input: the output's shape says how many elements
+# there are and which multi-index each one has.
+# </details>
+#
+# <details><summary>Hint 2 (the loops)</summary>
+#
+# Each tensor has its own strides and offset, so the same multi-index sits at a different
+# storage position in each of them. An input that is broadcast needs strides seen with
+# the output's shape first.
+# </details>
+#
+# <details><summary>The approach (map and zip)</summary>
+#
+# Compute each input's broadcast strides once, before the loop. Then, for every ordinal of
+# the output: its multi-index, the output position from the output's strides and offset,
+# each input position from that input's broadcast strides and its own offset; store `fn`
+# of the input value(s) at the output position.
+# </details>
+#
+# <details><summary>The approach (reduce)</summary>
+#
+# For every ordinal of the *output*: take its multi-index, start an accumulator at
+# `start`, and let the index at `dim` run over the input's size there, folding each input
+# value into the accumulator with `fn`. Then set the index at `dim` back to 0 (the only
+# index the output has there) before you compute where the result goes.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "strided-loops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export _strided
+def strided_map(fn, out_storage, out_shape, out_strides, out_offset,
+                in_storage, in_shape, in_strides, in_offset):
+    """out[i] = fn(in[i]) for every multi-index i of the output, written into out_storage.
+
+    Contract: each tensor is (storage: flat numpy array, shape, strides, offset), any
+    layout (non-contiguous, offset, negative or zero strides). `in_shape` must broadcast to
+    `out_shape` (ValueError otherwise). Writes every output element once; returns None.
+    """
+    # Idea: one loop over the output's ordinals; every tensor finds its own storage position.
+    ### BEGIN SOLUTION
+    in_strides = broadcast_strides(in_shape, in_strides, out_shape)
+    for ordinal in range(_numel(out_shape)):
+        index = ordinal_to_index(ordinal, out_shape)
+        value = in_storage[index_to_position(index, in_strides, in_offset)]
+        out_storage[index_to_position(index, out_strides, out_offset)] = fn(value)
+    ### END SOLUTION
+
+
+def strided_zip(fn, out_storage, out_shape, out_strides, out_offset,
+                a_storage, a_shape, a_strides, a_offset,
+                b_storage, b_shape, b_strides, b_offset):
+    """out[i] = fn(a[i], b[i]) for every multi-index i of the output; a and b broadcast.
+
+    Contract: as strided_map, with two inputs whose shapes broadcast to `out_shape`
+    (ValueError otherwise). Returns None.
+    """
+    # Idea: broadcasting is reading an input with stride 0 along the dimensions it lacks.
+    ### BEGIN SOLUTION
+    a_strides = broadcast_strides(a_shape, a_strides, out_shape)
+    b_strides = broadcast_strides(b_shape, b_strides, out_shape)
+    for ordinal in range(_numel(out_shape)):
+        index = ordinal_to_index(ordinal, out_shape)
+        a = a_storage[index_to_position(index, a_strides, a_offset)]
+        b = b_storage[index_to_position(index, b_strides, b_offset)]
+        out_storage[index_to_position(index, out_strides, out_offset)] = fn(a, b)
+    ### END SOLUTION
+
+
+def strided_reduce(fn, start, out_storage, out_shape, out_strides, out_offset,
+                   in_storage, in_shape, in_strides, in_offset, dim):
+    """Fold `fn` over dimension `dim` of the input, from `start`, into the output.
+
+    Contract: `0 <= dim < len(in_shape)`; `out_shape` is `in_shape` with size 1 at `dim`
+    (keepdim). out[i] = fn(...fn(fn(start, in[i with dim=0]), in[i with dim=1])...), in
+    order of the index along `dim`; a size-0 `dim` gives `start`. Returns None.
+    """
+    # Idea: each output element owns one line of input elements along `dim`.
+    ### BEGIN SOLUTION
+    for ordinal in range(_numel(out_shape)):
+        index = ordinal_to_index(ordinal, out_shape)
+        acc = start
+        for j in range(in_shape[dim]):
+            index[dim] = j
+            acc = fn(acc, in_storage[index_to_position(index, in_strides, in_offset)])
+        index[dim] = 0
+        out_storage[index_to_position(index, out_strides, out_offset)] = acc
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-strided-map", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+assert_equal(broadcast_strides((3,), (1,), (2, 3)), [0, 1], "broadcast_strides((3,), (1,), (2, 3))")
+assert_equal(broadcast_strides((2, 1), (1, 1), (2, 3)), [1, 0], "a size-1 dim is read with stride 0, not its own")
+assert_equal(broadcast_strides((), (), (2, 2)), [0, 0], "a 0-d input is read with stride 0 everywhere")
+assert_equal(broadcast_strides((4, 1), (-2, 9), (4, 5)), [-2, 0], "a reversed, broadcast input")
+assert_raises(ValueError, broadcast_strides, (3,), (1,), (2, 4), match=r"\(3,\)", what="(3,) read as (2, 4)")
+assert_raises(ValueError, broadcast_strides, (2, 3), (3, 1), (3,), what="more dims than the output")
+
+
+def _check_map(what, base, view, out_shape=None):
+    out_shape = view.shape if out_shape is None else out_shape
+    shape, strides, offset = layout_of(base, view)
+    out = np.full(_numel(out_shape), np.nan)
+    strided_map(lambda v: v * 10.0 + 1.0, out, out_shape, contiguous_strides(out_shape), 0,
+                base, shape, strides, offset)
+    assert_equal(out.reshape(out_shape), np.broadcast_to(view, out_shape) * 10.0 + 1.0, f"strided_map on {what}")
+
+
+_base = np.arange(60.0)
+_check_map("a contiguous (3, 4)", _base, _base[:12].reshape(3, 4))
+_check_map("a transposed (5, 12) (strides (1, 12))", _base, _base.reshape(5, 12).T)
+_check_map("a permuted (3, 4, 5)", _base, _base.reshape(3, 4, 5).transpose(2, 0, 1))
+_check_map("an offset, stepped slice", _base, _base.reshape(5, 12)[2:, 1::4])
+_check_map("a reversed view (negative stride)", _base, _base.reshape(5, 12)[::-2, 3])
+_check_map("a 0-d element at offset 7", _base, _base[7:8].reshape(()))
+_check_map("a (4,) read as (3, 4) (broadcast)", _base, _base[8:12], out_shape=(3, 4))
+# The output can be a strided view too: write into the transpose of a 3x4 buffer.
+_out = np.zeros(12)
+strided_map(lambda v: -v, _out, (4, 3), (1, 4), 0, _base, (4, 3), (3, 1), 0)
+assert_equal(_out.reshape(3, 4), -_base[:12].reshape(4, 3).T, "strided_map into a transposed output")
+print("✓ strided_map: a (2, 1) input read as (2, 3) uses strides", broadcast_strides((2, 1), (1, 1), (2, 3)))
+
+# %% nbgrader={"grade": true, "grade_id": "test-strided-zip", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _check_zip(what, base, a_view, b_view):
+    out_shape = np.broadcast_shapes(a_view.shape, b_view.shape)
+    out = np.full(_numel(out_shape), np.nan)
+    strided_zip(lambda x, y: x * 100.0 + y, out, out_shape, contiguous_strides(out_shape), 0,
+                base, *layout_of(base, a_view), base, *layout_of(base, b_view))
+    assert_equal(out.reshape(out_shape), a_view * 100.0 + b_view, f"strided_zip on {what}")
+
+
+_m = _base.reshape(5, 12)
+_check_zip("two contiguous (2, 3)", _base, _base[:6].reshape(2, 3), _base[6:12].reshape(2, 3))
+_check_zip("a transposed and an offset view", _base, _m[:3, :4].T, _m[1:5, 5:8])
+_check_zip("(3, 4) + (4,) at offset 20 (row broadcast)", _base, _m[:3, :4], _base[20:24])
+_check_zip("(3, 1) + (1, 4): both broadcast", _base, _m[:3, 2:3], _m[4:5, 8:12])
+_check_zip("(2, 1) with a non-zero size-1 stride + (2, 3)", _base, _m[:2, 5:6], _m[2:4, ::4])
+_check_zip("a reversed view + a 0-d value", _base, _m[::-1, 0], _base[59:].reshape(()))
+_check_zip("a (2, 3, 4) permuted + (3, 1)", _base, _base[:24].reshape(4, 2, 3).transpose(1, 2, 0), _m[:3, 11:])
+assert_raises(ValueError, strided_zip, lambda x, y: x + y, np.zeros(6), (2, 3), (3, 1), 0,
+              _base, (2, 3), (3, 1), 0, _base, (2,), (1,), 0, what="(2, 3) zip (2,) must not broadcast")
+print("✓ strided_zip: (3, 1) + (1, 4) ->", np.broadcast_shapes((3, 1), (1, 4)))
+
+# %% nbgrader={"grade": true, "grade_id": "test-strided-reduce", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _check_reduce(what, base, view, dim, fn=lambda acc, v: acc + v, start=0.0, ref=np.sum):
+    shape, strides, offset = layout_of(base, view)
+    out_shape = tuple(1 if k == dim else n for k, n in enumerate(shape))
+    out = np.full(_numel(out_shape), np.nan)
+    strided_reduce(fn, start, out, out_shape, contiguous_strides(out_shape), 0, base, shape, strides, offset, dim)
+    assert_equal(out.reshape(out_shape), ref(view, axis=dim, keepdims=True), f"strided_reduce on {what}, dim={dim}")
+
+
+_b3 = _base[:24].reshape(2, 3, 4)
+for _d in range(3):
+    _check_reduce("a contiguous (2, 3, 4)", _base, _b3, _d)
+    _check_reduce("a permuted (4, 2, 3)", _base, _b3.transpose(2, 0, 1), _d)
+_check_reduce("an offset, stepped (3, 3)", _base, _m[1:4, 2::4], 0)
+_check_reduce("a reversed (5,)", _base, _m[::-1, 7], 0)
+_check_reduce("a broadcast (4, 3), stride 0", _base, np.broadcast_to(_base[30:33], (4, 3)), 0)
+_check_reduce("max over a transposed (12, 5)", _base, _m.T, 1, fn=max, start=-np.inf, ref=np.max)
+_check_reduce("an empty dim", _base, _m[:, 3:3], 1)
+# The fold runs in index order: with a non-commutative fn the order shows.
+_out = np.zeros(1)
+strided_reduce(lambda acc, v: acc * 10 + v, 0, _out, (1,), (1,), 0, np.array([1.0, 2.0, 3.0]), (3,), (1,), 0, 0)
+assert_equal(_out[0], 123.0, "the fold visits index 0, 1, 2 in order")
+print("✓ strided_reduce: sum over dim 1 of a (2, 3, 4) ->", _b3.sum(axis=1, keepdims=True).shape)
+
+# %% [markdown]
+# ## 11. Indexing
 #
 # Indexing comes in two flavours, and the difference is a systems one.
 #
@@ -1549,19 +2328,27 @@ print("✓ expand")
 #
 # - an **int** `i` (negative counts from the end) fixes that dimension: the offset grows
 #   by `i * stride` and the dimension disappears;
-# - a **slice** `start:stop:step` keeps the dimension: `slice.indices(size)` gives the
-#   clamped `(start, stop, step)`, the new size is `len(range(start, stop, step))`, the
-#   offset grows by `start * stride` (when the new size is > 0) and the stride becomes
-#   `stride * step`;
+# - a **slice** `start:stop:step` keeps the dimension: it picks the elements
+#   `start, start + step, ...` before `stop`, so the new dimension starts `start` elements
+#   further into the old one (the offset grows by `start * stride`, when the slice is not
+#   empty), and one step along it is `step` steps along the old one;
 # - **`None`** inserts a new dimension of size 1 (stride 0), consuming no input dimension.
 #
 # `x[1, ::2]` on a `(3, 4)` tensor with strides `(4, 1)`: offset `1·4 = 4`, then a slice of
 # size 2 and stride 2 — shape `(2,)`, strides `(2,)`, offset 4: elements 4 and 6.
 #
+# You write the arithmetic of one slice as a pure function, `_slice_layout(item, size,
+# stride)`, and the walk over the index, `_basic_index`. Python's `slice.indices(size)`
+# does the clamping for you (a `stop` past the end, negative `start`/`stop` counting from
+# the end, `None`). `_slice_layout` must also be right for a **negative step**, as numpy's
+# `a[::-1]` is: the first element picked is the one at `start` (the *last* one, for
+# `::-1`), and the new stride is negative. A tinytorch tensor refuses negative steps (as PyTorch does: a negative-stride
+# view would complicate everything downstream), but the layout rule is the same for both
+# signs, and the tests check yours against numpy's views with negative steps too.
+#
 # A provided helper first normalises the index into a tuple with `...` expanded and one
 # item per input dimension (missing trailing dims become `slice(None)`), and rejects
-# negative steps (as PyTorch does: a negative stride view would complicate everything
-# downstream). You write the walk.
+# negative steps.
 #
 # **Advanced indexing** — an index list/array/int64 tensor, or a bool mask — can pick any
 # elements in any order, so no strides describe the result: it must be a **copy**. We hand
@@ -1570,9 +2357,9 @@ print("✓ expand")
 # in `attrs["index"]` so that module 06 can scatter gradients back with it.
 #
 # Writing (`x[idx] = value`) goes straight into storage through numpy, with the same
-# checks as the in-place ops of section 11.
+# checks as the in-place ops of section 13.
 
-# %% nbgrader={"grade": false, "grade_id": "basic-indexing", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 #| export
 def _is_int_index(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
@@ -1629,15 +2416,67 @@ def _normalize_basic_index(items, ndim):
     return tuple(out)
 
 
+# %% [markdown]
+# Now your part: the layout of one slice, and the walk over a normalised index.
+#
+# <details><summary>Hint 1 (_slice_layout)</summary>
+#
+# After `slice.indices`, how many elements does the slice pick? (`range` knows.) Which
+# element of the old dimension is the new dimension's element 0?
+# </details>
+#
+# <details><summary>The approach (_slice_layout)</summary>
+#
+# Let `slice.indices(size)` give the clamped start, stop and step. The length is the
+# length of the range they describe. The new stride is the old stride times the step. The
+# offset grows by start times the old stride, but only when the slice picks at least one
+# element (an empty slice may have a start past the end).
+# </details>
+#
+# <details><summary>Hint 1 (_basic_index)</summary>
+#
+# Keep three things as you walk the index: the shape and strides built so far, the offset,
+# and which input dimension the next item applies to. Which kind of item does not consume
+# an input dimension?
+# </details>
+#
+# <details><summary>The approach (_basic_index)</summary>
+#
+# Start from the tensor's offset and empty shape and strides. `None`: append size 1 with
+# stride 0. An int: check it lies in `-size .. size-1` (else an IndexError naming the
+# index, the dimension and its size), wrap a negative one, add it times the stride to the
+# offset, and append nothing. A slice: append the length and stride from `_slice_layout`
+# and add its offset change. Move to the next input dimension after an int or a slice. End
+# with one `_view`.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "basic-indexing", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _slice_layout(item, size, stride):
+    """The layout of one slice of a dimension with `size` and `stride`.
+
+    Contract: `item` is a slice (start/stop may be None, negative or out of range; the step
+    may be None or any non-zero int, negative included). Returns `(length, new_stride,
+    offset_delta)`: how many elements it picks, the stride of the new dimension, and how
+    far (in storage elements) its first element lies from the old dimension's element 0
+    (0 when the slice is empty).
+    """
+    # Idea: the new dimension starts at element `start` and moves `step` old steps at a time.
+    ### BEGIN SOLUTION
+    start, stop, step = item.indices(size)
+    length = len(range(start, stop, step))
+    return length, stride * step, start * stride if length > 0 else 0
+    ### END SOLUTION
+
+
 def _basic_index(t, index):
-    """Forward of basic indexing: a view. `index` is normalised (ints, slices, None)."""
-    # Hints: keep lists shape, strides and an offset starting at t._offset, and a pointer d
-    # to the current input dim.
-    # - None: append size 1, stride 0 (d does not move);
-    # - int i: check -size <= i < size, else raise IndexError(f"index {i} is out of bounds
-    #   for dimension {d} with size {size}"); wrap negatives; offset += i * stride; d += 1;
-    # - slice: start, stop, step = item.indices(size); n = len(range(start, stop, step));
-    #   if n > 0: offset += start * stride; append n and stride * step; d += 1.
+    """Forward of basic indexing: a view.
+
+    Contract: `index` is normalised (one int or slice per input dim, plus Nones; positive
+    steps). Returns `t._view(...)` over the same storage. Raises IndexError for an int out
+    of range; the message names the index, the dimension and its size.
+    """
+    # Idea: an int moves the offset and drops a dim; a slice moves the offset and scales a stride.
     ### BEGIN SOLUTION
     shape, strides, offset = [], [], t._offset
     d = 0
@@ -1648,12 +2487,10 @@ def _basic_index(t, index):
             continue
         size, stride = t.shape[d], t._strides[d]
         if isinstance(item, slice):
-            start, stop, step = item.indices(size)
-            n = len(range(start, stop, step))
-            if n > 0:
-                offset += start * stride
+            n, new_stride, delta = _slice_layout(item, size, stride)
+            offset += delta
             shape.append(n)
-            strides.append(stride * step)
+            strides.append(new_stride)
         else:
             if not -size <= item < size:
                 raise IndexError(f"index {item} is out of bounds for dimension {d} with size {size}")
@@ -1682,24 +2519,37 @@ def _setitem(t, index, value):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-basic-indexing", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# _slice_layout against numpy's own views of a 1-D array with stride 3 (every third element).
+_base = np.arange(30.0)
+_dim = _base[::3]  # size 10, stride 3, offset 0
+for _sl in [slice(None), slice(2, 7), slice(1, None, 3), slice(-4, None), slice(None, 100),
+            slice(None, None, -1), slice(7, 2, -2), slice(-1, -11, -3), slice(5, 5), slice(12, 20)]:
+    _n, _stride, _delta = _slice_layout(_sl, 10, 3)
+    _ref = layout_of(_base, _dim[_sl])
+    assert_equal((_n, _stride), (_ref[0][0], _ref[1][0]), f"_slice_layout({_sl}, 10, 3): (length, stride)")
+    if _n > 0:
+        assert_equal(_delta, _ref[2], f"_slice_layout({_sl}, 10, 3): offset change")
+    else:
+        assert_equal(_delta, 0, f"_slice_layout({_sl}, 10, 3): an empty slice moves nothing")
 _a = np.arange(12.0).reshape(3, 4)
 _x = Tensor(_a)
 _r = _x[1, ::2]
-assert _r.shape == (2,) and _r.stride() == (2,) and _r.storage_offset() == 4, (_r.shape, _r.stride())
-np.testing.assert_array_equal(_r.numpy(), _a[1, ::2])
-assert _r._storage is _x._storage, "basic indexing is a view"
+assert_equal((_r.shape, _r.stride(), _r.storage_offset()), ((2,), (2,), 4), "x[1, ::2] of a (3, 4)")
+assert_equal(_r.numpy(), _a[1, ::2], "x[1, ::2] values")
+check(_r._storage is _x._storage, "basic indexing is a view")
 for _idx in [0, -1, (1, 2), (slice(1, None), slice(None, None, 3)), (None, 1), (Ellipsis, 2),
              (slice(None), None, slice(1, 3)), (slice(10, 20),), ()]:
-    np.testing.assert_array_equal(_x[_idx].numpy(), _a[_idx], err_msg=str(_idx))
-try:
-    _x[3]
-    raise AssertionError("x[3] on a (3, 4) tensor must raise IndexError")
-except IndexError as e:
-    assert "3" in str(e) and "dimension 0" in str(e), str(e)
+    assert_equal(_x[_idx].numpy(), _a[_idx], f"x[{_idx}]")
+_t = _x.T[1:, 2]  # an index of a transposed view: strides (1, 4), then offset 1 + 2*4
+assert_equal((_t.shape, _t.stride(), _t.storage_offset()), ((3,), (1,), 9), "x.T[1:, 2]: (shape, strides, offset)")
+assert_equal(_t.numpy(), _a.T[1:, 2], "x.T[1:, 2] values")
+_e = assert_raises(IndexError, _x.__getitem__, 3, what="x[3] on a (3, 4) tensor")
+check("3" in str(_e) and "dimension 0" in str(_e), "the message names the index and the dimension", got=str(_e))
+assert_raises(IndexError, _x.__getitem__, (0, -5), match="dimension 1", what="x[0, -5] on a (3, 4) tensor")
 _m = _x[Tensor(_a > 5)]  # advanced (a bool mask): a copy
-np.testing.assert_array_equal(_m.numpy(), _a[_a > 5])
-assert _m._storage is not _x._storage
-print("✓ indexing")
+assert_equal(_m.numpy(), _a[_a > 5], "x[mask] (advanced indexing)")
+check(_m._storage is not _x._storage, "advanced indexing copies")
+print("✓ indexing: x[1, ::2] has strides", _r.stride(), "and offset", _r.storage_offset())
 ### BEGIN HIDDEN TESTS
 _b = np.arange(60).reshape(3, 4, 5)
 _y = Tensor(_b)
@@ -1710,7 +2560,7 @@ for _idx in [(Ellipsis, None), (1, Ellipsis, slice(None, None, 2)), (slice(None,
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## 10. Elementwise arithmetic
+# ## 12. Elementwise arithmetic
 #
 # With layout in place, arithmetic is short, because numpy does the work: `a.numpy()` is a
 # strided numpy view, numpy's ufuncs (`np.add`, `np.multiply`, ...) loop over it in C with
@@ -1726,16 +2576,21 @@ for _idx in [(Ellipsis, None), (1, Ellipsis, slice(None, None, 2)), (slice(None,
 #    float32). True division of integers gives float32.
 # 2. **Python numbers become 0-d tensors** before `apply` (provided), so every input of a
 #    recorded op is a Tensor.
-# 3. **Shape check first** (yours): call `broadcast_shapes` on the two shapes *before*
-#    numpy runs, so a mismatch raises our teaching message instead of numpy's
-#    "operands could not be broadcast together".
+# 3. **Shape check first** (yours): the two shapes must broadcast *before* numpy runs, so
+#    that a mismatch raises our teaching message instead of numpy's "operands could not be
+#    broadcast together". Then numpy computes on the two strided views, each in the dtype
+#    that promotion chose.
+#
+# Whatever layouts `a` and `b` have (transposed, sliced, expanded), the result must equal
+# `strided_zip` of section 10 applied to their storages: numpy's loop is the fast version
+# of yours. The check below compares the two.
 #
 # Comparisons (`== != < <= > >=`) go through the same path and return bool tensors; `apply`
 # never records them (a bool output has no gradient). Unary functions (`exp`, `log`,
 # `sqrt`, `abs`, `neg`, `clamp`) and `where(cond, a, b)` / `masked_fill` are provided.
 # numpy's warnings for `log(0)` or `1/0` are silenced: like PyTorch we return `-inf`/`inf`.
 
-# %% nbgrader={"grade": false, "grade_id": "elementwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 #| export
 def _is_scalar(x):
     return isinstance(x, (bool, int, float, np.bool_, np.number))
@@ -1780,11 +2635,32 @@ def _as_tensor(x, dtype):
     return Tensor._from_array(np.array(x, dtype=dtype))
 
 
+# %% [markdown]
+# Your part, the forward that every binary op shares:
+#
+# <details><summary>Hint 1</summary>
+#
+# Which of your functions raises the message a student should see for `(2, 3) + (2,)`?
+# How do you get numpy arrays that see the two tensors' memory?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Broadcast the two shapes with your function (and let its error propagate). Take the
+# numpy views of both tensors; convert each to the result dtype only when it differs (a
+# conversion copies); return the ufunc applied to the two.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "elementwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def _elementwise_forward(np_fn, a, b, dtype):
-    """Forward of a binary op: check broadcasting, cast to `dtype`, let numpy compute."""
-    # Hints: call broadcast_shapes(a.shape, b.shape) (its error is the user's message), take
-    # a.numpy() and b.numpy(), cast each with .astype(dtype) only if its dtype differs, and
-    # return np_fn(x, y).
+    """Forward of a binary op.
+
+    Contract: `a`, `b` Tensors; `np_fn` a numpy ufunc; `dtype` the promoted result dtype.
+    Returns the numpy array `np_fn(a, b)` computed in `dtype`, with the broadcast shape.
+    Raises broadcast_shapes' ValueError (naming both shapes) when the shapes clash.
+    """
+    # Idea: check the shapes with your rule first, then let numpy loop over the two views.
     ### BEGIN SOLUTION
     broadcast_shapes(a.shape, b.shape)
     x, y = a.numpy(), b.numpy()
@@ -1856,25 +2732,29 @@ def _masked_fill(t, mask, value):
 # %% nbgrader={"grade": true, "grade_id": "test-elementwise", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 _a = Tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
 _b = Tensor([10.0, 20.0, 30.0])
-np.testing.assert_allclose((_a + _b).numpy(), [[11, 22, 33], [14, 25, 36]])
-np.testing.assert_allclose((2 - _a).numpy(), 2 - _a.numpy())
-np.testing.assert_allclose((_a / _b * 3).numpy(), _a.numpy() / _b.numpy() * 3, rtol=1e-6)
-assert (_a * 2.5).dtype == float32, "a Python float must not upcast float32"
-assert (Tensor([1, 2]) / Tensor([2, 2])).dtype == float32, "int / int is float32"
-assert (Tensor([1, 2]) * 2).dtype == int64
-assert (_a > 3).dtype == bool_ and (_a > 3).tolist() == [[False, False, False], [True, True, True]]
-try:
-    _a + Tensor([1.0, 2.0])
-    raise AssertionError("(2, 3) + (2,) must raise")
-except ValueError as e:
-    assert "(2, 3)" in str(e) and "(2,)" in str(e), f"use broadcast_shapes' message: {e}"
-np.testing.assert_allclose(_a.exp().log().numpy(), _a.numpy(), rtol=1e-6)
-np.testing.assert_array_equal(_a.clamp(min=2, max=5).numpy(), np.clip(_a.numpy(), 2, 5))
-np.testing.assert_array_equal(where(_a > 3, _a, 0.0).numpy(), np.where(_a.numpy() > 3, _a.numpy(), 0))
-print("✓ elementwise ops")
+assert_close(_a + _b, np.float32([[11, 22, 33], [14, 25, 36]]), what="(2, 3) + (3,)")
+assert_close(2 - _a, 2 - _a.numpy(), what="2 - a")
+assert_close(_a / _b * 3, _a.numpy() / _b.numpy() * 3, rtol=1e-6, what="a / b * 3")
+assert_equal(((_a * 2.5).dtype, (Tensor([1, 2]) / Tensor([2, 2])).dtype, (Tensor([1, 2]) * 2).dtype),
+             (float32, float32, int64), "dtypes of float32 * 2.5, int / int, int * 2 (provided promotion)")
+assert_equal((_a > 3).numpy(), _a.numpy() > 3, "a > 3 (a bool tensor)")
+_e = assert_raises(ValueError, lambda: _a + Tensor([1.0, 2.0]), match="cannot broadcast", what="(2, 3) + (2,)")
+check("(2, 3)" in str(_e) and "(2,)" in str(_e), "the error is broadcast_shapes' message", got=str(_e))
+assert_close(_a.exp().log(), _a.numpy(), rtol=1e-6, what="log(exp(a))")
+assert_equal(_a.clamp(min=2, max=5), np.clip(_a.numpy(), 2, 5), "a.clamp(2, 5)")
+assert_equal(where(_a > 3, _a, 0.0), np.where(_a.numpy() > 3, _a.numpy(), 0).astype(np.float32), "where(a > 3, a, 0)")
+# Odd layouts: a transposed view plus an expanded (stride 0) view, checked against your strided_zip.
+_p = Tensor(np.arange(12.0).reshape(4, 3)).T           # (3, 4), strides (1, 3)
+_q = Tensor(np.arange(3.0)).unsqueeze(1).expand(3, 4)  # (3, 4), strides (1, 0)
+_got = _p * 10 + _q
+_ref = np.zeros(12)
+strided_zip(lambda u, v: u * 10 + v, _ref, (3, 4), (4, 1), 0, _p._storage, _p.shape, _p._strides, _p._offset,
+            _q._storage, _q.shape, _q._strides, _q._offset)
+assert_close(_got, _ref.reshape(3, 4), what="p * 10 + q on a transposed and an expanded view, against strided_zip")
+print("✓ elementwise ops: (2, 3) + (3,) =", (_a + _b).tolist())
 
 # %% [markdown]
-# ## 11. In-place operations
+# ## 13. In-place operations
 #
 # `x.add_(y)`, `x.mul_(2)`, `x += y`, `x.zero_()`, `x.fill_(v)`, `x.copy_(src)` and
 # `x[i] = v` overwrite the existing storage instead of allocating a new one. That saves
@@ -1894,17 +2774,33 @@ print("✓ elementwise ops")
 # Your part is that check, `_check_writable(t)`. The provided `_inplace` also refuses a
 # result dtype that cannot be stored back (`int_tensor.div_(2)` would need floats) and
 # values whose shape does not broadcast to the tensor's.
+#
+# <details><summary>Hint 1</summary>
+#
+# Two independent reasons to refuse; the autograd one can be switched off by the caller
+# (`check_grad=False`, used by `.data = ...`). When do two different multi-indices reach
+# the same storage position?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# First, when asked to check grad, refuse a tensor that requires grad while grad mode is
+# on. Then look at each dimension: one with stride 0 and more than one element means
+# several elements share one memory cell; refuse, naming the shape and strides and
+# suggesting `.contiguous()` or `.clone()`.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "inplace", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _check_writable(t, check_grad=True):
-    """Raise RuntimeError if writing into `t` in place is unsafe (see the text above)."""
-    # Hints:
-    # - if check_grad and t.requires_grad and is_grad_enabled(): raise RuntimeError saying a
-    #   tensor that requires grad cannot be modified in place while grad mode is on;
-    # - if any dim has stride 0 and size > 1: raise RuntimeError saying that several
-    #   elements share one memory location (an expanded view) and to call .contiguous()
-    #   (or .clone()) first.
+    """Refuse an unsafe in-place write into `t`.
+
+    Contract: returns None when writing is safe. Raises RuntimeError (1) when `check_grad`
+    and t requires grad while grad mode is on: the message mentions grad; (2) when several
+    elements of t share one memory location (an expanded view): the message says so, with
+    the word "memory", and suggests .contiguous() or .clone().
+    """
+    # Idea: a stride of 0 along a dimension of size > 1 means many elements, one cell.
     ### BEGIN SOLUTION
     if check_grad and t.requires_grad and is_grad_enabled():
         raise RuntimeError(
@@ -1948,36 +2844,31 @@ _x = Tensor([1.0, 2.0, 3.0])
 _storage_before = _x._storage
 _x += 1
 _x.mul_(2)
-assert _x._storage is _storage_before and _x.tolist() == [4.0, 6.0, 8.0]
+check(_x._storage is _storage_before, "in-place ops keep the storage")
+assert_equal(_x.tolist(), [4.0, 6.0, 8.0], "(x + 1) * 2, in place")
 _p = Tensor([1.0, 2.0], requires_grad=True)
-try:
-    _p.add_(1)
-    raise AssertionError("in-place on a tensor requiring grad must raise")
-except RuntimeError as e:
-    assert "grad" in str(e)
+assert_raises(RuntimeError, _p.add_, 1, match="grad", what="add_ on a tensor that requires grad")
 set_grad_enabled(False)
-_p.sub_(Tensor([0.5, 0.5]))  # allowed with grad mode off
-set_grad_enabled(True)
-assert _p.tolist() == [0.5, 1.5]
+try:  # grad mode is switched back on even if the check fails
+    _p.sub_(Tensor([0.5, 0.5]))  # allowed with grad mode off
+finally:
+    set_grad_enabled(True)
+assert_equal(_p.tolist(), [0.5, 1.5], "sub_ with grad mode off")
+_check_writable(_p, check_grad=False)  # check_grad=False skips the autograd rule
 _e = Tensor([1.0]).expand(3)
-try:
-    _e.fill_(0.0)
-    raise AssertionError("writing into an expanded view must raise")
-except RuntimeError as e:
-    assert "memory" in str(e)
-try:
-    Tensor([1, 2]).div_(2)
-    raise AssertionError("int tensor div_ must raise")
-except RuntimeError:
-    pass
+assert_raises(RuntimeError, _e.fill_, 0.0, match="memory", what="fill_ on an expanded view (stride 0)")
+_one = Tensor([[5.0]]).expand(1, 1)  # stride 0 but size 1: one element, one cell: allowed
+_check_writable(_one)
+_check_writable(Tensor(np.zeros((2, 3))).T)  # a transposed view has no shared cells
+assert_raises(RuntimeError, Tensor([1, 2]).div_, 2, what="div_ on an int tensor (provided check)")
 _g = Tensor(np.arange(6.0).reshape(2, 3))
 _g[0, 1:] = Tensor([-1.0, -2.0])  # x[index] = value writes into storage too
 _g[:, 0] = 9.0
-assert _g.tolist() == [[9.0, -1.0, -2.0], [9.0, 4.0, 5.0]]
-print("✓ in-place ops")
+assert_equal(_g.tolist(), [[9.0, -1.0, -2.0], [9.0, 4.0, 5.0]], "x[index] = value")
+print("✓ in-place ops:", _x.tolist())
 
 # %% [markdown]
-# ## 12. Reductions
+# ## 14. Reductions
 #
 # A reduction (`sum`, `mean`, `amax`, `amin`, `max`, `min`, `argmax`, `argmin`) collapses
 # one or more dimensions. The `dim` argument is where the bookkeeping is:
@@ -1996,14 +2887,34 @@ print("✓ in-place ops")
 # of integers stay int64 (bools sum to int64: counting `True`s), while `mean` of an integer
 # tensor is an error, as in PyTorch (an average is not an integer; say `.float()` if you
 # mean it). `max(dim=...)`/`min(dim=...)` return a `(values, indices)` pair as PyTorch's do.
+#
+# numpy does the reducing (`np.sum(x.numpy(), axis=dims, keepdims=...)`); for one dim it
+# computes what your `strided_reduce` of section 10 computes, and the check compares them.
+#
+# <details><summary>Hint 1</summary>
+#
+# Three input forms, one output form. Which provided function already turns one dim into a
+# valid position, with PyTorch's error?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `None` means every dimension. Otherwise accept one int or a sequence; wrap each entry
+# with `_wrap_dim`; a position seen twice is a ValueError naming it ("appears multiple
+# times"); return the positions sorted, as a tuple.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "reductions", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _reduction_dims(dim, ndim):
-    """Normalise a reduction's dim (None, int, tuple/list) to a sorted tuple of dims >= 0."""
-    # Hints: None -> tuple(range(ndim)). An int (or np.integer) -> a 1-tuple. Wrap each dim
-    # with _wrap_dim(d, ndim); a repeated dim raises ValueError(f"dim {d} appears multiple
-    # times in the list of dims"). Return tuple(sorted(...)).
+    """Normalise a reduction's `dim` for a tensor with `ndim` dimensions.
+
+    Contract: `dim` is None (all dims), an int or a sequence of ints (negative count from
+    the end). Returns a sorted tuple of distinct dims >= 0. Raises IndexError for a dim out
+    of range (from _wrap_dim) and ValueError for a dim given twice (the message says it
+    "appears multiple times").
+    """
+    # Idea: one canonical form, so that module 06's backward rules never see a negative dim.
     ### BEGIN SOLUTION
     if dim is None:
         return tuple(range(ndim))
@@ -2068,32 +2979,30 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-reductions", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert _reduction_dims(None, 3) == (0, 1, 2)
-assert _reduction_dims(-1, 3) == (2,) and _reduction_dims((2, 0), 3) == (0, 2)
-try:
-    _reduction_dims(3, 3)
-    raise AssertionError("dim 3 of a 3-d tensor must raise IndexError")
-except IndexError:
-    pass
-try:
-    _reduction_dims((0, -3), 3)
-    raise AssertionError("a repeated dim must raise ValueError")
-except ValueError:
-    pass
+for _args, _expected in [((None, 3), (0, 1, 2)), ((-1, 3), (2,)), (((2, 0), 3), (0, 2)), (([-1, -3], 3), (0, 2)),
+                         ((np.int64(1), 2), (1,)), ((None, 0), ())]:
+    assert_equal(_reduction_dims(*_args), _expected, f"_reduction_dims{_args}")
+assert_raises(IndexError, _reduction_dims, 3, 3, what="dim 3 of a 3-d tensor")
+assert_raises(ValueError, _reduction_dims, (0, -3), 3, match="multiple", what="dims (0, -3) of a 3-d tensor")
 _a = np.arange(24.0).reshape(2, 3, 4)
 _x = Tensor(_a)
-np.testing.assert_allclose(_x.sum().numpy(), _a.sum())
-np.testing.assert_allclose(_x.sum(dim=(0, -1)).numpy(), _a.sum(axis=(0, 2)))
-np.testing.assert_allclose(_x.mean(1, keepdim=True).numpy(), _a.mean(axis=1, keepdims=True))
-np.testing.assert_allclose(_x.amax(axis=-1, keepdims=True).numpy(), _a.max(axis=-1, keepdims=True))
+assert_close(_x.sum(), _a.sum(), what="x.sum()")
+assert_close(_x.sum(dim=(0, -1)), _a.sum(axis=(0, 2)), what="x.sum(dim=(0, -1))")
+assert_close(_x.mean(1, keepdim=True), _a.mean(axis=1, keepdims=True), what="x.mean(1, keepdim=True)")
+assert_close(_x.amax(axis=-1, keepdims=True), _a.max(axis=-1, keepdims=True), what="x.amax(axis=-1, keepdims=True)")
 _vals, _idx = _x.max(dim=1)
-np.testing.assert_array_equal(_vals.numpy(), _a.max(axis=1))
-np.testing.assert_array_equal(_idx.numpy(), _a.argmax(axis=1))
-assert Tensor([True, False, True]).sum().item() == 2
-print("✓ reductions")
-
+assert_equal(_vals, _a.max(axis=1), "x.max(dim=1).values")
+assert_equal(_idx, _a.argmax(axis=1), "x.max(dim=1).indices")
+assert_equal(Tensor([True, False, True]).sum().item(), 2, "a bool sum counts the Trues")
+# numpy's reduction on a permuted view equals your strided_reduce on its storage:
+_pv = _x.permute(2, 0, 1)  # (4, 2, 3), strides (1, 12, 4)
+_out = np.zeros(4 * 2)
+strided_reduce(lambda acc, v: acc + v, 0.0, _out, (4, 2, 1), (2, 1, 1), 0,
+               _pv._storage, _pv.shape, _pv._strides, _pv._offset, 2)
+assert_close(_pv.sum(2, keepdim=True), _out.reshape(4, 2, 1), what="x.permute(2, 0, 1).sum(2) against strided_reduce")
+print("✓ reductions: _reduction_dims((2, 0), 3) =", _reduction_dims((2, 0), 3))
 # %% [markdown]
-# ## 13. Matrix multiplication
+# ## 15. Matrix multiplication
 #
 # `a @ b` is the workhorse of deep learning: a linear layer is one matmul, attention is two.
 # numpy's `np.matmul` does the arithmetic (in optimised BLAS). The *shape* rule is yours,
@@ -2110,16 +3019,33 @@ print("✓ reductions")
 # The result shape is `batch + (m,) + (n,)`, minus the dimensions added for 1-D operands.
 # Counting operations: a `(m, k) @ (k, n)` product does `m·n·k` multiply-adds, i.e. `2mnk`
 # FLOPs — module 14 builds on this.
+#
+# <details><summary>Hint 1</summary>
+#
+# Deal with the 1-D operands first by making them 2-D, so that only one general case is
+# left; remember what you added. Which function of yours broadcasts the batch dimensions?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Refuse a 0-d operand. Promote a 1-D first operand to a row and a 1-D second operand to a
+# column. Compare the last size of the first with the second-to-last of the second (an
+# error naming both shapes and both sizes). Broadcast everything before the last two
+# dimensions with `broadcast_shapes`, re-raising its error with both full shapes in the
+# message. The result is that batch shape, then the rows of the first (unless it was 1-D),
+# then the columns of the second (unless it was 1-D).
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _matmul_shape(a_shape, b_shape):
-    """Result shape of a @ b with numpy's matmul rules, or ValueError naming both shapes."""
-    # Hints: reject 0-d. Promote 1-D as described. Compare a[-1] with b[-2]:
-    #   ValueError(f"matmul: shapes {a_shape} and {b_shape} are not aligned: inner dimensions
-    #   {k1} (last of the first) and {k2} (second-to-last of the second) must be equal").
-    # Broadcast a[:-2] with b[:-2] (wrap the ValueError to name both full shapes), then drop
-    # the dims that 1-D promotion added.
+    """Result shape of a @ b with numpy's matmul rules.
+
+    Contract: `a_shape`, `b_shape` tuples of ints. Returns a tuple. Raises ValueError, with
+    both shapes in the message, for a 0-d operand, for inner sizes that differ (the
+    message names both sizes) and for batch dimensions that do not broadcast.
+    """
+    # Idea: a 1-D operand is a matrix with one row (or column) that is dropped at the end.
     ### BEGIN SOLUTION
     a_shape, b_shape = tuple(a_shape), tuple(b_shape)
     if len(a_shape) == 0 or len(b_shape) == 0:
@@ -2160,24 +3086,25 @@ def matmul(input, other):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-matmul", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert _matmul_shape((2, 3), (3, 4)) == (2, 4)
-assert _matmul_shape((3,), (3,)) == ()
-assert _matmul_shape((3,), (3, 4)) == (4,) and _matmul_shape((2, 3), (3,)) == (2,)
-assert _matmul_shape((8, 1, 2, 3), (5, 3, 4)) == (8, 5, 2, 4)
-try:
-    _matmul_shape((2, 3), (4, 5))
-    raise AssertionError("(2, 3) @ (4, 5) must raise")
-except ValueError as e:
-    assert "(2, 3)" in str(e) and "(4, 5)" in str(e), str(e)
+for _a_shape, _b_shape in [((2, 3), (3, 4)), ((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((8, 1, 2, 3), (5, 3, 4)),
+                           ((4, 2, 3), (3, 5)), ((3,), (2, 3, 4)), ((1, 2, 3), (7, 1, 3, 2))]:
+    assert_equal(_matmul_shape(_a_shape, _b_shape), np.matmul(np.zeros(_a_shape), np.zeros(_b_shape)).shape,
+                 f"_matmul_shape({_a_shape}, {_b_shape}) against numpy")
+_e = assert_raises(ValueError, _matmul_shape, (2, 3), (4, 5), what="(2, 3) @ (4, 5)")
+for _part in ["(2, 3)", "(4, 5)", "3", "4"]:
+    check(_part in str(_e), f"the message names {_part!r} (both shapes, both inner sizes)", got=str(_e))
+_e = assert_raises(ValueError, _matmul_shape, (2, 2, 3), (4, 3, 5), what="batch dims 2 and 4")
+check("(2, 2, 3)" in str(_e) and "(4, 3, 5)" in str(_e), "the batch error names both full shapes", got=str(_e))
+assert_raises(ValueError, _matmul_shape, (), (3,), what="a 0-d operand")
 _rng_check = np.random.default_rng(0)
 _A = _rng_check.standard_normal((4, 2, 3)).astype(np.float32)
 _B = _rng_check.standard_normal((3, 5)).astype(np.float32)
-np.testing.assert_allclose((Tensor(_A) @ Tensor(_B)).numpy(), _A @ _B, rtol=1e-5)
-np.testing.assert_allclose(Tensor(_A).matmul(Tensor(_B)).numpy(), _A @ _B, rtol=1e-5)
-print("✓ matmul")
+assert_close(Tensor(_A) @ Tensor(_B), _A @ _B, rtol=1e-5, what="(4, 2, 3) @ (3, 5)")
+assert_close(Tensor(_A).matmul(Tensor(_B).T.T), _A @ _B, rtol=1e-5, what="matmul with a view")
+print("✓ matmul: (8, 1, 2, 3) @ (5, 3, 4) ->", _matmul_shape((8, 1, 2, 3), (5, 3, 4)))
 
 # %% [markdown]
-# ## 14. Joining tensors and creating them
+# ## 16. Joining tensors and creating them
 #
 # The remaining pieces are provided plumbing, with PyTorch's names and defaults:
 #
@@ -2227,6 +3154,11 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
+# %% [markdown]
+# Creation functions, with PyTorch's names and defaults:
+
+# %%
+#| export
 def tensor(data, dtype=None, requires_grad=False):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
     return Tensor(data, dtype=dtype, requires_grad=requires_grad)
@@ -2286,6 +3218,11 @@ def eye(n, m=None, dtype=None, requires_grad=False):
     return t
 
 
+# %% [markdown]
+# Random tensors, all drawn from one generator that `manual_seed` resets:
+
+# %%
+#| export
 _rng = np.random.default_rng()
 
 
@@ -2340,7 +3277,7 @@ print(eye(2, dtype=float64))
 print(full((2,), True), zeros_like(_a).shape, randint(0, 10, (5,)).dtype)
 
 # %% [markdown]
-# ## 15. A systems look: what tensors cost
+# ## 17. A systems look: what tensors cost
 #
 # ### Bytes
 #
@@ -2351,8 +3288,7 @@ print(full((2,), True), zeros_like(_a).shape, randint(0, 10, (5,)).dtype)
 # But `nbytes` counts the elements a tensor *sees*, not the memory it *keeps alive*. All
 # views of a tensor share one storage, so the honest measure of memory for a group of
 # tensors is the total size of their **distinct storages**. Write `memory_footprint(*tensors)`:
-# sum `storage.nbytes` over the distinct `_storage` objects (two tensors share one exactly
-# when `a._storage is b._storage`; use `id()` to de-duplicate).
+# count each distinct storage once, with all of its bytes.
 #
 # It shows two facts that surprise people:
 #
@@ -2369,7 +3305,10 @@ def memory_footprint(*tensors):
     Why: views share storage, so summing nbytes over-counts them, and a slice can keep a
     much larger storage alive; this is the number that matters for "will it fit?".
     """
-    # Hint: a dict {id(t._storage): t._storage.nbytes} de-duplicates shared storages.
+    # Contract: `tensors` are Tensors (none: 0). Returns an int: the sum of `nbytes` of the
+    # distinct storage objects they use (two tensors share one exactly when
+    # `a._storage is b._storage`).
+    # Idea: memory is held by storages, not by tensors.
     ### BEGIN SOLUTION
     seen = {}
     for t in tensors:
@@ -2380,22 +3319,56 @@ def memory_footprint(*tensors):
 
 # %% nbgrader={"grade": true, "grade_id": "test-memory-footprint", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _x = zeros(100, 50)
-assert _x.element_size() == 4 and _x.nbytes == 100 * 50 * 4
-assert memory_footprint(_x) == 20_000
-assert memory_footprint(_x, _x.T, _x[::2], _x[0].expand(7, 50)) == 20_000, "views cost no bytes"
-assert memory_footprint(_x, _x.T.contiguous()) == 40_000, "a copy has its own storage"
-assert memory_footprint(_x[0, :3]) == 20_000, "a slice keeps the whole storage alive"
-assert memory_footprint(_x[0, :3].clone()) == 12
-print("✓ memory_footprint")
+assert_equal((_x.element_size(), _x.nbytes), (4, 20_000), "a (100, 50) float32: element_size(), nbytes")
+assert_equal(memory_footprint(_x), 20_000, "memory_footprint(x)")
+assert_equal(memory_footprint(_x, _x.T, _x[::2], _x[0].expand(7, 50)), 20_000, "x and three views of it")
+assert_equal(memory_footprint(_x, _x.T.contiguous()), 40_000, "x and a copy: two storages")
+assert_equal(memory_footprint(_x[0, :3]), 20_000, "a 3-element slice keeps the whole storage alive")
+assert_equal(memory_footprint(_x[0, :3].clone()), 12, "a clone of the slice holds only its 3 floats")
+assert_equal(memory_footprint(), 0, "no tensors, no bytes")
+_y = zeros(10, dtype=float64)
+assert_equal(memory_footprint(_y, _x, _y[2:]), 20_080, "two storages of different dtypes, one with a view")
+print("✓ memory_footprint(x, x.T, x[::2]) =", memory_footprint(_x, _x.T, _x[::2]), "bytes")
+
+# %% [markdown]
+# **Predict, then measure.** `big = zeros(1000, 1000)` is a float32 matrix. Before running
+# the next cell, write down two numbers: how many bytes do `big.T`, `big[::10]` and
+# `big[0].expand(500, 1000)` add to `memory_footprint(big)`, together? And how many bytes
+# does the 10-element slice `big[0, :10]` keep alive on its own? (Your predictions are not
+# graded; leave `None` if you would rather just look.)
+
+# %%
+predicted_view_bytes = None   # your number: bytes the three views add
+predicted_slice_bytes = None  # your number: memory_footprint(big[0, :10])
+
+# %%
+def report(what, measured, predicted, unit=""):
+    """Print a measurement next to the prediction (or say there was none)."""
+    guess = "no prediction" if predicted is None else f"you predicted {predicted:,}{unit}"
+    print(f"{what}: measured {measured:,}{unit} ({guess})")
+
+
+big = zeros(1000, 1000)
+report("bytes the three views add", memory_footprint(big, big.T, big[::10], big[0].expand(500, 1000))
+       - memory_footprint(big), predicted_view_bytes, " B")
+report("bytes a 10-element slice keeps alive", memory_footprint(big[0, :10]), predicted_slice_bytes, " B")
+print(f"(big[0, :10].nbytes is {big[0, :10].nbytes} B: what the slice sees, not what it holds)")
 
 # %% [markdown]
 # ### Time: a view versus a copy
 #
 # A view only creates a small Python object, whatever the size; a copy must read and
-# write every byte. Let us measure both for growing square float32 matrices. We time with
-# `time.perf_counter`, repeat each measurement and take the **median** (robust to the
-# occasional hiccup of the operating system). These are measurements on *your* machine —
-# the exact numbers will differ elsewhere, the shape of the curves will not.
+# write every byte. Predict first: for a 2048×2048 float32 matrix (16 MiB), how many times
+# longer does `m.T.contiguous()` (a copy) take than `m.T` (a view)?
+
+# %%
+predicted_copy_over_view = None  # your number: time of the copy / time of the view at n = 2048
+
+# %% [markdown]
+# Now measure, for growing square float32 matrices. `median_time` repeats each
+# measurement and takes the **median** (robust to the occasional hiccup of the operating
+# system). These are measurements on *your* machine: the numbers will differ elsewhere
+# (memory bandwidth, caches, how busy the machine is), the shape of the curves should not.
 
 # %%
 from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
@@ -2419,31 +3392,72 @@ ax.set_title("A view's cost is constant; a copy's grows with n²")
 ax.legend()
 fig.tight_layout()
 plt.show()
+report("copy / view at n = 2048", round(copy_times[-1] / view_times[-1]), predicted_copy_over_view, "x")
 
 # %% [markdown]
-# The copy's time grows with the number of bytes (×4 per doubling of n), while the view
-# stays flat: it never touches the data. The same holds for memory: the view added nothing
-# (check `memory_footprint(m, m.T)`).
+# Expect the view's time to stay flat (it never touches the data) and the copy's to grow
+# with the number of bytes: once n is large enough that fixed overheads no longer dominate,
+# roughly ×4 per doubling of n. The exact figures, and where the curve bends (when the
+# matrix no longer fits in a cache), depend on the machine and on what else it is doing.
+# The same holds for memory: the view added nothing (`memory_footprint(m, m.T)`).
 #
 # One more cost worth knowing: **how** a tensor's elements sit in memory changes the speed
 # of reading them, even for the same number of elements. The CPU fetches memory in cache
-# lines of 64 bytes (16 float32s). Reading a contiguous block uses every float of every
-# line it loads; reading every 16th column (`m[:, ::16]`, stride 16) uses one float per
-# line and so moves ~16 times more bytes through the memory system. Both views below hold
-# 262,144 elements; measure the sum of each:
+# lines (64 bytes, 16 float32s, on most machines). Reading a contiguous block uses every
+# float of every line it loads; reading every 16th column (`m[:, ::16]`, stride 16) uses
+# one float per line, so up to 16 times more bytes move through the memory system. How much
+# slower that is depends on the hardware (prefetchers, cache sizes) and on numpy's loops.
+# Both views below hold 262,144 elements. Predict the ratio, then measure the sum of each.
+
+# %%
+predicted_stride16_over_block = None  # your number: time of the stride-16 sum / the contiguous sum
 
 # %%
 m = rand(2048, 2048)
 block, strided = m[:128], m[:, ::16]
-assert block.numel() == strided.numel()
+check(block.numel() == strided.numel(), "both views hold the same number of elements")
 t_block = median_time(lambda: block.sum(), repeats=9)
 t_strided = median_time(lambda: strided.sum(), repeats=9)
 print(f"sum of a contiguous block: {t_block * 1e3:.3f} ms; same number of elements with "
-      f"stride 16: {t_strided * 1e3:.3f} ms ({t_strided / t_block:.1f}x)")
+      f"stride 16: {t_strided * 1e3:.3f} ms")
+report("stride-16 sum / contiguous sum", round(t_strided / t_block, 1), predicted_stride16_over_block, "x")
 print("memory_footprint(m, m.T) =", memory_footprint(m, m.T), "bytes; m.nbytes =", m.nbytes)
 
 # %% [markdown]
-# ## 16. How PyTorch does it
+# ### Time: your loops against numpy's
+#
+# Your `strided_map` and numpy compute the same thing on the same view. numpy's loop is
+# compiled C that runs over the strided memory with no per-element interpreter work, and
+# uses SIMD instructions where the layout allows; yours runs a few Python-level steps per
+# element (an ordinal turned into an index, two address computations, a call of `fn`).
+# Predict: on a permuted 64×64×8 float32 view (32,768 elements), how many times slower is
+# `strided_map` with `fn = -x` than `np.negative` of the same view?
+
+# %%
+predicted_loop_over_numpy = None  # your number: time of strided_map / time of np.negative
+
+# %% [markdown]
+# The ratio you measure depends on the machine: the speed of the Python interpreter (its
+# version, the CPU's clock and branch predictor) sets the loop's time, while numpy's time
+# depends on the memory system and on the SIMD width. Expect the pure-Python loop to be
+# thousands of times slower, often tens of thousands; this is why tinytorch hands arithmetic
+# to numpy, and why module 17 compiles these same loops with numba.
+
+# %%
+_cube = rand(64, 64, 8).permute(2, 0, 1)  # a non-contiguous view: strides (1, 512, 8)
+_out = np.empty(_cube.numel(), dtype=np.float32)
+_args = (_out, _cube.shape, contiguous_strides(_cube.shape), 0,
+         _cube._storage, _cube.shape, _cube._strides, _cube._offset)
+t_loop = median_time(lambda: strided_map(lambda v: -v, *_args), repeats=3)
+t_numpy = median_time(lambda: np.negative(_cube.numpy()), repeats=9)
+assert_equal(_out.reshape(_cube.shape), np.negative(_cube.numpy()), "the loop and numpy agree on the view")
+print(f"strided_map: {t_loop * 1e3:.1f} ms   np.negative: {t_numpy * 1e3:.3f} ms   "
+      f"({_cube.numel() / t_loop / 1e6:.2f} million elements per second in Python)")
+report("strided_map / numpy", round(t_loop / t_numpy), predicted_loop_over_numpy, "x")
+
+
+# %% [markdown]
+# ## 18. How PyTorch does it
 #
 # Everything you built has a direct counterpart in PyTorch:
 #
@@ -2457,6 +3471,13 @@ print("memory_footprint(m, m.T) =", memory_footprint(m, m.T), "bytes; m.nbytes =
 #   copies only when needed. PyTorch's `view` accepts more layouts than ours: it succeeds
 #   whenever the new shape can be expressed with strides (e.g. splitting one dimension of a
 #   transposed tensor).
+# - **The loops.** PyTorch's CPU kernels run elementwise ops and reductions through
+#   `TensorIterator`, the C++ counterpart of your `strided_map`/`strided_zip`/
+#   `strided_reduce`: it broadcasts the operands' strides (stride 0, as yours do), then
+#   walks the output's indices and computes each operand's position from its own strides
+#   and offset. It adds what makes it fast: merging dimensions that are contiguous with
+#   each other into one, reordering dimensions so the innermost loop has the smallest
+#   stride, SIMD inner loops and threads.
 # - **The dispatcher.** Calling `torch.add(a, b)` goes through PyTorch's dispatcher, which
 #   looks at *dispatch keys* on the inputs (Autograd, CPU, CUDA, ...) and runs a chain of
 #   kernels. The **Autograd** kernel records a node (`AddBackward0`, the `grad_fn`, saving
@@ -2485,10 +3506,14 @@ if torch is not None:
     print("grad_fn:       torch", (tw * 2).grad_fn.name(), "| tinytorch", (w * 2).grad_fn.name())
 
 # %% [markdown]
-# ## 17. Recap
+# ## 19. Recap
 #
 # - A tensor is **storage + shape + strides + offset**; element `(i₀, …)` lives at
-#   `offset + Σ iₖ·strideₖ`. You wrote `contiguous_strides` and the constructor's layout.
+#   `offset + Σ iₖ·strideₖ`. You wrote that address formula, its inverse (an ordinal in
+#   row-major order back to a multi-index), `contiguous_strides` and the constructor's layout.
+# - You wrote the **loops underneath** every elementwise op and reduction, `strided_map`,
+#   `strided_zip` (broadcasting by stride 0) and `strided_reduce`, for any layout; numpy
+#   runs the same loops in C, and module 17 compiles yours with numba.
 # - **Views** change only the metadata: `transpose`/`permute` reorder strides, `view`/
 #   `reshape` reuse row-major order (copying only when the tensor is not contiguous),
 #   `squeeze`/`unsqueeze` drop or add size-1 dims, `expand` uses **stride 0**, and basic
