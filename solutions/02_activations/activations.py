@@ -931,7 +931,7 @@ print("✓ log_softmax: of [1e4, 0, -1e4] it is", _ls.numpy()[0].tolist())
 # `np.where`s, the cast back.)
 
 # %%
-predicted_gelu_over_copy = None  # your number: time of gelu (erf) / time of a copy, e.g. 3.0
+predicted_gelu_over_copy = None  # your number: time of gelu (erf) / time of a copy
 
 # %%
 from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
