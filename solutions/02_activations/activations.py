@@ -148,8 +148,8 @@ plt.show()
 # a backward rule needs. **Your part is each forward function**: it receives the input
 # `Tensor` (and the attributes as keyword arguments) and returns a **numpy array** of the
 # same shape, computed with numpy's vectorised functions — no Python loop over elements.
-# One numpy helper is yours too: `_logsumexp` (section 7), on which log-softmax and
-# module 04's losses rest.
+# One numpy helper is yours too: `_logsumexp` (section 7), on which log-softmax rests
+# (and, through log-softmax, module 04's cross-entropy).
 #
 # Why one op and not a composition of module 01's ops (`x.clamp(min=0)`, `1 / (1 + (-x).exp())`)?
 # A composite would work, and autograd would differentiate it. But it records several graph
@@ -329,6 +329,11 @@ for _slope in (0.2, 2.0):  # a slope above 1 too: the negative side is multiplie
                  np.where(_a > 0, _a, np.float32(_slope) * _a), rtol=1e-6, atol=0,
                  what=f"leaky_relu with negative_slope={_slope}")
 assert_equal(str(leaky_relu(Tensor([-2, 2])).dtype), "float32", "leaky_relu of ints becomes float32")
+_v = Tensor(_a).T  # a non-contiguous view: the forwards must read it through x.numpy()
+assert_equal(relu(_v).numpy(), np.maximum(_a.T, 0), "relu of a transposed (non-contiguous) view")
+assert_close(leaky_relu(_v, 0.2).numpy(), np.where(_a.T > 0, _a.T, np.float32(0.2) * _a.T), rtol=1e-6, atol=0,
+             what="leaky_relu of a transposed view")
+assert_equal(_a[1, 2], np.float32(-1e4), "the input array after the calls (must not be modified)")
 _w = Tensor(_a, requires_grad=True)
 assert_equal(relu(_w).grad_fn.op, "relu", "the op relu records")
 assert_equal(leaky_relu(_w, 0.1).grad_fn.attrs, {"negative_slope": 0.1}, "leaky_relu's recorded attrs")
@@ -760,6 +765,10 @@ assert_equal(str(_s.dtype), "float32", "softmax keeps float32")
 _e3 = np.exp([0.0, -1.0, -2.0])
 assert_close(_s.numpy(), [[1, 0, 0], [1 / 3] * 3, _e3 / _e3.sum()], rtol=1e-6, atol=0,
              what="softmax(dim=1) of [[1e4, -1e4, 0], [-1e4, -1e4, -1e4], [1000, 999, 998]]")
+_perm = Tensor(_a).permute(2, 0, 1)  # a non-contiguous view, softmax along its middle dim
+_ep = np.exp(_a.transpose(2, 0, 1))
+assert_close(softmax(_perm, dim=1).numpy(), _ep / _ep.sum(axis=1, keepdims=True), rtol=1e-12, atol=0,
+             what="softmax(dim=1) of a permuted (non-contiguous) view")
 assert_equal(softmax(Tensor(_a, requires_grad=True), -1).grad_fn.attrs, {"dim": 2}, "softmax's recorded attrs")
 print("✓ softmax: softmax([1000, 999, 998]) =", np.round(_s.numpy()[2], 6).tolist())
 ### BEGIN HIDDEN TESTS
@@ -780,7 +789,7 @@ assert_close(softmax(Tensor(_x + 1000), dim=1).numpy(), softmax(Tensor(_x), dim=
 #
 # The first term is exact. The second, $\mathrm{LSE}(x) = \log\sum_j e^{x_j}$, is the
 # **log-sum-exp**, which overflows as written. It is worth its own function: module 04's
-# losses rest on it, and you will meet it in every probabilistic model. Your `_logsumexp`
+# losses rest on the same trick, and you will meet it in every probabilistic model. Your `_logsumexp`
 # works on numpy arrays (it is a helper, not an op) and keeps the reduced dimension.
 #
 # <details><summary>Hint 1</summary>
@@ -826,7 +835,9 @@ for _d in (0, 1):
     assert_close(_got, np.log(np.exp(_a).sum(axis=_d, keepdims=True)), rtol=1e-12, atol=0,
                  what=f"_logsumexp of a (3, 4) array along axis {_d}")
 _big = np.array([[1e4, 1e4, -1e4], [-1e4, -1e4, -1e4]], dtype=np.float32)
+_big_before = _big.copy()
 _lse = no_overflow("_logsumexp of ±1e4 (float32)", _logsumexp, _big, 1)
+assert_equal(_big, _big_before, "the input of _logsumexp after the call (must not be modified)")
 assert_equal(str(_lse.dtype), "float32", "_logsumexp keeps float32")
 assert_close(_lse, np.array([[1e4 + np.log(2)], [-1e4 + np.log(3)]], dtype=np.float32), rtol=1e-6, atol=0,
              what="_logsumexp([[1e4, 1e4, -1e4], [-1e4, -1e4, -1e4]], axis=1)")
