@@ -139,11 +139,23 @@ plt.show()
 # ordinary Tensors (a weight times an input is an activation, not a parameter). Our
 # `Parameter(data)` copies `data` into fresh storage, as `Tensor(data)` does (PyTorch's
 # shares the given tensor's memory instead; a copy is the safer choice for us, because
-# the model then owns its memory exclusively).
+# the model then owns its memory exclusively). With no data, PyTorch makes an empty
+# float32 tensor of shape `(0,)`.
 #
-# The cell below starts the package file. Write `Parameter.__init__`: turn `data` into a
-# tensor that requires grad, by calling `Tensor.__init__` through `super()`. With no data,
-# PyTorch makes an empty float32 tensor (shape `(0,)`); do the same.
+# The cell below starts the package file; `Parameter.__init__` is yours.
+#
+# <details><summary>Hint 1</summary>
+#
+# A subclass's `__init__` can hand the real work to its parent's through `super()`:
+# `Tensor.__init__` already turns data into storage and accepts `requires_grad`.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Replace a missing `data` by an empty float32 numpy array, then call the parent
+# initialiser with the data and the `requires_grad` flag. It refuses integer data that
+# requires grad by itself.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "parameter", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -170,10 +182,13 @@ class Parameter(Tensor):
     registered when assigned to a Module attribute (torch.nn.Parameter)."""
 
     def __init__(self, data=None, requires_grad=True):
-        """Copy `data` (Tensor, array, list; None = empty float32) into a new parameter."""
-        # Hint: if data is None use np.zeros(0, dtype=np.float32); then
-        # super().__init__(data, requires_grad=requires_grad) does the rest (and refuses
-        # integer data that requires grad).
+        """Copy `data` into a new parameter.
+
+        Contract: `data` is a Tensor, numpy array, list or number, or None (an empty float32
+        tensor of shape (0,)). The parameter has data's shape and dtype, owns a copy of its
+        values, and requires grad unless `requires_grad=False`.
+        """
+        # Idea: a Parameter *is* a Tensor; only the default of requires_grad differs.
         ### BEGIN SOLUTION
         if data is None:
             data = np.zeros(0, dtype=np.float32)
@@ -184,24 +199,31 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
+# %%
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+
 # %% nbgrader={"grade": true, "grade_id": "test-parameter", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-_p = Parameter(Tensor([[1.0, 2.0], [3.0, 4.0]]))
-assert isinstance(_p, Tensor) and isinstance(_p, Parameter)
-assert _p.requires_grad and _p.shape == (2, 2) and _p.dtype == np.float32
-assert Parameter(np.zeros(3)).dtype == np.float64
-assert not Parameter([1.0], requires_grad=False).requires_grad
-assert Parameter().shape == (0,) and Parameter().dtype == np.float32
+_src = Tensor([[1.0, 2.0], [3.0, 4.0]])
+_p = Parameter(_src)
+check(isinstance(_p, Tensor) and isinstance(_p, Parameter), "a Parameter is a Tensor", got=type(_p).__name__)
+assert_equal(_p.requires_grad, True, "Parameter(data).requires_grad")
+assert_equal((_p.shape, str(_p.dtype)), ((2, 2), "float32"), "shape and dtype of Parameter(float32 2x2)")
+check(_p._storage is not _src._storage, "a Parameter owns a copy of its data")
+assert_equal(str(Parameter(np.zeros(3)).dtype), "float64", "Parameter(float64 array).dtype")
+assert_equal(Parameter([1.0], requires_grad=False).requires_grad, False, "Parameter(..., requires_grad=False)")
+assert_equal((Parameter().shape, str(Parameter().dtype)), ((0,), "float32"), "Parameter() is empty float32")
 _y = _p * 2
-assert type(_y) is Tensor and _y.grad_fn is not None, "ops on a Parameter give ordinary Tensors"
+assert_equal(type(_y).__name__, "Tensor", "the type of Parameter * 2 (an activation, not a parameter)")
 print(_p)
 print("✓ Parameter")
 
 # %% [markdown]
 # ## 3. Module: registering parameters and submodules
 #
-# Here is the whole `Module` class. Read it through: most of it is short, and the ideas
-# that need more than a few lines are delegated to functions that you write in the next
-# sections (as `Tensor` did in module 01):
+# The `Module` class is provided, in three cells below (Python assembles it from two
+# helper base classes, only so that no cell is too long to read). Read it through: most
+# methods are short, and the ideas that need more than a few lines are delegated to
+# functions that you write in the next sections (as `Tensor` did in module 01):
 #
 # | method | written in | what it does |
 # |---|---|---|
@@ -224,9 +246,7 @@ print("✓ Parameter")
 # `model.fc = Linear(...)` replaces the registry entry, and the new layer's parameters are
 # the ones `parameters()` returns.
 #
-# **`__call__` and `forward`.** Subclasses write `forward`; users call the module:
-# `model(x)`. `__call__` is the place where PyTorch runs hooks around `forward` (and where
-# you could add timing or logging for every layer); ours simply calls it.
+# First, two helpers and the registration methods:
 
 # %%
 #| export
@@ -255,33 +275,15 @@ def _forget(module, name, keep):
             module.__dict__.get(registry, {}).pop(name, None)
 
 
-class Module:
-    """Base class for every layer and model (torch.nn.Module).
+# %% [markdown]
+# The registration methods: `register_parameter`, `register_buffer` and `add_module`
+# validate the name and the value, and put the value in its registry (removing any other
+# meaning of the name first); `__getattr__` finds registered names.
 
-    Subclasses call super().__init__() first, assign Parameters and Modules as attributes
-    (they are registered automatically), and define forward(). Call the module, not forward.
-    """
-
-    def __init__(self):
-        # The registries go straight into __dict__: our __setattr__ needs them to exist.
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
-        object.__setattr__(self, "_non_persistent_buffers", set())
-        object.__setattr__(self, "_modules", OrderedDict())
-        self.training = True  # an ordinary attribute, set through __setattr__
-
-    # ------------------------------------------------------------------ forward
-    def forward(self, *args, **kwargs):
-        """The computation; every subclass defines it."""
-        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
-                                  f"function: define forward(self, ...) in your Module subclass")
-
-    def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
-
-    # ------------------------------------------------------------------ registration (section 3)
-    def __setattr__(self, name, value):
-        _module_setattr(self, name, value)
+# %%
+#| export
+class _ModuleRegistration:
+    """Module's registration methods (a base class of Module, below)."""
 
     def __getattr__(self, name):
         # Only called when ordinary lookup fails: look in the registries.
@@ -298,6 +300,12 @@ class Module:
                 self._non_persistent_buffers.discard(name)
                 return
         object.__delattr__(self, name)
+
+    def __dir__(self):
+        names = set(object.__dir__(self))
+        for registry in _REGISTRIES:
+            names.update(self.__dict__.get(registry, {}))
+        return sorted(names)
 
     def register_parameter(self, name, param):
         """Register `param` (a Parameter, or None for an absent one like bias=False) as `name`."""
@@ -341,7 +349,18 @@ class Module:
 
     register_module = add_module
 
-    # ------------------------------------------------------------------ walking the tree (section 4)
+
+# %% [markdown]
+# Then the walks over the tree. Each is a thin loop over `named_modules` or
+# `named_parameters`, which you write in section 4; `train` calls your `_train` of
+# section 5. `apply(fn)` runs `fn` on every module, children first: the usual way to
+# re-initialise a whole model.
+
+# %%
+#| export
+class _ModuleTree:
+    """Module's walks over the tree of modules (a base class of Module, below)."""
+
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         """(dotted name, module) for this module and every descendant, pre-order; "" is self."""
         return _named_modules(self, memo, prefix, remove_duplicate)
@@ -382,7 +401,6 @@ class Module:
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
-    # ------------------------------------------------------------------ modes and gradients (section 5)
     def train(self, mode=True):
         """Set training mode on this module and every descendant; returns self."""
         if not isinstance(mode, bool):
@@ -418,6 +436,42 @@ class Module:
         fn(self)
         return self
 
+
+# %% [markdown]
+# And `Module` itself. **`__call__` and `forward`**: subclasses write `forward`; users
+# call the module, `model(x)`. `__call__` is the place where PyTorch runs hooks around
+# `forward` (and where you could add timing or logging for every layer); ours simply
+# calls it. **`__setattr__`** hands every assignment `module.name = value` to your
+# `_module_setattr`, right after this cell.
+
+# %%
+#| export
+class Module(_ModuleRegistration, _ModuleTree):
+    """Base class for every layer and model (torch.nn.Module).
+
+    Subclasses call super().__init__() first, assign Parameters and Modules as attributes
+    (they are registered automatically), and define forward(). Call the module, not forward.
+    """
+
+    def __init__(self):
+        # The registries go straight into __dict__: our __setattr__ needs them to exist.
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        self.training = True  # an ordinary attribute, set through __setattr__
+
+    def forward(self, *args, **kwargs):
+        """The computation; every subclass defines it."""
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
+                                  f"function: define forward(self, ...) in your Module subclass")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def __setattr__(self, name, value):
+        _module_setattr(self, name, value)
+
     # ------------------------------------------------------------------ saving (section 6)
     def state_dict(self, prefix="", keep_vars=False):
         """OrderedDict name -> copy of every parameter and persistent buffer (keep_vars: the
@@ -439,12 +493,6 @@ class Module:
 
     def __repr__(self):
         return _module_repr(self)
-
-    def __dir__(self):
-        names = set(object.__dir__(self))
-        for registry in _REGISTRIES:
-            names.update(self.__dict__.get(registry, {}))
-        return sorted(names)
 
     # ------------------------------------------------------------------ dtype (last: shadows float)
     def to(self, dtype):
@@ -473,37 +521,62 @@ class Module:
 
 # %% [markdown]
 # Now the heart of it, `_module_setattr(module, name, value)`, called for **every**
-# `module.name = value`. Decide by the value's type, as PyTorch does:
+# `module.name = value`, including `self.training = True` in `__init__`. It decides by the
+# value's type and by what the name already is, as PyTorch does. Its contract is in the
+# docstring; think about the order of the questions it asks before you write it.
 #
-# 1. **a `Parameter`**: if the module has no `_parameters` yet (its subclass forgot to call
-#    `super().__init__()`), raise `AttributeError("cannot assign parameters before
-#    Module.__init__() call")`. Otherwise forget any previous meaning of the name (the
-#    provided `_forget(module, name, "_parameters")` removes it from `__dict__` and the other
-#    registries: a plain attribute or a child may become a parameter), then
-#    `module.register_parameter(name, value)`.
-# 2. **a name that is already a registered parameter** (and the value is not a Parameter):
-#    `None` is allowed (it unsets it: `register_parameter(name, None)`); anything else, for
-#    example a plain `Tensor`, is a mistake that would silently un-register a trainable
-#    weight, so raise `TypeError(f"cannot assign '{type(value).__name__}' as parameter
-#    '{name}' (tinytorch.nn.Parameter or None expected)")`.
-# 3. **a `Module`**: like 1, with `"cannot assign module before Module.__init__() call"`
-#    and `_forget(module, name, "_modules")`, `module.add_module(name, value)`.
-# 4. **a name that is already a registered child**: `None` is allowed
-#    (`add_module(name, None)`), anything else is a `TypeError` as in 2 (`tinytorch.nn.Module
-#    or None expected`).
-# 5. **a name that is already a registered buffer**: the value must be a `Tensor` or `None`
-#    (`TypeError` otherwise); store it with `module._buffers[name] = value`.
-# 6. **anything else** (numbers, strings, the `training` flag, plain tensors under new
-#    names): an ordinary attribute, `object.__setattr__(module, name, value)`.
+# <details><summary>Hint 1</summary>
 #
-# Use `module.__dict__.get("_parameters")` (not `module._parameters`) to test whether the
-# registries exist: before `Module.__init__` ran, `module._parameters` would go through
-# `__getattr__` and fail.
+# Which question comes first: "is the value a Parameter?" or "is the name already a
+# registered parameter?" Consider re-assigning a new Parameter to `weight` (allowed), and
+# assigning a plain Tensor to `weight` (a mistake that would silently detach a trainable
+# weight from the optimizer).
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Before `Module.__init__` ran, `module._parameters` goes through `__getattr__` and fails
+# confusingly. Read the registries from `module.__dict__`, where a missing one is simply
+# absent: that absence *is* the "forgot `super().__init__()`" case.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# The bookkeeping is provided: `_forget` removes every other meaning of a name, the
+# registration methods (`register_parameter`, `add_module`) store a value in its registry,
+# and `object.__setattr__` stores an ordinary attribute without calling your function again.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Fetch the three registries from the instance dictionary (each may be missing). Then, in
+# this order: a Parameter value (refuse if there is no parameter registry; otherwise
+# forget the name elsewhere and register it); a name already in the parameter registry
+# (None unsets it through the registration method, anything else is a type error naming
+# the attribute); a Module value (as for a Parameter, with the child registry); a name
+# already a child (None or a type error, as before); a name already a buffer (a Tensor or
+# None replaces it in the buffer registry, anything else is a type error); and last,
+# everything else becomes an ordinary attribute.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "module-setattr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _module_setattr(module, name, value):
-    """Module.__setattr__: register Parameters and Modules, guard registered names."""
+    """Module.__setattr__: route `module.name = value` by the value's type.
+
+    Contract:
+    - a Parameter value is registered as the parameter `name`, whatever the name meant
+      before (an ordinary attribute, a child, a buffer); a Module value likewise becomes
+      the child `name`. Either one before Module.__init__ ran raises AttributeError whose
+      message mentions `__init__` (the subclass forgot super().__init__());
+    - a name that is already a registered parameter accepts only a Parameter or None (None
+      unsets it and keeps its place in the order); any other value raises TypeError naming
+      the attribute and the type expected. Likewise a registered child (Module or None)
+      and a registered buffer (Tensor or None, stored in the buffer registry);
+    - anything else (numbers, strings, the training flag, a Tensor under a new name) is an
+      ordinary attribute in the instance's __dict__.
+    """
+    # Idea: a registered name lives in exactly one place, and its kind is guarded.
     ### BEGIN SOLUTION
     d = module.__dict__
     params, modules, buffers = d.get("_parameters"), d.get("_modules"), d.get("_buffers")
@@ -539,6 +612,10 @@ def _module_setattr(module, name, value):
     ### END SOLUTION
 
 
+# %% [markdown]
+# The check builds two tiny modules that later checks reuse: `_Affine` (two parameters and
+# an ordinary attribute) and `_Two` (two `_Affine` children).
+
 # %% nbgrader={"grade": true, "grade_id": "test-module-setattr", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 class _Affine(Module):
     def __init__(self):
@@ -562,19 +639,26 @@ class _Two(Module):
 
 
 _m = _Affine()
-assert list(_m._parameters) == ["scale", "shift"] and "scale" not in _m.__dict__
-assert _m.scale is _m._parameters["scale"] and _m.note == "an ordinary attribute" and _m.training
-assert _m(Tensor([1.0])).tolist() == [2.5]
+assert_equal(list(_m._parameters), ["scale", "shift"], "_Affine's parameter registry, in assignment order")
+check("scale" not in _m.__dict__, "a registered parameter is not also an ordinary attribute",
+      got=sorted(_m.__dict__))
+check(_m.scale is _m._parameters["scale"], "module.scale reads the registered Parameter")
+assert_equal((_m.note, _m.training), ("an ordinary attribute", True), "ordinary attributes (note, training)")
+assert_equal(_m(Tensor([1.0])).tolist(), [2.5], "_Affine()(1.0) = 1 * 2 + 0.5")
 _t = _Two()
-assert list(_t._modules) == ["first", "second"] and _t.first is _t._modules["first"]
-assert _t(Tensor([1.0])).tolist() == [5.5]
-try:
-    _m.scale = Tensor([3.0])
-    raise AssertionError("assigning a plain Tensor to a parameter's name must raise TypeError")
-except TypeError as e:
-    assert "scale" in str(e)
+assert_equal(list(_t._modules), ["first", "second"], "_Two's child registry")
+check(_t.first is _t._modules["first"] and "first" not in _t.__dict__, "a child lives only in _modules")
+assert_equal(_t(Tensor([1.0])).tolist(), [5.5], "_Two()(1.0) = (1 * 2 + 0.5) * 2 + 0.5")
+assert_raises(TypeError, setattr, _m, "scale", Tensor([3.0]), match="scale",
+              what="assigning a plain Tensor to the parameter name 'scale'")
 _m.shift = None
-assert _m.shift is None and "shift" in _m._parameters
+check(_m.shift is None and list(_m._parameters) == ["scale", "shift"], "None unsets a parameter, keeping its place",
+      got=list(_m._parameters))
+_m.note = Parameter([1.0])  # an ordinary attribute may become a parameter
+check("note" in _m._parameters and "note" not in _m.__dict__, "an ordinary attribute re-assigned a Parameter "
+      "becomes a registered parameter", got=(list(_m._parameters), sorted(_m.__dict__)))
+assert_raises(TypeError, setattr, _t, "first", "not a module", match="first",
+              what="assigning a string to the child name 'first'")
 
 
 class _Forgot(Module):
@@ -582,35 +666,54 @@ class _Forgot(Module):
         self.w = Parameter([1.0])
 
 
-try:
-    _Forgot()
-    raise AssertionError("a Parameter before Module.__init__ must raise AttributeError")
-except AttributeError as e:
-    assert "__init__" in str(e)
-print("✓ Module.__setattr__ registers parameters and submodules")
+assert_raises(AttributeError, _Forgot, match="__init__", what="a Parameter assigned before Module.__init__")
+print("✓ Module.__setattr__: _Two() has children", list(_t._modules), "and _Affine() parameters", list(_m._parameters))
 
 # %% [markdown]
 # ## 4. Walking the tree: `named_modules` and `named_parameters`
 #
-# Every query about a model is a walk over its tree. Two functions do all the walking:
+# Every query about a model is a walk over its tree. Two functions do all the walking.
+# `_named_modules` yields each module with its **dotted path**: the child `fc` of a module
+# at path `"encoder"` is `"encoder.fc"`, and the top module's path is the given prefix
+# (`""` by default, with no leading dot below it; the provided `_join` does exactly that).
+# `_named_members` yields the entries of one registry (`"_parameters"` or `"_buffers"`) of
+# every module of that walk.
 #
-# **`_named_modules(module, memo, prefix, remove_duplicate)`** is a generator that yields
-# `(prefix, module)` for the module itself and then, recursively, for each child with the
-# child's name appended: the prefix of child `fc` of a module at prefix `"encoder"` is
-# `"encoder.fc"` (no leading dot at the top, where the prefix is `""`). A module can appear
-# in two places of the tree (weight sharing: the same layer used twice); with
-# `remove_duplicate` each module is yielded only the first time it is met. Keep the ids of
-# modules already seen in `memo` (create the set when `memo` is None; pass it down so the
-# whole walk shares it). Skip children that are `None`.
+# Two kinds of sharing make "each once" matter:
 #
-# **`_named_members(module, registry, prefix, recurse, remove_duplicate)`** yields
-# `(dotted name, tensor)` for every entry of one registry (`"_parameters"` or `"_buffers"`)
-# of every module in the walk (`module.named_modules(prefix=prefix, remove_duplicate=...)`),
-# or of `module` alone when `recurse` is False. Skip `None` entries. A *parameter* shared by
-# two modules (tied weights: GPT's embedding and output layer share one matrix) must reach
-# the optimizer **once**, or it would be updated twice per step: with `remove_duplicate`,
-# remember the `id()` of each tensor yielded. (Use ids, not a set of tensors: `==` on
-# tensors is elementwise, so tensors do not behave as set members by value.)
+# - a **shared module**: the same layer object placed at two paths (`net.b = net.a`);
+# - a **tied parameter**: one Parameter object owned by two different modules (GPT's token
+#   embedding and its output layer share one matrix, module 13). An optimizer given it
+#   twice would update it twice per step.
+#
+# With `remove_duplicate` (the default) each module, and each tensor, is yielded only at
+# its first path. Identity is what counts, not equality: compare objects by `id()` (`==` on
+# tensors is elementwise, so tensors do not behave as set members by value).
+#
+# <details><summary>Hint 1</summary>
+#
+# `_named_modules` is a recursive generator: yield the module itself, then hand each child
+# to a recursive call with a longer prefix and pass its results on (`yield from`).
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The set of ids already seen must be *one* set shared by the whole walk, not a new one
+# per level; `memo` is that set (create it at the top when it is None, and pass it down).
+# In `_named_members`, keep a second set, of tensor ids.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `_named_modules`: make `memo` a set if it is None; with `remove_duplicate`, return at once
+# if this module's id is in it, else add it; yield the prefix and the module; then for
+# every non-None child in the child registry, yield everything the recursive call yields
+# for it, with its name joined to the prefix. `_named_members`: the walk is the module's
+# `named_modules` (with the prefix and the duplicate flag) when recursing, or just this
+# module at the prefix otherwise; for each module of the walk and each non-None entry of
+# the registry (read from the instance dictionary), skip tensors whose id was already
+# yielded (with `remove_duplicate`), and yield the joined name with the tensor.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "named-members", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -619,7 +722,15 @@ def _join(prefix, name):
 
 
 def _named_modules(module, memo, prefix, remove_duplicate):
-    """Yield (prefix, module), then recursively every descendant with its dotted name."""
+    """Module.named_modules.
+
+    Contract: yields (path, module) for `module` itself (path = `prefix`) and then,
+    depth-first in registration order, for every descendant, with paths joined by dots
+    ("encoder.fc"); None children are skipped. With `remove_duplicate`, a module object
+    met again (at any depth) is not yielded again, nor are its descendants; `memo` is a
+    set of ids already seen (None: start a new one).
+    """
+    # Idea: pre-order recursion over `_modules`, one shared memo for the whole walk.
     ### BEGIN SOLUTION
     if memo is None:
         memo = set()
@@ -636,7 +747,15 @@ def _named_modules(module, memo, prefix, remove_duplicate):
 
 
 def _named_members(module, registry, prefix, recurse, remove_duplicate):
-    """Yield (dotted name, tensor) for the entries of `registry` in the tree (or module alone)."""
+    """Module.named_parameters / named_buffers.
+
+    Contract: `registry` is "_parameters" or "_buffers". Yields (dotted name, tensor) for
+    every non-None entry of that registry of every module in
+    module.named_modules(prefix=prefix, remove_duplicate=remove_duplicate), in that order
+    (or of `module` alone, at `prefix`, when `recurse` is False). With `remove_duplicate`,
+    a tensor object already yielded (tied: owned by two modules) is not yielded again.
+    """
+    # Idea: the same tensor reached twice is trained once.
     ### BEGIN SOLUTION
     seen = set()
     walk = module.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, module)]
@@ -654,19 +773,25 @@ def _named_members(module, registry, prefix, recurse, remove_duplicate):
 
 # %% nbgrader={"grade": true, "grade_id": "test-named-members", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 _t = _Two()
-assert [n for n, _ in _t.named_modules()] == ["", "first", "second"]
-assert [n for n, _ in _t.named_parameters()] == ["first.scale", "first.shift", "second.scale", "second.shift"]
-assert [p for p in _t.parameters()][2] is _t.second.scale
-assert [n for n, _ in _t.named_parameters(prefix="model")][0] == "model.first.scale"
-assert list(_t.named_parameters(recurse=False)) == []
-assert [n for n, _ in _t.named_children()] == ["first", "second"]
-_t.second = _t.first  # the same module twice: its parameters are trained once
-assert len(list(_t.parameters())) == 2 and len(list(_t.modules())) == 2
-assert len(list(_t.named_modules(remove_duplicate=False))) == 3
-_outer = _Two()
-_outer.first = _Two()
-assert [n for n, _ in _outer.named_parameters()][:2] == ["first.first.scale", "first.first.shift"]
-print("✓ named_modules, named_parameters")
+assert_equal([n for n, _ in _t.named_modules()], ["", "first", "second"], "named_modules of _Two")
+assert_equal([n for n, _ in _t.named_parameters()], ["first.scale", "first.shift", "second.scale", "second.shift"],
+             "named_parameters of _Two")
+check(list(_t.parameters())[2] is _t.second.scale, "parameters() yields the Parameter objects themselves")
+assert_equal([n for n, _ in _t.named_parameters(prefix="model")][0], "model.first.scale", "with prefix='model'")
+assert_equal(list(_t.named_parameters(recurse=False)), [], "named_parameters(recurse=False) of _Two (owns none)")
+_deep = _Two()
+_deep.first = _Two()  # three levels: the prefix must grow at every level
+assert_equal([n for n, _ in _deep.named_parameters()][:2], ["first.first.scale", "first.first.shift"],
+             "named_parameters three levels deep")
+_t.second = _t.first  # a shared module: trained once
+assert_equal(len(list(_t.parameters())), 2, "parameters() when first and second are one module")
+assert_equal(len(list(_t.modules())), 2, "modules() when first and second are one module")
+assert_equal(len(list(_t.named_modules(remove_duplicate=False))), 3, "named_modules(remove_duplicate=False)")
+_tied = _Two()
+_tied.second.scale = _tied.first.scale  # a tied parameter: two modules, one Parameter
+assert_equal([n for n, _ in _tied.named_parameters()], ["first.scale", "first.shift", "second.shift"],
+             "named_parameters with second.scale tied to first.scale")
+print("✓ named_modules, named_parameters:", [n for n, _ in _deep.named_parameters()])
 
 # %% [markdown]
 # ## 5. Training mode
@@ -674,16 +799,32 @@ print("✓ named_modules, named_parameters")
 # Some layers behave differently while training and while evaluating: Dropout (module 08)
 # zeroes random activations only in training; BatchNorm (module 09) uses the batch's
 # statistics in training and its running averages in evaluation. Each module has a
-# `training` flag, and `model.train()` / `model.eval()` must set it on the **whole tree**.
+# `training` flag, and `model.train()` / `model.eval()` must set it on the **whole tree**:
+# a Dropout three levels down that stays in training mode during evaluation silently
+# spoils every accuracy you measure.
 #
-# Write `_train(module, mode)`: set `module.training = mode`, then call `child.train(mode)`
-# for every child (calling the *method*, not `_train`, lets a subclass override `train` and
-# still be reached), and return `module`, so that `model = Net().eval()` works.
+# <details><summary>Hint 1</summary>
+#
+# Set the flag on this module, then on each child. Call the children's `train` *method*
+# rather than your function, so that a subclass that overrides `train` is still reached.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Assign the mode to the module's `training` attribute; for every child (the `children()`
+# walk), call its `train` with the same mode; return the module, so that
+# `model = Net().eval()` works.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "train", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _train(module, mode):
-    """Module.train: set the training flag on module and (recursively) its children."""
+    """Module.train (the mode is already checked to be a bool).
+
+    Contract: sets `training = mode` on `module` and on every descendant (through each
+    child's `train` method); returns `module`.
+    """
+    # Idea: a mode is a property of the whole tree, not of one node.
     ### BEGIN SOLUTION
     module.training = mode
     for child in module.children():
@@ -694,12 +835,13 @@ def _train(module, mode):
 
 # %% nbgrader={"grade": true, "grade_id": "test-train", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 _outer = _Two()
-_outer.first = _Two()
-assert _outer.eval() is _outer
-assert [m.training for m in _outer.modules()] == [False] * 5
-assert _outer.first.train() is _outer.first
-assert _outer.first.first.training and not _outer.training
-print("✓ train / eval")
+_outer.first = _Two()  # five modules, three levels
+check(_outer.eval() is _outer, "eval() returns the module itself")
+assert_equal([m.training for m in _outer.modules()], [False] * 5, "training flags of all five modules after eval()")
+check(_outer.first.train() is _outer.first, "train() returns the module itself")
+assert_equal([m.training for m in _outer.modules()], [False, True, True, True, False],
+             "flags after _outer.first.train(): only that subtree trains")
+print("✓ train / eval: flags", [m.training for m in _outer.modules()])
 
 # %% [markdown]
 # ## 6. Saving and loading: `state_dict` and `load_state_dict`
@@ -710,45 +852,39 @@ print("✓ train / eval")
 # It holds data only, no code: loading it requires building the model first, and the
 # names are the contract between the two.
 #
+# ### Writing into a parameter without recording
+#
 # First a helper that both loading and initialisation need. Writing new values into a
 # parameter is an in-place operation on a tensor that requires grad; module 01 refuses
 # that while grad mode is on (autograd may need the old values). Loading and initialising
-# are not part of any computation to differentiate, so we switch recording off for the
-# copy — and *restore the previous mode afterwards*, even if the copy raises (a
-# `try`/`finally`). PyTorch does the same with `torch.no_grad()`, which module 06 builds.
+# are not part of any computation to differentiate, so recording must be off for the
+# copy, and the previous mode must come back afterwards **even if the copy raises**:
+# otherwise one failed load would silently switch autograd off for the rest of the
+# program. (PyTorch does the same with `torch.no_grad()`, which module 06 builds.)
 #
-# Write `_no_grad_copy_(tensor, values)`: remember `is_grad_enabled()`, turn recording off
-# with `set_grad_enabled(False)`, `tensor.copy_(values)` (module 01: broadcasts and casts
-# `values` into the tensor's own memory), restore the mode in a `finally`, return `tensor`.
+# <details><summary>Hint 1</summary>
 #
-# Then the two functions:
+# Module 01 gives you `is_grad_enabled()`, `set_grad_enabled(mode)` and `Tensor.copy_`,
+# which broadcasts and casts values into the tensor's own memory.
+# </details>
 #
-# - **`_state_dict(module, prefix, keep_vars)`**: an `OrderedDict` with, for every module
-#   in `module.named_modules(prefix=prefix, remove_duplicate=False)` (shared modules appear
-#   under each of their names, as in PyTorch), its non-None parameters, then its non-None
-#   buffers that are not in `_non_persistent_buffers`, under dotted names. The values are
-#   **copies** (`Tensor(p)` copies and does not require grad), so that later training does
-#   not change a saved checkpoint; with `keep_vars=True`, the live tensors themselves.
-# - **`_load_state_dict(module, state_dict, strict)`**: compare the module's own keys
-#   (`module.state_dict(keep_vars=True)`, name → live tensor) with the given ones.
-#   Collect `missing` keys (the model has them, the dict does not) and `unexpected` keys
-#   (the other way round), in order. **Check everything before copying anything**, so that a
-#   failed load never leaves a half-loaded model behind. Errors:
-#     - a shape mismatch, always: `f"size mismatch for {key}: copying a param with shape
-#       {their_shape} from checkpoint, the shape in current model is {our_shape}."`
-#       (values may be Tensors or numpy arrays: `tuple(np.shape(v))` works for both);
-#     - with `strict`, missing and unexpected keys: `"Missing key(s) in state_dict: "` and
-#       `"Unexpected key(s) in state_dict: "` followed by the keys, quoted and
-#       comma-separated.
+# <details><summary>The approach</summary>
 #
-#   If there are errors, raise one `RuntimeError` listing them all, starting with
-#   `f"Error(s) in loading state_dict for {type(module).__name__}:"`. Otherwise copy each
-#   value with `_no_grad_copy_` and return `_IncompatibleKeys(missing, unexpected)`.
+# Remember the current grad mode, switch it off, and do the copy inside a `try` whose
+# `finally` restores the remembered mode; return the tensor.
+# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "state-dict", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "no-grad-copy", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _no_grad_copy_(tensor, values):
-    """Write `values` into `tensor`'s own memory without recording (init, loading)."""
+    """Write `values` into `tensor`'s own memory without recording (init, loading).
+
+    Contract: `values` is anything `Tensor.copy_` accepts (broadcastable to tensor's shape;
+    cast to its dtype). The tensor keeps its storage and stays a leaf (no grad_fn); the
+    grad mode afterwards is what it was before, also when the copy raises (the error then
+    propagates). Returns `tensor`.
+    """
+    # Idea: switch recording off around the copy, and always switch it back.
     ### BEGIN SOLUTION
     previous = is_grad_enabled()
     set_grad_enabled(False)
@@ -760,8 +896,59 @@ def _no_grad_copy_(tensor, values):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-no-grad-copy", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    _p = Parameter([1.0, 2.0])
+    _storage = _p._storage
+    check(_no_grad_copy_(_p, [5.0, 6.0]) is _p, "_no_grad_copy_ returns the tensor")
+    assert_equal(_p.tolist(), [5.0, 6.0], "values after _no_grad_copy_(p, [5, 6])")
+    check(_p._storage is _storage and _p.grad_fn is None, "copied into the same storage, not recorded")
+    assert_equal(is_grad_enabled(), True, "grad mode after a successful copy")
+    assert_raises(ValueError, _no_grad_copy_, _p, [1.0, 2.0, 3.0], what="copying 3 values into a (2,) parameter")
+    assert_equal(is_grad_enabled(), True, "grad mode after a copy that raised (restore it in a finally)")
+    set_grad_enabled(False)
+    _no_grad_copy_(_p, [0.0, 0.0])
+    assert_equal(is_grad_enabled(), False, "grad mode after a copy made while it was already off")
+print("✓ _no_grad_copy_")
+
+# %% [markdown]
+# ### `state_dict`
+#
+# The state dict walks the tree and collects, under dotted names, every module's non-None
+# parameters and then its non-None *persistent* buffers (a buffer registered with
+# `persistent=False` is in `_non_persistent_buffers` and is not saved). The walk is
+# `named_modules(prefix=prefix, remove_duplicate=False)`: a shared module appears under
+# each of its names, as in PyTorch, so that any path can be loaded back.
+#
+# The values are **copies** that do not require grad, so that later training does not
+# change a saved checkpoint; with `keep_vars=True`, the live tensors themselves (loading
+# uses that to find where to write).
+#
+# <details><summary>Hint 1</summary>
+#
+# `Tensor(t)` makes a copy of `t` that does not require grad. The key of a parameter is
+# its module's path joined with its own name (`_join`).
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Start an ordered dictionary. For each (path, module) of the walk described above, add
+# each non-None parameter under the joined name (the tensor itself with `keep_vars`, a
+# copy otherwise), then each non-None buffer not listed as non-persistent, the same way.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "state-dict", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def _state_dict(module, prefix, keep_vars):
-    """Module.state_dict: name -> copy (or, with keep_vars, the live tensor)."""
+    """Module.state_dict.
+
+    Contract: returns an OrderedDict; for each (path, m) of
+    module.named_modules(prefix=prefix, remove_duplicate=False), in order, m's non-None
+    parameters and then m's non-None persistent buffers, under the key path.name (name
+    alone at an empty path). Values are copies (new storage, requires_grad False), or
+    with `keep_vars` the live tensors.
+    """
+    # Idea: a checkpoint is the tree flattened into (dotted name, values).
     ### BEGIN SOLUTION
     out = OrderedDict()
     for module_prefix, mod in module.named_modules(prefix=prefix, remove_duplicate=False):
@@ -775,8 +962,81 @@ def _state_dict(module, prefix, keep_vars):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-state-dict", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_a = _Two()
+_a.first.register_buffer("count", Tensor([3.0]))
+_a.first.register_buffer("scratch", Tensor([0.0]), persistent=False)
+_sd = _a.state_dict()
+assert_equal(list(_sd), ["first.scale", "first.shift", "first.count", "second.scale", "second.shift"],
+             "state_dict keys of _Two with a buffer 'count' (and a non-persistent 'scratch') in first")
+assert_equal(type(_sd["first.scale"]).__name__, "Tensor", "type of a state_dict value (a copy, not a Parameter)")
+assert_equal(_sd["first.scale"].requires_grad, False, "a state_dict value's requires_grad")
+check(_sd["first.scale"]._storage is not _a.first.scale._storage, "state_dict values are copies")
+check(_a.state_dict(keep_vars=True)["first.scale"] is _a.first.scale, "keep_vars=True gives the live Parameter")
+assert_equal(list(_a.state_dict(prefix="net"))[0], "net.first.scale", "state_dict(prefix='net')")
+_deep = _Two()
+_deep.first = _Two()
+assert_equal(list(_deep.state_dict())[:2], ["first.first.scale", "first.first.shift"], "keys three levels deep")
+print("✓ state_dict:", list(_sd))
+
+# %% [markdown]
+# ### `load_state_dict`
+#
+# Loading compares the model's own keys (`module.state_dict(keep_vars=True)`: name → live
+# tensor) with the given ones. Keys the model has and the dict lacks are **missing**; keys
+# the dict has and the model lacks are **unexpected**. Three rules:
+#
+# - **Copy into the existing tensors**, in place, without recording (`_no_grad_copy_`):
+#   an optimizer built before the load holds those very Parameter objects, and must go on
+#   updating the loaded values. Replacing the objects would leave it training ghosts.
+# - **Check everything before copying anything**, so that a failed load never leaves a
+#   half-loaded model behind.
+# - **Errors say exactly what does not fit**: a shape mismatch is always an error (it
+#   names the key and both shapes); missing and unexpected keys are errors only with
+#   `strict`. All problems go into one `RuntimeError`, so the user sees them at once.
+#
+# The values may be Tensors or numpy arrays: `tuple(np.shape(v))` is the shape of either.
+# The messages use PyTorch's wording (the contract says which words), so that they read
+# like the errors you will meet there.
+#
+# <details><summary>Hint 1</summary>
+#
+# Two passes over the model's keys: the first only collects problems into a list, the
+# second (reached only when the list is empty) copies.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Keep the missing and unexpected keys as lists in the model's and the dict's order: the
+# returned `_IncompatibleKeys(missing, unexpected)` reports them even when not strict.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Get the model's live state dict. List the missing keys and the unexpected keys. Start a
+# list of error lines: with `strict`, one line for the missing keys and one for the
+# unexpected keys, each listing its keys in double quotes; then, for every key present
+# on both sides, a size-mismatch line when the shapes differ. If there is any line, raise
+# one RuntimeError whose first line names the model's class, followed by the lines.
+# Otherwise copy every present key's values into the live tensor with the helper, and
+# return the two lists as `_IncompatibleKeys`.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "load-state-dict", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def _load_state_dict(module, state_dict, strict):
-    """Module.load_state_dict: check every key and shape, then copy in place."""
+    """Module.load_state_dict.
+
+    Contract: `state_dict` maps names to Tensors or numpy arrays. Returns
+    _IncompatibleKeys(missing, unexpected) (lists of keys, in order). Raises one
+    RuntimeError, before changing anything, whose first line names the module's class and
+    which then has a line per problem: always, for each key whose shapes differ, a line
+    saying "size mismatch" with the key, the checkpoint's shape and the model's shape;
+    with `strict`, a line saying "Missing key(s)" and one saying "Unexpected key(s)",
+    each listing its keys in double quotes. Otherwise copies every present key's values
+    into the existing tensor (same object, same storage, not recorded, cast to its dtype).
+    """
+    # Idea: validate all, then copy in place: never replace the objects an optimizer holds.
     ### BEGIN SOLUTION
     own = module.state_dict(keep_vars=True)
     missing = [key for key in own if key not in state_dict]
@@ -802,40 +1062,36 @@ def _load_state_dict(module, state_dict, strict):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test-state-dict", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-_p = Parameter([1.0, 2.0])
-_storage = _p._storage
-_no_grad_copy_(_p, [5.0, 6.0])
-assert _p.tolist() == [5.0, 6.0] and _p._storage is _storage and _p.grad_fn is None and is_grad_enabled()
-try:
-    _no_grad_copy_(_p, [1.0, 2.0, 3.0])
-except ValueError:
-    pass
-assert is_grad_enabled(), "grad mode must be restored even when the copy fails"
+# %% nbgrader={"grade": true, "grade_id": "test-load-state-dict", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 _a, _b = _Two(), _Two()
 _b.first.scale = Parameter([-7.0])
 _sd = _a.state_dict()
-assert list(_sd) == ["first.scale", "first.shift", "second.scale", "second.shift"]
-assert type(_sd["first.scale"]) is Tensor and not _sd["first.scale"].requires_grad
-assert _sd["first.scale"]._storage is not _a.first.scale._storage, "state_dict values are copies"
-_keep = _b.first.scale
-assert _b.load_state_dict(_sd) == ([], [])
-assert _b.first.scale is _keep and _keep.tolist() == [2.0], "load copies in place, same Parameter"
-_sd["first.scale"] = Tensor([1.0, 2.0])
-try:
-    _b.load_state_dict(_sd)
-    raise AssertionError("a shape mismatch must raise")
-except RuntimeError as e:
-    assert "first.scale" in str(e) and "(2,)" in str(e) and "(1,)" in str(e), str(e)
-del _sd["first.scale"]
-_sd["extra"] = Tensor([0.0])
-try:
-    _b.load_state_dict(_sd)
-    raise AssertionError("missing and unexpected keys must raise when strict")
-except RuntimeError as e:
-    assert '"first.scale"' in str(e) and '"extra"' in str(e)
-assert _b.load_state_dict(_sd, strict=False) == (["first.scale"], ["extra"])
-print("✓ state_dict, load_state_dict")
+_keep, _keep_storage = _b.first.scale, _b.first.scale._storage
+assert_equal(tuple(_b.load_state_dict(_sd)), ([], []), "load_state_dict of a matching dict: (missing, unexpected)")
+check(_b.first.scale is _keep and _keep._storage is _keep_storage,
+      "load copies into the existing Parameter (same object, same storage): an optimizer holds it")
+assert_equal(_keep.tolist(), [2.0], "first.scale after loading _a's state")
+check(_keep.requires_grad and _keep.grad_fn is None, "the loaded Parameter still requires grad and is a leaf")
+_b.load_state_dict({k: v.numpy() * 3 for k, v in _sd.items()})  # numpy values load too
+assert_equal(_b.second.shift.tolist(), [1.5], "second.shift after loading numpy values 3 * 0.5")
+_bad = _a.state_dict()
+_bad["second.shift"] = Tensor([1.0, 2.0])
+_before = _b.first.scale.tolist()
+_err = assert_raises(RuntimeError, _b.load_state_dict, _bad, match="second\\.shift", what="a (2,) value for a (1,) key")
+check("(2,)" in str(_err) and "(1,)" in str(_err) and "_Two" in str(_err),
+      "the size-mismatch message names both shapes and the model's class", got=str(_err))
+assert_equal(_b.first.scale.tolist(), _before, "first.scale after a failed load (nothing copied: check first)")
+assert_raises(RuntimeError, _b.load_state_dict, _bad, strict=False, match="size mismatch",
+              what="a shape mismatch with strict=False")
+_partial = _a.state_dict()
+del _partial["first.scale"]
+_partial["extra"] = Tensor([0.0])
+_err = assert_raises(RuntimeError, _b.load_state_dict, _partial, what="a missing and an unexpected key, strict")
+check('"first.scale"' in str(_err) and '"extra"' in str(_err) and "issing" in str(_err) and "nexpected" in str(_err),
+      "the message lists the missing and the unexpected key, in double quotes", got=str(_err))
+assert_equal(tuple(_b.load_state_dict(_partial, strict=False)), (["first.scale"], ["extra"]),
+             "load_state_dict(strict=False): (missing, unexpected)")
+print("✓ load_state_dict; its error reads:\n" + str(_err))
 
 # %% [markdown]
 # ## 7. Printing a model
@@ -852,17 +1108,35 @@ print("✓ state_dict, load_state_dict")
 # )
 # ```
 #
-# The rule, for one module: start with its class name (`module._get_name()`) and `(`. The
-# lines inside are its `extra_repr()` split into lines (none if it is empty), followed by one
-# line per child, `f"({name}): {repr(child)}"`, where the child's own multi-line repr is
-# indented by two more spaces on every line but its first (the provided `_addindent`).
-# Then:
+# The format, for one module, is its contract: the class name (`module._get_name()`) and
+# `(`; the lines inside are its `extra_repr()` split into lines (none if it is empty),
+# followed by one line per child, `(name): ` and the child's repr; then
 #
 # - no lines at all: `Name()`;
 # - exactly one extra_repr line and no children: on one line, `Name(in_features=2, ...)`;
 # - otherwise: a newline, each line indented by two spaces and ended by a newline, then `)`.
 #
-# Recursion does the nesting: `repr(child)` calls your function on the child.
+# A child's repr may itself span several lines; all of them must move right with it.
+#
+# <details><summary>Hint 1</summary>
+#
+# Recursion does the nesting: `repr(child)` calls your function on the child. You only
+# format one level.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A child's multi-line repr, placed after `(name): `, must have every line but its first
+# indented by two more spaces: that is what the provided `_addindent` does.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Split the extra repr into lines (an empty string gives no lines). Make one line per
+# child: its name in parentheses, a colon, and its repr passed through `_addindent` with
+# two spaces. Then build the text from the class name and an opening parenthesis,
+# following the three cases above, and close the parenthesis.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "module-repr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -875,7 +1149,8 @@ def _addindent(text, spaces):
 
 
 def _module_repr(module):
-    """Module.__repr__: PyTorch's nested format."""
+    """Module.__repr__: PyTorch's nested format (the rules above)."""
+    # Idea: format one level; the children format themselves.
     ### BEGIN SOLUTION
     extra = module.extra_repr()
     extra_lines = extra.split("\n") if extra else []
@@ -901,12 +1176,13 @@ class _Named(Module):
         return self.text
 
 
-assert repr(_Named("")) == "_Named()" and repr(_Named("k=1")) == "_Named(k=1)"
-assert repr(_Named("a\nb")) == "_Named(\n  a\n  b\n)"
+assert_equal(repr(_Named("")), "_Named()", "repr with no extra_repr and no children")
+assert_equal(repr(_Named("k=1")), "_Named(k=1)", "repr with one extra_repr line")
+assert_equal(repr(_Named("a\nb")), "_Named(\n  a\n  b\n)", "repr with two extra_repr lines")
 _outer = _Named("k=1")
 _outer.inner = _Two()
-assert repr(_outer) == ("_Named(\n  k=1\n  (inner): _Two(\n    (first): _Affine()\n"
-                        "    (second): _Affine()\n  )\n)"), repr(_outer)
+assert_equal(repr(_outer), "_Named(\n  k=1\n  (inner): _Two(\n    (first): _Affine()\n    (second): _Affine()\n  )\n)",
+             "repr of a module with extra_repr and a child that has children")
 print(_outer)
 print("✓ repr")
 
@@ -921,53 +1197,45 @@ print("✓ repr")
 #
 # $$\mathrm{Var}(y) = n\,\sigma_w^2\,\mathbb{E}[x^2].$$
 #
-# - If the inputs have mean 0 (tanh-like activations, or no activation), $\mathbb{E}[x^2]
-#   = \mathrm{Var}(x)$ and the layer multiplies the variance by $n\sigma_w^2$. To keep it
-#   at 1, choose $\sigma_w^2 = 1/n$. Running the same argument backwards for the gradients
-#   gives $\sigma_w^2 = 1/\text{fan\_out}$; **Xavier (Glorot) initialisation** compromises
-#   with $\sigma_w^2 = \frac{2}{\text{fan\_in} + \text{fan\_out}}$ (Glorot & Bengio, 2010).
-# - If $x = \mathrm{relu}(y_\text{prev})$ with $y_\text{prev}$ symmetric around 0, half of
-#   the inputs are zeroed and $\mathbb{E}[x^2] = \frac12\mathrm{Var}(y_\text{prev})$. To
-#   compensate, double the variance: $\sigma_w^2 = 2/\text{fan\_in}$ — **He (Kaiming)
-#   initialisation** (He et al., 2015), the green line in section 1.
+# A layer keeps the signal's scale when it multiplies the variance by exactly 1. Two
+# cases decide what that requires:
 #
-# The factor that an activation needs is its **gain**, $\sigma_w = \text{gain} /
-# \sqrt{\text{fan}}$: 1 for linear and sigmoid (PyTorch's convention), $5/3$ for tanh,
-# $\sqrt 2$ for ReLU, $\sqrt{2/(1 + a^2)}$ for LeakyReLU with slope $a$, $3/4$ for SELU.
+# - inputs with mean 0 (tanh-like activations, or none), where $\mathbb{E}[x^2] =
+#   \mathrm{Var}(x)$. The same argument run backwards, for the gradients, counts the
+#   `fan_out` outputs instead; **Xavier (Glorot) initialisation** (Glorot & Bengio, 2010)
+#   compromises by using the *average* of the two fans in place of $n$;
+# - inputs $x = \mathrm{relu}(y_\text{prev})$ with $y_\text{prev}$ symmetric around 0: half
+#   of them are zeroed, so $\mathbb{E}[x^2] = \frac12\mathrm{Var}(y_\text{prev})$. **He
+#   (Kaiming) initialisation** (He et al., 2015) compensates for that half: the green
+#   line in section 1.
+#
+# Work out $\sigma_w^2$ in each case before reading on; it is the formula your code will
+# hold. Each activation's correction factor is its **gain**, applied to the standard
+# deviation: $\sigma_w = \text{gain} / \sqrt{\text{fan}}$ for Kaiming, and Xavier's
+# standard deviation times `gain` (PyTorch's gains: 1 for linear and sigmoid, $5/3$ for
+# tanh, $\sqrt 2$ for ReLU, $\sqrt{2/(1 + a^2)}$ for LeakyReLU with slope $a$, $3/4$ for
+# SELU).
 #
 # ### Fans of a weight tensor
 #
-# For a Linear weight of shape `(out, in)`, fan_in = `in` and fan_out = `out`. A
-# convolution weight (module 09) has shape `(out_channels, in_channels, kh, kw)`: each
-# output sums over `in_channels · kh · kw` inputs, so both fans are multiplied by the
-# *receptive field size* `kh · kw` (the product of all dims after the first two).
+# For a Linear weight of shape `(out, in)`, fan_in = `in` and fan_out = `out`: each output
+# sums over `in` inputs. A convolution weight (module 09) has shape
+# `(out_channels, in_channels, kh, kw)`: each output sums over `in_channels · kh · kw`
+# inputs, so both fans are multiplied by the *receptive field size* `kh · kw` (the
+# product of all dims after the first two).
 #
 # ### Uniform or normal
 #
-# A uniform distribution on $[-b, b]$ has variance $b^2/3$, so the uniform version of a
-# standard deviation $\sigma$ has bound $b = \sqrt 3\,\sigma$.
+# Each scheme comes in two distributions with the same variance: a normal $N(0,
+# \sigma^2)$, or a uniform $U(-b, b)$. A uniform distribution on $[-b, b]$ has variance
+# $b^2/3$; the bound that gives a standard deviation $\sigma$ follows.
 #
-# | function | distribution |
-# |---|---|
-# | `xavier_uniform_(t, gain=1)` | $U(-b, b)$, $b = \text{gain}\sqrt{6/(\text{fan\_in}+\text{fan\_out})}$ |
-# | `xavier_normal_(t, gain=1)` | $N(0, \sigma^2)$, $\sigma = \text{gain}\sqrt{2/(\text{fan\_in}+\text{fan\_out})}$ |
-# | `kaiming_uniform_(t, a=0, mode="fan_in", nonlinearity="leaky_relu")` | $U(-b, b)$, $b = \sqrt3\,\text{gain}/\sqrt{\text{fan}}$ |
-# | `kaiming_normal_(t, a=0, mode="fan_in", nonlinearity="leaky_relu")` | $N(0, \sigma^2)$, $\sigma = \text{gain}/\sqrt{\text{fan}}$ |
-#
-# For Kaiming, `gain = calculate_gain(nonlinearity, a)` and `fan` is fan_in or fan_out by
-# `mode`. (The default `nonlinearity="leaky_relu"` with `a=0` is exactly ReLU's $\sqrt2$.)
-# All of them fill the tensor **in place** (the trailing underscore), without recording
-# (`_no_grad_copy_`), drawing from tinytorch's one random generator so that
-# `tinytorch.manual_seed` makes initialisation reproducible, and return the tensor.
-#
-# The provided `uniform_`, `normal_`, `constant_`, `zeros_` and `ones_` are the building
-# blocks. Write `calculate_gain`, `_calculate_fan_in_and_fan_out` (a `ValueError` for
-# tensors with fewer than 2 dimensions: fans are undefined), `_kaiming_std` (the part the
-# two Kaiming functions share; a `ValueError` for a mode other than `"fan_in"`/`"fan_out"`)
-# and the four functions. A tensor with no elements is returned unchanged (nothing to draw,
-# and its fans may be 0).
+# All the functions fill the tensor **in place** (the trailing underscore) without
+# recording (`_no_grad_copy_`), draw from tinytorch's one random generator (so that
+# `tinytorch.manual_seed` makes initialisation reproducible), and return the tensor.
+# The provided building blocks:
 
-# %% nbgrader={"grade": false, "grade_id": "init", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 #| export
 def uniform_(tensor, a=0.0, b=1.0):
     """Fill `tensor` in place with samples from U(a, b); returns it."""
@@ -996,16 +1264,47 @@ def ones_(tensor):
     return _no_grad_copy_(tensor, 1)
 
 
+# %% [markdown]
+# ### Gains and fans
+#
+# `calculate_gain` is a table lookup (its docstring lists the values); the name list of
+# the linear-like layers is PyTorch's. `_calculate_fan_in_and_fan_out` is where a
+# transposed weight layout would silently swap every initialisation.
+#
+# <details><summary>Hint 1</summary>
+#
+# Which dimension of an `(out, in)` weight does one output sum over? That one is
+# `fan_in`. Everything after the first two dimensions multiplies both fans.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `math.prod` of an empty tuple is 1, so a 2-D weight needs no special case. For
+# LeakyReLU, a `bool` is an `int` in Python: exclude it explicitly.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `calculate_gain`: return 1 for the linear-like names and sigmoid, 5/3 for tanh, the
+# square root of 2 for relu, 3/4 for selu; for leaky_relu take the slope (0.01 when
+# `param` is None, refuse non-numbers and bools) and return the square root of 2 over
+# one plus the slope squared; raise for any other name. Fans: refuse fewer than two
+# dimensions; multiply the sizes after the first two into the receptive field; fan_in
+# is the second size times it, fan_out the first size times it.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "gain-and-fans", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def calculate_gain(nonlinearity, param=None):
     """The recommended gain for an activation (torch.nn.init.calculate_gain).
 
-    linear, conv*, sigmoid -> 1; tanh -> 5/3; relu -> sqrt(2); selu -> 3/4;
-    leaky_relu -> sqrt(2 / (1 + slope**2)) with slope = param (default 0.01).
+    Contract: "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d" and "sigmoid" -> 1; "tanh" -> 5/3;
+    "relu" -> sqrt(2); "selu" -> 3/4; "leaky_relu" -> sqrt(2 / (1 + slope**2)) with
+    slope = param (0.01 when None). Raises ValueError for a slope that is not an int or
+    float (bools included), and for any other name (the message names it).
     """
-    # Hints: the linear-like names are "linear", "conv1d", "conv2d", "conv3d",
-    # "conv_transpose1d", "conv_transpose2d", "conv_transpose3d". For leaky_relu, `param`
-    # must be an int or float but not a bool (ValueError otherwise). Unknown names:
-    # ValueError(f"Unsupported nonlinearity {nonlinearity}").
+    # Idea: the gain undoes what the activation does to E[x^2].
     ### BEGIN SOLUTION
     linear_fns = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
                   "conv_transpose2d", "conv_transpose3d")
@@ -1030,7 +1329,13 @@ def calculate_gain(nonlinearity, param=None):
 
 
 def _calculate_fan_in_and_fan_out(tensor):
-    """(fan_in, fan_out) of a weight: (shape[1], shape[0]) times the receptive field size."""
+    """(fan_in, fan_out) of a weight tensor.
+
+    Contract: `tensor` has shape (out, in, *kernel). Returns (in * k, out * k), Python
+    ints, with k the product of the kernel sizes (1 for a 2-D weight). Raises ValueError
+    for a tensor with fewer than 2 dimensions (the message says so, and gives the shape).
+    """
+    # Idea: fan_in counts the inputs one output sums over.
     ### BEGIN SOLUTION
     if tensor.ndim < 2:
         raise ValueError(f"Fan in and fan out can not be computed for tensor with fewer than 2 "
@@ -1040,19 +1345,57 @@ def _calculate_fan_in_and_fan_out(tensor):
     ### END SOLUTION
 
 
-def _kaiming_std(tensor, a, mode, nonlinearity):
-    """gain / sqrt(fan) for the Kaiming functions (mode is "fan_in" or "fan_out")."""
-    ### BEGIN SOLUTION
-    if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    fan = fan_in if mode == "fan_in" else fan_out
-    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    ### END SOLUTION
+# %% nbgrader={"grade": true, "grade_id": "test-gain-and-fans", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+for _name, _gain in [("linear", 1), ("sigmoid", 1), ("conv2d", 1), ("tanh", 5 / 3), ("relu", math.sqrt(2)),
+                     ("selu", 0.75), ("leaky_relu", math.sqrt(2 / 1.0001))]:
+    assert_close(calculate_gain(_name), _gain, rtol=1e-15, atol=0, what=f"calculate_gain({_name!r})")
+assert_close(calculate_gain("leaky_relu", 0.2), math.sqrt(2 / 1.04), rtol=1e-15, atol=0,
+             what="calculate_gain('leaky_relu', 0.2)")
+assert_raises(ValueError, calculate_gain, "softplus", match="softplus", what="calculate_gain('softplus')")
+assert_raises(ValueError, calculate_gain, "leaky_relu", True, what="calculate_gain('leaky_relu', True)")
+assert_equal(_calculate_fan_in_and_fan_out(zeros(3, 5)), (5, 3), "fans of a Linear(5, 3) weight of shape (3, 5)")
+assert_equal(_calculate_fan_in_and_fan_out(zeros(8, 4, 3, 3)), (36, 72), "fans of a conv weight (8, 4, 3, 3)")
+assert_raises(ValueError, _calculate_fan_in_and_fan_out, zeros(4), what="fans of a 1-D tensor")
+print("✓ calculate_gain and fans: (3, 5) ->", _calculate_fan_in_and_fan_out(zeros(3, 5)))
 
+# %% [markdown]
+# ### Xavier
+#
+# `xavier_uniform_(t, gain=1)` draws from $U(-b, b)$ and `xavier_normal_(t, gain=1)` from
+# $N(0, \sigma^2)$, both with the Xavier variance times $\text{gain}^2$. A tensor with no
+# elements is returned unchanged (nothing to draw, and its fans may be 0).
+#
+# <details><summary>Hint 1</summary>
+#
+# Xavier's variance: the variance argument with $n$ replaced by the average of the two
+# fans. The normal one uses that standard deviation directly.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# For the uniform one, solve $b^2/3 = \sigma^2$ for $b$. The bound is larger than the
+# standard deviation, by a factor you can check: the draws of the uniform and of the
+# normal initialiser must have the same spread.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Return an empty tensor at once. Get the fans; the standard deviation is the gain times
+# the square root of two over their sum. The normal initialiser passes it to `normal_`;
+# the uniform one multiplies it by the square root of 3 to get the bound, and passes
+# minus and plus the bound to `uniform_`.
+# </details>
 
+# %% nbgrader={"grade": false, "grade_id": "xavier", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def xavier_uniform_(tensor, gain=1.0):
-    """Glorot uniform: U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)); in place."""
+    """Glorot uniform (torch.nn.init.xavier_uniform_).
+
+    Contract: fills `tensor` (2 or more dims) in place, unrecorded, with U(-b, b) draws
+    whose variance is gain**2 times Xavier's; returns it. A tensor with no elements is
+    returned unchanged; fewer than 2 dims raise the fans' ValueError.
+    """
+    # Idea: the variance uses the average of fan_in and fan_out.
     ### BEGIN SOLUTION
     if tensor.numel() == 0:
         return tensor
@@ -1063,7 +1406,8 @@ def xavier_uniform_(tensor, gain=1.0):
 
 
 def xavier_normal_(tensor, gain=1.0):
-    """Glorot normal: N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out)); in place."""
+    """Glorot normal (torch.nn.init.xavier_normal_): as xavier_uniform_, with N(0, std**2)."""
+    # Idea: the same variance as xavier_uniform_, from a normal distribution.
     ### BEGIN SOLUTION
     if tensor.numel() == 0:
         return tensor
@@ -1072,8 +1416,72 @@ def xavier_normal_(tensor, gain=1.0):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-xavier", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    _w = Parameter(zeros(400, 600))  # fan_in 600, fan_out 400
+    _storage = _w._storage
+    check(xavier_uniform_(_w) is _w, "xavier_uniform_ returns its tensor")
+    check(_w._storage is _storage and _w.grad_fn is None, "filled in place, not recorded")
+    _bound = math.sqrt(6 / 1000)
+    _max = float(np.abs(_w.numpy()).max())
+    check(0.99 * _bound < _max <= _bound, "xavier_uniform_ draws fill [-b, b], b = sqrt(6 / (fan_in + fan_out))",
+          got=_max, expected=_bound)
+    _n = _w.numel()  # the sample variance of U(-b, b) has std b^2 sqrt(4/45/n): allow 5 of them
+    assert_close(_w.numpy().var(), _bound ** 2 / 3, rtol=0, atol=5 * _bound ** 2 * math.sqrt(4 / 45 / _n),
+                 what="variance of xavier_uniform_ on (400, 600)")
+    xavier_normal_(_w, gain=2.0)
+    _std = 2 * math.sqrt(2 / 1000)
+    assert_close(_w.numpy().std(), _std, rtol=0.01, atol=0, what="std of xavier_normal_(gain=2) on (400, 600)")
+    _empty = zeros(0, 5)
+    check(xavier_uniform_(_empty) is _empty, "an empty tensor is returned unchanged")
+print(f"✓ xavier: uniform bound {_bound:.4f}, normal std {_w.numpy().std():.4f} (expected {_std:.4f})")
+
+# %% [markdown]
+# ### Kaiming (He)
+#
+# `kaiming_uniform_(t, a=0, mode="fan_in", nonlinearity="leaky_relu")` and
+# `kaiming_normal_(...)` use $\sigma = \text{gain}/\sqrt{\text{fan}}$, with
+# `gain = calculate_gain(nonlinearity, a)` and `fan` the fan that `mode` names:
+# `"fan_in"` keeps the forward signal's variance, `"fan_out"` the gradients'. (The
+# default `nonlinearity="leaky_relu"` with `a=0` is exactly ReLU's $\sqrt2$.) The
+# standard deviation is shared by both functions, so it gets its own helper.
+#
+# <details><summary>Hint 1</summary>
+#
+# Check `mode` before anything else, so that a typo such as `"fan_avg"` fails loudly
+# instead of silently picking a fan.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `_kaiming_std`: refuse a mode other than the two names; get both fans and pick the one
+# the mode names; return the gain over its square root. The normal initialiser passes
+# that to `normal_`; the uniform one turns it into a bound as Xavier's did.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "kaiming", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _kaiming_std(tensor, a, mode, nonlinearity):
+    """The Kaiming standard deviation.
+
+    Contract: returns calculate_gain(nonlinearity, a) / sqrt(fan), fan the fan_in or the
+    fan_out of `tensor` as `mode` says. Raises ValueError for any other mode (the message
+    names the mode given and the two allowed).
+    """
+    # Idea: which fan to keep constant is a choice: forward signal or backward gradient.
+    ### BEGIN SOLUTION
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    fan = fan_in if mode == "fan_in" else fan_out
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    ### END SOLUTION
+
+
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
-    """He uniform: U(-b, b), b = sqrt(3) * gain / sqrt(fan); in place."""
+    """He uniform (torch.nn.init.kaiming_uniform_): U(-b, b) with the Kaiming variance, in
+    place and unrecorded; returns the tensor (unchanged when it has no elements)."""
+    # Idea: a uniform distribution with the Kaiming standard deviation.
     ### BEGIN SOLUTION
     if tensor.numel() == 0:
         return tensor
@@ -1083,7 +1491,9 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
-    """He normal: N(0, std^2), std = gain / sqrt(fan); in place."""
+    """He normal (torch.nn.init.kaiming_normal_): N(0, std**2) with the Kaiming std, in
+    place and unrecorded; returns the tensor (unchanged when it has no elements)."""
+    # Idea: a normal distribution with the Kaiming standard deviation.
     ### BEGIN SOLUTION
     if tensor.numel() == 0:
         return tensor
@@ -1091,35 +1501,25 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test-init", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert calculate_gain("linear") == 1 and calculate_gain("sigmoid") == 1 and calculate_gain("conv2d") == 1
-assert calculate_gain("relu") == math.sqrt(2) and calculate_gain("tanh") == 5 / 3
-assert abs(calculate_gain("leaky_relu", 0.2) - math.sqrt(2 / 1.04)) < 1e-15
-assert abs(calculate_gain("leaky_relu") - math.sqrt(2 / 1.0001)) < 1e-15
-assert _calculate_fan_in_and_fan_out(zeros(3, 5)) == (5, 3)
-assert _calculate_fan_in_and_fan_out(zeros(8, 4, 3, 3)) == (36, 72)
-for _bad in (lambda: calculate_gain("softplus"), lambda: _calculate_fan_in_and_fan_out(zeros(4))):
-    try:
-        _bad()
-        raise AssertionError("must raise ValueError")
-    except ValueError:
-        pass
-_w = Parameter(zeros(400, 600))
-_storage = _w._storage
-xavier_uniform_(_w)
-_bound = math.sqrt(6 / 1000)
-assert _w._storage is _storage and _w.grad_fn is None, "in place, not recorded"
-assert np.abs(_w.numpy()).max() <= _bound and np.abs(_w.numpy()).max() > 0.99 * _bound
-_n = _w.numel()  # variance of U(-b, b) is b^2/3; its sample variance has std b^2 sqrt(4/45/n)
-assert abs(_w.numpy().var() - _bound ** 2 / 3) < 5 * _bound ** 2 * math.sqrt(4 / 45 / _n)
-kaiming_normal_(_w, mode="fan_out", nonlinearity="relu")
-_var = 2 / 400  # std of a normal sample variance: var * sqrt(2/n)
-assert abs(_w.numpy().var() - _var) < 5 * _var * math.sqrt(2 / _n)
-kaiming_uniform_(_w, a=math.sqrt(5))
-assert np.abs(_w.numpy()).max() <= 1 / math.sqrt(600)
-xavier_normal_(_w, gain=2.0)
-assert abs(_w.numpy().std() - 2 * math.sqrt(2 / 1000)) < 0.01 * 2 * math.sqrt(2 / 1000)
-print("✓ calculate_gain, fans, xavier_*, kaiming_*")
+# %% nbgrader={"grade": true, "grade_id": "test-kaiming", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    _w = Parameter(zeros(400, 600))  # fan_in 600, fan_out 400: the two modes differ
+    _n = _w.numel()
+    for _mode, _fan in (("fan_in", 600), ("fan_out", 400)):
+        check(kaiming_normal_(_w, mode=_mode, nonlinearity="relu") is _w, "kaiming_normal_ returns its tensor")
+        _var = 2 / _fan  # the sample variance of a normal has std var * sqrt(2/n): allow 5 of them
+        assert_close(_w.numpy().var(), _var, rtol=5 * math.sqrt(2 / _n), atol=0,
+                     what=f"variance of kaiming_normal_(mode={_mode!r}, relu) on (400, 600): 2 / {_fan}")
+        kaiming_uniform_(_w, mode=_mode, nonlinearity="relu")
+        _bound = math.sqrt(3) * math.sqrt(2 / _fan)
+        _max = float(np.abs(_w.numpy()).max())
+        check(0.99 * _bound < _max <= _bound, f"kaiming_uniform_(mode={_mode!r}, relu) fills [-b, b], "
+              f"b = sqrt(3) * sqrt(2 / {_fan})", got=_max, expected=_bound)
+    kaiming_normal_(_w)  # the defaults: fan_in, leaky_relu with a = 0, i.e. He for ReLU
+    assert_close(_w.numpy().var(), 2 / 600, rtol=5 * math.sqrt(2 / _n), atol=0,
+                 what="variance of kaiming_normal_ with the defaults: 2 / fan_in")
+    assert_raises(ValueError, kaiming_uniform_, _w, mode="fan_avg", match="fan_avg", what="mode='fan_avg'")
+print("✓ kaiming: default std", round(float(_w.numpy().std()), 5), "vs sqrt(2 / 600) =", round(math.sqrt(2 / 600), 5))
 
 # %% [markdown]
 # ## 9. Linear
@@ -1129,29 +1529,41 @@ print("✓ calculate_gain, fans, xavier_*, kaiming_*")
 # The weight is stored `(out_features, in_features)`, as in PyTorch: row $i$ holds the
 # weights of output $i$, and a checkpoint from PyTorch loads without transposing. The input
 # may have any number of leading batch dimensions, `(..., in_features)`; module 01's
-# matmul broadcasts `(..., in) @ (in, out)` and the bias `(out,)` broadcasts over the rest.
-# Both are recorded ops (`permute` for `.T`, `matmul`, `add`), so Linear needs no backward
-# rule of its own.
+# matmul broadcasts over them and the bias `(out,)` broadcasts over the rest. Both are
+# recorded ops (`permute` for `.T`, `matmul`, `add`), so Linear needs no backward rule of
+# its own.
 #
 # **Initialisation.** PyTorch's default (and ours) is `kaiming_uniform_(weight,
-# a=math.sqrt(5))`: the gain is $\sqrt{2/(1+5)} = 1/\sqrt3$, so the bound is
-# $\sqrt3 \cdot \frac{1}{\sqrt3} / \sqrt{\text{fan\_in}} = 1/\sqrt{\text{fan\_in}}$, i.e.
-# $W \sim U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})$, and the bias is drawn from the same
-# range. (That is a weight variance of $1/(3\,\text{fan\_in})$, a third of Xavier's for a
-# square layer: a historical choice PyTorch keeps for compatibility. For deep ReLU nets you
+# a=math.sqrt(5))`. Work out what that is with the gain formula: the result is a plain
+# uniform distribution whose bound depends only on `in_features`, and the bias is drawn
+# from the same range. (That is a weight variance a third of Xavier's for a square layer:
+# a historical choice PyTorch keeps for compatibility. For deep ReLU nets you
 # re-initialise with `kaiming_normal_`, which `model.apply(fn)` makes easy.)
 #
-# Write:
+# <details><summary>Hint 1</summary>
 #
-# - `__init__`: store `in_features`/`out_features`, create `weight` as a `Parameter` of
-#   zeros with shape `(out, in)` and `bias` of shape `(out,)` (both in `dtype`, default
-#   float32) — or `self.register_parameter("bias", None)` when `bias=False`, so that
-#   `layer.bias` is `None` — then call `self.reset_parameters()`;
-# - `reset_parameters`: the default initialisation above (a fan_in of 0 gives a bias
-#   bound of 0);
-# - `forward`: check that the input has at least one dimension and that its last equals
-#   `in_features`, else raise `ValueError` naming the input's shape, `in_features` and the
-#   weight's shape; then compute `input @ self.weight.T`, plus the bias if there is one.
+# `bias=False` must still leave an attribute `layer.bias` that reads `None` (and is not a
+# parameter): register the name with no value rather than skipping it.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# With $a = \sqrt5$ the gain is $\sqrt{2/6} = 1/\sqrt3$, so the Kaiming bound
+# $\sqrt3 \cdot \text{gain}/\sqrt{\text{fan\_in}}$ is $1/\sqrt{\text{fan\_in}}$. A layer
+# with `in_features=0` has fan_in 0: its bias bound is 0, not a division by zero.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `__init__`: store the two sizes as ints; make `weight` a Parameter of zeros of shape
+# (out, in) in the requested dtype and `bias` one of shape (out,), or register `bias` as
+# None; then call `reset_parameters`. `reset_parameters`: the Kaiming uniform call above
+# on the weight, then, if there is a bias, a uniform draw between minus and plus one over
+# the square root of fan_in (0 when fan_in is 0). `forward`: refuse a 0-d input or one
+# whose last size is not `in_features` (a ValueError naming the input's shape,
+# `in_features=` and the weight's shape); multiply the input by the transposed weight and
+# add the bias when there is one.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "linear", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -1159,7 +1571,12 @@ class Linear(Module):
     """y = x @ W.T + b over the last dimension (torch.nn.Linear); W has shape (out, in)."""
 
     def __init__(self, in_features, out_features, bias=True, dtype=None):
+        """Contract: registers `weight` (Parameter, shape (out_features, in_features)) and
+        `bias` (Parameter of shape (out_features,), or None when bias=False: still a
+        registered name), in `dtype` (default float32), in that order, then initialises
+        them with reset_parameters()."""
         super().__init__()
+        # Idea: the layer owns its parameters; their values come from reset_parameters.
         ### BEGIN SOLUTION
         self.in_features = int(in_features)
         self.out_features = int(out_features)
@@ -1172,7 +1589,10 @@ class Linear(Module):
         ### END SOLUTION
 
     def reset_parameters(self):
-        """PyTorch's default: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in))."""
+        """Contract: in place (the same Parameter objects), PyTorch's default: weight by
+        kaiming_uniform_ with a = sqrt(5), bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        (bound 0 when fan_in is 0)."""
+        # Idea: PyTorch's default is a Kaiming uniform draw; the bias shares the weight's range.
         ### BEGIN SOLUTION
         kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
@@ -1182,6 +1602,11 @@ class Linear(Module):
         ### END SOLUTION
 
     def forward(self, input):
+        """Contract: `input` has shape (..., in_features); returns a recorded Tensor of shape
+        (..., out_features) equal to input @ weight.T + bias. Raises ValueError for a 0-d
+        input or a wrong last dimension; the message names the input's shape,
+        in_features=<n> and the weight's shape."""
+        # Idea: one matrix product over the last dimension; the bias broadcasts.
         ### BEGIN SOLUTION
         if input.ndim == 0 or input.shape[-1] != self.in_features:
             raise ValueError(f"Linear: input of shape {input.shape} does not fit: its last dimension "
@@ -1197,32 +1622,55 @@ class Linear(Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-linear", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-_lin = Linear(4, 3)
-assert _lin.weight.shape == (3, 4) and _lin.bias.shape == (3,) and _lin.weight.dtype == np.float32
-assert [n for n, _ in _lin.named_parameters()] == ["weight", "bias"]
-assert np.abs(_lin.weight.numpy()).max() <= 0.5 and np.abs(_lin.bias.numpy()).max() <= 0.5
-_x = np.random.default_rng(0).standard_normal((2, 5, 4)).astype(np.float32)
-_y = _lin(Tensor(_x))
-assert _y.shape == (2, 5, 3)
-np.testing.assert_allclose(_y.numpy(), _x @ _lin.weight.numpy().T + _lin.bias.numpy(), rtol=1e-5, atol=1e-6)
-_nob = Linear(4, 2, bias=False)
-assert _nob.bias is None and len(list(_nob.parameters())) == 1
-assert repr(_lin) == "Linear(in_features=4, out_features=3, bias=True)"
-try:
-    _lin(Tensor(np.zeros((2, 5))))
-    raise AssertionError("a wrong last dimension must raise ValueError")
-except ValueError as e:
-    assert "(2, 5)" in str(e) and "4" in str(e), str(e)
-print("✓ Linear")
+with preserved_state():
+    _lin = Linear(4, 3)
+    assert_equal((_lin.weight.shape, _lin.bias.shape, str(_lin.weight.dtype)), ((3, 4), (3,), "float32"),
+                 "Linear(4, 3): weight shape, bias shape, dtype")
+    assert_equal([n for n, _ in _lin.named_parameters()], ["weight", "bias"], "Linear's parameter names")
+    _x = np.random.default_rng(0).standard_normal((2, 5, 4)).astype(np.float32)
+    _y = _lin(Tensor(_x))
+    assert_equal(_y.shape, (2, 5, 3), "Linear(4, 3) of a (2, 5, 4) input: shape")
+    assert_close(_y.numpy(), _x @ _lin.weight.numpy().T + _lin.bias.numpy(), rtol=1e-5, atol=1e-6,
+                 what="Linear(4, 3) of a (2, 5, 4) input: x @ W.T + b")
+    _nob = Linear(4, 2, bias=False)
+    check(_nob.bias is None and [n for n, _ in _nob.named_parameters()] == ["weight"],
+          "Linear(bias=False): bias is None, one parameter", got=[n for n, _ in _nob.named_parameters()])
+    assert_close(_nob(Tensor(_x)).numpy(), _x @ _nob.weight.numpy().T, rtol=1e-5, atol=1e-6, what="no-bias output")
+    assert_equal(repr(_lin), "Linear(in_features=4, out_features=3, bias=True)", "repr(Linear(4, 3))")
+    _err = assert_raises(ValueError, _lin, Tensor(np.zeros((2, 5))), what="Linear(4, 3) of a (2, 5) input")
+    check("(2, 5)" in str(_err) and "in_features=4" in str(_err) and "(3, 4)" in str(_err),
+          "the error names the input's shape, in_features=4 and the weight's shape", got=str(_err))
+    _big = Linear(400, 500)  # default init: U(-1/sqrt(400), 1/sqrt(400)) = U(-0.05, 0.05)
+    _wmax, _bmax = float(np.abs(_big.weight.numpy()).max()), float(np.abs(_big.bias.numpy()).max())
+    check(0.99 * 0.05 < _wmax <= 0.05, "Linear(400, 500).weight fills U(-0.05, 0.05)", got=_wmax, expected=0.05)
+    check(0.9 * 0.05 < _bmax <= 0.05, "Linear(400, 500).bias fills U(-0.05, 0.05)", got=_bmax, expected=0.05)
+    _w_before = _big.weight
+    _big.reset_parameters()
+    check(_big.weight is _w_before, "reset_parameters re-draws in place (same Parameter)")
+print("✓ Linear:", _lin, "->", _y.shape)
 
 # %% [markdown]
 # ## 10. Sequential
 #
 # `Sequential(m0, m1, m2)` registers its arguments as children named `"0"`, `"1"`, `"2"`
-# and its forward feeds each one's output to the next. (It also accepts one `OrderedDict`
-# of name → module, to choose the names.) The container protocol is provided:
+# and its forward feeds each one's output to the next. It also accepts one `OrderedDict`
+# of name → module, to choose the names. The container protocol is provided:
 # `model[0]` (negative indices too), `model[1:]` (a new `Sequential` over the *same* module
 # objects, keeping their names), `len(model)`, iteration, and `append`.
+#
+# <details><summary>Hint 1</summary>
+#
+# Registering is `add_module`'s job (it also refuses a non-Module with a TypeError). The
+# names are strings, even for positions.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `__init__`: if the only argument is an OrderedDict, register each of its items under its
+# key; otherwise register each argument under its position as a string. `forward`: loop
+# over the children in order, replacing the running value by the child applied to it,
+# and return the final value.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sequential", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -1230,9 +1678,11 @@ class Sequential(Module):
     """Modules applied one after the other (torch.nn.Sequential)."""
 
     def __init__(self, *args):
+        """Contract: Sequential(m0, m1, ...) registers the modules as children "0", "1", ...;
+        Sequential(OrderedDict) registers its items under their keys, in order. A non-Module
+        argument raises TypeError."""
         super().__init__()
-        # Hint: with a single OrderedDict argument, add_module(name, module) for each item;
-        # otherwise add_module(str(i), module) for each argument.
+        # Idea: the children's registration order is the order of the computation.
         ### BEGIN SOLUTION
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for name, module in args[0].items():
@@ -1243,6 +1693,9 @@ class Sequential(Module):
         ### END SOLUTION
 
     def forward(self, input):
+        """Contract: the children applied in order, each to the previous one's output
+        (an empty Sequential returns its input)."""
+        # Idea: function composition, left to right.
         ### BEGIN SOLUTION
         for module in self:
             input = module(input)
@@ -1272,18 +1725,21 @@ class Sequential(Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-sequential", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-_l1, _l2 = Linear(3, 4), Linear(4, 2)
-_seq = Sequential(_l1, _Affine(), _l2)
-assert len(_seq) == 3 and _seq[0] is _l1 and _seq[-1] is _l2
-assert [n for n, _ in _seq.named_parameters()] == ["0.weight", "0.bias", "1.scale", "1.shift", "2.weight", "2.bias"]
-_x = Tensor(np.ones((5, 3), dtype=np.float32))
-np.testing.assert_allclose(_seq(_x).numpy(), _l2(_seq[1](_l1(_x))).numpy(), rtol=1e-6)
-_tail = _seq[1:]
-assert isinstance(_tail, Sequential) and list(_tail._modules) == ["1", "2"] and _tail[1] is _l2
-_named = Sequential(OrderedDict([("fc", Linear(2, 2)), ("out", Linear(2, 1))]))
-assert [n for n, _ in _named.named_parameters()][-1] == "out.bias"
-assert len(_seq.append(Linear(2, 1))) == 4
-print("✓ Sequential")
+with preserved_state():
+    _l1, _l2 = Linear(3, 4), Linear(4, 2)
+    _seq = Sequential(_l1, _Affine(), _l2)
+    check(len(_seq) == 3 and _seq[0] is _l1 and _seq[-1] is _l2, "len, [0] and [-1] of Sequential(l1, affine, l2)")
+    assert_equal([n for n, _ in _seq.named_parameters()],
+                 ["0.weight", "0.bias", "1.scale", "1.shift", "2.weight", "2.bias"], "its parameter names")
+    _x = Tensor(np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32))
+    assert_close(_seq(_x).numpy(), _l2(_seq[1](_l1(_x))).numpy(), rtol=1e-6, atol=1e-7,
+                 what="Sequential(l1, affine, l2)(x) = l2(affine(l1(x)))")
+    _named = Sequential(OrderedDict([("fc", Linear(2, 2)), ("out", Linear(2, 1))]))
+    assert_equal([n for n, _ in _named.named_parameters()], ["fc.weight", "fc.bias", "out.weight", "out.bias"],
+                 "names from an OrderedDict")
+    check(Sequential()(_x) is _x, "an empty Sequential returns its input")
+    assert_raises(TypeError, Sequential, Linear(2, 2), 3, what="Sequential(Linear(2, 2), 3)")
+print("✓ Sequential:", [n for n, _ in _seq.named_children()])
 
 # %% [markdown]
 # ### ModuleList: a list whose entries are registered
@@ -1297,10 +1753,18 @@ print("✓ Sequential")
 # registers each entry as a child named `"0"`, `"1"`, ... (so the names in `state_dict`
 # read `blocks.0.attn.weight`). It has no `forward`; you iterate over it in yours.
 #
-# Write `append(module)` (register it under the next index, return `self` so calls chain)
-# and `__getitem__(idx)`: an `int` (negative counts from the end; out of range is an
-# `IndexError`) returns the module, a `slice` returns a new `ModuleList` holding the same
-# module objects.
+# <details><summary>Hint 1</summary>
+#
+# The next index is the current length. The children registry holds the modules in order.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `append`: register the module under the current length as a string and return the
+# list itself. `__getitem__`: take the modules in order as a Python list; a slice gives a
+# new ModuleList of that slice; otherwise refuse non-ints (and bools) with a TypeError and
+# indices outside minus-length to length-minus-one with an IndexError; return the module.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "modulelist", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -1313,16 +1777,19 @@ class ModuleList(Module):
             self.extend(modules)
 
     def append(self, module):
-        """Add `module` at the end (named str(len(self))); returns self."""
-        # Hint: add_module does the registering (and rejects non-Modules).
+        """Contract: registers `module` as the child str(len(self)); returns self. A
+        non-Module raises TypeError (add_module does)."""
+        # Idea: a list entry is a child whose name is its position.
         ### BEGIN SOLUTION
         self.add_module(str(len(self)), module)
         return self
         ### END SOLUTION
 
     def __getitem__(self, idx):
-        """self[i] is the i-th module; self[a:b] a new ModuleList of the same modules."""
-        # Hint: list(self._modules.values()) holds the modules in order.
+        """Contract: self[i] is the i-th module (negative i counts from the end; out of range
+        raises IndexError; a non-int raises TypeError); self[a:b] is a new ModuleList
+        holding the same module objects."""
+        # Idea: list semantics over the children registry.
         ### BEGIN SOLUTION
         modules = list(self._modules.values())
         if isinstance(idx, slice):
@@ -1356,34 +1823,36 @@ class ModuleList(Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-modulelist", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-_blocks = ModuleList([Linear(3, 3), _Affine()])
-assert len(_blocks) == 2 and isinstance(_blocks[0], Linear) and _blocks[-1] is _blocks[1]
-assert [n for n, _ in _blocks.named_parameters()] == ["0.weight", "0.bias", "1.scale", "1.shift"]
-assert _blocks.append(Linear(3, 1)) is _blocks and len(_blocks) == 3 and list(_blocks._modules)[-1] == "2"
-_part = _blocks[1:]
-assert isinstance(_part, ModuleList) and len(_part) == 2 and _part[0] is _blocks[1]
-assert [type(m).__name__ for m in _blocks] == ["Linear", "_Affine", "Linear"]
+with preserved_state():
+    _blocks = ModuleList([Linear(3, 3), _Affine()])
+    check(len(_blocks) == 2 and isinstance(_blocks[0], Linear) and _blocks[-1] is _blocks[1],
+          "len, [0] and [-1] of ModuleList([Linear, _Affine])")
+    assert_equal([n for n, _ in _blocks.named_parameters()], ["0.weight", "0.bias", "1.scale", "1.shift"],
+                 "ModuleList parameter names")
+    check(_blocks.append(Linear(3, 1)) is _blocks, "append returns the list (calls chain)")
+    assert_equal(list(_blocks._modules), ["0", "1", "2"], "child names after an append")
+    _part = _blocks[1:]
+    check(isinstance(_part, ModuleList) and len(_part) == 2 and _part[0] is _blocks[1],
+          "a slice is a new ModuleList of the same modules")
+    assert_equal([type(m).__name__ for m in _blocks], ["Linear", "_Affine", "Linear"], "iteration order")
+    assert_raises(IndexError, lambda: _blocks[3], what="an index past the end")
+    assert_raises(TypeError, _blocks.append, "not a module", what="appending a string")
 
 
-class _Stack(Module):
-    def __init__(self):
-        super().__init__()
-        self.layers = ModuleList([Linear(2, 2) for _ in range(3)])
+    class _Stack(Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = ModuleList([Linear(2, 2) for _ in range(3)])
 
-    def forward(self, x):
-        for layer in self.layers:
-            x = layer(x)
-        return x
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
 
 
-assert len(list(_Stack().parameters())) == 6
-assert "layers.2.bias" in dict(_Stack().named_parameters())
-try:
-    _blocks[3]
-    raise AssertionError("an index past the end must raise IndexError")
-except IndexError:
-    pass
-print("✓ ModuleList")
+    assert_equal(len(list(_Stack().parameters())), 6, "parameters of 3 Linear layers held in a ModuleList")
+    check("layers.2.bias" in dict(_Stack().named_parameters()), "the dotted name layers.2.bias exists")
+print("✓ ModuleList:", [n for n, _ in _Stack().named_parameters()][-2:])
 
 # %% [markdown]
 # ## 11. Activation layers
@@ -1442,6 +1911,11 @@ class Tanh(Module):
         return tanh(input)
 
 
+# %% [markdown]
+# The layers with an option show it in their printout:
+
+# %%
+#| export
 class GELU(Module):
     """gelu as a layer (torch.nn.GELU); approximate is "none" or "tanh"."""
 
@@ -1502,7 +1976,11 @@ print(model(Tensor([[1.0, -1.0]])))
 # ### Parameter memory
 #
 # A Linear layer holds `in·out` weights and `out` biases; in float32 each costs 4 bytes.
-# For an MLP on 28×28 images, 784 → 512 → 256 → 10:
+# For an MLP on 28×28 images, 784 → 512 → 256 → 10, predict first: how many MiB do its
+# parameters take?
+
+# %%
+predicted_mib = None  # your number: the MLP's parameter memory in MiB (2**20 bytes)
 
 # %%
 from tinytorch import memory_footprint  # noqa: E402
@@ -1514,6 +1992,10 @@ for _name, _p in mlp.named_parameters():
     print(f"{_name:10s} {str(_p.shape):12s} {_p.numel():8,d} params  {_p.nbytes / 1024:8.1f} KiB")
 print(f"total: {_total:,d} parameters = {_total * 4 / 2**20:.2f} MiB in float32 "
       f"(measured with memory_footprint: {memory_footprint(*mlp.parameters()) / 2**20:.2f} MiB)")
+if predicted_mib is None:
+    print("(set predicted_mib above to compare your estimate)")
+else:
+    print(f"you predicted {predicted_mib:.2f} MiB: off by {abs(predicted_mib - _total * 4 / 2**20):.2f} MiB")
 
 # %% [markdown]
 # The weights dominate (the biases are 0.2% here). Training needs more than this: every
@@ -1526,7 +2008,11 @@ print(f"total: {_total:,d} parameters = {_total * 4 / 2**20:.2f} MiB in float32 
 # `x @ W.T` for a batch of `B` rows does `B · in · out` multiply-adds, that is
 # $2 \cdot B \cdot \text{in} \cdot \text{out}$ floating-point operations (FLOPs), plus
 # `B · out` additions for the bias. Let us time `Linear(1024, 1024)` for growing batches and
-# compute the achieved FLOP rate (FLOPs / time).
+# compute the achieved FLOP rate (FLOPs / time). Predict first: how many times higher is
+# the FLOP rate at a batch of 1024 than at a batch of 1?
+
+# %%
+predicted_rate_ratio = None  # your number: GFLOP/s at batch 1024 divided by GFLOP/s at batch 1
 
 # %%
 from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
@@ -1541,6 +2027,10 @@ for _b in _batches:
     _gflops.append(2 * _b * 1024 * 1024 / _secs[-1] / 1e9)
     print(f"batch {_b:5d}: {_secs[-1] * 1e3:8.3f} ms   {_gflops[-1]:7.1f} GFLOP/s   "
           f"{_secs[-1] / _b * 1e6:8.2f} µs per example")
+
+_ratio = _gflops[-1] / _gflops[0]
+print(f"measured: the rate at batch 1024 is {_ratio:.0f}x the rate at batch 1"
+      + ("" if predicted_rate_ratio is None else f" (you predicted {predicted_rate_ratio:.0f}x)"))
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.3))
 ax1.loglog(_batches, np.array(_secs) * 1e3, "o-")
@@ -1560,8 +2050,11 @@ plt.show()
 # batch grows, each weight loaded from memory is reused for more rows, BLAS keeps the
 # CPU's vector units busy, and the FLOP rate climbs until it saturates. This is the
 # **arithmetic intensity** argument (FLOPs per byte moved), and the reason training uses
-# batches and inference servers batch requests together. (Timings on a shared or small
-# machine are noisy: if the curve zigzags, run the cell again; the trend is what matters.)
+# batches and inference servers batch requests together. How large the ratio is depends
+# on your machine: the number of cores BLAS may use, their vector width, the cache sizes,
+# and the fixed per-call overhead of Python and `apply`, which dominates a batch of 1.
+# (Timings on a shared or small machine are noisy: if the curve zigzags, run the cell
+# again; the trend is what matters.)
 #
 # ### What the initialisers draw
 #

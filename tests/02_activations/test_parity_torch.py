@@ -15,6 +15,7 @@ CASES = [
     ("relu", lambda t: F.relu(t), lambda tf, x: tf.relu(x)),
     ("leaky_relu", lambda t: F.leaky_relu(t), lambda tf, x: tf.leaky_relu(x)),
     ("leaky_relu_0.3", lambda t: F.leaky_relu(t, 0.3), lambda tf, x: tf.leaky_relu(x, 0.3)),
+    ("leaky_relu_2", lambda t: F.leaky_relu(t, 2.0), lambda tf, x: tf.leaky_relu(x, 2.0)),
     ("sigmoid", lambda t: F.sigmoid(t), lambda tf, x: tf.sigmoid(x)),
     ("tanh", lambda t: F.tanh(t), lambda tf, x: tf.tanh(x)),
     ("gelu", lambda t: F.gelu(t), lambda tf, x: tf.gelu(x)),

@@ -70,6 +70,29 @@ def test_log_softmax_with_huge_logits_is_exact_not_minus_inf():
     np.testing.assert_allclose(ls, [[0, -1e4, -2e4], [-ln3] * 3, [-ln2, -ln2, -2e4 - ln2]], rtol=1e-6)
 
 
+def test_logsumexp_helper_values_and_keepdims():
+    from tinytorch.nn.activations import _logsumexp
+    a = np.random.default_rng(4).standard_normal((3, 4, 5))
+    for axis in range(3):
+        got = _logsumexp(a, axis)
+        expected = np.log(np.exp(a).sum(axis=axis, keepdims=True))
+        assert got.shape == expected.shape, (axis, got.shape)
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_logsumexp_helper_at_huge_inputs():
+    from tinytorch.nn.activations import _logsumexp
+    x = np.array([[1e4, 1e4, -1e4], [-1e4, -1e4, -1e4], [0.0, -1e4, -1e4]], dtype=np.float32)
+    before = x.copy()
+    got = quiet(_logsumexp, x, 1)
+    assert got.dtype == np.float32 and got.shape == (3, 1)
+    np.testing.assert_allclose(got[:, 0], [1e4 + np.log(2.0), -1e4 + np.log(3.0), 0.0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(x, before)
+    col = quiet(_logsumexp, x, 0)
+    assert col.shape == (1, 3)
+    np.testing.assert_allclose(col[0], [1e4, 1e4, -1e4 + np.log(3.0)], rtol=1e-6)
+
+
 def test_softmax_shift_invariance_large_shift():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((5, 7))

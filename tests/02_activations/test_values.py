@@ -33,6 +33,8 @@ ELEMENTWISE = [
     ("relu", lambda t: F.relu(t), lambda a: np.maximum(a, 0)),
     ("leaky_relu", lambda t: F.leaky_relu(t), lambda a: np.where(a > 0, a, 0.01 * a)),
     ("leaky_relu_0.2", lambda t: F.leaky_relu(t, negative_slope=0.2), lambda a: np.where(a > 0, a, 0.2 * a)),
+    # a slope above 1 is allowed: the negative side is multiplied by it (max(x, 1.5x) would be wrong)
+    ("leaky_relu_1.5", lambda t: F.leaky_relu(t, negative_slope=1.5), lambda a: np.where(a > 0, a, 1.5 * a)),
     ("sigmoid", lambda t: F.sigmoid(t), ref_sigmoid),
     ("tanh", lambda t: F.tanh(t), np.tanh),
     ("gelu", lambda t: F.gelu(t), ref_gelu),

@@ -43,7 +43,7 @@ def test_calculate_gain_values_and_errors():
     assert init.calculate_gain("relu") == math.sqrt(2)
     assert init.calculate_gain("tanh") == pytest.approx(5 / 3)
     assert init.calculate_gain("leaky_relu", 0.5) == pytest.approx(math.sqrt(2 / 1.25))
-    with pytest.raises(ValueError, match="Unsupported"):
+    with pytest.raises(ValueError, match="swish"):  # the message names the unknown nonlinearity
         init.calculate_gain("swish")
     with pytest.raises(ValueError):
         init.calculate_gain("leaky_relu", True)
@@ -134,3 +134,23 @@ def test_zero_element_tensors_are_a_no_op():
     w = tt.zeros(0, 5)
     for fn in (init.xavier_uniform_, init.xavier_normal_, init.kaiming_uniform_, init.kaiming_normal_):
         assert fn(w) is w
+
+
+def test_failed_fill_restores_grad_mode():
+    """The in-place fills switch recording off for the copy and must switch it back even
+    when the copy raises (a shape that does not broadcast), or autograd stays off."""
+    w = nn.Parameter(tt.zeros(2))
+    assert tt.is_grad_enabled()
+    try:
+        with pytest.raises(ValueError):
+            init.constant_(w, np.ones(3))
+        assert tt.is_grad_enabled(), "grad mode must be restored after a failed copy"
+    finally:
+        tt.set_grad_enabled(True)  # a failure here must not switch autograd off for later tests
+    assert w.tolist() == [0.0, 0.0]
+    tt.set_grad_enabled(False)
+    try:
+        init.ones_(w)
+        assert not tt.is_grad_enabled(), "a copy made with grad mode off leaves it off"
+    finally:
+        tt.set_grad_enabled(True)

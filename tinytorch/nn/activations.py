@@ -27,7 +27,7 @@ def _float_array(x):
     return arr if arr.dtype.kind == "f" else arr.astype(np.float32)
 
 
-# -- cell 10 (relu) --
+# -- cell 12 (relu) --
 def relu(input):
     """max(input, 0) elementwise (PyTorch's torch.nn.functional.relu)."""
     _check_tensor(input, "relu")
@@ -35,8 +35,13 @@ def relu(input):
 
 
 def _relu_forward(x):
-    """Forward of relu: a numpy array, same shape and dtype as x."""
-    # Hint: one numpy call on x.numpy().
+    """Forward of relu.
+
+    Contract: `x` is a Tensor of any shape and dtype (possibly a non-contiguous view).
+    Returns a numpy array of x's shape and x's dtype (integers stay integers) holding
+    max(x, 0) elementwise; vectorised (no Python loop); x is not modified.
+    """
+    # Idea: ReLU only compares with zero, so nothing about the dtype needs to change.
     # YOUR CODE HERE
     raise NotImplementedError('_relu_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
@@ -48,14 +53,18 @@ def leaky_relu(input, negative_slope=0.01):
 
 
 def _leaky_relu_forward(x, negative_slope):
-    """Forward of leaky_relu: a floating numpy array (x's float dtype, ints -> float32)."""
-    # Hint: a = _float_array(x); then np.where on a > 0. `negative_slope` is a Python float,
-    # so multiplying keeps a's dtype.
+    """Forward of leaky_relu.
+
+    Contract: `x` is a Tensor; `negative_slope` a Python float (any value, also > 1).
+    Returns a floating numpy array of x's shape (x's float dtype; ints become float32)
+    holding x where x > 0 and negative_slope * x elsewhere.
+    """
+    # Idea: choose elementwise between the input and its scaled copy.
     # YOUR CODE HERE
     raise NotImplementedError('_leaky_relu_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
 
-# -- cell 13 (sigmoid) --
+# -- cell 15 (sigmoid) --
 def sigmoid(input):
     """1 / (1 + exp(-input)) elementwise, without overflow (torch.nn.functional.sigmoid)."""
     _check_tensor(input, "sigmoid")
@@ -63,13 +72,18 @@ def sigmoid(input):
 
 
 def _sigmoid_forward(x):
-    """Forward of sigmoid: never calls exp on a positive number."""
-    # Hints: a = _float_array(x); e = np.exp(-np.abs(a)); then np.where(a >= 0, ..., ...).
+    """Forward of sigmoid.
+
+    Contract: `x` is a Tensor. Returns a floating numpy array of x's shape (x's float
+    dtype; ints become float32) with values in [0, 1], correct to a few ulps, and without
+    any numpy overflow or invalid-value warning, also at inputs of +-1e4 in float32.
+    """
+    # Idea: exp must only ever see a number <= 0.
     # YOUR CODE HERE
     raise NotImplementedError('_sigmoid_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
 
-# -- cell 16 (tanh) --
+# -- cell 18 (tanh) --
 def tanh(input):
     """Hyperbolic tangent elementwise, stable and accurate near 0 (torch.nn.functional.tanh)."""
     _check_tensor(input, "tanh")
@@ -77,12 +91,19 @@ def tanh(input):
 
 
 def _tanh_forward(x):
-    """Forward of tanh: sign(a) * (-m) / (2 + m) with m = expm1(-2|a|)."""
+    """Forward of tanh.
+
+    Contract: `x` is a Tensor. Returns a floating numpy array of x's shape (x's float
+    dtype; ints become float32) in [-1, 1]: odd (tanh(-x) = -tanh(x), tanh(0) = 0),
+    within an ulp or so of the true value for every input including tiny ones (1e-300),
+    and without numpy overflow warnings at +-1e4. Does not call np.tanh.
+    """
+    # Idea: work with |x| so that exp only sees non-positive numbers, and avoid "e^z - 1".
     # YOUR CODE HERE
     raise NotImplementedError('_tanh_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
 
-# -- cell 19 --
+# -- cell 21 --
 # W. J. Cody, "Rational Chebyshev approximations for the error function", Math. Comp. 23
 # (1969), the coefficients of his CALERF routine (netlib specfun): relative error < 1e-15.
 _ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
@@ -143,7 +164,7 @@ def _erfc(z):
     return np.where(small, 1.0 - erf_small, np.where(z < 0, 2.0 - erfc_abs, erfc_abs))
 
 
-# -- cell 23 (gelu) --
+# -- cell 25 (gelu) --
 def gelu(input, approximate="none"):
     """x * Phi(x) elementwise; approximate="tanh" uses the tanh formula (torch.nn.functional.gelu)."""
     _check_tensor(input, "gelu")
@@ -153,12 +174,20 @@ def gelu(input, approximate="none"):
 
 
 def _gelu_forward(x, approximate):
-    """Forward of gelu: computed in float64, returned in x's float dtype (ints -> float32)."""
+    """Forward of gelu.
+
+    Contract: `x` is a Tensor; `approximate` is "none" (exact, x * Phi(x)) or "tanh" (the
+    tanh formula), already checked by the wrapper. Returns a numpy array of x's shape in
+    x's float dtype (ints become float32). The exact form keeps its relative accuracy
+    (about 1e-15 in float64) for very negative inputs, where 1 + erf cancels; no
+    overflow at +-1e4.
+    """
+    # Idea: 1 + erf(z) is erfc(-z), and erfc does not cancel.
     # YOUR CODE HERE
     raise NotImplementedError('_gelu_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
 
-# -- cell 26 (softmax) --
+# -- cell 28 (softmax) --
 def _softmax_args(input, dim, dtype, fn):
     _check_tensor(input, fn)
     if dim is None:
@@ -177,13 +206,34 @@ def softmax(input, dim, dtype=None):
 
 
 def _softmax_forward(x, dim):
-    """Forward of softmax: subtract the max along dim, exponentiate, normalise."""
-    # Hints: a = _float_array(x); m = a.max(axis=dim, keepdims=True); e = np.exp(a - m);
-    # divide e by its sum along dim (keepdims=True).
+    """Forward of softmax.
+
+    Contract: `x` is a Tensor with ndim >= 1; `dim` a non-negative int < x.ndim. Returns a
+    floating numpy array of x's shape (x's float dtype; ints become float32) whose slices
+    along `dim` are each a probability distribution (entries in [0, 1], summing to 1).
+    Finite, and without numpy overflow or invalid-value warnings, for any finite input,
+    also logits of +-1e4 in float32.
+    """
+    # Idea: shift each slice by a constant that makes its largest exponent exactly 0.
     # YOUR CODE HERE
     raise NotImplementedError('_softmax_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
 
+# -- cell 31 (logsumexp) --
+def _logsumexp(a, axis):
+    """log(sum(exp(a), axis)), keeping `axis` as a size-1 dimension.
+
+    Contract: `a` is a floating numpy array with a.ndim >= 1, `axis` a non-negative int
+    < a.ndim. Returns an array of a's dtype and of a's shape with that axis of size 1.
+    Finite, and without numpy overflow or divide-by-zero warnings, for every finite `a`
+    (entries of +-1e4 in float32 included); a is not modified.
+    """
+    # Idea: factor each slice's largest exponential out of its sum.
+    # YOUR CODE HERE
+    raise NotImplementedError('_logsumexp() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
+
+
+# -- cell 34 (log-softmax) --
 def log_softmax(input, dim, dtype=None):
     """log(softmax(x)) computed with log-sum-exp (torch.nn.functional.log_softmax)."""
     input, d = _softmax_args(input, dim, dtype, "log_softmax")
@@ -193,6 +243,14 @@ def log_softmax(input, dim, dtype=None):
 
 
 def _log_softmax_forward(x, dim):
-    """Forward of log_softmax: (x - max) - log(sum(exp(x - max)))."""
+    """Forward of log_softmax.
+
+    Contract: `x` is a Tensor with ndim >= 1; `dim` a non-negative int < x.ndim. Returns a
+    floating numpy array of x's shape (x's float dtype; ints become float32), every entry
+    <= 0, equal to log(softmax(x, dim)) where that is representable, and finite (never
+    -inf) for every finite input, also logits of +-1e4 in float32.
+    """
+    # Idea: subtract the log of the normaliser from the shifted logits; never take the log
+    # of a probability.
     # YOUR CODE HERE
     raise NotImplementedError('_log_softmax_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')

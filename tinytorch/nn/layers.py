@@ -26,10 +26,13 @@ class Parameter(Tensor):
     registered when assigned to a Module attribute (torch.nn.Parameter)."""
 
     def __init__(self, data=None, requires_grad=True):
-        """Copy `data` (Tensor, array, list; None = empty float32) into a new parameter."""
-        # Hint: if data is None use np.zeros(0, dtype=np.float32); then
-        # super().__init__(data, requires_grad=requires_grad) does the rest (and refuses
-        # integer data that requires grad).
+        """Copy `data` into a new parameter.
+
+        Contract: `data` is a Tensor, numpy array, list or number, or None (an empty float32
+        tensor of shape (0,)). The parameter has data's shape and dtype, owns a copy of its
+        values, and requires grad unless `requires_grad=False`.
+        """
+        # Idea: a Parameter *is* a Tensor; only the default of requires_grad differs.
         # YOUR CODE HERE
         raise NotImplementedError('Parameter.__init__() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
@@ -37,7 +40,7 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-# -- cell 10 --
+# -- cell 11 --
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
 
@@ -63,33 +66,9 @@ def _forget(module, name, keep):
             module.__dict__.get(registry, {}).pop(name, None)
 
 
-class Module:
-    """Base class for every layer and model (torch.nn.Module).
-
-    Subclasses call super().__init__() first, assign Parameters and Modules as attributes
-    (they are registered automatically), and define forward(). Call the module, not forward.
-    """
-
-    def __init__(self):
-        # The registries go straight into __dict__: our __setattr__ needs them to exist.
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
-        object.__setattr__(self, "_non_persistent_buffers", set())
-        object.__setattr__(self, "_modules", OrderedDict())
-        self.training = True  # an ordinary attribute, set through __setattr__
-
-    # ------------------------------------------------------------------ forward
-    def forward(self, *args, **kwargs):
-        """The computation; every subclass defines it."""
-        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
-                                  f"function: define forward(self, ...) in your Module subclass")
-
-    def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
-
-    # ------------------------------------------------------------------ registration (section 3)
-    def __setattr__(self, name, value):
-        _module_setattr(self, name, value)
+# -- cell 13 --
+class _ModuleRegistration:
+    """Module's registration methods (a base class of Module, below)."""
 
     def __getattr__(self, name):
         # Only called when ordinary lookup fails: look in the registries.
@@ -106,6 +85,12 @@ class Module:
                 self._non_persistent_buffers.discard(name)
                 return
         object.__delattr__(self, name)
+
+    def __dir__(self):
+        names = set(object.__dir__(self))
+        for registry in _REGISTRIES:
+            names.update(self.__dict__.get(registry, {}))
+        return sorted(names)
 
     def register_parameter(self, name, param):
         """Register `param` (a Parameter, or None for an absent one like bias=False) as `name`."""
@@ -149,7 +134,11 @@ class Module:
 
     register_module = add_module
 
-    # ------------------------------------------------------------------ walking the tree (section 4)
+
+# -- cell 15 --
+class _ModuleTree:
+    """Module's walks over the tree of modules (a base class of Module, below)."""
+
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         """(dotted name, module) for this module and every descendant, pre-order; "" is self."""
         return _named_modules(self, memo, prefix, remove_duplicate)
@@ -190,7 +179,6 @@ class Module:
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
-    # ------------------------------------------------------------------ modes and gradients (section 5)
     def train(self, mode=True):
         """Set training mode on this module and every descendant; returns self."""
         if not isinstance(mode, bool):
@@ -226,6 +214,34 @@ class Module:
         fn(self)
         return self
 
+
+# -- cell 17 --
+class Module(_ModuleRegistration, _ModuleTree):
+    """Base class for every layer and model (torch.nn.Module).
+
+    Subclasses call super().__init__() first, assign Parameters and Modules as attributes
+    (they are registered automatically), and define forward(). Call the module, not forward.
+    """
+
+    def __init__(self):
+        # The registries go straight into __dict__: our __setattr__ needs them to exist.
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        self.training = True  # an ordinary attribute, set through __setattr__
+
+    def forward(self, *args, **kwargs):
+        """The computation; every subclass defines it."""
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
+                                  f"function: define forward(self, ...) in your Module subclass")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def __setattr__(self, name, value):
+        _module_setattr(self, name, value)
+
     # ------------------------------------------------------------------ saving (section 6)
     def state_dict(self, prefix="", keep_vars=False):
         """OrderedDict name -> copy of every parameter and persistent buffer (keep_vars: the
@@ -247,12 +263,6 @@ class Module:
 
     def __repr__(self):
         return _module_repr(self)
-
-    def __dir__(self):
-        names = set(object.__dir__(self))
-        for registry in _REGISTRIES:
-            names.update(self.__dict__.get(registry, {}))
-        return sorted(names)
 
     # ------------------------------------------------------------------ dtype (last: shadows float)
     def to(self, dtype):
@@ -279,57 +289,120 @@ class Module:
         return self.to(np.float32)
 
 
-# -- cell 12 (module-setattr) --
+# -- cell 19 (module-setattr) --
 def _module_setattr(module, name, value):
-    """Module.__setattr__: register Parameters and Modules, guard registered names."""
+    """Module.__setattr__: route `module.name = value` by the value's type.
+
+    Contract:
+    - a Parameter value is registered as the parameter `name`, whatever the name meant
+      before (an ordinary attribute, a child, a buffer); a Module value likewise becomes
+      the child `name`. Either one before Module.__init__ ran raises AttributeError whose
+      message mentions `__init__` (the subclass forgot super().__init__());
+    - a name that is already a registered parameter accepts only a Parameter or None (None
+      unsets it and keeps its place in the order); any other value raises TypeError naming
+      the attribute and the type expected. Likewise a registered child (Module or None)
+      and a registered buffer (Tensor or None, stored in the buffer registry);
+    - anything else (numbers, strings, the training flag, a Tensor under a new name) is an
+      ordinary attribute in the instance's __dict__.
+    """
+    # Idea: a registered name lives in exactly one place, and its kind is guarded.
     # YOUR CODE HERE
     raise NotImplementedError('_module_setattr() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 15 (named-members) --
+# -- cell 23 (named-members) --
 def _join(prefix, name):
     return f"{prefix}.{name}" if prefix else name
 
 
 def _named_modules(module, memo, prefix, remove_duplicate):
-    """Yield (prefix, module), then recursively every descendant with its dotted name."""
+    """Module.named_modules.
+
+    Contract: yields (path, module) for `module` itself (path = `prefix`) and then,
+    depth-first in registration order, for every descendant, with paths joined by dots
+    ("encoder.fc"); None children are skipped. With `remove_duplicate`, a module object
+    met again (at any depth) is not yielded again, nor are its descendants; `memo` is a
+    set of ids already seen (None: start a new one).
+    """
+    # Idea: pre-order recursion over `_modules`, one shared memo for the whole walk.
     # YOUR CODE HERE
     raise NotImplementedError('_named_modules() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
 def _named_members(module, registry, prefix, recurse, remove_duplicate):
-    """Yield (dotted name, tensor) for the entries of `registry` in the tree (or module alone)."""
+    """Module.named_parameters / named_buffers.
+
+    Contract: `registry` is "_parameters" or "_buffers". Yields (dotted name, tensor) for
+    every non-None entry of that registry of every module in
+    module.named_modules(prefix=prefix, remove_duplicate=remove_duplicate), in that order
+    (or of `module` alone, at `prefix`, when `recurse` is False). With `remove_duplicate`,
+    a tensor object already yielded (tied: owned by two modules) is not yielded again.
+    """
+    # Idea: the same tensor reached twice is trained once.
     # YOUR CODE HERE
     raise NotImplementedError('_named_members() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 18 (train) --
+# -- cell 26 (train) --
 def _train(module, mode):
-    """Module.train: set the training flag on module and (recursively) its children."""
+    """Module.train (the mode is already checked to be a bool).
+
+    Contract: sets `training = mode` on `module` and on every descendant (through each
+    child's `train` method); returns `module`.
+    """
+    # Idea: a mode is a property of the whole tree, not of one node.
     # YOUR CODE HERE
     raise NotImplementedError('_train() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 21 (state-dict) --
+# -- cell 29 (no-grad-copy) --
 def _no_grad_copy_(tensor, values):
-    """Write `values` into `tensor`'s own memory without recording (init, loading)."""
+    """Write `values` into `tensor`'s own memory without recording (init, loading).
+
+    Contract: `values` is anything `Tensor.copy_` accepts (broadcastable to tensor's shape;
+    cast to its dtype). The tensor keeps its storage and stays a leaf (no grad_fn); the
+    grad mode afterwards is what it was before, also when the copy raises (the error then
+    propagates). Returns `tensor`.
+    """
+    # Idea: switch recording off around the copy, and always switch it back.
     # YOUR CODE HERE
     raise NotImplementedError('_no_grad_copy_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
+# -- cell 32 (state-dict) --
 def _state_dict(module, prefix, keep_vars):
-    """Module.state_dict: name -> copy (or, with keep_vars, the live tensor)."""
+    """Module.state_dict.
+
+    Contract: returns an OrderedDict; for each (path, m) of
+    module.named_modules(prefix=prefix, remove_duplicate=False), in order, m's non-None
+    parameters and then m's non-None persistent buffers, under the key path.name (name
+    alone at an empty path). Values are copies (new storage, requires_grad False), or
+    with `keep_vars` the live tensors.
+    """
+    # Idea: a checkpoint is the tree flattened into (dotted name, values).
     # YOUR CODE HERE
     raise NotImplementedError('_state_dict() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
+# -- cell 35 (load-state-dict) --
 def _load_state_dict(module, state_dict, strict):
-    """Module.load_state_dict: check every key and shape, then copy in place."""
+    """Module.load_state_dict.
+
+    Contract: `state_dict` maps names to Tensors or numpy arrays. Returns
+    _IncompatibleKeys(missing, unexpected) (lists of keys, in order). Raises one
+    RuntimeError, before changing anything, whose first line names the module's class and
+    which then has a line per problem: always, for each key whose shapes differ, a line
+    saying "size mismatch" with the key, the checkpoint's shape and the model's shape;
+    with `strict`, a line saying "Missing key(s)" and one saying "Unexpected key(s)",
+    each listing its keys in double quotes. Otherwise copies every present key's values
+    into the existing tensor (same object, same storage, not recorded, cast to its dtype).
+    """
+    # Idea: validate all, then copy in place: never replace the objects an optimizer holds.
     # YOUR CODE HERE
     raise NotImplementedError('_load_state_dict() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 24 (module-repr) --
+# -- cell 38 (module-repr) --
 def _addindent(text, spaces):
     """Indent every line of `text` but the first by `spaces` spaces."""
     lines = text.split("\n")
@@ -339,12 +412,13 @@ def _addindent(text, spaces):
 
 
 def _module_repr(module):
-    """Module.__repr__: PyTorch's nested format."""
+    """Module.__repr__: PyTorch's nested format (the rules above)."""
+    # Idea: format one level; the children format themselves.
     # YOUR CODE HERE
     raise NotImplementedError('_module_repr() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 27 (init) --
+# -- cell 41 --
 def uniform_(tensor, a=0.0, b=1.0):
     """Fill `tensor` in place with samples from U(a, b); returns it."""
     u = rand(tensor.shape, dtype=tensor.dtype).numpy()
@@ -372,71 +446,110 @@ def ones_(tensor):
     return _no_grad_copy_(tensor, 1)
 
 
+# -- cell 43 (gain-and-fans) --
 def calculate_gain(nonlinearity, param=None):
     """The recommended gain for an activation (torch.nn.init.calculate_gain).
 
-    linear, conv*, sigmoid -> 1; tanh -> 5/3; relu -> sqrt(2); selu -> 3/4;
-    leaky_relu -> sqrt(2 / (1 + slope**2)) with slope = param (default 0.01).
+    Contract: "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d" and "sigmoid" -> 1; "tanh" -> 5/3;
+    "relu" -> sqrt(2); "selu" -> 3/4; "leaky_relu" -> sqrt(2 / (1 + slope**2)) with
+    slope = param (0.01 when None). Raises ValueError for a slope that is not an int or
+    float (bools included), and for any other name (the message names it).
     """
-    # Hints: the linear-like names are "linear", "conv1d", "conv2d", "conv3d",
-    # "conv_transpose1d", "conv_transpose2d", "conv_transpose3d". For leaky_relu, `param`
-    # must be an int or float but not a bool (ValueError otherwise). Unknown names:
-    # ValueError(f"Unsupported nonlinearity {nonlinearity}").
+    # Idea: the gain undoes what the activation does to E[x^2].
     # YOUR CODE HERE
     raise NotImplementedError('calculate_gain() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
 def _calculate_fan_in_and_fan_out(tensor):
-    """(fan_in, fan_out) of a weight: (shape[1], shape[0]) times the receptive field size."""
+    """(fan_in, fan_out) of a weight tensor.
+
+    Contract: `tensor` has shape (out, in, *kernel). Returns (in * k, out * k), Python
+    ints, with k the product of the kernel sizes (1 for a 2-D weight). Raises ValueError
+    for a tensor with fewer than 2 dimensions (the message says so, and gives the shape).
+    """
+    # Idea: fan_in counts the inputs one output sums over.
     # YOUR CODE HERE
     raise NotImplementedError('_calculate_fan_in_and_fan_out() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-def _kaiming_std(tensor, a, mode, nonlinearity):
-    """gain / sqrt(fan) for the Kaiming functions (mode is "fan_in" or "fan_out")."""
-    # YOUR CODE HERE
-    raise NotImplementedError('_kaiming_std() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-
+# -- cell 46 (xavier) --
 def xavier_uniform_(tensor, gain=1.0):
-    """Glorot uniform: U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)); in place."""
+    """Glorot uniform (torch.nn.init.xavier_uniform_).
+
+    Contract: fills `tensor` (2 or more dims) in place, unrecorded, with U(-b, b) draws
+    whose variance is gain**2 times Xavier's; returns it. A tensor with no elements is
+    returned unchanged; fewer than 2 dims raise the fans' ValueError.
+    """
+    # Idea: the variance uses the average of fan_in and fan_out.
     # YOUR CODE HERE
     raise NotImplementedError('xavier_uniform_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
 def xavier_normal_(tensor, gain=1.0):
-    """Glorot normal: N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out)); in place."""
+    """Glorot normal (torch.nn.init.xavier_normal_): as xavier_uniform_, with N(0, std**2)."""
+    # Idea: the same variance as xavier_uniform_, from a normal distribution.
     # YOUR CODE HERE
     raise NotImplementedError('xavier_normal_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
+# -- cell 49 (kaiming) --
+def _kaiming_std(tensor, a, mode, nonlinearity):
+    """The Kaiming standard deviation.
+
+    Contract: returns calculate_gain(nonlinearity, a) / sqrt(fan), fan the fan_in or the
+    fan_out of `tensor` as `mode` says. Raises ValueError for any other mode (the message
+    names the mode given and the two allowed).
+    """
+    # Idea: which fan to keep constant is a choice: forward signal or backward gradient.
+    # YOUR CODE HERE
+    raise NotImplementedError('_kaiming_std() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
+
+
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
-    """He uniform: U(-b, b), b = sqrt(3) * gain / sqrt(fan); in place."""
+    """He uniform (torch.nn.init.kaiming_uniform_): U(-b, b) with the Kaiming variance, in
+    place and unrecorded; returns the tensor (unchanged when it has no elements)."""
+    # Idea: a uniform distribution with the Kaiming standard deviation.
     # YOUR CODE HERE
     raise NotImplementedError('kaiming_uniform_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
-    """He normal: N(0, std^2), std = gain / sqrt(fan); in place."""
+    """He normal (torch.nn.init.kaiming_normal_): N(0, std**2) with the Kaiming std, in
+    place and unrecorded; returns the tensor (unchanged when it has no elements)."""
+    # Idea: a normal distribution with the Kaiming standard deviation.
     # YOUR CODE HERE
     raise NotImplementedError('kaiming_normal_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 30 (linear) --
+# -- cell 52 (linear) --
 class Linear(Module):
     """y = x @ W.T + b over the last dimension (torch.nn.Linear); W has shape (out, in)."""
 
     def __init__(self, in_features, out_features, bias=True, dtype=None):
+        """Contract: registers `weight` (Parameter, shape (out_features, in_features)) and
+        `bias` (Parameter of shape (out_features,), or None when bias=False: still a
+        registered name), in `dtype` (default float32), in that order, then initialises
+        them with reset_parameters()."""
         super().__init__()
+        # Idea: the layer owns its parameters; their values come from reset_parameters.
         # YOUR CODE HERE
         raise NotImplementedError('Linear.__init__() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
     def reset_parameters(self):
-        """PyTorch's default: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in))."""
+        """Contract: in place (the same Parameter objects), PyTorch's default: weight by
+        kaiming_uniform_ with a = sqrt(5), bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        (bound 0 when fan_in is 0)."""
+        # Idea: PyTorch's default is a Kaiming uniform draw; the bias shares the weight's range.
         # YOUR CODE HERE
         raise NotImplementedError('Linear.reset_parameters() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
     def forward(self, input):
+        """Contract: `input` has shape (..., in_features); returns a recorded Tensor of shape
+        (..., out_features) equal to input @ weight.T + bias. Raises ValueError for a 0-d
+        input or a wrong last dimension; the message names the input's shape,
+        in_features=<n> and the weight's shape."""
+        # Idea: one matrix product over the last dimension; the bias broadcasts.
         # YOUR CODE HERE
         raise NotImplementedError('Linear.forward() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
@@ -444,18 +557,23 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-# -- cell 33 (sequential) --
+# -- cell 55 (sequential) --
 class Sequential(Module):
     """Modules applied one after the other (torch.nn.Sequential)."""
 
     def __init__(self, *args):
+        """Contract: Sequential(m0, m1, ...) registers the modules as children "0", "1", ...;
+        Sequential(OrderedDict) registers its items under their keys, in order. A non-Module
+        argument raises TypeError."""
         super().__init__()
-        # Hint: with a single OrderedDict argument, add_module(name, module) for each item;
-        # otherwise add_module(str(i), module) for each argument.
+        # Idea: the children's registration order is the order of the computation.
         # YOUR CODE HERE
         raise NotImplementedError('Sequential.__init__() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
     def forward(self, input):
+        """Contract: the children applied in order, each to the previous one's output
+        (an empty Sequential returns its input)."""
+        # Idea: function composition, left to right.
         # YOUR CODE HERE
         raise NotImplementedError('Sequential.forward() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
@@ -481,7 +599,7 @@ class Sequential(Module):
         return self
 
 
-# -- cell 36 (modulelist) --
+# -- cell 58 (modulelist) --
 class ModuleList(Module):
     """A list of modules registered as children "0", "1", ... (torch.nn.ModuleList)."""
 
@@ -491,14 +609,17 @@ class ModuleList(Module):
             self.extend(modules)
 
     def append(self, module):
-        """Add `module` at the end (named str(len(self))); returns self."""
-        # Hint: add_module does the registering (and rejects non-Modules).
+        """Contract: registers `module` as the child str(len(self)); returns self. A
+        non-Module raises TypeError (add_module does)."""
+        # Idea: a list entry is a child whose name is its position.
         # YOUR CODE HERE
         raise NotImplementedError('ModuleList.append() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
     def __getitem__(self, idx):
-        """self[i] is the i-th module; self[a:b] a new ModuleList of the same modules."""
-        # Hint: list(self._modules.values()) holds the modules in order.
+        """Contract: self[i] is the i-th module (negative i counts from the end; out of range
+        raises IndexError; a non-int raises TypeError); self[a:b] is a new ModuleList
+        holding the same module objects."""
+        # Idea: list semantics over the children registry.
         # YOUR CODE HERE
         raise NotImplementedError('ModuleList.__getitem__() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
@@ -523,7 +644,7 @@ class ModuleList(Module):
         return iter(self._modules.values())
 
 
-# -- cell 39 --
+# -- cell 61 --
 class Identity(Module):
     """Returns its input unchanged (torch.nn.Identity); accepts and ignores any arguments."""
 
@@ -569,6 +690,7 @@ class Tanh(Module):
         return tanh(input)
 
 
+# -- cell 63 --
 class GELU(Module):
     """gelu as a layer (torch.nn.GELU); approximate is "none" or "tanh"."""
 
