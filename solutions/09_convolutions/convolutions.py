@@ -697,6 +697,14 @@ for (_N, _C, _H, _W, _Co, _kk, _s, _p) in [(2, 3, 7, 6, 4, (3, 3), 1, 1), (1, 2,
                  conv2d_loops(_xx, _ww, _bb, _s, _p), rtol=1e-10, atol=1e-12, what=f"conv2d with bias, {_case}")
     assert_close(conv2d(Tensor(_xx), Tensor(_ww), stride=_s, padding=_p), conv2d_loops(_xx, _ww, None, _s, _p),
                  rtol=1e-10, atol=1e-12, what=f"conv2d without bias, {_case}")
+_xx, _ww = _rng.standard_normal((2, 3, 7, 6)), _rng.standard_normal((4, 3, 3, 2))
+_xpad = np.pad(_xx, ((0, 0), (0, 0), (1, 1), (0, 0)))                # padding (1, 0), stride (2, 1)
+_ref = np.zeros((2, 4, 4, 5))
+for _u in range(3):
+    for _v in range(2):  # the input slab that kernel offset (u, v) sees, for every output position
+        _ref += np.einsum("oc,ncij->noij", _ww[:, :, _u, _v], _xpad[:, :, _u:_u + 2 * 4:2, _v:_v + 5])
+assert_close(conv2d(Tensor(_xx), Tensor(_ww), stride=(2, 1), padding=(1, 0)), _ref, rtol=1e-10, atol=1e-12,
+             what="conv2d with stride (2, 1) and padding (1, 0): each dimension uses its own stride and padding")
 _y32 = conv2d(Tensor(np.ones((1, 1, 4, 4), np.float32)), Tensor(np.ones((2, 1, 3, 3), np.float32)))
 assert_equal(_y32.dtype, np.dtype(np.float32), "float32 in, float32 out")
 _t = conv2d(Tensor(_xx), Tensor(_ww, requires_grad=True), padding=1)
@@ -783,6 +791,8 @@ axes[0].loglog([4, 8, 12, 16], np.array(_t_cols) * 1e3, "s-", label="im2col + ma
 axes[0].set_xlabel("image side (N=2, 3→8 channels, 3×3)")
 axes[0].set_ylabel("median time (ms)")
 axes[0].set_title("time (measured on this machine)")
+axes[0].set_xticks([4, 8, 12, 16], ["4", "8", "12", "16"], minor=False)
+axes[0].set_xticks([], minor=True)
 axes[0].legend()
 axes[1].loglog(_sizes, _in_mb, "o-", label="input")
 axes[1].loglog(_sizes, _col3_mb, "s-", label="column matrix, 3×3")
@@ -790,6 +800,8 @@ axes[1].loglog(_sizes, _col5_mb, "^-", label="column matrix, 5×5")
 axes[1].set_xlabel("image side (N=32, C=3, float32)")
 axes[1].set_ylabel("MiB")
 axes[1].set_title("memory: the columns are ~k² × the input")
+axes[1].set_xticks(_sizes, [str(s) for s in _sizes], minor=False)
+axes[1].set_xticks([], minor=True)
 axes[1].legend()
 fig.tight_layout()
 plt.show()
@@ -1635,6 +1647,7 @@ class Conv2d(Module):
         ### END SOLUTION
 
     def forward(self, input):
+        # Idea: the layer holds the parameters and the geometry; the op does the work.
         ### BEGIN SOLUTION
         return conv2d(input, self.weight, self.bias, self.stride, self.padding)
         ### END SOLUTION
@@ -2066,7 +2079,10 @@ plt.show()
 #   inference time: in eval mode it is an affine map per channel, so it can be folded into
 #   the conv's weight and bias for free.
 #
-# If PyTorch is installed, compare directly (skipped otherwise):
+# If PyTorch is installed, compare directly (skipped otherwise). The timing line compares
+# the fixed cost of one call on a tiny input, not the arithmetic: it says little about
+# large layers, and PyTorch's figure can be much larger than you expect on a loaded
+# machine, where its pool of threads competes with other processes for the cores.
 
 # %%
 from tinytorch.utils.optional import optional_torch

@@ -437,6 +437,7 @@ class Conv2d(Module):
         raise NotImplementedError('Conv2d.reset_parameters() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
     def forward(self, input):
+        # Idea: the layer holds the parameters and the geometry; the op does the work.
         # YOUR CODE HERE
         raise NotImplementedError('Conv2d.forward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
