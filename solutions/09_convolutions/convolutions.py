@@ -1126,8 +1126,8 @@ print("✓ _max_pool2d_indices: 2x2 winners of the example at", _max_pool2d_indi
 # <details><summary>Hint 1</summary>
 #
 # Both are easier on the flattened planes `(N, C, H·W)`, since the indices are flat within
-# a plane. numpy has a "take along an axis" for the gather. For the scatter, plain fancy
-# assignment `a[idx] = g` keeps only ONE of the values aimed at the same place: you need a
+# a plane. numpy has a "take along an axis" for the gather. For the scatter, a plain
+# fancy-index assignment keeps only ONE of the values aimed at the same place: you need a
 # function that *adds* duplicates (`np.add.at`, or `np.bincount` with weights).
 # </details>
 #
@@ -1348,10 +1348,11 @@ print("✓ avg_pool2d; avg_pool2d(ramp, 2) =", avg_pool2d(_x, 2).numpy()[0, 0].t
 #
 # <details><summary>Hint 2</summary>
 #
-# `momentum` is the weight of the *new* batch (0.1: mostly the old average). Writing
-# `running = ...` only rebinds a local name; to change the layer's buffer, write into the
-# array (`running[...] = ...`). In eval, why return a *copy* of the running statistics
-# rather than the arrays themselves? (The op keeps what you return as its saved mean.)
+# `momentum` is the weight of the *new* batch (0.1: mostly the old average). Assigning a
+# new array to the parameter's name only rebinds a local name; to change the layer's
+# buffer, write into the array's elements (assign to all of its elements at once). In eval,
+# why return a *copy* of the running statistics rather than the arrays themselves? (The op
+# keeps what you return as its saved mean, and a later training step moves the buffers.)
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -1816,7 +1817,7 @@ print("✓ BatchNorm2d: running_mean after three batches", np.round(_bn.running_
 #
 # <details><summary>Hint 1</summary>
 #
-# module 01's `Tensor` already has a method with the same two arguments; its gradient is a
+# Module 01's `Tensor` already has a method with the same two arguments; its gradient is a
 # reshape back, which module 06 already knows.
 # </details>
 
