@@ -114,6 +114,25 @@ def test_batchnorm2d_eval_is_independent_of_the_batch():
     assert not np.allclose(bn(x[:2]).numpy(), bn(x).numpy()[:2]), "train mode uses the batch's statistics"
 
 
+def test_eval_graph_keeps_its_statistics():
+    """An output computed in eval mode keeps the statistics it used, even when a later training
+    step moves the running buffers in place (the statistics are copied, not aliased)."""
+    tt.manual_seed(3)
+    bn = BatchNorm2d(2, dtype=tt.float64)
+    bn(tt.tensor(rand((4, 2, 3, 3), seed=1, scale=2.0, shift=1.0)))
+    bn.eval()
+    x = tt.tensor(rand((3, 2, 3, 3), seed=2), requires_grad=True)
+    rm, rv = bn.running_mean.numpy().copy(), bn.running_var.numpy().copy()
+    y = bn(x)
+    bn.train()
+    bn(tt.tensor(rand((4, 2, 3, 3), seed=3, scale=5.0, shift=-3.0)))  # moves the running statistics
+    g = rand(x.shape, seed=4)
+    (y * tt.tensor(g)).sum().backward()
+    xhat = (x.numpy() - rm.reshape(1, 2, 1, 1)) / np.sqrt(rv.reshape(1, 2, 1, 1) + bn.eps)
+    np.testing.assert_allclose(bn.weight.grad.numpy(), (g * xhat).sum(axis=(0, 2, 3)), **TOL[np.float64])
+    np.testing.assert_allclose(x.grad.numpy(), g / np.sqrt(rv.reshape(1, 2, 1, 1) + bn.eps), **TOL[np.float64])
+
+
 def test_batchnorm2d_state(torch):
     bn = BatchNorm2d(4)
     assert sorted(k for k in bn.state_dict()) == ["bias", "num_batches_tracked", "running_mean",

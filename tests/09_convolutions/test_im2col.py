@@ -5,8 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinytorch as tt
-from tinytorch.nn.conv import col2im, conv_output_size, im2col
-
+from tinytorch.nn.conv import _windows, col2im, conv_output_size, im2col
 
 
 def rand(shape, seed=0):
@@ -44,6 +43,15 @@ def test_im2col_equals_unfold(torch, k, s, p):
     ref = torch.nn.functional.unfold(torch.from_numpy(x), k, padding=p, stride=s).numpy()
     assert cols.shape == ref.shape
     np.testing.assert_array_equal(cols, ref)
+
+
+def test_windows_is_a_strided_view():
+    xp = np.arange(2 * 3 * 6 * 7, dtype=np.float64).reshape(2, 3, 6, 7)
+    win = _windows(xp, (3, 2), (2, 1))
+    assert win.shape == (2, 3, 3, 2, 2, 6)
+    assert np.shares_memory(win, xp), "the windows must be a view of the padded input, not a copy"
+    for n, c, u, v, i, j in [(0, 0, 0, 0, 0, 0), (1, 2, 2, 1, 1, 5), (0, 1, 1, 0, 1, 3)]:
+        assert win[n, c, u, v, i, j] == xp[n, c, i * 2 + u, j + v]
 
 
 def test_im2col_shapes_values_and_tensor_input():

@@ -38,52 +38,55 @@ def _as_numpy(x):
 
 # -- cell 9 (output-size) --
 def conv_output_size(size, kernel_size, stride=1, padding=0):
-    """The number of window positions along one dimension: ⌊(size + 2·padding − kernel_size) / stride⌋ + 1.
+    """The number of window positions along one dimension of a conv or pooling op.
 
-    Why: every conv and pooling op needs it, and it is where impossible geometry (stride ≤ 0,
-    padding < 0, a kernel larger than the padded input) is refused with a clear message.
+    Contract: `size`, `kernel_size`, `stride`, `padding` are ints (the unpadded input length,
+    the window length, the step, the zeros added on EACH side). Returns a Python int ≥ 1.
+    Raises ValueError, with a message that names the argument and its value, when the
+    stride is < 1 (the message says "stride"), the kernel_size is < 1 ("kernel_size"), the
+    padding is negative ("padding"), or the kernel does not fit in the padded input (the
+    message says the kernel is "larger" than the padded input, with both sizes).
     """
-    # Hints:
-    # - ValueError(f"stride must be positive, got {stride}") when stride < 1; likewise
-    #   kernel_size < 1 ("kernel_size must be positive") and padding < 0 ("padding must be
-    #   non-negative");
-    # - when kernel_size > size + 2 * padding: ValueError saying that the kernel
-    #   ({kernel_size}) is larger than the padded input ({size} + 2·{padding} = ...);
-    # - then the formula, with integer division //.
+    # Idea: count where the window can START; it must end inside the padded input.
     # YOUR CODE HERE
     raise NotImplementedError('conv_output_size() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 17 (im2col) --
+# -- cell 17 (windows) --
 def _pad(x, padding, value=0.0):
-    """x (N, C, H, W) with padding = (ph, pw) rows/columns of `value` on each side (numpy)."""
-    # Hint: np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=value);
-    # return x itself when there is nothing to pad.
+    """The padded copy of a batch of images.
+
+    Contract: x a numpy array (N, C, H, W); padding a pair (ph, pw) of ints ≥ 0; value a
+    number. Returns (N, C, H + 2·ph, W + 2·pw): x in the middle, `ph` rows of `value` above
+    AND below, `pw` columns left AND right. With no padding it may return x itself.
+    """
+    # Idea: padding goes on both sides of the two spatial axes only.
     # YOUR CODE HERE
     raise NotImplementedError('_pad() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
 def _windows(xp, kernel_size, stride):
-    """All kh×kw windows of the padded array xp (N, C, Hp, Wp), as a read-only strided VIEW
-    of shape (N, C, kh, kw, H_out, W_out): no copy, no loop.
+    """All kh×kw windows of an (already padded) array, as one read-only strided VIEW.
 
+    Contract: xp a numpy array (N, C, Hp, Wp); kernel_size (kh, kw) and stride (sh, sw)
+    pairs of ints. Returns a view of xp (it shares xp's memory: no copy, no loop) of shape
+    (N, C, kh, kw, H_out, W_out) with view[n, c, u, v, i, j] == xp[n, c, i·sh + u, j·sw + v].
     Why: this view is im2col without its copy; pooling reduces over it directly.
     """
-    # Hints:
-    # - H_out = conv_output_size(Hp, kh, sh) (padding is already in xp), same for W_out;
-    # - sN, sC, sH, sW = xp.strides (bytes);
-    # - np.lib.stride_tricks.as_strided(xp, shape=..., strides=(sN, sC, sH, sW, sH * sh, sW * sw),
-    #   writeable=False).
+    # Idea: a window's element address is linear in (n, c, u, v, i, j): its coefficients are strides.
     # YOUR CODE HERE
     raise NotImplementedError('_windows() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
+# -- cell 20 (im2col) --
 def im2col(input, kernel_size, stride=1, padding=0):
     """The column matrix of a batch of images (torch.nn.functional.unfold's layout).
 
-    input: (N, C, H, W) numpy array or Tensor. Returns a numpy array of shape
-    (N, C·kh·kw, H_out·W_out): column l = i·W_out + j holds the window of output position
-    (i, j), flattened in (c, u, v) order.
+    Contract: input an (N, C, H, W) numpy array or Tensor; kernel_size, stride, padding
+    ints or (height, width) pairs. Returns a numpy array (N, C·kh·kw, H_out·W_out) of the
+    input's dtype: column l = i·W_out + j holds the window of output position (i, j),
+    flattened in (c, u, v) order, zeros where the window covers the padding. Raises
+    ValueError for an input that is not 4-D (provided below).
     """
     x = _as_numpy(input)
     if x.ndim != 4:
@@ -91,20 +94,21 @@ def im2col(input, kernel_size, stride=1, padding=0):
     kernel_size = _pair(kernel_size, "kernel_size", "im2col")
     stride = _pair(stride, "stride", "im2col")
     padding = _pair(padding, "padding", "im2col")
-    # Hint: _windows(_pad(x, padding), kernel_size, stride), then one reshape to
-    # (N, C * kh * kw, H_out * W_out).
+    # Idea: the windows view already has the right axes in the right order; merge them.
     # YOUR CODE HERE
     raise NotImplementedError('im2col() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 20 (conv2d-forward) --
+# -- cell 23 (conv2d-forward) --
 def _conv2d_forward(x, weight, bias=None, *, stride, padding):
-    """Forward of conv2d: im2col, one (batched) matmul, bias, reshape. Tensors in, numpy out."""
-    # Hints:
-    # - cols = im2col(x.numpy(), (kh, kw), stride, padding)  -> (N, C·kh·kw, L);
-    # - out = np.tensordot(weight.numpy().reshape(C_out, -1), cols, axes=(1, 1))  -> (C_out, N, L)
-    #   (tensordot contracts axis 1 of both and runs ONE big matrix multiply);
-    # - add the bias as bias[:, None, None]; then out.transpose(1, 0, 2).reshape(N, C_out, Ho, Wo).
+    """Forward of the op "conv2d": im2col, one matrix multiply, the bias, a reshape.
+
+    Contract: x (N, C, H, W), weight (C_out, C, kh, kw) and bias (C_out,) or None are
+    Tensors of one float dtype; stride and padding are (h, w) pairs (already checked by
+    conv2d). Returns a numpy array (N, C_out, H_out, W_out) of that dtype, equal to
+    conv2d_loops on the same numbers.
+    """
+    # Idea: every filter dotted with every window is ONE product of two matrices.
     # YOUR CODE HERE
     raise NotImplementedError('_conv2d_forward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
@@ -156,11 +160,17 @@ def conv2d(input, weight, bias=None, stride=1, padding=0):
     return apply("conv2d", _conv2d_forward, *inputs, stride=stride, padding=padding)
 
 
-# -- cell 27 (col2im) --
+# -- cell 32 (col2im) --
 def col2im(cols, input_size, kernel_size, stride=1, padding=0):
-    """Scatter-add a column array (N, C·kh·kw, L) back into images (N, C, H, W): the adjoint
-    of im2col (torch.nn.functional.fold's layout). input_size = (H, W), without padding.
+    """Scatter-ADD a column array back into images: the adjoint of im2col
+    (torch.nn.functional.fold's layout).
 
+    Contract: cols an (N, C·kh·kw, L) numpy array or Tensor in im2col's layout; input_size
+    (H, W) the unpadded image size; kernel_size, stride, padding ints or pairs. Returns a new
+    contiguous numpy array (N, C, H, W) of cols' dtype in which each pixel holds the SUM of
+    every column entry that im2col would have copied from it (entries copied from the
+    padding are dropped). Raises ValueError naming the expected and the given shape when
+    cols does not fit the geometry (provided below).
     Why: the backward of im2col; a pixel copied into several columns gets the sum of their
     gradients.
     """
@@ -173,60 +183,67 @@ def col2im(cols, input_size, kernel_size, stride=1, padding=0):
     if cols.ndim != 3 or cols.shape[1] % (kh * kw) or cols.shape[2] != Ho * Wo:
         raise ValueError(f"col2im: expected columns of shape (N, C·{kh}·{kw}, {Ho}·{Wo}) for an input of "
                          f"size {(H, W)}, got {tuple(cols.shape)}")
-    # Hints:
-    # - c6 = cols.reshape(N, C, kh, kw, Ho, Wo); xp = np.zeros((N, C, H + 2 * ph, W + 2 * pw), cols.dtype);
-    # - for u in range(kh): for v in range(kw):
-    #       xp[:, :, u:u + sh * Ho:sh, v:v + sw * Wo:sw] += c6[:, :, u, v]
-    # - return the un-padded middle, made contiguous: np.ascontiguousarray(xp[:, :, ph:ph + H, pw:pw + W]).
+    # Idea: each kernel offset (u, v) is one strided slab of the padded image; overlaps ADD.
     # YOUR CODE HERE
     raise NotImplementedError('col2im() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 30 (conv2d-backward) --
+# -- cell 35 (conv2d-backward) --
 @backward_rule("conv2d")
 def _conv2d_backward(node, grad):
-    """Gradients of conv2d for (input, weight[, bias]): col2im(Wᵀ·Ȳ), Σ_n Ȳ·colsᵀ, Σ Ȳ."""
+    """The backward rule of the op "conv2d".
+
+    Contract: node.inputs = (input, weight) or (input, weight, bias), Tensors;
+    node.attrs["stride"], node.attrs["padding"] pairs; grad a numpy array
+    (N, C_out, H_out, W_out) (read it, never write into it). Returns a tuple with one numpy
+    gradient per input, each of its input's shape: (x̄, W̄) or (x̄, W̄, b̄), with
+    b̄ = Σ Ȳ, W̄ = Σ_n Ȳ_n·cols_nᵀ and x̄ = col2im(Wᵀ·Ȳ).
+    """
     x, w = node.inputs[0].numpy(), node.inputs[1].numpy()
     stride, padding = node.attrs["stride"], node.attrs["padding"]
-    # Hints:
-    # - g = grad.reshape(N, C_out, L); cols = im2col(x, (kh, kw), stride, padding);
-    # - gw = np.tensordot(g, cols, axes=([0, 2], [0, 2])).reshape(w.shape);
-    # - gcols = np.tensordot(w.reshape(C_out, -1), g, axes=(0, 1)).transpose(1, 0, 2)  -> (N, C·kh·kw, L);
-    #   gx = col2im(gcols, (H, W), (kh, kw), stride, padding);
-    # - return (gx, gw) or (gx, gw, g.sum(axis=(0, 2))) when there is a bias (len(node.inputs) == 3).
+    # Idea: the same columns as the forward give the weight gradient; col2im sends the rest home.
     # YOUR CODE HERE
     raise NotImplementedError('_conv2d_backward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 33 (max-pool) --
+# -- cell 38 (max-pool) --
 def _max_pool2d_indices(x, kernel_size, stride, padding):
-    """For x (N, C, H, W) numpy: int64 (N, C, H_out, W_out) flat indices h·W + w of each window's max."""
-    # Hints:
-    # - win = _windows(_pad(x, padding, -np.inf), kernel_size, stride)   # (N, C, kh, kw, Ho, Wo)
-    # - a = win.reshape(N, C, kh * kw, Ho, Wo).argmax(axis=2); u, v = np.divmod(a, kw);
-    # - h = np.arange(Ho)[:, None] * sh + u - ph; w = np.arange(Wo)[None, :] * sw + v - pw;
-    # - return (h * W + w).astype(np.int64).
+    """Where each window's maximum is, as PyTorch's return_indices gives it.
+
+    Contract: x a numpy array (N, C, H, W); kernel_size, stride, padding (h, w) pairs (already
+    checked: padding ≤ kernel // 2). Returns an int64 array (N, C, H_out, W_out) whose entry
+    (n, c, i, j) is h·W + w for the input pixel (h, w) of plane (n, c) holding the maximum of
+    window (i, j), never a padded cell; on ties, the first maximum in reading order.
+    """
+    # Idea: argmax over each window, then translate "position in the window" to "pixel of the input".
     # YOUR CODE HERE
     raise NotImplementedError('_max_pool2d_indices() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
+# -- cell 41 (max-pool-routing) --
 def _max_pool2d_forward(x, *, kernel_size, stride, padding, indices):
-    """Gather x at the argmax indices: (N, C, H·W) -> (N, C, H_out, W_out)."""
-    # Hint: np.take_along_axis(xa.reshape(N, C, H * W), indices.reshape(N, C, -1), axis=2), reshaped.
+    """Forward of the op "max_pool2d": x (a Tensor (N, C, H, W)) read at `indices`.
+
+    Contract: indices an int64 array (N, C, H_out, W_out) from _max_pool2d_indices. Returns a
+    numpy array of that shape and x's dtype: out[n, c, i, j] = x[n, c] at flat index indices[n, c, i, j].
+    """
+    # Idea: a gather within each plane.
     # YOUR CODE HERE
     raise NotImplementedError('_max_pool2d_forward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
 @backward_rule("max_pool2d")
 def _max_pool2d_backward(node, grad):
-    """Route each output's gradient to its argmax; sum where windows share a winner."""
+    """The backward rule of the op "max_pool2d".
+
+    Contract: node.inputs = (x,); node.attrs["indices"] as above; grad a numpy array
+    (N, C, H_out, W_out). Returns a one-element tuple (x̄,), x̄ of x's shape: each output's
+    gradient added to its winner; zero for pixels that won nowhere; the sum where several
+    windows share a winner.
+    """
     x = node.inputs[0]
     indices = node.attrs["indices"]
-    # Hints:
-    # - N, C, H, W = x.shape; plane = np.arange(N * C).reshape(N, C, 1, 1) * (H * W);
-    # - flat = (plane + indices).ravel();
-    # - gx = np.bincount(flat, weights=grad.ravel(), minlength=N * C * H * W).reshape(x.shape);
-    # - return a one-element tuple (gx,).
+    # Idea: route each gradient to its argmax, and ADD where routes meet.
     # YOUR CODE HERE
     raise NotImplementedError('_max_pool2d_backward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
@@ -258,22 +275,30 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, return_indices=False)
     return (out, tensor(indices)) if return_indices else out
 
 
-# -- cell 36 (avg-pool) --
+# -- cell 44 (avg-pool) --
 def _avg_pool2d_forward(x, *, kernel_size, stride, padding):
-    """Mean over each window of the zero-padded input (the divisor is always kh·kw)."""
-    # Hint: _windows(_pad(xa, padding), kernel_size, stride).mean(axis=(2, 3)).
+    """Forward of the op "avg_pool2d".
+
+    Contract: x a Tensor (N, C, H, W); kernel_size, stride, padding (h, w) pairs. Returns a
+    numpy array (N, C, H_out, W_out): the mean of each window of the ZERO-padded input,
+    always divided by kh·kw (padded cells count).
+    """
+    # Idea: a mean over the window axes of the windows view.
     # YOUR CODE HERE
     raise NotImplementedError('_avg_pool2d_forward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
 @backward_rule("avg_pool2d")
 def _avg_pool2d_backward(node, grad):
-    """Each window element gets grad / (kh·kw); overlaps add up (col2im)."""
+    """The backward rule of the op "avg_pool2d".
+
+    Contract: node.inputs = (x,); node.attrs holds kernel_size, stride, padding (pairs);
+    grad a numpy array (N, C, H_out, W_out). Returns (x̄,) with x̄ of x's shape: every pixel
+    gets grad/(kh·kw) from every window it is in, summed over those windows.
+    """
     x = node.inputs[0]
     kernel_size, stride, padding = node.attrs["kernel_size"], node.attrs["stride"], node.attrs["padding"]
-    # Hints:
-    # - cols6 = np.broadcast_to((grad / (kh * kw))[:, :, None, None], (N, C, kh, kw, Ho, Wo));
-    # - col2im(cols6.reshape(N, C * kh * kw, Ho * Wo), (H, W), kernel_size, stride, padding).
+    # Idea: equal shares in every column, then col2im adds the overlaps.
     # YOUR CODE HERE
     raise NotImplementedError('_avg_pool2d_backward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
@@ -286,7 +311,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0):
                  padding=padding)
 
 
-# -- cell 39 (batch-norm) --
+# -- cell 47 (batch-norm-stats) --
 def _channel_shape(x):
     """(1, C, 1, 1) for a 4-D x: a per-channel vector broadcasts against x with this shape."""
     return (1, x.shape[1]) + (1,) * (x.ndim - 2)
@@ -298,27 +323,53 @@ def _reduce_axes(x):
 
 
 def _batch_stats(x):
-    """Per-channel mean and biased variance of the numpy array x (N, C, *): two (C,) arrays."""
-    # Hint: x.mean(axis=_reduce_axes(x)) and x.var(axis=_reduce_axes(x)) (numpy's var is biased).
+    """Per-channel mean and BIASED variance (divided by M) of a numpy array x (N, C, *):
+    two (C,) arrays."""
+    # Idea: one channel's statistics reduce over every other axis.
     # YOUR CODE HERE
     raise NotImplementedError('_batch_stats() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
+def _norm_stats(x, running_mean, running_var, training, momentum):
+    """The per-channel (mean, variance) that batch_norm normalises with.
+
+    Contract: x a numpy array (N, C, *) with M = x.size // C > 1 values per channel;
+    running_mean, running_var numpy arrays (C,) or None; training a bool; momentum a float.
+    training=True: returns the batch's mean and biased variance; updates IN PLACE each running
+    array that is given: running ← (1 − momentum)·running + momentum·batch, where the
+    variance's batch term is the UNBIASED variance (× M/(M − 1)).
+    training=False: returns copies of running_mean and running_var (both given), updates nothing.
+    """
+    # Idea: training uses and records the batch; eval uses only what was recorded.
+    # YOUR CODE HERE
+    raise NotImplementedError('_norm_stats() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
+
+
+# -- cell 50 (batch-norm) --
 def _batch_norm_forward(x, weight, bias, *, mean, invstd, training, eps):
-    """y = (x - mean) * invstd * weight + bias, per channel. Tensors in, numpy out."""
+    """Forward of the op "batch_norm".
+
+    Contract: x a Tensor (N, C, *); weight, bias Tensors (C,); mean, invstd numpy (C,)
+    arrays of x's dtype. Returns a numpy array of x's shape:
+    y = (x − mean)·invstd·weight + bias, each per-channel vector broadcast along channel axis 1.
+    """
+    # Idea: a per-channel affine map; the statistics are already chosen.
     # YOUR CODE HERE
     raise NotImplementedError('_batch_norm_forward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
 @backward_rule("batch_norm")
 def _batch_norm_backward(node, grad):
-    """Gradients for (input, weight, bias); in training through the batch statistics too."""
+    """The backward rule of the op "batch_norm".
+
+    Contract: node.inputs = (input, weight, bias); node.attrs holds mean, invstd (numpy (C,))
+    and training (bool); grad a numpy array of the input's shape. Returns (x̄, γ̄, β̄) of shapes
+    (input's, (C,), (C,)); in training x̄ includes the paths through the batch mean and
+    variance (the formula above), in eval it does not.
+    """
     x, weight = node.inputs[0].numpy(), node.inputs[1].numpy()
     mean, invstd, training = node.attrs["mean"], node.attrs["invstd"], node.attrs["training"]
-    # Hints: shape = _channel_shape(x); axes = _reduce_axes(x);
-    # xhat = (x - mean.reshape(shape)) * invstd.reshape(shape); gxhat = grad * weight.reshape(shape);
-    # training: gx = invstd * (gxhat - gxhat.mean(axes, keepdims=True) - xhat * (gxhat * xhat).mean(axes, keepdims=True));
-    # eval: gx = gxhat * invstd. Then gw = (grad * xhat).sum(axes), gb = grad.sum(axes).
+    # Idea: in training, remove the parts of the gradient that the normalisation cannot see.
     # YOUR CODE HERE
     raise NotImplementedError('_batch_norm_backward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
@@ -340,22 +391,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError(f"batch_norm: {name} must have shape ({C},) for an input of shape "
                              f"{input.shape}, got {t.shape}")
     x = input.numpy()
-    if training:
-        count = x.size // C
-        if count <= 1:
-            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
-                             f"got input of shape {input.shape}")
-        mean, var = _batch_stats(x)
-        if running_mean is not None:
-            rm = running_mean.numpy()
-            rm[...] = (1 - momentum) * rm + momentum * mean
-        if running_var is not None:
-            rv = running_var.numpy()
-            rv[...] = (1 - momentum) * rv + momentum * var * (count / (count - 1))
-    else:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running_mean and running_var are needed when training=False")
-        mean, var = running_mean.numpy().copy(), running_var.numpy().copy()
+    if training and x.size // C <= 1:
+        raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
+                         f"got input of shape {input.shape}")
+    if not training and (running_mean is None or running_var is None):
+        raise ValueError("batch_norm: running_mean and running_var are needed when training=False")
+    mean, var = _norm_stats(x, None if running_mean is None else running_mean.numpy(),
+                            None if running_var is None else running_var.numpy(), bool(training), momentum)
     invstd = (1.0 / np.sqrt(var + eps)).astype(input.dtype)
     mean = np.asarray(mean, dtype=input.dtype)
     weight = ones(C, dtype=input.dtype) if weight is None else weight
@@ -364,9 +406,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                  training=bool(training), eps=eps)
 
 
-# -- cell 42 (layers) --
+# -- cell 53 (layers) --
 class Conv2d(Module):
-    """2-D convolution layer over (N, C_in, H, W) inputs (torch.nn.Conv2d)."""
+    """2-D convolution layer over (N, C_in, H, W) inputs (torch.nn.Conv2d).
+
+    Contract: parameters `weight` (out, in, kh, kw) and `bias` (out,) or None, of `dtype`
+    (float32 by default), initialised as PyTorch does: weight and bias uniform in
+    ±1/√(in·kh·kw). kernel_size, stride, padding are stored as pairs. forward(input) is
+    conv2d(input, weight, bias, stride, padding). A bad geometry raises ValueError naming
+    Conv2d (provided).
+    """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, dtype=None):
         super().__init__()
@@ -377,17 +426,18 @@ class Conv2d(Module):
         if min(self.stride) < 1 or min(self.kernel_size) < 1 or min(self.padding) < 0:
             raise ValueError(f"Conv2d: kernel_size {self.kernel_size} and stride {self.stride} must be "
                              f"positive and padding {self.padding} non-negative")
-        # Hints: self.weight = Parameter(zeros(out, in, kh, kw, dtype=dtype)); the bias likewise
-        # (out,), or self.register_parameter("bias", None); then self.reset_parameters().
+        # Idea: one filter (in × kh × kw) and one bias per output channel.
         # YOUR CODE HERE
         raise NotImplementedError('Conv2d.__init__() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
     def reset_parameters(self):
         """PyTorch's default: kaiming_uniform_(weight, a=√5); bias ~ U(±1/√fan_in)."""
+        # Idea: the fan-in of a conv weight is its whole receptive field.
         # YOUR CODE HERE
         raise NotImplementedError('Conv2d.reset_parameters() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
     def forward(self, input):
+        # Idea: the layer holds the parameters and the geometry; the op does the work.
         # YOUR CODE HERE
         raise NotImplementedError('Conv2d.forward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
@@ -399,8 +449,16 @@ class Conv2d(Module):
         return s + ("" if self.bias is not None else ", bias=False")
 
 
+# -- cell 56 (batchnorm2d-layer) --
 class BatchNorm2d(Module):
-    """Batch normalisation over the channels of (N, C, H, W) inputs (torch.nn.BatchNorm2d)."""
+    """Batch normalisation over the channels of (N, C, H, W) inputs (torch.nn.BatchNorm2d).
+
+    Contract: forward(input) with input (N, num_features, H, W); training mode normalises with
+    the batch's statistics and (with track_running_stats) adds 1 to num_batches_tracked and
+    updates the running buffers with `momentum` (or the cumulative factor
+    1/num_batches_tracked when momentum is None); eval mode normalises with the running
+    buffers and changes no state. A wrong input raises ValueError naming the shape (provided).
+    """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  dtype=None):
@@ -429,14 +487,7 @@ class BatchNorm2d(Module):
         if input.shape[1] != self.num_features:
             raise ValueError(f"BatchNorm2d: input of shape {input.shape} has {input.shape[1]} channels, "
                              f"but the layer was built for num_features = {self.num_features}")
-        # Hints (PyTorch's _BatchNorm.forward):
-        # - factor = 0.0 if self.momentum is None else self.momentum;
-        # - if self.training and self.track_running_stats: add 1 to num_batches_tracked
-        #   (in place: self.num_batches_tracked.numpy()[...] += 1) and, if momentum is None,
-        #   factor = 1 / num_batches_tracked;
-        # - use the batch statistics if self.training or there are no running statistics;
-        # - pass the running buffers when they should be used or updated
-        #   (not self.training or self.track_running_stats), else None.
+        # Idea: the mode decides which statistics are used, and whether any state changes.
         # YOUR CODE HERE
         raise NotImplementedError('BatchNorm2d.forward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
@@ -445,15 +496,20 @@ class BatchNorm2d(Module):
                 f"track_running_stats={self.track_running_stats}")
 
 
+# -- cell 59 (flatten-layer) --
 class Flatten(Module):
-    """Merge dims start_dim..end_dim into one (torch.nn.Flatten): (N, C, H, W) -> (N, C·H·W)."""
+    """Merge dims start_dim..end_dim into one (torch.nn.Flatten): (N, C, H, W) -> (N, C·H·W).
+
+    Contract: forward(input) returns a Tensor with dims start_dim..end_dim (negative counts
+    from the end, both included) merged into one, in C order; it has no parameters.
+    """
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, input):
-        # Hint: Tensor.flatten(start_dim, end_dim) from module 01 does it.
+        # Idea: flattening keeps the batch dimension: it is a reshape of the others.
         # YOUR CODE HERE
         raise NotImplementedError('Flatten.forward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
