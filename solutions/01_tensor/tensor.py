@@ -691,6 +691,27 @@ class _TensorAutograd:
         return self
 
     @property
+    def grad(self):
+        """The gradient autograd accumulated here (a Tensor of this shape), or None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        # As in PyTorch: a gradient is a Tensor of the same shape and dtype (or None), so a
+        # wrong one fails here, where it was assigned, not in the next backward().
+        if value is not None:
+            if not isinstance(value, _TensorStorage):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
+                                f"{type(value).__name__}; wrap it: tinytorch.tensor(...)")
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has shape {value.shape}, but the tensor has shape "
+                                   f"{self.shape}")
+            if value.dtype != self.dtype:
+                raise RuntimeError(f"assigned grad has dtype {value.dtype}, but the tensor has dtype "
+                                   f"{self.dtype}")
+        self._grad = value
+
+    @property
     def is_leaf(self):
         """True if this tensor was not produced by a recorded operation."""
         return self.grad_fn is None
@@ -1761,8 +1782,8 @@ def _squeeze_dims(shape, dim):
     if dim is None:
         return tuple(d for d, n in enumerate(shape) if n == 1)
     wanted = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-    dims = sorted({_wrap_dim(d, len(shape)) for d in wanted if len(shape) > 0})
-    return tuple(d for d in dims if shape[d] == 1)
+    dims = sorted({_wrap_dim(d, len(shape)) for d in wanted})  # 0-d: only 0 and -1 are valid
+    return tuple(d for d in dims if d < len(shape) and shape[d] == 1)
     ### END SOLUTION
 
 
@@ -2500,14 +2521,44 @@ def _basic_index(t, index):
     ### END SOLUTION
 
 
+def _unsqueeze_strides(t, view, index):
+    """Give each dimension that a `None` inserted the stride PyTorch gives it. PyTorch
+    applies the index left to right and a `None` is an unsqueeze there: its stride is size
+    times stride of the next input dimension not yet indexed (1 when none is left). A size-1
+    dimension is never stepped along, so only `stride()` sees the difference."""
+    strides, out_dim, in_dim = list(view._strides), 0, 0
+    for item in index:
+        if item is None:
+            strides[out_dim] = t.shape[in_dim] * t._strides[in_dim] if in_dim < t.ndim else 1
+            out_dim += 1
+        elif isinstance(item, slice):
+            out_dim, in_dim = out_dim + 1, in_dim + 1
+        else:  # an int
+            in_dim += 1
+    if tuple(strides) == view._strides:
+        return view
+    return view._view(view.shape, strides, view._offset)
+
+
 def _getitem(t, index):
-    """Tensor.__getitem__: basic indexing as a view, advanced indexing as a numpy copy."""
+    """Tensor.__getitem__: basic indexing as a view, advanced indexing as a numpy copy.
+
+    With both ints and index tensors, PyTorch applies the ints first (as basic indexing)
+    and only then the index tensors, so `y[0, :, idx]` keeps the slice's dimension first;
+    numpy counts the int as an index array too and moves the gathered dimension to the
+    front. We follow PyTorch: the ints go in a first, basic (view) step."""
     items = index if isinstance(index, tuple) else (index,)
     if _is_advanced(items):
+        if any(_is_int_index(i) for i in items) and None not in items:
+            first = tuple(i if _is_int_index(i) or i is Ellipsis else slice(None) for i in items)
+            rest = tuple(i for i in items if not _is_int_index(i))
+            return _getitem(_getitem(t, first), rest)
         np_index = _numpy_index(items)
         return apply("getitem", lambda x, index: np.array(x.numpy()[index], copy=True),
                      t, index=np_index)
-    return apply("getitem", _basic_index, t, index=_normalize_basic_index(items, t.ndim))
+    normalised = _normalize_basic_index(items, t.ndim)
+    return apply("getitem", lambda x, index: _unsqueeze_strides(x, _basic_index(x, index), index),
+                 t, index=normalised)
 
 
 def _setitem(t, index, value):

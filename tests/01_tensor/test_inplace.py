@@ -93,8 +93,8 @@ def test_refused_on_expanded_views():
     with pytest.raises(RuntimeError, match="memory"):
         e[0] = 5.0
     assert base.tolist() == [1.0, 2.0]
-    ok = tt.zeros(3)[:, None]  # stride 0 only on a size-1 dim: fine
-    assert ok.stride() == (1, 0)
+    ok = tt.zeros(3)[:, None]  # a size-1 dim, never stepped along: writable
+    assert ok.stride() == (1, 1)  # PyTorch's unsqueeze stride
     ok.fill_(1.0)
     assert ok.tolist() == [[1.0], [1.0], [1.0]]
 
