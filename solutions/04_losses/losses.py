@@ -300,14 +300,14 @@ print("broadcast MSE, shape", (_pred - _target).shape, ":", np.mean((_pred - _ta
 # %% [markdown]
 # Nearly perfect predictions, and the broadcast "loss" is large. PyTorch's `mse_loss`
 # prints a warning in this case and broadcasts anyway; tinytorch **refuses**, with a
-# message that names both shapes and says why. The same goes for dtypes: the target of a
-# regression must be a floating tensor of the same dtype as the prediction (an int64 target
-# is usually a classification label given to the wrong loss).
+# message that names both shapes and says why. The target of a regression must be a floating
+# tensor (an int64 target is usually a classification label given to the wrong loss). Two
+# floating dtypes are fine: as in PyTorch, the provided wrappers promote both to the wider
+# one (float32 and float64 give float64) before your check runs.
 #
 # Write `_check_pointwise(name, input, target)`, used by MSE and by BCE (section 4). It
 # refuses, in this order: a non-floating input; a non-floating target (say how to convert
-# it); two different floating dtypes (name both); two different shapes (name both shapes
-# and say that a loss does not broadcast). Each message starts with `name`
+# it); two different shapes (name both shapes and say that a loss does not broadcast). Each message starts with `name`
 # (`"mse_loss: ..."`), so the user knows which call failed.
 #
 # Then write `_mse_forward(input, target, reduction)`: the per-element squared error,
@@ -323,9 +323,9 @@ print("broadcast MSE, shape", (_pred - _target).shape, ":", np.mean((_pred - _ta
 #
 # <details><summary>Hint 2</summary>
 #
-# The order matters: an int64 target for a float32 input should be told "the target must be
-# floating", not "the dtypes differ", because that is the real mistake. So test each
-# tensor's kind before comparing the two dtypes.
+# The order matters: an int64 target of the wrong shape should be told "the target must be
+# floating" first, because that is the real mistake. So test each tensor's kind before
+# comparing the shapes.
 # </details>
 #
 # <details><summary>Hint 3</summary>
@@ -337,9 +337,9 @@ print("broadcast MSE, shape", (_pred - _target).shape, ":", np.mean((_pred - _ta
 #
 # <details><summary>The approach</summary>
 #
-# In `_check_pointwise`, four independent `if` tests, each raising at once: input kind,
-# target kind (TypeError), dtype equality (TypeError naming both dtypes), shape equality
-# (ValueError naming both shapes and the word "broadcast"). In `_mse_forward`, take both
+# In `_check_pointwise`, three independent `if` tests, each raising at once: input kind,
+# target kind (TypeError), shape equality (ValueError naming both shapes and the word
+# "broadcast"). In `_mse_forward`, take both
 # tensors' numpy arrays, form the elementwise difference, square it, and hand the result to
 # `_reduce` with the reduction you were given.
 # </details>
@@ -352,15 +352,23 @@ def _check_tensor(name, what, x):
         raise TypeError(f"{name}: {what} must be a tinytorch Tensor, got {type(x).__name__}")
 
 
-def _check_pointwise(name, input, target):
-    """For elementwise losses: floating input and target of one dtype and one shape.
+def _promote_floats(input, target):
+    """PyTorch's type promotion for a loss's two floating tensors: both become the wider
+    dtype (float32 with float64 gives float64), through `.to`, which autograd follows."""
+    if input.dtype.kind == "f" and target.dtype.kind == "f" and input.dtype != target.dtype:
+        wide = np.promote_types(input.dtype, target.dtype)
+        return input.to(wide), target.to(wide)
+    return input, target
 
-    Contract: `name` is the calling loss's name, `input` and `target` are Tensors. Returns
-    None when both are floating, of the same dtype and the same shape. Otherwise, checked in
-    this order, every message starting with `name`:
+
+def _check_pointwise(name, input, target):
+    """For elementwise losses: floating input and target of one shape.
+
+    Contract: `name` is the calling loss's name, `input` and `target` are Tensors (two
+    floating dtypes were already promoted to one). Returns None when both are floating and
+    of the same shape. Otherwise, checked in this order, every message starting with `name`:
     - TypeError when input is not floating (the message names input's dtype);
     - TypeError when target is not floating (names target's dtype, says to convert it to float);
-    - TypeError when the dtypes differ (names both);
     - ValueError when the shapes differ (names both shapes and says a loss does not broadcast).
     """
     # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
@@ -372,9 +380,6 @@ def _check_pointwise(name, input, target):
     if target.dtype.kind != "f":
         raise TypeError(f"{name}: target must be a floating tensor, got {target.dtype}; "
                         f"convert it with target.float()")
-    if input.dtype != target.dtype:
-        raise TypeError(f"{name}: input is {input.dtype} but target is {target.dtype}; "
-                        f"the dtypes must match: convert one, e.g. target.to(input.dtype)")
     if input.shape != target.shape:
         raise ValueError(
             f"{name}: input shape {input.shape} and target shape {target.shape} differ; a loss "
@@ -406,6 +411,7 @@ def mse_loss(input, target, *, reduction="mean"):
     _check_reduction(reduction)
     _check_tensor("mse_loss", "input", input)
     _check_tensor("mse_loss", "target", target)
+    input, target = _promote_floats(input, target)
     _check_pointwise("mse_loss", input, target)
     return apply("mse_loss", _mse_forward, input, target, reduction=reduction)
 
@@ -425,11 +431,12 @@ for _sa, _sb in [((4, 1), (4,)), ((4, 1), (1, 4))]:   # both would broadcast to 
     check(str(_sa) in str(_e) and str(_sb) in str(_e) and "broadcast" in str(_e) and "mse_loss" in str(_e),
           "the shape message names mse_loss, both shapes and the word 'broadcast'", got=str(_e))
 for _input, _target, _names in [(Tensor([1.0, 2.0]), Tensor([1, 2]), ["int64", "float"]),
-                                (Tensor([1, 2]), Tensor([1.0, 2.0]), ["int64"]),
-                                (Tensor([1.0, 2.0]), Tensor([1.0, 2.0], dtype=np.float64), ["float32", "float64"])]:
+                                (Tensor([1, 2]), Tensor([1.0, 2.0]), ["int64"])]:
     _e = assert_raises(TypeError, mse_loss, _input, _target,
                        what=f"mse_loss({_input.dtype} input, {_target.dtype} target)")
     check(all(n in str(_e) for n in _names), f"the message names {_names}", got=str(_e))
+assert_equal(mse_loss(Tensor([1.0, 2.0]), Tensor([1.0, 4.0], dtype=np.float64)).dtype, np.dtype(np.float64),
+             "float32 input, float64 target: promoted to float64, as in PyTorch")
 _w = Tensor(_a, requires_grad=True)
 _node = mse_loss(_w, Tensor(_b), reduction="sum").grad_fn
 check(_node is not None and _node.op == "mse_loss" and _node.attrs["reduction"] == "sum",
@@ -607,6 +614,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, *, reduction="m
     _check_reduction(reduction)
     _check_tensor(name, "input", input)
     _check_tensor(name, "target", target)
+    input, target = _promote_floats(input, target)
     _check_pointwise(name, input, target)
     w = _elementwise_weight(name, "weight", weight, input)
     pw = _elementwise_weight(name, "pos_weight", pos_weight, input)

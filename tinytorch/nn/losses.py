@@ -52,15 +52,23 @@ def _check_tensor(name, what, x):
         raise TypeError(f"{name}: {what} must be a tinytorch Tensor, got {type(x).__name__}")
 
 
-def _check_pointwise(name, input, target):
-    """For elementwise losses: floating input and target of one dtype and one shape.
+def _promote_floats(input, target):
+    """PyTorch's type promotion for a loss's two floating tensors: both become the wider
+    dtype (float32 with float64 gives float64), through `.to`, which autograd follows."""
+    if input.dtype.kind == "f" and target.dtype.kind == "f" and input.dtype != target.dtype:
+        wide = np.promote_types(input.dtype, target.dtype)
+        return input.to(wide), target.to(wide)
+    return input, target
 
-    Contract: `name` is the calling loss's name, `input` and `target` are Tensors. Returns
-    None when both are floating, of the same dtype and the same shape. Otherwise, checked in
-    this order, every message starting with `name`:
+
+def _check_pointwise(name, input, target):
+    """For elementwise losses: floating input and target of one shape.
+
+    Contract: `name` is the calling loss's name, `input` and `target` are Tensors (two
+    floating dtypes were already promoted to one). Returns None when both are floating and
+    of the same shape. Otherwise, checked in this order, every message starting with `name`:
     - TypeError when input is not floating (the message names input's dtype);
     - TypeError when target is not floating (names target's dtype, says to convert it to float);
-    - TypeError when the dtypes differ (names both);
     - ValueError when the shapes differ (names both shapes and says a loss does not broadcast).
     """
     # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
@@ -89,6 +97,7 @@ def mse_loss(input, target, *, reduction="mean"):
     _check_reduction(reduction)
     _check_tensor("mse_loss", "input", input)
     _check_tensor("mse_loss", "target", target)
+    input, target = _promote_floats(input, target)
     _check_pointwise("mse_loss", input, target)
     return apply("mse_loss", _mse_forward, input, target, reduction=reduction)
 
@@ -136,6 +145,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, *, reduction="m
     _check_reduction(reduction)
     _check_tensor(name, "input", input)
     _check_tensor(name, "target", target)
+    input, target = _promote_floats(input, target)
     _check_pointwise(name, input, target)
     w = _elementwise_weight(name, "weight", weight, input)
     pw = _elementwise_weight(name, "pos_weight", pos_weight, input)
