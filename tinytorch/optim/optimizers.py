@@ -56,6 +56,14 @@ def _param_list(params):
     return params
 
 
+def _optimizer_repr(optimizer):
+    """PyTorch's repr of an optimizer: each group's options, sorted, without the parameters."""
+    lines = [f"{type(optimizer).__name__} ("]
+    for i, group in enumerate(optimizer.param_groups):
+        lines += [f"Parameter Group {i}"] + [f"    {k}: {group[k]}" for k in sorted(group) if k != "params"]
+    return "\n".join(lines + [")"])
+
+
 # -- cell 9 (optimizer-base) --
 class Optimizer:
     """Base class of all optimizers: parameter groups, per-parameter state, the step loop.
@@ -70,7 +78,6 @@ class Optimizer:
 
     def add_param_group(self, param_group):
         """Append a group: a dict with "params" and optional options such as "lr".
-
         Contract: the caller's dict is not modified; "params" goes through `_param_list`.
         ValueError, and nothing added, when a parameter appears twice in the group or is
         already in another group (the message: it is in more than one parameter group).
@@ -83,11 +90,10 @@ class Optimizer:
 
     def step(self, closure=None):
         """Update, in place, every parameter that has a gradient; returns closure()'s value.
-
-        Contract: call `closure` first if given (else return None). Then, with grad mode
-        off, for each parameter of each group whose .grad is not None, call
-        self._update(p, grad, self.state[p], group), grad being p.grad, negated when the
-        group's "maximize" is true. A parameter whose .grad is None gets no update, no state."""
+        Contract: call `closure` first if given (else return None). Then, with grad mode off,
+        for each parameter of each group whose .grad is not None, call self._update(p, grad,
+        self.state[p], group), grad being p.grad, negated when the group's "maximize" is
+        true. A parameter whose .grad is None gets no update, no state."""
         # Idea: one loop for every optimizer; the rule for one parameter is the subclass's.
         # YOUR CODE HERE
         raise NotImplementedError('Optimizer.step() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
@@ -109,10 +115,7 @@ class Optimizer:
         _load_state_dict(self, state_dict)
 
     def __repr__(self):
-        lines = [f"{type(self).__name__} ("]
-        for i, group in enumerate(self.param_groups):
-            lines += [f"Parameter Group {i}"] + [f"    {k}: {group[k]}" for k in sorted(group) if k != "params"]
-        return "\n".join(lines + [")"])
+        return _optimizer_repr(self)
 
 
 # -- cell 14 (sgd) --
