@@ -4,7 +4,8 @@
 
 # -- cell 7 --
 """Training (module 08): metrics, the training step and loop, a text progress bar, a
-History that plots itself, Dropout, gradient clipping and safe checkpoints (npz + JSON)."""
+History that plots itself, Dropout, gradient clipping and safe checkpoints (npz + JSON),
+with save_checkpoint / load_checkpoint for resuming a run."""
 import json
 import math
 import os
@@ -22,6 +23,7 @@ __all__ = [
     "accuracy", "confusion_matrix", "METRICS",
     "train_step", "train_epoch", "evaluate", "fit", "ProgressBar", "History",
     "dropout", "Dropout", "clip_grad_norm_", "clip_grad_value_", "save", "load",
+    "save_checkpoint", "load_checkpoint",
 ]
 
 
@@ -44,19 +46,25 @@ def _optimizer_params(optimizer):
 def accuracy(output, target):
     """Fraction of correct predictions, a Python float (a metric: no gradient).
 
-    output (N, C, ...) of class scores with integer target (N, ...): argmax over dim 1.
-    output and target of the same shape: binary logits, predicted class = output > 0.
+    Contract: `output` (N, C, d1, ...) of class scores with integer `target` (N, d1, ...):
+    the prediction is the class with the largest score. `output` and `target` of the same
+    shape: binary logits, predicted class 1 where output > 0, true class 1 where target > 0.5.
+    ValueError for any other pair of shapes (the message names both shapes), and for an
+    empty batch.
     """
-    # Hints: out, tgt = _numpy(output), _numpy(target); compare shapes; `out.argmax(axis=1)`;
-    # `correct.mean()` of a boolean array is the fraction of True.
+    # Idea: the predicted class is where the largest score sits along the class dimension.
     # YOUR CODE HERE
     raise NotImplementedError('accuracy() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
 def confusion_matrix(pred, target, num_classes=None):
-    """(C, C) int64 counts: entry [t, p] = how many examples of true class t were predicted p."""
-    # Hint: with flat integer arrays p and t, np.bincount(t * C + p, minlength=C * C)
-    # counts every (t, p) pair in one pass; reshape to (C, C).
+    """(C, C) int64 numpy array: entry [t, p] = how many examples of true class t were predicted p.
+
+    Contract: `pred` and `target` hold class indices (any shapes with the same number of
+    elements, else ValueError); C is `num_classes`, by default the largest index + 1.
+    ValueError when an index lies outside [0, C).
+    """
+    # Idea: each (true, predicted) pair is one cell of the grid; count the pairs.
     # YOUR CODE HERE
     raise NotImplementedError('confusion_matrix() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
@@ -89,30 +97,46 @@ def _resolve_metrics(metrics):
 def train_step(model, loss_fn, optimizer, inputs, targets, clip=None):
     """One optimisation step on one batch: zero_grad, forward, loss, backward, (clip), step.
 
-    Returns (loss as a Python float, the model's output detached from the graph).
+    Contract: returns (loss as a Python float, the model's output detached from the graph).
+    Afterwards each parameter's .grad holds this batch's gradient only (clipped by
+    clip_grad_norm_ to total norm `clip` when clip is not None), and the optimizer has
+    stepped once.
     """
+    # Idea: each line needs what the line before it made, and nothing older.
     # YOUR CODE HERE
     raise NotImplementedError('train_step() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
 # -- cell 15 (epochs) --
 def train_epoch(model, loss_fn, optimizer, loader, clip=None, metrics=("accuracy",), progress=None):
-    """One pass over `loader` in training mode. Returns {"loss": mean, <metric>: mean, ...},
-    means over examples (each batch weighted by its size)."""
+    """One pass over `loader` in training mode, one train_step per batch.
+
+    Contract: returns {"loss": mean, <metric name>: mean, ...}, means over examples (each
+    batch weighted by its size). Leaves the model in training mode. Calls
+    progress.update(1, loss=<that step's loss>) after each step when `progress` is given.
+    ValueError when the loader yields no batches.
+    """
     metric_fns = _resolve_metrics(metrics)
+    # Idea: a mean over examples weights each batch by how many examples it holds.
     # YOUR CODE HERE
     raise NotImplementedError('train_epoch() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
 def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
-    """Mean loss (if loss_fn is given) and metrics over `loader`, in eval mode and without
-    recording a graph; the model's previous mode is restored afterwards."""
+    """Mean loss (only if loss_fn is given) and metrics over `loader`, without learning.
+
+    Contract: the forward passes run in eval mode with grad mode off; the parameters do not
+    change; the model's previous mode is restored afterwards, also when an exception
+    escapes. Returns {"loss": ..., <metric>: ...}, means over examples. ValueError when the
+    loader yields no batches.
+    """
     metric_fns = _resolve_metrics(metrics)
+    # Idea: eval mode changes what layers compute; no_grad changes what autograd records.
     # YOUR CODE HERE
     raise NotImplementedError('evaluate() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 18 (progress-history) --
+# -- cell 18 (progress-bar) --
 class ProgressBar:
     """A one-line text progress bar, redrawn in place with "\\r" (a tiny tqdm)."""
 
@@ -128,7 +152,8 @@ class ProgressBar:
         self._last_len = 0
 
     def render(self):
-        """The line: "prefix [====......] n/total name value ..." (see the notebook)."""
+        """The line "prefix [====......] n/total name value ...": the format above."""
+        # Idea: the filled fraction of the bar is the fraction of the steps done.
         # YOUR CODE HERE
         raise NotImplementedError('ProgressBar.render() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
@@ -160,6 +185,7 @@ class ProgressBar:
             self._last_len = 0
 
 
+# -- cell 21 (history) --
 class History:
     """What happened in each epoch of a run: history["train_loss"] -> one value per epoch."""
 
@@ -213,15 +239,13 @@ class History:
         return f"History({len(self)} epochs, last: {last})"
 
     def plot(self, path=None):
-        """Learning curves, one panel per quantity (loss, then each metric), train and val
-        against the epoch; saved as a PNG at `path` if given. Returns the matplotlib Figure."""
-        # Hints: quantities = self.quantities(); epochs = np.arange(1, len(self) + 1); plot
-        # self.history[f"{split}_{q}"] for split in ("train", "val") when it is in self.
+        """Learning curves: the contract above. Returns the matplotlib Figure."""
+        # Idea: one panel per quantity, train and val on the same axes, so a gap shows.
         # YOUR CODE HERE
         raise NotImplementedError('History.plot() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 21 (fit) --
+# -- cell 24 (fit) --
 def _length(loader):
     """len(loader), or None for an iterable without a length."""
     try:
@@ -243,14 +267,19 @@ def _summary(record, last):
 
 def fit(model, loss_fn, optimizer, train_loader, val_loader=None, epochs=1, scheduler=None,
         clip=None, metrics=("accuracy",), progress=True, history=None):
-    """Train `model` for `epochs` epochs; returns the History (train_*, val_*, lr, time,
-    epoch per epoch). progress=False prints nothing."""
+    """Train `model` for `epochs` epochs; returns the History (the records described above).
+
+    Contract: one train_epoch per epoch (then evaluate on val_loader, if given); the
+    scheduler steps once per epoch, after the epoch's lr is recorded; progress=False prints
+    nothing; an existing `history` is continued (and returned), its epochs numbered on.
+    """
     history = History() if history is None else history
+    # Idea: an epoch is train, then measure, then move the schedule, then write it down.
     # YOUR CODE HERE
     raise NotImplementedError('fit() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 28 (dropout) --
+# -- cell 31 (dropout) --
 def _check_p(p):
     return f"dropout probability has to be between 0 and 1, but got {p}"
 
@@ -260,15 +289,23 @@ def _dropout_forward(x, mask, p):
 
 
 def dropout(input, p=0.5, training=True):
-    """Inverted dropout (torch.nn.functional.dropout): in training, zero each element with
-    probability p and scale the others by 1/(1-p); otherwise return input unchanged."""
+    """Inverted dropout (torch.nn.functional.dropout).
+
+    Contract: ValueError with `_check_p(p)`'s message unless 0 <= p <= 1; TypeError (naming
+    the dtype) for a non-floating input. Not training, or p == 0: returns `input` itself.
+    Otherwise a new tensor recorded as the op "dropout" with attrs mask (numpy, the input's
+    dtype: 0 where dropped, 1/(1-p) where kept) and p; each element is dropped independently
+    with probability p, drawn from tinytorch's generator (tt.manual_seed reproduces it).
+    """
+    # Idea: drop with probability p, and scale the survivors so that the mean is unchanged.
     # YOUR CODE HERE
     raise NotImplementedError('dropout() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
 @backward_rule("dropout")
 def _dropout_backward(node, grad):
-    """y = x * mask (the mask already holds 0 or 1/(1-p)): dL/dx = dL/dy * mask."""
+    """y = x * mask (the mask already holds 0 or 1/(1-p)). Contract: returns (dL/dx,)."""
+    # Idea: the op is a multiplication by a constant.
     # YOUR CODE HERE
     raise NotImplementedError('_dropout_backward() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
@@ -278,6 +315,7 @@ class Dropout(Module):
     (torch.nn.Dropout)."""
 
     def __init__(self, p=0.5):
+        """Contract: ValueError with `_check_p(p)`'s message unless 0 <= p <= 1; self.p = float(p)."""
         super().__init__()
         # YOUR CODE HERE
         raise NotImplementedError('Dropout.__init__() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
@@ -289,7 +327,7 @@ class Dropout(Module):
         return f"p={self.p}"
 
 
-# -- cell 35 (clip) --
+# -- cell 38 (clip) --
 def _grads(parameters):
     """The existing .grad tensors of `parameters` (one Tensor or an iterable of them)."""
     if isinstance(parameters, Tensor):
@@ -299,23 +337,33 @@ def _grads(parameters):
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Scale all gradients together so that their total norm is at most max_norm
-    (torch.nn.utils.clip_grad_norm_). Returns the total norm before clipping (0-d Tensor)."""
+    (torch.nn.utils.clip_grad_norm_).
+
+    Contract: the total norm is the `norm_type`-norm (inf: the largest |g|) of all gradients
+    taken as one vector. Every gradient is multiplied in place by min(1, max_norm / (total +
+    1e-6)), so their direction is kept. Returns the total norm *before* clipping, a 0-d
+    Tensor (0.0 when there are no gradients). RuntimeError when the total is not finite and
+    error_if_nonfinite is true (the message says the norm is non-finite).
+    """
     grads = _grads(parameters)
     max_norm, norm_type = float(max_norm), float(norm_type)
+    # Idea: one norm for all parameters together, one factor for all of them.
     # YOUR CODE HERE
     raise NotImplementedError('clip_grad_norm_() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
 def clip_grad_value_(parameters, clip_value):
     """Clamp every gradient element into [-clip_value, clip_value], in place
-    (torch.nn.utils.clip_grad_value_)."""
+    (torch.nn.utils.clip_grad_value_). Contract: returns None; the .grad tensors are the
+    same objects afterwards."""
     grads = _grads(parameters)
     clip_value = float(clip_value)
+    # Idea: each element on its own, cut at ±clip_value.
     # YOUR CODE HERE
     raise NotImplementedError('clip_grad_value_() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 40 (checkpoint) --
+# -- cell 43 (checkpoint) --
 _FORMAT, _VERSION, _HEADER = "tinytorch-checkpoint", 1, "header"
 
 
@@ -329,17 +377,22 @@ def _unique(arrays, path):
 
 
 def _pack(obj, arrays, path=""):
-    """JSON-able description of obj; its tensors and arrays go into `arrays` (key -> array)."""
+    """JSON-able description of obj (the table above); its tensors and arrays are copied
+    into `arrays` (key -> numpy array). Contract: TypeError, naming the path and the type,
+    for anything the table does not list (a dict key that is not str or int included)."""
+    # Idea: the structure goes to JSON, the numbers to arrays, linked by the keys.
     # YOUR CODE HERE
     raise NotImplementedError('_pack() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
 def _unpack(desc, arrays):
-    """The inverse of _pack."""
+    """The inverse of _pack. Contract: ValueError for a description of an unknown kind."""
+    # Idea: the tag says what to rebuild; the key says where its numbers are.
     # YOUR CODE HERE
     raise NotImplementedError('_unpack() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
+# -- cell 45 --
 def save(obj, f):
     """Save tensors, arrays and plain data (dicts, lists, tuples, numbers, strings, None) to
     `f` (a path or a binary file) as an .npz archive with a JSON header: no pickle (torch.save)."""
@@ -380,3 +433,27 @@ def load(f):
                              f"version {_VERSION}")
         arrays = {key: archive[key] for key in archive.files if key != _HEADER}
     return _unpack(header["structure"], arrays)
+
+
+# -- cell 48 (save-checkpoint) --
+def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra):
+    """Save what a resumed run needs to `f` (a path or a binary file), with save().
+
+    Contract: the saved dict has "model" (model.state_dict()), "extra" (the keyword
+    arguments), and "optimizer", "scheduler", "history" (their state_dict()) for each of
+    those given (not None).
+    """
+    # Idea: a run's state is the state of each object that changes during training.
+    # YOUR CODE HERE
+    raise NotImplementedError('save_checkpoint() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
+
+
+def load_checkpoint(f, model, optimizer=None, scheduler=None, history=None):
+    """Restore, in place, the objects given from a file written by save_checkpoint.
+
+    Contract: returns the saved extra keyword arguments as a dict. ValueError, naming the
+    part, when an object is given whose part is not in the file.
+    """
+    # Idea: each object gets back exactly what it saved.
+    # YOUR CODE HERE
+    raise NotImplementedError('load_checkpoint() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')

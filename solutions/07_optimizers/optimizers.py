@@ -182,36 +182,41 @@ plt.show()
 # Two things to get right:
 #
 # - **Identity, not equality.** Our `Tensor.__eq__` is elementwise (as in PyTorch), so
-#   `p in some_list` compares values, not objects, and may even raise. Work with `id(p)`
-#   when you ask "is this the same parameter?" (dicts and sets keyed by tensors are fine:
+#   `p in some_list` compares values, not objects, and may even raise. "Is this the same
+#   parameter?" is a question about objects (dicts and sets keyed by tensors are fine:
 #   `Tensor.__hash__` is the identity hash).
 # - **Every parameter belongs to exactly one group.** Two groups with the same parameter
 #   would update it twice per step with different options; refuse that, like PyTorch.
 #
-# The provided `__init__` turns `params` into a list of group dicts and calls
-# `add_param_group` for each, which you write. The provided `step()` is the loop every
-# optimizer shares: under `no_grad()` (in-place updates of tensors that require grad are
-# refused while grad mode is on), for each group, for each parameter with a gradient, it
-# calls the subclass's `_update(p, grad, state, group)` with that parameter's state dict.
-# Parameters whose `.grad` is `None` (unused in this forward pass, or frozen) are skipped,
-# and their buffers are left untouched. Every PyTorch optimizer can also *maximise*
-# (`maximize=True`): the base negates the gradient before calling `_update`.
+# The provided `__init__` turns `params` into a list of group dicts (with `_as_groups`) and
+# calls `add_param_group` for each; the provided `_param_list` turns a group's `"params"`
+# into a checked list of leaf tensors. You write three methods:
 #
-# You also write `zero_grad`. After `step()`, the gradients must be cleared, because
-# `backward()` *accumulates* into `.grad` (module 06). There are two ways:
-#
-# - `set_to_none=True` (PyTorch's default since 2.0): `p.grad = None`. It frees the
-#   gradient's memory until the next backward, and the next backward *writes* a fresh
-#   gradient instead of adding into zeros (one memory pass saved). It also tells the
-#   optimizer "no gradient this time": `step()` skips such parameters.
-# - `set_to_none=False`: keep the tensor and fill it with zeros in place (`zero_()`, under
-#   `no_grad()`: a gradient never needs a graph), for code that holds a reference to
-#   `p.grad`.
+# - **`add_param_group`**: the duplicate rule above, and the options a group leaves out,
+#   taken from `defaults`.
+# - **`step()`**, the loop every optimizer shares. It calls the subclass's
+#   `_update(p, grad, state, group)` once for each parameter that has a gradient, with that
+#   parameter's own state dict. Parameters whose `.grad` is `None` (unused in this forward
+#   pass, or frozen) are skipped: no update, and their buffers stay as they are. Every PyTorch
+#   optimizer can also *maximise* (`maximize=True` in a group), which the loop handles once
+#   for all the rules. The updates are in-place changes of tensors that require grad, which
+#   autograd refuses while grad mode is on.
+# - **`zero_grad`**. After `step()`, the gradients must be cleared, because `backward()`
+#   *accumulates* into `.grad` (module 06). There are two ways:
+#   - `set_to_none=True` (PyTorch's default since 2.0): no gradient at all. It frees the
+#     gradient's memory until the next backward, and the next backward *writes* a fresh
+#     gradient instead of adding into zeros (one memory pass saved). It also tells the
+#     optimizer "no gradient this time": `step()` skips such parameters.
+#   - `set_to_none=False`: keep the tensor and fill it with zeros, for code that holds a
+#     reference to `p.grad`.
 #
 # `state_dict` and `load_state_dict` are part of the class too; they call functions that
 # you write in section 5, once there is state worth saving.
+#
+# First the plumbing of the package file: imports, the public names, and the two provided
+# helpers.
 
-# %% nbgrader={"grade": false, "grade_id": "optimizer-base", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 #| export
 import bisect
 import math
@@ -228,71 +233,142 @@ __all__ = [
     "state_nbytes", "training_memory",
 ]
 
+_SET_ERROR = ("optimizer parameters need to be organized in ordered collections, but the "
+              "ordering of tensors in sets will change between runs; please use a list instead")
 
+
+def _as_groups(params):
+    """The constructor's `params` (tensors, or dicts of options) as a list of group dicts."""
+    if isinstance(params, Tensor):
+        raise TypeError("params argument given to the optimizer should be an iterable of "
+                        "Tensors or dicts, but got a Tensor (wrap it in a list: [p])")
+    if isinstance(params, set):  # PyTorch accepts a set here; its order is arbitrary
+        raise TypeError(_SET_ERROR)
+    groups = list(params)
+    if len(groups) == 0:
+        raise ValueError("optimizer got an empty parameter list")
+    return groups if isinstance(groups[0], dict) else [{"params": groups}]
+
+
+def _param_list(params):
+    """A group's "params" (one Tensor, or an ordered iterable of them) as a list of leaf Tensors.
+
+    A set is refused (no stable order, and checkpoints match state to parameters by
+    position); so is anything that is not a Tensor, and a non-leaf tensor (a computed
+    tensor would be overwritten by the next forward pass). PyTorch's messages.
+    """
+    if isinstance(params, Tensor):
+        return [params]
+    if isinstance(params, set):
+        raise TypeError(_SET_ERROR)
+    params = list(params)
+    for p in params:
+        if not isinstance(p, Tensor):
+            raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                            f"{type(p).__name__}")
+        if not p.is_leaf:
+            raise ValueError("can't optimize a non-leaf Tensor")
+    return params
+
+
+def _optimizer_repr(optimizer):
+    """PyTorch's repr of an optimizer: each group's options, sorted, without the parameters."""
+    lines = [f"{type(optimizer).__name__} ("]
+    for i, group in enumerate(optimizer.param_groups):
+        lines += [f"Parameter Group {i}"] + [f"    {k}: {group[k]}" for k in sorted(group) if k != "params"]
+    return "\n".join(lines + [")"])
+
+
+# %% [markdown]
+# Now the class. Help for each of your three methods, if you want it:
+#
+# **`add_param_group`**
+#
+# <details><summary>Hint 1</summary>
+#
+# Which built-in gives a number that is the same for the same object and different for two
+# objects that are alive at the same time, whatever their values?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Two checks, both before anything is stored: inside the new group (does it name some
+# parameter twice?) and against the groups already there. A set of the identities already
+# taken answers the second in one question.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Work on a copy of the dict. Normalise its parameters with `_param_list`. Compare how many
+# distinct identities the new list has with its length; then ask whether any of them is
+# among the identities of the existing groups' parameters; raise as the contract says.
+# Then give the group every default option it lacks, keeping the ones it sets itself (dicts
+# have a method for "set unless present"), store the list back under "params" and append.
+# </details>
+#
+# **`step`**
+#
+# <details><summary>Hint 1</summary>
+#
+# Maximising L is minimising −L. Which sign change lets every update rule stay written for
+# minimisation?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `self.state` is a `defaultdict(dict)`: looking a parameter up gives its state dict,
+# creating an empty one the first time. Pass that very dict, so that what `_update` stores
+# in it stays there.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Call the closure first if there is one. Then, inside a `no_grad()` block, loop over the
+# groups and their parameters, skip every parameter without a gradient, flip the gradient's
+# sign for a maximising group, and hand the parameter, that gradient, its state dict and the
+# group to `_update`. Return the closure's value.
+# </details>
+#
+# **`zero_grad`**
+#
+# <details><summary>Hint 1</summary>
+#
+# With `set_to_none=False`, who must see the zeros? Someone who kept a reference to the
+# gradient tensor itself. So a new tensor of zeros is not enough.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Loop over every parameter of every group and skip those whose gradient is already
+# `None`. Either drop the gradient, or zero it in place (module 01's in-place ops end in an
+# underscore), with grad mode off, since a gradient never needs a graph.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "optimizer-base", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 class Optimizer:
     """Base class of all optimizers: parameter groups, per-parameter state, the step loop.
-
-    Why: SGD, Adam, ... differ only in the per-parameter update rule; grouping, defaults,
-    zero_grad, checkpoints and the loop over parameters are shared (torch.optim.Optimizer).
-    """
+    SGD, Adam, ... differ only in `_update`, the rule for one parameter (torch.optim.Optimizer)."""
 
     def __init__(self, params, defaults):
-        if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be an iterable of "
-                            "Tensors or dicts, but got a Tensor (wrap it in a list: [p])")
-        if isinstance(params, set):  # PyTorch accepts a set here; its order is arbitrary
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
-                            "but the ordering of tensors in sets will change between runs; "
-                            "please use a list instead")
         self.defaults = dict(defaults)
         self.state = defaultdict(dict)  # parameter -> dict of its buffers ({} until its first step)
-        self.param_groups = []   # list of dicts: {"params": [...], "lr": ..., ...}
-        groups = list(params)
-        if len(groups) == 0:
-            raise ValueError("optimizer got an empty parameter list")
-        if not isinstance(groups[0], dict):
-            groups = [{"params": groups}]
-        for group in groups:
+        self.param_groups = []          # list of dicts: {"params": [...], "lr": ..., ...}
+        for group in _as_groups(params):
             self.add_param_group(group)
 
     def add_param_group(self, param_group):
-        """Append a parameter group (a dict with "params" and optional per-group options).
-
-        Why: per-group options (e.g. a smaller lr for pretrained layers) and adding layers to
-        an optimizer during training (unfreezing) both go through here.
-        """
+        """Append a group: a dict with "params" and optional options such as "lr".
+        Contract: the caller's dict is not modified; "params" goes through `_param_list`.
+        ValueError, and nothing added, when a parameter appears twice in the group or is
+        already in another group (the message: it is in more than one parameter group).
+        Options the group does not set come from self.defaults; its own values win."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
-        # Hints:
-        # - copy the dict (`group = dict(param_group)`) so the caller's dict is not changed;
-        # - group["params"] may be one Tensor (-> [it]), a set (-> TypeError: sets have no
-        #   stable order, and checkpoints match state to parameters by position) or any other
-        #   iterable (-> list(...));
-        # - each entry must be a Tensor (TypeError "optimizer can only optimize Tensors, but one
-        #   of the params is <type name>") and a leaf (ValueError "can't optimize a non-leaf
-        #   Tensor": a computed tensor would be overwritten by the next forward pass);
-        # - the same parameter twice in this group, or already in another group: ValueError
-        #   (the latter: "some parameters appear in more than one parameter group"). Compare
-        #   with id(p), never with ==;
-        # - fill in every option missing from the group from self.defaults (dict.setdefault),
-        #   store the list back in group["params"] and append the group to self.param_groups.
+        # Idea: "the same parameter" means the same object, never equal values.
         ### BEGIN SOLUTION
         group = dict(param_group)
-        params = group["params"]
-        if isinstance(params, Tensor):
-            params = [params]
-        elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
-                            "but the ordering of tensors in sets will change between runs; "
-                            "please use a list instead")
-        else:
-            params = list(params)
-        for p in params:
-            if not isinstance(p, Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
-                                f"{type(p).__name__}")
-            if not p.is_leaf:
-                raise ValueError("can't optimize a non-leaf Tensor")
+        params = _param_list(group["params"])
         ids = [id(p) for p in params]
         if len(set(ids)) != len(ids):
             raise ValueError("a parameter group contains the same parameter more than once")
@@ -305,117 +381,130 @@ class Optimizer:
         self.param_groups.append(group)
         ### END SOLUTION
 
-    def zero_grad(self, set_to_none=True):
-        """Clear the .grad of every parameter: None (default) or zeros in place."""
-        # Hint: loop over self.param_groups and their "params"; skip parameters whose grad is
-        # already None.
-        ### BEGIN SOLUTION
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    if set_to_none:
-                        p.grad = None
-                    else:
-                        p.grad.zero_()
-        ### END SOLUTION
-
     def step(self, closure=None):
-        """Update every parameter that has a gradient, in place (the shared loop).
-
-        `closure`, if given, re-evaluates the model and returns the loss (PyTorch's API for
-        optimizers such as L-BFGS that need several evaluations); its value is returned.
-        """
-        loss = None
-        if closure is not None:
-            loss = closure()
+        """Update, in place, every parameter that has a gradient; returns closure()'s value.
+        Contract: call `closure` first if given (else return None). Then, with grad mode off,
+        for each parameter of each group whose .grad is not None, call self._update(p, grad,
+        self.state[p], group), grad being p.grad, negated when the group's "maximize" is
+        true. A parameter whose .grad is None gets no update, no state."""
+        # Idea: one loop for every optimizer; the rule for one parameter is the subclass's.
+        ### BEGIN SOLUTION
+        loss = closure() if closure is not None else None
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
                     grad = -p.grad if group.get("maximize", False) else p.grad
-                    self._update(p, grad, self.state.setdefault(p, {}), group)
+                    self._update(p, grad, self.state[p], group)
         return loss
+        ### END SOLUTION
 
-    def _update(self, p, grad, state, group):
-        """Apply this optimizer's rule to one parameter, in place (subclasses define it)."""
+    def zero_grad(self, set_to_none=True):
+        """Clear every parameter's .grad. Contract: set_to_none=True: .grad becomes None;
+        set_to_none=False: the same gradient tensor, filled with zeros. None stays None."""
+        # Idea: the next backward adds into whatever .grad still holds.
+        ### BEGIN SOLUTION
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None and set_to_none:
+                        p.grad = None
+                    elif p.grad is not None:
+                        p.grad.zero_()
+        ### END SOLUTION
+
+    def _update(self, p, grad, state, group):  # the rule for one parameter, in place
         raise NotImplementedError(f"{type(self).__name__} does not define its update rule")
 
-    def state_dict(self):
-        """The optimizer's state and group options as plain data (written in section 5)."""
+    def state_dict(self):  # written in section 5
         return _state_dict(self)
 
-    def load_state_dict(self, state_dict):
-        """Restore what state_dict() returned (written in section 5)."""
+    def load_state_dict(self, state_dict):  # written in section 5
         _load_state_dict(self, state_dict)
 
     def __repr__(self):
-        lines = [f"{type(self).__name__} ("]
-        for i, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
-            for key in sorted(k for k in group if k != "params"):
-                lines.append(f"    {key}: {group[key]}")
-        lines.append(")")
-        return "\n".join(lines)
+        return _optimizer_repr(self)
 
 
 # %% [markdown]
 # To check the base class we need an optimizer with a rule. The simplest one moves each
-# parameter against its gradient by `lr`; we define it here, in the notebook only.
+# parameter against its gradient by `lr`; we define it here, in the notebook only. The check
+# also uses `tinytorch.testing`, whose functions print what they got and what they expected
+# when a check fails.
 
 # %%
+import tinytorch as tt
 from tinytorch import tensor
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 
 
 class _PlainDescent(Optimizer):
-    def __init__(self, params, lr=0.1):
-        super().__init__(params, {"lr": lr, "maximize": False})
+    def __init__(self, params, lr=0.1, maximize=False):
+        super().__init__(params, {"lr": lr, "maximize": maximize})
 
     def _update(self, p, grad, state, group):
+        state["calls"] = state.get("calls", 0) + 1
         p.add_(grad, alpha=-group["lr"])
 
 
-# %% nbgrader={"grade": true, "grade_id": "test-optimizer-base", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-_a = tensor([1.0, 2.0], requires_grad=True)
-_b = tensor([[3.0]], requires_grad=True)
-_c = tensor(0.5, requires_grad=True)
-_opt = _PlainDescent([{"params": [_a]}, {"params": (_b, _c), "lr": 0.5}], lr=0.1)
-assert len(_opt.param_groups) == 2
-assert _opt.param_groups[0]["params"][0] is _a and _opt.param_groups[0]["lr"] == 0.1
-assert [p is q for p, q in zip(_opt.param_groups[1]["params"], [_b, _c])] == [True, True]
-assert _opt.param_groups[1]["lr"] == 0.5, "a group's own option wins over the default"
-assert isinstance(_opt.param_groups[1]["params"], list)
-# the shared step loop: a parameter without a gradient is skipped
-_a.grad = tensor([1.0, -1.0])
-_b.grad = tensor([[2.0]])
-_opt.step()
-assert np.allclose(_a.numpy(), [0.9, 2.1]) and np.allclose(_b.numpy(), [[2.0]]) and _c.item() == 0.5
-# errors
-for _bad, _exc in [([], ValueError), ([{"params": [_a]}, {"params": [_a]}], ValueError),
-                   ([_a, _a], ValueError), ([1.0], TypeError), ({_a}, TypeError)]:
-    try:
-        _PlainDescent(_bad)
-    except _exc:
-        pass
-    else:
-        raise AssertionError(f"{_bad!r} should raise {_exc.__name__}")
-try:
-    _opt.add_param_group({"params": [_b]})
-except ValueError as e:
-    assert "more than one parameter group" in str(e)
-else:
-    raise AssertionError("adding a parameter that is already in a group must fail")
-_d = tensor([0.0], requires_grad=True)
-_opt.add_param_group({"params": _d, "lr": 0.01})
-assert _opt.param_groups[2]["params"][0] is _d and _opt.param_groups[2]["maximize"] is False
-# zero_grad
-_opt.zero_grad(set_to_none=False)
-assert np.array_equal(_a.grad.numpy(), [0.0, 0.0]) and _c.grad is None
-_opt.zero_grad()
-assert _a.grad is None and _b.grad is None
-print("✓ Optimizer: param groups, step loop, zero_grad")
+# %% nbgrader={"grade": true, "grade_id": "test-optimizer-base", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    _a = tensor([1.0, 2.0], requires_grad=True)
+    _b = tensor([[3.0]], requires_grad=True)
+    _c = tensor(0.5, requires_grad=True)
+    _spec = [{"params": [_a]}, {"params": (_b, _c), "lr": 0.5}]
+    _opt = _PlainDescent(_spec, lr=0.1)
+    # groups: defaults filled in, a group's own option wins, params stored as a list
+    assert_equal(len(_opt.param_groups), 2, "number of groups")
+    assert_equal(_opt.param_groups[0]["lr"], 0.1, "group 0 takes the default lr")
+    assert_equal(_opt.param_groups[1]["lr"], 0.5, "group 1 keeps its own lr")
+    assert_equal(_opt.param_groups[1]["maximize"], False, "group 1 gets the default maximize")
+    check(isinstance(_opt.param_groups[1]["params"], list), "a group's params are stored as a list",
+          got=type(_opt.param_groups[1]["params"]).__name__, expected="list")
+    check([p is q for p, q in zip(_opt.param_groups[1]["params"], [_b, _c])] == [True, True],
+          "group 1 holds the very tensors _b and _c")
+    assert_equal(sorted(_spec[1]), ["lr", "params"], "the caller's dict is not modified")
+    # the shared step loop: a parameter without a gradient is skipped and gets no state
+    _a.grad = tensor([1.0, -1.0])
+    _b.grad = tensor([[2.0]])
+    _opt.step()
+    assert_close(_a.numpy(), [0.9, 2.1], what="_a after one step (lr 0.1)")
+    assert_close(_b.numpy(), [[2.0]], what="_b after one step (lr 0.5 of its group)")
+    assert_equal(_c.item(), 0.5, "_c has no gradient: it must not move")
+    check(not _opt.state.get(_c), "_c has no gradient: it must get no state", got=_opt.state.get(_c), expected={})
+    _opt.step()
+    assert_equal(_opt.state[_a]["calls"], 2, "the state dict passed to _update persists between steps")
+    assert_equal(_opt.step(lambda: 42.0), 42.0, "step(closure) returns the closure's value")
+    check(tt.is_grad_enabled(), "step() turns grad mode back on afterwards")
+    # maximize: the loop negates the gradient
+    _m = tensor([0.0], requires_grad=True)
+    _m.grad = tensor([2.0])
+    _PlainDescent([_m], lr=0.5, maximize=True).step()
+    assert_close(_m.numpy(), [1.0], what="maximize=True walks uphill")
+    # errors: duplicates are found by identity; equal values are different parameters
+    assert_raises(ValueError, _PlainDescent, [{"params": [_a]}, {"params": [_a]}], match="more than one",
+                  what="the same tensor in two groups")
+    assert_raises(ValueError, _PlainDescent, [_a, _a], what="the same tensor twice in one group")
+    _twin = tensor([1.0, 2.0], requires_grad=True)
+    _ok = _PlainDescent([{"params": [tensor([1.0, 2.0], requires_grad=True)]}, {"params": [_twin]}])
+    check(_ok.param_groups[1]["params"][0] is _twin, "two tensors with equal values are two parameters")
+    assert_raises(ValueError, _opt.add_param_group, {"params": [_b]}, match="more than one parameter group",
+                  what="add_param_group with a parameter already in a group")
+    assert_equal(len(_opt.param_groups), 2, "a refused group is not added")
+    _d = tensor([0.0], requires_grad=True)
+    _opt.add_param_group({"params": _d, "lr": 0.01})
+    check(_opt.param_groups[2]["params"][0] is _d, "a single tensor as params becomes [it]")
+    # zero_grad: in place with set_to_none=False, None by default
+    _ga = _a.grad
+    _opt.zero_grad(set_to_none=False)
+    check(_a.grad is _ga, "set_to_none=False keeps the same gradient tensor")
+    assert_equal(_ga.numpy(), np.zeros(2), "set_to_none=False fills it with zeros")
+    check(_c.grad is None, "a .grad that was None stays None", got=_c.grad)
+    _opt.zero_grad()
+    check(_a.grad is None and _b.grad is None, "zero_grad() sets every .grad to None",
+          got=(_a.grad, _b.grad), expected=(None, None))
+print("✓ Optimizer: param groups, step loop, zero_grad; e.g. _a =", _a.numpy())
 
 # %% [markdown]
 # ## 3. SGD: momentum, dampening, Nesterov, weight decay
@@ -450,12 +539,37 @@ print("✓ Optimizer: param groups, step loop, zero_grad")
 # (1-\mu) g_t$; with those, the same `lr` means a 10× smaller step.)
 #
 # **Your part: `SGD._update(p, grad, state, group)`.** Vectorised per parameter: a few
-# whole-tensor operations, no Python loop over elements. Update `p` **in place**
-# (`p.add_(direction, alpha=-lr)`): the model holds a reference to this very tensor, so
-# rebinding a name to a new tensor would not change the model. Do not modify `grad` in
-# place either (it is `p.grad`, which the user may still read): `grad + wd * p` makes a new
-# tensor. The buffer, on the other hand, is ours and is updated in place. The provided
-# `__init__` validates the options with PyTorch's messages.
+# whole-tensor operations, no Python loop over elements. The provided `__init__` validates
+# the options with PyTorch's messages.
+#
+# <details><summary>Hint 1</summary>
+#
+# Which tensors may you change in place? `p` must be (the model holds a reference to this
+# very tensor, so rebinding a name changes nothing in the model); the buffer may be (it is
+# yours); `grad` must not be: it is `p.grad`, which the user may still read.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# On the first step there is no buffer yet. By the formula it is the gradient itself, not
+# dampened. Why must it still be a *copy*?
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# Nesterov and plain momentum differ only in the direction that is stepped along, once the
+# buffer has been updated.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Read every option from `group` (they are per group). Add the decay term to the gradient
+# as a new tensor when weight decay is on. With momentum, fetch the buffer from `state`:
+# store a copy of the gradient there the first time, or else scale it in place by the
+# momentum and add the dampened gradient in place. The direction is the buffer, or for
+# Nesterov the gradient plus momentum times the buffer. Finally add −lr times the direction
+# to `p` in place.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sgd", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -478,14 +592,13 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
-        """One SGD step for parameter `p` (already negated by step() if maximize)."""
-        # Hints:
-        # - read lr, momentum, dampening, weight_decay, nesterov from `group` (per group!);
-        # - weight decay: grad = grad + weight_decay * p (a new tensor) when weight_decay != 0;
-        # - momentum != 0: buf = state.get("momentum_buffer"); on the first step store
-        #   grad.clone() there, otherwise buf.mul_(momentum).add_(grad, alpha=1 - dampening);
-        #   the direction is then grad + momentum * buf (Nesterov) or buf;
-        # - finally p.add_(direction, alpha=-lr).
+        """One SGD step for parameter `p`, in place (grad is already negated if maximize).
+
+        Contract: follows steps 1-3 above with the options of `group`. With momentum, the
+        buffer lives in state["momentum_buffer"], created at the first step. `grad` (which
+        is p.grad) is never modified; plain SGD (momentum 0) stores no state.
+        """
+        # Idea: weight decay joins the gradient; momentum remembers it; then one step.
         ### BEGIN SOLUTION
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         if group["weight_decay"] != 0:
@@ -503,11 +616,11 @@ class SGD(Optimizer):
 
 
 # %% [markdown]
-# The check follows the formulas by hand on a single number for three steps with every
-# ingredient switched on, then checks the vectorised case against a numpy version of the
-# same recursion.
+# The check follows the formulas by hand on a single number, with momentum and with
+# dampening (where the first buffer differs from a plain running sum), then checks every
+# option, vectorised, against a numpy version of the same recursion.
 
-# %% nbgrader={"grade": true, "grade_id": "test-sgd", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "test-sgd", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 def _sgd_reference(theta, grads, lr, momentum=0.0, dampening=0.0, wd=0.0, nesterov=False):
     theta, buf = np.array(theta, dtype=np.float64), None
     for g in grads:
@@ -519,47 +632,52 @@ def _sgd_reference(theta, grads, lr, momentum=0.0, dampening=0.0, wd=0.0, nester
     return theta
 
 
-# plain SGD: theta <- theta - lr * g
-_w = tensor([1.0, -2.0], dtype="float64", requires_grad=True)
-_opt = SGD([_w], lr=0.1)
-_w.grad = tensor([0.5, 1.0], dtype="float64")
-_opt.step()
-assert np.allclose(_w.numpy(), [0.95, -2.1]), _w
-assert _opt.state.get(_w, {}) == {}, "plain SGD keeps no state"
-# momentum by hand: buf1 = g1 = 1, theta = 1 - 0.1 = 0.9; buf2 = 0.9 * 1 + 1 = 1.9, theta = 0.9 - 0.19
-_w = tensor([1.0], dtype="float64", requires_grad=True)
-_opt = SGD([_w], lr=0.1, momentum=0.9)
-for _ in range(2):
+with preserved_state():
+    # plain SGD: theta <- theta - lr * g, and no state
+    _w = tensor([1.0, -2.0], dtype="float64", requires_grad=True)
+    _opt = SGD([_w], lr=0.1)
+    _w.grad = tensor([0.5, 1.0], dtype="float64")
+    _opt.step()
+    assert_close(_w.numpy(), [0.95, -2.1], what="plain SGD, one step")
+    check(not _opt.state.get(_w), "plain SGD keeps no state", got=_opt.state.get(_w), expected={})
+    # momentum 0.9, dampening 0.5, the same gradient 1 twice, kept in .grad (no zero_grad):
+    # buf1 = g1 = 1 (a copy, not dampened), theta = 1 - 0.1 * 1 = 0.9
+    # buf2 = 0.9 * 1 + (1 - 0.5) * 1 = 1.4, theta = 0.9 - 0.1 * 1.4 = 0.76
+    _w = tensor([1.0], dtype="float64", requires_grad=True)
+    _opt = SGD([_w], lr=0.1, momentum=0.9, dampening=0.5)
     _w.grad = tensor([1.0], dtype="float64")
     _opt.step()
-assert np.allclose(_w.numpy(), [0.71]), _w
-assert np.allclose(_opt.state[_w]["momentum_buffer"].numpy(), [1.9])
-assert _w.grad.item() == 1.0, "step() must not modify p.grad"
-# every option, vectorised, against the numpy recursion
-_rng = np.random.default_rng(0)
-_grads = [_rng.standard_normal((3, 4)) for _ in range(5)]
-_theta0 = _rng.standard_normal((3, 4))
-for _kw in [dict(momentum=0.9, dampening=0.3, wd=0.1), dict(momentum=0.8, nesterov=True, wd=0.05)]:
-    _w = tensor(_theta0, requires_grad=True)
-    _opt = SGD([_w], lr=0.05, momentum=_kw["momentum"], dampening=_kw.get("dampening", 0),
-               weight_decay=_kw["wd"], nesterov=_kw.get("nesterov", False))
-    for _g in _grads:
-        _w.grad = tensor(_g)
-        _opt.step()
-    assert np.allclose(_w.numpy(), _sgd_reference(_theta0, _grads, 0.05, **_kw), rtol=1e-12), _kw
-# maximize walks uphill
-_w = tensor([0.0], dtype="float64", requires_grad=True)
-_opt = SGD([_w], lr=0.5, maximize=True)
-_w.grad = tensor([2.0], dtype="float64")
-_opt.step()
-assert _w.item() == 1.0
-try:
-    SGD([_w], lr=0.1, nesterov=True)
-except ValueError as e:
-    assert "Nesterov" in str(e)
-else:
-    raise AssertionError("nesterov without momentum must be refused")
-print("✓ SGD")
+    assert_close(_opt.state[_w]["momentum_buffer"].numpy(), [1.0], what="first buffer = the first gradient")
+    check(_opt.state[_w]["momentum_buffer"] is not _w.grad, "the first buffer is a copy of the gradient")
+    _opt.step()
+    assert_close(_opt.state[_w]["momentum_buffer"].numpy(), [1.4], what="buffer after step 2")
+    assert_close(_w.numpy(), [0.76], what="theta after two momentum steps")
+    _shown = _w.item()
+    assert_equal(_w.grad.numpy(), np.array([1.0]), "step() must not modify p.grad")
+    # every option, vectorised, against the numpy recursion
+    _rng = np.random.default_rng(0)
+    _grads = [_rng.standard_normal((3, 4)) for _ in range(5)]
+    _theta0 = _rng.standard_normal((3, 4))
+    for _kw in [dict(momentum=0.9, dampening=0.3, wd=0.1), dict(momentum=0.8, nesterov=True, wd=0.05),
+                dict(wd=0.2)]:
+        _w = tensor(_theta0, requires_grad=True)
+        _opt = SGD([_w], lr=0.05, momentum=_kw.get("momentum", 0), dampening=_kw.get("dampening", 0),
+                   weight_decay=_kw["wd"], nesterov=_kw.get("nesterov", False))
+        for _g in _grads:
+            _w.grad = tensor(_g)
+            _opt.step()
+        assert_close(_w.numpy(), _sgd_reference(_theta0, _grads, 0.05, **_kw), rtol=1e-12, atol=1e-14,
+                     what=f"SGD with {_kw} after 5 steps")
+    # a parameter without a gradient: no decay, no momentum, nothing
+    _u, _v = tensor([1.0], requires_grad=True), tensor([2.0], requires_grad=True)
+    _opt = SGD([_u, _v], lr=0.1, momentum=0.9, weight_decay=0.5)
+    _u.grad = tensor([1.0])
+    _opt.step()
+    assert_equal(_v.item(), 2.0, "a parameter whose .grad is None is not decayed")
+    check(not _opt.state.get(_v), "a parameter whose .grad is None gets no buffer")
+    assert_raises(ValueError, SGD, [_w], lr=0.1, nesterov=True, match="Nesterov",
+                  what="nesterov without momentum")
+print(f"✓ SGD; e.g. the momentum example ends at theta = {_shown:.4f}")
 
 # %% [markdown]
 # ## 4. Adam: adaptive steps with bias correction
@@ -605,23 +723,57 @@ print("✓ SGD")
 # `AdamW` is literally `Adam` with `decoupled_weight_decay=True`, and that is how we build
 # it too: your `Adam._update` handles both.
 #
-# One step of `torch.optim.Adam`, in the order PyTorch computes it:
+# One step of `torch.optim.Adam` for one parameter, in the order PyTorch computes it, with
+# $t$ the parameter's own step count:
 #
-# 1. `state["step"] += 1` (a Python int here), $t$ = that count;
-# 2. weight decay: decoupled, `p.mul_(1 - lr * wd)`; or L2, `grad = grad + wd * p`;
-# 3. `exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)`;
-#    `exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)`;
-# 4. `bias_correction1 = 1 - beta1 ** t`, `bias_correction2 = 1 - beta2 ** t`;
-# 5. with amsgrad, `max_exp_avg_sq` becomes the elementwise maximum of itself and
-#    `exp_avg_sq` (`where(a > b, a, b)` from module 01, then `copy_` into the buffer),
-#    and it replaces `exp_avg_sq` below;
-# 6. `denom = exp_avg_sq.sqrt() / bias_correction2 ** 0.5 + eps` (note: $\epsilon$ is added
-#    *after* the bias correction of $\sqrt v$);
-# 7. `p.add_(exp_avg / denom, alpha=-lr / bias_correction1)`.
+# 1. $t \leftarrow t + 1$ (so $t = 1$ on the first step);
+# 2. weight decay: decoupled (AdamW) $\theta \leftarrow \theta\,(1 - \eta\lambda)$; or L2
+#    (Adam) $g \leftarrow g + \lambda\theta$;
+# 3. $m \leftarrow \beta_1 m + (1-\beta_1)\, g$ and $v \leftarrow \beta_2 v + (1-\beta_2)\, g^2$;
+# 4. with AMSGrad, $v_{max} \leftarrow \max(v_{max}, v)$ elementwise, and $v_{max}$ replaces
+#    $v$ in the next line;
+# 5. $\theta \leftarrow \theta - \dfrac{\eta}{1-\beta_1^t}\cdot
+#    \dfrac{m}{\sqrt{v}\,/\sqrt{1-\beta_2^t} + \epsilon}$ (note: $\epsilon$ is added *after*
+#    the bias correction of $\sqrt v$, outside the square root).
 #
-# On the first step, create the buffers: `state["step"] = 0`, `state["exp_avg"]` and
-# `state["exp_avg_sq"]` as `zeros_like(p)` (same shape and dtype), and
-# `state["max_exp_avg_sq"]` too when `group["amsgrad"]`.
+# The state of a parameter, created at its first step: `"step"` (a Python int),
+# `"exp_avg"` ($m$) and `"exp_avg_sq"` ($v$), both zeros of the parameter's shape and dtype,
+# and `"max_exp_avg_sq"` as well when the group has `amsgrad`.
+#
+# <details><summary>Hint 1</summary>
+#
+# How do you know that a parameter is at its first step? Its state dict tells you.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Work out $1 - \beta^t$ for the $t$ of the very first step. What would the update be if
+# $t$ were still 0 there?
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# The two kinds of weight decay touch different things: one changes the gradient (a new
+# tensor, as in SGD), the other shrinks the parameter itself, in place, before the moments
+# see anything.
+# </details>
+#
+# <details><summary>Hint 4</summary>
+#
+# For AMSGrad, module 01's `where(condition, a, b)` picks elementwise; the result must end
+# up *in* the existing `max_exp_avg_sq` buffer (an in-place copy), not in a new tensor.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Read the betas, lr, eps and weight decay from the group. Create the state if it is empty,
+# then increment the step count and take $t$ from it. Apply the decay the group asks for.
+# Update both moment buffers in place (scale, then add the scaled gradient or squared
+# gradient). Compute the two bias corrections from $t$. With AMSGrad, fold $v$ into the
+# running maximum and use that instead. Build the denominator as the square root of the
+# second moment divided by the square root of its correction, plus eps, and add to `p`, in
+# place, the first moment divided by that denominator, times −lr over the first correction.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "adam", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -647,9 +799,13 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
-        """One Adam/AdamW step for parameter `p` (already negated by step() if maximize)."""
-        # Hints: follow steps 1-7 above literally; read every option from `group`
-        # (beta1, beta2 = group["betas"]); only the buffers and p change in place.
+        """One Adam/AdamW step for parameter `p`, in place (grad already negated if maximize).
+
+        Contract: steps 1-5 above with the options of `group` ("decoupled_weight_decay"
+        picks the kind of decay). State as described above, created lazily; only the state
+        buffers and `p` change in place, never `grad`.
+        """
+        # Idea: step by the bias-corrected mean gradient over its bias-corrected RMS.
         ### BEGIN SOLUTION
         beta1, beta2 = group["betas"]
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
@@ -690,9 +846,11 @@ class AdamW(Adam):
 
 
 # %% [markdown]
-# The check runs a numpy transcription of the formulas above next to your optimizer.
+# The check works two cases out by hand (the first step, and a constant gradient, for which
+# bias correction makes $\hat m_t = g$ and $\hat v_t = g^2$ exactly), then runs a numpy
+# transcription of the formulas next to your optimizer.
 
-# %% nbgrader={"grade": true, "grade_id": "test-adam", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "test-adam", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
 def _adam_reference(theta, grads, lr, betas=(0.9, 0.999), eps=1e-8, wd=0.0, amsgrad=False, decoupled=False):
     theta = np.array(theta, dtype=np.float64)
     m, v, vmax = np.zeros_like(theta), np.zeros_like(theta), np.zeros_like(theta)
@@ -709,34 +867,48 @@ def _adam_reference(theta, grads, lr, betas=(0.9, 0.999), eps=1e-8, wd=0.0, amsg
     return theta
 
 
-# the first Adam step moves every coordinate by about lr, whatever the gradient's scale
-_w = tensor([0.0, 0.0, 0.0], dtype="float64", requires_grad=True)
-_opt = Adam([_w], lr=0.01)
-_w.grad = tensor([1e-3, 1.0, -1e3], dtype="float64")
-_opt.step()
-assert np.allclose(_w.numpy(), [-0.01, -0.01, 0.01], rtol=1e-4), _w
-assert _opt.state[_w]["step"] == 1 and set(_opt.state[_w]) == {"step", "exp_avg", "exp_avg_sq"}
-# several steps and options against the numpy transcription
-_rng = np.random.default_rng(1)
-_grads = [_rng.standard_normal((2, 5)) * (1 + _i) for _i in range(6)]
-_theta0 = _rng.standard_normal((2, 5))
-for _cls, _kw in [(Adam, dict(betas=(0.8, 0.99))), (Adam, dict(wd=0.1)), (Adam, dict(amsgrad=True)),
-                  (AdamW, dict(wd=0.1, decoupled=True)), (AdamW, dict(wd=0.2, decoupled=True, amsgrad=True))]:
-    _w = tensor(_theta0, requires_grad=True)
-    _opt = _cls([_w], lr=0.05, betas=_kw.get("betas", (0.9, 0.999)), weight_decay=_kw.get("wd", 0.0),
-                amsgrad=_kw.get("amsgrad", False))
-    for _g in _grads:
-        _w.grad = tensor(_g)
+with preserved_state():
+    # the first step moves every coordinate by about lr, whatever the gradient's scale
+    _w = tensor([0.0, 0.0, 0.0], dtype="float64", requires_grad=True)
+    _opt = Adam([_w], lr=0.01)
+    _w.grad = tensor([1e-3, 1.0, -1e3], dtype="float64")
+    _opt.step()
+    assert_close(_w.numpy(), [-0.01, -0.01, 0.01], rtol=1e-4, what="first Adam step: -lr * sign(g)")
+    assert_equal(_opt.state[_w]["step"], 1, "the step count after one step")
+    assert_equal(sorted(_opt.state[_w]), ["exp_avg", "exp_avg_sq", "step"], "Adam's state names")
+    # a constant gradient: with bias correction every step is exactly lr (eps = 0)
+    _w = tensor([0.0], dtype="float64", requires_grad=True)
+    _opt = Adam([_w], lr=0.01, eps=0.0)
+    for _t in range(1, 4):
+        _w.grad = tensor([0.3], dtype="float64")
         _opt.step()
-    assert np.allclose(_w.numpy(), _adam_reference(_theta0, _grads, 0.05, **_kw), rtol=1e-10), (_cls, _kw)
-assert "max_exp_avg_sq" in _opt.state[_w]
-# AdamW's default weight decay is 0.01 and it shrinks a weight even when its gradient is 0
-_w = tensor([2.0], dtype="float64", requires_grad=True)
-_opt = AdamW([_w], lr=0.1)
-_w.grad = tensor([0.0], dtype="float64")
-_opt.step()
-assert np.isclose(_w.item(), 2.0 * (1 - 0.1 * 0.01)), _w
-print("✓ Adam, AMSGrad, AdamW")
+    assert_close(_w.numpy(), [-0.03], rtol=1e-12, what="3 steps with a constant gradient: 3 * lr")
+    assert_close(_opt.state[_w]["exp_avg"].numpy(), [0.3 * (1 - 0.9 ** 3)], rtol=1e-12,
+                 what="exp_avg after 3 steps (biased towards 0: not corrected in the state)")
+    assert_equal(_w.grad.numpy(), np.array([0.3]), "step() must not modify p.grad")
+    # several steps and options against the numpy transcription
+    _rng = np.random.default_rng(1)
+    _grads = [_rng.standard_normal((2, 5)) * (1 + _i) for _i in range(6)]
+    _theta0 = _rng.standard_normal((2, 5))
+    for _cls, _kw in [(Adam, dict(betas=(0.8, 0.99))), (Adam, dict(eps=1e-2)), (Adam, dict(wd=0.1)),
+                      (Adam, dict(amsgrad=True)), (AdamW, dict(wd=0.1, decoupled=True)),
+                      (AdamW, dict(wd=0.2, decoupled=True, amsgrad=True))]:
+        _w = tensor(_theta0, requires_grad=True)
+        _opt = _cls([_w], lr=0.05, betas=_kw.get("betas", (0.9, 0.999)), eps=_kw.get("eps", 1e-8),
+                    weight_decay=_kw.get("wd", 0.0), amsgrad=_kw.get("amsgrad", False))
+        for _g in _grads:
+            _w.grad = tensor(_g)
+            _opt.step()
+        assert_close(_w.numpy(), _adam_reference(_theta0, _grads, 0.05, **_kw), rtol=1e-10, atol=1e-12,
+                     what=f"{_cls.__name__} with {_kw} after 6 steps")
+    check("max_exp_avg_sq" in _opt.state[_w], "amsgrad keeps a max_exp_avg_sq buffer", got=sorted(_opt.state[_w]))
+    # AdamW's default weight decay is 0.01, and it shrinks a weight even when its gradient is 0
+    _w = tensor([2.0], dtype="float64", requires_grad=True)
+    _opt = AdamW([_w], lr=0.1)
+    _w.grad = tensor([0.0], dtype="float64")
+    _opt.step()
+    assert_close(_w.numpy(), [2.0 * (1 - 0.1 * 0.01)], rtol=1e-12, what="AdamW, zero gradient: theta * (1 - lr*wd)")
+print(f"✓ Adam, AMSGrad, AdamW; e.g. AdamW shrank 2.0 to {_w.item():.4f}")
 
 # %% [markdown]
 # ### L2 versus decoupled weight decay, measured
@@ -804,16 +976,50 @@ plt.show()
 #   the parameter's shape; then it copies the buffers (cast to the parameter's dtype) and
 #   takes every group option (`lr`, `betas`, ...) from the dict, keeping its own `"params"`.
 #   Buffers may come as Tensors or numpy arrays (a checkpoint loader returns arrays).
+#
+# <details><summary>Hint 1 (state_dict)</summary>
+#
+# The positions must be the same ones that `load_state_dict` will count on the other side:
+# go through the groups in order and, within each, through its parameters in order, giving
+# each parameter the next number. A dict from a parameter's identity to its number lets the
+# state part look numbers up afterwards.
+# </details>
+#
+# <details><summary>Hint 2 (state_dict)</summary>
+#
+# "A snapshot" means: after `state_dict()` returns, nothing the optimizer does may change
+# the dict, and nothing done to the dict may change the optimizer. Which parts of a group
+# and of a state entry are shared objects?
+# </details>
+#
+# <details><summary>Hint 3 (load_state_dict)</summary>
+#
+# Zipping a saved group's list of numbers with the live group's list of parameters gives
+# you the number → parameter map, once the sizes are known to agree.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `_state_dict`: for each group, a copy of its options without "params", plus "params" as
+# the list of the parameters' numbers; then for each (parameter, buffers) entry of the
+# state, its number mapped to a new dict in which tensors are cloned and other values (the
+# step count) kept. `_load_state_dict`: first validate everything (group count, each group's
+# size, every state number known, every buffer's shape equal to its parameter's) and build
+# the new state on the side, converting tensors and arrays to new tensors of the
+# parameter's dtype; only then replace `self.state` (keep it a `defaultdict(dict)`) and copy
+# each saved group's options, except "params", into the live group.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "state-dict", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _state_dict(self):
-    """{"state": {index: {name: value}}, "param_groups": [{option: value, "params": [index, ...]}]}."""
-    # Hints:
-    # - number the parameters in group order: a dict id(p) -> index, filled as you go;
-    # - each packed group is a copy of the group without "params", plus "params": [indices];
-    # - state: {index of p: {name: v.clone() if isinstance(v, Tensor) else v}} for each
-    #   (p, buffers) in self.state.items().
+    """Optimizer.state_dict(): {"state": {index: {name: value}}, "param_groups": [{option:
+    value, ..., "params": [index, ...]}]}, parameters numbered 0, 1, ... in group order.
+
+    Contract: a snapshot. State tensors are cloned, group dicts and lists are new, so later
+    training does not change the returned dict and editing it does not change the optimizer.
+    """
+    # Idea: a parameter is saved as its position, never as itself.
     ### BEGIN SOLUTION
     index = {}
     groups = []
@@ -829,17 +1035,17 @@ def _state_dict(self):
 
 
 def _load_state_dict(self, state_dict):
-    """Restore the state and group options saved by state_dict() (checks first, then copies)."""
-    # Hints:
-    # - errors (ValueError): a different number of groups ("loaded state dict has a different
-    #   number of parameter groups"); a group of a different size ("loaded state dict contains
-    #   a parameter group that doesn't match the size of optimizer's group"); a state index
-    #   that is no parameter; a buffer whose shape differs from its parameter's;
-    # - map each saved index to this optimizer's parameter at the same position (zip the
-    #   saved groups' "params" with self.param_groups' "params");
-    # - build the new state: Tensor(value, dtype=p.dtype) for tensors and numpy arrays (a
-    #   copy), other values (the step count) as they are; then set self.state to it;
-    # - copy every option except "params" from each saved group into the live group.
+    """Optimizer.load_state_dict(): restore the state and group options saved by state_dict().
+
+    Contract: ValueError, with the optimizer unchanged, when the number of groups differs
+    (the message says the number of parameter groups differs), when a group's size differs
+    (it says the group doesn't match the size of the optimizer's group), when the state
+    names a position that is no parameter, or when a buffer's shape differs from its
+    parameter's (the message names both shapes). Buffers may be Tensors or numpy arrays;
+    they are copied into new Tensors of the parameter's dtype. Every group option except
+    "params" is taken from the dict; the groups keep their own parameters.
+    """
+    # Idea: check everything first, then change everything.
     ### BEGIN SOLUTION
     saved_groups = state_dict["param_groups"]
     if len(saved_groups) != len(self.param_groups):
@@ -883,38 +1089,46 @@ def _run(opt, params, grads):
         opt.step()
 
 
-_rng = np.random.default_rng(2)
-_shapes = [(3, 2), (2,), ()]
-_start = [_rng.standard_normal(s) for s in _shapes]
-_grads = [[_rng.standard_normal(s) for s in _shapes] for _ in range(8)]
-_make = lambda ps: Adam([{"params": ps[:2]}, {"params": ps[2:], "lr": 0.02}], lr=0.1, amsgrad=True)
+with preserved_state():
+    _rng = np.random.default_rng(2)
+    _shapes = [(3, 2), (2,), ()]
+    _start = [_rng.standard_normal(s) for s in _shapes]
+    _grads = [[_rng.standard_normal(s) for s in _shapes] for _ in range(8)]
+    _make = lambda ps: Adam([{"params": ps[:2]}, {"params": ps[2:], "lr": 0.02}], lr=0.1, amsgrad=True)  # noqa: E731
 
-_ps = [tensor(x, requires_grad=True) for x in _start]
-_opt = _make(_ps)
-_run(_opt, _ps, _grads[:4])
-_sd = _opt.state_dict()
-assert set(_sd) == {"state", "param_groups"} and sorted(_sd["state"]) == [0, 1, 2]
-assert _sd["param_groups"][0]["params"] == [0, 1] and _sd["param_groups"][1]["params"] == [2]
-assert _sd["param_groups"][1]["lr"] == 0.02 and _sd["state"][2]["step"] == 4
-assert _sd["state"][0]["exp_avg"] is not _opt.state[_ps[0]]["exp_avg"], "state_dict() returns copies"
-# a second optimizer on copies of the parameters, loaded from the dict, continues identically
-_qs = [tensor(p.numpy(), requires_grad=True) for p in _ps]
-_opt2 = _make(_qs)
-_opt2.param_groups[1]["lr"] = 123.0
-_opt2.load_state_dict(_sd)
-assert _opt2.param_groups[1]["lr"] == 0.02 and _opt2.param_groups[1]["params"][0] is _qs[2]
-_run(_opt, _ps, _grads[4:])
-_run(_opt2, _qs, _grads[4:])
-for _p, _q in zip(_ps, _qs):
-    assert np.array_equal(_p.numpy(), _q.numpy())
-assert _sd["state"][0]["step"] == 4, "the saved dict must not change when training goes on"
-try:
-    SGD([tensor([1.0], requires_grad=True)]).load_state_dict(_sd)
-except ValueError:
-    pass
-else:
-    raise AssertionError("loading a dict with 2 groups into an optimizer with 1 must fail")
-print("✓ state_dict / load_state_dict")
+    _ps = [tensor(x, requires_grad=True) for x in _start]
+    _opt = _make(_ps)
+    _run(_opt, _ps, _grads[:4])
+    _sd = _opt.state_dict()
+    assert_equal(sorted(_sd), ["param_groups", "state"], "the two keys of a state dict")
+    assert_equal(sorted(_sd["state"]), [0, 1, 2], "state keyed by position")
+    assert_equal([g["params"] for g in _sd["param_groups"]], [[0, 1], [2]], "params as positions, in group order")
+    assert_equal(_sd["param_groups"][1]["lr"], 0.02, "group options are saved")
+    assert_equal(_sd["state"][2]["step"], 4, "the step count is saved")
+    check(_sd["state"][0]["exp_avg"] is not _opt.state[_ps[0]]["exp_avg"], "state_dict() clones the state tensors")
+    _sd["param_groups"][0]["lr"] = 99.0
+    assert_equal(_opt.param_groups[0]["lr"], 0.1, "editing the saved dict must not change the optimizer")
+    _sd["param_groups"][0]["lr"] = 0.1
+    # a second optimizer on copies of the parameters, loaded from the dict, continues identically
+    _qs = [tensor(p.numpy(), requires_grad=True) for p in _ps]
+    _opt2 = _make(_qs)
+    _opt2.param_groups[1]["lr"] = 123.0
+    _opt2.load_state_dict(_sd)
+    assert_equal(_opt2.param_groups[1]["lr"], 0.02, "load_state_dict restores the group options")
+    check(_opt2.param_groups[1]["params"][0] is _qs[2], "load_state_dict keeps the optimizer's own parameters")
+    _run(_opt, _ps, _grads[4:])
+    _run(_opt2, _qs, _grads[4:])
+    for _i, (_p, _q) in enumerate(zip(_ps, _qs)):
+        assert_equal(_q.numpy(), _p.numpy(), f"parameter {_i}: resumed run against the uninterrupted one")
+    assert_equal(_sd["state"][0]["step"], 4, "the saved dict must not change when training goes on")
+    assert_raises(ValueError, SGD([tensor([1.0], requires_grad=True)]).load_state_dict, _sd,
+                  match="number of parameter groups", what="loading 2 groups into an optimizer with 1")
+    _bad = _opt.state_dict()
+    _bad["state"][1]["exp_avg"] = tensor(np.zeros(5))
+    _bad["param_groups"][0]["lr"] = 42.0
+    assert_raises(ValueError, _opt2.load_state_dict, _bad, match="shape", what="a buffer of the wrong shape")
+    assert_equal(_opt2.param_groups[0]["lr"], 0.1, "a refused load changes nothing")
+print(f"✓ state_dict / load_state_dict; e.g. {len(_sd['state'])} parameters' state restored")
 
 # %% [markdown]
 # ## 6. Learning-rate schedules
@@ -954,8 +1168,23 @@ print("✓ state_dict / load_state_dict")
 # lets two schedulers on one optimizer multiply their effects; the values are the same up
 # to floating-point rounding.
 #
-# **Your part:** `LRScheduler.step()` (the mechanics) and the closed forms `get_lr()` of
-# `StepLR`, `CosineAnnealingLR` and `LinearLR`.
+# **Your part:** `LRScheduler.step()` (the mechanics), then the closed forms `get_lr()` of
+# `StepLR`, `CosineAnnealingLR`, `LinearLR` and `LambdaLR`, each the table's formula at
+# `self.last_epoch`, one value per base learning rate.
+#
+# <details><summary>Hint 1 (step)</summary>
+#
+# The constructor calls `step()` once with `last_epoch` at −1, and the optimizer must then
+# hold the value of epoch 0. In which order do "advance the counter" and "ask for the
+# rates" have to come?
+# </details>
+#
+# <details><summary>The approach (step)</summary>
+#
+# Advance `last_epoch` by one, ask `get_lr()` for the list of rates, write each into its
+# group's `"lr"` (the lists are in group order), and keep a list of them in `self._last_lr`
+# for `get_last_lr()`.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "lr-scheduler", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -983,10 +1212,12 @@ class LRScheduler:
         raise NotImplementedError(f"{type(self).__name__} does not define get_lr()")
 
     def step(self):
-        """Advance one epoch and write the new learning rates into the optimizer's groups."""
-        # Hints: increment self.last_epoch; lrs = self.get_lr(); set group["lr"] for each
-        # group (zip with self.optimizer.param_groups); remember them in self._last_lr (a
-        # list) for get_last_lr().
+        """Advance one epoch and write the new learning rates into the optimizer's groups.
+
+        Contract: afterwards self.last_epoch is one more, every group's "lr" is get_lr()'s
+        value for it at that epoch, and get_last_lr() returns those values (a list).
+        """
+        # Idea: the counter moves first; the rates are those of the new epoch.
         ### BEGIN SOLUTION
         self.last_epoch += 1
         lrs = self.get_lr()
@@ -996,7 +1227,7 @@ class LRScheduler:
         ### END SOLUTION
 
     def get_last_lr(self):
-        """The learning rates the last step() set, one per group."""
+        """The learning rates the last step() set, one per group (a new list)."""
         return list(self._last_lr)
 
     def state_dict(self):
@@ -1007,6 +1238,35 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
+# %% [markdown]
+# <details><summary>Hint 1 (StepLR)</summary>
+#
+# With `step_size = 3`, epochs 0, 1, 2 share one rate and epoch 3 starts the next. Which
+# kind of division turns 0, 1, 2, 3, 4, 5, 6 into 0, 0, 0, 1, 1, 1, 2?
+# </details>
+#
+# <details><summary>Hint 2 (CosineAnnealingLR)</summary>
+#
+# Check your formula at its two ends: at $t = 0$ it must give the base lr, at $t = T_{max}$
+# exactly `eta_min`. The cosine covers *half* a period in between.
+# </details>
+#
+# <details><summary>Hint 3 (LinearLR)</summary>
+#
+# After `total_iters` epochs the factor stops at `end_factor`: the progress fraction must
+# never exceed 1.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Each `get_lr` returns a list with one value per entry of `self.base_lrs`, computed from
+# that base rate, the scheduler's own settings and `self.last_epoch` with the table's
+# formula (`math.cos` and `math.pi` for the cosine). `LambdaLR` keeps one function per
+# group in `self.lr_lambdas`: pair each function with its group's base rate.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "schedules", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 class StepLR(LRScheduler):
     """Multiply the learning rate by gamma every step_size epochs."""
 
@@ -1018,7 +1278,8 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        # Hint: base_lr * gamma ** (last_epoch // step_size) for each base_lr in self.base_lrs.
+        """Contract: [base_lr * gamma ** (number of whole step_size periods elapsed)]."""
+        # Idea: the rate is constant inside a period and drops by gamma at each boundary.
         ### BEGIN SOLUTION
         return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
         ### END SOLUTION
@@ -1035,14 +1296,17 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        # Hint: eta_min + (base_lr - eta_min) * (1 + cos(pi * last_epoch / T_max)) / 2. (After
-        # T_max epochs the formula keeps following the cosine back up, as PyTorch's does.)
+        """Contract: the table's cosine formula for each base lr. After T_max epochs it keeps
+        following the cosine back up, as PyTorch's does."""
+        # Idea: a factor that goes from 1 at epoch 0 to 0 at epoch T_max along a cosine.
         ### BEGIN SOLUTION
         factor = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
         return [self.eta_min + (base_lr - self.eta_min) * factor for base_lr in self.base_lrs]
         ### END SOLUTION
 
 
+# %% nbgrader={"grade": false, "grade_id": "schedules-linear-lambda", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 class LinearLR(LRScheduler):
     """Scale the lr by a factor moving linearly from start_factor to end_factor over
     total_iters epochs, then constant (the usual warm-up)."""
@@ -1060,7 +1324,9 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        # Hint: factor = start + (end - start) * min(last_epoch, total_iters) / total_iters.
+        """Contract: [base_lr * factor], the factor start_factor at epoch 0, end_factor from
+        epoch total_iters on, linear in between."""
+        # Idea: interpolate between the two factors by the fraction of the ramp done.
         ### BEGIN SOLUTION
         progress = min(self.last_epoch, self.total_iters) / self.total_iters
         factor = self.start_factor + (self.end_factor - self.start_factor) * progress
@@ -1082,14 +1348,20 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """Contract: group i's rate is base_lrs[i] * lr_lambdas[i](last_epoch)."""
+        # Idea: the user's function gives the factor; the base rate gives the scale.
+        ### BEGIN SOLUTION
         return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+        ### END SOLUTION
 
 
 # %% [markdown]
-# Checks: each schedule's value at a few epochs, computed from its formula.
+# Checks: each schedule's value at a few epochs, computed from its formula, on an optimizer
+# with two groups (so each group must keep its own base rate).
 
-# %% nbgrader={"grade": true, "grade_id": "test-lr-scheduler", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "test-lr-scheduler", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 def _lrs(make_sched, n, lrs=(0.1,)):
+    """Every group's lr after construction and after each of n steps: (n + 1, groups)."""
     ps = [tensor([0.0], requires_grad=True) for _ in lrs]
     opt = SGD([{"params": [p], "lr": lr} for p, lr in zip(ps, lrs)], lr=lrs[0])
     sched = make_sched(opt)
@@ -1098,20 +1370,27 @@ def _lrs(make_sched, n, lrs=(0.1,)):
         opt.step()
         sched.step()
         out.append(sched.get_last_lr())
-        assert [g["lr"] for g in opt.param_groups] == out[-1], "step() must write the lr into the groups"
+        assert_equal([g["lr"] for g in opt.param_groups], out[-1], "step() writes the lr into every group")
+    assert_equal(sched.last_epoch, n, f"last_epoch after construction and {n} steps")
     return np.array(out)
 
 
-_out = _lrs(lambda o: StepLR(o, step_size=3, gamma=0.5), 7)
-assert np.allclose(_out[:, 0], [0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025]), _out[:, 0]
-_out = _lrs(lambda o: CosineAnnealingLR(o, T_max=4, eta_min=0.02), 4)
-assert np.allclose(_out[:, 0], [0.02 + 0.08 * (1 + math.cos(math.pi * t / 4)) / 2 for t in range(5)])
-assert np.isclose(_out[-1, 0], 0.02)
-_out = _lrs(lambda o: LinearLR(o, start_factor=0.25, total_iters=3), 5, lrs=(0.1, 1.0))
-assert np.allclose(_out[:, 1], [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]) and np.allclose(_out[:, 0], _out[:, 1] / 10)
-_out = _lrs(lambda o: LambdaLR(o, lambda e: 1 / (e + 1)), 3)
-assert np.allclose(_out[:, 0], [0.1, 0.05, 0.1 / 3, 0.025])
-print("✓ StepLR, CosineAnnealingLR, LinearLR, LambdaLR")
+with preserved_state():
+    _out = _lrs(lambda o: StepLR(o, step_size=3, gamma=0.5), 7)
+    assert_close(_out[:, 0], [0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025], rtol=1e-12,
+                 what="StepLR(step_size=3, gamma=0.5), epochs 0-7")
+    _out = _lrs(lambda o: CosineAnnealingLR(o, T_max=4, eta_min=0.02), 6)
+    assert_close(_out[:, 0], [0.02 + 0.08 * (1 + math.cos(math.pi * t / 4)) / 2 for t in range(7)], rtol=1e-12,
+                 what="CosineAnnealingLR(T_max=4, eta_min=0.02), epochs 0-6")
+    assert_close(_out[4, 0], 0.02, rtol=1e-12, what="the cosine reaches eta_min at epoch T_max")
+    _out = _lrs(lambda o: LinearLR(o, start_factor=0.25, total_iters=3), 5, lrs=(0.1, 1.0))
+    assert_close(_out[:, 1], [0.25, 0.5, 0.75, 1.0, 1.0, 1.0], rtol=1e-12,
+                 what="LinearLR(start_factor=0.25, total_iters=3), group with base lr 1, epochs 0-5")
+    assert_close(_out[:, 0], _out[:, 1] / 10, rtol=1e-12, what="LinearLR, group with base lr 0.1")
+    _out = _lrs(lambda o: LambdaLR(o, [lambda e: 1 / (e + 1), lambda e: 0.5 ** e]), 3, lrs=(0.1, 1.0))
+    assert_close(_out[:, 0], [0.1, 0.05, 0.1 / 3, 0.025], rtol=1e-12, what="LambdaLR, group 0: 0.1 / (e + 1)")
+    assert_close(_out[:, 1], [1.0, 0.5, 0.25, 0.125], rtol=1e-12, what="LambdaLR, group 1: 0.5 ** e")
+print(f"✓ StepLR, CosineAnnealingLR, LinearLR, LambdaLR; e.g. LambdaLR at epoch 3: {_out[-1].tolist()}")
 
 # %% [markdown]
 # ### Chaining schedules: warm-up, then cosine
@@ -1123,14 +1402,28 @@ print("✓ StepLR, CosineAnnealingLR, LinearLR, LambdaLR")
 #
 # The provided constructor checks the arguments, puts the base learning rates back into
 # the groups (each sub-scheduler's constructor already stepped the optimizer's lr) and
-# restarts `schedulers[0]` at its epoch 0. **Your part: `SequentialLR.step()`**:
+# restarts `schedulers[0]` at its epoch 0. **Your part: `SequentialLR.step()`.**
 #
-# 1. increment `self.last_epoch`;
-# 2. the active scheduler's index is the number of milestones `<= last_epoch`
-#    (`bisect.bisect_right(self._milestones, self.last_epoch)`);
-# 3. if `last_epoch` *is* that scheduler's milestone, restart it: set its `last_epoch`
-#    to -1 so that its `step()` brings it to epoch 0;
-# 4. call its `step()` and record its `get_last_lr()` in `self._last_lr`.
+# <details><summary>Hint 1</summary>
+#
+# With milestones `[4, 13]`: which scheduler owns epoch 3? Epoch 4? Epoch 13? The count of
+# milestones that are at or before the epoch answers it; the standard library's `bisect`
+# module counts that in a sorted list.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A scheduler's `step()` first advances its own `last_epoch`. What must its `last_epoch`
+# be just before that call, for it to land on its epoch 0?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Advance your own epoch counter. Find the index of the active scheduler. If this epoch is
+# exactly the milestone at which that scheduler takes over, reset its counter so that its
+# next step brings it to epoch 0. Step it (that writes the optimizer's rates) and record its
+# last rates as your own.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sequential-lr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -1166,8 +1459,13 @@ class SequentialLR(LRScheduler):
         self._last_lr = first.get_last_lr()
 
     def step(self):
-        """Advance one epoch, delegating to the scheduler whose phase this epoch is in."""
-        # Hint: steps 1-4 above; a scheduler's step() already writes the optimizer's lrs.
+        """Advance one epoch, delegating to the scheduler whose phase this epoch is in.
+
+        Contract: schedulers[i] is active from milestones[i-1] on (schedulers[0] from 0); on
+        the epoch it takes over it restarts at its own epoch 0. get_last_lr() then returns
+        the active scheduler's rates, which are also in the optimizer's groups.
+        """
+        # Idea: which phase is this epoch in, and is it the phase's first epoch?
         ### BEGIN SOLUTION
         self.last_epoch += 1
         idx = bisect.bisect_right(self._milestones, self.last_epoch)
@@ -1197,10 +1495,21 @@ def _warmup_cosine(opt):
     return SequentialLR(opt, [warm, cos], milestones=[4])
 
 
-_out = _lrs(_warmup_cosine, 10)[:, 0]
-_expect = [0.1 * (0.1 + 0.9 * t / 4) for t in range(4)] + [0.1 * (1 + math.cos(math.pi * t / 6)) / 2 for t in range(7)]
-assert np.allclose(_out, _expect), (_out, _expect)
-print("✓ SequentialLR (warm-up then cosine)")
+def _three_phases(opt):
+    return SequentialLR(opt, [LinearLR(opt, start_factor=0.5, total_iters=2), StepLR(opt, step_size=2, gamma=0.5),
+                              LambdaLR(opt, lambda e: 0.1)], milestones=[2, 5])
+
+
+with preserved_state():
+    _out = _lrs(_warmup_cosine, 10)[:, 0]
+    _expect = [0.1 * (0.1 + 0.9 * t / 4) for t in range(4)] + [0.1 * (1 + math.cos(math.pi * t / 6)) / 2
+                                                               for t in range(7)]
+    assert_close(_out, _expect, rtol=1e-12, what="warm-up 4 epochs, then cosine over 6: epochs 0-10")
+    assert_close(_out[4], 0.1, rtol=1e-12, what="the cosine restarts at its epoch 0 (the full base lr)")
+    _out = _lrs(_three_phases, 7)[:, 0]
+    assert_close(_out, [0.05, 0.075, 0.1, 0.1, 0.05, 0.01, 0.01, 0.01], rtol=1e-12,
+                 what="three phases, milestones [2, 5]: epochs 0-7")
+print(f"✓ SequentialLR (warm-up then cosine); e.g. epoch 4 restarts at lr {_expect[4]:.3f}")
 
 # %% [markdown]
 # Here are the schedules over 100 epochs, with a base learning rate of 0.1:
@@ -1306,35 +1615,54 @@ plt.show()
 #
 # ### Memory: the state is per parameter
 #
-# Training holds, for every parameter tensor: the **weights**, the **gradients** (same size)
-# and the **optimizer state**:
+# Training holds, for every parameter tensor, the **weights**, the **gradients** (same size)
+# and the **optimizer state**, the buffers your `_update` methods create. Below we measure
+# them on a three-layer MLP built with module 03's `Linear`:
+# `784 → 1024 → 1024 → 10`, float32, weights and biases.
 #
-# | optimizer | state per parameter | state bytes / weight bytes |
-# |---|---|---|
-# | SGD | none | 0 |
-# | SGD with momentum | `momentum_buffer` | 1 |
-# | Adam / AdamW | `exp_avg`, `exp_avg_sq` (+ an int step) | 2 |
-# | Adam with AMSGrad | + `max_exp_avg_sq` | 3 |
+# **Predict first.** From what your SGD and Adam store per parameter, how many MiB of state
+# does each optimizer hold after its first step on that MLP? (A MiB is 2**20 bytes; count
+# the parameters first.) Write your numbers in the next cell; they are not graded.
+
+# %%
+predicted_state_mib = {  # your numbers, in MiB: replace each None
+    "SGD": None,
+    "SGD momentum": None,
+    "Adam": None,
+    "AdamW amsgrad": None,
+}
+
+# %% [markdown]
+# To measure, write two small accounting functions:
 #
-# So with $N$ float32 parameters, training with Adam needs about $4N + 4N + 8N = 16N$ bytes
-# before counting a single activation: four times the model itself. This is why optimizer
-# state is the first thing large-scale training shards across GPUs (ZeRO stage 1), and why
-# memory-light optimizers (8-bit Adam, Adafactor's factored second moment) exist.
-#
-# Write two small accounting functions, then measure them on a real model:
-#
-# - `state_nbytes(optimizer)`: the bytes of every Tensor in `optimizer.state` (use each
-#   tensor's `.nbytes`; numbers such as the step count are not counted);
+# - `state_nbytes(optimizer)`: the bytes of every Tensor in `optimizer.state`; numbers such
+#   as the step count are not counted;
 # - `training_memory(optimizer)`: a dict with the bytes of the `"params"` (each parameter of
-#   every group once), of the existing `"grads"` (`p.grad` not None), of the `"state"`, and
-#   their `"total"`.
+#   every group once), of the existing `"grads"` (only those that are not `None`), of the
+#   `"state"`, and their `"total"`.
+#
+# <details><summary>Hint 1</summary>
+#
+# Every Tensor knows its size in bytes (module 01's `nbytes`); `optimizer.state` is a dict
+# of dicts.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `state_nbytes`: sum the byte sizes of the values of every parameter's buffer dict that
+# are Tensors. `training_memory`: collect the parameters of every group, sum their sizes,
+# sum the sizes of the gradients that exist, take the state from `state_nbytes`, and add
+# the three for the total.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "memory", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def state_nbytes(optimizer):
-    """Bytes held by the optimizer's state tensors (momentum buffers, Adam moments, ...)."""
-    # Hint: optimizer.state maps each parameter to a dict of buffers; sum v.nbytes over the
-    # values that are Tensors.
+    """Bytes held by the optimizer's state tensors (momentum buffers, Adam moments, ...).
+
+    Contract: an int; 0 before the first step; non-Tensor entries (the step count) count 0.
+    """
+    # Idea: the state is a dict of dicts; only its tensors hold memory worth counting.
     ### BEGIN SOLUTION
     return sum(v.nbytes for buffers in optimizer.state.values()
                for v in buffers.values() if isinstance(v, Tensor))
@@ -1342,8 +1670,11 @@ def state_nbytes(optimizer):
 
 
 def training_memory(optimizer):
-    """{"params": bytes, "grads": bytes, "state": bytes, "total": bytes} for the optimizer's parameters."""
-    # Hint: the parameters are those of every group in optimizer.param_groups; use .nbytes.
+    """{"params": bytes, "grads": bytes, "state": bytes, "total": bytes} for the optimizer.
+
+    Contract: ints; "grads" counts only gradients that exist (not None); "total" is the sum.
+    """
+    # Idea: three kinds of memory per parameter: the weights, their gradient, their state.
     ### BEGIN SOLUTION
     params = [p for group in optimizer.param_groups for p in group["params"]]
     report = {
@@ -1357,26 +1688,27 @@ def training_memory(optimizer):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-memory", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-_ps = [tensor(np.ones((10, 20), dtype=np.float32), requires_grad=True), tensor(np.ones(20), requires_grad=True)]
-_pbytes = 10 * 20 * 4 + 20 * 8
-for _make_opt, _ratio in [(lambda ps: SGD(ps, lr=0.1), 0), (lambda ps: SGD(ps, lr=0.1, momentum=0.9), 1),
-                          (lambda ps: Adam(ps), 2), (lambda ps: Adam(ps, amsgrad=True), 3)]:
-    _opt = _make_opt(_ps)
-    assert state_nbytes(_opt) == 0, "state is created lazily, at the first step"
-    for _p in _ps:
-        _p.grad = zeros_like(_p)
-    _opt.step()
-    assert state_nbytes(_opt) == _ratio * _pbytes, (state_nbytes(_opt), _ratio)
-    _report = training_memory(_opt)
-    assert _report == {"params": _pbytes, "grads": _pbytes, "state": _ratio * _pbytes,
-                       "total": (2 + _ratio) * _pbytes}, _report
-    _opt.zero_grad()
-    assert training_memory(_opt)["grads"] == 0
-print("✓ state_nbytes, training_memory")
+with preserved_state():
+    _ps = [tensor(np.ones((10, 20), dtype=np.float32), requires_grad=True), tensor(np.ones(20), requires_grad=True)]
+    _pbytes = 10 * 20 * 4 + 20 * 8  # one float32 and one float64 parameter
+    for _label, _make_opt, _ratio in [("SGD", lambda ps: SGD(ps, lr=0.1), 0),
+                                      ("SGD momentum", lambda ps: SGD(ps, lr=0.1, momentum=0.9), 1),
+                                      ("Adam", lambda ps: Adam(ps), 2),
+                                      ("Adam amsgrad", lambda ps: Adam(ps, amsgrad=True), 3)]:
+        _opt = _make_opt(_ps)
+        assert_equal(state_nbytes(_opt), 0, f"{_label}: state before the first step (it is created lazily)")
+        for _p in _ps:
+            _p.grad = zeros_like(_p)
+        _opt.step()
+        assert_equal(state_nbytes(_opt), _ratio * _pbytes, f"{_label}: state bytes after one step")
+        assert_equal(training_memory(_opt), {"params": _pbytes, "grads": _pbytes, "state": _ratio * _pbytes,
+                                             "total": (2 + _ratio) * _pbytes}, f"{_label}: training_memory")
+        _opt.zero_grad()
+        assert_equal(training_memory(_opt)["grads"], 0, f"{_label}: grads after zero_grad()")
+print(f"✓ state_nbytes, training_memory; e.g. AMSGrad state = {state_nbytes(_opt)} bytes for {_pbytes} of weights")
 
 # %% [markdown]
-# Now measure on a three-layer MLP of about 1.8 million parameters, built with module 03's
-# `Linear`. Two independent measurements: the accounting above, and `tracemalloc`, which
+# Now measure. Two independent measurements: the accounting above, and `tracemalloc`, which
 # sees every numpy allocation. The memory that is still allocated after the first `step()`
 # (and was not before) is the state that the optimizer created; the peak during `step()`
 # also includes the temporaries (`grad * grad`, `exp_avg / denom`, ...), which are freed
@@ -1396,6 +1728,10 @@ def give_grads(model, seed=0):
         p.grad = tensor(rng.standard_normal(p.shape).astype(np.float32))
 
 
+def show_prediction(predicted, fmt="{:.2f}"):
+    return "no prediction" if predicted is None else fmt.format(predicted)
+
+
 _factories = {
     "SGD": lambda ps: SGD(ps, lr=0.01),
     "SGD momentum": lambda ps: SGD(ps, lr=0.01, momentum=0.9),
@@ -1412,24 +1748,40 @@ for _name, _factory in _factories.items():
     _opt.step()
     _after, _peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    _report = training_memory(_opt)
-    _mem_rows.append((_name, _report, _after - _before, _peak - _before))
+    _mem_rows.append((_name, training_memory(_opt), _after - _before, _peak - _before))
 _n_params = sum(p.numel() for p in make_mlp().parameters())
-print(f"MLP with {_n_params:,} float32 parameters = {_n_params * 4 / 2**20:.1f} MiB of weights\n")
-print(f"{'optimizer':15s} {'state (MiB)':>12s} {'state/weights':>14s} {'tracemalloc kept':>17s} "
-      f"{'step peak':>10s} {'params+grads+state':>19s}")
+print(f"MLP with {_n_params:,} float32 parameters = {_n_params * 4 / 2**20:.2f} MiB of weights\n")
+print(f"{'optimizer':15s} {'your guess':>11s} {'state (MiB)':>12s} {'state/weights':>14s} "
+      f"{'tracemalloc kept':>17s} {'step peak':>10s}")
 for _name, _r, _kept, _peak in _mem_rows:
-    print(f"{_name:15s} {_r['state'] / 2**20:12.2f} {_r['state'] / _r['params']:14.2f} "
-          f"{_kept / 2**20:14.2f} MiB {_peak / 2**20:6.2f} MiB {_r['total'] / 2**20:15.2f} MiB")
+    print(f"{_name:15s} {show_prediction(predicted_state_mib.get(_name)):>11s} {_r['state'] / 2**20:12.2f} "
+          f"{_r['state'] / _r['params']:14.2f} {_kept / 2**20:13.2f} MiB {_peak / 2**20:6.2f} MiB")
 
 # %% [markdown]
-# The two measurements agree: the memory that stays allocated after the first step is the
-# state, 0×, 1×, 2× and 3× the weights. The peak during the step is higher still, by the
-# size of the temporaries that our unfused, op-by-op update allocates for the largest
-# parameter (a fused kernel computes the whole update in registers and needs none).
+# The accounting is exact and the same on every machine; `tracemalloc`'s "kept" column
+# should agree with it to within a few kilobytes (Python objects besides the arrays). The
+# state is 0×, 1×, 2× and 3× the weights:
 #
-# Scale that to real models with the same accounting, in float32, counting weights,
-# gradients and Adam state (no activations, no mixed precision):
+# | optimizer | state per parameter | state bytes / weight bytes |
+# |---|---|---|
+# | SGD | none | 0 |
+# | SGD with momentum | `momentum_buffer` | 1 |
+# | Adam / AdamW | `exp_avg`, `exp_avg_sq` (+ an int step) | 2 |
+# | Adam with AMSGrad | + `max_exp_avg_sq` | 3 |
+#
+# If your guess was off, the usual slip is to count the moments but not the parameters
+# correctly: the MLP's 1.8 million parameters are 7 MiB in float32, and each buffer is one
+# more copy of them. The step's peak is higher still, by the temporaries that our unfused,
+# op-by-op update allocates for the largest parameter (a fused kernel computes the whole
+# update in registers and needs none); how much higher depends on the order in which
+# numpy frees them.
+#
+# So with $N$ float32 parameters, training with Adam needs about $4N + 4N + 8N = 16N$ bytes
+# before counting a single activation: four times the model itself. This is why optimizer
+# state is the first thing large-scale training shards across GPUs (ZeRO stage 1), and why
+# memory-light optimizers (8-bit Adam, Adafactor's factored second moment) exist. Scaled to
+# real models with the same accounting (float32, weights + gradients + Adam state, no
+# activations, no mixed precision):
 
 # %%
 def human_bytes(n):
@@ -1443,6 +1795,44 @@ for _name, _n in [("this MLP", _n_params), ("GPT-2 small", 124e6), ("a 7B-parame
     _w = 4 * _n
     print(f"{_name:20s} weights {human_bytes(_w)}  + grads {human_bytes(_w)}  "
           f"+ Adam state {human_bytes(2 * _w)}  = {human_bytes(4 * _w)}")
+
+# %% [markdown]
+# ### Time per step
+#
+# Each update is a handful of whole-tensor operations, each a full pass over memory with
+# almost no arithmetic per byte: the optimizer step is **memory-bound**. Plain SGD is one
+# scaled add (two numpy passes in our implementation: `alpha * grad`, then the add);
+# momentum adds the buffer update; count the whole-tensor operations in your Adam.
+#
+# **Predict first:** how many times longer than a plain SGD step is an Adam step on the MLP
+# above? (Not graded.)
+
+# %%
+predicted_adam_over_sgd = None  # your number: Adam step time / SGD step time
+
+# %%
+from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
+
+
+_step_times = {}
+for _name, _factory in _factories.items():
+    _model = make_mlp()
+    give_grads(_model)
+    _opt = _factory(_model.parameters())
+    _step_times[_name] = median_time(_opt.step)
+    _traffic = training_memory(_opt)["params"]
+    print(f"{_name:15s} {_step_times[_name] * 1e3:7.2f} ms per step   "
+          f"(~{_traffic / _step_times[_name] / 1e9:5.2f} GB of weights updated per second)")
+print(f"\nAdam / SGD step time: measured {_step_times['Adam'] / _step_times['SGD']:.1f}x, "
+      f"your guess {show_prediction(predicted_adam_over_sgd, '{:.1f}x')}")
+
+# %% [markdown]
+# Expect Adam to take several times as long as plain SGD, roughly in proportion to the
+# number of passes over memory each update makes; the exact ratio depends on this machine's
+# memory bandwidth and caches, on how many temporaries numpy allocates, and on what else is
+# running (rerun the cell if a figure looks odd). The figure in GB/s is the rate at which
+# weights are updated, not the full memory traffic: each pass also reads the gradient and
+# the buffers.
 
 # %% [markdown]
 # ### Time per step

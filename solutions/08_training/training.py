@@ -35,8 +35,8 @@
 # - derive **inverted dropout** (why survivors are scaled by 1/(1−p)) and register its
 #   backward rule with module 06's autograd — a new op, added without touching old code;
 # - implement `clip_grad_norm_` exactly as PyTorch does;
-# - save and load checkpoints in a **safe format** (npz + JSON, never pickle), so that a
-#   run resumes bit for bit;
+# - save and load checkpoints in a **safe format** (npz + JSON, never pickle), and write
+#   `save_checkpoint` / `load_checkpoint` so that a run resumes bit for bit;
 # - train an MLP on XOR and on the digits (> 92% test accuracy in a few seconds; we get
 #   about 97%), and measure where the time goes (data, forward, backward, step) and what
 #   the memory is spent on (activations versus parameters).
@@ -80,6 +80,7 @@ from tinytorch.autograd import gradcheck, topological_order
 from tinytorch.data import DataLoader, Digits, TensorDataset, stratified_split
 from tinytorch.optim import SGD, Adam
 from tinytorch.optim.lr_scheduler import CosineAnnealingLR
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 
 # %% [markdown]
 # ## 1. The idea: a loop around five lines
@@ -147,7 +148,8 @@ plt.show()
 # %%
 #| export
 """Training (module 08): metrics, the training step and loop, a text progress bar, a
-History that plots itself, Dropout, gradient clipping and safe checkpoints (npz + JSON)."""
+History that plots itself, Dropout, gradient clipping and safe checkpoints (npz + JSON),
+with save_checkpoint / load_checkpoint for resuming a run."""
 import json
 import math
 import os
@@ -165,6 +167,7 @@ __all__ = [
     "accuracy", "confusion_matrix", "METRICS",
     "train_step", "train_epoch", "evaluate", "fit", "ProgressBar", "History",
     "dropout", "Dropout", "clip_grad_norm_", "clip_grad_value_", "save", "load",
+    "save_checkpoint", "load_checkpoint",
 ]
 
 
@@ -199,25 +202,50 @@ def _optimizer_params(optimizer):
 # `M[t, p]` is the number of examples of true class `t` predicted as `p`. The diagonal is
 # what is right; a bright off-diagonal cell (a "4" read as a "9") tells you what to look at.
 #
-# Write both, in numpy (metrics are bookkeeping, not part of the graph):
+# Write both, in numpy (metrics are bookkeeping, not part of the graph). The contracts are
+# in the docstrings; `_numpy` (given) turns a Tensor or anything array-like into an array.
 #
-# - `accuracy(output, target)` → Python float. Same shapes: binary rule `output > 0`
-#   against `target > 0.5`. Otherwise `output` must have exactly one more dimension than
-#   `target` (else `ValueError` naming both shapes), and the prediction is the argmax over
-#   axis 1. An empty batch is a `ValueError`.
-# - `confusion_matrix(pred, target, num_classes=None)` → int64 numpy array `(C, C)`, rows =
-#   true class. `pred` holds class indices; `C` defaults to `max(pred, target) + 1`.
+# <details><summary>Hint 1 (accuracy)</summary>
+#
+# Which axis holds the classes for `(N, C)` scores? And for `(N, C, L)`, one prediction per
+# position? One rule must serve both shapes.
+# </details>
+#
+# <details><summary>Hint 2 (accuracy)</summary>
+#
+# The mean of an array of booleans is the fraction of `True`.
+# </details>
+#
+# <details><summary>Hint 3 (confusion_matrix)</summary>
+#
+# Each (true, predicted) pair names one cell of a C × C grid; number the cells row by row
+# and one counting pass over those numbers fills the whole matrix (numpy has a function
+# that counts occurrences of small non-negative integers).
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `accuracy`: convert both to arrays; if the shapes are equal, compare "logit positive" with
+# "target above one half"; if the output has one more dimension and its shape without
+# dimension 1 is the target's, compare the argmax over dimension 1 with the target;
+# otherwise raise. Refuse an empty comparison, then return the mean as a float.
+# `confusion_matrix`: flatten both to int64, check lengths, find C, check the range, turn
+# each pair into the index true × C + predicted, count them all with a minimum length of
+# C × C and reshape.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "metrics", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def accuracy(output, target):
     """Fraction of correct predictions, a Python float (a metric: no gradient).
 
-    output (N, C, ...) of class scores with integer target (N, ...): argmax over dim 1.
-    output and target of the same shape: binary logits, predicted class = output > 0.
+    Contract: `output` (N, C, d1, ...) of class scores with integer `target` (N, d1, ...):
+    the prediction is the class with the largest score. `output` and `target` of the same
+    shape: binary logits, predicted class 1 where output > 0, true class 1 where target > 0.5.
+    ValueError for any other pair of shapes (the message names both shapes), and for an
+    empty batch.
     """
-    # Hints: out, tgt = _numpy(output), _numpy(target); compare shapes; `out.argmax(axis=1)`;
-    # `correct.mean()` of a boolean array is the fraction of True.
+    # Idea: the predicted class is where the largest score sits along the class dimension.
     ### BEGIN SOLUTION
     out, tgt = _numpy(output), _numpy(target)
     if out.shape == tgt.shape:
@@ -235,9 +263,13 @@ def accuracy(output, target):
 
 
 def confusion_matrix(pred, target, num_classes=None):
-    """(C, C) int64 counts: entry [t, p] = how many examples of true class t were predicted p."""
-    # Hint: with flat integer arrays p and t, np.bincount(t * C + p, minlength=C * C)
-    # counts every (t, p) pair in one pass; reshape to (C, C).
+    """(C, C) int64 numpy array: entry [t, p] = how many examples of true class t were predicted p.
+
+    Contract: `pred` and `target` hold class indices (any shapes with the same number of
+    elements, else ValueError); C is `num_classes`, by default the largest index + 1.
+    ValueError when an index lies outside [0, C).
+    """
+    # Idea: each (true, predicted) pair is one cell of the grid; count the pairs.
     ### BEGIN SOLUTION
     p = _numpy(pred).astype(np.int64).ravel()
     t = _numpy(target).astype(np.int64).ravel()
@@ -277,52 +309,80 @@ def _resolve_metrics(metrics):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-metrics", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# 4 examples, 3 classes: the largest logits sit at 0, 1, 2, 1; the targets are 0, 1, 0, 0
 _logits = np.array([[2.0, 1.0, 0.1], [0.0, 3.0, 1.0], [1.0, 0.0, 5.0], [4.0, 4.5, 0.0]], np.float32)
 _t = np.array([0, 1, 0, 0])
-assert accuracy(tt.tensor(_logits), tt.tensor(_t)) == 0.5
-assert isinstance(accuracy(tt.tensor(_logits), tt.tensor(_t)), float)
-assert accuracy(tt.tensor([-1.0, 2.0, 0.5]), tt.tensor([0.0, 1.0, 0.0])) == 2 / 3
-_seq = np.random.default_rng(0).standard_normal((2, 5, 7))  # (N, C, L) with targets (N, L)
-_seq_t = np.random.default_rng(1).integers(0, 5, (2, 7))
-assert accuracy(_seq, _seq_t) == float((_seq.argmax(1) == _seq_t).mean())
-try:
-    accuracy(tt.tensor(_logits), tt.tensor([0, 1]))
-    raise AssertionError("mismatched shapes must raise ValueError")
-except ValueError:
-    pass
+_got = accuracy(tt.tensor(_logits), tt.tensor(_t))
+assert_equal(_got, 0.5, "accuracy of (N, C) logits")
+check(isinstance(_got, float), "accuracy returns a Python float", got=type(_got).__name__, expected="float")
+assert_close(accuracy(tt.tensor([-1.0, 2.0, 0.5]), tt.tensor([0.0, 1.0, 0.0])), 2 / 3,
+             what="binary logits of the target's shape (logit > 0 means class 1)")
+# (N, C, L) scores with (N, L) targets: the classes are on dimension 1, not the last one
+# (C = L = 5 here, so taking the argmax over the wrong axis gives a wrong number, not an error)
+_seq = np.random.default_rng(0).standard_normal((3, 5, 5))
+_seq_t = np.random.default_rng(1).integers(0, 5, (3, 5))
+assert_equal(accuracy(_seq, _seq_t), float((_seq.argmax(1) == _seq_t).mean()),
+             "accuracy of (N, C, L) scores with (N, L) targets")
+assert_raises(ValueError, accuracy, tt.tensor(_logits), tt.tensor([0, 1]), match=r"\(4, 3\)",
+              what="accuracy with 4 outputs and 2 targets (the message names the shapes)")
+assert_raises(ValueError, accuracy, np.zeros((0, 3)), np.zeros(0, np.int64), what="accuracy of an empty batch")
 _cm = confusion_matrix(np.array([0, 2, 2, 1, 0]), np.array([0, 1, 2, 1, 2]), num_classes=3)
-assert _cm.dtype == np.int64 and _cm.tolist() == [[1, 0, 0], [0, 1, 1], [1, 0, 1]], _cm
-assert confusion_matrix([1, 1], [1, 1]).shape == (2, 2)
-print("✓ accuracy and confusion_matrix")
+assert_equal(_cm, np.array([[1, 0, 0], [0, 1, 1], [1, 0, 1]]), "confusion matrix: rows true, columns predicted")
+assert_equal(str(_cm.dtype), "int64", "confusion matrix dtype")
+assert_equal(confusion_matrix([1, 1], [1, 1]).shape, (2, 2), "C defaults to the largest index + 1")
+assert_raises(ValueError, confusion_matrix, [0, 5], [0, 1], num_classes=3, what="an index outside [0, C)")
+print(f"✓ accuracy and confusion_matrix; e.g. accuracy {_got}, diagonal {np.diag(_cm).tolist()}")
 
 # %% [markdown]
 # ## 3. One training step
 #
 # `train_step(model, loss_fn, optimizer, inputs, targets, clip=None)` is the table of
-# section 1, line by line:
-#
-# 1. `optimizer.zero_grad()`;
-# 2. `output = model(inputs)`, `loss = loss_fn(output, targets)`;
-# 3. `loss.backward()`;
-# 4. if `clip` is not None: `clip_grad_norm_(_optimizer_params(optimizer), clip)` (you
-#    write it in section 8; the name is looked up when the line runs);
-# 5. `optimizer.step()`;
-# 6. return `(loss.item(), output.detach())`: the loss as a plain float (holding the
-#    tensor would keep the whole graph of the step alive) and the output without history,
-#    for the metrics.
+# section 1 as code: one optimisation step on one batch. It returns the loss as a plain
+# Python float, and the model's output detached from the graph (for the metrics).
 #
 # Why zero first and not last? Because between `backward` and the next step you may still
-# want to look at the gradients — log their norm, clip them, check them against PyTorch
+# want to look at the gradients: log their norm, clip them, check them against PyTorch
 # (this module's tests do exactly that). After `train_step` returns, every parameter's
-# `.grad` still holds the gradient of *this* step.
+# `.grad` still holds the gradient of *this* step. Clipping (section 8) is written later;
+# its name is looked up only when that line runs, so `train_step` can already call it.
+#
+# <details><summary>Hint 1</summary>
+#
+# Put the table's lines in an order where each one has what it needs: `backward` needs a
+# loss, `step` needs this batch's gradients, and nothing from an earlier batch may still be
+# in `.grad` when `backward` adds into it.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Which parameters does clipping act on? Those the optimizer updates; `_optimizer_params`
+# (given) lists them.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# Why not return the loss tensor itself? It is the root of the whole graph of this step,
+# and everything that graph holds would stay alive as long as you keep it.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Clear the gradients, run the model, compute the loss, backpropagate, clip the optimizer's
+# parameters when `clip` is set, step, then return the loss's value as a float and the
+# output with its history cut off.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "train-step", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def train_step(model, loss_fn, optimizer, inputs, targets, clip=None):
     """One optimisation step on one batch: zero_grad, forward, loss, backward, (clip), step.
 
-    Returns (loss as a Python float, the model's output detached from the graph).
+    Contract: returns (loss as a Python float, the model's output detached from the graph).
+    Afterwards each parameter's .grad holds this batch's gradient only (clipped by
+    clip_grad_norm_ to total norm `clip` when clip is not None), and the optimizer has
+    stepped once.
     """
+    # Idea: each line needs what the line before it made, and nothing older.
     ### BEGIN SOLUTION
     optimizer.zero_grad()
     output = model(inputs)
@@ -337,41 +397,45 @@ def train_step(model, loss_fn, optimizer, inputs, targets, clip=None):
 
 # %% nbgrader={"grade": true, "grade_id": "test-train-step", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 # Linear regression, checked against the closed-form gradient of the mean squared error.
-_rng = np.random.default_rng(0)
-_X, _Y = _rng.standard_normal((8, 3)), _rng.standard_normal((8, 1))
-_lin = nn.Linear(3, 1, dtype=tt.float64)
-_W0, _b0 = _lin.weight.numpy().copy(), _lin.bias.numpy().copy()
-_opt = SGD(_lin.parameters(), lr=0.1)
-_loss, _out = train_step(_lin, nn.MSELoss(), _opt, tt.tensor(_X), tt.tensor(_Y))
-_err = _X @ _W0.T + _b0 - _Y
-assert isinstance(_loss, float) and abs(_loss - float((_err ** 2).mean())) < 1e-12
-assert _out.grad_fn is None and np.allclose(_out.numpy(), _X @ _W0.T + _b0)
-_gW, _gb = 2 * _err.T @ _X / 8, 2 * _err.sum(0) / 8
-assert np.allclose(_lin.weight.grad.numpy(), _gW), "after the step, .grad holds this step's gradient"
-assert np.allclose(_lin.weight.numpy(), _W0 - 0.1 * _gW) and np.allclose(_lin.bias.numpy(), _b0 - 0.1 * _gb)
-_W1, _b1 = _lin.weight.numpy().copy(), _lin.bias.numpy().copy()
-train_step(_lin, nn.MSELoss(), _opt, tt.tensor(_X), tt.tensor(_Y))
-_err1 = _X @ _W1.T + _b1 - _Y
-assert np.allclose(_lin.weight.grad.numpy(), 2 * _err1.T @ _X / 8), \
-    "the second step's gradient must not include the first one: zero_grad first"
-print("✓ train_step")
+with preserved_state():
+    _rng = np.random.default_rng(0)
+    _X, _Y = _rng.standard_normal((8, 3)), _rng.standard_normal((8, 1))
+    _lin = nn.Linear(3, 1, dtype=tt.float64)
+    _W0, _b0 = _lin.weight.numpy().copy(), _lin.bias.numpy().copy()
+    _opt = SGD(_lin.parameters(), lr=0.1)
+    _loss, _out = train_step(_lin, nn.MSELoss(), _opt, tt.tensor(_X), tt.tensor(_Y))
+    _err = _X @ _W0.T + _b0 - _Y
+    check(isinstance(_loss, float), "train_step returns the loss as a Python float", got=type(_loss).__name__,
+          expected="float")
+    assert_close(_loss, float((_err ** 2).mean()), rtol=1e-12, what="the loss of step 1")
+    check(_out.grad_fn is None and not _out.requires_grad, "the returned output is detached from the graph",
+          got=_out.grad_fn)
+    assert_close(_out.numpy(), _X @ _W0.T + _b0, rtol=1e-12, what="the returned output")
+    _gW, _gb = 2 * _err.T @ _X / 8, 2 * _err.sum(0) / 8
+    check(_lin.weight.grad is not None, "after train_step, .grad holds this step's gradient (not None)")
+    assert_close(_lin.weight.grad.numpy(), _gW, rtol=1e-10, what="weight.grad after step 1")
+    assert_close(_lin.weight.numpy(), _W0 - 0.1 * _gW, rtol=1e-10, what="weight after step 1")
+    assert_close(_lin.bias.numpy(), _b0 - 0.1 * _gb, rtol=1e-10, what="bias after step 1")
+    _W1, _b1 = _lin.weight.numpy().copy(), _lin.bias.numpy().copy()
+    train_step(_lin, nn.MSELoss(), _opt, tt.tensor(_X), tt.tensor(_Y))
+    _err1 = _X @ _W1.T + _b1 - _Y
+    assert_close(_lin.weight.grad.numpy(), 2 * _err1.T @ _X / 8, rtol=1e-10,
+                 what="weight.grad after step 2 (only step 2's gradient: zero first)")
+print(f"✓ train_step; e.g. the first loss was {_loss:.4f}")
 
 # %% [markdown]
 # ## 4. Epochs, training mode and evaluation mode
 #
 # **`train_epoch(model, loss_fn, optimizer, loader, clip=None, metrics=("accuracy",),
-# progress=None)`** runs one pass: put the model in training mode (`model.train()`), then
-# for every `(inputs, targets)` batch of `loader` call `train_step` and accumulate the loss
-# and each metric. Return the epoch's means as a dict `{"loss": ..., "accuracy": ...}`.
-# If `progress` is a `ProgressBar` (section 5), call `progress.update(1, loss=loss)` after
-# each step.
+# progress=None)`** runs one pass over `loader` in training mode, one `train_step` per
+# `(inputs, targets)` batch, and returns the epoch's means as a dict
+# `{"loss": ..., "accuracy": ...}` (one entry per metric). If `progress` is a `ProgressBar`
+# (section 5), it is advanced by one after each step, with the step's loss.
 #
 # The mean must be over **examples**, not batches. The last batch of an epoch is often
 # shorter (1,438 digits in batches of 32 leave 30), and a plain mean of per-batch values
-# would give its 30 examples the weight of 32. So weight each batch's value by its size,
-# `n = _batch_size(targets)`, and divide the sums by the total count. (The per-batch loss
-# is itself a mean over the batch — `reduction="mean"` — which is what makes the weighted
-# mean exact.) An epoch without batches is a `ValueError`.
+# would give its 30 examples the weight of 32. (The per-batch loss is itself a mean over the
+# batch, `reduction="mean"`, which is what makes a size-weighted mean exact.)
 #
 # **`evaluate(model, loader, loss_fn=None, metrics=("accuracy",))`** measures without
 # learning. Two switches, and they are different things:
@@ -381,17 +445,46 @@ print("✓ train_step")
 # - `no_grad()` changes what autograd *records*: nothing, so no graph is built and no
 #   activations are kept for a backward pass that will never happen.
 #
-# Evaluation needs both. Remember whether the model was training (`model.training`) and
-# restore that mode at the end — even if an exception escapes (`try`/`finally`), so that a
-# failed evaluation does not silently leave Dropout switched off for the rest of training.
-# Return the same kind of dict (with `"loss"` only when a `loss_fn` is given).
+# Evaluation needs both, and it must leave the model in the mode it found it in, even when
+# an exception escapes, so that a failed evaluation does not silently leave Dropout
+# switched off for the rest of training.
+#
+# <details><summary>Hint 1</summary>
+#
+# `_batch_size(targets)` (given) is the number of examples in a batch. What do you add up,
+# and what do you divide by at the end, for a mean over examples?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `model.training` tells you the mode before you change it, and `model.train(flag)` sets
+# either mode. Which Python statement runs code on the way out of a block, whether or not
+# it raised?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `train_epoch`: switch to training mode; keep a running sum per name ("loss" and each
+# metric) and a count of examples; per batch, take one step, add the loss and each metric
+# times the batch size, add the size to the count and update the bar if there is one. An
+# empty loader raises; otherwise divide each sum by the count. `evaluate`: remember the
+# mode, switch to eval, and inside `try` run the same accumulation under `no_grad()` with
+# the model's output (and the loss only when a loss function was given); restore the mode
+# in `finally`.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "epochs", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def train_epoch(model, loss_fn, optimizer, loader, clip=None, metrics=("accuracy",), progress=None):
-    """One pass over `loader` in training mode. Returns {"loss": mean, <metric>: mean, ...},
-    means over examples (each batch weighted by its size)."""
+    """One pass over `loader` in training mode, one train_step per batch.
+
+    Contract: returns {"loss": mean, <metric name>: mean, ...}, means over examples (each
+    batch weighted by its size). Leaves the model in training mode. Calls
+    progress.update(1, loss=<that step's loss>) after each step when `progress` is given.
+    ValueError when the loader yields no batches.
+    """
     metric_fns = _resolve_metrics(metrics)
+    # Idea: a mean over examples weights each batch by how many examples it holds.
     ### BEGIN SOLUTION
     model.train()
     totals = dict.fromkeys(["loss", *metric_fns], 0.0)
@@ -412,9 +505,15 @@ def train_epoch(model, loss_fn, optimizer, loader, clip=None, metrics=("accuracy
 
 
 def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
-    """Mean loss (if loss_fn is given) and metrics over `loader`, in eval mode and without
-    recording a graph; the model's previous mode is restored afterwards."""
+    """Mean loss (only if loss_fn is given) and metrics over `loader`, without learning.
+
+    Contract: the forward passes run in eval mode with grad mode off; the parameters do not
+    change; the model's previous mode is restored afterwards, also when an exception
+    escapes. Returns {"loss": ..., <metric>: ...}, means over examples. ValueError when the
+    loader yields no batches.
+    """
     metric_fns = _resolve_metrics(metrics)
+    # Idea: eval mode changes what layers compute; no_grad changes what autograd records.
     ### BEGIN SOLUTION
     was_training = model.training
     model.eval()
@@ -439,7 +538,7 @@ def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test-epochs", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "test-epochs", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 class _Spy(nn.Module):
     """Records the mode and grad mode of every forward call."""
 
@@ -453,28 +552,40 @@ class _Spy(nn.Module):
         return self.fc(x)
 
 
-tt.manual_seed(0)
-_spy = _Spy()
-_xs, _ys = tt.randn(10, 4), tt.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2, 0])
-_batches = [(_xs[:4], _ys[:4]), (_xs[4:8], _ys[4:8]), (_xs[8:], _ys[8:])]  # sizes 4, 4, 2
-_before = [p.numpy().copy() for p in _spy.parameters()]
-_spy.eval()
-_res = evaluate(_spy, _batches, nn.CrossEntropyLoss())
-assert all(c == (False, False) for c in _spy.calls) and not _spy.training, "eval mode, no_grad, mode restored"
-assert all(np.array_equal(a, p.numpy()) for a, p in zip(_before, _spy.parameters())), "evaluate must not train"
-with tt.no_grad():
-    _full = _spy.fc(_xs)
-assert abs(_res["loss"] - nn.CrossEntropyLoss()(_full, _ys).item()) < 1e-6, "weight each batch by its size"
-assert abs(_res["accuracy"] - accuracy(_full, _ys)) < 1e-12
-_spy.train()
-evaluate(_spy, _batches, metrics=())
-assert _spy.training, "evaluate must restore training mode"
-_spy.calls.clear()
-_spy.eval()
-_tr = train_epoch(_spy, nn.CrossEntropyLoss(), SGD(_spy.parameters(), lr=0.1), _batches)
-assert set(_tr) == {"loss", "accuracy"} and all(c == (True, True) for c in _spy.calls) and len(_spy.calls) == 3
-assert not all(np.array_equal(a, p.numpy()) for a, p in zip(_before, _spy.parameters()))
-print("✓ train_epoch and evaluate")
+with preserved_state():
+    tt.manual_seed(0)
+    _spy = _Spy()
+    _xs, _ys = tt.randn(10, 4), tt.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2, 0])
+    _batches = [(_xs[:4], _ys[:4]), (_xs[4:8], _ys[4:8]), (_xs[8:], _ys[8:])]  # sizes 4, 4, 2
+    _before = [p.numpy().copy() for p in _spy.parameters()]
+    with tt.no_grad():
+        _full = _spy.fc(_xs)
+    _full_loss = nn.CrossEntropyLoss()(_full, _ys).item()
+    # evaluate: eval mode, no graph, the mode it found restored, means over examples
+    _spy.eval()
+    _res = evaluate(_spy, _batches, nn.CrossEntropyLoss())
+    assert_equal(_spy.calls, [(False, False)] * 3, "evaluate's forward calls as (training, grad enabled)")
+    check(not _spy.training, "evaluate leaves a model in eval mode when it was in eval mode")
+    for _a, _p in zip(_before, _spy.parameters()):
+        assert_equal(_p.numpy(), _a, "evaluate must not change the parameters")
+    assert_close(_res["loss"], _full_loss, rtol=1e-5, what="evaluate's loss over batches of 4, 4, 2")
+    assert_close(_res["accuracy"], accuracy(_full, _ys), rtol=1e-12, what="evaluate's accuracy")
+    _spy.train()
+    assert_equal(sorted(evaluate(_spy, _batches, metrics=())), [], "no loss_fn and no metrics: an empty dict")
+    check(_spy.training, "evaluate restores training mode")
+    # train_epoch with lr 0: the parameters stay, so the epoch means are exact
+    _spy.calls.clear()
+    _spy.eval()
+    _tr = train_epoch(_spy, nn.CrossEntropyLoss(), SGD(_spy.parameters(), lr=0.0), _batches)
+    assert_equal(sorted(_tr), ["accuracy", "loss"], "train_epoch's keys")
+    assert_equal(_spy.calls, [(True, True)] * 3, "train_epoch's forward calls as (training, grad enabled)")
+    assert_close(_tr["loss"], _full_loss, rtol=1e-5, what="train_epoch's loss, each batch weighted by its size")
+    assert_raises(ValueError, train_epoch, _spy, nn.CrossEntropyLoss(), SGD(_spy.parameters(), lr=0.1), [],
+                  what="train_epoch over no batches")
+    train_epoch(_spy, nn.CrossEntropyLoss(), SGD(_spy.parameters(), lr=0.1), _batches)
+    check(not all(np.array_equal(a, p.numpy()) for a, p in zip(_before, _spy.parameters())),
+          "train_epoch with lr 0.1 changes the parameters")
+print(f"✓ train_epoch and evaluate; e.g. validation loss {_res['loss']:.4f}")
 
 # %% [markdown]
 # ## 5. Seeing the run: a progress bar and a history
@@ -482,32 +593,36 @@ print("✓ train_epoch and evaluate")
 # A run of a few minutes should show that it is alive. A **text progress bar** is one line
 # that is redrawn in place: the carriage return `"\r"` moves the cursor back to the start of
 # the line without starting a new one, so the next write overwrites it. We write our own
-# (no `tqdm` dependency); the part for you is the text of the line. `render()` returns
+# (no `tqdm` dependency); the part for you is the text of the line, `render()`:
 #
 # ```
 # epoch 2/10 [============..................] 18/45 loss 0.4123
 # ```
 #
-# i.e. the parts joined by single spaces: the prefix (left out when empty), the bar — `[`,
-# then `filled = int(width * n / total)` `=` signs and `width - filled` dots, then `]` —
-# then `n/total`, then each postfix entry as `name value`, floats with 4 decimals
-# (`f"{value:.4f}"`), anything else with `str`. With an unknown total (`total=None`: a
-# loader without a length) the bar is all dots and the count reads `n/?`. `update` redraws
-# only when the bar's look changes, so a long epoch writes a few dozen lines, not thousands.
+# The format (the contract): the parts joined by single spaces. First the prefix (left out
+# when empty); then the bar, `[`, as many `=` as the whole part of `width * n / total`
+# (never more than `width`), dots for the rest of the width, `]`; then `n/total`; then each
+# postfix entry as its name and value, floats with 4 decimals and anything else as `str`
+# gives it. With an unknown total (`total=None`: a loader without a length) the bar is all
+# dots and the count reads `n/?`; with `total=0` the bar is full. `update` (given) redraws
+# only when the bar's look changes, so a long epoch writes a few dozen lines, not
+# thousands.
 #
-# A **History** keeps one record per epoch: `history["train_loss"]` is a list with one
-# value per epoch, likewise `val_loss`, `train_accuracy`, `lr`, `time`. `History.plot`
-# draws the learning curves: for each quantity (`loss`, then each metric), one panel with
-# its `train_` and `val_` curves against the epoch number 1, 2, ... . These curves are the
-# most important diagnostic of a training run (section 7 shows why). Write `plot` with
-# matplotlib's object-oriented API, imported *inside* the method so that `import tinytorch`
-# never needs a display or even matplotlib: `from matplotlib.figure import Figure`,
-# `fig = Figure(figsize=(4.5 * k, 3.4))`, `axes = fig.subplots(1, k, squeeze=False)[0]`,
-# then on each axis `plot(epochs, values, marker=".", label=...)`, `set_title(quantity)`,
-# `set_xlabel("epoch")`, `legend()`. With a `path`, save the figure there as a PNG
-# (`fig.savefig(path, dpi=100)`). Return the figure (a notebook displays it).
+# <details><summary>Hint 1</summary>
+#
+# Build a list of the parts and join it at the end; then an empty prefix is simply a part
+# you do not add.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Work out the number of filled cells from `n`, `total` and `width` (clamped to the
+# width, and with the two special totals), build the bracketed bar from that many `=` and
+# the remaining dots, add the count, then one part per postfix item, formatting floats with
+# a format spec of 4 decimals.
+# </details>
 
-# %% nbgrader={"grade": false, "grade_id": "progress-history", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "progress-bar", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 class ProgressBar:
     """A one-line text progress bar, redrawn in place with "\\r" (a tiny tqdm)."""
@@ -524,7 +639,8 @@ class ProgressBar:
         self._last_len = 0
 
     def render(self):
-        """The line: "prefix [====......] n/total name value ..." (see the notebook)."""
+        """The line "prefix [====......] n/total name value ...": the format above."""
+        # Idea: the filled fraction of the bar is the fraction of the steps done.
         ### BEGIN SOLUTION
         if self.total:
             filled = min(self.width, max(0, int(self.width * self.n / self.total)))
@@ -566,6 +682,60 @@ class ProgressBar:
             self._last_len = 0
 
 
+# %% nbgrader={"grade": true, "grade_id": "test-progress-bar", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+_bar = ProgressBar(45, prefix="epoch 2/10", width=30)
+_bar.n, _bar.postfix = 18, {"loss": 0.41234, "note": "hi"}
+assert_equal(_bar.render(), "epoch 2/10 [============..................] 18/45 loss 0.4123 note hi",
+             "18 of 45 steps, width 30 (12 filled)")
+assert_equal(ProgressBar(4, width=4).render(), "[....] 0/4", "no prefix, nothing done")
+_unknown = ProgressBar(None, width=5)
+_unknown.n = 3
+assert_equal(_unknown.render(), "[.....] 3/?", "unknown total")
+_buf = io.StringIO()
+_bar = ProgressBar(100, width=10, file=_buf)
+for _ in range(100):
+    _bar.update(1, loss=1.0)
+check(_buf.getvalue().count("\r") <= 12, "100 updates of a 10-wide bar redraw about 10 times",
+      got=_buf.getvalue().count("\r"), expected="at most 12")
+check("[==========] 100/100 loss 1.0000" in _buf.getvalue(), "the last drawn line shows the full bar",
+      got=_buf.getvalue().split("\r")[-1])
+print(f"✓ ProgressBar; e.g. {_bar.render()!r}")
+
+# %% [markdown]
+# A **History** keeps one record per epoch: `history["train_loss"]` is a list with one
+# value per epoch, likewise `val_loss`, `train_accuracy`, `lr`, `time`. Its `plot` draws
+# the **learning curves**, the most important diagnostic of a training run (section 7
+# shows why). The contract of `plot(path=None)`:
+#
+# - one panel per quantity of `self.quantities()` ("loss" first, then each metric), side by
+#   side, in that order, each titled with its quantity and with "epoch" on its x-axis;
+# - in each panel, a line for `train_<quantity>` and then one for `val_<quantity>`, each only
+#   if the history has it, plotted against the epoch numbers 1, 2, ..., with a legend;
+# - with a `path`, the figure is also saved there as a PNG (at 100 dpi); the figure is
+#   returned (a notebook displays it). `ValueError` when there is nothing to plot.
+#
+# `import tinytorch` must never need a display, or even matplotlib: import inside the
+# method, and build the figure with matplotlib's object-oriented API (a
+# `matplotlib.figure.Figure`, not `pyplot`, which would open windows and keep every figure
+# alive).
+#
+# <details><summary>Hint 1</summary>
+#
+# A `Figure` can make its own grid of axes (its `subplots` method, with `squeeze=False` so
+# that one panel still comes back as a row); a width that grows with the number of panels
+# keeps them readable.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Get the quantities (raise if there are none), make a figure with one row of that many
+# axes, and for each axis and its quantity plot the train and val series that exist against
+# the epoch numbers, with labels "train" and "val"; set the title, the x label and a legend.
+# Tighten the layout, save if a path was given, return the figure.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "history", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 class History:
     """What happened in each epoch of a run: history["train_loss"] -> one value per epoch."""
 
@@ -619,10 +789,8 @@ class History:
         return f"History({len(self)} epochs, last: {last})"
 
     def plot(self, path=None):
-        """Learning curves, one panel per quantity (loss, then each metric), train and val
-        against the epoch; saved as a PNG at `path` if given. Returns the matplotlib Figure."""
-        # Hints: quantities = self.quantities(); epochs = np.arange(1, len(self) + 1); plot
-        # self.history[f"{split}_{q}"] for split in ("train", "val") when it is in self.
+        """Learning curves: the contract above. Returns the matplotlib Figure."""
+        # Idea: one panel per quantity, train and val on the same axes, so a gap shows.
         ### BEGIN SOLUTION
         from matplotlib.figure import Figure
 
@@ -648,56 +816,67 @@ class History:
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-progress-history", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-_bar = ProgressBar(45, prefix="epoch 2/10", width=30)
-_bar.n, _bar.postfix = 18, {"loss": 0.41234, "note": "hi"}
-assert _bar.render() == "epoch 2/10 [============..................] 18/45 loss 0.4123 note hi", _bar.render()
-assert ProgressBar(4, width=4).render() == "[....] 0/4"
-_buf = io.StringIO()
-_bar = ProgressBar(100, width=10, file=_buf)
-for _ in range(100):
-    _bar.update(1, loss=1.0)
-_bar.close("done")
-assert _buf.getvalue().count("\r") <= 12 and _buf.getvalue().endswith("done" + " " * (len(_bar.render()) - 4) + "\n")
-_silent = io.StringIO()
-_quiet = ProgressBar(10, file=_silent, enabled=False)
-_quiet.update(5)
-_quiet.close()
-assert _silent.getvalue() == ""
 _h = History()
 _h.log(train_loss=1.0, train_accuracy=0.5, lr=0.1)
 _h.log(train_loss=0.5, train_accuracy=0.8, val_loss=0.7, val_accuracy=0.75, lr=0.1)
-assert len(_h) == 2 and np.isnan(_h["val_loss"][0]) and _h.best("train_loss") == (2, 0.5)
-assert _h.quantities() == ["loss", "accuracy"]
+assert_equal(_h.quantities(), ["loss", "accuracy"], "the quantities to plot")
 _fig = _h.plot()
-assert len(_fig.axes) == 2 and [a.get_title() for a in _fig.axes] == ["loss", "accuracy"]
-assert [len(a.lines) for a in _fig.axes] == [2, 2]
+assert_equal([a.get_title() for a in _fig.axes], ["loss", "accuracy"], "panel titles, in order")
+assert_equal([len(a.lines) for a in _fig.axes], [2, 2], "lines per panel (train and val)")
+assert_equal([a.get_xlabel() for a in _fig.axes], ["epoch", "epoch"], "x labels")
+assert_equal(_fig.axes[0].lines[0].get_xdata().tolist(), [1, 2], "the x values are the epoch numbers 1, 2")
+assert_equal(_fig.axes[0].lines[0].get_ydata().tolist(), [1.0, 0.5], "the first line is train_loss")
+_h2 = History()
+_h2.log(train_loss=1.0)
+assert_equal([len(a.lines) for a in _h2.plot().axes], [1], "a history without val_ records draws one line")
+assert_raises(ValueError, History().plot, what="plotting an empty history")
 with tempfile.TemporaryDirectory() as _d:
     _h.plot(os.path.join(_d, "curves.png"))
     with open(os.path.join(_d, "curves.png"), "rb") as _f:
-        assert _f.read(8) == b"\x89PNG\r\n\x1a\n", "plot(path) must write a PNG file"
-print("✓ ProgressBar and History")
+        assert_equal(_f.read(8), b"\x89PNG\r\n\x1a\n", "plot(path) writes a PNG file")
+print(f"✓ History.plot; e.g. {len(_fig.axes)} panels: {[a.get_title() for a in _fig.axes]}")
 
 # %% [markdown]
 # ## 6. `fit`: the whole loop
 #
 # `fit(model, loss_fn, optimizer, train_loader, val_loader=None, epochs=1, scheduler=None,
 # clip=None, metrics=("accuracy",), progress=True, history=None)` trains for `epochs`
-# epochs and returns a `History`. For each epoch:
+# epochs and returns a `History` with one record per epoch:
 #
-# 1. make a `ProgressBar(_length(train_loader), prefix=f"epoch {e}/{last}",
-#    enabled=progress)` and note the time (`time.perf_counter()`);
-# 2. `train_epoch(...)` with that bar; record its results as `train_loss`,
-#    `train_accuracy`, ...;
-# 3. if there is a `val_loader`, `evaluate(...)` on it and record `val_loss`, ... ;
-# 4. record the learning rate used in this epoch, `lr = optimizer.param_groups[0]["lr"]`,
-#    *then* call `scheduler.step()` if a scheduler was given (schedules here count epochs,
-#    as in module 07);
-# 5. record the epoch number `epoch` and the seconds it took, `time`; `history.log(...)`
-#    everything, and `bar.close(_summary(record, last))`, which turns the bar into a summary
-#    line.
+# - `train_<name>` for each value `train_epoch` returns, and `val_<name>` for each value
+#   `evaluate` returns on `val_loader` (when there is one);
+# - `lr`: the learning rate of group 0 **used during** the epoch, and the scheduler, if
+#   any, is stepped once at the end of each epoch (schedules here count epochs, as in
+#   module 07);
+# - `epoch` (the epoch's number, counted from 1) and `time` (its seconds, from
+#   `time.perf_counter()`).
 #
-# Passing an existing `history` continues it: epochs are numbered on from `len(history)`,
-# so a run resumed from a checkpoint (section 9) gets one continuous history.
+# Each epoch shows a `ProgressBar(_length(train_loader), prefix=f"epoch {e}/{last}",
+# enabled=progress)`, advanced by `train_epoch` and closed at the end of the epoch with
+# `_summary(record, last)` (given), which turns it into one summary line. Passing an
+# existing `history` continues it: epochs are numbered on from `len(history)`, so a run
+# resumed from a checkpoint (section 9) gets one continuous history.
+#
+# <details><summary>Hint 1</summary>
+#
+# The order inside one epoch decides what `lr` means: read the rate before or after the
+# scheduler moves it?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# With a history of 5 epochs and `epochs=2`, the new epochs are 6 and 7 and the bar reads
+# "epoch 6/7".
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Work out the first and last epoch numbers from the history's length. For each epoch, make
+# the bar and note the time; train one epoch with the bar, prefixing each key of its result
+# with "train_"; evaluate on the validation loader if there is one, prefixing with "val_";
+# record group 0's lr, then step the scheduler; add the epoch number and the elapsed time,
+# log the record, close the bar with the summary. Return the history.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "fit", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -722,9 +901,14 @@ def _summary(record, last):
 
 def fit(model, loss_fn, optimizer, train_loader, val_loader=None, epochs=1, scheduler=None,
         clip=None, metrics=("accuracy",), progress=True, history=None):
-    """Train `model` for `epochs` epochs; returns the History (train_*, val_*, lr, time,
-    epoch per epoch). progress=False prints nothing."""
+    """Train `model` for `epochs` epochs; returns the History (the records described above).
+
+    Contract: one train_epoch per epoch (then evaluate on val_loader, if given); the
+    scheduler steps once per epoch, after the epoch's lr is recorded; progress=False prints
+    nothing; an existing `history` is continued (and returned), its epochs numbered on.
+    """
     history = History() if history is None else history
+    # Idea: an epoch is train, then measure, then move the schedule, then write it down.
     ### BEGIN SOLUTION
     first = len(history) + 1
     last = first + int(epochs) - 1
@@ -759,26 +943,36 @@ def _xor_run(seed, epochs=5, progress=False):
     return model, hist
 
 
-_m1, _h1 = _xor_run(0)
-_m2, _h2 = _xor_run(0)
-assert isinstance(_h1, History) and len(_h1) == 5 and _h1["epoch"] == [1, 2, 3, 4, 5]
-assert {"train_loss", "train_accuracy", "val_loss", "val_accuracy", "lr", "time"} <= set(_h1.keys())
-assert _h1["lr"][0] == 0.05 and _h1["lr"][1] < 0.05, "record the lr used, then step the scheduler"
-assert _h1["train_loss"] == _h2["train_loss"], "same seed, same run"
-assert _h1["val_loss"][-1] < _h1["val_loss"][0]
-_h3 = fit(_m1, nn.CrossEntropyLoss(), Adam(_m1.parameters()), [(tt.zeros(1, 2), tt.tensor([0]))],
-          epochs=2, progress=False, history=_h1)
-assert _h3 is _h1 and _h1["epoch"][-2:] == [6, 7] and np.isnan(_h1["val_loss"][-1])
-_captured = io.StringIO()
-_old_stdout, sys.stdout = sys.stdout, _captured
-try:
-    _xor_run(0, epochs=2, progress=True)
-    _xor_run(0, epochs=2, progress=False)
-finally:
-    sys.stdout = _old_stdout
-_text = _captured.getvalue()
-assert _text.count("\n") == 2 and "epoch 2/2" in _text and "val:" in _text, _text
-print("✓ fit")
+with preserved_state():
+    _m1, _h1 = _xor_run(0)
+    _m2, _h2 = _xor_run(0)
+    check(isinstance(_h1, History), "fit returns a History", got=type(_h1).__name__)
+    assert_equal(_h1["epoch"], [1.0, 2.0, 3.0, 4.0, 5.0], "the epoch numbers")
+    check({"train_loss", "train_accuracy", "val_loss", "val_accuracy", "lr", "time"} <= set(_h1.keys()),
+          "the record names", got=sorted(_h1.keys()))
+    assert_close(_h1["lr"], [0.05 * (1 + math.cos(math.pi * e / 5)) / 2 for e in range(5)], rtol=1e-12,
+                 what="lr used in each epoch (recorded, then the scheduler steps)")
+    assert_equal(_h1["train_loss"], _h2["train_loss"], "the same seed gives the same run")
+    check(_h1["val_loss"][-1] < _h1["val_loss"][0], "the validation loss falls over 5 epochs of XOR",
+          got=_h1["val_loss"])
+    _h3 = fit(_m1, nn.CrossEntropyLoss(), Adam(_m1.parameters()), [(tt.zeros(1, 2), tt.tensor([0]))],
+              epochs=2, progress=False, history=_h1)
+    check(_h3 is _h1, "fit(history=h) continues and returns h itself")
+    assert_equal(_h1["epoch"][-2:], [6.0, 7.0], "a continued history numbers its epochs on")
+    check(np.isnan(_h1["val_loss"][-1]), "epochs without a val_loader record nan as val_loss",
+          got=_h1["val_loss"][-1])
+    _captured = io.StringIO()
+    _old_stdout, sys.stdout = sys.stdout, _captured
+    try:
+        _xor_run(0, epochs=2, progress=True)
+        _xor_run(0, epochs=2, progress=False)
+    finally:
+        sys.stdout = _old_stdout
+    _text = _captured.getvalue()
+    assert_equal(_text.count("\n"), 2, "2 epochs with progress print 2 lines; progress=False prints nothing")
+    check("epoch 2/2" in _text and "val:" in _text, "the summary line names the epoch and the val numbers",
+          got=_text)
+print(f"✓ fit; e.g. XOR's val loss {_h2['val_loss'][0]:.3f} -> {_h2['val_loss'][-1]:.3f} in 5 epochs")
 
 # %% [markdown]
 # ### XOR: the smallest problem a linear model cannot solve
@@ -900,21 +1094,45 @@ print(f"best validation loss {hist_plain.best('val_loss')[1]:.3f} at epoch {hist
 #
 # Dropout is a **new op**. It goes through module 01's `apply` with the op name
 # `"dropout"` and the scaled mask in its attrs, and module 06's engine learns to
-# differentiate it from one registered rule — `@backward_rule("dropout")` — without any
-# change to modules 01 or 06. Write:
+# differentiate it from one registered rule, `@backward_rule("dropout")`, without any
+# change to modules 01 or 06. `_dropout_forward` (given) is the numpy forward of the op;
+# `_check_p(p)` (given) is PyTorch's message for a bad `p`. You write three pieces:
 #
-# - `dropout(input, p=0.5, training=True)`: `p` outside [0, 1] → `ValueError("dropout
-#   probability has to be between 0 and 1, but got {p}")` (PyTorch's message; `_check_p(p)`
-#   gives it); a non-floating input → `TypeError`. Not training, or `p == 0`: return
-#   `input` itself. Otherwise draw the keep-mask from
-#   tinytorch's global generator, `keep = rand(*input.shape).numpy() >= p` (so
-#   `tt.manual_seed` makes it reproducible), make `mask` the float array
-#   `keep / (1 - p)` in the input's dtype (all zeros when `p == 1`), and return
-#   `apply("dropout", _dropout_forward, input, mask=mask, p=p)`.
-# - `_dropout_backward(node, grad)`: one line, the rule above (the mask is
-#   `node.attrs["mask"]`; return a one-element tuple).
-# - `Dropout.__init__`: the same check of `p`, then store `self.p` as a float. Its `forward`
+# - `dropout(input, p=0.5, training=True)`: the function, whose contract is in its docstring;
+# - `_dropout_backward(node, grad)`: the gradient rule above, for one recorded node (the
+#   attrs given to `apply` are in `node.attrs`; return one gradient per input, as a tuple);
+# - `Dropout.__init__`: check `p` the same way and store it as a float. Its `forward`
 #   (given) passes `self.training`, so `model.eval()` switches every Dropout in a model off.
+#
+# <details><summary>Hint 1</summary>
+#
+# The mask must come from tinytorch's global generator (module 01's `rand`), so that
+# `tt.manual_seed` makes a run reproducible. With probability `p` an element is *dropped*:
+# a uniform number in [0, 1) falls below `p` with exactly that probability.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Build the scaled mask once, as a numpy array in the input's dtype: 0 for dropped
+# elements and 1/(1−p) for kept ones. `p = 1` needs care: there is nothing to divide by,
+# and every element is dropped.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# In eval mode, or with `p = 0`, the contract says "the input itself": not a copy, and no
+# node in the graph.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `dropout`: check `p`, then the dtype; return the input untouched when not training or
+# when `p` is 0; otherwise draw uniforms of the input's shape, keep those at or above `p`,
+# turn the keep-mask into the scaled float mask (all zeros for `p` = 1) and return
+# `apply` of the op with that mask (and `p`) as attrs. `_dropout_backward`: the incoming
+# gradient times the node's mask, in a one-element tuple. `Dropout.__init__`: the same range
+# check, then store `p`.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "dropout", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -927,8 +1145,15 @@ def _dropout_forward(x, mask, p):
 
 
 def dropout(input, p=0.5, training=True):
-    """Inverted dropout (torch.nn.functional.dropout): in training, zero each element with
-    probability p and scale the others by 1/(1-p); otherwise return input unchanged."""
+    """Inverted dropout (torch.nn.functional.dropout).
+
+    Contract: ValueError with `_check_p(p)`'s message unless 0 <= p <= 1; TypeError (naming
+    the dtype) for a non-floating input. Not training, or p == 0: returns `input` itself.
+    Otherwise a new tensor recorded as the op "dropout" with attrs mask (numpy, the input's
+    dtype: 0 where dropped, 1/(1-p) where kept) and p; each element is dropped independently
+    with probability p, drawn from tinytorch's generator (tt.manual_seed reproduces it).
+    """
+    # Idea: drop with probability p, and scale the survivors so that the mean is unchanged.
     ### BEGIN SOLUTION
     if not 0.0 <= p <= 1.0:
         raise ValueError(_check_p(p))
@@ -947,7 +1172,8 @@ def dropout(input, p=0.5, training=True):
 
 @backward_rule("dropout")
 def _dropout_backward(node, grad):
-    """y = x * mask (the mask already holds 0 or 1/(1-p)): dL/dx = dL/dy * mask."""
+    """y = x * mask (the mask already holds 0 or 1/(1-p)). Contract: returns (dL/dx,)."""
+    # Idea: the op is a multiplication by a constant.
     ### BEGIN SOLUTION
     return (grad * node.attrs["mask"],)
     ### END SOLUTION
@@ -958,6 +1184,7 @@ class Dropout(Module):
     (torch.nn.Dropout)."""
 
     def __init__(self, p=0.5):
+        """Contract: ValueError with `_check_p(p)`'s message unless 0 <= p <= 1; self.p = float(p)."""
         super().__init__()
         ### BEGIN SOLUTION
         if not 0.0 <= p <= 1.0:
@@ -973,44 +1200,46 @@ class Dropout(Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-dropout", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-_x = tt.randn(200, 50) + 3.0  # no zeros in the input
-tt.manual_seed(1)
-_y = dropout(_x, 0.3)
-_ratio = _y.numpy() / _x.numpy()
-assert np.all(np.isclose(_ratio, 0) | np.isclose(_ratio, 1 / 0.7)), "values are 0 or x/(1-p)"
-assert abs((_ratio > 0).mean() - 0.7) < 0.02, "about 1-p of the elements survive"
-tt.manual_seed(1)
-assert np.array_equal(dropout(_x, 0.3).numpy(), _y.numpy()), "manual_seed reproduces the mask"
-assert dropout(_x, 0.3, training=False) is _x and dropout(_x, 0.0) is _x
-assert np.all(dropout(_x, 1.0).numpy() == 0)
-for _bad in (-0.1, 1.5):
-    for _make in (lambda p: dropout(_x, p), lambda p: Dropout(p)):
-        try:
-            _make(_bad)
-            raise AssertionError(f"p={_bad} must raise ValueError")
-        except ValueError:
-            pass
-_w = tt.randn(4, 6, requires_grad=True)
-tt.manual_seed(3)
-_out = dropout(_w, 0.5)
-assert _out.grad_fn is not None and _out.grad_fn.op == "dropout"
-_out.sum().backward()
-assert np.array_equal(_w.grad.numpy(), (_out.numpy() != 0) * 2.0), "gradient = mask"
-_x64 = tt.randn(3, 5, dtype=tt.float64, requires_grad=True)
-
-
 def _fixed_mask_dropout(x):
     tt.manual_seed(7)  # the same mask on every call
     return dropout(x, 0.4)
 
 
-assert gradcheck(_fixed_mask_dropout, (_x64,))
-_layer = Dropout(0.25)
-assert repr(_layer) == "Dropout(p=0.25)"
-assert not np.array_equal(_layer(_x).numpy(), _x.numpy())
-_layer.eval()
-assert _layer(_x) is _x, "identity in eval mode"
-print("✓ dropout")
+with preserved_state():
+    _x = tt.randn(200, 50) + 3.0  # no zeros in the input
+    tt.manual_seed(1)
+    _y = dropout(_x, 0.3)
+    _ratio = _y.numpy() / _x.numpy()
+    _odd = ~(np.isclose(_ratio, 0) | np.isclose(_ratio, 1 / 0.7))
+    check(not _odd.any(), "in training, every output is 0 or x / (1 - p) (p = 0.3)",
+          got=_ratio[_odd][:5], expected=f"0 or {1 / 0.7:.4f}")
+    assert_close((_ratio > 0).mean(), 0.7, atol=0.02, what="the fraction of survivors (about 1 - p = 0.7)")
+    tt.manual_seed(1)
+    assert_equal(dropout(_x, 0.3).numpy(), _y.numpy(), "tt.manual_seed reproduces the mask")
+    check(dropout(_x, 0.3, training=False) is _x, "training=False returns the input itself")
+    check(dropout(_x, 0.0) is _x, "p = 0 returns the input itself")
+    assert_equal(dropout(_x, 1.0).numpy(), np.zeros(_x.shape, np.float32), "p = 1 drops everything")
+    for _bad in (-0.1, 1.5):
+        assert_raises(ValueError, dropout, _x, _bad, match="between 0 and 1", what=f"dropout(x, p={_bad})")
+        assert_raises(ValueError, Dropout, _bad, match="between 0 and 1", what=f"Dropout(p={_bad})")
+    assert_raises(TypeError, dropout, tt.tensor([1, 2, 3]), 0.5, what="dropout of an integer tensor")
+    # the graph and the gradient
+    _w = tt.randn(4, 6, requires_grad=True)
+    tt.manual_seed(3)
+    _out = dropout(_w, 0.5)
+    check(_out.grad_fn is not None and _out.grad_fn.op == "dropout", "the output is recorded as the op 'dropout'",
+          got=_out.grad_fn)
+    _out.sum().backward()
+    assert_equal(_w.grad.numpy(), (_out.numpy() != 0) * np.float32(2.0), "the gradient of sum(dropout(w, 0.5)) is the mask")
+    _x64 = tt.randn(3, 5, dtype=tt.float64, requires_grad=True)
+    check(gradcheck(_fixed_mask_dropout, (_x64,)), "gradcheck of dropout with a fixed mask")
+    # the module: on in training mode, the identity in eval mode
+    _layer = Dropout(0.25)
+    assert_equal(repr(_layer), "Dropout(p=0.25)", "repr")
+    check(not np.array_equal(_layer(_x).numpy(), _x.numpy()), "Dropout is active in training mode")
+    _layer.eval()
+    check(_layer(_x) is _x, "Dropout is the identity in eval mode")
+print(f"✓ dropout; e.g. {(_ratio > 0).mean():.3f} of the elements survived p = 0.3")
 
 # %% [markdown]
 # Now the same small-data experiment with dropout (p = 0.5) after the first hidden layer:
@@ -1079,20 +1308,39 @@ ax.set_title("clip_grad_norm_(max_norm=1): faint = before, bold = after", fontsi
 plt.show()
 
 # %% [markdown]
-# Write:
+# Write `clip_grad_norm_` and `clip_grad_value_`; their contracts are in the docstrings.
+# `_grads(parameters)` (given) returns the existing gradients of one Tensor or of an
+# iterable of them. `clip_grad_value_` is simpler, but it changes the direction of the
+# gradient.
 #
-# - `clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False)`.
-#   `parameters` is one Tensor or an iterable of them (given: `_grads`). With no gradients,
-#   return `tensor(0.0)`. Otherwise, inside `no_grad()`: each gradient's own norm with
-#   tensor ops (`g.abs().amax()` for `inf`, else `(g.abs() ** q).sum() ** (1 / q)`), then
-#   the norm of those norms (`stack(norms)`, same formula) — this is exactly the norm of the
-#   concatenated vector, without ever concatenating. If the total is not finite and
-#   `error_if_nonfinite`, raise a `RuntimeError`. Then multiply every gradient in place
-#   (`g.mul_(coef)`) by `coef = min(1, max_norm / (total + 1e-6))`, and return the total
-#   norm (a 0-d Tensor).
-# - `clip_grad_value_(parameters, clip_value)`: clamp every gradient element into
-#   `[-clip_value, clip_value]` in place (`g.copy_(g.clamp(...))`). Simpler, but it changes
-#   the direction of the gradient.
+# <details><summary>Hint 1</summary>
+#
+# The q-norm of one long vector made of all the gradients is the q-norm of the vector of
+# the per-tensor q-norms. So you never need to concatenate: norm each gradient, stack the
+# norms (module 01's `stack`), and norm that. For q = ∞ the same holds with the maximum.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Where in the formula does "only when above `max_norm`" live? Check a gradient whose
+# norm is *below* `max_norm`: what factor would it get without the minimum?
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# The gradients must change in place (the optimizer reads `p.grad` afterwards), and no
+# graph should be recorded while you compute norms of gradients.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `clip_grad_norm_`: with no gradients, return a zero tensor. Otherwise, with grad mode
+# off, compute each gradient's norm of the requested order and the total norm from them;
+# raise if it is not finite and the caller asked for that; compute the one clip factor from
+# the total and multiply every gradient by it in place; return the total (computed before
+# scaling). `clip_grad_value_`: with grad mode off, replace each gradient's values, in
+# place, by their clamped values.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "clip", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -1105,9 +1353,17 @@ def _grads(parameters):
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Scale all gradients together so that their total norm is at most max_norm
-    (torch.nn.utils.clip_grad_norm_). Returns the total norm before clipping (0-d Tensor)."""
+    (torch.nn.utils.clip_grad_norm_).
+
+    Contract: the total norm is the `norm_type`-norm (inf: the largest |g|) of all gradients
+    taken as one vector. Every gradient is multiplied in place by min(1, max_norm / (total +
+    1e-6)), so their direction is kept. Returns the total norm *before* clipping, a 0-d
+    Tensor (0.0 when there are no gradients). RuntimeError when the total is not finite and
+    error_if_nonfinite is true (the message says the norm is non-finite).
+    """
     grads = _grads(parameters)
     max_norm, norm_type = float(max_norm), float(norm_type)
+    # Idea: one norm for all parameters together, one factor for all of them.
     ### BEGIN SOLUTION
     if not grads:
         return tensor(0.0)
@@ -1133,9 +1389,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def clip_grad_value_(parameters, clip_value):
     """Clamp every gradient element into [-clip_value, clip_value], in place
-    (torch.nn.utils.clip_grad_value_)."""
+    (torch.nn.utils.clip_grad_value_). Contract: returns None; the .grad tensors are the
+    same objects afterwards."""
     grads = _grads(parameters)
     clip_value = float(clip_value)
+    # Idea: each element on its own, cut at ±clip_value.
     ### BEGIN SOLUTION
     with no_grad():
         for g in grads:
@@ -1153,30 +1411,41 @@ def _params_with_grads(grads):
     return params
 
 
-_g = [np.array([[3.0, 0.0], [0.0, 0.0]]), np.array([4.0, 0.0, 0.0])]  # total 2-norm 5
-_ps = _params_with_grads(_g)
-_total = clip_grad_norm_(_ps, 1.0)
-assert isinstance(_total, tt.Tensor) and abs(_total.item() - 5.0) < 1e-12
-assert np.allclose(_ps[0].grad.numpy(), _g[0] / (5 + 1e-6)) and np.allclose(_ps[1].grad.numpy(), _g[1] / (5 + 1e-6))
-_ps = _params_with_grads(_g)
-clip_grad_norm_(iter(_ps), 10.0)
-assert np.allclose(_ps[0].grad.numpy(), _g[0]), "below max_norm nothing changes"
-_ps = _params_with_grads(_g)
-assert abs(clip_grad_norm_(_ps, 2.0, norm_type="inf").item() - 4.0) < 1e-12
-assert np.allclose(_ps[1].grad.numpy(), _g[1] * 2 / (4 + 1e-6))
-_ps = _params_with_grads(_g)
-assert abs(clip_grad_norm_(_ps[0], 1.0, norm_type=1).item() - 3.0) < 1e-12, "a single tensor works too"
-assert clip_grad_norm_([tt.zeros(2, requires_grad=True)], 1.0).item() == 0.0
-_ps = _params_with_grads([np.array([1.0, np.inf])])
-try:
-    clip_grad_norm_(_ps, 1.0, error_if_nonfinite=True)
-    raise AssertionError("a non-finite norm must raise with error_if_nonfinite=True")
-except RuntimeError:
-    pass
-_ps = _params_with_grads([np.array([-3.0, 0.5, 2.0])])
-clip_grad_value_(_ps, 1.0)
-assert _ps[0].grad.numpy().tolist() == [-1.0, 0.5, 1.0]
-print("✓ clip_grad_norm_ and clip_grad_value_")
+with preserved_state():
+    _g = [np.array([[3.0, 0.0], [0.0, 0.0]]), np.array([4.0, 0.0, 0.0])]  # total 2-norm 5, per tensor 3 and 4
+    _ps = _params_with_grads(_g)
+    _held = _ps[0].grad
+    _total = clip_grad_norm_(_ps, 1.0)
+    check(isinstance(_total, tt.Tensor), "clip_grad_norm_ returns a Tensor", got=type(_total).__name__)
+    assert_close(_total.item(), 5.0, rtol=1e-12, what="the total norm before clipping")
+    assert_close(_ps[0].grad.numpy(), _g[0] / (5 + 1e-6), rtol=1e-12, what="grad 0 after clipping to norm 1")
+    assert_close(_ps[1].grad.numpy(), _g[1] / (5 + 1e-6), rtol=1e-12,
+                 what="grad 1 after clipping to norm 1 (one factor for all: 1/5, not 1/4)")
+    check(_ps[0].grad is _held, "the gradients are scaled in place")
+    _ps = _params_with_grads(_g)
+    clip_grad_norm_(iter(_ps), 10.0)
+    assert_equal(_ps[0].grad.numpy(), _g[0], "below max_norm the gradients are unchanged (not scaled up)")
+    _ps = _params_with_grads(_g)
+    assert_close(clip_grad_norm_(_ps, 2.0, norm_type="inf").item(), 4.0, rtol=1e-12, what="the inf-norm")
+    assert_close(_ps[1].grad.numpy(), _g[1] * 2 / (4 + 1e-6), rtol=1e-12, what="grad 1 after inf-norm clipping to 2")
+    _ps = _params_with_grads(_g)
+    assert_close(clip_grad_norm_(_ps[0], 1.0, norm_type=1).item(), 3.0, rtol=1e-12,
+                 what="the 1-norm of a single tensor")
+    assert_equal(clip_grad_norm_([tt.zeros(2, requires_grad=True)], 1.0).item(), 0.0, "no gradients: norm 0")
+    assert_raises(RuntimeError, clip_grad_norm_, _params_with_grads([np.array([1.0, np.inf])]), 1.0,
+                  error_if_nonfinite=True, match="non-finite", what="a non-finite norm with error_if_nonfinite")
+    _ps = _params_with_grads([np.array([-3.0, 0.5, 2.0])])
+    clip_grad_value_(_ps, 1.0)
+    assert_equal(_ps[0].grad.numpy(), np.array([-1.0, 0.5, 1.0]), "clip_grad_value_(1.0)")
+    # train_step(clip=...) clips between backward and step
+    _lin = nn.Linear(3, 1, dtype=tt.float64)
+    _X, _Y = np.ones((4, 3)), np.full((4, 1), 100.0)
+    _W = _lin.weight.numpy().copy()
+    train_step(_lin, nn.MSELoss(), SGD(_lin.parameters(), lr=1.0), tt.tensor(_X), tt.tensor(_Y), clip=0.5)
+    _gnorm = math.sqrt(float((_lin.weight.grad.numpy() ** 2).sum() + (_lin.bias.grad.numpy() ** 2).sum()))
+    assert_close(_gnorm, 0.5, rtol=1e-5, what="the gradient norm after train_step(clip=0.5)")
+    assert_close(_lin.weight.numpy(), _W - _lin.weight.grad.numpy(), rtol=1e-12, what="the step used the clipped gradient")
+print(f"✓ clip_grad_norm_ and clip_grad_value_; e.g. total norm {_total.item():.1f} clipped to 1")
 
 # %% [markdown]
 # ## 9. Checkpoints, safely
@@ -1233,13 +1502,43 @@ _ = pickle.loads(_payload)
 #
 # Dict items are stored as pairs because JSON object keys must be strings, and an optimizer
 # state is keyed by integers (`{0: {...}, 1: {...}}`); tuples are tagged so that
-# `betas=(0.9, 0.999)` comes back as a tuple. The `key` of an array is its **path**, e.g.
-# `"model/0.weight"` or `"optimizer/state/3/exp_avg"` (pass `f"{path}/{key}"` and
-# `f"{path}/{i}"` down the recursion; the top level's path is `""`), made unique with
-# `_unique(arrays, path)` (given) — so `np.load` shows readable names.
+# `betas=(0.9, 0.999)` comes back as a tuple. The `key` of an array is made from its
+# **path** in the object, e.g. `"model/0.weight"` or `"optimizer/state/3/exp_avg"`: a dict
+# entry extends the path by `/` and its key, a list or tuple element by `/` and its
+# index, and the top level's path is `""`. `_unique(arrays, path)` (given) turns a path
+# into a key not yet in `arrays`, so `np.load` shows readable names.
 #
-# `_unpack(description, arrays)` is the inverse: tensors come back as `tensor(array)` (a
-# copy, same dtype), arrays as numpy arrays, dicts, lists and tuples as themselves.
+# `_unpack(description, arrays)` is the inverse: tensors come back as new Tensors (copies,
+# same dtype), arrays as numpy arrays, dicts, lists and tuples as themselves.
+#
+# <details><summary>Hint 1</summary>
+#
+# Both functions are recursive: a container's description holds the descriptions of its
+# items, made by the same function with a longer path.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Order matters in the type tests: a `bool` is also an `int` in Python, a Tensor is not a
+# numpy array, and a numpy scalar (such as `np.float32(1.5)`) is neither a float nor an
+# array until you convert it.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# Every description that is not a plain value is a dict with exactly one entry, whose key
+# names the kind. `_unpack` can read that one entry and dispatch on the kind.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `_pack`: a Tensor or a (non-object) array gets a key from `_unique`, its values copied
+# into `arrays` under that key, and the tagged description; a numpy scalar becomes a Python
+# scalar; plain values are returned as they are; a dict becomes the list of
+# [key, description of the value] pairs after checking each key's type; lists and tuples the
+# list of their items' descriptions under their own tag; anything else raises the
+# `TypeError`. `_unpack` reverses each case, returning plain values unchanged.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "checkpoint", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -1256,7 +1555,10 @@ def _unique(arrays, path):
 
 
 def _pack(obj, arrays, path=""):
-    """JSON-able description of obj; its tensors and arrays go into `arrays` (key -> array)."""
+    """JSON-able description of obj (the table above); its tensors and arrays are copied
+    into `arrays` (key -> numpy array). Contract: TypeError, naming the path and the type,
+    for anything the table does not list (a dict key that is not str or int included)."""
+    # Idea: the structure goes to JSON, the numbers to arrays, linked by the keys.
     ### BEGIN SOLUTION
     if isinstance(obj, Tensor):
         key = _unique(arrays, path)
@@ -1290,7 +1592,8 @@ def _pack(obj, arrays, path=""):
 
 
 def _unpack(desc, arrays):
-    """The inverse of _pack."""
+    """The inverse of _pack. Contract: ValueError for a description of an unknown kind."""
+    # Idea: the tag says what to rebuild; the key says where its numbers are.
     ### BEGIN SOLUTION
     if isinstance(desc, dict):
         (kind, value), = desc.items()
@@ -1309,6 +1612,14 @@ def _unpack(desc, arrays):
     ### END SOLUTION
 
 
+# %% [markdown]
+# `save` and `load` (given) wrap the two: `save` writes the header and the arrays into one
+# `.npz` (atomically, through a temporary file, so that a crash mid-save never destroys the
+# previous checkpoint); `load` opens it with `allow_pickle=False`, checks the header and
+# rebuilds the object.
+
+# %%
+#| export
 def save(obj, f):
     """Save tensors, arrays and plain data (dicts, lists, tuples, numbers, strings, None) to
     `f` (a path or a binary file) as an .npz archive with a JSON header: no pickle (torch.save)."""
@@ -1353,70 +1664,157 @@ def load(f):
 
 # %% nbgrader={"grade": true, "grade_id": "test-checkpoint", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 _obj = {"w": tt.tensor([[1.0, 2.0]]), "n": np.arange(3), 0: (0.9, 0.999), "k": [1, None, "s", True],
-        "inf": float("inf"), "i64": tt.tensor([1, 2]), "d64": tt.tensor(np.ones(2))}
+        "inf": float("inf"), "i64": tt.tensor([1, 2]), "d64": tt.tensor(np.ones(2)), "f32": np.float32(1.5)}
 _arrays = {}
 _desc = _pack(_obj, _arrays)
 import json as _json
-_json.dumps(_desc)  # the description is plain JSON
-assert len(_arrays) == 4 and "arrays/w" in _arrays, sorted(_arrays)
+_json.dumps(_desc)  # the description must be plain JSON (this raises otherwise)
+assert_equal(sorted(_arrays), ["arrays/d64", "arrays/i64", "arrays/n", "arrays/w"], "the array keys (their paths)")
 _back = _unpack(_desc, _arrays)
-assert list(_back) == ["w", "n", 0, "k", "inf", "i64", "d64"] and _back[0] == (0.9, 0.999)
-assert isinstance(_back["w"], tt.Tensor) and _back["w"].tolist() == [[1.0, 2.0]]
-assert isinstance(_back["n"], np.ndarray) and _back["k"] == [1, None, "s", True] and _back["inf"] == math.inf
-assert _back["i64"].dtype == tt.int64 and _back["d64"].dtype == tt.float64
+assert_equal(list(_back), ["w", "n", 0, "k", "inf", "i64", "d64", "f32"], "the keys come back, in order, int key included")
+assert_equal(_back[0], (0.9, 0.999), "a tuple comes back as a tuple")
+check(isinstance(_back["w"], tt.Tensor), "a Tensor comes back as a Tensor", got=type(_back["w"]).__name__)
+assert_equal(_back["w"].tolist(), [[1.0, 2.0]], "the Tensor's values")
+check(isinstance(_back["n"], np.ndarray), "a numpy array comes back as a numpy array", got=type(_back["n"]).__name__)
+assert_equal(_back["k"], [1, None, "s", True], "a list of plain values")
+assert_equal(_back["inf"], math.inf, "an infinite float")
+assert_equal((str(_back["i64"].dtype), str(_back["d64"].dtype)), ("int64", "float64"), "dtypes are kept")
+check(isinstance(_back["f32"], float) and _back["f32"] == 1.5, "a numpy scalar comes back as a Python float",
+      got=_back["f32"])
 for _bad in ({"f": lambda x: x}, {(1, 2): 3}, np.array([object()])):
-    try:
-        _pack(_bad, {})
-        raise AssertionError(f"{_bad!r} must be refused")
-    except TypeError:
-        pass
+    assert_raises(TypeError, _pack, _bad, {}, what=f"_pack of {_bad!r}")
 _buf = io.BytesIO()
 save({"model": nn.Linear(3, 2).state_dict(), "step": 7}, _buf)
 _buf.seek(0)
 with np.load(_buf, allow_pickle=False) as _z:
-    assert set(_z.files) == {"header", "arrays/model/weight", "arrays/model/bias"}
+    assert_equal(sorted(_z.files), ["arrays/model/bias", "arrays/model/weight", "header"], "the files in the .npz")
 _buf.seek(0)
 _ck = load(_buf)
-assert _ck["step"] == 7 and _ck["model"]["weight"].shape == (2, 3)
-print("✓ checkpoints")
+assert_equal((_ck["step"], _ck["model"]["weight"].shape), (7, (2, 3)), "save then load")
+print(f"✓ checkpoints; e.g. arrays stored as {sorted(_arrays)}")
 
 # %% [markdown]
-# ### Resuming exactly
+# ### Resuming exactly: `save_checkpoint` and `load_checkpoint`
 #
-# The test that matters: train 3 steps, save, build a *fresh* model and optimizer, load,
-# train 3 more steps — the result must be bit-for-bit what 6 uninterrupted steps give.
-# Anything the checkpoint forgets (Adam's step count, a momentum buffer, the learning rate
-# after a schedule) breaks the equality.
+# A checkpoint is only as good as what it remembers. Train 3 steps, save, build a *fresh*
+# model and optimizer, load, train 3 more steps: the result must be bit-for-bit what 6
+# uninterrupted steps give. Anything the checkpoint forgets (Adam's step count, a momentum
+# buffer, the learning rate after a schedule) breaks the equality. Write the pair that
+# every training script needs:
+#
+# - `save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra)` saves,
+#   with `save`, one dict: `"model"` (the model's `state_dict`), and `"optimizer"`,
+#   `"scheduler"`, `"history"` (their `state_dict`s) for the objects given, plus `"extra"`,
+#   the keyword arguments (such as `epoch=3`) as plain data;
+# - `load_checkpoint(f, model, optimizer=None, scheduler=None, history=None)` loads that
+#   dict and restores every object it is given, in place; it returns the `extra` dict.
+#   Asking it to restore an object whose part the file does not hold is a `ValueError`
+#   naming the part (a silent "nothing to load" would resume with a fresh optimizer).
+#
+# <details><summary>Hint 1</summary>
+#
+# Every object here already has a `state_dict()` and a `load_state_dict()`: the model
+# (module 03), the optimizer and the scheduler (module 07), the history (section 5).
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `save_checkpoint`: build the dict from the model's state and, for each optional object
+# that is not None, its state under its name; add the extra keyword arguments; `save` it.
+# `load_checkpoint`: `load` the dict, restore the model, then for each optional object that
+# was given, raise if its name is missing from the dict, else hand it its saved state;
+# return the extra dict (an empty one if the file has none).
+# </details>
 
-# %%
-def _make(seed):
+# %% nbgrader={"grade": false, "grade_id": "save-checkpoint", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra):
+    """Save what a resumed run needs to `f` (a path or a binary file), with save().
+
+    Contract: the saved dict has "model" (model.state_dict()), "extra" (the keyword
+    arguments), and "optimizer", "scheduler", "history" (their state_dict()) for each of
+    those given (not None).
+    """
+    # Idea: a run's state is the state of each object that changes during training.
+    ### BEGIN SOLUTION
+    checkpoint = {"model": model.state_dict(), "extra": dict(extra)}
+    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("history", history)):
+        if obj is not None:
+            checkpoint[name] = obj.state_dict()
+    save(checkpoint, f)
+    ### END SOLUTION
+
+
+def load_checkpoint(f, model, optimizer=None, scheduler=None, history=None):
+    """Restore, in place, the objects given from a file written by save_checkpoint.
+
+    Contract: returns the saved extra keyword arguments as a dict. ValueError, naming the
+    part, when an object is given whose part is not in the file.
+    """
+    # Idea: each object gets back exactly what it saved.
+    ### BEGIN SOLUTION
+    checkpoint = load(f)
+    model.load_state_dict(checkpoint["model"])
+    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("history", history)):
+        if obj is None:
+            continue
+        if name not in checkpoint:
+            raise ValueError(f"load_checkpoint: the checkpoint holds no {name!r} state to restore")
+        obj.load_state_dict(checkpoint[name])
+    return dict(checkpoint.get("extra", {}))
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-save-checkpoint", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _make(seed, kind="adam"):
     tt.manual_seed(seed)
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    return model, Adam(model.parameters(), lr=1e-2)
+    opt = Adam(model.parameters(), lr=1e-2) if kind == "adam" else SGD(model.parameters(), lr=0.1, momentum=0.9)
+    return model, opt, CosineAnnealingLR(opt, T_max=6)
 
 
-_batches = [(X_train[i * 32:(i + 1) * 32], y_train[i * 32:(i + 1) * 32]) for i in range(6)]
-_model, _opt = _make(0)
-for _xb, _yb in _batches:
-    train_step(_model, nn.CrossEntropyLoss(), _opt, _xb, _yb)
-_reference = [p.numpy().copy() for p in _model.parameters()]
+def _train(model, opt, sched, batches):
+    for _xb, _yb in batches:
+        train_step(model, nn.CrossEntropyLoss(), opt, _xb, _yb)
+        sched.step()
 
-_model, _opt = _make(0)
-for _xb, _yb in _batches[:3]:
-    train_step(_model, nn.CrossEntropyLoss(), _opt, _xb, _yb)
-_path = os.path.join(tempfile.mkdtemp(), "run.ckpt")
-save({"model": _model.state_dict(), "optimizer": _opt.state_dict(), "step": 3}, _path)
 
-_model, _opt = _make(123)  # different initial weights: everything must come from the file
-_ck = load(_path)
-_model.load_state_dict(_ck["model"])
-_opt.load_state_dict(_ck["optimizer"])
-for _xb, _yb in _batches[_ck["step"]:]:
-    train_step(_model, nn.CrossEntropyLoss(), _opt, _xb, _yb)
-print("resumed == uninterrupted, bit for bit:",
-      all(np.array_equal(a, p.numpy()) for a, p in zip(_reference, _model.parameters())))
+with preserved_state():
+    _batches = [(X_train[i * 32:(i + 1) * 32], y_train[i * 32:(i + 1) * 32]) for i in range(6)]
+    for _kind in ("sgd", "adam"):
+        _model, _opt, _sched = _make(0, _kind)
+        _train(_model, _opt, _sched, _batches)
+        _reference = [p.numpy().copy() for p in _model.parameters()]
+
+        _model, _opt, _sched = _make(0, _kind)
+        _train(_model, _opt, _sched, _batches[:3])
+        _hist = History()
+        _hist.log(train_loss=1.0)
+        _path = os.path.join(tempfile.mkdtemp(), "run.ckpt")
+        save_checkpoint(_path, _model, _opt, _sched, _hist, step=3)
+
+        _model, _opt, _sched = _make(123, _kind)  # other initial weights: everything must come from the file
+        _hist = History()
+        _extra = load_checkpoint(_path, _model, _opt, _sched, _hist)
+        assert_equal(_extra, {"step": 3}, "load_checkpoint returns the extra values")
+        assert_equal(_hist["train_loss"], [1.0], "the history is restored")
+        assert_equal(_sched.last_epoch, 3, "the scheduler's epoch is restored")
+        _train(_model, _opt, _sched, _batches[_extra["step"]:])
+        for _i, (_a, _p) in enumerate(zip(_reference, _model.parameters())):
+            assert_equal(_p.numpy(), _a, f"{_kind}: parameter {_i}, resumed run against the uninterrupted one")
+    _bare = os.path.join(tempfile.mkdtemp(), "weights.ckpt")
+    save_checkpoint(_bare, _model)
+    assert_raises(ValueError, load_checkpoint, _bare, _model, _opt, match="optimizer",
+                  what="restoring an optimizer from a checkpoint that holds none")
+print(f"✓ save_checkpoint / load_checkpoint: resumed == uninterrupted, bit for bit; "
+      f"file {os.path.getsize(_path):,} bytes")
+
+# %% [markdown]
+# How big is a checkpoint? Compare the file with the parameters:
+
+# %%
 print(f"checkpoint file: {os.path.getsize(_path):,} bytes; parameters "
-      f"{sum(p.nbytes for p in _model.parameters()):,} bytes, Adam's two moments twice that")
+      f"{sum(p.nbytes for p in _model.parameters()):,} bytes")
 
 # %% [markdown]
 # The file is about three times the parameters' size: Adam keeps two moments per parameter
@@ -1509,6 +1907,13 @@ print("mistakes (true, predicted, count):", sorted(_off, key=lambda t: -t[2])[:6
 # **Time.** An epoch consists of four kinds of work: getting the batch (the DataLoader
 # indexes and stacks samples one by one, module 05), the forward pass, the backward pass,
 # and the optimizer step. We time each, for three batch sizes, on the same data.
+#
+# **Predict first.** Batch 16 makes 72 steps per epoch of these 1,150 digits, batch 256
+# only 5, and the arithmetic per epoch is the same. How many times longer do you expect an
+# epoch at batch 16 to take than one at batch 256? (Not graded.)
+
+# %%
+predicted_epoch_ratio = None  # your number: epoch time at batch 16 / at batch 256
 
 # %%
 def timed_epoch(model, optimizer, loader):
@@ -1556,14 +1961,19 @@ ax.legend()
 plt.show()
 for _bs, _s in zip(_sizes, _spent):
     print(f"batch {_bs:4d}: " + ", ".join(f"{k} {v * 1e3:6.1f} ms" for k, v in _s.items()))
+_ratio = sum(_spent[0].values()) / sum(_spent[-1].values())
+print(f"epoch time at batch 16 / at batch 256: measured {_ratio:.1f}x, your guess "
+      + ("none" if predicted_epoch_ratio is None else f"{predicted_epoch_ratio:.1f}x"))
 
 # %% [markdown]
 # What to look for: the number of steps per epoch falls from 72 (batch 16) to 5 (batch
 # 256), while the arithmetic per epoch stays the same. Every step pays fixed costs that do
 # not depend on the amount of arithmetic — Python overhead per op in the forward and
 # backward passes, the optimizer's loop over parameters (several numpy calls each) — so
-# with small batches those dominate, most visibly in the `step` part; the matrix products
-# of this small MLP are cheap. The data part is per *sample* (the DataLoader indexes and
+# with small batches those should dominate, and the epoch at batch 16 should take several
+# times as long as at batch 256 (the printed ratio), the `step` part shrinking most; the
+# matrix products of this small MLP are cheap. How large the ratio comes out depends on the
+# machine: the faster its Python and the slower its memory, the larger. The data part is per *sample* (the DataLoader indexes and
 # stacks one sample at a time), so it hardly depends on the batch size. Larger batches
 # amortise the per-step overheads, which is why GPUs (module 17) and frameworks push
 # towards large batches and fused kernels; the price is fewer optimizer steps per epoch,
@@ -1573,7 +1983,16 @@ for _bs, _s in zip(_sizes, _spent):
 #
 # **Memory.** Parameters are one cost; the other is what autograd keeps alive for the
 # backward pass: every node holds its inputs and output (module 06). Count the bytes that
-# the graph of one loss holds, apart from the parameters, for growing batches:
+# the graph of one loss holds, apart from the parameters, for growing batches, in the MLP
+# `64 → 128 → ReLU → Dropout → 10` (float32).
+#
+# **Predict first.** Per example the graph keeps the 64 inputs, the 128 hidden values a few
+# times over (after `Linear`, after `ReLU`, the dropout mask and its output) and the 10
+# logits a couple of times. At batch 1024, about how many times the parameters' bytes is
+# that? (Not graded.)
+
+# %%
+predicted_graph_over_params = None  # your number: graph bytes / parameter bytes at batch 1024
 
 # %%
 def graph_bytes(loss):
@@ -1602,7 +2021,8 @@ ax.set_ylabel("KiB")
 ax.legend()
 plt.show()
 print(f"parameters {_param_bytes / 1024:.1f} KiB; graph at batch 1024: {_act[-1] / 1024:.1f} KiB "
-      f"({_act[-1] / _param_bytes:.1f}x the parameters)")
+      f"({_act[-1] / _param_bytes:.1f}x the parameters; your guess "
+      + ("none" if predicted_graph_over_params is None else f"{predicted_graph_over_params:.1f}x") + ")")
 
 # %% [markdown]
 # Parameter memory is fixed; activation memory grows **linearly with the batch**, and for
@@ -1684,9 +2104,9 @@ if torch is not None:
 #   rule, `grad * mask`, was registered with module 06 from this module.
 # - **Clipping by norm** rescales all gradients together so that their joint norm is at
 #   most `max_norm`, keeping their direction; the returned norm is worth logging.
-# - **Checkpoints** hold the model's and the optimizer's state (and the epoch and history);
-#   ours are `.npz` arrays plus a JSON header, loaded with `allow_pickle=False`, and resume
-#   a run bit for bit.
+# - **Checkpoints** hold the model's and the optimizer's state (and the scheduler's, the
+#   history and the epoch); ours are `.npz` arrays plus a JSON header, loaded with
+#   `allow_pickle=False`, and `save_checkpoint` / `load_checkpoint` resume a run bit for bit.
 # - Small batches are overhead-bound; activation memory grows with the batch and is why
 #   evaluation runs without a graph.
 #

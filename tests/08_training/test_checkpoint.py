@@ -12,7 +12,7 @@ import tinytorch as tt
 from tinytorch import nn
 from tinytorch.optim import SGD, Adam
 from tinytorch.optim.lr_scheduler import StepLR
-from tinytorch.training import load, save, train_step
+from tinytorch.training import History, load, load_checkpoint, save, save_checkpoint, train_step
 
 
 def _batches(n=6, seed=0):
@@ -59,6 +59,51 @@ def test_resume_is_bit_for_bit(tmp_path, kind):
     _steps(model, opt, sched, batches[ck["step"]:])
     for a, p in zip(reference, model.parameters()):
         np.testing.assert_array_equal(p.numpy(), a)
+
+
+@pytest.mark.parametrize("kind", ["adam", "sgd"])
+def test_save_and_load_checkpoint_resume_bit_for_bit(tmp_path, kind):
+    batches = _batches()
+    model, opt, sched = _setup(kind, 0)
+    _steps(model, opt, sched, batches)
+    reference = [p.numpy().copy() for p in model.parameters()]
+
+    model, opt, sched = _setup(kind, 0)
+    _steps(model, opt, sched, batches[:3])
+    history = History()
+    history.log(train_loss=2.0, lr=0.1)
+    history.log(train_loss=1.5, lr=0.05)
+    path = tmp_path / "run.ckpt"
+    save_checkpoint(path, model, opt, sched, history, step=3, note="after 3 steps")
+    saved = load(path)
+    assert set(saved) == {"model", "optimizer", "scheduler", "history", "extra"}
+    assert saved["extra"] == {"step": 3, "note": "after 3 steps"}
+
+    model, opt, sched = _setup(kind, 99)  # other initial weights: all must come from the file
+    restored = History()
+    extra = load_checkpoint(path, model, opt, sched, restored)
+    assert extra == {"step": 3, "note": "after 3 steps"}
+    assert restored["train_loss"] == [2.0, 1.5] and restored["lr"] == [0.1, 0.05]
+    assert sched.last_epoch == 3 and opt.param_groups[0]["lr"] == sched.get_last_lr()[0]
+    _steps(model, opt, sched, batches[extra["step"]:])
+    for a, p in zip(reference, model.parameters()):
+        np.testing.assert_array_equal(p.numpy(), a)
+
+
+def test_checkpoint_with_only_a_model_and_missing_parts(tmp_path):
+    tt.manual_seed(0)
+    model = nn.Linear(3, 2)
+    path = tmp_path / "weights.ckpt"
+    save_checkpoint(path, model)
+    assert set(load(path)) == {"model", "extra"}
+    other = nn.Linear(3, 2)
+    assert load_checkpoint(path, other) == {}
+    np.testing.assert_array_equal(other.weight.numpy(), model.weight.numpy())
+    for name, kwargs in [("optimizer", dict(optimizer=SGD(other.parameters(), lr=0.1))),
+                         ("scheduler", dict(scheduler=StepLR(SGD(other.parameters(), lr=0.1), 2))),
+                         ("history", dict(history=History()))]:
+        with pytest.raises(ValueError, match=name):
+            load_checkpoint(path, other, **kwargs)
 
 
 def test_file_is_a_plain_npz_readable_without_pickle(tmp_path):

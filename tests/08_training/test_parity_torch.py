@@ -42,8 +42,11 @@ def _optimizers(torch, kind, ours, theirs):
     if kind == "sgd-momentum":
         return (SGD(ours.parameters(), lr=0.1, momentum=0.9),
                 torch.optim.SGD(theirs.parameters(), lr=0.1, momentum=0.9))
-    return (Adam(ours.parameters(), lr=1e-3),
-            torch.optim.Adam(theirs.parameters(), lr=1e-3))
+    # eps 1e-6, not the default 1e-8: Adam's first step is lr * g / (|g| + eps), so for a
+    # gradient near 1e-9 (a nearly dead ReLU unit) the float32 round-off of g, which differs
+    # between any two BLAS libraries, would be amplified into a 1e-5 difference of the weight.
+    return (Adam(ours.parameters(), lr=1e-3, eps=1e-6),
+            torch.optim.Adam(theirs.parameters(), lr=1e-3, eps=1e-6))
 
 
 def _run(torch, kind, clip=None):

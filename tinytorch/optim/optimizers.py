@@ -2,7 +2,7 @@
 # Each block names the notebook cell it came from.
 
 
-# -- cell 7 (optimizer-base) --
+# -- cell 7 --
 import bisect
 import math
 from collections import defaultdict
@@ -18,105 +18,107 @@ __all__ = [
     "state_nbytes", "training_memory",
 ]
 
+_SET_ERROR = ("optimizer parameters need to be organized in ordered collections, but the "
+              "ordering of tensors in sets will change between runs; please use a list instead")
 
+
+def _as_groups(params):
+    """The constructor's `params` (tensors, or dicts of options) as a list of group dicts."""
+    if isinstance(params, Tensor):
+        raise TypeError("params argument given to the optimizer should be an iterable of "
+                        "Tensors or dicts, but got a Tensor (wrap it in a list: [p])")
+    if isinstance(params, set):  # PyTorch accepts a set here; its order is arbitrary
+        raise TypeError(_SET_ERROR)
+    groups = list(params)
+    if len(groups) == 0:
+        raise ValueError("optimizer got an empty parameter list")
+    return groups if isinstance(groups[0], dict) else [{"params": groups}]
+
+
+def _param_list(params):
+    """A group's "params" (one Tensor, or an ordered iterable of them) as a list of leaf Tensors.
+
+    A set is refused (no stable order, and checkpoints match state to parameters by
+    position); so is anything that is not a Tensor, and a non-leaf tensor (a computed
+    tensor would be overwritten by the next forward pass). PyTorch's messages.
+    """
+    if isinstance(params, Tensor):
+        return [params]
+    if isinstance(params, set):
+        raise TypeError(_SET_ERROR)
+    params = list(params)
+    for p in params:
+        if not isinstance(p, Tensor):
+            raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                            f"{type(p).__name__}")
+        if not p.is_leaf:
+            raise ValueError("can't optimize a non-leaf Tensor")
+    return params
+
+
+def _optimizer_repr(optimizer):
+    """PyTorch's repr of an optimizer: each group's options, sorted, without the parameters."""
+    lines = [f"{type(optimizer).__name__} ("]
+    for i, group in enumerate(optimizer.param_groups):
+        lines += [f"Parameter Group {i}"] + [f"    {k}: {group[k]}" for k in sorted(group) if k != "params"]
+    return "\n".join(lines + [")"])
+
+
+# -- cell 9 (optimizer-base) --
 class Optimizer:
     """Base class of all optimizers: parameter groups, per-parameter state, the step loop.
-
-    Why: SGD, Adam, ... differ only in the per-parameter update rule; grouping, defaults,
-    zero_grad, checkpoints and the loop over parameters are shared (torch.optim.Optimizer).
-    """
+    SGD, Adam, ... differ only in `_update`, the rule for one parameter (torch.optim.Optimizer)."""
 
     def __init__(self, params, defaults):
-        if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be an iterable of "
-                            "Tensors or dicts, but got a Tensor (wrap it in a list: [p])")
-        if isinstance(params, set):  # PyTorch accepts a set here; its order is arbitrary
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
-                            "but the ordering of tensors in sets will change between runs; "
-                            "please use a list instead")
         self.defaults = dict(defaults)
         self.state = defaultdict(dict)  # parameter -> dict of its buffers ({} until its first step)
-        self.param_groups = []   # list of dicts: {"params": [...], "lr": ..., ...}
-        groups = list(params)
-        if len(groups) == 0:
-            raise ValueError("optimizer got an empty parameter list")
-        if not isinstance(groups[0], dict):
-            groups = [{"params": groups}]
-        for group in groups:
+        self.param_groups = []          # list of dicts: {"params": [...], "lr": ..., ...}
+        for group in _as_groups(params):
             self.add_param_group(group)
 
     def add_param_group(self, param_group):
-        """Append a parameter group (a dict with "params" and optional per-group options).
-
-        Why: per-group options (e.g. a smaller lr for pretrained layers) and adding layers to
-        an optimizer during training (unfreezing) both go through here.
-        """
+        """Append a group: a dict with "params" and optional options such as "lr".
+        Contract: the caller's dict is not modified; "params" goes through `_param_list`.
+        ValueError, and nothing added, when a parameter appears twice in the group or is
+        already in another group (the message: it is in more than one parameter group).
+        Options the group does not set come from self.defaults; its own values win."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
-        # Hints:
-        # - copy the dict (`group = dict(param_group)`) so the caller's dict is not changed;
-        # - group["params"] may be one Tensor (-> [it]), a set (-> TypeError: sets have no
-        #   stable order, and checkpoints match state to parameters by position) or any other
-        #   iterable (-> list(...));
-        # - each entry must be a Tensor (TypeError "optimizer can only optimize Tensors, but one
-        #   of the params is <type name>") and a leaf (ValueError "can't optimize a non-leaf
-        #   Tensor": a computed tensor would be overwritten by the next forward pass);
-        # - the same parameter twice in this group, or already in another group: ValueError
-        #   (the latter: "some parameters appear in more than one parameter group"). Compare
-        #   with id(p), never with ==;
-        # - fill in every option missing from the group from self.defaults (dict.setdefault),
-        #   store the list back in group["params"] and append the group to self.param_groups.
+        # Idea: "the same parameter" means the same object, never equal values.
         # YOUR CODE HERE
         raise NotImplementedError('Optimizer.add_param_group() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
+    def step(self, closure=None):
+        """Update, in place, every parameter that has a gradient; returns closure()'s value.
+        Contract: call `closure` first if given (else return None). Then, with grad mode off,
+        for each parameter of each group whose .grad is not None, call self._update(p, grad,
+        self.state[p], group), grad being p.grad, negated when the group's "maximize" is
+        true. A parameter whose .grad is None gets no update, no state."""
+        # Idea: one loop for every optimizer; the rule for one parameter is the subclass's.
+        # YOUR CODE HERE
+        raise NotImplementedError('Optimizer.step() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
+
     def zero_grad(self, set_to_none=True):
-        """Clear the .grad of every parameter: None (default) or zeros in place."""
-        # Hint: loop over self.param_groups and their "params"; skip parameters whose grad is
-        # already None.
+        """Clear every parameter's .grad. Contract: set_to_none=True: .grad becomes None;
+        set_to_none=False: the same gradient tensor, filled with zeros. None stays None."""
+        # Idea: the next backward adds into whatever .grad still holds.
         # YOUR CODE HERE
         raise NotImplementedError('Optimizer.zero_grad() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
-    def step(self, closure=None):
-        """Update every parameter that has a gradient, in place (the shared loop).
-
-        `closure`, if given, re-evaluates the model and returns the loss (PyTorch's API for
-        optimizers such as L-BFGS that need several evaluations); its value is returned.
-        """
-        loss = None
-        if closure is not None:
-            loss = closure()
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    grad = -p.grad if group.get("maximize", False) else p.grad
-                    self._update(p, grad, self.state.setdefault(p, {}), group)
-        return loss
-
-    def _update(self, p, grad, state, group):
-        """Apply this optimizer's rule to one parameter, in place (subclasses define it)."""
+    def _update(self, p, grad, state, group):  # the rule for one parameter, in place
         raise NotImplementedError(f"{type(self).__name__} does not define its update rule")
 
-    def state_dict(self):
-        """The optimizer's state and group options as plain data (written in section 5)."""
+    def state_dict(self):  # written in section 5
         return _state_dict(self)
 
-    def load_state_dict(self, state_dict):
-        """Restore what state_dict() returned (written in section 5)."""
+    def load_state_dict(self, state_dict):  # written in section 5
         _load_state_dict(self, state_dict)
 
     def __repr__(self):
-        lines = [f"{type(self).__name__} ("]
-        for i, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
-            for key in sorted(k for k in group if k != "params"):
-                lines.append(f"    {key}: {group[key]}")
-        lines.append(")")
-        return "\n".join(lines)
+        return _optimizer_repr(self)
 
 
-# -- cell 12 (sgd) --
+# -- cell 14 (sgd) --
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay
     (torch.optim.SGD's update, step for step)."""
@@ -136,19 +138,18 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
-        """One SGD step for parameter `p` (already negated by step() if maximize)."""
-        # Hints:
-        # - read lr, momentum, dampening, weight_decay, nesterov from `group` (per group!);
-        # - weight decay: grad = grad + weight_decay * p (a new tensor) when weight_decay != 0;
-        # - momentum != 0: buf = state.get("momentum_buffer"); on the first step store
-        #   grad.clone() there, otherwise buf.mul_(momentum).add_(grad, alpha=1 - dampening);
-        #   the direction is then grad + momentum * buf (Nesterov) or buf;
-        # - finally p.add_(direction, alpha=-lr).
+        """One SGD step for parameter `p`, in place (grad is already negated if maximize).
+
+        Contract: follows steps 1-3 above with the options of `group`. With momentum, the
+        buffer lives in state["momentum_buffer"], created at the first step. `grad` (which
+        is p.grad) is never modified; plain SGD (momentum 0) stores no state.
+        """
+        # Idea: weight decay joins the gradient; momentum remembers it; then one step.
         # YOUR CODE HERE
         raise NotImplementedError('SGD._update() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
-# -- cell 16 (adam) --
+# -- cell 18 (adam) --
 class Adam(Optimizer):
     """Adam (and, with decoupled_weight_decay=True, AdamW): torch.optim.Adam's update."""
 
@@ -171,9 +172,13 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
-        """One Adam/AdamW step for parameter `p` (already negated by step() if maximize)."""
-        # Hints: follow steps 1-7 above literally; read every option from `group`
-        # (beta1, beta2 = group["betas"]); only the buffers and p change in place.
+        """One Adam/AdamW step for parameter `p`, in place (grad already negated if maximize).
+
+        Contract: steps 1-5 above with the options of `group` ("decoupled_weight_decay"
+        picks the kind of decay). State as described above, created lazily; only the state
+        buffers and `p` change in place, never `grad`.
+        """
+        # Idea: step by the bias-corrected mean gradient over its bias-corrected RMS.
         # YOUR CODE HERE
         raise NotImplementedError('Adam._update() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
@@ -187,35 +192,36 @@ class AdamW(Adam):
                          amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=True)
 
 
-# -- cell 22 (state-dict) --
+# -- cell 24 (state-dict) --
 def _state_dict(self):
-    """{"state": {index: {name: value}}, "param_groups": [{option: value, "params": [index, ...]}]}."""
-    # Hints:
-    # - number the parameters in group order: a dict id(p) -> index, filled as you go;
-    # - each packed group is a copy of the group without "params", plus "params": [indices];
-    # - state: {index of p: {name: v.clone() if isinstance(v, Tensor) else v}} for each
-    #   (p, buffers) in self.state.items().
+    """Optimizer.state_dict(): {"state": {index: {name: value}}, "param_groups": [{option:
+    value, ..., "params": [index, ...]}]}, parameters numbered 0, 1, ... in group order.
+
+    Contract: a snapshot. State tensors are cloned, group dicts and lists are new, so later
+    training does not change the returned dict and editing it does not change the optimizer.
+    """
+    # Idea: a parameter is saved as its position, never as itself.
     # YOUR CODE HERE
     raise NotImplementedError('_state_dict() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
 def _load_state_dict(self, state_dict):
-    """Restore the state and group options saved by state_dict() (checks first, then copies)."""
-    # Hints:
-    # - errors (ValueError): a different number of groups ("loaded state dict has a different
-    #   number of parameter groups"); a group of a different size ("loaded state dict contains
-    #   a parameter group that doesn't match the size of optimizer's group"); a state index
-    #   that is no parameter; a buffer whose shape differs from its parameter's;
-    # - map each saved index to this optimizer's parameter at the same position (zip the
-    #   saved groups' "params" with self.param_groups' "params");
-    # - build the new state: Tensor(value, dtype=p.dtype) for tensors and numpy arrays (a
-    #   copy), other values (the step count) as they are; then set self.state to it;
-    # - copy every option except "params" from each saved group into the live group.
+    """Optimizer.load_state_dict(): restore the state and group options saved by state_dict().
+
+    Contract: ValueError, with the optimizer unchanged, when the number of groups differs
+    (the message says the number of parameter groups differs), when a group's size differs
+    (it says the group doesn't match the size of the optimizer's group), when the state
+    names a position that is no parameter, or when a buffer's shape differs from its
+    parameter's (the message names both shapes). Buffers may be Tensors or numpy arrays;
+    they are copied into new Tensors of the parameter's dtype. Every group option except
+    "params" is taken from the dict; the groups keep their own parameters.
+    """
+    # Idea: check everything first, then change everything.
     # YOUR CODE HERE
     raise NotImplementedError('_load_state_dict() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
-# -- cell 25 (lr-scheduler) --
+# -- cell 27 (lr-scheduler) --
 class LRScheduler:
     """Base class of learning-rate schedulers (torch.optim.lr_scheduler.LRScheduler)."""
 
@@ -240,15 +246,17 @@ class LRScheduler:
         raise NotImplementedError(f"{type(self).__name__} does not define get_lr()")
 
     def step(self):
-        """Advance one epoch and write the new learning rates into the optimizer's groups."""
-        # Hints: increment self.last_epoch; lrs = self.get_lr(); set group["lr"] for each
-        # group (zip with self.optimizer.param_groups); remember them in self._last_lr (a
-        # list) for get_last_lr().
+        """Advance one epoch and write the new learning rates into the optimizer's groups.
+
+        Contract: afterwards self.last_epoch is one more, every group's "lr" is get_lr()'s
+        value for it at that epoch, and get_last_lr() returns those values (a list).
+        """
+        # Idea: the counter moves first; the rates are those of the new epoch.
         # YOUR CODE HERE
         raise NotImplementedError('LRScheduler.step() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
     def get_last_lr(self):
-        """The learning rates the last step() set, one per group."""
+        """The learning rates the last step() set, one per group (a new list)."""
         return list(self._last_lr)
 
     def state_dict(self):
@@ -259,6 +267,7 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
+# -- cell 29 (schedules) --
 class StepLR(LRScheduler):
     """Multiply the learning rate by gamma every step_size epochs."""
 
@@ -270,7 +279,8 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        # Hint: base_lr * gamma ** (last_epoch // step_size) for each base_lr in self.base_lrs.
+        """Contract: [base_lr * gamma ** (number of whole step_size periods elapsed)]."""
+        # Idea: the rate is constant inside a period and drops by gamma at each boundary.
         # YOUR CODE HERE
         raise NotImplementedError('StepLR.get_lr() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
@@ -286,12 +296,14 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        # Hint: eta_min + (base_lr - eta_min) * (1 + cos(pi * last_epoch / T_max)) / 2. (After
-        # T_max epochs the formula keeps following the cosine back up, as PyTorch's does.)
+        """Contract: the table's cosine formula for each base lr. After T_max epochs it keeps
+        following the cosine back up, as PyTorch's does."""
+        # Idea: a factor that goes from 1 at epoch 0 to 0 at epoch T_max along a cosine.
         # YOUR CODE HERE
         raise NotImplementedError('CosineAnnealingLR.get_lr() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
+# -- cell 30 (schedules-linear-lambda) --
 class LinearLR(LRScheduler):
     """Scale the lr by a factor moving linearly from start_factor to end_factor over
     total_iters epochs, then constant (the usual warm-up)."""
@@ -309,7 +321,9 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        # Hint: factor = start + (end - start) * min(last_epoch, total_iters) / total_iters.
+        """Contract: [base_lr * factor], the factor start_factor at epoch 0, end_factor from
+        epoch total_iters on, linear in between."""
+        # Idea: interpolate between the two factors by the fraction of the ramp done.
         # YOUR CODE HERE
         raise NotImplementedError('LinearLR.get_lr() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
@@ -328,10 +342,13 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+        """Contract: group i's rate is base_lrs[i] * lr_lambdas[i](last_epoch)."""
+        # Idea: the user's function gives the factor; the base rate gives the scale.
+        # YOUR CODE HERE
+        raise NotImplementedError('LambdaLR.get_lr() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
-# -- cell 29 (sequential-lr) --
+# -- cell 34 (sequential-lr) --
 class SequentialLR(LRScheduler):
     """Run schedulers one after another, switching at the milestone epochs."""
 
@@ -364,8 +381,13 @@ class SequentialLR(LRScheduler):
         self._last_lr = first.get_last_lr()
 
     def step(self):
-        """Advance one epoch, delegating to the scheduler whose phase this epoch is in."""
-        # Hint: steps 1-4 above; a scheduler's step() already writes the optimizer's lrs.
+        """Advance one epoch, delegating to the scheduler whose phase this epoch is in.
+
+        Contract: schedulers[i] is active from milestones[i-1] on (schedulers[0] from 0); on
+        the epoch it takes over it restarts at its own epoch 0. get_last_lr() then returns
+        the active scheduler's rates, which are also in the optimizer's groups.
+        """
+        # Idea: which phase is this epoch in, and is it the phase's first epoch?
         # YOUR CODE HERE
         raise NotImplementedError('SequentialLR.step() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
@@ -381,17 +403,22 @@ class SequentialLR(LRScheduler):
         self.__dict__.update(state_dict)
 
 
-# -- cell 37 (memory) --
+# -- cell 44 (memory) --
 def state_nbytes(optimizer):
-    """Bytes held by the optimizer's state tensors (momentum buffers, Adam moments, ...)."""
-    # Hint: optimizer.state maps each parameter to a dict of buffers; sum v.nbytes over the
-    # values that are Tensors.
+    """Bytes held by the optimizer's state tensors (momentum buffers, Adam moments, ...).
+
+    Contract: an int; 0 before the first step; non-Tensor entries (the step count) count 0.
+    """
+    # Idea: the state is a dict of dicts; only its tensors hold memory worth counting.
     # YOUR CODE HERE
     raise NotImplementedError('state_nbytes() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
 def training_memory(optimizer):
-    """{"params": bytes, "grads": bytes, "state": bytes, "total": bytes} for the optimizer's parameters."""
-    # Hint: the parameters are those of every group in optimizer.param_groups; use .nbytes.
+    """{"params": bytes, "grads": bytes, "state": bytes, "total": bytes} for the optimizer.
+
+    Contract: ints; "grads" counts only gradients that exist (not None); "total" is the sum.
+    """
+    # Idea: three kinds of memory per parameter: the weights, their gradient, their state.
     # YOUR CODE HERE
     raise NotImplementedError('training_memory() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
