@@ -9,7 +9,7 @@ from pathlib import Path
 from tito.course import available_modules, find_root
 
 REQUIRED = ["numpy", "numba", "matplotlib", "pytest", "pytest_timeout", "hypothesis",
-            "jupytext", "nbformat", "nbclient", "ipykernel"]
+            "jupytext", "nbformat", "nbclient", "ipykernel", "tqdm", "safetensors"]
 OPTIONAL = {"torch": "parity tests against PyTorch: pip install -e \".[parity]\"",
             "nbgrader": "instructor autograding: pip install -e \".[instructor]\""}
 
