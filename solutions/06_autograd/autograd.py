@@ -120,7 +120,7 @@ from matplotlib.patches import FancyBboxPatch
 def draw_graph_picture(ax):
     """The graph of L = (w*x + b - y)**2 with forward values (black) and gradients (red)."""
     boxes = {  # name: (x, y, label, forward value, gradient)
-        "w": (0, 3, "w", 2, 12), "x": (0, 2, "x", 3, 8), "b": (2, 0.8, "b", 1, 4),
+        "w": (0, 3.5, "w", 2, 12), "x": (0, 1.8, "x", 3, 8), "b": (2, 0.8, "b", 1, 4),
         "y": (4, 0.8, "y", 5, -4), "mul": (2, 2.5, "mul", 6, 4), "add": (4, 2.5, "add", 7, 4),
         "sub": (6, 2.5, "sub", 2, 4), "pow": (8, 2.5, "pow 2", 4, 1),
     }
@@ -139,13 +139,13 @@ def draw_graph_picture(ax):
                     arrowprops=dict(arrowstyle="->", color="black"))
     ax.text(8.7, 2.5, "L = 4", fontsize=11, va="center")
     ax.set_xlim(-0.8, 9.6)
-    ax.set_ylim(0, 3.8)
+    ax.set_ylim(0, 4.3)
     ax.axis("off")
     ax.set_title("forward: values flow left to right; backward: gradients flow right to left",
                  fontsize=10)
 
 
-fig, ax = plt.subplots(figsize=(9, 3.2))
+fig, ax = plt.subplots(figsize=(9, 3.6))
 draw_graph_picture(ax)
 fig.tight_layout()
 plt.show()

@@ -823,7 +823,7 @@ for ax, mat, title in [(axes[0], _without.numpy()[0], "token embeddings only"),
     im = ax.imshow(_cos(mat.astype(np.float64)), cmap="viridis", vmin=-1, vmax=1)
     ax.set_xticks(range(5), ["4", "7", "4", "9", "4"])
     ax.set_yticks(range(5), ["4", "7", "4", "9", "4"])
-    ax.set_title(f"cosine similarity: {title}", fontsize=10)
+    ax.set_title(f"cosine similarity:\n{title}", fontsize=10)
 fig.colorbar(im, ax=axes)
 plt.show()
 
