@@ -204,7 +204,7 @@ def test_endless_loop_in_a_function_stops_the_run_and_names_it(course):
     write_nb(course, nb)
     out = course.tito("test", "01", TITO_TEST_TIMEOUT="2")
     assert out.returncode == 1
-    assert "ran past its time limit while `Tensor.item` was running" in out.stdout, out.stdout[-3000:]
+    assert re.search(r"ran past its time limit while `\w*\.item` was running", out.stdout), out.stdout[-3000:]
     assert out.stdout.count("Timeout >") <= 1  # one timeout, not one per test that calls item()
 
 
@@ -237,9 +237,14 @@ def test_status_counts_the_stubs_left(course):
     nb.cells[index] = solved.cells[index]
     write_nb(course, nb)
     marker = f"is not implemented yet: write it in {MODULE}"
-    released_stubs = course.path(PACKAGE_FILE).read_text().count(marker)
+    files = [PACKAGE_FILE, "tinytorch/_strided.py"]  # every package file module 01 exports to
+
+    def stubs():
+        return sum(course.path(f).read_text().count(marker) for f in files)
+
+    released_stubs = stubs()
     assert course.tito("export", "01").returncode == 0
-    left = course.path(PACKAGE_FILE).read_text().count(marker)
+    left = stubs()
     assert 0 < left < released_stubs
     status = course.tito("status").stdout
     assert re.search(rf"^01  tensor\s+available\s+{left} stubs left", status, re.M), status
