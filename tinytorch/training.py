@@ -390,8 +390,9 @@ def load(f):
     except (safetensors.SafetensorError, ValueError) as exc:
         raise ValueError(f"load: {name} is not a safetensors file ({exc}); tinytorch reads only "
                          f"safetensors and never unpickles") from exc
-    if "structure" not in metadata:  # a plain safetensors file, e.g. a PyTorch state_dict
-        return {key: tensor(value) for key, value in arrays.items()}
+    if "structure" not in metadata:  # a plain safetensors file, e.g. a PyTorch state_dict:
+        structure = {"dict": [[key, {"tensor": key}] for key in arrays]}  # a dict of its tensors
+        return _unpack(structure, arrays)
     if metadata.get("format") != _FORMAT or int(metadata.get("version", 0)) > _VERSION:
         raise ValueError(f"load: {name} has format {metadata.get('format')!r} version "
                          f"{metadata.get('version')!r}; this tinytorch reads {_FORMAT!r} up to "
