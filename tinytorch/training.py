@@ -3,17 +3,19 @@
 
 
 # -- cell 7 --
-"""Training (module 08): metrics, the training step and loop, a text progress bar, a
-History that plots itself, Dropout, gradient clipping and safe checkpoints (npz + JSON),
-with save_checkpoint / load_checkpoint for resuming a run."""
+"""Training (module 08): metrics, the training step and loop (with a tqdm progress bar), a
+History that plots itself, Dropout, gradient clipping and safe checkpoints (safetensors, the
+format PyTorch users share weights in), with save_checkpoint / load_checkpoint for resuming."""
 import json
 import math
 import os
 import sys
 import time
-import zipfile
 
 import numpy as np
+import safetensors
+import safetensors.numpy
+from tqdm.auto import tqdm  # a widget in Jupyter, a text bar in a terminal
 
 from tinytorch._tensor import Tensor, apply, rand, stack, tensor
 from tinytorch.autograd import backward_rule, no_grad
@@ -21,7 +23,7 @@ from tinytorch.nn.layers import Module
 
 __all__ = [
     "accuracy", "confusion_matrix", "METRICS",
-    "train_step", "train_epoch", "evaluate", "fit", "ProgressBar", "History",
+    "train_step", "train_epoch", "evaluate", "fit", "History",
     "dropout", "Dropout", "clip_grad_norm_", "clip_grad_value_", "save", "load",
     "save_checkpoint", "load_checkpoint",
 ]
@@ -112,8 +114,9 @@ def train_epoch(model, loss_fn, optimizer, loader, clip=None, metrics=("accuracy
     """One pass over `loader` in training mode, one train_step per batch.
 
     Contract: returns {"loss": mean, <metric name>: mean, ...}, means over examples (each
-    batch weighted by its size). Leaves the model in training mode. Calls
-    progress.update(1, loss=<that step's loss>) after each step when `progress` is given.
+    batch weighted by its size). Leaves the model in training mode. When `progress` (a tqdm
+    bar) is given, after each step: progress.set_postfix(loss=<that step's loss>) and
+    progress.update(1).
     ValueError when the loader yields no batches.
     """
     metric_fns = _resolve_metrics(metrics)
@@ -136,56 +139,7 @@ def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
     raise NotImplementedError('evaluate() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 18 (progress-bar) --
-class ProgressBar:
-    """A one-line text progress bar, redrawn in place with "\\r" (a tiny tqdm)."""
-
-    def __init__(self, total, prefix="", width=30, file=None, enabled=True):
-        self.total = None if total is None else int(total)
-        self.prefix = str(prefix)
-        self.width = int(width)
-        self.file = file          # None: sys.stdout at the time of writing
-        self.enabled = bool(enabled)
-        self.n = 0
-        self.postfix = {}
-        self._drawn = None        # the bar's look when last drawn
-        self._last_len = 0
-
-    def render(self):
-        """The line "prefix [====......] n/total name value ...": the format above."""
-        # Idea: the filled fraction of the bar is the fraction of the steps done.
-        # YOUR CODE HERE
-        raise NotImplementedError('ProgressBar.render() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-    def _write(self, text):
-        out = sys.stdout if self.file is None else self.file
-        out.write(text)
-        out.flush()
-
-    def _look(self):
-        if not self.total:
-            return self.n
-        return int(self.width * self.n / self.total), self.n >= self.total
-
-    def update(self, n=1, **postfix):
-        """Advance by n steps, remember the postfix values, redraw if the bar changed."""
-        self.n += n
-        self.postfix.update(postfix)
-        if self.enabled and self._look() != self._drawn:
-            self._drawn = self._look()
-            line = self.render()
-            self._write("\r" + line + " " * max(0, self._last_len - len(line)))
-            self._last_len = len(line)
-
-    def close(self, message=None):
-        """Finish the line (replacing the bar by `message` if given) and start a new one."""
-        if self.enabled:
-            line = self.render() if message is None else str(message)
-            self._write("\r" + line + " " * max(0, self._last_len - len(line)) + "\n")
-            self._last_len = 0
-
-
-# -- cell 21 (history) --
+# -- cell 20 (history) --
 class History:
     """What happened in each epoch of a run: history["train_loss"] -> one value per epoch."""
 
@@ -245,7 +199,7 @@ class History:
         raise NotImplementedError('History.plot() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 24 (fit) --
+# -- cell 23 (fit) --
 def _length(loader):
     """len(loader), or None for an iterable without a length."""
     try:
@@ -254,9 +208,9 @@ def _length(loader):
         return None
 
 
-def _summary(record, last):
-    """One line for the end of an epoch `record` (of `last` epochs): train and val numbers, time."""
-    parts = [f"epoch {int(record['epoch'])}/{last}"]
+def _summary(record):
+    """The end of an epoch `record` in a few words: train and val numbers, time."""
+    parts = []
     for split in ("train", "val"):
         values = [f"{k[len(split) + 1:]} {v:.4f}" for k, v in record.items() if k.startswith(split + "_")]
         if values:
@@ -270,8 +224,9 @@ def fit(model, loss_fn, optimizer, train_loader, val_loader=None, epochs=1, sche
     """Train `model` for `epochs` epochs; returns the History (the records described above).
 
     Contract: one train_epoch per epoch (then evaluate on val_loader, if given); the
-    scheduler steps once per epoch, after the epoch's lr is recorded; progress=False prints
-    nothing; an existing `history` is continued (and returned), its epochs numbered on.
+    scheduler steps once per epoch, after the epoch's lr is recorded; one tqdm bar per epoch
+    (disabled when progress=False: nothing is drawn); an existing `history` is continued
+    (and returned), its epochs numbered on.
     """
     history = History() if history is None else history
     # Idea: an epoch is train, then measure, then move the schedule, then write it down.
@@ -279,7 +234,7 @@ def fit(model, loss_fn, optimizer, train_loader, val_loader=None, epochs=1, sche
     raise NotImplementedError('fit() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 31 (dropout) --
+# -- cell 30 (dropout) --
 def _check_p(p):
     return f"dropout probability has to be between 0 and 1, but got {p}"
 
@@ -327,7 +282,7 @@ class Dropout(Module):
         return f"p={self.p}"
 
 
-# -- cell 38 (clip) --
+# -- cell 37 (clip) --
 def _grads(parameters):
     """The existing .grad tensors of `parameters` (one Tensor or an iterable of them)."""
     if isinstance(parameters, Tensor):
@@ -363,13 +318,15 @@ def clip_grad_value_(parameters, clip_value):
     raise NotImplementedError('clip_grad_value_() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 43 (checkpoint) --
-_FORMAT, _VERSION, _HEADER = "tinytorch-checkpoint", 1, "header"
+# -- cell 42 (checkpoint) --
+_FORMAT, _VERSION = "tinytorch-checkpoint", 2
+_STORABLE = "biuf"  # dtype kinds safetensors stores: bool, int, unsigned int, float
 
 
 def _unique(arrays, path):
-    """A key for a new array: its path ("value" at the top level), made unique."""
-    key = "arrays/" + (path.strip("/") or "value")
+    """A tensor name for a new array: its path without the leading "/" ("value" at the top
+    level), made unique."""
+    key = path.strip("/") or "value"
     base, i = key, 1
     while key in arrays:
         key, i = f"{base}#{i}", i + 1
@@ -392,50 +349,58 @@ def _unpack(desc, arrays):
     raise NotImplementedError('_unpack() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 45 --
+# -- cell 44 --
+def _metadata(data):
+    """The "__metadata__" dict of the safetensors bytes `data` (already validated)."""
+    n = int.from_bytes(data[:8], "little")
+    return json.loads(data[8:8 + n]).get("__metadata__") or {}
+
+
 def save(obj, f):
     """Save tensors, arrays and plain data (dicts, lists, tuples, numbers, strings, None) to
-    `f` (a path or a binary file) as an .npz archive with a JSON header: no pickle (torch.save)."""
+    `f` (a path or a binary file) in safetensors format: no pickle (unlike torch.save).
+    A model's state_dict saved alone has tensors named like its parameters, so PyTorch's
+    safetensors.torch.load_file + load_state_dict read it."""
     arrays = {}
     structure = _pack(obj, arrays)
-    header = json.dumps({"format": _FORMAT, "version": _VERSION, "structure": structure})
-    payload = {_HEADER: np.array(header), **arrays}
+    metadata = {"format": _FORMAT, "version": str(_VERSION), "structure": json.dumps(structure)}
+    data = safetensors.numpy.save(arrays, metadata=metadata)
     if hasattr(f, "write"):
-        np.savez(f, **payload)
+        f.write(data)
         return
     path = os.fspath(f)
     tmp = path + ".tmp"
-    with open(tmp, "wb") as handle:  # write exactly `path` (np.savez would append ".npz")
-        np.savez(handle, **payload)
+    with open(tmp, "wb") as handle:
+        handle.write(data)
     os.replace(tmp, path)  # atomic: a crash mid-save never destroys the previous checkpoint
 
 
 def load(f):
-    """Load what save() wrote; refuses pickled data (torch.load with weights_only=True)."""
+    """Load what save() wrote, or any safetensors file (as a dict name -> Tensor); refuses
+    everything else, pickles included (tinytorch never unpickles)."""
     name = getattr(f, "name", f)
+    if hasattr(f, "read"):
+        data = f.read()
+    else:
+        with open(f, "rb") as handle:
+            data = handle.read()
     try:
-        archive = np.load(f, allow_pickle=False)
-    except ValueError as exc:
-        raise ValueError(f"load: {name} is not a tinytorch checkpoint and would need pickle to "
-                         f"read ({exc}); tinytorch never unpickles") from exc
-    except (OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise ValueError(f"load: cannot read {name} as a tinytorch checkpoint (.npz): {exc}") from exc
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"load: {name} holds a single .npy array, not a tinytorch checkpoint")
-    with archive:
-        if _HEADER not in archive.files:
-            raise ValueError(f"load: {name} is an .npz file without a tinytorch header; was it "
-                             f"written by tinytorch.save?")
-        header = json.loads(str(archive[_HEADER]))
-        if header.get("format") != _FORMAT or header.get("version", 0) > _VERSION:
-            raise ValueError(f"load: {name} has format {header.get('format')!r} version "
-                             f"{header.get('version')!r}; this tinytorch reads {_FORMAT!r} up to "
-                             f"version {_VERSION}")
-        arrays = {key: archive[key] for key in archive.files if key != _HEADER}
-    return _unpack(header["structure"], arrays)
+        arrays = safetensors.numpy.load(data)
+        metadata = _metadata(data)
+    except (safetensors.SafetensorError, ValueError) as exc:
+        raise ValueError(f"load: {name} is not a safetensors file ({exc}); tinytorch reads only "
+                         f"safetensors and never unpickles") from exc
+    if "structure" not in metadata:  # a plain safetensors file, e.g. a PyTorch state_dict:
+        structure = {"dict": [[key, {"tensor": key}] for key in arrays]}  # a dict of its tensors
+        return _unpack(structure, arrays)
+    if metadata.get("format") != _FORMAT or int(metadata.get("version", 0)) > _VERSION:
+        raise ValueError(f"load: {name} has format {metadata.get('format')!r} version "
+                         f"{metadata.get('version')!r}; this tinytorch reads {_FORMAT!r} up to "
+                         f"version {_VERSION}")
+    return _unpack(json.loads(metadata["structure"]), arrays)
 
 
-# -- cell 48 (save-checkpoint) --
+# -- cell 47 (save-checkpoint) --
 def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra):
     """Save what a resumed run needs to `f` (a path or a binary file), with save().
 

@@ -1,12 +1,12 @@
-"""Checkpoints: .npz + JSON header, never pickle; exact resume of a training run."""
+"""Checkpoints: safetensors (tensors + JSON metadata), never pickle; exact resume of a training run."""
 import io
 import json
 import math
 import pickle
-import zipfile
 
 import numpy as np
 import pytest
+import safetensors.numpy
 
 import tinytorch as tt
 from tinytorch import nn
@@ -106,25 +106,32 @@ def test_checkpoint_with_only_a_model_and_missing_parts(tmp_path):
             load_checkpoint(path, other, **kwargs)
 
 
-def test_file_is_a_plain_npz_readable_without_pickle(tmp_path):
+def test_file_is_a_safetensors_file_named_like_the_parameters(tmp_path):
     tt.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2))
     path = tmp_path / "model.pt"
     save(model.state_dict(), path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"], "write exactly the given path"
-    assert zipfile.is_zipfile(path)
-    with zipfile.ZipFile(path) as zf:
-        assert all(name.endswith(".npy") for name in zf.namelist())
-    with np.load(path, allow_pickle=False) as archive:
-        arrays = {k: archive[k] for k in archive.files}
-    assert all(a.dtype != object for a in arrays.values())
-    header = [a for a in arrays.values() if a.dtype.kind == "U"]
-    assert len(header) == 1
-    json.loads(str(header[0]))  # the structure is JSON
-    weights = [a for a in arrays.values() if a.dtype.kind == "f"]
-    assert len(weights) == 4
-    for p in model.parameters():
-        assert any(a.shape == p.shape and np.array_equal(a, p.numpy()) for a in weights)
+    arrays = safetensors.numpy.load_file(str(path))
+    assert sorted(arrays) == ["0.bias", "0.weight", "2.bias", "2.weight"], "tensor names = parameter names"
+    for name, p in model.named_parameters():
+        assert arrays[name].dtype == p.dtype and np.array_equal(arrays[name], p.numpy())
+    raw = path.read_bytes()
+    header = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
+    metadata = header["__metadata__"]
+    assert metadata["format"] == "tinytorch-checkpoint"
+    json.loads(metadata["structure"])  # the structure is JSON
+
+
+def test_a_plain_safetensors_file_loads_as_a_state_dict(tmp_path):
+    path = tmp_path / "plain.safetensors"
+    weights = {"weight": np.arange(6, dtype=np.float32).reshape(2, 3), "bias": np.zeros(2, np.float32)}
+    safetensors.numpy.save_file(weights, str(path), metadata={"format": "pt"})
+    state = load(path)
+    assert sorted(state) == ["bias", "weight"] and all(isinstance(v, tt.Tensor) for v in state.values())
+    model = nn.Linear(3, 2)
+    model.load_state_dict(state)
+    np.testing.assert_array_equal(model.weight.numpy(), weights["weight"])
 
 
 def test_values_and_types_round_trip():
@@ -191,6 +198,7 @@ BAD = {
     "function": lambda: {"f": lambda x: x}, "set": lambda: {"s": {1, 2}}, "tuple-key": lambda: {(1, 2): 3},
     "bool-key": lambda: {True: 1}, "object": lambda: {"o": object()},
     "object-array": lambda: {"a": np.array([object()], dtype=object)}, "module": lambda: [nn.Linear(2, 2)],
+    "string-array": lambda: {"a": np.array(["text"])},
 }
 
 
@@ -224,13 +232,13 @@ def test_mismatched_checkpoint_gives_a_clear_error(tmp_path):
 
 
 def test_other_files_are_not_checkpoints(tmp_path):
-    good = tmp_path / "good.npz"
+    good = tmp_path / "good.safetensors"
     save({"w": np.ones(3)}, good)
     np.testing.assert_array_equal(load(good)["w"], np.ones(3))
-    plain = tmp_path / "plain.npz"
-    np.savez(plain, w=np.ones(3))
-    with pytest.raises(ValueError, match="tinytorch"):
-        load(plain)
+    archive = tmp_path / "plain.npz"
+    np.savez(archive, w=np.ones(3))
+    with pytest.raises(ValueError, match="safetensors"):
+        load(archive)
     single = tmp_path / "single.npy"
     np.save(single, np.ones(3))
     with pytest.raises(ValueError):
@@ -239,6 +247,11 @@ def test_other_files_are_not_checkpoints(tmp_path):
     text.write_text("hello")
     with pytest.raises(ValueError):
         load(text)
+    newer = tmp_path / "newer.safetensors"
+    safetensors.numpy.save_file({}, str(newer), metadata={"format": "tinytorch-checkpoint", "version": "99",
+                                                         "structure": "null"})
+    with pytest.raises(ValueError, match="version"):
+        load(newer)
 
 
 def test_top_level_names_like_torch(tmp_path):

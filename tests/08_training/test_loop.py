@@ -1,16 +1,17 @@
-"""The loop's parts: metrics, train_step, train_epoch, evaluate, fit, ProgressBar, History."""
+"""The loop's parts: metrics, train_step, train_epoch, evaluate, fit (with tqdm bars), History."""
 import io
 import math
 
 import numpy as np
 import pytest
+from tqdm import tqdm as std_tqdm
 
 import tinytorch as tt
 from tinytorch import nn
 from tinytorch.optim import SGD, Adam
 from tinytorch.optim.lr_scheduler import StepLR
-from tinytorch.training import (History, ProgressBar, accuracy, confusion_matrix, evaluate, fit,
-                                train_epoch, train_step)
+import tinytorch.training as training
+from tinytorch.training import History, accuracy, confusion_matrix, evaluate, fit, train_epoch, train_step
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -130,9 +131,10 @@ def test_train_epoch_reports_progress_and_learns():
     spy = Spy()
     before = [p.numpy().copy() for p in spy.parameters()]
     buf = io.StringIO()
-    bar = ProgressBar(3, prefix="e", width=3, file=buf)
+    bar = std_tqdm(total=3, desc="e", file=buf, mininterval=0, ncols=80)
     train_epoch(spy, nn.CrossEntropyLoss(), Adam(spy.parameters(), lr=0.1), batches, progress=bar)
-    assert bar.n == 3 and "loss" in bar.postfix and "3/3" in buf.getvalue()
+    bar.close()
+    assert bar.n == 3 and bar.postfix.startswith("loss=") and "3/3" in buf.getvalue()
     assert all(not np.array_equal(a, p.numpy()) for a, p in zip(before, spy.parameters()))
     with pytest.raises(ValueError):
         train_epoch(spy, nn.CrossEntropyLoss(), SGD(spy.parameters(), lr=0.1), [])
@@ -203,36 +205,49 @@ def test_fit_continues_a_history():
     assert all(np.isnan(h["val_loss"][2:])) and not any(np.isnan(h["train_loss"]))
 
 
-def test_progress_can_be_silenced(capsys):
+def test_progress_can_be_silenced(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # tqdm trims its line to the screen: the test does not depend on it
     _tiny_fit(progress=False)
-    assert capsys.readouterr().out == ""
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == "", "progress=False draws nothing"
     _tiny_fit(epochs=2, progress=True)
-    out = capsys.readouterr().out
-    assert "\r" in out and out.count("\n") == 2 and "epoch 1/2" in out and "epoch 2/2" in out
-    assert "3/3" in out, "the bar counts the batches"
+    captured = capsys.readouterr()
+    assert captured.out == "", "tqdm draws on stderr, never on stdout"
+    err = captured.err
+    assert "epoch 1/2" in err and "epoch 2/2" in err and "3/3" in err, "one bar per epoch, counting the batches"
 
 
-def test_progress_bar_text_and_redraws():
-    bar = ProgressBar(45, prefix="epoch 2/10", width=30)
-    bar.n, bar.postfix = 18, {"loss": 0.41234, "step": 7}
-    assert bar.render() == "epoch 2/10 [============..................] 18/45 loss 0.4123 step 7"
-    assert ProgressBar(8, width=4).render() == "[....] 0/8"
-    unknown = ProgressBar(None, width=5)
-    unknown.n = 3
-    assert unknown.render() == "[.....] 3/?"
-    buf = io.StringIO()
-    bar = ProgressBar(1000, width=20, file=buf)
-    for _ in range(1000):
-        bar.update(1, loss=0.5)
-    bar.close()
-    text = buf.getvalue()
-    assert 20 <= text.count("\r") <= 23 and text.endswith("\n")
-    assert "[====================] 1000/1000 loss 0.5000" in text
-    quiet = io.StringIO()
-    bar = ProgressBar(10, file=quiet, enabled=False)
-    bar.update(10)
-    bar.close("done")
-    assert quiet.getvalue() == ""
+def _recording_tqdm(monkeypatch):
+    """Replace the tqdm that fit uses by tqdm itself, keeping every bar it makes."""
+    bars = []
+    real = training.tqdm
+
+    class Recorded(real):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.drawn = not self.disable  # close() sets disable, so remember it now
+            bars.append(self)
+
+    monkeypatch.setattr(training, "tqdm", Recorded)
+    return bars
+
+
+def test_fit_reports_through_tqdm(monkeypatch, capsys):
+    bars = _recording_tqdm(monkeypatch)
+    _tiny_fit(epochs=2, progress=True)
+    assert [b.desc for b in bars] == ["epoch 1/2", "epoch 2/2"]
+    assert [(b.n, b.total, b.drawn) for b in bars] == [(3, 3, True)] * 2
+    assert "train: loss" in bars[-1].postfix and "val: loss" in bars[-1].postfix, "the summary as postfix"
+    bars.clear()
+    h = _tiny_fit(epochs=2, progress=False)
+    assert len(h) == 2 and bars and not any(b.drawn for b in bars), "progress=False: the bars are disabled"
+    bars.clear()
+    unsized = (batch for batch in _uneven_batches(4)[2])  # a generator: no len()
+    tt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3))
+    fit(model, nn.CrossEntropyLoss(), SGD(model.parameters(), lr=0.1), unsized, epochs=1, progress=True)
+    assert bars[0].total is None and bars[0].n == 3, "a loader without a length: a bar of unknown total"
+    capsys.readouterr()
 
 
 def test_history_plot_writes_a_png(tmp_path):
