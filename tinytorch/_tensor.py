@@ -15,6 +15,7 @@ __all__ = [
     "manual_seed", "rand", "randn", "randint",
     "broadcast_shapes", "broadcast_to", "transpose", "permute", "reshape", "flatten",
     "squeeze", "unsqueeze", "where", "matmul", "cat", "stack", "memory_footprint",
+    "ShapeError",
 ]
 
 float32 = np.dtype("float32")
@@ -22,6 +23,15 @@ float64 = np.dtype("float64")
 int64 = np.dtype("int64")
 bool_ = np.dtype(bool)
 _DTYPES = (float32, float64, int64, bool_)
+
+
+class ShapeError(RuntimeError, ValueError):
+    """Shapes (or sizes) that do not fit the operation.
+
+    Both a RuntimeError (what PyTorch raises for shape errors) and a ValueError (what numpy
+    and Python raise), so code written either way catches it. Also raised for an integer
+    tensor to a negative integer power, which PyTorch reports as a RuntimeError too.
+    """
 
 
 # -- cell 8 (contiguous-strides) --
@@ -425,7 +435,7 @@ class _TensorViews:
     def mT(self):
         """The last two dimensions swapped (a view): a batch of transposed matrices."""
         if self.ndim < 2:
-            raise ValueError(f"mT needs a tensor with at least 2 dimensions, got shape {self.shape}")
+            raise ShapeError(f"mT needs a tensor with at least 2 dimensions, got shape {self.shape}")
         return transpose(self, -2, -1)
 
     def view(self, *shape):
@@ -840,7 +850,7 @@ def permute(input, *dims):
     """Reorder dimensions: output dim k is input dim dims[k] (a zero-copy view)."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
     if sorted(dims) != list(range(input.ndim)):
-        raise ValueError(f"permute: dims {dims} must be a permutation of 0..{input.ndim - 1} "
+        raise ShapeError(f"permute: dims {dims} must be a permutation of 0..{input.ndim - 1} "
                          f"for a tensor of shape {input.shape}")
     return apply("permute", _permute_view, input, dims=dims)
 
@@ -872,7 +882,7 @@ def _infer_shape(shape, numel):
     """Resolve at most one -1 in `shape` so that the sizes multiply to `numel`.
 
     Contract: returns a tuple of non-negative ints whose product is `numel`. Raises
-    ValueError when there is more than one -1, a size below -1, or no way to reach `numel`;
+    ShapeError when there is more than one -1, a size below -1, or no way to reach `numel`;
     the message names the requested shape and the input size `numel`.
     """
     # Idea: the -1 is whatever is left of numel once the known sizes are divided out.
@@ -922,7 +932,7 @@ def flatten(input, start_dim=0, end_dim=-1):
         return reshape(input, 1)
     s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
     if s > e:
-        raise ValueError(f"flatten: start_dim ({start_dim}) must not come after end_dim ({end_dim})")
+        raise ShapeError(f"flatten: start_dim ({start_dim}) must not come after end_dim ({end_dim})")
     shape = input.shape[:s] + (math.prod(input.shape[s:e + 1]),) + input.shape[e + 1:]
     return reshape(input, shape)
 
@@ -975,14 +985,14 @@ def _unsqueeze_view(t, dim):
 
 # -- cell 54 (broadcast-shapes) --
 def broadcast_shapes(*shapes):
-    """The shape that `shapes` broadcast to, or a ValueError naming the two shapes that clash.
+    """The shape that `shapes` broadcast to, or a ShapeError naming the two shapes that clash.
 
     Why: every elementwise op checks this first, so shape mistakes get a clear message.
     """
     shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(int(n) for n in s)
               for s in shapes]
     # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
-    # ValueError when two sizes clash; the message says "cannot broadcast", names both
+    # ShapeError when two sizes clash; the message says "cannot broadcast", names both
     # shapes, the dimension (negative, -1 = last), both sizes, and the rule that failed.
     # Idea: align on the right; a 1 stretches, any other mismatch is an error.
     # YOUR CODE HERE
@@ -994,7 +1004,7 @@ def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
     Contract: `shape`, `strides`, `sizes` are tuples of ints (`sizes` may hold -1: keep that
-    size). Returns `(new_shape, new_strides)` as tuples. Raises ValueError when the target
+    size). Returns `(new_shape, new_strides)` as tuples. Raises ShapeError when the target
     has fewer dims, a new leading dim has a negative size, or a dimension of size other than
     1 would change; the message names both shapes.
     """
@@ -1196,7 +1206,7 @@ def _elementwise_forward(np_fn, a, b, dtype):
 
     Contract: `a`, `b` Tensors; `np_fn` a numpy ufunc; `dtype` the promoted result dtype.
     Returns the numpy array `np_fn(a, b)` computed in `dtype`, with the broadcast shape.
-    Raises broadcast_shapes' ValueError (naming both shapes) when the shapes clash.
+    Raises broadcast_shapes' ShapeError (naming both shapes) when the shapes clash.
     """
     # Idea: check the shapes with your rule first, then let numpy loop over the two views.
     # YOUR CODE HERE
@@ -1210,6 +1220,9 @@ def _binary(op, np_fn, a, b):
     if op == "div" and dt.kind != "f":
         dt = float32
     a, b = _as_tensor(a, dt), _as_tensor(b, dt)
+    if op == "pow" and dt.kind == "i" and bool((b.numpy() < 0).any()):
+        raise ShapeError("Integers to negative integer powers are not allowed "
+                         "(make the base a float tensor)")
     with np.errstate(all="ignore"):
         return apply(op, lambda x, y: _elementwise_forward(np_fn, x, y, dt), a, b)
 
@@ -1253,7 +1266,7 @@ def _masked_fill(t, mask, value):
     """Tensor.masked_fill: `value` where mask is True; the mask broadcasts to t's shape."""
     mask_shape = mask.shape if isinstance(mask, Tensor) else np.shape(mask)
     if broadcast_shapes(mask_shape, t.shape) != t.shape:
-        raise ValueError(f"masked_fill: mask of shape {tuple(mask_shape)} does not broadcast "
+        raise ShapeError(f"masked_fill: mask of shape {tuple(mask_shape)} does not broadcast "
                          f"to the tensor's shape {t.shape}")
     if not isinstance(value, Tensor):
         value = Tensor._from_array(np.array(value).astype(t.dtype))
@@ -1286,7 +1299,7 @@ def _inplace(t, np_fn, other, cast=False):
                            f"of an in-place operation")
     src = other.numpy() if isinstance(other, Tensor) else np.asarray(other)
     if broadcast_shapes(src.shape, t.shape) != t.shape:
-        raise ValueError(f"in-place operation: values of shape {tuple(src.shape)} do not "
+        raise ShapeError(f"in-place operation: values of shape {tuple(src.shape)} do not "
                          f"broadcast to the tensor's shape {t.shape}")
     view = t.numpy()
     with np.errstate(all="ignore"):
@@ -1303,7 +1316,7 @@ def _reduction_dims(dim, ndim):
 
     Contract: `dim` is None (all dims), an int or a sequence of ints (negative count from
     the end). Returns a sorted tuple of distinct dims >= 0. Raises IndexError for a dim out
-    of range (from _wrap_dim) and ValueError for a dim given twice (the message says it
+    of range (from _wrap_dim) and ShapeError for a dim given twice (the message says it
     "appears multiple times").
     """
     # Idea: one canonical form, so that module 06's backward rules never see a negative dim.
@@ -1364,7 +1377,7 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
 def _matmul_shape(a_shape, b_shape):
     """Result shape of a @ b with numpy's matmul rules.
 
-    Contract: `a_shape`, `b_shape` tuples of ints. Returns a tuple. Raises ValueError, with
+    Contract: `a_shape`, `b_shape` tuples of ints. Returns a tuple. Raises ShapeError, with
     both shapes in the message, for a 0-d operand, for inner sizes that differ (the
     message names both sizes) and for batch dimensions that do not broadcast.
     """
@@ -1377,7 +1390,7 @@ def matmul(input, other):
     """Matrix product with numpy semantics: 1-D, 2-D and batched (broadcast batch dims)."""
     a, b = _operand(input), _operand(other)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise ValueError("matmul: both arguments need at least 1 dimension (got a number)")
+        raise ShapeError("matmul: both arguments need at least 1 dimension (got a number)")
     shape = _matmul_shape(a.shape, b.shape)
     dt = _result_dtype(a, b)
 
@@ -1392,14 +1405,14 @@ def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
+        raise ShapeError("cat: expected a non-empty sequence of tensors")
     ref = tensors[0]
     if ref.ndim == 0:
-        raise ValueError("cat: zero-dimensional tensors cannot be concatenated (use stack)")
+        raise ShapeError("cat: zero-dimensional tensors cannot be concatenated (use stack)")
     d = _wrap_dim(dim, ref.ndim)
     for i, t in enumerate(tensors[1:], start=1):
         if t.ndim != ref.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, ref.shape)) if k != d):
-            raise ValueError(f"cat: tensor {i} has shape {t.shape} but tensor 0 has shape "
+            raise ShapeError(f"cat: tensor {i} has shape {t.shape} but tensor 0 has shape "
                              f"{ref.shape}; all sizes must match except in dimension {d}")
     dt = _result_dtype(*tensors)
     return apply("cat", lambda *xs, dim, sizes: np.concatenate(
@@ -1411,10 +1424,10 @@ def stack(tensors, dim=0):
     """Join equal-shaped tensors along a new dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     if not tensors:
-        raise ValueError("stack: expected a non-empty sequence of tensors")
+        raise ShapeError("stack: expected a non-empty sequence of tensors")
     for i, t in enumerate(tensors[1:], start=1):
         if t.shape != tensors[0].shape:
-            raise ValueError(f"stack: tensor {i} has shape {t.shape} but tensor 0 has shape "
+            raise ShapeError(f"stack: tensor {i} has shape {t.shape} but tensor 0 has shape "
                              f"{tensors[0].shape}; stack needs equal shapes")
     d = _wrap_dim(dim, tensors[0].ndim + 1)
     dt = _result_dtype(*tensors)

@@ -1,0 +1,37 @@
+"""Shape errors of the conv ops are catchable as PyTorch raises them (RuntimeError) and as
+numpy does (ValueError)."""
+import numpy as np
+import pytest
+
+import tinytorch as tt
+from tinytorch.nn import functional as F
+
+
+CASES = {
+    "kernel larger than the input": lambda: F.conv2d(tt.ones(1, 1, 3, 3), tt.ones(1, 1, 5, 5)),
+    "kernel larger than the padded input": lambda: F.conv2d(tt.ones(1, 1, 3, 3), tt.ones(1, 1, 6, 6), padding=1),
+    "channels differ": lambda: F.conv2d(tt.ones(2, 3, 8, 8), tt.ones(4, 2, 3, 3)),
+    "input not 4-D": lambda: F.conv2d(tt.ones(3, 8, 8, 1, 1), tt.ones(4, 3, 3, 3)),
+    "pool window larger than the input": lambda: F.max_pool2d(tt.ones(1, 1, 2, 2), 3),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_shape_errors_are_runtime_and_value_errors(case):
+    with pytest.raises(RuntimeError) as info:
+        CASES[case]()
+    assert isinstance(info.value, ValueError), \
+        f"{case}: raised {type(info.value).__name__}, expected a RuntimeError that is also a ValueError"
+
+
+def test_conv_output_size_kernel_too_large_is_a_shape_error():
+    from tinytorch.nn.conv import conv_output_size
+    with pytest.raises(tt.ShapeError, match="larger"):
+        conv_output_size(3, 6, 1, 1)
+    with pytest.raises(ValueError, match="stride"):
+        conv_output_size(8, 3, 0, 0)
+
+
+def test_pytorch_raises_runtime_error_for_a_kernel_larger_than_the_input(torch):
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 5, 5))
