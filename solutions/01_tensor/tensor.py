@@ -172,7 +172,7 @@ __all__ = [
     "manual_seed", "rand", "randn", "randint",
     "broadcast_shapes", "broadcast_to", "transpose", "permute", "reshape", "flatten",
     "squeeze", "unsqueeze", "where", "matmul", "cat", "stack", "memory_footprint",
-    "ShapeError",
+    "ShapeError", "tril", "triu", "maximum", "minimum", "flip", "roll", "cumsum", "sort", "topk",
 ]
 
 float32 = np.dtype("float32")
@@ -1174,8 +1174,71 @@ class _TensorReductions:
 
 # %%
 #| export
+class _TensorMoreOps:
+    """Method forms PyTorch users reach for; each calls a function (section 16 or a later
+    module), so every one still passes through `apply`."""
+
+    def clip(self, min=None, max=None):
+        """Alias of clamp, as in PyTorch."""
+        return _clamp(self, min, max)
+
+    def all(self, dim=None, keepdim=False):
+        """True where every element (along `dim`) is non-zero; a bool tensor."""
+        return _reduce("all", np.all, self, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        """True where some element (along `dim`) is non-zero; a bool tensor."""
+        return _reduce("any", np.any, self, dim, keepdim)
+
+    # Activations live in module 02's package file; import it when called, so that this
+    # file never depends on a later module.
+    def relu(self):
+        """max(self, 0), elementwise (module 02's relu)."""
+        from tinytorch.nn.activations import relu
+        return relu(self)
+
+    def sigmoid(self):
+        """1 / (1 + exp(-self)), elementwise (module 02's sigmoid)."""
+        from tinytorch.nn.activations import sigmoid
+        return sigmoid(self)
+
+    def tanh(self):
+        """Hyperbolic tangent, elementwise (module 02's tanh)."""
+        from tinytorch.nn.activations import tanh
+        return tanh(self)
+
+    def tril(self, diagonal=0):
+        return tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return triu(self, diagonal)
+
+    def maximum(self, other):
+        return maximum(self, other)
+
+    def minimum(self, other):
+        return minimum(self, other)
+
+    def flip(self, *dims):
+        return flip(self, dims)
+
+    def roll(self, shifts, dims=None):
+        return roll(self, shifts, dims)
+
+    def cumsum(self, dim):
+        return cumsum(self, dim)
+
+    def sort(self, dim=-1, descending=False):
+        return sort(self, dim, descending)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        return topk(self, k, dim, largest, sorted)
+
+
+# %%
+#| export
 class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _TensorViews,
-             _TensorOperators, _TensorMath, _TensorReductions):
+             _TensorOperators, _TensorMath, _TensorReductions, _TensorMoreOps):
     """An n-dimensional array: a flat numpy storage seen through shape, strides and offset.
 
     Why: separating *layout* (shape/strides/offset) from *memory* (storage) is what makes
@@ -3223,6 +3286,106 @@ def stack(tensors, dim=0):
     dt = _result_dtype(*tensors)
     return apply("stack", lambda *xs, dim: np.stack([x.numpy().astype(dt, copy=False) for x in xs], axis=dim),
                  *tensors, dim=d)
+
+
+# %% [markdown]
+# More ops that PyTorch users reach for, provided: triangles of a matrix (`tril`, `triu`,
+# used for causal masks), elementwise `maximum`/`minimum`, reversing and rotating along
+# dimensions (`flip`, `roll`), running sums (`cumsum`) and ordering (`sort`, `topk`, which
+# return values and indices like `max(dim)`). Each is one call of `apply`, so module 06 can
+# give each a backward rule: try to guess, before you get there, what the gradient of a
+# running sum is.
+
+# %%
+#| export
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (entries above `diagonal` zeroed)."""
+    if input.ndim < 2:
+        raise ShapeError(f"tril: input must have at least 2 dimensions, got shape {input.shape}")
+    return apply("tril", lambda x, diagonal: np.tril(x.numpy(), diagonal), input, diagonal=int(diagonal))
+
+
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (entries below `diagonal` zeroed)."""
+    if input.ndim < 2:
+        raise ShapeError(f"triu: input must have at least 2 dimensions, got shape {input.shape}")
+    return apply("triu", lambda x, diagonal: np.triu(x.numpy(), diagonal), input, diagonal=int(diagonal))
+
+
+def maximum(input, other):
+    """Elementwise max of two broadcasting operands (PyTorch's torch.maximum)."""
+    return _binary("maximum", np.maximum, input, other)
+
+
+def minimum(input, other):
+    """Elementwise min of two broadcasting operands (PyTorch's torch.minimum)."""
+    return _binary("minimum", np.minimum, input, other)
+
+
+def _dims_arg(dims, ndim, op):
+    """An int or a sequence of ints as a tuple of distinct non-negative dims."""
+    dims = _shape_arg(dims) if not isinstance(dims, int) else (dims,)
+    dims = tuple(_wrap_dim(d, ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise ShapeError(f"{op}: dims {dims} must not repeat a dimension")
+    return dims
+
+
+def flip(input, dims):
+    """Reverse the order of the elements along each of `dims` (a copy, as in PyTorch)."""
+    dims = _dims_arg(dims, input.ndim, "flip")
+    return apply("flip", lambda x, dims: np.flip(x.numpy(), dims).copy() if dims else x.numpy().copy(),
+                 input, dims=dims)
+
+
+def roll(input, shifts, dims=None):
+    """Rotate elements along `dims` by `shifts` (wrapping around); no dims: the flattened tensor."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    if dims is not None:
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(dims) != len(shifts):
+            raise ShapeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+        dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
+    elif len(shifts) != 1:
+        raise ShapeError(f"roll: give dims for more than one shift, got shifts {shifts}")
+    return apply("roll", lambda x, shifts, dims: np.roll(x.numpy(), shifts if dims else shifts[0], dims),
+                 input, shifts=shifts, dims=dims)
+
+
+def cumsum(input, dim):
+    """Running sums along `dim`: out[..., i, ...] = input[..., :i+1, ...].sum(dim). Ints and
+    bools give int64."""
+    d = _wrap_dim(dim, max(input.ndim, 1))
+    dt = input.dtype if input.dtype.kind == "f" else int64
+    return apply("cumsum", lambda x, dim: np.cumsum(x.numpy().reshape(x.shape or (1,)), axis=dim,
+                                                    dtype=dt).reshape(x.shape), input, dim=d)
+
+
+def _ordered(op, t, k, dim, descending):
+    """(values, indices) of the k first elements of `t` along `dim` in sorted order."""
+    d = _wrap_dim(dim, max(t.ndim, 1))
+    arr = t.numpy().reshape(t.shape or (1,))
+    if not 0 <= k <= arr.shape[d]:
+        raise ShapeError(f"{op}: k ({k}) is out of range for dimension {d} of size {arr.shape[d]}")
+    key = arr.astype(np.float64) if arr.dtype == bool_ else arr
+    idx = np.argsort(-key if descending else key, axis=d, kind="stable")
+    idx = np.take(idx, np.arange(k), axis=d)
+    if t.ndim == 0:
+        idx = idx.reshape(())
+    values = apply(op, lambda x, dim, indices: np.take_along_axis(
+        x.numpy().reshape(x.shape or (1,)), indices.reshape(indices.shape or (1,)), axis=dim
+    ).reshape(indices.shape), t, dim=d, indices=idx)
+    return _ValuesIndices(values, Tensor._from_array(idx.astype(int64)))
+
+
+def sort(input, dim=-1, descending=False):
+    """(values, indices) sorted along `dim`; ties keep their order (a stable sort)."""
+    return _ordered("sort", input, input.shape[dim] if input.ndim else 1, dim, descending)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """(values, indices) of the k largest (or smallest) elements along `dim`, in order."""
+    return _ordered("topk", input, int(k), dim, largest)
 
 
 # %% [markdown]

@@ -18,6 +18,8 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_shape_errors_are_runtime_and_value_errors(case):
+    ok = F.conv2d(tt.ones(1, 1, 3, 3), tt.ones(1, 1, 3, 3))  # a kernel that fits: no error
+    assert ok.shape == (1, 1, 1, 1), f"3x3 kernel on a 3x3 input: shape {ok.shape}, expected (1, 1, 1, 1)"
     with pytest.raises(RuntimeError) as info:
         CASES[case]()
     assert isinstance(info.value, ValueError), \
@@ -32,6 +34,7 @@ def test_conv_output_size_kernel_too_large_is_a_shape_error():
         conv_output_size(8, 3, 0, 0)
 
 
-def test_pytorch_raises_runtime_error_for_a_kernel_larger_than_the_input(torch):
-    with pytest.raises(RuntimeError):
-        torch.nn.functional.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 5, 5))
+def test_a_kernel_larger_than_the_input_is_a_runtime_error_as_in_pytorch(torch):
+    for m in (torch, tt):
+        with pytest.raises(RuntimeError):
+            m.nn.functional.conv2d(m.ones(1, 1, 3, 3), m.ones(1, 1, 5, 5))

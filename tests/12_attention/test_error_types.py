@@ -20,6 +20,8 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_shape_errors_are_runtime_and_value_errors(case):
+    ok = sdpa(q, k, v)  # fitting shapes: no error
+    assert ok.shape == (2, 4, 6), f"attention of (2, 4, 8), (2, 5, 8), (2, 5, 6): shape {ok.shape}, expected (2, 4, 6)"
     with pytest.raises(RuntimeError) as info:
         CASES[case]()
     assert isinstance(info.value, ValueError), \
@@ -27,8 +29,9 @@ def test_shape_errors_are_runtime_and_value_errors(case):
     assert isinstance(info.value, tt.ShapeError)
 
 
-def test_pytorch_raises_runtime_error_for_mask_and_is_causal(torch):
-    qt, kt, vt = torch.randn(2, 4, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 6)
-    with pytest.raises(RuntimeError):
-        torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, attn_mask=torch.ones(4, 4, dtype=torch.bool),
+def test_mask_and_is_causal_is_a_runtime_error_as_in_pytorch(torch):
+    for m, boolean in ((torch, torch.bool), (tt, tt.bool_)):
+        qt, kt, vt = m.randn(2, 4, 8), m.randn(2, 4, 8), m.randn(2, 4, 6)
+        with pytest.raises(RuntimeError):
+            m.nn.functional.scaled_dot_product_attention(qt, kt, vt, attn_mask=m.ones(4, 4, dtype=boolean),
                                                          is_causal=True)
