@@ -170,7 +170,7 @@ from tinytorch.nn.layers import Module, Parameter, _calculate_fan_in_and_fan_out
 
 __all__ = [
     "conv_output_size", "im2col", "col2im",
-    "conv2d", "max_pool2d", "avg_pool2d", "batch_norm",
+    "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "pad",
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm2d", "Flatten",
 ]
 
@@ -1023,7 +1023,54 @@ print("✓ conv2d backward: bias, weight and input gradients right, gradcheck pa
 # The last check is worth a second look: with an all-ones 2×2 kernel and `L = Σ y`, the
 # gradient of each pixel is the number of windows it belongs to — corners 1, edges 2,
 # inside 4. That is col2im counting copies.
-#
+
+# %% [markdown]
+# `conv2d` pads inside im2col. PyTorch also offers padding as an op of its own,
+# `F.pad(input, pad, value=0)`, whose `pad` tuple runs from the LAST dimension backwards:
+# `(left, right)` pads the last dim, `(left, right, top, bottom)` the last two. A negative
+# width crops. Its backward is the reverse: crop the gradient where the forward padded,
+# and pad it with zeros where the forward cropped. Provided:
+
+# %%
+#| export
+def _pad_widths(shape, pad):
+    """PyTorch's last-dim-first pad tuple as one (before, after) pair per dimension."""
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 or len(pad) // 2 > len(shape):
+        raise ShapeError(f"pad: the pad tuple {pad} must have an even length of at most "
+                         f"2 × {len(shape)} (two entries per padded dimension) for shape {tuple(shape)}")
+    widths = [(0, 0)] * len(shape)
+    for i in range(len(pad) // 2):
+        widths[len(shape) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    for d, (lo, hi) in enumerate(widths):
+        if shape[d] + lo + hi < 0:
+            raise ShapeError(f"pad: padding {pad} would give dimension {d} of shape {tuple(shape)} a "
+                             f"negative size")
+    return tuple(widths)
+
+
+def _pad_array(arr, widths, value=0):
+    """Pad by the positive widths, then crop by the negative ones."""
+    arr = np.pad(arr, [(max(lo, 0), max(hi, 0)) for lo, hi in widths], constant_values=value)
+    return arr[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(arr.shape, widths))]
+
+
+def pad(input, pad, mode="constant", value=0.0):
+    """torch.nn.functional.pad in constant mode: `pad` is (left, right) for the last dim,
+    then the dim before it, ...; negative widths crop."""
+    if mode != "constant":
+        raise ValueError(f"pad: only mode='constant' is supported, got {mode!r}")
+    widths = _pad_widths(input.shape, pad)
+    return apply("pad", lambda x, widths, value: _pad_array(x.numpy(), widths, value).copy(),
+                 input, widths=widths, value=value)
+
+
+@backward_rule("pad")
+def _pad_backward(node, grad):
+    return (_pad_array(grad, tuple((-lo, -hi) for lo, hi in node.attrs["widths"])).copy(),)
+
+
+# %% [markdown]
 # ## 7. Pooling
 #
 # A pooling layer summarises each window of each channel separately, with no weights:

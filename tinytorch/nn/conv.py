@@ -16,7 +16,7 @@ from tinytorch.nn.layers import Module, Parameter, _calculate_fan_in_and_fan_out
 
 __all__ = [
     "conv_output_size", "im2col", "col2im",
-    "conv2d", "max_pool2d", "avg_pool2d", "batch_norm",
+    "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "pad",
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm2d", "Flatten",
 ]
 
@@ -207,7 +207,45 @@ def _conv2d_backward(node, grad):
     raise NotImplementedError('_conv2d_backward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 38 (max-pool) --
+# -- cell 39 --
+def _pad_widths(shape, pad):
+    """PyTorch's last-dim-first pad tuple as one (before, after) pair per dimension."""
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 or len(pad) // 2 > len(shape):
+        raise ShapeError(f"pad: the pad tuple {pad} must have an even length of at most "
+                         f"2 × {len(shape)} (two entries per padded dimension) for shape {tuple(shape)}")
+    widths = [(0, 0)] * len(shape)
+    for i in range(len(pad) // 2):
+        widths[len(shape) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    for d, (lo, hi) in enumerate(widths):
+        if shape[d] + lo + hi < 0:
+            raise ShapeError(f"pad: padding {pad} would give dimension {d} of shape {tuple(shape)} a "
+                             f"negative size")
+    return tuple(widths)
+
+
+def _pad_array(arr, widths, value=0):
+    """Pad by the positive widths, then crop by the negative ones."""
+    arr = np.pad(arr, [(max(lo, 0), max(hi, 0)) for lo, hi in widths], constant_values=value)
+    return arr[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(arr.shape, widths))]
+
+
+def pad(input, pad, mode="constant", value=0.0):
+    """torch.nn.functional.pad in constant mode: `pad` is (left, right) for the last dim,
+    then the dim before it, ...; negative widths crop."""
+    if mode != "constant":
+        raise ValueError(f"pad: only mode='constant' is supported, got {mode!r}")
+    widths = _pad_widths(input.shape, pad)
+    return apply("pad", lambda x, widths, value: _pad_array(x.numpy(), widths, value).copy(),
+                 input, widths=widths, value=value)
+
+
+@backward_rule("pad")
+def _pad_backward(node, grad):
+    return (_pad_array(grad, tuple((-lo, -hi) for lo, hi in node.attrs["widths"])).copy(),)
+
+
+# -- cell 41 (max-pool) --
 def _max_pool2d_indices(x, kernel_size, stride, padding):
     """Where each window's maximum is, as PyTorch's return_indices gives it.
 
@@ -221,7 +259,7 @@ def _max_pool2d_indices(x, kernel_size, stride, padding):
     raise NotImplementedError('_max_pool2d_indices() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 41 (max-pool-routing) --
+# -- cell 44 (max-pool-routing) --
 def _max_pool2d_forward(x, *, kernel_size, stride, padding, indices):
     """Forward of the op "max_pool2d": x (a Tensor (N, C, H, W)) read at `indices`.
 
@@ -276,7 +314,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, return_indices=False)
     return (out, tensor(indices)) if return_indices else out
 
 
-# -- cell 44 (avg-pool) --
+# -- cell 47 (avg-pool) --
 def _avg_pool2d_forward(x, *, kernel_size, stride, padding):
     """Forward of the op "avg_pool2d".
 
@@ -312,7 +350,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0):
                  padding=padding)
 
 
-# -- cell 47 (batch-norm-stats) --
+# -- cell 50 (batch-norm-stats) --
 def _channel_shape(x):
     """(1, C, 1, 1) for a 4-D x: a per-channel vector broadcasts against x with this shape."""
     return (1, x.shape[1]) + (1,) * (x.ndim - 2)
@@ -346,7 +384,7 @@ def _norm_stats(x, running_mean, running_var, training, momentum):
     raise NotImplementedError('_norm_stats() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 50 (batch-norm) --
+# -- cell 53 (batch-norm) --
 def _batch_norm_forward(x, weight, bias, *, mean, invstd, training, eps):
     """Forward of the op "batch_norm".
 
@@ -407,7 +445,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                  training=bool(training), eps=eps)
 
 
-# -- cell 53 (layers) --
+# -- cell 56 (layers) --
 class Conv2d(Module):
     """2-D convolution layer over (N, C_in, H, W) inputs (torch.nn.Conv2d).
 
@@ -450,7 +488,7 @@ class Conv2d(Module):
         return s + ("" if self.bias is not None else ", bias=False")
 
 
-# -- cell 56 (batchnorm2d-layer) --
+# -- cell 59 (batchnorm2d-layer) --
 class BatchNorm2d(Module):
     """Batch normalisation over the channels of (N, C, H, W) inputs (torch.nn.BatchNorm2d).
 
@@ -497,7 +535,7 @@ class BatchNorm2d(Module):
                 f"track_running_stats={self.track_running_stats}")
 
 
-# -- cell 59 (flatten-layer) --
+# -- cell 62 (flatten-layer) --
 class Flatten(Module):
     """Merge dims start_dim..end_dim into one (torch.nn.Flatten): (N, C, H, W) -> (N, C·H·W).
 
