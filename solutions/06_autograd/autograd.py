@@ -1831,14 +1831,14 @@ def _roll_backward(node, grad):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-rules-more-ops", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-_x1 = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+_x1 = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
 _g = call_rule(_x1.cumsum(0).grad_fn, np.array([1.0, 10.0, 100.0]))[0]
 assert_equal(_g, np.array([111.0, 110.0, 100.0]), "cumsum of a length-3 x, upstream [1, 10, 100]: "
              "x[i] collects the upstream gradients from i to the end")
 _xc = Tensor(np.random.default_rng(2).standard_normal((3, 4)), requires_grad=True)
 for _d in (0, 1):
     check(gradcheck(lambda x: x.cumsum(_d), [_xc]), f"gradcheck of x.cumsum({_d}) for x of shape (3, 4)")
-_xt = Tensor([[0.3, -1.0, 2.0, 0.7], [5.0, 4.0, -2.0, 1.0]], requires_grad=True)
+_xt = Tensor(np.array([[0.3, -1.0, 2.0, 0.7], [5.0, 4.0, -2.0, 1.0]]), requires_grad=True)
 _top = _xt.topk(2, dim=1)
 _g = call_rule(_top.values.grad_fn, np.array([[1.0, 2.0], [3.0, 4.0]]))[0]
 assert_equal(_g, np.array([[0.0, 0.0, 1.0, 2.0], [3.0, 4.0, 0.0, 0.0]]),

@@ -64,3 +64,12 @@ def test_ops_go_through_apply():
                     ("topk", x.topk(1).values)]:
         assert y.grad_fn is not None and y.grad_fn.op == name, f"{name}: recorded as {y.grad_fn}"
     assert x.flip(0)._storage is not x._storage, "flip copies, as in PyTorch"
+
+
+def test_indices_equal_pytorch(torch):
+    for ours, theirs in [(tt.tensor(A).sort(1), torch.tensor(A).sort(1)),
+                         (tt.tensor(A).sort(0, descending=True), torch.tensor(A).sort(0, descending=True)),
+                         (tt.tensor(A).topk(3), torch.tensor(A).topk(3)),
+                         (tt.tensor(A).topk(2, dim=0, largest=False), torch.tensor(A).topk(2, dim=0, largest=False))]:
+        assert ours.indices.dtype == tt.int64
+        np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())

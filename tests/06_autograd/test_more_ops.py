@@ -61,15 +61,6 @@ def test_gradcheck(name):
     assert gradcheck(lambda *xs: fn(tt, *xs), inputs), f"gradcheck of {name}"
 
 
-def test_indices_equal_pytorch(torch):
-    for ours, theirs in [(tt.tensor(A).sort(1), torch.tensor(A).sort(1)),
-                         (tt.tensor(A).sort(0, descending=True), torch.tensor(A).sort(0, descending=True)),
-                         (tt.tensor(A).topk(3), torch.tensor(A).topk(3)),
-                         (tt.tensor(A).topk(2, dim=0, largest=False), torch.tensor(A).topk(2, dim=0, largest=False))]:
-        assert ours.indices.dtype == tt.int64
-        np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
-
-
 def test_cumsum_gradient_is_a_reversed_cumsum():
     x = tt.tensor([1.0, 2.0, 3.0, 4.0], dtype=tt.float64, requires_grad=True)
     x.cumsum(0).backward(tt.tensor([1.0, 10.0, 100.0, 1000.0], dtype=tt.float64))
