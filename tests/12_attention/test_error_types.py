@@ -30,8 +30,11 @@ def test_shape_errors_are_runtime_and_value_errors(case):
 
 
 def test_mask_and_is_causal_is_a_runtime_error_as_in_pytorch(torch):
+    assert sdpa(q, k, v, is_causal=True).shape == (2, 4, 6), "is_causal alone works"
     for m, boolean in ((torch, torch.bool), (tt, tt.bool_)):
         qt, kt, vt = m.randn(2, 4, 8), m.randn(2, 4, 8), m.randn(2, 4, 6)
         with pytest.raises(RuntimeError):
             m.nn.functional.scaled_dot_product_attention(qt, kt, vt, attn_mask=m.ones(4, 4, dtype=boolean),
                                                          is_causal=True)
+    with pytest.raises(ValueError, match="is_causal"):  # a ShapeError: also a ValueError
+        sdpa(q, k, v, attn_mask=tt.ones(4, 5, dtype=tt.bool_), is_causal=True)
