@@ -2129,6 +2129,11 @@ SWEEP = {
     "mse_loss": (lambda a, p: F.mse_loss(a, p), [_a, _pos]),
     "binary_cross_entropy_with_logits": (lambda a: F.binary_cross_entropy_with_logits(a, _yb), [_a]),
     "nll_loss": (lambda a: F.nll_loss(a, Tensor([2, 0])), [_a]),
+    "cumsum": (lambda a: a.cumsum(1), [_a]), "sort": (lambda a: a.sort(dim=1).values, [_a]),
+    "topk": (lambda a: a.topk(2, dim=1).values, [_a]), "tril": (lambda a: a.tril(), [_a]),
+    "triu": (lambda a: a.triu(1), [_a]), "maximum": (lambda a, b: tt.maximum(a, b), [_a, _b]),
+    "minimum": (lambda a, b: tt.minimum(a, b), [_a, _b]), "flip": (lambda a: a.flip(0, 1), [_a]),
+    "roll": (lambda a: a.roll(1, 1), [_a]),
 }
 for _op, (_fn, _inputs) in SWEEP.items():
     check(gradcheck(_fn, _inputs), f"gradcheck of {_op}")
