@@ -15,6 +15,7 @@ __all__ = [
     "manual_seed", "rand", "randn", "randint",
     "broadcast_shapes", "broadcast_to", "transpose", "permute", "reshape", "flatten",
     "squeeze", "unsqueeze", "where", "matmul", "cat", "stack", "memory_footprint",
+    "ShapeError", "tril", "triu", "maximum", "minimum", "flip", "roll", "cumsum", "sort", "topk",
 ]
 
 float32 = np.dtype("float32")
@@ -22,6 +23,15 @@ float64 = np.dtype("float64")
 int64 = np.dtype("int64")
 bool_ = np.dtype(bool)
 _DTYPES = (float32, float64, int64, bool_)
+
+
+class ShapeError(RuntimeError, ValueError):
+    """Shapes (or sizes) that do not fit the operation.
+
+    Both a RuntimeError (what PyTorch raises for shape errors) and a ValueError (what numpy
+    and Python raise), so code written either way catches it. Also raised for an integer
+    tensor to a negative integer power, which PyTorch reports as a RuntimeError too.
+    """
 
 
 # -- cell 8 (contiguous-strides) --
@@ -425,7 +435,7 @@ class _TensorViews:
     def mT(self):
         """The last two dimensions swapped (a view): a batch of transposed matrices."""
         if self.ndim < 2:
-            raise ValueError(f"mT needs a tensor with at least 2 dimensions, got shape {self.shape}")
+            raise ShapeError(f"mT needs a tensor with at least 2 dimensions, got shape {self.shape}")
         return transpose(self, -2, -1)
 
     def view(self, *shape):
@@ -708,8 +718,70 @@ class _TensorReductions:
 
 
 # -- cell 34 --
+class _TensorMoreOps:
+    """Method forms PyTorch users reach for; each calls a function (section 16 or a later
+    module), so every one still passes through `apply`."""
+
+    def clip(self, min=None, max=None):
+        """Alias of clamp, as in PyTorch."""
+        return _clamp(self, min, max)
+
+    def all(self, dim=None, keepdim=False):
+        """True where every element (along `dim`) is non-zero; a bool tensor."""
+        return _reduce("all", np.all, self, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        """True where some element (along `dim`) is non-zero; a bool tensor."""
+        return _reduce("any", np.any, self, dim, keepdim)
+
+    # Activations live in module 02's package file; import it when called, so that this
+    # file never depends on a later module.
+    def relu(self):
+        """max(self, 0), elementwise (module 02's relu)."""
+        from tinytorch.nn.activations import relu
+        return relu(self)
+
+    def sigmoid(self):
+        """1 / (1 + exp(-self)), elementwise (module 02's sigmoid)."""
+        from tinytorch.nn.activations import sigmoid
+        return sigmoid(self)
+
+    def tanh(self):
+        """Hyperbolic tangent, elementwise (module 02's tanh)."""
+        from tinytorch.nn.activations import tanh
+        return tanh(self)
+
+    def tril(self, diagonal=0):
+        return tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return triu(self, diagonal)
+
+    def maximum(self, other):
+        return maximum(self, other)
+
+    def minimum(self, other):
+        return minimum(self, other)
+
+    def flip(self, *dims):
+        return flip(self, dims)
+
+    def roll(self, shifts, dims=None):
+        return roll(self, shifts, dims)
+
+    def cumsum(self, dim):
+        return cumsum(self, dim)
+
+    def sort(self, dim=-1, descending=False):
+        return sort(self, dim, descending)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        return topk(self, k, dim, largest, sorted)
+
+
+# -- cell 35 --
 class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _TensorViews,
-             _TensorOperators, _TensorMath, _TensorReductions):
+             _TensorOperators, _TensorMath, _TensorReductions, _TensorMoreOps):
     """An n-dimensional array: a flat numpy storage seen through shape, strides and offset.
 
     Why: separating *layout* (shape/strides/offset) from *memory* (storage) is what makes
@@ -721,7 +793,7 @@ class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _Tenso
     __array_ufunc__ = None
 
 
-# -- cell 37 (dispatch) --
+# -- cell 38 (dispatch) --
 _grad_enabled = True
 
 
@@ -789,7 +861,7 @@ def apply(op, forward, *inputs, **attrs):
     return out
 
 
-# -- cell 41 --
+# -- cell 42 --
 def _wrap_dim(dim, ndim):
     """Turn a possibly negative dim into 0..ndim-1, with PyTorch's error when out of range."""
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, (bool, np.bool_)):
@@ -815,7 +887,7 @@ def _shape_arg(args):
     return tuple(out)
 
 
-# -- cell 43 (transpose-permute) --
+# -- cell 44 (transpose-permute) --
 def transpose(input, dim0, dim1):
     """Swap dimensions dim0 and dim1: a zero-copy view (PyTorch's torch.transpose)."""
     d0, d1 = _wrap_dim(dim0, input.ndim), _wrap_dim(dim1, input.ndim)
@@ -840,7 +912,7 @@ def permute(input, *dims):
     """Reorder dimensions: output dim k is input dim dims[k] (a zero-copy view)."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
     if sorted(dims) != list(range(input.ndim)):
-        raise ValueError(f"permute: dims {dims} must be a permutation of 0..{input.ndim - 1} "
+        raise ShapeError(f"permute: dims {dims} must be a permutation of 0..{input.ndim - 1} "
                          f"for a tensor of shape {input.shape}")
     return apply("permute", _permute_view, input, dims=dims)
 
@@ -856,7 +928,7 @@ def _permute_view(t, dims):
     raise NotImplementedError('_permute_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 46 (view-reshape) --
+# -- cell 47 (view-reshape) --
 def _is_contiguous(shape, strides):
     """Whether the layout (shape, strides) is row-major without gaps.
 
@@ -872,7 +944,7 @@ def _infer_shape(shape, numel):
     """Resolve at most one -1 in `shape` so that the sizes multiply to `numel`.
 
     Contract: returns a tuple of non-negative ints whose product is `numel`. Raises
-    ValueError when there is more than one -1, a size below -1, or no way to reach `numel`;
+    ShapeError when there is more than one -1, a size below -1, or no way to reach `numel`;
     the message names the requested shape and the input size `numel`.
     """
     # Idea: the -1 is whatever is left of numel once the known sizes are divided out.
@@ -880,7 +952,7 @@ def _infer_shape(shape, numel):
     raise NotImplementedError('_infer_shape() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 48 (view-forwards) --
+# -- cell 49 (view-forwards) --
 def _view_forward(t, shape):
     """Forward of view: never a copy.
 
@@ -922,12 +994,12 @@ def flatten(input, start_dim=0, end_dim=-1):
         return reshape(input, 1)
     s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
     if s > e:
-        raise ValueError(f"flatten: start_dim ({start_dim}) must not come after end_dim ({end_dim})")
+        raise ShapeError(f"flatten: start_dim ({start_dim}) must not come after end_dim ({end_dim})")
     shape = input.shape[:s] + (math.prod(input.shape[s:e + 1]),) + input.shape[e + 1:]
     return reshape(input, shape)
 
 
-# -- cell 51 (squeeze-unsqueeze) --
+# -- cell 52 (squeeze-unsqueeze) --
 def _squeeze_dims(shape, dim):
     """The positions that squeeze(dim) removes from a tensor of `shape`.
 
@@ -973,28 +1045,28 @@ def _unsqueeze_view(t, dim):
     raise NotImplementedError('_unsqueeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 54 (broadcast-shapes) --
+# -- cell 55 (broadcast-shapes) --
 def broadcast_shapes(*shapes):
-    """The shape that `shapes` broadcast to, or a ValueError naming the two shapes that clash.
+    """The shape that `shapes` broadcast to, or a ShapeError naming the two shapes that clash.
 
     Why: every elementwise op checks this first, so shape mistakes get a clear message.
     """
     shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(int(n) for n in s)
               for s in shapes]
     # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
-    # ValueError when two sizes clash; the message says "cannot broadcast", names both
+    # ShapeError when two sizes clash; the message says "cannot broadcast", names both
     # shapes, the dimension (negative, -1 = last), both sizes, and the rule that failed.
     # Idea: align on the right; a 1 stretches, any other mismatch is an error.
     # YOUR CODE HERE
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 57 (expand) --
+# -- cell 58 (expand) --
 def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
     Contract: `shape`, `strides`, `sizes` are tuples of ints (`sizes` may hold -1: keep that
-    size). Returns `(new_shape, new_strides)` as tuples. Raises ValueError when the target
+    size). Returns `(new_shape, new_strides)` as tuples. Raises ShapeError when the target
     has fewer dims, a new leading dim has a negative size, or a dimension of size other than
     1 would change; the message names both shapes.
     """
@@ -1015,7 +1087,7 @@ def broadcast_to(input, shape):
     return _expand(input, _shape_arg((shape,)) if not isinstance(shape, int) else (shape,))
 
 
-# -- cell 69 --
+# -- cell 70 --
 def _is_int_index(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
@@ -1071,7 +1143,7 @@ def _normalize_basic_index(items, ndim):
     return tuple(out)
 
 
-# -- cell 71 (basic-indexing) --
+# -- cell 72 (basic-indexing) --
 def _slice_layout(item, size, stride):
     """The layout of one slice of a dimension with `size` and `stride`.
 
@@ -1146,7 +1218,7 @@ def _setitem(t, index, value):
     t.numpy()[np_index] = src
 
 
-# -- cell 74 --
+# -- cell 75 --
 def _is_scalar(x):
     return isinstance(x, (bool, int, float, np.bool_, np.number))
 
@@ -1190,13 +1262,13 @@ def _as_tensor(x, dtype):
     return Tensor._from_array(np.array(x, dtype=dtype))
 
 
-# -- cell 76 (elementwise) --
+# -- cell 77 (elementwise) --
 def _elementwise_forward(np_fn, a, b, dtype):
     """Forward of a binary op.
 
     Contract: `a`, `b` Tensors; `np_fn` a numpy ufunc; `dtype` the promoted result dtype.
     Returns the numpy array `np_fn(a, b)` computed in `dtype`, with the broadcast shape.
-    Raises broadcast_shapes' ValueError (naming both shapes) when the shapes clash.
+    Raises broadcast_shapes' ShapeError (naming both shapes) when the shapes clash.
     """
     # Idea: check the shapes with your rule first, then let numpy loop over the two views.
     # YOUR CODE HERE
@@ -1210,6 +1282,9 @@ def _binary(op, np_fn, a, b):
     if op == "div" and dt.kind != "f":
         dt = float32
     a, b = _as_tensor(a, dt), _as_tensor(b, dt)
+    if op == "pow" and dt.kind == "i" and bool((b.numpy() < 0).any()):
+        raise ShapeError("Integers to negative integer powers are not allowed "
+                         "(make the base a float tensor)")
     with np.errstate(all="ignore"):
         return apply(op, lambda x, y: _elementwise_forward(np_fn, x, y, dt), a, b)
 
@@ -1253,14 +1328,14 @@ def _masked_fill(t, mask, value):
     """Tensor.masked_fill: `value` where mask is True; the mask broadcasts to t's shape."""
     mask_shape = mask.shape if isinstance(mask, Tensor) else np.shape(mask)
     if broadcast_shapes(mask_shape, t.shape) != t.shape:
-        raise ValueError(f"masked_fill: mask of shape {tuple(mask_shape)} does not broadcast "
+        raise ShapeError(f"masked_fill: mask of shape {tuple(mask_shape)} does not broadcast "
                          f"to the tensor's shape {t.shape}")
     if not isinstance(value, Tensor):
         value = Tensor._from_array(np.array(value).astype(t.dtype))
     return where(mask, value, t)
 
 
-# -- cell 79 (inplace) --
+# -- cell 80 (inplace) --
 def _check_writable(t, check_grad=True):
     """Refuse an unsafe in-place write into `t`.
 
@@ -1286,7 +1361,7 @@ def _inplace(t, np_fn, other, cast=False):
                            f"of an in-place operation")
     src = other.numpy() if isinstance(other, Tensor) else np.asarray(other)
     if broadcast_shapes(src.shape, t.shape) != t.shape:
-        raise ValueError(f"in-place operation: values of shape {tuple(src.shape)} do not "
+        raise ShapeError(f"in-place operation: values of shape {tuple(src.shape)} do not "
                          f"broadcast to the tensor's shape {t.shape}")
     view = t.numpy()
     with np.errstate(all="ignore"):
@@ -1297,13 +1372,13 @@ def _inplace(t, np_fn, other, cast=False):
     return t
 
 
-# -- cell 82 (reductions) --
+# -- cell 83 (reductions) --
 def _reduction_dims(dim, ndim):
     """Normalise a reduction's `dim` for a tensor with `ndim` dimensions.
 
     Contract: `dim` is None (all dims), an int or a sequence of ints (negative count from
     the end). Returns a sorted tuple of distinct dims >= 0. Raises IndexError for a dim out
-    of range (from _wrap_dim) and ValueError for a dim given twice (the message says it
+    of range (from _wrap_dim) and ShapeError for a dim given twice (the message says it
     "appears multiple times").
     """
     # Idea: one canonical form, so that module 06's backward rules never see a negative dim.
@@ -1360,11 +1435,11 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
     return apply(op, lambda x: np_fn(x.numpy(), axis=d, keepdims=keepdim), t)
 
 
-# -- cell 85 (matmul) --
+# -- cell 86 (matmul) --
 def _matmul_shape(a_shape, b_shape):
     """Result shape of a @ b with numpy's matmul rules.
 
-    Contract: `a_shape`, `b_shape` tuples of ints. Returns a tuple. Raises ValueError, with
+    Contract: `a_shape`, `b_shape` tuples of ints. Returns a tuple. Raises ShapeError, with
     both shapes in the message, for a 0-d operand, for inner sizes that differ (the
     message names both sizes) and for batch dimensions that do not broadcast.
     """
@@ -1377,7 +1452,7 @@ def matmul(input, other):
     """Matrix product with numpy semantics: 1-D, 2-D and batched (broadcast batch dims)."""
     a, b = _operand(input), _operand(other)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise ValueError("matmul: both arguments need at least 1 dimension (got a number)")
+        raise ShapeError("matmul: both arguments need at least 1 dimension (got a number)")
     shape = _matmul_shape(a.shape, b.shape)
     dt = _result_dtype(a, b)
 
@@ -1387,19 +1462,19 @@ def matmul(input, other):
     return apply("matmul", forward, a, b)
 
 
-# -- cell 88 --
+# -- cell 89 --
 def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
+        raise ShapeError("cat: expected a non-empty sequence of tensors")
     ref = tensors[0]
     if ref.ndim == 0:
-        raise ValueError("cat: zero-dimensional tensors cannot be concatenated (use stack)")
+        raise ShapeError("cat: zero-dimensional tensors cannot be concatenated (use stack)")
     d = _wrap_dim(dim, ref.ndim)
     for i, t in enumerate(tensors[1:], start=1):
         if t.ndim != ref.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, ref.shape)) if k != d):
-            raise ValueError(f"cat: tensor {i} has shape {t.shape} but tensor 0 has shape "
+            raise ShapeError(f"cat: tensor {i} has shape {t.shape} but tensor 0 has shape "
                              f"{ref.shape}; all sizes must match except in dimension {d}")
     dt = _result_dtype(*tensors)
     return apply("cat", lambda *xs, dim, sizes: np.concatenate(
@@ -1411,10 +1486,10 @@ def stack(tensors, dim=0):
     """Join equal-shaped tensors along a new dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     if not tensors:
-        raise ValueError("stack: expected a non-empty sequence of tensors")
+        raise ShapeError("stack: expected a non-empty sequence of tensors")
     for i, t in enumerate(tensors[1:], start=1):
         if t.shape != tensors[0].shape:
-            raise ValueError(f"stack: tensor {i} has shape {t.shape} but tensor 0 has shape "
+            raise ShapeError(f"stack: tensor {i} has shape {t.shape} but tensor 0 has shape "
                              f"{tensors[0].shape}; stack needs equal shapes")
     d = _wrap_dim(dim, tensors[0].ndim + 1)
     dt = _result_dtype(*tensors)
@@ -1422,7 +1497,98 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
-# -- cell 90 --
+# -- cell 91 --
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (entries above `diagonal` zeroed)."""
+    if input.ndim < 2:
+        raise ShapeError(f"tril: input must have at least 2 dimensions, got shape {input.shape}")
+    return apply("tril", lambda x, diagonal: np.tril(x.numpy(), diagonal), input, diagonal=int(diagonal))
+
+
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (entries below `diagonal` zeroed)."""
+    if input.ndim < 2:
+        raise ShapeError(f"triu: input must have at least 2 dimensions, got shape {input.shape}")
+    return apply("triu", lambda x, diagonal: np.triu(x.numpy(), diagonal), input, diagonal=int(diagonal))
+
+
+def maximum(input, other):
+    """Elementwise max of two broadcasting operands (PyTorch's torch.maximum)."""
+    return _binary("maximum", np.maximum, input, other)
+
+
+def minimum(input, other):
+    """Elementwise min of two broadcasting operands (PyTorch's torch.minimum)."""
+    return _binary("minimum", np.minimum, input, other)
+
+
+def _dims_arg(dims, ndim, op):
+    """An int or a sequence of ints as a tuple of distinct non-negative dims."""
+    dims = _shape_arg(dims) if not isinstance(dims, int) else (dims,)
+    dims = tuple(_wrap_dim(d, ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise ShapeError(f"{op}: dims {dims} must not repeat a dimension")
+    return dims
+
+
+def flip(input, dims):
+    """Reverse the order of the elements along each of `dims` (a copy, as in PyTorch)."""
+    dims = _dims_arg(dims, input.ndim, "flip")
+    return apply("flip", lambda x, dims: np.flip(x.numpy(), dims).copy() if dims else x.numpy().copy(),
+                 input, dims=dims)
+
+
+def roll(input, shifts, dims=None):
+    """Rotate elements along `dims` by `shifts` (wrapping around); no dims: the flattened tensor."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    if dims is not None:
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(dims) != len(shifts):
+            raise ShapeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+        dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
+    elif len(shifts) != 1:
+        raise ShapeError(f"roll: give dims for more than one shift, got shifts {shifts}")
+    return apply("roll", lambda x, shifts, dims: np.roll(x.numpy(), shifts if dims else shifts[0], dims),
+                 input, shifts=shifts, dims=dims)
+
+
+def cumsum(input, dim):
+    """Running sums along `dim`: out[..., i, ...] = input[..., :i+1, ...].sum(dim). Ints and
+    bools give int64."""
+    d = _wrap_dim(dim, max(input.ndim, 1))
+    dt = input.dtype if input.dtype.kind == "f" else int64
+    return apply("cumsum", lambda x, dim: np.cumsum(x.numpy().reshape(x.shape or (1,)), axis=dim,
+                                                    dtype=dt).reshape(x.shape), input, dim=d)
+
+
+def _ordered(op, t, k, dim, descending):
+    """(values, indices) of the k first elements of `t` along `dim` in sorted order."""
+    d = _wrap_dim(dim, max(t.ndim, 1))
+    arr = t.numpy().reshape(t.shape or (1,))
+    if not 0 <= k <= arr.shape[d]:
+        raise ShapeError(f"{op}: k ({k}) is out of range for dimension {d} of size {arr.shape[d]}")
+    key = arr.astype(np.float64) if arr.dtype == bool_ else arr
+    idx = np.argsort(-key if descending else key, axis=d, kind="stable")
+    idx = np.take(idx, np.arange(k), axis=d)
+    if t.ndim == 0:
+        idx = idx.reshape(())
+    values = apply(op, lambda x, dim, indices: np.take_along_axis(
+        x.numpy().reshape(x.shape or (1,)), indices.reshape(indices.shape or (1,)), axis=dim
+    ).reshape(indices.shape), t, dim=d, indices=idx)
+    return _ValuesIndices(values, Tensor._from_array(idx.astype(int64)))
+
+
+def sort(input, dim=-1, descending=False):
+    """(values, indices) sorted along `dim`; ties keep their order (a stable sort)."""
+    return _ordered("sort", input, input.shape[dim] if input.ndim else 1, dim, descending)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """(values, indices) of the k largest (or smallest) elements along `dim`, in order."""
+    return _ordered("topk", input, int(k), dim, largest)
+
+
+# -- cell 93 --
 def tensor(data, dtype=None, requires_grad=False):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
     return Tensor(data, dtype=dtype, requires_grad=requires_grad)
@@ -1482,7 +1648,7 @@ def eye(n, m=None, dtype=None, requires_grad=False):
     return t
 
 
-# -- cell 92 --
+# -- cell 95 --
 _rng = np.random.default_rng()
 
 
@@ -1526,7 +1692,7 @@ def randint(low, high=None, size=None, dtype=None):
                                             isinstance(size, int) else (size,)).astype(dt))
 
 
-# -- cell 95 (memory-footprint) --
+# -- cell 98 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 

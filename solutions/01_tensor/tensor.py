@@ -150,6 +150,13 @@ plt.show()
 #
 # The cell below starts the package file: imports, the dtype constants and `__all__`, the
 # list of public names that `import tinytorch` re-exports.
+#
+# It also defines the one error class of this module, `ShapeError`. When shapes do not fit
+# (a matmul whose inner sizes differ, a reshape with two `-1`, shapes that do not
+# broadcast), PyTorch raises a `RuntimeError`, while Python's own convention (and numpy's)
+# is a `ValueError`. `ShapeError` derives from both, so that `except RuntimeError` written
+# for PyTorch and `except ValueError` written for numpy both catch it. Wherever a contract
+# below says "raises ShapeError", raise this class with a message that names the shapes.
 
 # %%
 #| export
@@ -165,6 +172,7 @@ __all__ = [
     "manual_seed", "rand", "randn", "randint",
     "broadcast_shapes", "broadcast_to", "transpose", "permute", "reshape", "flatten",
     "squeeze", "unsqueeze", "where", "matmul", "cat", "stack", "memory_footprint",
+    "ShapeError", "tril", "triu", "maximum", "minimum", "flip", "roll", "cumsum", "sort", "topk",
 ]
 
 float32 = np.dtype("float32")
@@ -172,6 +180,15 @@ float64 = np.dtype("float64")
 int64 = np.dtype("int64")
 bool_ = np.dtype(bool)
 _DTYPES = (float32, float64, int64, bool_)
+
+
+class ShapeError(RuntimeError, ValueError):
+    """Shapes (or sizes) that do not fit the operation.
+
+    Both a RuntimeError (what PyTorch raises for shape errors) and a ValueError (what numpy
+    and Python raise), so code written either way catches it. Also raised for an integer
+    tensor to a negative integer power, which PyTorch reports as a RuntimeError too.
+    """
 
 # %% [markdown]
 # ## 2. Contiguous strides
@@ -853,7 +870,7 @@ class _TensorViews:
     def mT(self):
         """The last two dimensions swapped (a view): a batch of transposed matrices."""
         if self.ndim < 2:
-            raise ValueError(f"mT needs a tensor with at least 2 dimensions, got shape {self.shape}")
+            raise ShapeError(f"mT needs a tensor with at least 2 dimensions, got shape {self.shape}")
         return transpose(self, -2, -1)
 
     def view(self, *shape):
@@ -1157,8 +1174,71 @@ class _TensorReductions:
 
 # %%
 #| export
+class _TensorMoreOps:
+    """Method forms PyTorch users reach for; each calls a function (section 16 or a later
+    module), so every one still passes through `apply`."""
+
+    def clip(self, min=None, max=None):
+        """Alias of clamp, as in PyTorch."""
+        return _clamp(self, min, max)
+
+    def all(self, dim=None, keepdim=False):
+        """True where every element (along `dim`) is non-zero; a bool tensor."""
+        return _reduce("all", np.all, self, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        """True where some element (along `dim`) is non-zero; a bool tensor."""
+        return _reduce("any", np.any, self, dim, keepdim)
+
+    # Activations live in module 02's package file; import it when called, so that this
+    # file never depends on a later module.
+    def relu(self):
+        """max(self, 0), elementwise (module 02's relu)."""
+        from tinytorch.nn.activations import relu
+        return relu(self)
+
+    def sigmoid(self):
+        """1 / (1 + exp(-self)), elementwise (module 02's sigmoid)."""
+        from tinytorch.nn.activations import sigmoid
+        return sigmoid(self)
+
+    def tanh(self):
+        """Hyperbolic tangent, elementwise (module 02's tanh)."""
+        from tinytorch.nn.activations import tanh
+        return tanh(self)
+
+    def tril(self, diagonal=0):
+        return tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return triu(self, diagonal)
+
+    def maximum(self, other):
+        return maximum(self, other)
+
+    def minimum(self, other):
+        return minimum(self, other)
+
+    def flip(self, *dims):
+        return flip(self, dims)
+
+    def roll(self, shifts, dims=None):
+        return roll(self, shifts, dims)
+
+    def cumsum(self, dim):
+        return cumsum(self, dim)
+
+    def sort(self, dim=-1, descending=False):
+        return sort(self, dim, descending)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        return topk(self, k, dim, largest, sorted)
+
+
+# %%
+#| export
 class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _TensorViews,
-             _TensorOperators, _TensorMath, _TensorReductions):
+             _TensorOperators, _TensorMath, _TensorReductions, _TensorMoreOps):
     """An n-dimensional array: a flat numpy storage seen through shape, strides and offset.
 
     Why: separating *layout* (shape/strides/offset) from *memory* (storage) is what makes
@@ -1471,7 +1551,7 @@ def permute(input, *dims):
     """Reorder dimensions: output dim k is input dim dims[k] (a zero-copy view)."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
     if sorted(dims) != list(range(input.ndim)):
-        raise ValueError(f"permute: dims {dims} must be a permutation of 0..{input.ndim - 1} "
+        raise ShapeError(f"permute: dims {dims} must be a permutation of 0..{input.ndim - 1} "
                          f"for a tensor of shape {input.shape}")
     return apply("permute", _permute_view, input, dims=dims)
 
@@ -1593,23 +1673,23 @@ def _infer_shape(shape, numel):
     """Resolve at most one -1 in `shape` so that the sizes multiply to `numel`.
 
     Contract: returns a tuple of non-negative ints whose product is `numel`. Raises
-    ValueError when there is more than one -1, a size below -1, or no way to reach `numel`;
+    ShapeError when there is more than one -1, a size below -1, or no way to reach `numel`;
     the message names the requested shape and the input size `numel`.
     """
     # Idea: the -1 is whatever is left of numel once the known sizes are divided out.
     ### BEGIN SOLUTION
     shape = tuple(shape)
     if sum(1 for s in shape if s == -1) > 1:
-        raise ValueError(f"shape {shape} is invalid for input of size {numel}: only one dimension can be inferred (-1)")
+        raise ShapeError(f"shape {shape} is invalid for input of size {numel}: only one dimension can be inferred (-1)")
     if any(s < -1 for s in shape):
-        raise ValueError(f"shape {shape} is invalid for input of size {numel}: a negative size")
+        raise ShapeError(f"shape {shape} is invalid for input of size {numel}: a negative size")
     known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
         if known == 0 or numel % known != 0:
-            raise ValueError(f"shape {shape} is invalid for input of size {numel}")
+            raise ShapeError(f"shape {shape} is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
     elif known != numel:
-        raise ValueError(f"shape {shape} is invalid for input of size {numel}")
+        raise ShapeError(f"shape {shape} is invalid for input of size {numel}")
     return shape
     ### END SOLUTION
 
@@ -1681,7 +1761,7 @@ def flatten(input, start_dim=0, end_dim=-1):
         return reshape(input, 1)
     s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
     if s > e:
-        raise ValueError(f"flatten: start_dim ({start_dim}) must not come after end_dim ({end_dim})")
+        raise ShapeError(f"flatten: start_dim ({start_dim}) must not come after end_dim ({end_dim})")
     shape = input.shape[:s] + (math.prod(input.shape[s:e + 1]),) + input.shape[e + 1:]
     return reshape(input, shape)
 
@@ -1695,7 +1775,7 @@ for _shape, _strides, _expected in [((2, 3), (3, 1), True), ((3, 2), (1, 3), Fal
 assert_equal(_infer_shape((2, -1), 6), (2, 3), "_infer_shape((2, -1), 6)")
 assert_equal(_infer_shape((6,), 6), (6,), "_infer_shape((6,), 6)")
 for _bad in [((4, -1), 6), ((-1, -1), 6), ((5,), 6), ((-2, 3), 6)]:
-    assert_raises(ValueError, _infer_shape, *_bad, match=str(_bad[1]), what=f"_infer_shape{_bad}")
+    assert_raises(ShapeError, _infer_shape, *_bad, match=str(_bad[1]), what=f"_infer_shape{_bad}")
 _x = Tensor(np.arange(12.0))
 _v = _x.view(3, -1)
 assert_equal((_v.shape, _v.stride()), ((3, 4), (4, 1)), "x.view(3, -1) of 12 elements")
@@ -1906,14 +1986,14 @@ print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _st
 # %% nbgrader={"grade": false, "grade_id": "broadcast-shapes", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def broadcast_shapes(*shapes):
-    """The shape that `shapes` broadcast to, or a ValueError naming the two shapes that clash.
+    """The shape that `shapes` broadcast to, or a ShapeError naming the two shapes that clash.
 
     Why: every elementwise op checks this first, so shape mistakes get a clear message.
     """
     shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(int(n) for n in s)
               for s in shapes]
     # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
-    # ValueError when two sizes clash; the message says "cannot broadcast", names both
+    # ShapeError when two sizes clash; the message says "cannot broadcast", names both
     # shapes, the dimension (negative, -1 = last), both sizes, and the rule that failed.
     # Idea: align on the right; a 1 stretches, any other mismatch is an error.
     ### BEGIN SOLUTION
@@ -1929,7 +2009,7 @@ def broadcast_shapes(*shapes):
             elif a == 1:
                 out.append(b)
             else:
-                raise ValueError(
+                raise ShapeError(
                     f"cannot broadcast shapes {result} and {shape}: dimension {i - n} has sizes "
                     f"{a} and {b}; sizes must be equal or one of them must be 1")
         result = tuple(out)
@@ -1943,15 +2023,15 @@ for _shapes, _expected in [([(64, 3), (3,)], (64, 3)), ([(2, 1, 4), (3, 1)], (2,
                            ([(3, 1)], (3, 1))]:
     assert_equal(broadcast_shapes(*_shapes), _expected, f"broadcast_shapes{tuple(_shapes)}")
     assert_equal(broadcast_shapes(*_shapes), np.broadcast_shapes(*_shapes), f"numpy agrees on {tuple(_shapes)}")
-_e = assert_raises(ValueError, broadcast_shapes, (2, 3), (4,), match="cannot broadcast",
+_e = assert_raises(ShapeError, broadcast_shapes, (2, 3), (4,), match="cannot broadcast",
                    what="broadcast_shapes((2, 3), (4,))")
 for _part in ["(2, 3)", "(4,)", "-1", "3", "4"]:
     check(_part in str(_e), f"the message names {_part!r} (both shapes, the dimension, both sizes)", got=str(_e))
-_e = assert_raises(ValueError, broadcast_shapes, (3, 2), (3, 1), (4, 2), match="cannot broadcast",
+_e = assert_raises(ShapeError, broadcast_shapes, (3, 2), (3, 1), (4, 2), match="cannot broadcast",
                    what="broadcast_shapes((3, 2), (3, 1), (4, 2))")
 check("-2" in str(_e) and "(3, 2)" in str(_e) and "(4, 2)" in str(_e),
       "with three shapes, the message names the shape folded so far, the new one and dimension -2", got=str(_e))
-assert_raises(ValueError, broadcast_shapes, (2, 1, 3), (2, 4), what="(2, 1, 3) and (2, 4): compared from the right")
+assert_raises(ShapeError, broadcast_shapes, (2, 1, 3), (2, 4), what="(2, 1, 3) and (2, 4): compared from the right")
 print("✓ broadcast_shapes((2, 1, 4), (3, 1)) =", broadcast_shapes((2, 1, 4), (3, 1)))
 ### BEGIN HIDDEN TESTS
 import itertools as _it
@@ -2006,7 +2086,7 @@ def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
     Contract: `shape`, `strides`, `sizes` are tuples of ints (`sizes` may hold -1: keep that
-    size). Returns `(new_shape, new_strides)` as tuples. Raises ValueError when the target
+    size). Returns `(new_shape, new_strides)` as tuples. Raises ShapeError when the target
     has fewer dims, a new leading dim has a negative size, or a dimension of size other than
     1 would change; the message names both shapes.
     """
@@ -2015,13 +2095,13 @@ def _expand_layout(shape, strides, sizes):
     shape, sizes = tuple(shape), tuple(sizes)
     n_new = len(sizes) - len(shape)
     if n_new < 0:
-        raise ValueError(f"cannot expand shape {shape} to {sizes}: the target has fewer "
+        raise ShapeError(f"cannot expand shape {shape} to {sizes}: the target has fewer "
                          f"dimensions ({len(sizes)}) than the tensor ({len(shape)})")
     new_shape, new_strides = [], []
     for i, size in enumerate(sizes):
         if i < n_new:
             if size < 0:
-                raise ValueError(f"cannot expand shape {shape} to {sizes}: the new leading "
+                raise ShapeError(f"cannot expand shape {shape} to {sizes}: the new leading "
                                  f"dimension {i} needs an explicit size, not {size}")
             new_shape.append(size)
             new_strides.append(0)
@@ -2034,7 +2114,7 @@ def _expand_layout(shape, strides, sizes):
             new_shape.append(size)
             new_strides.append(0)
         else:
-            raise ValueError(f"cannot expand shape {shape} to {sizes}: dimension {i} has size "
+            raise ShapeError(f"cannot expand shape {shape} to {sizes}: dimension {i} has size "
                              f"{old}, which is not 1; only size-1 dimensions can be expanded "
                              f"(-1 keeps a size)")
     return tuple(new_shape), tuple(new_strides)
@@ -2066,10 +2146,10 @@ assert_equal((_e.shape, _e.stride()), ((4, 3), (0, 1)), "a (3,) tensor expanded 
 check(_e._storage is _b._storage, "expand is a view")
 assert_equal(_e.numpy(), np.broadcast_to(np.float32([1.0, 2.0, 3.0]), (4, 3)), "expanded values")
 assert_equal(broadcast_to(Tensor([[1], [2]]), (2, 3)).stride(), (1, 0), "broadcast_to((2, 1) -> (2, 3)) strides")
-_e = assert_raises(ValueError, Tensor(np.zeros((2, 3))).expand, 4, 3, what="(2, 3).expand(4, 3)")
+_e = assert_raises(ShapeError, Tensor(np.zeros((2, 3))).expand, 4, 3, what="(2, 3).expand(4, 3)")
 check("(2, 3)" in str(_e) and "(4, 3)" in str(_e), "the message names both shapes", got=str(_e))
-assert_raises(ValueError, _expand_layout, (2, 3), (3, 1), (3,), what="expand to fewer dimensions")
-assert_raises(ValueError, _expand_layout, (3,), (1,), (-1, 3), what="a new leading dim given as -1")
+assert_raises(ShapeError, _expand_layout, (2, 3), (3, 1), (3,), what="expand to fewer dimensions")
+assert_raises(ShapeError, _expand_layout, (3,), (1,), (-1, 3), what="a new leading dim given as -1")
 print("✓ expand: (3,) -> (4, 3) has strides", _b.expand(4, 3).stride())
 
 # %% [markdown]
@@ -2709,7 +2789,7 @@ def _elementwise_forward(np_fn, a, b, dtype):
 
     Contract: `a`, `b` Tensors; `np_fn` a numpy ufunc; `dtype` the promoted result dtype.
     Returns the numpy array `np_fn(a, b)` computed in `dtype`, with the broadcast shape.
-    Raises broadcast_shapes' ValueError (naming both shapes) when the shapes clash.
+    Raises broadcast_shapes' ShapeError (naming both shapes) when the shapes clash.
     """
     # Idea: check the shapes with your rule first, then let numpy loop over the two views.
     ### BEGIN SOLUTION
@@ -2730,6 +2810,9 @@ def _binary(op, np_fn, a, b):
     if op == "div" and dt.kind != "f":
         dt = float32
     a, b = _as_tensor(a, dt), _as_tensor(b, dt)
+    if op == "pow" and dt.kind == "i" and bool((b.numpy() < 0).any()):
+        raise ShapeError("Integers to negative integer powers are not allowed "
+                         "(make the base a float tensor)")
     with np.errstate(all="ignore"):
         return apply(op, lambda x, y: _elementwise_forward(np_fn, x, y, dt), a, b)
 
@@ -2773,7 +2856,7 @@ def _masked_fill(t, mask, value):
     """Tensor.masked_fill: `value` where mask is True; the mask broadcasts to t's shape."""
     mask_shape = mask.shape if isinstance(mask, Tensor) else np.shape(mask)
     if broadcast_shapes(mask_shape, t.shape) != t.shape:
-        raise ValueError(f"masked_fill: mask of shape {tuple(mask_shape)} does not broadcast "
+        raise ShapeError(f"masked_fill: mask of shape {tuple(mask_shape)} does not broadcast "
                          f"to the tensor's shape {t.shape}")
     if not isinstance(value, Tensor):
         value = Tensor._from_array(np.array(value).astype(t.dtype))
@@ -2789,7 +2872,7 @@ assert_close(_a / _b * 3, _a.numpy() / _b.numpy() * 3, rtol=1e-6, what="a / b * 
 assert_equal(((_a * 2.5).dtype, (Tensor([1, 2]) / Tensor([2, 2])).dtype, (Tensor([1, 2]) * 2).dtype),
              (float32, float32, int64), "dtypes of float32 * 2.5, int / int, int * 2 (provided promotion)")
 assert_equal((_a > 3).numpy(), _a.numpy() > 3, "a > 3 (a bool tensor)")
-_e = assert_raises(ValueError, lambda: _a + Tensor([1.0, 2.0]), match="cannot broadcast", what="(2, 3) + (2,)")
+_e = assert_raises(ShapeError, lambda: _a + Tensor([1.0, 2.0]), match="cannot broadcast", what="(2, 3) + (2,)")
 check("(2, 3)" in str(_e) and "(2,)" in str(_e), "the error is broadcast_shapes' message", got=str(_e))
 assert_close(_a.exp().log(), _a.numpy(), rtol=1e-6, what="log(exp(a))")
 assert_equal(_a.clamp(min=2, max=5), np.clip(_a.numpy(), 2, 5), "a.clamp(2, 5)")
@@ -2879,7 +2962,7 @@ def _inplace(t, np_fn, other, cast=False):
                            f"of an in-place operation")
     src = other.numpy() if isinstance(other, Tensor) else np.asarray(other)
     if broadcast_shapes(src.shape, t.shape) != t.shape:
-        raise ValueError(f"in-place operation: values of shape {tuple(src.shape)} do not "
+        raise ShapeError(f"in-place operation: values of shape {tuple(src.shape)} do not "
                          f"broadcast to the tensor's shape {t.shape}")
     view = t.numpy()
     with np.errstate(all="ignore"):
@@ -2931,7 +3014,7 @@ print("✓ in-place ops:", _x.tolist())
 #
 # Your part is `_reduction_dims(dim, ndim)`: turn any of these forms into a sorted tuple of
 # non-negative dims, with an `IndexError` for a dim out of range (use the provided
-# `_wrap_dim`) and a `ValueError` for a dim given twice. Recording the *normalised* tuple in
+# `_wrap_dim`) and a `ShapeError` for a dim given twice. Recording the *normalised* tuple in
 # `attrs` means module 06's backward rules never have to think about negative dims.
 #
 # Like PyTorch, the methods also accept numpy's spellings `axis=` and `keepdims=`. Sums
@@ -2951,7 +3034,7 @@ print("✓ in-place ops:", _x.tolist())
 # <details><summary>The approach</summary>
 #
 # `None` means every dimension. Otherwise accept one int or a sequence; wrap each entry
-# with `_wrap_dim`; a position seen twice is a ValueError naming it ("appears multiple
+# with `_wrap_dim`; a position seen twice is a ShapeError naming it ("appears multiple
 # times"); return the positions sorted, as a tuple.
 # </details>
 
@@ -2962,7 +3045,7 @@ def _reduction_dims(dim, ndim):
 
     Contract: `dim` is None (all dims), an int or a sequence of ints (negative count from
     the end). Returns a sorted tuple of distinct dims >= 0. Raises IndexError for a dim out
-    of range (from _wrap_dim) and ValueError for a dim given twice (the message says it
+    of range (from _wrap_dim) and ShapeError for a dim given twice (the message says it
     "appears multiple times").
     """
     # Idea: one canonical form, so that module 06's backward rules never see a negative dim.
@@ -2974,7 +3057,7 @@ def _reduction_dims(dim, ndim):
     for d in dims:
         wrapped = _wrap_dim(d, ndim)
         if wrapped in out:
-            raise ValueError(f"dim {wrapped} appears multiple times in the list of dims")
+            raise ShapeError(f"dim {wrapped} appears multiple times in the list of dims")
         out.append(wrapped)
     return tuple(sorted(out))
     ### END SOLUTION
@@ -3034,7 +3117,7 @@ for _args, _expected in [((None, 3), (0, 1, 2)), ((-1, 3), (2,)), (((2, 0), 3), 
                          ((np.int64(1), 2), (1,)), ((None, 0), ())]:
     assert_equal(_reduction_dims(*_args), _expected, f"_reduction_dims{_args}")
 assert_raises(IndexError, _reduction_dims, 3, 3, what="dim 3 of a 3-d tensor")
-assert_raises(ValueError, _reduction_dims, (0, -3), 3, match="multiple", what="dims (0, -3) of a 3-d tensor")
+assert_raises(ShapeError, _reduction_dims, (0, -3), 3, match="multiple", what="dims (0, -3) of a 3-d tensor")
 _a = np.arange(24.0).reshape(2, 3, 4)
 _x = Tensor(_a)
 assert_close(_x.sum(), _a.sum(), what="x.sum()")
@@ -3092,7 +3175,7 @@ print("✓ reductions: _reduction_dims((2, 0), 3) =", _reduction_dims((2, 0), 3)
 def _matmul_shape(a_shape, b_shape):
     """Result shape of a @ b with numpy's matmul rules.
 
-    Contract: `a_shape`, `b_shape` tuples of ints. Returns a tuple. Raises ValueError, with
+    Contract: `a_shape`, `b_shape` tuples of ints. Returns a tuple. Raises ShapeError, with
     both shapes in the message, for a 0-d operand, for inner sizes that differ (the
     message names both sizes) and for batch dimensions that do not broadcast.
     """
@@ -3100,18 +3183,18 @@ def _matmul_shape(a_shape, b_shape):
     ### BEGIN SOLUTION
     a_shape, b_shape = tuple(a_shape), tuple(b_shape)
     if len(a_shape) == 0 or len(b_shape) == 0:
-        raise ValueError(f"matmul: both arguments need at least 1 dimension, got shapes "
+        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes "
                          f"{a_shape} and {b_shape}")
     a2 = (1,) + a_shape if len(a_shape) == 1 else a_shape
     b2 = b_shape + (1,) if len(b_shape) == 1 else b_shape
     if a2[-1] != b2[-2]:
-        raise ValueError(f"matmul: shapes {a_shape} and {b_shape} are not aligned: inner "
+        raise ShapeError(f"matmul: shapes {a_shape} and {b_shape} are not aligned: inner "
                          f"dimensions {a2[-1]} (last of the first) and {b2[-2]} "
                          f"(second-to-last of the second) must be equal")
     try:
         batch = broadcast_shapes(a2[:-2], b2[:-2])
     except ValueError as exc:
-        raise ValueError(f"matmul: the batch dimensions of {a_shape} and {b_shape} do not "
+        raise ShapeError(f"matmul: the batch dimensions of {a_shape} and {b_shape} do not "
                          f"broadcast: {exc}") from None
     out = batch
     if len(a_shape) > 1:
@@ -3126,7 +3209,7 @@ def matmul(input, other):
     """Matrix product with numpy semantics: 1-D, 2-D and batched (broadcast batch dims)."""
     a, b = _operand(input), _operand(other)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise ValueError("matmul: both arguments need at least 1 dimension (got a number)")
+        raise ShapeError("matmul: both arguments need at least 1 dimension (got a number)")
     shape = _matmul_shape(a.shape, b.shape)
     dt = _result_dtype(a, b)
 
@@ -3141,12 +3224,12 @@ for _a_shape, _b_shape in [((2, 3), (3, 4)), ((3,), (3,)), ((3,), (3, 4)), ((2, 
                            ((4, 2, 3), (3, 5)), ((3,), (2, 3, 4)), ((1, 2, 3), (7, 1, 3, 2))]:
     assert_equal(_matmul_shape(_a_shape, _b_shape), np.matmul(np.zeros(_a_shape), np.zeros(_b_shape)).shape,
                  f"_matmul_shape({_a_shape}, {_b_shape}) against numpy")
-_e = assert_raises(ValueError, _matmul_shape, (2, 3), (4, 5), what="(2, 3) @ (4, 5)")
+_e = assert_raises(ShapeError, _matmul_shape, (2, 3), (4, 5), what="(2, 3) @ (4, 5)")
 for _part in ["(2, 3)", "(4, 5)", "3", "4"]:
     check(_part in str(_e), f"the message names {_part!r} (both shapes, both inner sizes)", got=str(_e))
-_e = assert_raises(ValueError, _matmul_shape, (2, 2, 3), (4, 3, 5), what="batch dims 2 and 4")
+_e = assert_raises(ShapeError, _matmul_shape, (2, 2, 3), (4, 3, 5), what="batch dims 2 and 4")
 check("(2, 2, 3)" in str(_e) and "(4, 3, 5)" in str(_e), "the batch error names both full shapes", got=str(_e))
-assert_raises(ValueError, _matmul_shape, (), (3,), what="a 0-d operand")
+assert_raises(ShapeError, _matmul_shape, (), (3,), what="a 0-d operand")
 _rng_check = np.random.default_rng(0)
 _A = _rng_check.standard_normal((4, 2, 3)).astype(np.float32)
 _B = _rng_check.standard_normal((3, 5)).astype(np.float32)
@@ -3175,14 +3258,14 @@ def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
+        raise ShapeError("cat: expected a non-empty sequence of tensors")
     ref = tensors[0]
     if ref.ndim == 0:
-        raise ValueError("cat: zero-dimensional tensors cannot be concatenated (use stack)")
+        raise ShapeError("cat: zero-dimensional tensors cannot be concatenated (use stack)")
     d = _wrap_dim(dim, ref.ndim)
     for i, t in enumerate(tensors[1:], start=1):
         if t.ndim != ref.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, ref.shape)) if k != d):
-            raise ValueError(f"cat: tensor {i} has shape {t.shape} but tensor 0 has shape "
+            raise ShapeError(f"cat: tensor {i} has shape {t.shape} but tensor 0 has shape "
                              f"{ref.shape}; all sizes must match except in dimension {d}")
     dt = _result_dtype(*tensors)
     return apply("cat", lambda *xs, dim, sizes: np.concatenate(
@@ -3194,15 +3277,115 @@ def stack(tensors, dim=0):
     """Join equal-shaped tensors along a new dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     if not tensors:
-        raise ValueError("stack: expected a non-empty sequence of tensors")
+        raise ShapeError("stack: expected a non-empty sequence of tensors")
     for i, t in enumerate(tensors[1:], start=1):
         if t.shape != tensors[0].shape:
-            raise ValueError(f"stack: tensor {i} has shape {t.shape} but tensor 0 has shape "
+            raise ShapeError(f"stack: tensor {i} has shape {t.shape} but tensor 0 has shape "
                              f"{tensors[0].shape}; stack needs equal shapes")
     d = _wrap_dim(dim, tensors[0].ndim + 1)
     dt = _result_dtype(*tensors)
     return apply("stack", lambda *xs, dim: np.stack([x.numpy().astype(dt, copy=False) for x in xs], axis=dim),
                  *tensors, dim=d)
+
+
+# %% [markdown]
+# More ops that PyTorch users reach for, provided: triangles of a matrix (`tril`, `triu`,
+# used for causal masks), elementwise `maximum`/`minimum`, reversing and rotating along
+# dimensions (`flip`, `roll`), running sums (`cumsum`) and ordering (`sort`, `topk`, which
+# return values and indices like `max(dim)`). Each is one call of `apply`, so module 06 can
+# give each a backward rule: try to guess, before you get there, what the gradient of a
+# running sum is.
+
+# %%
+#| export
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (entries above `diagonal` zeroed)."""
+    if input.ndim < 2:
+        raise ShapeError(f"tril: input must have at least 2 dimensions, got shape {input.shape}")
+    return apply("tril", lambda x, diagonal: np.tril(x.numpy(), diagonal), input, diagonal=int(diagonal))
+
+
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (entries below `diagonal` zeroed)."""
+    if input.ndim < 2:
+        raise ShapeError(f"triu: input must have at least 2 dimensions, got shape {input.shape}")
+    return apply("triu", lambda x, diagonal: np.triu(x.numpy(), diagonal), input, diagonal=int(diagonal))
+
+
+def maximum(input, other):
+    """Elementwise max of two broadcasting operands (PyTorch's torch.maximum)."""
+    return _binary("maximum", np.maximum, input, other)
+
+
+def minimum(input, other):
+    """Elementwise min of two broadcasting operands (PyTorch's torch.minimum)."""
+    return _binary("minimum", np.minimum, input, other)
+
+
+def _dims_arg(dims, ndim, op):
+    """An int or a sequence of ints as a tuple of distinct non-negative dims."""
+    dims = _shape_arg(dims) if not isinstance(dims, int) else (dims,)
+    dims = tuple(_wrap_dim(d, ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise ShapeError(f"{op}: dims {dims} must not repeat a dimension")
+    return dims
+
+
+def flip(input, dims):
+    """Reverse the order of the elements along each of `dims` (a copy, as in PyTorch)."""
+    dims = _dims_arg(dims, input.ndim, "flip")
+    return apply("flip", lambda x, dims: np.flip(x.numpy(), dims).copy() if dims else x.numpy().copy(),
+                 input, dims=dims)
+
+
+def roll(input, shifts, dims=None):
+    """Rotate elements along `dims` by `shifts` (wrapping around); no dims: the flattened tensor."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    if dims is not None:
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(dims) != len(shifts):
+            raise ShapeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+        dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
+    elif len(shifts) != 1:
+        raise ShapeError(f"roll: give dims for more than one shift, got shifts {shifts}")
+    return apply("roll", lambda x, shifts, dims: np.roll(x.numpy(), shifts if dims else shifts[0], dims),
+                 input, shifts=shifts, dims=dims)
+
+
+def cumsum(input, dim):
+    """Running sums along `dim`: out[..., i, ...] = input[..., :i+1, ...].sum(dim). Ints and
+    bools give int64."""
+    d = _wrap_dim(dim, max(input.ndim, 1))
+    dt = input.dtype if input.dtype.kind == "f" else int64
+    return apply("cumsum", lambda x, dim: np.cumsum(x.numpy().reshape(x.shape or (1,)), axis=dim,
+                                                    dtype=dt).reshape(x.shape), input, dim=d)
+
+
+def _ordered(op, t, k, dim, descending):
+    """(values, indices) of the k first elements of `t` along `dim` in sorted order."""
+    d = _wrap_dim(dim, max(t.ndim, 1))
+    arr = t.numpy().reshape(t.shape or (1,))
+    if not 0 <= k <= arr.shape[d]:
+        raise ShapeError(f"{op}: k ({k}) is out of range for dimension {d} of size {arr.shape[d]}")
+    key = arr.astype(np.float64) if arr.dtype == bool_ else arr
+    idx = np.argsort(-key if descending else key, axis=d, kind="stable")
+    idx = np.take(idx, np.arange(k), axis=d)
+    if t.ndim == 0:
+        idx = idx.reshape(())
+    values = apply(op, lambda x, dim, indices: np.take_along_axis(
+        x.numpy().reshape(x.shape or (1,)), indices.reshape(indices.shape or (1,)), axis=dim
+    ).reshape(indices.shape), t, dim=d, indices=idx)
+    return _ValuesIndices(values, Tensor._from_array(idx.astype(int64)))
+
+
+def sort(input, dim=-1, descending=False):
+    """(values, indices) sorted along `dim`; ties keep their order (a stable sort)."""
+    return _ordered("sort", input, input.shape[dim] if input.ndim else 1, dim, descending)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """(values, indices) of the k largest (or smallest) elements along `dim`, in order."""
+    return _ordered("topk", input, int(k), dim, largest)
 
 
 # %% [markdown]

@@ -1727,6 +1727,131 @@ check(gradcheck(lambda x, c: tt.stack([c, c * 2, x[0, :2, :2]], dim=1), [_x, _c]
 print("✓ reduction, matmul, cat and stack rules; weight gradient of a (2, 3, 4) @ (4, 5):", _rb.shape)
 
 # %% [markdown]
+# ### More ops: running sums, sorting, triangles
+#
+# Module 01 also provides `cumsum`, `sort`/`topk`, `tril`/`triu`, `maximum`/`minimum`,
+# `flip` and `roll`. Two of their rules are yours, because each is an idea worth having:
+#
+# - `y = x.cumsum(dim)`: input element `i` appears in every output `y[j]` with `j >= i`.
+# - `values, indices = x.topk(k, dim)` (and `x.sort(dim)`, which is topk of all elements):
+#   each output value is one chosen input element; `indices` says which.
+#
+# <details><summary>Hint 1 (cumsum)</summary>
+#
+# Write out the gradient of x[0] for a 1-D input of length 3: which upstream gradients
+# does it collect? And x[2]?
+# </details>
+#
+# <details><summary>Hint 2 (cumsum)</summary>
+#
+# Element i collects the upstream gradients from position i to the END: a running sum
+# again, but taken from the other side.
+# </details>
+#
+# <details><summary>The approach (cumsum)</summary>
+#
+# Reverse the upstream gradient along `dim`, take its running sum along `dim`, and reverse
+# the result back. It has the input's shape already.
+# </details>
+#
+# <details><summary>Hint 1 (sort and topk)</summary>
+#
+# An element that was not chosen did not affect the output: what is its gradient?
+# </details>
+#
+# <details><summary>The approach (sort and topk)</summary>
+#
+# Start from zeros of the input's shape (and the gradient's dtype) and write each upstream
+# gradient into the position, along `dim`, that the saved indices name (numpy has a
+# function that puts values along an axis at given indices).
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "rules-more-ops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+@backward_rule("cumsum")
+def _cumsum_backward(node, grad):
+    """y = x.cumsum(dim) (attrs: dim, a non-negative int). Returns (grad_x,), x's shape."""
+    # Idea: x[i] reaches every y[j] with j >= i.
+    ### BEGIN SOLUTION
+    d = node.attrs["dim"]
+    g = np.asarray(grad).reshape(grad.shape or (1,))
+    return (np.flip(np.cumsum(np.flip(g, d), axis=d), d).reshape(np.shape(grad)),)
+    ### END SOLUTION
+
+
+@backward_rule("sort", "topk")
+def _topk_backward(node, grad):
+    """values = x.topk(k, dim) or x.sort(dim).values (attrs: dim; indices, the numpy int
+    array of chosen positions along dim, the shape of values). Returns (grad_x,), x's shape."""
+    # Idea: each value came from one input position; the others get zero.
+    ### BEGIN SOLUTION
+    x = node.inputs[0]
+    d, idx = node.attrs["dim"], node.attrs["indices"]
+    out = np.zeros(x.shape or (1,), dtype=grad.dtype)
+    np.put_along_axis(out, idx.reshape(idx.shape or (1,)), np.reshape(grad, idx.shape or (1,)), axis=d)
+    return (out.reshape(x.shape),)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# The other rules, provided: a triangle passes the gradient through where it kept the
+# input; `maximum` sends it to the larger operand (half to each on a tie, as PyTorch
+# does); `flip` and `roll` send it back by flipping and rolling the other way.
+
+# %%
+#| export
+@backward_rule("tril", "triu")
+def _tri_backward(node, grad):
+    keep = np.tril if node.op == "tril" else np.triu
+    return (keep(grad, node.attrs["diagonal"]),)
+
+
+@backward_rule("maximum", "minimum")
+def _maximum_backward(node, grad):
+    a, b = node.inputs
+    av, bv = a.numpy(), b.numpy()
+    wins = (av > bv) if node.op == "maximum" else (av < bv)
+    share = np.where(av == bv, 0.5, np.where(wins, 1.0, 0.0)).astype(grad.dtype)
+    ga = unbroadcast(grad * share, a.shape) if a.requires_grad else None
+    gb = unbroadcast(grad * (1 - share), b.shape) if b.requires_grad else None
+    return ga, gb
+
+
+@backward_rule("flip")
+def _flip_backward(node, grad):
+    dims = node.attrs["dims"]
+    return (np.flip(grad, dims).copy() if dims else grad,)
+
+
+@backward_rule("roll")
+def _roll_backward(node, grad):
+    shifts, dims = node.attrs["shifts"], node.attrs["dims"]
+    back = tuple(-s for s in shifts)
+    return (np.roll(grad, back if dims else back[0], dims),)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-rules-more-ops", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_x1 = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+_g = call_rule(_x1.cumsum(0).grad_fn, np.array([1.0, 10.0, 100.0]))[0]
+assert_equal(_g, np.array([111.0, 110.0, 100.0]), "cumsum of a length-3 x, upstream [1, 10, 100]: "
+             "x[i] collects the upstream gradients from i to the end")
+_xc = Tensor(np.random.default_rng(2).standard_normal((3, 4)), requires_grad=True)
+for _d in (0, 1):
+    check(gradcheck(lambda x: x.cumsum(_d), [_xc]), f"gradcheck of x.cumsum({_d}) for x of shape (3, 4)")
+_xt = Tensor(np.array([[0.3, -1.0, 2.0, 0.7], [5.0, 4.0, -2.0, 1.0]]), requires_grad=True)
+_top = _xt.topk(2, dim=1)
+_g = call_rule(_top.values.grad_fn, np.array([[1.0, 2.0], [3.0, 4.0]]))[0]
+assert_equal(_g, np.array([[0.0, 0.0, 1.0, 2.0], [3.0, 4.0, 0.0, 0.0]]),
+             "topk(2, dim=1): upstream [[1, 2], [3, 4]] lands on the chosen positions, zeros elsewhere")
+for _what, _fn in [("topk(1, dim=0)", lambda x: x.topk(1, dim=0).values),
+                   ("topk(3, largest=False)", lambda x: x.topk(3, largest=False).values),
+                   ("sort(dim=1)", lambda x: x.sort(dim=1).values),
+                   ("sort(dim=0, descending=True)", lambda x: x.sort(dim=0, descending=True).values)]:
+    check(gradcheck(_fn, [_xt]), f"gradcheck of x.{_what} for x of shape (2, 4)")
+print("✓ cumsum and sort/topk rules; cumsum gradient of [1, 2, 3] with upstream [1, 10, 100]:",
+      call_rule(_x1.cumsum(0).grad_fn, np.array([1.0, 10.0, 100.0]))[0])
+
+# %% [markdown]
 # ## 11. Activations and losses (modules 02 and 04)
 #
 # Module 02 recorded each activation as one op (`relu`, `sigmoid`, ...), and module 04 each
@@ -2004,6 +2129,11 @@ SWEEP = {
     "mse_loss": (lambda a, p: F.mse_loss(a, p), [_a, _pos]),
     "binary_cross_entropy_with_logits": (lambda a: F.binary_cross_entropy_with_logits(a, _yb), [_a]),
     "nll_loss": (lambda a: F.nll_loss(a, Tensor([2, 0])), [_a]),
+    "cumsum": (lambda a: a.cumsum(1), [_a]), "sort": (lambda a: a.sort(dim=1).values, [_a]),
+    "topk": (lambda a: a.topk(2, dim=1).values, [_a]), "tril": (lambda a: a.tril(), [_a]),
+    "triu": (lambda a: a.triu(1), [_a]), "maximum": (lambda a, b: tt.maximum(a, b), [_a, _b]),
+    "minimum": (lambda a, b: tt.minimum(a, b), [_a, _b]), "flip": (lambda a: a.flip(0, 1), [_a]),
+    "roll": (lambda a: a.roll(1, 1), [_a]),
 }
 for _op, (_fn, _inputs) in SWEEP.items():
     check(gradcheck(_fn, _inputs), f"gradcheck of {_op}")

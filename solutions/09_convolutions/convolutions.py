@@ -164,13 +164,13 @@ import math
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, apply, ones, tensor, zeros
+from tinytorch._tensor import ShapeError, Tensor, apply, ones, tensor, zeros
 from tinytorch.autograd import backward_rule
 from tinytorch.nn.layers import Module, Parameter, _calculate_fan_in_and_fan_out, kaiming_uniform_, uniform_
 
 __all__ = [
     "conv_output_size", "im2col", "col2im",
-    "conv2d", "max_pool2d", "avg_pool2d", "batch_norm",
+    "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "pad",
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm2d", "Flatten",
 ]
 
@@ -193,8 +193,10 @@ def _as_numpy(x):
 # %% [markdown]
 # Now the formula, for one dimension. It is also where bad arguments are caught: a stride
 # of 0 would mean infinitely many windows, a negative padding makes no sense, and a kernel
-# larger than the padded input fits nowhere. Each gets a `ValueError` that names the
-# numbers, so the user can see which one is wrong.
+# larger than the padded input fits nowhere. Each gets an error that names the numbers, so
+# the user can see which one is wrong: a `ValueError` for a bad argument, and for a kernel
+# that does not fit a `tinytorch.ShapeError` (module 01's error class, both a `RuntimeError`
+# as in PyTorch and a `ValueError`), since that is a shape problem.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -227,9 +229,10 @@ def conv_output_size(size, kernel_size, stride=1, padding=0):
     Contract: `size`, `kernel_size`, `stride`, `padding` are ints (the unpadded input length,
     the window length, the step, the zeros added on EACH side). Returns a Python int ≥ 1.
     Raises ValueError, with a message that names the argument and its value, when the
-    stride is < 1 (the message says "stride"), the kernel_size is < 1 ("kernel_size"), the
-    padding is negative ("padding"), or the kernel does not fit in the padded input (the
-    message says the kernel is "larger" than the padded input, with both sizes).
+    stride is < 1 (the message says "stride"), the kernel_size is < 1 ("kernel_size") or the
+    padding is negative ("padding"); raises ShapeError (module 01's RuntimeError that is
+    also a ValueError) when the kernel does not fit in the padded input (the message says
+    the kernel is "larger" than the padded input, with both sizes).
     """
     # Idea: count where the window can START; it must end inside the padded input.
     ### BEGIN SOLUTION
@@ -241,7 +244,7 @@ def conv_output_size(size, kernel_size, stride=1, padding=0):
         raise ValueError(f"padding must be non-negative, got {padding}")
     padded = size + 2 * padding
     if kernel_size > padded:
-        raise ValueError(f"the kernel ({kernel_size}) is larger than the padded input "
+        raise ShapeError(f"the kernel ({kernel_size}) is larger than the padded input "
                          f"({size} + 2·{padding} = {padded})")
     return (padded - kernel_size) // stride + 1
     ### END SOLUTION
@@ -262,7 +265,8 @@ for _size in range(1, 12):  # the last window fits and one more would not
           f"the last one must end inside the padded input and one more must not fit", got=_n)
 for _args, _word in [((8, 3, 0, 0), "stride"), ((8, 3, -1, 0), "stride"), ((8, 3, 1, -1), "padding"),
                      ((8, 0, 1, 0), "kernel_size"), ((3, 6, 1, 1), "larger")]:
-    assert_raises(ValueError, conv_output_size, *_args, match=_word, what=f"conv_output_size{_args}")
+    assert_raises(ShapeError if _word == "larger" else ValueError, conv_output_size, *_args,
+                  match=_word, what=f"conv_output_size{_args}")
 print("✓ conv_output_size: e.g. (5, k=3, s=2, p=1) ->", conv_output_size(5, 3, 2, 1))
 
 # %% [markdown]
@@ -538,11 +542,11 @@ def im2col(input, kernel_size, stride=1, padding=0):
     ints or (height, width) pairs. Returns a numpy array (N, C·kh·kw, H_out·W_out) of the
     input's dtype: column l = i·W_out + j holds the window of output position (i, j),
     flattened in (c, u, v) order, zeros where the window covers the padding. Raises
-    ValueError for an input that is not 4-D (provided below).
+    ShapeError for an input that is not 4-D (provided below).
     """
     x = _as_numpy(input)
     if x.ndim != 4:
-        raise ValueError(f"im2col: expected a 4-D input (N, C, H, W), got shape {tuple(x.shape)}")
+        raise ShapeError(f"im2col: expected a 4-D input (N, C, H, W), got shape {tuple(x.shape)}")
     kernel_size = _pair(kernel_size, "kernel_size", "im2col")
     stride = _pair(stride, "stride", "im2col")
     padding = _pair(padding, "padding", "im2col")
@@ -647,12 +651,12 @@ def _check_float(op, name, t, dtype):
 
 
 def _check_image_batch(op, input):
-    """A floating 4-D (N, C, H, W) Tensor, or a ValueError that names the shape."""
+    """A floating 4-D (N, C, H, W) Tensor, or a ShapeError that names the shape."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}: input must be a tinytorch Tensor, got {type(input).__name__}")
     if input.ndim != 4:
         hint = " (a single image? add the batch dimension with input.unsqueeze(0))" if input.ndim == 3 else ""
-        raise ValueError(f"{op}: expected a 4-D input (N, C, H, W), got shape {input.shape}{hint}")
+        raise ShapeError(f"{op}: expected a 4-D input (N, C, H, W), got shape {input.shape}{hint}")
     if input.dtype.kind != "f":
         raise TypeError(f"{op}: input must be floating (float32 or float64), got {input.dtype}")
 
@@ -663,9 +667,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0):
     _check_image_batch("conv2d", input)
     _check_float("conv2d", "weight", weight, input.dtype)
     if weight.ndim != 4:
-        raise ValueError(f"conv2d: weight must be 4-D (C_out, C_in, kh, kw), got shape {weight.shape}")
+        raise ShapeError(f"conv2d: weight must be 4-D (C_out, C_in, kh, kw), got shape {weight.shape}")
     if input.shape[1] != weight.shape[1]:
-        raise ValueError(f"conv2d: input of shape {input.shape} has {input.shape[1]} channels, but "
+        raise ShapeError(f"conv2d: input of shape {input.shape} has {input.shape[1]} channels, but "
                          f"the weight of shape {weight.shape} expects C_in = {weight.shape[1]} channels")
     stride = _pair(stride, "stride", "conv2d")
     padding = _pair(padding, "padding", "conv2d")
@@ -673,13 +677,13 @@ def conv2d(input, weight, bias=None, stride=1, padding=0):
         try:
             conv_output_size(size, k, stride[d], padding[d])
         except ValueError as exc:
-            raise ValueError(f"conv2d: input {input.shape}, weight {weight.shape}, stride {stride}, "
+            raise ShapeError(f"conv2d: input {input.shape}, weight {weight.shape}, stride {stride}, "
                              f"padding {padding}: {exc}") from None
     inputs = (input, weight)
     if bias is not None:
         _check_float("conv2d", "bias", bias, input.dtype)
         if bias.shape != (weight.shape[0],):
-            raise ValueError(f"conv2d: bias must have shape ({weight.shape[0]},) (one per output "
+            raise ShapeError(f"conv2d: bias must have shape ({weight.shape[0]},) (one per output "
                              f"channel), got {bias.shape}")
         inputs = inputs + (bias,)
     return apply("conv2d", _conv2d_forward, *inputs, stride=stride, padding=padding)
@@ -710,7 +714,7 @@ assert_equal(_y32.dtype, np.dtype(np.float32), "float32 in, float32 out")
 _t = conv2d(Tensor(_xx), Tensor(_ww, requires_grad=True), padding=1)
 assert_equal(_t.grad_fn.op, "conv2d", "one op recorded")
 assert_equal(_t.grad_fn.attrs["padding"], (1, 1), "its padding attribute, as a pair")
-assert_raises(ValueError, conv2d, Tensor(np.ones((2, 3, 8, 8))), Tensor(np.ones((4, 2, 3, 3))),
+assert_raises(ShapeError, conv2d, Tensor(np.ones((2, 3, 8, 8))), Tensor(np.ones((4, 2, 3, 3))),
               match=r"\(2, 3, 8, 8\).*\(4, 2, 3, 3\)", what="3 input channels and a weight for 2")
 print("✓ conv2d forward = the seven loops; e.g. output shape", _t.shape)
 
@@ -875,7 +879,7 @@ def col2im(cols, input_size, kernel_size, stride=1, padding=0):
     (H, W) the unpadded image size; kernel_size, stride, padding ints or pairs. Returns a new
     contiguous numpy array (N, C, H, W) of cols' dtype in which each pixel holds the SUM of
     every column entry that im2col would have copied from it (entries copied from the
-    padding are dropped). Raises ValueError naming the expected and the given shape when
+    padding are dropped). Raises ShapeError naming the expected and the given shape when
     cols does not fit the geometry (provided below).
     Why: the backward of im2col; a pixel copied into several columns gets the sum of their
     gradients.
@@ -887,7 +891,7 @@ def col2im(cols, input_size, kernel_size, stride=1, padding=0):
     ph, pw = _pair(padding, "padding", "col2im")
     Ho, Wo = conv_output_size(H, kh, sh, ph), conv_output_size(W, kw, sw, pw)
     if cols.ndim != 3 or cols.shape[1] % (kh * kw) or cols.shape[2] != Ho * Wo:
-        raise ValueError(f"col2im: expected columns of shape (N, C·{kh}·{kw}, {Ho}·{Wo}) for an input of "
+        raise ShapeError(f"col2im: expected columns of shape (N, C·{kh}·{kw}, {Ho}·{Wo}) for an input of "
                          f"size {(H, W)}, got {tuple(cols.shape)}")
     # Idea: each kernel offset (u, v) is one strided slab of the padded image; overlaps ADD.
     ### BEGIN SOLUTION
@@ -1019,7 +1023,54 @@ print("✓ conv2d backward: bias, weight and input gradients right, gradcheck pa
 # The last check is worth a second look: with an all-ones 2×2 kernel and `L = Σ y`, the
 # gradient of each pixel is the number of windows it belongs to — corners 1, edges 2,
 # inside 4. That is col2im counting copies.
-#
+
+# %% [markdown]
+# `conv2d` pads inside im2col. PyTorch also offers padding as an op of its own,
+# `F.pad(input, pad, value=0)`, whose `pad` tuple runs from the LAST dimension backwards:
+# `(left, right)` pads the last dim, `(left, right, top, bottom)` the last two. A negative
+# width crops. Its backward is the reverse: crop the gradient where the forward padded,
+# and pad it with zeros where the forward cropped. Provided:
+
+# %%
+#| export
+def _pad_widths(shape, pad):
+    """PyTorch's last-dim-first pad tuple as one (before, after) pair per dimension."""
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 or len(pad) // 2 > len(shape):
+        raise ShapeError(f"pad: the pad tuple {pad} must have an even length of at most "
+                         f"2 × {len(shape)} (two entries per padded dimension) for shape {tuple(shape)}")
+    widths = [(0, 0)] * len(shape)
+    for i in range(len(pad) // 2):
+        widths[len(shape) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    for d, (lo, hi) in enumerate(widths):
+        if shape[d] + lo + hi < 0:
+            raise ShapeError(f"pad: padding {pad} would give dimension {d} of shape {tuple(shape)} a "
+                             f"negative size")
+    return tuple(widths)
+
+
+def _pad_array(arr, widths, value=0):
+    """Pad by the positive widths, then crop by the negative ones."""
+    arr = np.pad(arr, [(max(lo, 0), max(hi, 0)) for lo, hi in widths], constant_values=value)
+    return arr[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(arr.shape, widths))]
+
+
+def pad(input, pad, mode="constant", value=0.0):
+    """torch.nn.functional.pad in constant mode: `pad` is (left, right) for the last dim,
+    then the dim before it, ...; negative widths crop."""
+    if mode != "constant":
+        raise ValueError(f"pad: only mode='constant' is supported, got {mode!r}")
+    widths = _pad_widths(input.shape, pad)
+    return apply("pad", lambda x, widths, value: _pad_array(x.numpy(), widths, value).copy(),
+                 input, widths=widths, value=value)
+
+
+@backward_rule("pad")
+def _pad_backward(node, grad):
+    return (_pad_array(grad, tuple((-lo, -hi) for lo, hi in node.attrs["widths"])).copy(),)
+
+
+# %% [markdown]
 # ## 7. Pooling
 #
 # A pooling layer summarises each window of each channel separately, with no weights:
@@ -1190,7 +1241,7 @@ def _pool_args(op, input, kernel_size, stride, padding):
         try:
             conv_output_size(input.shape[2 + d], kernel_size[d], stride[d], padding[d])
         except ValueError as exc:
-            raise ValueError(f"{op}: input {input.shape}, kernel_size {kernel_size}, stride {stride}, "
+            raise ShapeError(f"{op}: input {input.shape}, kernel_size {kernel_size}, stride {stride}, "
                              f"padding {padding}: {exc}") from None
     return kernel_size, stride, padding
 
@@ -1528,13 +1579,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     update them in place (the variance unbiased). training=False: use the running ones.
     """
     if not isinstance(input, Tensor) or input.ndim < 2:
-        raise ValueError(f"batch_norm: expected an input (N, C, *), got "
+        raise ShapeError(f"batch_norm: expected an input (N, C, *), got "
                          f"{input.shape if isinstance(input, Tensor) else type(input).__name__}")
     C = input.shape[1]
     for name, t in [("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)]:
         if t is not None and t.shape != (C,):
-            raise ValueError(f"batch_norm: {name} must have shape ({C},) for an input of shape "
+            raise ShapeError(f"batch_norm: {name} must have shape ({C},) for an input of shape "
                              f"{input.shape}, got {t.shape}")
     x = input.numpy()
     if training and x.size // C <= 1:
@@ -1727,7 +1778,7 @@ class BatchNorm2d(Module):
     the batch's statistics and (with track_running_stats) adds 1 to num_batches_tracked and
     updates the running buffers with `momentum` (or the cumulative factor
     1/num_batches_tracked when momentum is None); eval mode normalises with the running
-    buffers and changes no state. A wrong input raises ValueError naming the shape (provided).
+    buffers and changes no state. A wrong input raises ShapeError naming the shape (provided).
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
@@ -1752,10 +1803,10 @@ class BatchNorm2d(Module):
 
     def forward(self, input):
         if not isinstance(input, Tensor) or input.ndim != 4:
-            raise ValueError(f"BatchNorm2d: expected a 4-D input (N, C, H, W), got "
+            raise ShapeError(f"BatchNorm2d: expected a 4-D input (N, C, H, W), got "
                              f"{input.shape if isinstance(input, Tensor) else type(input).__name__}")
         if input.shape[1] != self.num_features:
-            raise ValueError(f"BatchNorm2d: input of shape {input.shape} has {input.shape[1]} channels, "
+            raise ShapeError(f"BatchNorm2d: input of shape {input.shape} has {input.shape[1]} channels, "
                              f"but the layer was built for num_features = {self.num_features}")
         # Idea: the mode decides which statistics are used, and whether any state changes.
         ### BEGIN SOLUTION

@@ -200,7 +200,7 @@ import math
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, broadcast_shapes, rand, where, zeros
+from tinytorch._tensor import ShapeError, Tensor, broadcast_shapes, rand, where, zeros
 from tinytorch.nn.activations import softmax
 from tinytorch.nn.layers import Linear, Module, Parameter, constant_, xavier_uniform_
 
@@ -357,7 +357,7 @@ def _mask_array(attn_mask, score_shape):
     except Exception:
         ok = False
     if not ok:
-        raise ValueError(f"attn_mask of shape {m.shape} does not broadcast to the attention "
+        raise ShapeError(f"attn_mask of shape {m.shape} does not broadcast to the attention "
                          f"scores' shape {tuple(score_shape)} (..., L, S)")
     return m
 
@@ -369,7 +369,7 @@ def apply_attn_mask(scores, attn_mask=None, is_causal=False):
     may attend) or a float mask (added), as a Tensor, array or list broadcasting to the scores;
     `is_causal` adds the causal mask of the last two dims. Returns a new Tensor of the scores'
     shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any).
-    Errors: those of `_mask_array` (TypeError for a mask of another dtype, ValueError naming
+    Errors: those of `_mask_array` (TypeError for a mask of another dtype, ShapeError naming
     both shapes for a mask that does not broadcast).
     """
     # Idea: a forbidden score becomes -inf, so that the softmax gives it weight exactly 0.
@@ -398,7 +398,7 @@ assert_close(apply_attn_mask(Tensor(_s), _fm).numpy(), _s + _fm, rtol=1e-12, wha
 assert_equal(apply_attn_mask(Tensor(_s), is_causal=True).numpy(),
              np.where(np.tril(np.ones((4, 5), bool)), _s, -np.inf), "is_causal=True on (2, 4, 5) scores")
 assert_equal(apply_attn_mask(Tensor(_s)).numpy(), _s, "no mask: scores unchanged")
-assert_raises(ValueError, apply_attn_mask, Tensor(_s), np.ones((5, 4), dtype=bool), match=r"\(5, 4\)")
+assert_raises(ShapeError, apply_attn_mask, Tensor(_s), np.ones((5, 4), dtype=bool), match=r"\(5, 4\)")
 assert_raises(TypeError, apply_attn_mask, Tensor(_s), np.ones((4, 5), dtype=np.int64), match="bool")
 print("✓ apply_attn_mask; row 0 of the causal scores:", apply_attn_mask(Tensor(_s), is_causal=True).numpy()[0, 0].round(2))
 
@@ -575,18 +575,18 @@ def _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal):
             raise ValueError(f"scaled_dot_product_attention: {name} must be a floating tensor of "
                              f"shape (..., seq_len, dim), got shape {t.shape} and dtype {t.dtype}")
     if query.shape[-1] != key.shape[-1]:
-        raise ValueError(f"scaled_dot_product_attention: query {query.shape} and key {key.shape} "
+        raise ShapeError(f"scaled_dot_product_attention: query {query.shape} and key {key.shape} "
                          f"must have the same last dimension E (scores are dot products q·k)")
     if key.shape[-2] != value.shape[-2]:
-        raise ValueError(f"scaled_dot_product_attention: key {key.shape} and value {value.shape} "
+        raise ShapeError(f"scaled_dot_product_attention: key {key.shape} and value {value.shape} "
                          f"must have the same sequence length S (one value per key)")
     try:
         broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     except Exception:
-        raise ValueError(f"scaled_dot_product_attention: the batch dimensions of query {query.shape}, "
+        raise ShapeError(f"scaled_dot_product_attention: the batch dimensions of query {query.shape}, "
                          f"key {key.shape} and value {value.shape} do not broadcast") from None
     if attn_mask is not None and is_causal:
-        raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not "
+        raise ShapeError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not "
                          "both (combine them yourself: causal_mask(L, S) & your_mask)")
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
@@ -600,9 +600,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     broadcasting leading dims -> (..., L, Ev). attn_mask: bool (True = attend) or float
     (added), broadcasting to (..., L, S); is_causal: the causal mask; dropout_p: probability
     of dropping each weight; scale: defaults to 1/sqrt(E). A query that may attend to no key
-    gets zeros. Errors (raised by the provided checks): ValueError naming the shapes when E
-    or S disagree or the batch dims do not broadcast, when both attn_mask and is_causal are
-    given, or dropout_p is outside [0, 1]; TypeError for a non-Tensor input.
+    gets zeros. Errors (raised by the provided checks): ShapeError (module 01's RuntimeError
+    that is also a ValueError) naming the shapes when E or S disagree or the batch dims do
+    not broadcast, and when both attn_mask and is_causal are given; ValueError when
+    dropout_p is outside [0, 1]; TypeError for a non-Tensor input.
     """
     _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal)
     # Idea: the output of each query is its weighted average of the values.
@@ -645,7 +646,7 @@ check(np.all(np.isclose(_drop, 0.0) | np.isclose(_drop, 2 * _plain)),
       "dropout_p=0.5: each weight is dropped (0) or kept and doubled")
 check(0.3 < np.mean(_drop == 0) < 0.7, "dropout_p=0.5 drops about half the weights",
       got=np.mean(_drop == 0), expected="between 0.3 and 0.7")
-assert_raises(ValueError, scaled_dot_product_attention, Tensor(_qd), Tensor(_kd[..., :3]), Tensor(_vd),
+assert_raises(ShapeError, scaled_dot_product_attention, Tensor(_qd), Tensor(_kd[..., :3]), Tensor(_vd),
               match=r"\(2, 3, 5, 4\)")
 print("✓ scaled_dot_product_attention; out[0, 0, 0] =", _out.numpy()[0, 0, 0].round(4))
 
@@ -766,11 +767,11 @@ def split_heads(x, num_heads):
 
     Contract: `x` a Tensor (B, T, E) or (T, E); `num_heads` H a positive int. Returns a view of
     `x` (shares its memory, no copy) of shape (..., H, T, E/H) whose head h holds columns
-    h*(E/H) .. (h+1)*(E/H)-1 of x. Errors: ValueError, naming the shape and num_heads and
+    h*(E/H) .. (h+1)*(E/H)-1 of x. Errors: ShapeError, naming the shape and num_heads and
     saying it is not divisible, when E is not a multiple of H (checked for you).
     """
     if x.shape[-1] % num_heads != 0:
-        raise ValueError(f"split_heads: the last dimension of {x.shape} is not divisible by num_heads={num_heads}")
+        raise ShapeError(f"split_heads: the last dimension of {x.shape} is not divisible by num_heads={num_heads}")
     # Idea: read E as (H, d) in memory order, then move H in front of T.
     ### BEGIN SOLUTION
     *lead, T, E = x.shape
@@ -788,7 +789,7 @@ for _head in range(3):                                   # head h = columns 4h .
 check(np.shares_memory(_h.numpy(), _x.numpy()), "split_heads must be a view (share x's memory)")
 assert_equal(_h.stride(), (60, 4, 12, 1), "strides of the split view")
 assert_equal(split_heads(tinytorch.randn(5, 12), 4).shape, (4, 5, 3), "unbatched (T, E) -> (H, T, d)")
-assert_raises(ValueError, split_heads, tinytorch.randn(1, 2, 10), 4, match="divisible")
+assert_raises(ShapeError, split_heads, tinytorch.randn(1, 2, 10), 4, match="divisible")
 print("✓ split_heads; strides", _h.stride())
 
 # %% nbgrader={"grade": false, "grade_id": "merge-heads", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -930,7 +931,7 @@ def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
             continue
         m = m.numpy() if isinstance(m, Tensor) else np.asarray(m)
         if m.shape not in shapes:
-            raise ValueError(f"MultiheadAttention: {name} of shape {m.shape} must have one of the "
+            raise ShapeError(f"MultiheadAttention: {name} of shape {m.shape} must have one of the "
                              f"shapes {sorted(shapes)} (N={N}, num_heads={H}, L={L}, S={S})")
         if m.dtype != np.bool_ and m.dtype.kind != "f":
             raise TypeError(f"MultiheadAttention: {name} must be bool or floating, got {m.dtype}")
@@ -982,10 +983,10 @@ print("✓ MultiheadAttention's masks in SDPA's convention; sequence 1:", _got.r
 def _mha_check_inputs(query, key, value, embed_dim, batch_first):
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t.ndim != 3 or t.shape[-1] != embed_dim:
-            raise ValueError(f"MultiheadAttention: {name} must be (N, L, {embed_dim}) "
+            raise ShapeError(f"MultiheadAttention: {name} must be (N, L, {embed_dim}) "
                              f"(batch_first={batch_first}) or unbatched (L, {embed_dim}), got {t.shape}")
     if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
-        raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value "
+        raise ShapeError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value "
                          f"{value.shape} need the same batch size, and key and value the same length")
 
 

@@ -610,7 +610,56 @@ def _stack_backward(node, grad):
     return tuple(np.moveaxis(grad, node.attrs["dim"], 0))
 
 
-# -- cell 47 (rules-nn) --
+# -- cell 47 (rules-more-ops) --
+@backward_rule("cumsum")
+def _cumsum_backward(node, grad):
+    """y = x.cumsum(dim) (attrs: dim, a non-negative int). Returns (grad_x,), x's shape."""
+    # Idea: x[i] reaches every y[j] with j >= i.
+    # YOUR CODE HERE
+    raise NotImplementedError('_cumsum_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
+
+
+@backward_rule("sort", "topk")
+def _topk_backward(node, grad):
+    """values = x.topk(k, dim) or x.sort(dim).values (attrs: dim; indices, the numpy int
+    array of chosen positions along dim, the shape of values). Returns (grad_x,), x's shape."""
+    # Idea: each value came from one input position; the others get zero.
+    # YOUR CODE HERE
+    raise NotImplementedError('_topk_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
+
+
+# -- cell 49 --
+@backward_rule("tril", "triu")
+def _tri_backward(node, grad):
+    keep = np.tril if node.op == "tril" else np.triu
+    return (keep(grad, node.attrs["diagonal"]),)
+
+
+@backward_rule("maximum", "minimum")
+def _maximum_backward(node, grad):
+    a, b = node.inputs
+    av, bv = a.numpy(), b.numpy()
+    wins = (av > bv) if node.op == "maximum" else (av < bv)
+    share = np.where(av == bv, 0.5, np.where(wins, 1.0, 0.0)).astype(grad.dtype)
+    ga = unbroadcast(grad * share, a.shape) if a.requires_grad else None
+    gb = unbroadcast(grad * (1 - share), b.shape) if b.requires_grad else None
+    return ga, gb
+
+
+@backward_rule("flip")
+def _flip_backward(node, grad):
+    dims = node.attrs["dims"]
+    return (np.flip(grad, dims).copy() if dims else grad,)
+
+
+@backward_rule("roll")
+def _roll_backward(node, grad):
+    shifts, dims = node.attrs["shifts"], node.attrs["dims"]
+    back = tuple(-s for s in shifts)
+    return (np.roll(grad, back if dims else back[0], dims),)
+
+
+# -- cell 52 (rules-nn) --
 @backward_rule("relu")
 def _relu_backward(node, grad):
     """y = max(x, 0).
@@ -655,7 +704,7 @@ def _log_softmax_backward(node, grad):
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 49 (rules-nll) --
+# -- cell 54 (rules-nll) --
 @backward_rule("nll_loss")
 def _nll_loss_backward(node, grad):
     """loss = nll_loss(logp, target, weight, ignore_index, reduction).
@@ -669,7 +718,7 @@ def _nll_loss_backward(node, grad):
     raise NotImplementedError('_nll_loss_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 50 --
+# -- cell 55 --
 @backward_rule("leaky_relu")
 def _leaky_relu_backward(node, grad):
     x = node.inputs[0].numpy()
@@ -723,7 +772,7 @@ def _bce_with_logits_backward(node, grad):
     return (_pointwise_loss_grad(grad, dx, reduction), _pointwise_loss_grad(grad, dy, reduction))
 
 
-# -- cell 57 --
+# -- cell 62 --
 class FunctionCtx:
     """What a Function's forward leaves for its backward (the `ctx` of torch.autograd.Function)."""
 
@@ -793,7 +842,7 @@ def _function_backward(node, grad):
                  for g, t in zip(grads, ctx._is_tensor) if t)
 
 
-# -- cell 61 (softplus-function) --
+# -- cell 66 (softplus-function) --
 class Softplus(Function):
     """softplus(x) = log(1 + exp(x)) as one op: `Softplus.apply(x)`.
 
@@ -816,7 +865,7 @@ class Softplus(Function):
         raise NotImplementedError('Softplus.backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 64 --
+# -- cell 69 --
 def _short(value, limit=40):
     if isinstance(value, np.ndarray):
         return f"<array {value.shape}>"
@@ -885,7 +934,7 @@ def format_graph(tensor, names=None, max_depth=25):
     return "\n".join(lines)
 
 
-# -- cell 66 --
+# -- cell 71 --
 def print_graph(tensor, names=None, max_depth=25):
     """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
     print(format_graph(tensor, names, max_depth))

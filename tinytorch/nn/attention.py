@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, broadcast_shapes, rand, where, zeros
+from tinytorch._tensor import ShapeError, Tensor, broadcast_shapes, rand, where, zeros
 from tinytorch.nn.activations import softmax
 from tinytorch.nn.layers import Linear, Module, Parameter, constant_, xavier_uniform_
 
@@ -43,7 +43,7 @@ def _mask_array(attn_mask, score_shape):
     except Exception:
         ok = False
     if not ok:
-        raise ValueError(f"attn_mask of shape {m.shape} does not broadcast to the attention "
+        raise ShapeError(f"attn_mask of shape {m.shape} does not broadcast to the attention "
                          f"scores' shape {tuple(score_shape)} (..., L, S)")
     return m
 
@@ -55,7 +55,7 @@ def apply_attn_mask(scores, attn_mask=None, is_causal=False):
     may attend) or a float mask (added), as a Tensor, array or list broadcasting to the scores;
     `is_causal` adds the causal mask of the last two dims. Returns a new Tensor of the scores'
     shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any).
-    Errors: those of `_mask_array` (TypeError for a mask of another dtype, ValueError naming
+    Errors: those of `_mask_array` (TypeError for a mask of another dtype, ShapeError naming
     both shapes for a mask that does not broadcast).
     """
     # Idea: a forbidden score becomes -inf, so that the softmax gives it weight exactly 0.
@@ -97,18 +97,18 @@ def _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal):
             raise ValueError(f"scaled_dot_product_attention: {name} must be a floating tensor of "
                              f"shape (..., seq_len, dim), got shape {t.shape} and dtype {t.dtype}")
     if query.shape[-1] != key.shape[-1]:
-        raise ValueError(f"scaled_dot_product_attention: query {query.shape} and key {key.shape} "
+        raise ShapeError(f"scaled_dot_product_attention: query {query.shape} and key {key.shape} "
                          f"must have the same last dimension E (scores are dot products q·k)")
     if key.shape[-2] != value.shape[-2]:
-        raise ValueError(f"scaled_dot_product_attention: key {key.shape} and value {value.shape} "
+        raise ShapeError(f"scaled_dot_product_attention: key {key.shape} and value {value.shape} "
                          f"must have the same sequence length S (one value per key)")
     try:
         broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     except Exception:
-        raise ValueError(f"scaled_dot_product_attention: the batch dimensions of query {query.shape}, "
+        raise ShapeError(f"scaled_dot_product_attention: the batch dimensions of query {query.shape}, "
                          f"key {key.shape} and value {value.shape} do not broadcast") from None
     if attn_mask is not None and is_causal:
-        raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not "
+        raise ShapeError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not "
                          "both (combine them yourself: causal_mask(L, S) & your_mask)")
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
@@ -122,9 +122,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     broadcasting leading dims -> (..., L, Ev). attn_mask: bool (True = attend) or float
     (added), broadcasting to (..., L, S); is_causal: the causal mask; dropout_p: probability
     of dropping each weight; scale: defaults to 1/sqrt(E). A query that may attend to no key
-    gets zeros. Errors (raised by the provided checks): ValueError naming the shapes when E
-    or S disagree or the batch dims do not broadcast, when both attn_mask and is_causal are
-    given, or dropout_p is outside [0, 1]; TypeError for a non-Tensor input.
+    gets zeros. Errors (raised by the provided checks): ShapeError (module 01's RuntimeError
+    that is also a ValueError) naming the shapes when E or S disagree or the batch dims do
+    not broadcast, and when both attn_mask and is_causal are given; ValueError when
+    dropout_p is outside [0, 1]; TypeError for a non-Tensor input.
     """
     _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal)
     # Idea: the output of each query is its weighted average of the values.
@@ -138,11 +139,11 @@ def split_heads(x, num_heads):
 
     Contract: `x` a Tensor (B, T, E) or (T, E); `num_heads` H a positive int. Returns a view of
     `x` (shares its memory, no copy) of shape (..., H, T, E/H) whose head h holds columns
-    h*(E/H) .. (h+1)*(E/H)-1 of x. Errors: ValueError, naming the shape and num_heads and
+    h*(E/H) .. (h+1)*(E/H)-1 of x. Errors: ShapeError, naming the shape and num_heads and
     saying it is not divisible, when E is not a multiple of H (checked for you).
     """
     if x.shape[-1] % num_heads != 0:
-        raise ValueError(f"split_heads: the last dimension of {x.shape} is not divisible by num_heads={num_heads}")
+        raise ShapeError(f"split_heads: the last dimension of {x.shape} is not divisible by num_heads={num_heads}")
     # Idea: read E as (H, d) in memory order, then move H in front of T.
     # YOUR CODE HERE
     raise NotImplementedError('split_heads() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
@@ -189,7 +190,7 @@ def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
             continue
         m = m.numpy() if isinstance(m, Tensor) else np.asarray(m)
         if m.shape not in shapes:
-            raise ValueError(f"MultiheadAttention: {name} of shape {m.shape} must have one of the "
+            raise ShapeError(f"MultiheadAttention: {name} of shape {m.shape} must have one of the "
                              f"shapes {sorted(shapes)} (N={N}, num_heads={H}, L={L}, S={S})")
         if m.dtype != np.bool_ and m.dtype.kind != "f":
             raise TypeError(f"MultiheadAttention: {name} must be bool or floating, got {m.dtype}")
@@ -210,10 +211,10 @@ def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
 def _mha_check_inputs(query, key, value, embed_dim, batch_first):
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t.ndim != 3 or t.shape[-1] != embed_dim:
-            raise ValueError(f"MultiheadAttention: {name} must be (N, L, {embed_dim}) "
+            raise ShapeError(f"MultiheadAttention: {name} must be (N, L, {embed_dim}) "
                              f"(batch_first={batch_first}) or unbatched (L, {embed_dim}), got {t.shape}")
     if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
-        raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value "
+        raise ShapeError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value "
                          f"{value.shape} need the same batch size, and key and value the same length")
 
 

@@ -10,13 +10,13 @@ import math
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, apply, ones, tensor, zeros
+from tinytorch._tensor import ShapeError, Tensor, apply, ones, tensor, zeros
 from tinytorch.autograd import backward_rule
 from tinytorch.nn.layers import Module, Parameter, _calculate_fan_in_and_fan_out, kaiming_uniform_, uniform_
 
 __all__ = [
     "conv_output_size", "im2col", "col2im",
-    "conv2d", "max_pool2d", "avg_pool2d", "batch_norm",
+    "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "pad",
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm2d", "Flatten",
 ]
 
@@ -43,9 +43,10 @@ def conv_output_size(size, kernel_size, stride=1, padding=0):
     Contract: `size`, `kernel_size`, `stride`, `padding` are ints (the unpadded input length,
     the window length, the step, the zeros added on EACH side). Returns a Python int ≥ 1.
     Raises ValueError, with a message that names the argument and its value, when the
-    stride is < 1 (the message says "stride"), the kernel_size is < 1 ("kernel_size"), the
-    padding is negative ("padding"), or the kernel does not fit in the padded input (the
-    message says the kernel is "larger" than the padded input, with both sizes).
+    stride is < 1 (the message says "stride"), the kernel_size is < 1 ("kernel_size") or the
+    padding is negative ("padding"); raises ShapeError (module 01's RuntimeError that is
+    also a ValueError) when the kernel does not fit in the padded input (the message says
+    the kernel is "larger" than the padded input, with both sizes).
     """
     # Idea: count where the window can START; it must end inside the padded input.
     # YOUR CODE HERE
@@ -86,11 +87,11 @@ def im2col(input, kernel_size, stride=1, padding=0):
     ints or (height, width) pairs. Returns a numpy array (N, C·kh·kw, H_out·W_out) of the
     input's dtype: column l = i·W_out + j holds the window of output position (i, j),
     flattened in (c, u, v) order, zeros where the window covers the padding. Raises
-    ValueError for an input that is not 4-D (provided below).
+    ShapeError for an input that is not 4-D (provided below).
     """
     x = _as_numpy(input)
     if x.ndim != 4:
-        raise ValueError(f"im2col: expected a 4-D input (N, C, H, W), got shape {tuple(x.shape)}")
+        raise ShapeError(f"im2col: expected a 4-D input (N, C, H, W), got shape {tuple(x.shape)}")
     kernel_size = _pair(kernel_size, "kernel_size", "im2col")
     stride = _pair(stride, "stride", "im2col")
     padding = _pair(padding, "padding", "im2col")
@@ -122,12 +123,12 @@ def _check_float(op, name, t, dtype):
 
 
 def _check_image_batch(op, input):
-    """A floating 4-D (N, C, H, W) Tensor, or a ValueError that names the shape."""
+    """A floating 4-D (N, C, H, W) Tensor, or a ShapeError that names the shape."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}: input must be a tinytorch Tensor, got {type(input).__name__}")
     if input.ndim != 4:
         hint = " (a single image? add the batch dimension with input.unsqueeze(0))" if input.ndim == 3 else ""
-        raise ValueError(f"{op}: expected a 4-D input (N, C, H, W), got shape {input.shape}{hint}")
+        raise ShapeError(f"{op}: expected a 4-D input (N, C, H, W), got shape {input.shape}{hint}")
     if input.dtype.kind != "f":
         raise TypeError(f"{op}: input must be floating (float32 or float64), got {input.dtype}")
 
@@ -138,9 +139,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0):
     _check_image_batch("conv2d", input)
     _check_float("conv2d", "weight", weight, input.dtype)
     if weight.ndim != 4:
-        raise ValueError(f"conv2d: weight must be 4-D (C_out, C_in, kh, kw), got shape {weight.shape}")
+        raise ShapeError(f"conv2d: weight must be 4-D (C_out, C_in, kh, kw), got shape {weight.shape}")
     if input.shape[1] != weight.shape[1]:
-        raise ValueError(f"conv2d: input of shape {input.shape} has {input.shape[1]} channels, but "
+        raise ShapeError(f"conv2d: input of shape {input.shape} has {input.shape[1]} channels, but "
                          f"the weight of shape {weight.shape} expects C_in = {weight.shape[1]} channels")
     stride = _pair(stride, "stride", "conv2d")
     padding = _pair(padding, "padding", "conv2d")
@@ -148,13 +149,13 @@ def conv2d(input, weight, bias=None, stride=1, padding=0):
         try:
             conv_output_size(size, k, stride[d], padding[d])
         except ValueError as exc:
-            raise ValueError(f"conv2d: input {input.shape}, weight {weight.shape}, stride {stride}, "
+            raise ShapeError(f"conv2d: input {input.shape}, weight {weight.shape}, stride {stride}, "
                              f"padding {padding}: {exc}") from None
     inputs = (input, weight)
     if bias is not None:
         _check_float("conv2d", "bias", bias, input.dtype)
         if bias.shape != (weight.shape[0],):
-            raise ValueError(f"conv2d: bias must have shape ({weight.shape[0]},) (one per output "
+            raise ShapeError(f"conv2d: bias must have shape ({weight.shape[0]},) (one per output "
                              f"channel), got {bias.shape}")
         inputs = inputs + (bias,)
     return apply("conv2d", _conv2d_forward, *inputs, stride=stride, padding=padding)
@@ -169,7 +170,7 @@ def col2im(cols, input_size, kernel_size, stride=1, padding=0):
     (H, W) the unpadded image size; kernel_size, stride, padding ints or pairs. Returns a new
     contiguous numpy array (N, C, H, W) of cols' dtype in which each pixel holds the SUM of
     every column entry that im2col would have copied from it (entries copied from the
-    padding are dropped). Raises ValueError naming the expected and the given shape when
+    padding are dropped). Raises ShapeError naming the expected and the given shape when
     cols does not fit the geometry (provided below).
     Why: the backward of im2col; a pixel copied into several columns gets the sum of their
     gradients.
@@ -181,7 +182,7 @@ def col2im(cols, input_size, kernel_size, stride=1, padding=0):
     ph, pw = _pair(padding, "padding", "col2im")
     Ho, Wo = conv_output_size(H, kh, sh, ph), conv_output_size(W, kw, sw, pw)
     if cols.ndim != 3 or cols.shape[1] % (kh * kw) or cols.shape[2] != Ho * Wo:
-        raise ValueError(f"col2im: expected columns of shape (N, C·{kh}·{kw}, {Ho}·{Wo}) for an input of "
+        raise ShapeError(f"col2im: expected columns of shape (N, C·{kh}·{kw}, {Ho}·{Wo}) for an input of "
                          f"size {(H, W)}, got {tuple(cols.shape)}")
     # Idea: each kernel offset (u, v) is one strided slab of the padded image; overlaps ADD.
     # YOUR CODE HERE
@@ -206,7 +207,45 @@ def _conv2d_backward(node, grad):
     raise NotImplementedError('_conv2d_backward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 38 (max-pool) --
+# -- cell 39 --
+def _pad_widths(shape, pad):
+    """PyTorch's last-dim-first pad tuple as one (before, after) pair per dimension."""
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 or len(pad) // 2 > len(shape):
+        raise ShapeError(f"pad: the pad tuple {pad} must have an even length of at most "
+                         f"2 × {len(shape)} (two entries per padded dimension) for shape {tuple(shape)}")
+    widths = [(0, 0)] * len(shape)
+    for i in range(len(pad) // 2):
+        widths[len(shape) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    for d, (lo, hi) in enumerate(widths):
+        if shape[d] + lo + hi < 0:
+            raise ShapeError(f"pad: padding {pad} would give dimension {d} of shape {tuple(shape)} a "
+                             f"negative size")
+    return tuple(widths)
+
+
+def _pad_array(arr, widths, value=0):
+    """Pad by the positive widths, then crop by the negative ones."""
+    arr = np.pad(arr, [(max(lo, 0), max(hi, 0)) for lo, hi in widths], constant_values=value)
+    return arr[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(arr.shape, widths))]
+
+
+def pad(input, pad, mode="constant", value=0.0):
+    """torch.nn.functional.pad in constant mode: `pad` is (left, right) for the last dim,
+    then the dim before it, ...; negative widths crop."""
+    if mode != "constant":
+        raise ValueError(f"pad: only mode='constant' is supported, got {mode!r}")
+    widths = _pad_widths(input.shape, pad)
+    return apply("pad", lambda x, widths, value: _pad_array(x.numpy(), widths, value).copy(),
+                 input, widths=widths, value=value)
+
+
+@backward_rule("pad")
+def _pad_backward(node, grad):
+    return (_pad_array(grad, tuple((-lo, -hi) for lo, hi in node.attrs["widths"])).copy(),)
+
+
+# -- cell 41 (max-pool) --
 def _max_pool2d_indices(x, kernel_size, stride, padding):
     """Where each window's maximum is, as PyTorch's return_indices gives it.
 
@@ -220,7 +259,7 @@ def _max_pool2d_indices(x, kernel_size, stride, padding):
     raise NotImplementedError('_max_pool2d_indices() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 41 (max-pool-routing) --
+# -- cell 44 (max-pool-routing) --
 def _max_pool2d_forward(x, *, kernel_size, stride, padding, indices):
     """Forward of the op "max_pool2d": x (a Tensor (N, C, H, W)) read at `indices`.
 
@@ -260,7 +299,7 @@ def _pool_args(op, input, kernel_size, stride, padding):
         try:
             conv_output_size(input.shape[2 + d], kernel_size[d], stride[d], padding[d])
         except ValueError as exc:
-            raise ValueError(f"{op}: input {input.shape}, kernel_size {kernel_size}, stride {stride}, "
+            raise ShapeError(f"{op}: input {input.shape}, kernel_size {kernel_size}, stride {stride}, "
                              f"padding {padding}: {exc}") from None
     return kernel_size, stride, padding
 
@@ -275,7 +314,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, return_indices=False)
     return (out, tensor(indices)) if return_indices else out
 
 
-# -- cell 44 (avg-pool) --
+# -- cell 47 (avg-pool) --
 def _avg_pool2d_forward(x, *, kernel_size, stride, padding):
     """Forward of the op "avg_pool2d".
 
@@ -311,7 +350,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0):
                  padding=padding)
 
 
-# -- cell 47 (batch-norm-stats) --
+# -- cell 50 (batch-norm-stats) --
 def _channel_shape(x):
     """(1, C, 1, 1) for a 4-D x: a per-channel vector broadcasts against x with this shape."""
     return (1, x.shape[1]) + (1,) * (x.ndim - 2)
@@ -345,7 +384,7 @@ def _norm_stats(x, running_mean, running_var, training, momentum):
     raise NotImplementedError('_norm_stats() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
 
-# -- cell 50 (batch-norm) --
+# -- cell 53 (batch-norm) --
 def _batch_norm_forward(x, weight, bias, *, mean, invstd, training, eps):
     """Forward of the op "batch_norm".
 
@@ -382,13 +421,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     update them in place (the variance unbiased). training=False: use the running ones.
     """
     if not isinstance(input, Tensor) or input.ndim < 2:
-        raise ValueError(f"batch_norm: expected an input (N, C, *), got "
+        raise ShapeError(f"batch_norm: expected an input (N, C, *), got "
                          f"{input.shape if isinstance(input, Tensor) else type(input).__name__}")
     C = input.shape[1]
     for name, t in [("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)]:
         if t is not None and t.shape != (C,):
-            raise ValueError(f"batch_norm: {name} must have shape ({C},) for an input of shape "
+            raise ShapeError(f"batch_norm: {name} must have shape ({C},) for an input of shape "
                              f"{input.shape}, got {t.shape}")
     x = input.numpy()
     if training and x.size // C <= 1:
@@ -406,7 +445,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                  training=bool(training), eps=eps)
 
 
-# -- cell 53 (layers) --
+# -- cell 56 (layers) --
 class Conv2d(Module):
     """2-D convolution layer over (N, C_in, H, W) inputs (torch.nn.Conv2d).
 
@@ -449,7 +488,7 @@ class Conv2d(Module):
         return s + ("" if self.bias is not None else ", bias=False")
 
 
-# -- cell 56 (batchnorm2d-layer) --
+# -- cell 59 (batchnorm2d-layer) --
 class BatchNorm2d(Module):
     """Batch normalisation over the channels of (N, C, H, W) inputs (torch.nn.BatchNorm2d).
 
@@ -457,7 +496,7 @@ class BatchNorm2d(Module):
     the batch's statistics and (with track_running_stats) adds 1 to num_batches_tracked and
     updates the running buffers with `momentum` (or the cumulative factor
     1/num_batches_tracked when momentum is None); eval mode normalises with the running
-    buffers and changes no state. A wrong input raises ValueError naming the shape (provided).
+    buffers and changes no state. A wrong input raises ShapeError naming the shape (provided).
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
@@ -482,10 +521,10 @@ class BatchNorm2d(Module):
 
     def forward(self, input):
         if not isinstance(input, Tensor) or input.ndim != 4:
-            raise ValueError(f"BatchNorm2d: expected a 4-D input (N, C, H, W), got "
+            raise ShapeError(f"BatchNorm2d: expected a 4-D input (N, C, H, W), got "
                              f"{input.shape if isinstance(input, Tensor) else type(input).__name__}")
         if input.shape[1] != self.num_features:
-            raise ValueError(f"BatchNorm2d: input of shape {input.shape} has {input.shape[1]} channels, "
+            raise ShapeError(f"BatchNorm2d: input of shape {input.shape} has {input.shape[1]} channels, "
                              f"but the layer was built for num_features = {self.num_features}")
         # Idea: the mode decides which statistics are used, and whether any state changes.
         # YOUR CODE HERE
@@ -496,7 +535,7 @@ class BatchNorm2d(Module):
                 f"track_running_stats={self.track_running_stats}")
 
 
-# -- cell 59 (flatten-layer) --
+# -- cell 62 (flatten-layer) --
 class Flatten(Module):
     """Merge dims start_dim..end_dim into one (torch.nn.Flatten): (N, C, H, W) -> (N, C·H·W).
 
