@@ -49,11 +49,25 @@ class Failure:
     order: tuple  # notebook order of that function; unit tests of it first
 
 
+def _course_of(package_parent: Path) -> Path:
+    """The course folder a package under test belongs to (the checkout, or the one whose
+    build/ holds it)."""
+    for folder in (package_parent, *package_parent.parents):
+        if (folder / "tito").is_dir() and (folder / "tests").is_dir():
+            return folder
+    return package_parent
+
+
 def _env(package_parent: Path) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(package_parent)
     env["PYTHONSAFEPATH"] = "1"  # the cwd must not shadow the package under test
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # Bytecode (and pytest's rewritten test modules, which are most of a run's start-up
+    # time) is cached outside the course folder, so no __pycache__ lands in the student's tree.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    from tito.build import build_root
+
+    env["PYTHONPYCACHEPREFIX"] = str(build_root(_course_of(package_parent)) / "pycache")
     env["TINYTORCH_EXPECT"] = str(package_parent / "tinytorch")
     env.setdefault("MPLBACKEND", "Agg")
     # hypothesis keeps a cache folder; put it with the build output, not in the student's folder
