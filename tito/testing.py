@@ -217,6 +217,12 @@ def _test_id(classname: str, name: str) -> str:
 def _unit_of(test: str, stubs: list[dict]) -> tuple[str, int] | None:
     """The stub a test is named after (test_numerical_grad_x tests `numerical_grad`)."""
     name = test.split("::")[-1].split("[")[0].lower()
+    # a test of one op's rule names the op as a parameter: [op=div-sa=...] tests `_div_backward`
+    params = test.split("[", 1)[1].rstrip("]") if "[" in test else ""
+    ops = {token.split("=", 1)[1].lower() for token in params.split("-") if "=" in token}
+    for position, stub in enumerate(stubs):
+        if stub["name"].strip("_").lower() in {f"{op}_backward" for op in ops}:
+            return stub["name"], position
     best = None
     for position, stub in enumerate(stubs):
         parts = [p.strip("_").lower() for p in stub["name"].split(".")]

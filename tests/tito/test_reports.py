@@ -138,3 +138,16 @@ def test_a_wrong_default_exp_is_blamed_on_its_own_cell(course):
     out = course.tito("export", "02")
     assert out.returncode == 2
     assert f"{MODULE}, cell {number}" in out.stderr and "'#| default_exp nn.wrong_place'" in out.stderr, out.stderr
+
+
+def test_a_rule_test_is_filed_under_the_rule_it_names():
+    """A sign error in the div rule shows up in gradcheck (the rule is no longer on the
+    stack): the test's `op=div` parameter files it under `_div_backward`, not `gradcheck`."""
+    from tito.testing import _unit_of
+
+    stubs = [{"name": "numerical_grad"}, {"name": "_mul_backward"}, {"name": "_div_backward"},
+             {"name": "Softplus.backward"}]
+    assert _unit_of("test_gradcheck.py::test_binary_ops_with_broadcasting[op=div-sa=(2, 3)-sb=(3,)]",
+                    stubs) == ("_div_backward", 2)
+    assert _unit_of("test_engine.py::test_numerical_grad_is_central", stubs) == ("numerical_grad", 0)
+    assert _unit_of("test_graph_view.py::test_to_dot_after_backward_says_freed", stubs) is None
