@@ -91,3 +91,18 @@ def test_reset_forgets_the_last_result_and_restore_brings_the_notebook_back(cour
     assert back.returncode == 0, back.stderr
     assert "version one of my notes" in course.path(MODULE).read_text()
     assert course.tito("module", "restore", "02", "nope.ipynb", "--yes").returncode == 2
+
+
+def test_tito_outside_a_course_says_which_course_it_uses(course, tmp_path):
+    import os
+
+    code = f"import sys; sys.path[:0] = [{str(course.root)!r}]; from tito.cli import main; raise SystemExit(main(['status']))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "TINYTORCH", "TITO_"))}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert f"using the course tito was installed from, {course.root}" in out.stderr, out.stderr
+
+
+def test_doctor_says_how_to_get_graphviz(course, tmp_path):
+    out = course.tito("doctor", PATH=str(tmp_path))  # no `dot` on this PATH
+    assert "Graphviz `dot`" in out.stdout and "apt-get install graphviz" in out.stdout, out.stdout
