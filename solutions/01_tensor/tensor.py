@@ -513,6 +513,19 @@ _ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 # First the storage and layout: the constructor, `_init_storage` (yours), and the two
 # ways to make a tensor without going through `__init__`: `_from_array` for a computed
 # result and `_view` for a view.
+#
+# <details><summary>Hint 1 (_init_storage)</summary>
+#
+# The storage must be one flat run of the array's elements, and it must be the array's own
+# memory, not a copy. Which numpy operation flattens a C-contiguous array for free?
+# </details>
+#
+# <details><summary>The approach (_init_storage)</summary>
+#
+# Flatten the array into a 1-D view of the same memory and keep it as the storage. The
+# shape is the array's shape as a tuple of Python ints; the strides are the contiguous
+# strides of that shape (section 2); a new tensor starts at storage position 0.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "tensor-storage", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -2686,8 +2699,8 @@ _b = np.arange(60).reshape(3, 4, 5)
 _y = Tensor(_b)
 for _idx in [(Ellipsis, None), (1, Ellipsis, slice(None, None, 2)), (slice(None, 2), -1, slice(1, 4, 2)),
              (-3,), (None, None, 0, None), (slice(2, 1),)]:
-    np.testing.assert_array_equal(_y[_idx].numpy(), _b[_idx], err_msg=str(_idx))
-    assert _y[_idx]._storage is _y._storage
+    assert_equal(_y[_idx].numpy(), _b[_idx], f"y[{_idx}] against numpy")
+    check(_y[_idx]._storage is _y._storage, f"y[{_idx}] is a view (shares y's storage)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -3530,6 +3543,18 @@ print(full((2,), True), zeros_like(_a).shape, randint(0, 10, (5,)).dtype)
 #   same as `x`;
 # - a small slice of a big tensor keeps **the whole** big storage alive; if you only need
 #   the slice, `clone()`/`contiguous()` it and drop the original.
+#
+# <details><summary>Hint 1</summary>
+#
+# Two tensors hold the same memory exactly when they have the same storage object. How do
+# you count each object once, however many tensors point at it?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Keep a record keyed by the identity of each tensor's storage; after going through all
+# the tensors, add up the bytes of the storages recorded. No tensors gives 0.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "memory-footprint", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export

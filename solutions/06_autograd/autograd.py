@@ -1966,7 +1966,27 @@ def _log_softmax_backward(node, grad):
 
 
 # %% [markdown]
-# And the loss of module 04 whose rule is yours (Hint 3 and the approach above cover it):
+# And the loss of module 04 whose rule is yours:
+#
+# <details><summary>Hint 1 (nll_loss)</summary>
+#
+# The loss reads one log-probability per sample, at its target column. Every other entry
+# of the input does not appear in the loss, so its gradient is zero.
+# </details>
+#
+# <details><summary>Hint 2 (nll_loss)</summary>
+#
+# An ignored sample contributes nothing, and with 'mean' the loss divides by the total
+# weight of the samples that count, so the same division appears in the gradient.
+# </details>
+#
+# <details><summary>The approach (nll_loss)</summary>
+#
+# Start from zeros of the input's shape. For each sample that is not ignored, put minus its
+# class weight (1 without weights) times the incoming gradient at its target column; with
+# 'mean' divide by the sum of those weights, with 'none' use that sample's own incoming
+# gradient. Treat a 1-D input as a batch of one and drop that dimension at the end.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-nll", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
