@@ -846,7 +846,7 @@ def apply(op, forward, *inputs, **attrs):
     Why: the one place every op passes through, so autograd can be added later (module 06)
     without touching any op.
     """
-    out = forward(*inputs, **attrs)
+    out = forward(*inputs, **attrs) if not _DISPATCH_MODES else dispatch(op, forward, inputs, attrs)
     if isinstance(out, Tensor):  # a view op: shares storage with an input
         if any(out is x for x in inputs):
             out = out._view(out.shape, out._strides, out._offset)
@@ -862,6 +862,61 @@ def apply(op, forward, *inputs, **attrs):
 
 
 # -- cell 42 --
+_DISPATCH_MODES = []  # the active DispatchModes, the innermost last
+
+
+class DispatchMode:
+    """Code that sees every op on its way through the dispatcher: forward ops in `apply` and,
+    once module 06 exists, backward rules in its `call_rule`.
+
+    Why: the documented extension point of the dispatch path. A profiler (module 14) or a
+    device backend (module 17) plugs in here, so no earlier module's class or function is
+    ever patched. Like PyTorch's TorchDispatchMode: subclass it, override `dispatch`, and
+    switch it on with `with mode:`. Modes nest; the innermost sees an op first, and the `fn`
+    it is given runs the op through the outer ones. While a mode's `dispatch` runs, that
+    mode and the ones inside it are off, so ops it runs itself are not sent back to it.
+    """
+
+    def dispatch(self, op, fn, args, kwargs):
+        """Handle one op: `op` is its name ("mul"; a backward rule is named like its node,
+        "MulBackward"), `fn(*args, **kwargs)` runs it. Return what `fn` returns, or a
+        replacement of the same kind."""
+        return fn(*args, **kwargs)
+
+    def __enter__(self):
+        _DISPATCH_MODES.append(self)
+        return self
+
+    def __exit__(self, *exc_info):
+        for i in range(len(_DISPATCH_MODES) - 1, -1, -1):
+            if _DISPATCH_MODES[i] is self:
+                del _DISPATCH_MODES[i]
+                break
+        return False
+
+
+def dispatch(op, fn, args, kwargs):
+    """Run `fn(*args, **kwargs)` for the op named `op` through the active modes.
+
+    Why: `apply` (and module 06's `call_rule`) call this only when a mode is active, so with
+    none the dispatch path pays one list check and nothing else.
+    """
+    return _through_modes(len(_DISPATCH_MODES), op, fn, tuple(args), dict(kwargs))
+
+
+def _through_modes(depth, op, fn, args, kwargs):
+    if depth == 0:
+        return fn(*args, **kwargs)
+    mode = _DISPATCH_MODES[depth - 1]
+    inside = _DISPATCH_MODES[depth - 1:]
+    del _DISPATCH_MODES[depth - 1:]  # ops the mode runs itself go only to the outer modes
+    try:
+        return mode.dispatch(op, lambda *a, **k: _through_modes(depth - 1, op, fn, a, k), args, kwargs)
+    finally:
+        _DISPATCH_MODES[depth - 1:] = inside
+
+
+# -- cell 44 --
 def _wrap_dim(dim, ndim):
     """Turn a possibly negative dim into 0..ndim-1, with PyTorch's error when out of range."""
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, (bool, np.bool_)):
@@ -887,7 +942,7 @@ def _shape_arg(args):
     return tuple(out)
 
 
-# -- cell 44 (transpose-permute) --
+# -- cell 46 (transpose-permute) --
 def transpose(input, dim0, dim1):
     """Swap dimensions dim0 and dim1: a zero-copy view (PyTorch's torch.transpose)."""
     d0, d1 = _wrap_dim(dim0, input.ndim), _wrap_dim(dim1, input.ndim)
@@ -928,7 +983,7 @@ def _permute_view(t, dims):
     raise NotImplementedError('_permute_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 47 (view-reshape) --
+# -- cell 49 (view-reshape) --
 def _is_contiguous(shape, strides):
     """Whether the layout (shape, strides) is row-major without gaps.
 
@@ -952,7 +1007,7 @@ def _infer_shape(shape, numel):
     raise NotImplementedError('_infer_shape() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 49 (view-forwards) --
+# -- cell 51 (view-forwards) --
 def _view_forward(t, shape):
     """Forward of view: never a copy.
 
@@ -999,7 +1054,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shape)
 
 
-# -- cell 52 (squeeze-unsqueeze) --
+# -- cell 54 (squeeze-unsqueeze) --
 def _squeeze_dims(shape, dim):
     """The positions that squeeze(dim) removes from a tensor of `shape`.
 
@@ -1045,7 +1100,7 @@ def _unsqueeze_view(t, dim):
     raise NotImplementedError('_unsqueeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 55 (broadcast-shapes) --
+# -- cell 57 (broadcast-shapes) --
 def broadcast_shapes(*shapes):
     """The shape that `shapes` broadcast to, or a ShapeError naming the two shapes that clash.
 
@@ -1061,7 +1116,7 @@ def broadcast_shapes(*shapes):
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 58 (expand) --
+# -- cell 60 (expand) --
 def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
@@ -1087,7 +1142,7 @@ def broadcast_to(input, shape):
     return _expand(input, _shape_arg((shape,)) if not isinstance(shape, int) else (shape,))
 
 
-# -- cell 70 --
+# -- cell 72 --
 def _is_int_index(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
@@ -1143,7 +1198,7 @@ def _normalize_basic_index(items, ndim):
     return tuple(out)
 
 
-# -- cell 72 (basic-indexing) --
+# -- cell 74 (basic-indexing) --
 def _slice_layout(item, size, stride):
     """The layout of one slice of a dimension with `size` and `stride`.
 
@@ -1218,7 +1273,7 @@ def _setitem(t, index, value):
     t.numpy()[np_index] = src
 
 
-# -- cell 75 --
+# -- cell 77 --
 def _is_scalar(x):
     return isinstance(x, (bool, int, float, np.bool_, np.number))
 
@@ -1262,7 +1317,7 @@ def _as_tensor(x, dtype):
     return Tensor._from_array(np.array(x, dtype=dtype))
 
 
-# -- cell 77 (elementwise) --
+# -- cell 79 (elementwise) --
 def _elementwise_forward(np_fn, a, b, dtype):
     """Forward of a binary op.
 
@@ -1335,7 +1390,7 @@ def _masked_fill(t, mask, value):
     return where(mask, value, t)
 
 
-# -- cell 80 (inplace) --
+# -- cell 82 (inplace) --
 def _check_writable(t, check_grad=True):
     """Refuse an unsafe in-place write into `t`.
 
@@ -1372,7 +1427,7 @@ def _inplace(t, np_fn, other, cast=False):
     return t
 
 
-# -- cell 83 (reductions) --
+# -- cell 85 (reductions) --
 def _reduction_dims(dim, ndim):
     """Normalise a reduction's `dim` for a tensor with `ndim` dimensions.
 
@@ -1435,7 +1490,7 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
     return apply(op, lambda x: np_fn(x.numpy(), axis=d, keepdims=keepdim), t)
 
 
-# -- cell 86 (matmul) --
+# -- cell 88 (matmul) --
 def _matmul_shape(a_shape, b_shape):
     """Result shape of a @ b with numpy's matmul rules.
 
@@ -1462,7 +1517,7 @@ def matmul(input, other):
     return apply("matmul", forward, a, b)
 
 
-# -- cell 89 --
+# -- cell 91 --
 def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
@@ -1497,7 +1552,7 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
-# -- cell 91 --
+# -- cell 93 --
 def tril(input, diagonal=0):
     """The lower triangle of the last two dims (entries above `diagonal` zeroed)."""
     if input.ndim < 2:
@@ -1588,7 +1643,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _ordered("topk", input, int(k), dim, largest)
 
 
-# -- cell 93 --
+# -- cell 95 --
 def tensor(data, dtype=None, requires_grad=False):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
     return Tensor(data, dtype=dtype, requires_grad=requires_grad)
@@ -1648,7 +1703,7 @@ def eye(n, m=None, dtype=None, requires_grad=False):
     return t
 
 
-# -- cell 95 --
+# -- cell 97 --
 _rng = np.random.default_rng()
 
 
@@ -1692,7 +1747,7 @@ def randint(low, high=None, size=None, dtype=None):
                                             isinstance(size, int) else (size,)).astype(dt))
 
 
-# -- cell 98 (memory-footprint) --
+# -- cell 100 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 

@@ -1419,7 +1419,7 @@ def apply(op, forward, *inputs, **attrs):
     Why: the one place every op passes through, so autograd can be added later (module 06)
     without touching any op.
     """
-    out = forward(*inputs, **attrs)
+    out = forward(*inputs, **attrs) if not _DISPATCH_MODES else dispatch(op, forward, inputs, attrs)
     if isinstance(out, Tensor):  # a view op: shares storage with an input
         if any(out is x for x in inputs):
             out = out._view(out.shape, out._strides, out._offset)
@@ -1458,6 +1458,69 @@ try:  # whatever happens, grad mode is switched back on for the cells below
 finally:
     set_grad_enabled(True)
 print("✓ dispatch: w * constant records", _z.grad_fn)
+
+# %% [markdown]
+# **An extension point.** Because every op passes through `apply`, code that wants to see
+# every op needs only one place to plug in. A `DispatchMode` is that place: while one is
+# active (`with mode:`), `apply` hands it each op's name and forward function instead of
+# calling the function directly. Module 14's profiler times every op this way and module
+# 17 sends ops to the GPU; with no mode active, `apply` pays a single check of an empty
+# list. PyTorch has the same idea under the name `TorchDispatchMode`.
+
+# %%
+#| export
+_DISPATCH_MODES = []  # the active DispatchModes, the innermost last
+
+
+class DispatchMode:
+    """Code that sees every op on its way through the dispatcher: forward ops in `apply` and,
+    once module 06 exists, backward rules in its `call_rule`.
+
+    Why: the documented extension point of the dispatch path. A profiler (module 14) or a
+    device backend (module 17) plugs in here, so no earlier module's class or function is
+    ever patched. Like PyTorch's TorchDispatchMode: subclass it, override `dispatch`, and
+    switch it on with `with mode:`. Modes nest; the innermost sees an op first, and the `fn`
+    it is given runs the op through the outer ones. While a mode's `dispatch` runs, that
+    mode and the ones inside it are off, so ops it runs itself are not sent back to it.
+    """
+
+    def dispatch(self, op, fn, args, kwargs):
+        """Handle one op: `op` is its name ("mul"; a backward rule is named like its node,
+        "MulBackward"), `fn(*args, **kwargs)` runs it. Return what `fn` returns, or a
+        replacement of the same kind."""
+        return fn(*args, **kwargs)
+
+    def __enter__(self):
+        _DISPATCH_MODES.append(self)
+        return self
+
+    def __exit__(self, *exc_info):
+        for i in range(len(_DISPATCH_MODES) - 1, -1, -1):
+            if _DISPATCH_MODES[i] is self:
+                del _DISPATCH_MODES[i]
+                break
+        return False
+
+
+def dispatch(op, fn, args, kwargs):
+    """Run `fn(*args, **kwargs)` for the op named `op` through the active modes.
+
+    Why: `apply` (and module 06's `call_rule`) call this only when a mode is active, so with
+    none the dispatch path pays one list check and nothing else.
+    """
+    return _through_modes(len(_DISPATCH_MODES), op, fn, tuple(args), dict(kwargs))
+
+
+def _through_modes(depth, op, fn, args, kwargs):
+    if depth == 0:
+        return fn(*args, **kwargs)
+    mode = _DISPATCH_MODES[depth - 1]
+    inside = _DISPATCH_MODES[depth - 1:]
+    del _DISPATCH_MODES[depth - 1:]  # ops the mode runs itself go only to the outer modes
+    try:
+        return mode.dispatch(op, lambda *a, **k: _through_modes(depth - 1, op, fn, a, k), args, kwargs)
+    finally:
+        _DISPATCH_MODES[depth - 1:] = inside
 
 # %% [markdown]
 # ## 6. Views: transpose and permute

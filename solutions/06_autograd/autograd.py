@@ -248,6 +248,7 @@ import numpy as np
 
 from tinytorch._tensor import Tensor, is_grad_enabled, set_grad_enabled
 from tinytorch._tensor import apply as _apply
+from tinytorch._tensor import _DISPATCH_MODES, dispatch
 
 __all__ = [
     "no_grad", "enable_grad", "BACKWARD_RULES", "backward_rule", "call_rule", "unbroadcast",
@@ -427,7 +428,7 @@ def call_rule(node, grad):
             f"autograd has no backward rule for op {node.op!r} ({node.name()}); register one "
             f"with @backward_rule({node.op!r}) (see BACKWARD_RULES in tinytorch.autograd)")
     with np.errstate(all="ignore"):
-        grads = rule(node, grad)
+        grads = rule(node, grad) if not _DISPATCH_MODES else dispatch(node.name(), rule, (node, grad), {})
     if not isinstance(grads, (tuple, list)) or len(grads) != len(node.inputs):
         got = len(grads) if isinstance(grads, (tuple, list)) else type(grads).__name__
         raise RuntimeError(f"the backward rule of {node.op!r} must return a tuple with one "

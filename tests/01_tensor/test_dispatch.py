@@ -181,3 +181,67 @@ def test_backward_without_autograd_raises_clear_error(monkeypatch):
     loss = (w * 2).sum()
     with pytest.raises(RuntimeError, match="06"):
         loss.backward()
+
+
+def _recording_mode():
+    from tinytorch.utils.dispatch import DispatchMode
+
+    class Recorder(DispatchMode):
+        def __init__(self):
+            self.ops = []
+
+        def dispatch(self, op, fn, args, kwargs):
+            self.ops.append(op)
+            return fn(*args, **kwargs)
+
+    return Recorder()
+
+
+def test_dispatch_mode_sees_every_op_while_active_and_none_after():
+    x = tt.tensor([[1.0, 2.0], [3.0, 4.0]])
+    mode = _recording_mode()
+    with mode:
+        y = (x * 2 + 1).sum()
+    assert mode.ops == ["mul", "add", "sum"], f"ops seen inside the mode: {mode.ops}"
+    assert y.item() == 24.0
+    x * 3
+    assert mode.ops == ["mul", "add", "sum"], "a mode that was switched off still sees ops"
+
+
+def test_dispatch_modes_nest_innermost_first_and_may_replace_the_result():
+    from tinytorch.utils.dispatch import DispatchMode
+
+    seen = []
+
+    class Tag(DispatchMode):
+        def __init__(self, name, scale=None):
+            self.name, self.scale = name, scale
+
+        def dispatch(self, op, fn, args, kwargs):
+            seen.append((self.name, op))
+            out = fn(*args, **kwargs)
+            return out * self.scale if self.scale is not None else out
+
+    x = tt.tensor([1.0, 2.0])
+    with Tag("outer"):
+        with Tag("inner", scale=10.0):
+            y = x + 1
+    assert seen == [("inner", "add"), ("outer", "add")], seen
+    np.testing.assert_array_equal(y.numpy(), [20.0, 30.0])
+
+
+def test_ops_a_mode_runs_itself_are_not_sent_back_to_it():
+    from tinytorch.utils.dispatch import DispatchMode
+
+    class Doubler(DispatchMode):
+        calls = 0
+
+        def dispatch(self, op, fn, args, kwargs):
+            Doubler.calls += 1
+            out = fn(*args, **kwargs)
+            tt.tensor([1.0]) + 1  # an op inside dispatch: must not recurse into this mode
+            return out
+
+    with Doubler():
+        tt.tensor([1.0]) * 2
+    assert Doubler.calls == 1

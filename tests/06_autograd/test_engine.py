@@ -280,3 +280,22 @@ def test_missing_rule_and_wrong_rule_shapes_are_reported(custom_rules):
     z = tt.apply("test_bad_shape", lambda p, q: p.numpy() + q.numpy(), x, b)
     with pytest.raises(RuntimeError, match=r"\(2, 3\).*\(3,\)"):
         z.sum().backward()
+
+
+def test_a_dispatch_mode_sees_the_backward_rules_after_the_forward_ops():
+    from tinytorch.utils.dispatch import DispatchMode
+
+    class Recorder(DispatchMode):
+        def __init__(self):
+            self.ops = []
+
+        def dispatch(self, op, fn, args, kwargs):
+            self.ops.append(op)
+            return fn(*args, **kwargs)
+
+    w = tt.tensor([1.0, 2.0], requires_grad=True)
+    mode = Recorder()
+    with mode:
+        (w * w).sum().backward()
+    assert mode.ops == ["mul", "sum", "SumBackward", "MulBackward"], mode.ops
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 4.0])
