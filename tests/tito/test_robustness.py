@@ -1,5 +1,7 @@
 """Nothing a student typed is lost, nothing is left half done, two commands at once are safe."""
+import os
 import re
+from pathlib import Path
 import subprocess
 import sys
 import threading
@@ -106,3 +108,42 @@ def test_tito_outside_a_course_says_which_course_it_uses(course, tmp_path):
 def test_doctor_says_how_to_get_graphviz(course, tmp_path):
     out = course.tito("doctor", PATH=str(tmp_path))  # no `dot` on this PATH
     assert "Graphviz `dot`" in out.stdout and "apt-get install graphviz" in out.stdout, out.stdout
+
+
+def test_ctrl_c_during_the_test_run_prints_one_line_and_stops_pytest(course):
+    """A terminal's Ctrl-C sends SIGINT to the whole foreground process group: tito and
+    pytest alike. tito must answer with one line, and pytest must neither print its own
+    interrupt report nor outlive tito."""
+    import signal
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "TINYTORCH", "TITO_"))}
+    env.update(TINYTORCH_ROOT=str(course.root), PYTHONDONTWRITEBYTECODE="1")
+    code = ("import sys; sys.path.insert(0, %r); from tito.cli import main; "
+            "raise SystemExit(main(sys.argv[1:]))" % str(course.root))
+    proc = subprocess.Popen([sys.executable, "-c", code, "test", "module", "01", "--solutions"],
+                            cwd=course.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)  # its own group, like a terminal job
+    deadline, pytest_pid = time.time() + 120, None
+    while pytest_pid is None and time.time() < deadline and proc.poll() is None:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                if b"pytest" in cmdline and stat.rsplit(")", 1)[1].split()[1] == str(proc.pid):
+                    pytest_pid = int(entry.name)
+        time.sleep(0.05)
+    assert pytest_pid is not None, "pytest never started under tito"
+    time.sleep(0.3)  # pytest is starting up: importing, collecting
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    assert err.strip() == "tito: interrupted.", f"stderr was:\n{err[-3000:]}"
+    assert "KeyboardInterrupt" not in out and "Traceback" not in out, f"stdout was:\n{out[-3000:]}"
+    time.sleep(0.2)
+    assert not Path(f"/proc/{pytest_pid}").exists() or \
+        Path(f"/proc/{pytest_pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", \
+        "pytest is still running after tito stopped"
