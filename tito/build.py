@@ -203,3 +203,37 @@ def build_stub_variant(root: Path, solutions: Path, module: Module) -> Path:
         if path.suffix == ".py" and (root / "tinytorch") in path.parents:
             (dest / path.relative_to(root)).write_text(text, encoding="utf-8")
     return dest
+
+
+def build_prefix(root: Path, through: int) -> Path:
+    """build/prefix-NN/tinytorch: modules 1..`through` exported from their solutions, every
+    later module as its released stubs: exactly what a student who finished module NN has.
+
+    Why: grading module k runs against build_prefix(k - 1), so the kernel never sees the
+    reference of the module being graded or of any later one; `tito verify` runs each
+    module's tests against build_prefix(k), so no module may lean on a later one. Safe to
+    run twice at once (a lock; a current build is reused)."""
+    import hashlib
+
+    from tito.locks import locked
+
+    dest = build_root(root) / f"prefix-{through:02d}"
+    modules = [m for m in available_modules(root) if m.number <= through]
+    with locked(build_root(root) / f"prefix-{through:02d}.lock"):
+        digest = hashlib.sha256()
+        files = sorted(p for p in (root / "tinytorch").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        for path in files + [m.solution_path for m in modules]:
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
+        stamp = dest / ".fingerprint"
+        if (dest / "tinytorch").is_dir() and stamp.is_file() and stamp.read_text() == digest.hexdigest():
+            return dest
+        if (dest / "tinytorch").exists():
+            shutil.rmtree(dest / "tinytorch")
+        shutil.copytree(root / "tinytorch", dest / "tinytorch", ignore=IGNORE)
+        for module in modules:
+            nb = notebook.read_solution(module.solution_path)
+            source = module.solution_path.relative_to(root).as_posix()
+            _write(dest / "tinytorch", notebook.group_by_target(notebook.export_chunks(nb, source)), source)
+        stamp.write_text(digest.hexdigest())
+    return dest

@@ -52,11 +52,16 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("release", help="(instructors) regenerate student notebooks and stub package files")
     r.add_argument("--check", action="store_true", help="only check that committed files are up to date")
 
-    g = sub.add_parser("grade", help="(instructors) autograde submissions of a module with nbgrader; writes grades.csv")
-    g.add_argument("module")
-    g.add_argument("submissions", help="folder with one subfolder per student holding the module's .ipynb")
+    g = sub.add_parser("grade", help="(instructors) autograde submissions of a module, sandboxed; writes grades.csv",
+                       description="tito grade setup: check that grading works here (nbgrader, the sandbox). "
+                                   "tito grade MODULE SUBMISSIONS: grade every student folder in SUBMISSIONS.")
+    g.add_argument("module", help="the module to grade, or `setup`")
+    g.add_argument("submissions", nargs="?", help="folder with one subfolder per student holding the module's .ipynb")
     g.add_argument("--course-dir", help="nbgrader course folder to use (default: build/grading)")
     g.add_argument("--timeout", type=int, default=120, help="seconds each cell may run (default 120)")
+    g.add_argument("--jobs", "-j", type=int, default=1, help="grade this many submissions at once (default 1)")
+    g.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="grade without the sandbox (student code runs with your rights: trusted code only)")
 
     sub.add_parser("doctor", help="check your environment and say what to fix")
     v = sub.add_parser("verify", help="(maintainers, CI) check the whole course: solutions pass, stubs fail, "
@@ -122,10 +127,14 @@ def _run(args, parser) -> int:
     if args.command == "grade":
         from pathlib import Path
 
-        from tito.grade import grade
+        from tito.grade import grade, setup
 
-        return grade(args.module, Path(args.submissions),
-                     Path(args.course_dir) if args.course_dir else None, args.timeout)
+        if args.module == "setup":
+            return setup()
+        if args.submissions is None:
+            parser.error("tito grade MODULE SUBMISSIONS: say which folder holds the submissions")
+        return grade(args.module, Path(args.submissions), Path(args.course_dir) if args.course_dir else None,
+                     args.timeout, jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox)
     if args.command == "doctor":
         from tito.doctor import doctor
 

@@ -45,30 +45,19 @@ class Checks:
             self.failed.append(name)
 
 
-def execute_notebook(path, package_parent) -> str | None:
-    """Run a solution notebook in a fresh kernel; None when every cell ran."""
-    env = dict(os.environ, PYTHONPATH=str(package_parent), PYTHONDONTWRITEBYTECODE="1")
-    try:
-        proc = subprocess.run([sys.executable, "-m", "tito.run_notebook", str(path)], env=env,
-                              cwd=path.parent, capture_output=True, text=True, timeout=NOTEBOOK_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return f"the notebook did not finish in {NOTEBOOK_TIMEOUT_S // 60} minutes"
-    if proc.returncode == 0:
-        return None
-    return (proc.stderr.strip() or proc.stdout.strip() or f"exit code {proc.returncode}")[-3000:]
-
-
 def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str, float]]:
     """The base checks of one module, as (name, ok, detail, seconds). `variant` is the
     solutions build with this module back in its released (stub) state."""
     results = []
     started = time.perf_counter()
-    outcome = testing.run_suite(module, solutions, show_output=False)
+    # The student's journey: modules 1..k from the solutions, later ones as released stubs
+    # (what a student at module k has), so no module's tests may need a later module.
+    outcome = testing.run_suite(module, build.build_prefix(root, module.number), show_output=False)
     ok = outcome.ok and outcome.skipped == 0
     detail = testing.summary(module, outcome, "the solutions")
     if outcome.skipped:
         detail += f"\n{outcome.skipped} test(s) skipped: parity tests must run (install the dev extra)."
-    results.append((f"{module.slug}: solutions pass all {outcome.total} tests", ok, detail,
+    results.append((f"{module.slug}: solutions pass all {outcome.total} tests (modules 1-{module.number} built)", ok, detail,
                     time.perf_counter() - started))
 
     started = time.perf_counter()
@@ -80,12 +69,54 @@ def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str,
     results.append((f"{module.slug}: all {stub.total} tests fail against the released stub", ok, detail,
                     time.perf_counter() - started))
 
-    started = time.perf_counter()
-    problem = execute_notebook(module.solution_path, solutions)
-    results.append((f"{module.slug}: solution notebook runs top to bottom", problem is None, problem or "",
-                    time.perf_counter() - started))
-
     return results
+
+
+def check_grading(root, module) -> list[tuple[str, bool, str, float]]:
+    """Graded as submissions by `tito grade` (nbgrader in the sandbox, against modules
+    1..k-1 only): the released notebook scores 0 and the solution scores full marks with
+    every cell running (this is also the check that the solution runs top to bottom)."""
+    import jupytext
+    import nbformat
+
+    from tito import grade, sandbox
+
+    started = time.perf_counter()
+    problem = sandbox.problem()
+    if problem:
+        return [(f"{module.slug}: graded as submissions in the sandbox", False, problem, 0.0)]
+    folder = build.build_root(root) / "verify-grading" / module.slug
+    subs = folder / "submissions"
+    for student in ("empty", "complete"):
+        (subs / student).mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.read(module.notebook_path, as_version=4), subs / "empty" / f"{module.name}.ipynb")
+    solved = jupytext.read(module.solution_path, fmt="py:percent")
+    for cell in solved.cells:
+        cell.metadata.pop("lines_to_next_cell", None)
+    nbformat.write(solved, subs / "complete" / f"{module.name}.ipynb")
+    found = {s: subs / s / f"{module.name}.ipynb" for s in ("empty", "complete")}
+    try:
+        results = {r.student: r for r in grade.run_grading(root, module, found, folder / "course",
+                                                            cell_timeout=NOTEBOOK_TIMEOUT_S, with_tests=False,
+                                                            say=lambda *a, **k: None)}
+    except TitoError as exc:
+        return [(f"{module.slug}: graded as submissions in the sandbox", False, exc.message, 0.0)]
+    seconds = time.perf_counter() - started
+    empty, complete = results["empty"], results["complete"]
+    out = [(f"{module.slug}: the released notebook, graded, scores 0 (got {empty.score:g} / {empty.max_score:g})",
+            empty.status == "graded" and empty.score == 0 and empty.max_score > 0, "; ".join(empty.reasons), seconds)]
+    errors = []
+    if complete.autograded and complete.autograded.is_file():
+        nb = nbformat.read(complete.autograded, as_version=4)
+        for number, cell in enumerate(nb.cells, 1):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    errors.append(f"cell {number}: {output.get('ename')}: {output.get('evalue', '')[:300]}")
+    ok = complete.status == "graded" and complete.score == complete.max_score and not errors
+    detail = "; ".join(complete.reasons + errors[:3])
+    out.append((f"{module.slug}: the solution, graded, scores full marks and runs top to bottom "
+                f"(got {complete.score:g} / {complete.max_score:g})", ok, detail, 0.0))
+    return out
 
 
 def mutant_count_check(module) -> tuple[str, bool, str, float]:
@@ -151,6 +182,7 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     # order. Mutants come after all base checks, longest modules first among equals.
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         futures = [pool.submit(check_module, root, solutions, m, variants[m.slug]) for m in modules]
+        futures += [pool.submit(check_grading, root, m) for m in modules]
         mutant_futures = []
         for m in modules:
             found = mutants.load(m) if with_mutants else []

@@ -76,8 +76,7 @@ def test_two_float_dtypes_are_promoted_like_torch(torch, loss):
     want = getattr(torch.nn.functional, loss)(torch.from_numpy(x), torch.from_numpy(y))
     assert out.dtype == np.float64, f"{loss}(float32, float64) has dtype {out.dtype}, PyTorch float64"
     np.testing.assert_allclose(out.item(), want.item(), rtol=1e-6)
-    out.backward()
-    assert xt.grad is not None and xt.grad.dtype == np.float32, "the gradient keeps the input's dtype"
+    # (that its gradient keeps the float32 input's dtype needs autograd: tests/06_autograd)
 
 
 def test_mse_records_one_op_with_its_reduction():

@@ -179,3 +179,11 @@ def test_autograd_grad_of_the_same_input_twice_returns_it_twice_like_torch(torch
     assert len(gx) == 2, f"one gradient per requested input, got {len(gx)}"
     for ours, theirs in zip(gx, tgx):
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "binary_cross_entropy_with_logits"])
+def test_a_loss_of_two_float_dtypes_sends_each_input_a_gradient_of_its_own_dtype(loss):
+    x = tt.tensor(np.array([0.5, -1.0, 2.0], np.float32), requires_grad=True)
+    y = tt.tensor(np.array([0.0, 1.0, 0.5], np.float64), requires_grad=True)
+    getattr(tt.nn.functional, loss)(x, y).backward()
+    assert (x.grad.dtype, y.grad.dtype) == (np.float32, np.float64), (x.grad.dtype, y.grad.dtype)
