@@ -68,7 +68,10 @@ def _last_line(text: str) -> str:
 
 
 def collect(folder: Path, module: Module) -> tuple[dict[str, Path], list[Result]]:
-    """({student: notebook}, [Result for each student folder that has no gradable notebook])."""
+    """({student: notebook}, [Result for each student folder that has no gradable notebook]).
+
+    A student's notebook is <folder>/<student>/<name>.ipynb, or <folder>/<student>/<NN_name>/<name>.ipynb
+    (what `nbgrader collect` leaves in submitted/)."""
     import nbformat
 
     if not folder.is_dir():
@@ -77,8 +80,10 @@ def collect(folder: Path, module: Module) -> tuple[dict[str, Path], list[Result]
     found, problems = {}, []
     for student in sorted(p for p in folder.iterdir() if p.is_dir()):
         path = student / expected
+        if not path.is_file() and (student / module.slug / expected).is_file():
+            path = student / module.slug / expected  # nbgrader's collected layout: student/assignment/
         if not path.is_file():
-            others = sorted(p.name for p in student.glob("*.ipynb"))
+            others = sorted(p.name for p in (*student.glob("*.ipynb"), *student.glob(f"{module.slug}/*.ipynb")))
             why = (f"no {expected}; found {', '.join(others)} (rename it to {expected})" if others
                    else f"no {expected} in {student.name}/")
             problems.append(Result(student.name, "not graded", reasons=[why]))

@@ -115,7 +115,8 @@ def check_grading(root, module) -> list[tuple[str, bool, str, float]]:
     ok = complete.status == "graded" and complete.score == complete.max_score and not errors
     detail = "; ".join(complete.reasons + errors[:3])
     out.append((f"{module.slug}: the solution, graded, scores full marks and runs top to bottom "
-                f"(got {complete.score:g} / {complete.max_score:g})", ok, detail, 0.0))
+                f"(got {complete.score:g} / {complete.max_score:g}; nbgrader took {complete.seconds:.0f} s)",
+                ok, detail, 0.0))
     return out
 
 

@@ -1,66 +1,160 @@
-"""`tito grade` autogrades simulated submissions of module 01 end to end with nbgrader."""
+"""`tito grade` against simulated students, honest and hostile, end to end (nbgrader, the
+sandbox), on two modules. Each attack scores 0 or is flagged; no student touches another's
+grade or files; missing, misnamed and broken submissions are listed with a reason."""
 import csv
-import re
+import html as htmllib
 
 import jupytext
 import nbformat
 import pytest
 
-# These run whole tito commands (full test suites, nbgrader): far longer than a unit test.
-pytestmark = pytest.mark.timeout(900)
+# Whole tito commands (nbgrader, sandboxed kernels, test suites): far longer than a unit test.
+pytestmark = pytest.mark.timeout(1800)
 
-SLUG, NAME = "01_tensor", "tensor"
+
+def _copy(nb):
+    return nbformat.reads(nbformat.writes(nb), as_version=4)
+
+
+def _solution_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
 
 
 def _graded_cells(nb):
     return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
 
 
-def test_grade_simulated_submissions(course, tmp_path):
-    subs = tmp_path / "submissions"
-    released = nbformat.read(course.path(f"modules/{SLUG}/{NAME}.ipynb"), as_version=4)
-    solved = jupytext.read(course.path(f"solutions/{SLUG}/{NAME}.py"))
+IMPORT_REFERENCE = (
+    "import importlib, pkgutil, tinytorch\n"
+    "for _m in pkgutil.walk_packages(tinytorch.__path__, 'tinytorch.'):\n"
+    "    try:\n"
+    "        globals().update({k: v for k, v in vars(importlib.import_module(_m.name)).items() if k[:2] != '__'})\n"
+    "    except Exception:\n"
+    "        pass\n")
+
+READ_INSTRUCTOR_FILES = (
+    "import glob, os\n"
+    "_found = [p for pattern in ('/**/solutions/**/*.py', '/**/source/**/*.ipynb', '/**/gradebook.db')\n"
+    "          for p in glob.glob(pattern, recursive=True)]\n"
+    "_found += glob.glob('../../../../source/**/*.ipynb', recursive=True)\n"
+    "for _p in _found:\n"
+    "    if _p.endswith('.py') and '{slug}' in _p:\n"
+    "        import jupytext\n"
+    "        for _c in jupytext.read(_p).cells:\n"
+    "            if _c.cell_type == 'code' and not _c.metadata.get('nbgrader', {{}}).get('grade'):\n"
+    "                try:\n"
+    "                    exec(_c.source, globals())\n"
+    "                except Exception:\n"
+    "                    pass\n")
+
+SWITCH_TESTS_OFF = (
+    "import ast\n"
+    "class _Swallow(ast.NodeTransformer):\n"
+    "    def visit_Module(self, node):\n"
+    "        handler = ast.ExceptHandler(type=ast.Name('BaseException', ast.Load()), name=None, body=[ast.Pass()])\n"
+    "        body = [ast.Try(body=node.body or [ast.Pass()], handlers=[handler], orelse=[], finalbody=[])]\n"
+    "        return ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))\n"
+    "get_ipython().ast_transformers.append(_Swallow())\n")
+
+VANDAL = (
+    "import glob, sqlite3\n"
+    "for _db in glob.glob('/**/gradebook.db', recursive=True) + glob.glob('../../../../gradebook.db'):\n"
+    "    try:\n"
+    "        _c = sqlite3.connect(_db)\n"
+    "        _c.execute('update grade set auto_score = 0, manual_score = 0')\n"
+    "        _c.commit()\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "for _nb in glob.glob('/**/*.ipynb', recursive=True):\n"
+    "    try:\n"
+    "        open(_nb, 'w').write('vandalised')\n"
+    "    except Exception:\n"
+    "        pass\n")
+
+
+def _hidden_test_lines(source):
+    lines = []
+    for region in source.split("### BEGIN HIDDEN TESTS")[1:]:
+        lines += [line.strip() for line in region.split("### END HIDDEN TESTS")[0].splitlines()
+                  if len(line.strip()) > 20]
+    return lines
+
+
+def _submissions(course, root, slug, name):
+    released = nbformat.read(course.path(f"modules/{slug}/{name}.ipynb"), as_version=4)
+    solved = jupytext.read(course.path(f"solutions/{slug}/{name}.py"))
     for cell in solved.cells:
         cell.metadata.pop("lines_to_next_cell", None)
-    total = sum(c.metadata["nbgrader"]["points"] for c in _graded_cells(solved))
 
-    def submit(student, nb):
-        (subs / student).mkdir(parents=True)
-        nbformat.write(nb, subs / student / f"{NAME}.ipynb")
+    def submit(student, nb, filename=f"{name}.ipynb"):
+        (root / student).mkdir(parents=True)
+        if isinstance(nb, str):
+            (root / student / filename).write_text(nb)
+        else:
+            nbformat.write(nb, root / student / filename)
 
     submit("complete", solved)
-    submit("untouched", released)
-
-    # Edits every test cell to pass trivially: nbgrader restores them from the source.
-    cheat = nbformat.from_dict(nbformat.reads(nbformat.writes(released), as_version=4))
-    for cell in _graded_cells(cheat):
+    submit("empty", released)
+    for student, code in [("imports_reference", IMPORT_REFERENCE),
+                          ("reads_instructor_files", READ_INSTRUCTOR_FILES.format(slug=slug))]:
+        nb = _copy(released)
+        for cell in _solution_cells(nb):
+            cell.source = code
+        submit(student, nb)
+    for student, code in [("switches_tests_off", SWITCH_TESTS_OFF), ("vandal", VANDAL)]:
+        nb = _copy(released)
+        _solution_cells(nb)[0].source = code
+        submit(student, nb)
+    edits = _copy(released)  # every test cell edited to pass: nbgrader restores them
+    for cell in _graded_cells(edits):
         cell.source = "pass"
-    submit("edits_tests", cheat)
-
-    # A complete notebook whose first graded test cell was deleted gets no credit for it.
-    deleted = nbformat.from_dict(nbformat.reads(nbformat.writes(solved), as_version=4))
-    first = _graded_cells(deleted)[0]
-    lost = first.metadata["nbgrader"]["points"]
-    deleted.cells.remove(first)
-    submit("deletes_a_test", deleted)
-
-    # An endless loop before the first solution's code: the per-cell timeout stops it, the
-    # rest of the notebook still runs, and that solution's tests earn nothing.
-    looping = nbformat.from_dict(nbformat.reads(nbformat.writes(solved), as_version=4))
-    for cell in looping.cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            cell.source = "while True:\n    pass\n\n" + cell.source
-            break
+    submit("edits_tests", edits)
+    looping = _copy(solved)  # an endless loop: the cell timeout stops it, the rest still runs
+    _solution_cells(looping)[0].source = "while True:\n    pass\n\n" + _solution_cells(looping)[0].source
     submit("loops", looping)
+    (root / "missing").mkdir()
+    submit("misnamed", solved, filename=f"{name} (1).ipynb")
+    submit("broken", '{"cells": [ not json')
+    return sum(c.metadata["nbgrader"]["points"] for c in _graded_cells(solved))
 
-    out = course.tito("grade", "01", str(subs), "--timeout", "20", timeout=1200)
-    assert out.returncode == 0, out.stdout + out.stderr
-    csv_path = re.search(r"grades: (\S+)", out.stdout).group(1)
-    with open(csv_path, newline="") as handle:
-        scores = {row["student_id"]: (float(row["score"]), float(row["max_score"]))
-                  for row in csv.DictReader(handle) if row["assignment"] == SLUG}
-    assert scores["complete"] == (total, total)
-    assert scores["untouched"] == (0.0, total)
-    assert scores["edits_tests"] == (0.0, total)
-    assert scores["deletes_a_test"][0] <= total - lost
-    assert scores["loops"][0] < total
+
+@pytest.mark.parametrize("slug, name", [("02_activations", "activations"), ("04_losses", "losses")])
+def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, name):
+    subs = tmp_path / "submissions"
+    total = _submissions(course, subs, slug, name)
+    before = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
+    grading = tmp_path / "grading"
+    out = course.tito("grade", slug[:2], str(subs), "--course-dir", str(grading), "--jobs", "2", "--timeout", "60",
+                      timeout=1700)
+    assert out.returncode == 1, "flagged and ungradable submissions must give a non-zero exit\n" + out.stdout + out.stderr
+    with open(grading / "grades.csv", newline="") as handle:
+        rows = {r["student"]: r for r in csv.DictReader(handle) if r["module"] == slug}
+    report = "\n".join(f"{s}: {r['score']}/{r['max_score']} {r['tests_passed']}/{r['tests_total']} {r['status']} "
+                       f"{r['reason']}" for s, r in sorted(rows.items()))
+
+    def score(student):
+        return float(rows[student]["score"])
+
+    assert (score("complete"), float(rows["complete"]["max_score"]), rows["complete"]["status"]) == \
+        (total, total, "graded"), report
+    assert rows["complete"]["tests_passed"] == rows["complete"]["tests_total"], report
+    assert score("empty") == 0 and rows["empty"]["status"] == "graded", report
+    assert score("edits_tests") == 0, report
+    assert score("imports_reference") == 0, report            # the kernel has no reference of this module
+    assert score("reads_instructor_files") == 0, report       # the sandbox shows no course files
+    assert rows["switches_tests_off"]["status"] == "flagged", report  # in-kernel tests off: caught outside it
+    assert score("vandal") == 0, report
+    assert rows["loops"]["status"] != "not graded" and score("loops") < total, report
+    # the vandal changed nobody's grade or file
+    assert score("complete") == total, report
+    after = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
+    assert after == before, "a submission file changed during grading"
+    for student, why in [("missing", "no "), ("misnamed", "rename it"), ("broken", "not a valid notebook")]:
+        assert rows[student]["status"] == "not graded" and why in rows[student]["reason"], report
+    # feedback: the complete student's, without the hidden tests' code
+    feedback = list((grading / "feedback" / "complete" / slug).glob("*.html"))
+    assert feedback, "no feedback for the complete submission"
+    html = feedback[0].read_text()
+    hidden = _hidden_test_lines(course.path(f"solutions/{slug}/{name}.py").read_text())
+    leaked = [line for line in hidden if line in htmllib.unescape(html)]
+    assert not leaked, f"hidden tests appear in the feedback: {leaked[:3]}"
