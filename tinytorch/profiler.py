@@ -110,6 +110,8 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
 POINTWISE_COST = {"add": 1, "sub": 1, "mul": 1, "div": 1, "neg": 1, "abs": 1, "pow": 1,
                   "exp": 1, "log": 1, "sqrt": 1, "maximum": 1, "minimum": 1, "clamp": 2,
                   "relu": 1, "leaky_relu": 2, "sigmoid": 4, "tanh": 1, "dropout": 1,
+                  # (x - mean)·invstd·weight + bias with the channel statistics given: BatchNorm
+                  # computes them before its op is dispatched (N·H·W times fewer), not counted
                   "batch_norm": 4}
 # GELU: exact x/2·(1 + erf(x/√2)) is 5; the tanh form x/2·(1 + tanh(√(2/π)(x + 0.044715x³))) is 9
 GELU_COST = {"none": 5, "tanh": 9}
@@ -387,7 +389,7 @@ def latency(fn, repeats=7, warmup=2):
             "max": max(samples), "samples": samples}
 
 
-# -- cell 59 --
+# -- cell 62 --
 def layer_report(stages, x, repeats=5, warmup=1):
     """Profile a model stage by stage. `stages` is a list of (name, fn, module or None);
     each fn maps the previous stage's output to the next. Returns a list of dicts with

@@ -217,23 +217,24 @@ def count_parameters(model):
     return sum(parameter_counts(model).values())
 
 # %% nbgrader={"grade": true, "grade_id": "test-parameter-counts", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-_mlp = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2, bias=False))
-_counts = parameter_counts(_mlp)
-print("MLP:", _counts)
-assert_equal(_counts, {"0": 4 * 3 + 3, "2": 3 * 2}, "per-layer counts of Linear(4,3)+ReLU+Linear(3,2, no bias)")
+with preserved_state():  # building layers draws from tinytorch's generator: put it back afterwards
+    _mlp = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2, bias=False))
+    _counts = parameter_counts(_mlp)
+    print("MLP:", _counts)
+    assert_equal(_counts, {"0": 4 * 3 + 3, "2": 3 * 2}, "per-layer counts of Linear(4,3)+ReLU+Linear(3,2, no bias)")
 
-_tied = nn.Sequential(nn.Linear(5, 5, bias=False), nn.Linear(5, 5, bias=False))
-_tied[1].weight = _tied[0].weight  # one Parameter, two layers
-print("tied:", parameter_counts(_tied))
-assert_equal(parameter_counts(_tied), {"0": 25}, "two layers sharing one 5x5 weight: 25, at the first")
-assert_equal(count_parameters(_tied), 25, "a shared weight counts once in the total")
+    _tied = nn.Sequential(nn.Linear(5, 5, bias=False), nn.Linear(5, 5, bias=False))
+    _tied[1].weight = _tied[0].weight  # one Parameter, two layers
+    print("tied:", parameter_counts(_tied))
+    assert_equal(parameter_counts(_tied), {"0": 25}, "two layers sharing one 5x5 weight: 25, at the first")
+    assert_equal(count_parameters(_tied), 25, "a shared weight counts once in the total")
 
-_gpt = nn.GPT(nn.GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2))
-_gcounts = parameter_counts(_gpt)
-assert_equal(count_parameters(_gpt), _gpt.num_parameters(), "GPT (tied head): total = num_parameters()")
-check("head" not in _gcounts, "the tied head is credited to the token table, not again",
-      got=_gcounts.get("head"), expected=None)
-assert_equal(_gcounts["tok_emb"], 11 * 16, "the token table: vocab x d_model")
+    _gpt = nn.GPT(nn.GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2))
+    _gcounts = parameter_counts(_gpt)
+    assert_equal(count_parameters(_gpt), _gpt.num_parameters(), "GPT (tied head): total = num_parameters()")
+    check("head" not in _gcounts, "the tied head is credited to the token table, not again",
+          got=_gcounts.get("head"), expected=None)
+    assert_equal(_gcounts["tok_emb"], 11 * 16, "the token table: vocab x d_model")
 print("✓ parameter_counts: tied GPT total", count_parameters(_gpt), "=", _gpt.num_parameters())
 
 # %% [markdown]
@@ -481,6 +482,8 @@ print("✓ softmax_flops and layer_norm_flops: LayerNorm over (4,5) of (2,3,4,5)
 POINTWISE_COST = {"add": 1, "sub": 1, "mul": 1, "div": 1, "neg": 1, "abs": 1, "pow": 1,
                   "exp": 1, "log": 1, "sqrt": 1, "maximum": 1, "minimum": 1, "clamp": 2,
                   "relu": 1, "leaky_relu": 2, "sigmoid": 4, "tanh": 1, "dropout": 1,
+                  # (x - mean)·invstd·weight + bias with the channel statistics given: BatchNorm
+                  # computes them before its op is dispatched (N·H·W times fewer), not counted
                   "batch_norm": 4}
 # GELU: exact x/2·(1 + erf(x/√2)) is 5; the tanh form x/2·(1 + tanh(√(2/π)(x + 0.044715x³))) is 9
 GELU_COST = {"none": 5, "tanh": 9}
@@ -986,11 +989,11 @@ predicted_cnn_mflops = None  # your number: MFLOPs of one forward pass of the CN
 
 # %%
 def digits_cnn():
-    """Module 09's digits CNN: two conv blocks and a classifier, for 1×8×8 images."""
+    """Module 09's digits CNN (as its tests build it): two conv blocks and a classifier."""
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 2 * 2, 64), nn.ReLU(), nn.Linear(64, 10))
+        nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(128, 10))
 
 
 _images, _labels = tinytorch.data.load_digits()
@@ -1007,8 +1010,10 @@ print(f"profiled forward: {measured_mflops:.3f} MFLOPs in {len(prof.events())} o
 print(prof.key_averages().table(sort_by="flops", row_limit=8))
 
 # %% [markdown]
-# The two convolutions do almost all the arithmetic, and the second (16 → 32 channels on
-# 4×4 maps) about as much as the first (1 → 16 on 8×8 maps). Whether they also take most of
+# The two convolutions do almost all the arithmetic, and the second far more than the first:
+# at each of its 4×4 positions it dots 32 filters with 16·9 numbers, eight times the work of
+# the first layer's 16 filters of 1·9 numbers at each of four times as many (8×8) positions.
+# Whether they also take most of
 # the **time** is another question: look at the "CPU %" column. On small tensors the fixed
 # cost of each op (Python, the dispatcher, numpy's call overhead, im2col's copies) is
 # comparable to its arithmetic, so cheap ops take a larger share of the time than of the
@@ -1030,10 +1035,11 @@ with preserved_state():
     _bw = sum(e.flops for e in _pb.events() if e.name == "MatmulBackward")
     # first layer: only W needs a gradient (x does not): one product; second layer: two products
     assert_equal(_bw, 2 * 5 * 10 * 8 + 2 * (2 * 5 * 8 * 3), "backward matmul FLOPs: 1 product for layer 1, 2 for layer 2")
-_cnn_hand = (conv2d_flops((64, 1, 8, 8), (16, 1, 3, 3), 1, 1) + 64 * 16 * 64 + 64 * 16 * 16 * 4
-             + conv2d_flops((64, 16, 4, 4), (32, 16, 3, 3), 1, 1) + 64 * 32 * 16 + 64 * 32 * 4 * 4
-             + 2 * 64 * 128 * 64 + 64 * 64 + 64 * 64 + 2 * 64 * 64 * 10 + 64 * 10)
-assert_equal(prof.events().total_flops(), _cnn_hand, "the CNN: convs + ReLUs + pools + Linears by formula")
+# conv, BatchNorm (4 per element), ReLU (1), max-pool (4 compares per output); twice; Linear
+_cnn_hand = (conv2d_flops((64, 1, 8, 8), (16, 1, 3, 3), 1, 1) + 5 * 64 * 16 * 64 + 64 * 16 * 16 * 4
+             + conv2d_flops((64, 16, 4, 4), (32, 16, 3, 3), 1, 1) + 5 * 64 * 32 * 16 + 64 * 32 * 4 * 4
+             + 2 * 64 * 128 * 10 + 64 * 10)
+assert_equal(prof.events().total_flops(), _cnn_hand, "the CNN: convs + BatchNorms + ReLUs + pools + Linear by formula")
 print(f"✓ records add up: MLP forward {_hand:,} FLOPs; CNN forward {_cnn_hand:,} FLOPs")
 
 # %% [markdown]
@@ -1243,6 +1249,45 @@ print(f"ratio {step['median'] / fwd['median']:.2f} "
 # many small backward rules is not proportional to FLOPs. Rerun the cell: the medians move a
 # little, the IQR tells you by about how much.
 #
+# ### 7.1 What does the profiler itself cost?
+#
+# A measuring instrument disturbs what it measures. With no mode active, `apply` checks an
+# empty list and calls the op. A pass-through `DispatchMode` adds a Python call per op; your
+# profiler adds two clock reads, the input shapes, a FLOP rule and one record per op.
+# Predict: how much slower is the CNN's forward under `profile()`?
+
+# %%
+predicted_profiler_overhead = None  # your number: time(forward under profile()) / time(forward)
+
+# %%
+class PassThrough(tinytorch.utils.dispatch.DispatchMode):
+    """A mode that only runs each op (DispatchMode's default dispatch)."""
+
+
+def under(make_mode):
+    def run():
+        with make_mode():
+            cnn_forward()
+    return run
+
+
+plain = latency(cnn_forward)["median"]
+passing = latency(under(PassThrough))["median"]
+profiled = latency(under(profile))["median"]
+print(f"forward, no mode:          {plain * 1e3:7.2f} ms")
+print(f"forward, pass-through mode: {passing * 1e3:7.2f} ms ({passing / plain:.2f}x)")
+print(f"forward, under profile():   {profiled * 1e3:7.2f} ms ({profiled / plain:.2f}x) "
+      + ("(no prediction written)" if predicted_profiler_overhead is None else f"(you predicted {predicted_profiler_overhead}x)"))
+
+# %% [markdown]
+# Expect both ratios close to 1 for this CNN: a forward of a few dozen ops, some of them
+# milliseconds long, hides a few microseconds of bookkeeping per op (the differences are
+# often smaller than the run-to-run noise, and can even come out below 1). The overhead is a
+# fixed cost **per op**, so it matters for models made of many tiny ops, and there it also
+# inflates the small ops' share of the profile. PyTorch's profiler records from C++ for the
+# same reason. The claim that the dispatch path costs nothing extra without a mode belongs to
+# the benchmark suite (module 19), which can repeat it long enough to resolve nanoseconds.
+#
 # ## 8. A per-layer report: where the time goes
 #
 # `layer_report` (provided) runs a model **stage by stage** (each stage a function of the
@@ -1359,8 +1404,8 @@ plt.show()
 
 # %% [markdown]
 # What to expect: in the CNN, the convolutions carry most FLOPs and most time, but the
-# pooling layers and ReLUs take a larger share of the time than of the FLOPs (they do
-# little arithmetic on many bytes). In the GPT, the blocks carry most FLOPs; the embedding
+# pooling layers and BatchNorms take a larger share of the time than of the FLOPs (they do
+# little arithmetic on many bytes, and max-pooling unfolds its windows first). In the GPT, the blocks carry most FLOPs; the embedding
 # lookups cost no FLOPs but some time. The exact shares depend on your CPU, numpy's BLAS
 # and the load of the machine: rerun and compare.
 #
