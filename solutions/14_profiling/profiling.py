@@ -470,6 +470,20 @@ print("✓ softmax_flops and layer_norm_flops: LayerNorm over (4,5) of (2,3,4,5)
 # Elementwise ops cost a fixed number of FLOPs per output element; losses are an elementwise
 # part plus a reduction. An op missing from the table moves data and costs 0.
 #
+# | op | FLOPs | op | FLOPs |
+# |---|---|---|---|
+# | add, sub, mul, div, exp, log, sqrt, tanh | 1 per element | matmul | your `matmul_flops` |
+# | relu | 1 per element (a compare) | conv2d | your `conv2d_flops` |
+# | leaky_relu | 2 per element | softmax, log_softmax | your `softmax_flops` |
+# | sigmoid $1/(1+e^{-x})$ | 4 per element | layer_norm | your `layer_norm_flops` |
+# | gelu exact / tanh form | 5 / 9 per element | max_pool2d | $k_h k_w$ per output |
+# | sum, max, amax | $n$ (the input's size) | avg_pool2d | $k_h k_w + 1$ per output |
+# | mean | $n$ + 1 per output | batch_norm | 4 per element |
+# | mse_loss $(x-y)^2$, mean | $2n + (n + 1)$ | nll_loss, mean over $N$ rows | $N + (N + 1)$ |
+#
+# `cross_entropy` is not one op: it dispatches `log_softmax` and `nll_loss`, so its FLOPs are
+# theirs, $N(5C + 1) + 2N + 1$ for $N$ rows of $C$ classes.
+#
 # Backward rules are named like their nodes (`"MatmulBackward"`, `"Conv2DBackward"`: module 01's
 # `Node.name()` title-cases each part of the op name, and `"conv2d".title()` is `"Conv2D"`). As PyTorch's
 # `FlopCounterMode` does, we count backward FLOPs for the big ops only: a matmul's backward
@@ -1334,6 +1348,44 @@ print("digits CNN, batch 256, forward (no_grad):")
 print(format_report(cnn_rows))
 
 # %% [markdown]
+# The FLOPs column comes from the profiler: the sum of the records of each stage's ops. The
+# same numbers follow from each layer's **formula** and its configuration alone, without
+# running anything but the shapes: the analytic side of the report. `layer_formula`
+# (provided) writes each formula out and evaluates it; the two columns must agree.
+
+# %%
+def layer_formula(module, in_shape, out_shape):
+    """(formula, FLOPs) of one CNN layer from its configuration and its input/output shapes."""
+    n_out = math.prod(out_shape)
+    if isinstance(module, nn.Conv2d):
+        k = module.kernel_size
+        text = f"2·{module.out_channels}·({module.in_channels}·{k[0]}·{k[1]})·(N·Ho·Wo) + bias"
+        return text, conv2d_flops(in_shape, module.weight.shape, module.stride, module.padding,
+                                  bias=module.bias is not None)
+    if isinstance(module, nn.Linear):
+        rows = math.prod(in_shape) // module.in_features
+        text = f"2·B·{module.in_features}·{module.out_features} + B·{module.out_features}"
+        return text, 2 * rows * module.in_features * module.out_features + rows * module.out_features
+    if isinstance(module, nn.BatchNorm2d):
+        return "4 per element", 4 * n_out
+    if isinstance(module, nn.ReLU):
+        return "1 per element", n_out
+    if isinstance(module, nn.MaxPool2d):
+        kh, kw = _pair(module.kernel_size)
+        return f"{kh * kw} compares per output", n_out * kh * kw
+    return "data movement: 0", 0
+
+
+_x = x256
+print(f"{'stage':<14}{'formula':<34}{'by formula':>13}{'profiled':>13}")
+with tinytorch.no_grad():
+    for row, m in zip(cnn_rows, cnn):
+        _y = m(_x)
+        text, value = layer_formula(m, tuple(_x.shape), tuple(_y.shape))
+        print(f"{row['name']:<14}{text:<34}{value:>13,}{row['flops']:>13,}")
+        _x = _y
+
+# %% [markdown]
 # Now the small GPT of module 13 (untrained: the cost does not depend on the weights). Its
 # stages are the embeddings, each block, the final LayerNorm and the tied head. Predict first:
 # which share of the forward time goes to the head?
@@ -1364,10 +1416,33 @@ print(f"whole forward, profiled at once: {gprof.events().total_flops():,} FLOPs;
       f"the stages add up to {sum(r['flops'] for r in gpt_rows):,}")
 
 # %% [markdown]
+# The blocks' FLOPs are almost all matmuls. Per block, with $B \cdot T$ tokens of width $d$:
+# the four projections of attention ($Q, K, V$, out) cost $4 \cdot 2BTd^2$, the feed-forward
+# network's two Linears ($d \to 4d \to d$) $2 \cdot 2BT \cdot 4d^2$, and the two attention
+# matmuls $2 \cdot 2BT^2d$: in all $24BTd^2 + 4BT^2d$, the forward half of module 13's
+# "6N FLOPs per token" plus the attention term that grows with the context. The profiler's
+# matmul records of one block:
+
+# %%
+B, d = idx.shape[0], gpt.config.d_model
+with tinytorch.no_grad():
+    with profile() as bprof:
+        gpt.blocks[0](gpt.tok_emb(idx) + gpt.pos_emb(tinytorch.arange(T)))
+block_matmuls = sum(e.flops for e in bprof.events() if e.name == "matmul")
+print(f"24·B·T·d² + 4·B·T²·d = {24 * B * T * d * d + 4 * B * T * T * d:,}; profiled matmuls of block 0: {block_matmuls:,}")
+
+# %% [markdown]
 # Where does the GPT's time go, op by op? The table of the whole forward, sorted by time:
 
 # %%
 print(gprof.key_averages().table(sort_by="cpu_time_total", row_limit=12))
+
+# %% [markdown]
+# Expect `matmul` to hold almost all the FLOPs at by far the highest GFLOP/s (BLAS), and the
+# elementwise ops (GELU's several numpy passes, the bias and residual adds, the softmax) to
+# take much more time per FLOP: each pass reads and writes a whole tensor for one or a few
+# operations per element. Which of them ranks first changes with the CPU, numpy's build and
+# the machine's load; the table you just printed is the answer for this run.
 
 # %% [markdown]
 # The picture puts the two reports side by side: for each stage, its share of the FLOPs and
