@@ -137,19 +137,13 @@ def count_parameters(model):
 
 
 def count_nonzero(model):
-    """Non-zero numbers the model computes with: pruned parameters count through their mask."""
-    total = 0
+    """Non-zero numbers the model computes with: a pruned parameter counts through its mask."""
+    masked = {}  # id(<name>_orig) -> the values the layer computes with
     for m in model.modules():
-        names = getattr(m, "pruned_names", None)
-        if names is None:
-            continue
-        for name in names:  # a PrunedModule: the masked values
-            layer = m.module
-            total += int(np.count_nonzero(getattr(layer, name + "_orig").numpy() * getattr(layer, name + "_mask").numpy()))
-    pruned_origs = {id(getattr(m.module, n + "_orig")) for m in model.modules()
-                    for n in (getattr(m, "pruned_names", None) or [])}
-    return total + sum(int(np.count_nonzero(p.numpy())) for p in _unique(model.parameters())
-                       if id(p) not in pruned_origs)
+        for name in getattr(m, "pruned_names", None) or []:  # m is a PrunedModule
+            orig = getattr(m.module, name + "_orig")
+            masked[id(orig)] = orig.numpy() * getattr(m.module, name + "_mask").numpy()
+    return sum(int(np.count_nonzero(masked.get(id(p), p.numpy()))) for p in _unique(model.parameters()))
 
 
 def model_bytes(model):
@@ -183,7 +177,7 @@ def count_flops(model, sample):
     return total // sample.shape[0]
 
 
-# -- cell 39 (distillation-loss) --
+# -- cell 42 (distillation-loss) --
 def distillation_loss(student_logits, teacher_logits, temperature=4.0):
     """Temperature-scaled knowledge-distillation loss (Hinton et al., 2015).
 
@@ -205,7 +199,7 @@ def distillation_loss(student_logits, teacher_logits, temperature=4.0):
     raise NotImplementedError('distillation_loss() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')
 
 
-# -- cell 45 (low-rank) --
+# -- cell 48 (low-rank) --
 def low_rank_factors(weight, rank):
     """Contract: `weight` a numpy (out, in) float array, 1 <= rank <= min(out, in) (checked
     for you: ValueError naming the rank and the largest allowed). Returns (A, B), numpy

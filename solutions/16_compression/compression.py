@@ -68,6 +68,7 @@ import numpy as np
 import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+from tinytorch.utils.timing import median_time  # the course's one timer: median of repeats after a warm-up
 
 # %% [markdown]
 # ## 1. The idea: remove what matters least
@@ -883,19 +884,13 @@ def count_parameters(model):
 
 
 def count_nonzero(model):
-    """Non-zero numbers the model computes with: pruned parameters count through their mask."""
-    total = 0
+    """Non-zero numbers the model computes with: a pruned parameter counts through its mask."""
+    masked = {}  # id(<name>_orig) -> the values the layer computes with
     for m in model.modules():
-        names = getattr(m, "pruned_names", None)
-        if names is None:
-            continue
-        for name in names:  # a PrunedModule: the masked values
-            layer = m.module
-            total += int(np.count_nonzero(getattr(layer, name + "_orig").numpy() * getattr(layer, name + "_mask").numpy()))
-    pruned_origs = {id(getattr(m.module, n + "_orig")) for m in model.modules()
-                    for n in (getattr(m, "pruned_names", None) or [])}
-    return total + sum(int(np.count_nonzero(p.numpy())) for p in _unique(model.parameters())
-                       if id(p) not in pruned_origs)
+        for name in getattr(m, "pruned_names", None) or []:  # m is a PrunedModule
+            orig = getattr(m.module, name + "_orig")
+            masked[id(orig)] = orig.numpy() * getattr(m.module, name + "_mask").numpy()
+    return sum(int(np.count_nonzero(masked.get(id(p), p.numpy()))) for p in _unique(model.parameters()))
 
 
 def model_bytes(model):
@@ -955,6 +950,41 @@ print(f"measured factor {count_parameters(_mlp) / count_parameters(_small_mlp):.
 # last only on one (2×): the total lies between 2 and 4, closer to 4 the more of the model
 # sits in layers that are hidden on both sides. FLOPs follow the weights exactly for an MLP
 # (two per weight per example). These counts are exact and the same on every machine.
+#
+# The same for channels, and now with a stopwatch. **Predict first.** A CNN for 8×8 images
+# with convolutions of 32 and 64 channels loses half the channels of each. The FLOPs
+# fall by almost 4× (the middle convolution, which loses half its inputs *and* half its
+# outputs, does most of the work); how much faster do you expect its forward pass on 32
+# images to be?
+
+# %%
+predicted_cnn_speedup = None  # your number: latency(before) / latency(after)
+
+# %%
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _cnn = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * 4 * 4, 10))
+    _imgs = tinytorch.randn(32, 1, 8, 8)
+_small_cnn = prune_neurons(_cnn, 0.5)
+_cnn_ms = {}
+for _label, _m in [("before", _cnn), ("after", _small_cnn)]:
+    with tinytorch.no_grad():
+        _cnn_ms[_label] = median_time(lambda: _m(_imgs), repeats=21, warmup=3) * 1e3
+    print(f"{_label:6s}: channels {_m[0].out_channels:2d}, {_m[2].out_channels:2d}; {count_parameters(_m):6,d} parameters, "
+          f"{count_flops(_m, _imgs):9,d} FLOPs per image, {_cnn_ms[_label]:6.2f} ms for 32 images")
+print(f"FLOP ratio {count_flops(_cnn, _imgs) / count_flops(_small_cnn, _imgs):.2f}; measured speed-up "
+      f"{_cnn_ms['before'] / _cnn_ms['after']:.2f}x; "
+      + ("no prediction written" if predicted_cnn_speedup is None else f"you predicted {predicted_cnn_speedup}x"))
+
+# %% [markdown]
+# The smaller CNN is really faster, but the speed-up need not equal the FLOP ratio, and it
+# can miss it in either direction. Below it: every op has a fixed cost (Python, the
+# dispatch) that does not shrink, and ReLU and pooling shrink only with the channel count.
+# Above it: the big model's im2col matrix and feature maps (megabytes for 32 images) may
+# not fit in the CPU's caches, or may cost fresh memory from the operating system at every
+# call, while the small model's do fit or get reused. Which effect wins depends on the
+# machine, its allocator and its load; the figure printed above is yours.
 
 # %% [markdown]
 # ## 5. Knowledge distillation
@@ -1226,8 +1256,6 @@ print("✓ low_rank_factors; errors for rank 1..9:", np.round(_errs, 3).tolist()
 # %%
 from tinytorch.data import Digits  # noqa: E402
 from tinytorch.optim import Adam  # noqa: E402
-from tinytorch.utils.timing import median_time  # noqa: E402
-
 _train, _test = Digits(train=True), Digits(train=False)
 X_train = Tensor(_train.data.numpy().reshape(-1, 64))
 y_train = _train.targets
