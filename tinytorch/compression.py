@@ -2,7 +2,7 @@
 # Each block names the notebook cell it came from.
 
 
-# -- cell 21 (neuron-importance) --
+# -- cell 22 (neuron-importance) --
 """Compression (module 16): structured pruning that physically shrinks Linear and Conv2d
 layers, the temperature-scaled distillation loss, low-rank (truncated SVD) factorisation of
 a Linear, and the counts (parameters, bytes, FLOPs) of the before/after table."""
@@ -28,7 +28,7 @@ def neuron_importance(weight, p=1):
     raise NotImplementedError('neuron_importance() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')
 
 
-# -- cell 24 (channels-to-keep) --
+# -- cell 25 (channels-to-keep) --
 def _count_to_remove(amount, n):
     """round(amount * n) units to remove, amount a float in [0, 1); at least one survives."""
     if isinstance(amount, bool) or not isinstance(amount, (float, int, np.floating, np.integer)) \
@@ -48,7 +48,7 @@ def channels_to_keep(scores, amount):
     raise NotImplementedError('channels_to_keep() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')
 
 
-# -- cell 27 (shrink) --
+# -- cell 28 (shrink) --
 def _values(t):
     return None if t is None else t.numpy()
 
@@ -94,7 +94,7 @@ def shrink_conv2d(conv, next_layer, keep):
     raise NotImplementedError('shrink_conv2d() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')
 
 
-# -- cell 31 --
+# -- cell 32 --
 def _weight_layers(model):
     if not isinstance(model, Sequential):
         raise TypeError(f"prune_neurons works on a Sequential, got {type(model).__name__}")
@@ -127,6 +127,7 @@ def prune_neurons(model, amount, p=1):
     return Sequential(OrderedDict((name, layers[i]) for i, (name, _) in enumerate(children)))
 
 
+# -- cell 33 --
 def _unique(tensors):
     return list({id(t): t for t in tensors if t is not None}.values())
 
@@ -177,7 +178,7 @@ def count_flops(model, sample):
     return total // sample.shape[0]
 
 
-# -- cell 42 (distillation-loss) --
+# -- cell 44 (distillation-loss) --
 def distillation_loss(student_logits, teacher_logits, temperature=4.0):
     """Temperature-scaled knowledge-distillation loss (Hinton et al., 2015).
 
@@ -199,7 +200,7 @@ def distillation_loss(student_logits, teacher_logits, temperature=4.0):
     raise NotImplementedError('distillation_loss() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')
 
 
-# -- cell 48 (low-rank) --
+# -- cell 50 (low-rank) --
 def low_rank_factors(weight, rank):
     """Contract: `weight` a numpy (out, in) float array, 1 <= rank <= min(out, in) (checked
     for you: ValueError naming the rank and the largest allowed). Returns (A, B), numpy

@@ -438,6 +438,8 @@ def _effective(wrapper, pname):
     return param.numpy()
 
 
+# %%
+#| export nn.prune
 def l1_unstructured(model, name, amount):
     """Prune `amount` of the parameter `name` (e.g. "0.weight") of `model` by magnitude,
     keeping the mask applied from now on. Returns the model."""
@@ -874,6 +876,8 @@ def prune_neurons(model, amount, p=1):
     return Sequential(OrderedDict((name, layers[i]) for i, (name, _) in enumerate(children)))
 
 
+# %%
+#| export
 def _unique(tensors):
     return list({id(t): t for t in tensors if t is not None}.values())
 

@@ -148,6 +148,7 @@ def _effective(wrapper, pname):
     return param.numpy()
 
 
+# -- cell 16 --
 def l1_unstructured(model, name, amount):
     """Prune `amount` of the parameter `name` (e.g. "0.weight") of `model` by magnitude,
     keeping the mask applied from now on. Returns the model."""
