@@ -1371,9 +1371,9 @@ print(f"speed-up of the 80% pruned model: {_speed:.2f}x; "
 #   smaller the removed weights were, the less it drops.
 # - **Structured pruning** and **low rank** really shrink the model: fewer parameters,
 #   bytes and FLOPs, and a faster forward pass, after a fine-tune at little cost in
-#   accuracy. The measured speed-up is usually smaller than the FLOP ratio: at these sizes a
-#   forward pass also pays a fixed cost per op (Python, the dispatch, allocation) that does
-#   not shrink with the layer.
+#   accuracy. The measured speed-up need not equal the FLOP ratio (section 4 says why it
+#   can miss it either way): at these sizes a forward pass also pays a fixed cost per op
+#   (Python, the dispatch) that does not shrink with the layer.
 # - **Distillation** trains a small model directly; compare the two small rows. On this
 #   small, easy task the teacher is only a few points better than the student can get on
 #   its own, so expect the two rows within a point or two of each other, in either
