@@ -1,0 +1,1459 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Module 16 — Compression: pruning, distillation and low-rank factorisation
+#
+# A trained network is usually larger than it needs to be. This module makes one smaller
+# in four ways and **measures** what each buys: parameters, bytes, FLOPs, latency and
+# accuracy on the digits.
+#
+# ## Goals
+#
+# By the end of this module you will be able to
+#
+# - choose weights to remove by **magnitude**, per layer and **globally** over several
+#   layers, and build the **mask** that removes exactly the requested share;
+# - keep a pruned model pruned while it is **fine-tuned**: the mask is re-applied in every
+#   forward pass (`weight = weight_orig * weight_mask`, as `torch.nn.utils.prune` does), so
+#   a pruned weight gets a zero gradient and stays exactly zero whatever the optimizer's
+#   momentum says;
+# - prune **structurally**: rank neurons (rows) and channels (filters) by their L1 / L2 norm
+#   and physically **shrink** a `Linear` or a `Conv2d` and the layer that reads it;
+# - write the temperature-scaled **distillation loss** (KL between softened distributions,
+#   times $T^2$) and train a small student from a big teacher;
+# - factorise a `Linear` into two thin ones with a **truncated SVD**;
+# - read a before/after table and explain why unstructured sparsity saves nothing on a dense
+#   backend while a smaller dense layer is really faster.
+#
+# ## Prerequisites
+#
+# Modules 01-09: `Tensor` and its ops (01), `log_softmax` (02), `Module`, `Linear`,
+# `Sequential` (03), `cross_entropy` (04), `Digits` and `DataLoader` (05), autograd (06),
+# `SGD` and `Adam` (07), `evaluate` (08), `Conv2d` (09).
+#
+# ## How this notebook works
+#
+# The pruning masks and the masked layer go to **`tinytorch/nn/prune.py`** (cells marked
+# `#| export nn.prune`), mirroring `torch.nn.utils.prune`. They live at `tinytorch.nn.prune`
+# and not under `tinytorch.nn.utils`, because `tinytorch/nn/utils.py` is module 08's file;
+# `import tinytorch.nn.prune as prune` plays the role of PyTorch's
+# `import torch.nn.utils.prune as prune`. Structured shrinking, distillation and low-rank
+# factorisation go to **`tinytorch/compression.py`** (cells marked `#| export`). Fill in the
+# cells with `# YOUR CODE HERE`, then run the check cell below each;
+# `tito test module 16` exports them and runs the tests.
+
+# %%
+#| default_exp compression
+
+# %%
+import sys
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+import tinytorch
+from tinytorch import Tensor, nn
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+from tinytorch.utils.timing import median_time  # the course's one timer: median of repeats after a warm-up
+
+# %% [markdown]
+# ## 1. The idea: remove what matters least
+#
+# Most weights of a trained network are small, and a small weight contributes little to its
+# layer's output. **Magnitude pruning** sets the smallest $|w|$ to zero: for a share
+# $a$ (the `amount`) of the $n$ weights, $k = \operatorname{round}(a\,n)$ of them,
+#
+# $$m_i = \begin{cases}0 & \text{if } |w_i| \text{ is among the } k \text{ smallest}\\ 1 & \text{otherwise}\end{cases},
+#   \qquad w \leftarrow w \odot m .$$
+#
+# Two questions decide what pruning buys:
+#
+# - **Which weights?** *Unstructured* pruning removes single weights anywhere: the matrix
+#   keeps its shape with zeros scattered in it. *Structured* pruning removes whole rows of a
+#   `Linear` (neurons) or whole filters of a `Conv2d` (channels): the layer, and the input
+#   side of the next layer, really get smaller.
+# - **Ranked where?** Per layer (each layer loses the same share) or **globally** (one
+#   ranking over all layers: a layer whose weights are small loses more).
+#
+# The picture shows one weight matrix and what each kind of pruning leaves of it.
+
+# %%
+def draw_pruning_kinds(axes, seed=0):
+    """A weight matrix, its magnitude-pruned version, and its structurally pruned version."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((8, 12)) * rng.uniform(0.3, 1.5, (8, 1))
+    flat = np.abs(w).ravel()
+    mask = np.ones(w.size)
+    mask[np.argsort(flat, kind="stable")[: int(0.6 * w.size)]] = 0
+    rows = np.sort(np.argsort(-np.abs(w).sum(1), kind="stable")[:4])
+    panels = [(w, "dense: 8 × 12 = 96 weights"),
+              (np.where(mask.reshape(w.shape) == 1, w, np.nan), "unstructured, 60% zeros:\nstill 8 × 12, 38 non-zero"),
+              (w[rows], "structured, 4 of 8 rows kept:\na 4 × 12 matrix (48 weights)")]
+    for ax, (m, title) in zip(axes, panels):
+        ax.imshow(m, cmap="coolwarm", vmin=-2.5, vmax=2.5)
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_ylim(7.5, -0.5)
+        ax.set_xlabel("inputs")
+    axes[0].set_ylabel("neurons (rows)")
+
+
+fig, axes = plt.subplots(1, 3, figsize=(11, 3.0))
+draw_pruning_kinds(axes)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# (White is a removed weight.) The middle matrix computes the same number of
+# multiply-adds as the left one on a dense backend such as numpy: multiplying by zero costs
+# as much as multiplying by anything. Only the right one is cheaper. Section 7 measures it.
+#
+# ## 2. Magnitude masks: per layer and global
+#
+# Write `magnitude_mask(values, k)`: a mask of `values`' shape and dtype with **exactly**
+# `k` zeros, at the `k` entries of smallest absolute value. The provided `_count_to_prune`
+# turns PyTorch's `amount` (a float share in $[0, 1]$, or an int count) into `k` the way
+# `torch.nn.utils.prune` does ($\operatorname{round}(a\,n)$) and checks it; the public
+# functions below call it for you.
+#
+# <details><summary>Hint 1</summary>
+#
+# "Small" means small in magnitude: $-3$ is a large weight. And a threshold ("zero every
+# $|w| \le t$") can remove more than `k` when several weights share the value $t$: the
+# contract asks for exactly `k`.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A stable `argsort` of the magnitudes, flattened, lists the positions from the least to
+# the most important, ties in order of position. The first `k` of that list are the ones to
+# remove.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Flatten the absolute values; sort their positions stably; start from a flat mask of ones
+# (in `values`' dtype), write zeros at the first `k` positions of that order, and reshape
+# the mask to `values`' shape.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "magnitude-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export nn.prune
+"""Magnitude pruning with masks that stay applied (module 16), mirroring
+torch.nn.utils.prune: per-layer and global masks, and PrunedModule, which re-applies
+weight = weight_orig * weight_mask before every forward pass."""
+import numpy as np
+
+from tinytorch._tensor import Tensor
+from tinytorch.autograd import no_grad
+from tinytorch.nn.layers import Module, Parameter
+
+__all__ = ["magnitude_mask", "global_magnitude_masks", "PrunedModule", "l1_unstructured",
+           "global_unstructured", "remove", "is_pruned", "sparsity"]
+
+
+def _count_to_prune(amount, n):
+    """torch.nn.utils.prune's rule: a float amount in [0, 1] is a share, round(amount * n)
+    weights; an int amount is a count, at most n."""
+    if isinstance(amount, bool) or not isinstance(amount, (int, float, np.integer, np.floating)):
+        raise TypeError(f"amount must be a float share in [0, 1] or an int count, got {amount!r}")
+    if isinstance(amount, (int, np.integer)):
+        if not 0 <= amount <= n:
+            raise ValueError(f"amount={amount} weights to prune, but there are only {n} (and it must be >= 0)")
+        return int(amount)
+    if not 0.0 <= amount <= 1.0:
+        raise ValueError(f"amount={amount} must be a share in [0, 1] (or an int count of weights)")
+    return int(round(float(amount) * n))
+
+
+def magnitude_mask(values, k):
+    """The mask that prunes the k entries of smallest magnitude.
+
+    Contract: `values` a numpy float array of any shape, 0 <= k <= values.size. Returns a
+    numpy array of values' shape and dtype holding 0 at exactly k positions, those with the
+    smallest |value| (ties: the earlier position, in C order, is pruned first), and 1
+    everywhere else.
+    """
+    # Idea: rank the entries by how much they matter; the k least important are switched off.
+    ### BEGIN SOLUTION
+    order = np.argsort(np.abs(values).ravel(), kind="stable")
+    mask = np.ones(values.size, dtype=values.dtype)
+    mask[order[:k]] = 0
+    return mask.reshape(values.shape)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-magnitude-mask", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_w = np.array([[0.5, -3.0, 0.1], [-0.2, 2.0, -0.05]], dtype=np.float32)
+assert_equal(magnitude_mask(_w, 3), np.array([[1, 1, 0], [0, 1, 0]], dtype=np.float32),
+             "k = 3: the three smallest |w| (0.1, -0.2, -0.05) are pruned; -3.0 is large")
+assert_equal(magnitude_mask(_w, 0), np.ones((2, 3), dtype=np.float32), "k = 0 prunes nothing")
+assert_equal(magnitude_mask(_w, 6), np.zeros((2, 3), dtype=np.float32), "k = n prunes everything")
+assert_equal(magnitude_mask(_w, 3).dtype, np.dtype(np.float32), "the mask has the values' dtype")
+_ties = np.array([1.0, 0.5, 0.5, 0.5, 2.0])
+assert_equal(magnitude_mask(_ties, 2), np.array([1.0, 0.0, 0.0, 1.0, 1.0]),
+             "exactly k = 2 zeros among three tied values: the earlier positions go first")
+_big = np.random.default_rng(0).standard_normal((40, 25))
+_m = magnitude_mask(_big, _count_to_prune(0.7, _big.size))
+assert_equal(int((_m == 0).sum()), 700, "amount = 0.7 of 1000 weights: exactly 700 zeros")
+check(np.abs(_big[_m == 0]).max() <= np.abs(_big[_m == 1]).min(),
+      "every pruned |w| is at most every kept |w|",
+      got=(np.abs(_big[_m == 0]).max(), np.abs(_big[_m == 1]).min()))
+print("✓ magnitude_mask; the mask of k = 3:", magnitude_mask(_w, 3).tolist())
+
+# %% [markdown]
+# **Global pruning.** Pruning each layer by the same share treats a layer of large
+# weights like a layer of small ones. Ranking all the weights of several layers together
+# asks instead "which weights of the *whole model* matter least?": layers whose weights
+# are small (often the big, redundant ones) lose more. Write
+# `global_magnitude_masks(arrays, k)`: one mask per array, with `k` zeros **in total**.
+#
+# <details><summary>Hint 1</summary>
+#
+# One ranking over everything: what if all the arrays were one long vector? You already
+# wrote the function that masks one array.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Concatenate the flattened arrays into one vector, mask it with `magnitude_mask`, then cut
+# that flat mask back into pieces of each array's size (running offsets, or `np.split` at
+# the cumulative sizes) and reshape each piece to its array's shape and dtype.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "global-masks", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export nn.prune
+def global_magnitude_masks(arrays, k):
+    """Masks for several arrays ranked together.
+
+    Contract: `arrays` a non-empty list of numpy float arrays, 0 <= k <= their total size.
+    Returns a list of masks, one per array with its shape and dtype, holding k zeros in
+    total: at the k entries of smallest magnitude over all the arrays together (ties: the
+    earlier array, then the earlier position, first).
+    """
+    # Idea: one ranking for the whole model, then each layer takes back its part.
+    ### BEGIN SOLUTION
+    flat = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays])
+    mask = magnitude_mask(flat, k)
+    pieces = np.split(mask, np.cumsum([a.size for a in arrays])[:-1])
+    return [p.reshape(a.shape).astype(a.dtype) for p, a in zip(pieces, arrays)]
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-global-masks", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(1)
+_small, _large = _rng.standard_normal((6, 10)) * 0.1, _rng.standard_normal((4, 5)) * 10.0
+_ms, _ml = global_magnitude_masks([_small, _large], 50)
+assert_equal((_ms.shape, _ml.shape), ((6, 10), (4, 5)), "one mask per array, of its shape")
+assert_equal(int((_ms == 0).sum() + (_ml == 0).sum()), 50, "k = 50 zeros in total")
+assert_equal(int((_ms == 0).sum()), 50, "all 50 zeros land in the layer of small weights (std 0.1 vs 10)")
+_a = np.array([[3.0, -1.0]], dtype=np.float32)
+_b = np.array([0.5, 4.0, -0.7], dtype=np.float32)
+_ma, _mb = global_magnitude_masks([_a, _b], 2)
+assert_equal(_ma, np.array([[1.0, 1.0]], dtype=np.float32), "first array: 3 and -1 are not among the 2 smallest")
+assert_equal(_mb, np.array([0.0, 1.0, 0.0], dtype=np.float32), "second array: 0.5 and -0.7 are pruned")
+assert_equal(_mb.dtype, np.dtype(np.float32), "each mask keeps its array's dtype")
+_all = np.concatenate([np.abs(_small).ravel(), np.abs(_large).ravel()])
+_kept = np.concatenate([_ms.ravel(), _ml.ravel()]) == 1
+check(_all[~_kept].max() <= _all[_kept].min(), "every pruned |w| is at most every kept |w|, over both arrays")
+print(f"✓ global_magnitude_masks: zeros per layer {int((_ms == 0).sum())} (small weights), "
+      f"{int((_ml == 0).sum())} (large weights)")
+
+# %% [markdown]
+# ## 3. Keeping the mask through training
+#
+# Zeroing the weights once is not enough. The next backward pass gives a pruned weight a
+# gradient like any other, and the optimizer moves it off zero; worse, SGD's momentum
+# buffer and Adam's moments remember the steps taken **before** pruning and keep moving a
+# weight even when its gradient is zero. PyTorch's answer (`torch.nn.utils.prune`) is a
+# **reparametrisation**: the layer's `weight` Parameter is renamed `weight_orig` (the
+# optimizer keeps training it, it is the same object), the mask is stored as a buffer
+# `weight_mask`, and before every forward pass a *forward pre-hook* recomputes
+#
+# $$\texttt{weight} = \texttt{weight\_orig} \odot \texttt{weight\_mask}$$
+#
+# as a recorded op. The layer only ever sees `weight`. Two things follow from the product:
+# the effective weight is **exactly** $0$ where the mask is $0$, whatever happens to
+# `weight_orig` there; and autograd gives `weight_orig` the gradient
+# $\bar w \odot m$, **exactly** $0$ at the pruned positions.
+#
+# Our `Module` (module 03) has no hooks, and we do not patch it. A **wrapper** does the
+# hook's job: `PrunedModule(layer)` holds the layer as its child `module` and, in its own
+# forward, recomputes each pruned parameter before calling the layer. The provided
+# `add_mask` does the reparametrisation (and, when a parameter is pruned a second time,
+# multiplies the new mask into the old one, as PyTorch's iterative pruning does). Reading
+# an attribute the wrapper does not have (`in_features`, `weight`, `weight_mask`, ...)
+# reads the layer's, so `model[0].weight` works on a pruned layer as in PyTorch. Write
+# `PrunedModule.forward`.
+#
+# <details><summary>Hint 1</summary>
+#
+# Which attribute does `Linear.forward` read, and when must it hold the masked value? What
+# must the product be, for the gradient to reach `weight_orig`?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The product must be an op of the graph: two Tensors multiplied with `*`, not their numpy
+# arrays. An ordinary (non-Parameter) Tensor assigned to a Module attribute is a plain
+# attribute (module 03's `__setattr__`).
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# For each name in `self.pruned_names`, assign to that attribute of `self.module` the
+# product of the layer's `<name>_orig` and `<name>_mask` (getattr/setattr with the built
+# names). Then call the layer with all the arguments you received and return its output.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "pruned-module", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export nn.prune
+class PrunedModule(Module):
+    """A layer whose pruned parameters are recomputed as <name>_orig * <name>_mask before each
+    forward (the forward pre-hook of torch.nn.utils.prune, as a wrapper)."""
+
+    def __init__(self, module):
+        super().__init__()
+        if not isinstance(module, Module) or isinstance(module, PrunedModule):
+            raise TypeError(f"PrunedModule wraps one layer (a Module that is not already wrapped), "
+                            f"got {type(module).__name__}")
+        self.module = module
+        self.pruned_names = []
+
+    def add_mask(self, name, mask):
+        """Reparametrise `name` (first time) or combine `mask` into its mask (later times)."""
+        layer = self.module
+        if name in self.pruned_names:
+            old = getattr(layer, name + "_mask")
+            old.numpy()[...] = old.numpy() * mask
+        else:
+            param = layer._parameters.get(name)
+            if not isinstance(param, Parameter):
+                raise ValueError(f"{type(layer).__name__} has no parameter {name!r} to prune")
+            delattr(layer, name)
+            layer.register_parameter(name + "_orig", param)
+            layer.register_buffer(name + "_mask", Tensor(np.asarray(mask, dtype=param.dtype)))
+            self.pruned_names.append(name)
+        with no_grad():  # so that reading layer.<name> before the next forward gives the pruned value
+            setattr(layer, name, getattr(layer, name + "_orig") * getattr(layer, name + "_mask"))
+
+    def forward(self, *args, **kwargs):
+        """Contract: for every name in pruned_names, sets self.module.<name> to the recorded
+        product <name>_orig * <name>_mask (a graph op, so the gradient reaches <name>_orig,
+        masked), then returns self.module(*args, **kwargs)."""
+        # Idea: the hook's one line: the layer's weight is always the masked original.
+        ### BEGIN SOLUTION
+        layer = self.module
+        for name in self.pruned_names:
+            setattr(layer, name, getattr(layer, name + "_orig") * getattr(layer, name + "_mask"))
+        return layer(*args, **kwargs)
+        ### END SOLUTION
+
+    def __getattr__(self, name):
+        try:
+            return Module.__getattr__(self, name)
+        except AttributeError:
+            layer = self.__dict__.get("_modules", {}).get("module")
+            if layer is None:
+                raise
+            return getattr(layer, name)
+
+    def extra_repr(self):
+        return "pruned: " + ", ".join(self.pruned_names)
+
+
+# %% [markdown]
+# The functions you call are provided; they mirror `torch.nn.utils.prune`'s, with one
+# difference that the wrapper forces. PyTorch changes a layer in place
+# (`prune.l1_unstructured(model.fc1, "weight", 0.3)`); we must put the wrapper where the
+# layer was, so we are given the model that holds the layer and the parameter's dotted name
+# (`prune.l1_unstructured(model, "fc1.weight", 0.3)`). The state-dict keys gain the wrapper's
+# `module.` (`fc1.module.weight_orig`, `fc1.module.weight_mask`, where PyTorch has
+# `fc1.weight_orig`, `fc1.weight_mask`).
+#
+# | ours (`tinytorch.nn.prune`) | PyTorch (`torch.nn.utils.prune`) |
+# |---|---|
+# | `l1_unstructured(model, "fc1.weight", amount)` | `l1_unstructured(model.fc1, "weight", amount)` |
+# | `global_unstructured(model, ["fc1.weight", "fc2.weight"], amount)` | `global_unstructured([(model.fc1, "weight"), ...], L1Unstructured, amount=...)` |
+# | `remove(model, "fc1.weight")` | `remove(model.fc1, "weight")` |
+# | `is_pruned(model)` | `is_pruned(model)` |
+#
+# `amount` is the share (or count) of the parameter's weights that are zero **afterwards**:
+# pruning 0.5 then 0.8 leaves 80% zeros (PyTorch's second call would prune 80% of the
+# remaining half).
+
+# %%
+#| export nn.prune
+def _locate(model, name):
+    """(parent, child name, parameter name) for a dotted parameter name such as "0.weight"."""
+    if not isinstance(name, str) or "." not in name:
+        raise ValueError(f"name must be a dotted parameter name inside the model, such as '0.weight' or "
+                         f"'fc1.weight', got {name!r} (pass the model that holds the layer)")
+    *path, pname = name.split(".")
+    parent = model
+    for part in path[:-1]:
+        parent = parent._modules.get(part) if isinstance(parent, Module) else None
+        if isinstance(parent, PrunedModule):
+            parent = parent.module
+        if parent is None:
+            raise ValueError(f"{type(model).__name__} has no submodule on the path {name!r}")
+    if not isinstance(parent, Module) or parent._modules.get(path[-1]) is None:
+        raise ValueError(f"{type(model).__name__} has no layer {'.'.join(path)!r}")
+    return parent, path[-1], pname
+
+
+def _wrapper(model, name):
+    """The PrunedModule at `name`'s layer, wrapping the layer (in place in the model) if needed."""
+    parent, child, pname = _locate(model, name)
+    layer = parent._modules[child]
+    if not isinstance(layer, PrunedModule):
+        layer = PrunedModule(layer)
+        parent.add_module(child, layer)
+    return layer, pname
+
+
+def _effective(wrapper, pname):
+    """The values the layer computes with now (masked if already pruned), as numpy."""
+    layer = wrapper.module
+    if pname in wrapper.pruned_names:
+        return getattr(layer, pname + "_orig").numpy() * getattr(layer, pname + "_mask").numpy()
+    param = layer._parameters.get(pname)
+    if param is None:
+        raise ValueError(f"{type(layer).__name__} has no parameter {pname!r} to prune")
+    return param.numpy()
+
+
+# %%
+#| export nn.prune
+def l1_unstructured(model, name, amount):
+    """Prune `amount` of the parameter `name` (e.g. "0.weight") of `model` by magnitude,
+    keeping the mask applied from now on. Returns the model."""
+    wrapper, pname = _wrapper(model, name)
+    values = _effective(wrapper, pname)
+    wrapper.add_mask(pname, magnitude_mask(values, _count_to_prune(amount, values.size)))
+    return model
+
+
+def global_unstructured(model, names, amount):
+    """Prune `amount` of all the weights named in `names`, ranked together. Returns the model."""
+    names = list(names)
+    if not names:
+        raise ValueError("global_unstructured needs at least one parameter name")
+    targets = [_wrapper(model, n) for n in names]
+    values = [_effective(w, p) for w, p in targets]
+    k = _count_to_prune(amount, sum(v.size for v in values))
+    for (wrapper, pname), mask in zip(targets, global_magnitude_masks(values, k)):
+        wrapper.add_mask(pname, mask)
+    return model
+
+
+def remove(model, name):
+    """Make the pruning of `name` permanent: the layer gets a plain Parameter `name` holding
+    the masked values, and loses <name>_orig and <name>_mask (torch.nn.utils.prune.remove)."""
+    parent, child, pname = _locate(model, name)
+    wrapper = parent._modules[child]
+    if not isinstance(wrapper, PrunedModule) or pname not in wrapper.pruned_names:
+        raise ValueError(f"parameter {name!r} is not pruned")
+    layer = wrapper.module
+    values = _effective(wrapper, pname)
+    delattr(layer, pname + "_orig")
+    delattr(layer, pname + "_mask")
+    layer.__dict__.pop(pname, None)
+    layer.register_parameter(pname, Parameter(Tensor(values)))
+    wrapper.pruned_names.remove(pname)
+    if not wrapper.pruned_names:
+        parent.add_module(child, layer)
+    return model
+
+
+def is_pruned(model):
+    """True when some layer of `model` is pruned (torch.nn.utils.prune.is_pruned)."""
+    return any(isinstance(m, PrunedModule) and m.pruned_names for m in model.modules())
+
+
+def sparsity(tensor):
+    """The share of exact zeros in a Tensor or numpy array."""
+    arr = tensor.numpy() if isinstance(tensor, Tensor) else np.asarray(tensor)
+    return float((arr == 0).sum() / max(arr.size, 1))
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-pruned-module", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+import tinytorch.nn.functional as F  # noqa: E402
+from tinytorch.optim import SGD, Adam  # noqa: E402
+
+
+def _prune_while_training(make_optimizer, seed=0):
+    """Train 3 steps (the optimizer builds momentum), prune 60% of layer 0, train 5 more."""
+    tinytorch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+    x, y = tinytorch.randn(16, 6), tinytorch.randint(0, 3, (16,))
+    opt = make_optimizer(model.parameters())
+    for step in range(8):
+        if step == 3:
+            l1_unstructured(model, "0.weight", 0.6)
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    return model, x
+
+
+with preserved_state():
+    for _label, _make in [("SGD, momentum 0.9", lambda p: SGD(p, lr=0.5, momentum=0.9)),
+                          ("Adam", lambda p: Adam(p, lr=0.05))]:
+        _model, _x = _prune_while_training(_make)
+        _layer = _model[0].module
+        _mask = _layer.weight_mask.numpy()
+        check(_layer.weight_orig.grad is not None,
+              f"{_label}: weight_orig has a gradient (the masked weight must be a recorded product of Tensors)")
+        assert_equal(int((_mask == 0).sum()), 29, f"{_label}: round(0.6 * 48) = 29 weights pruned")
+        _out = _model(_x)  # a forward re-applies the mask
+        assert_equal(_model[0].weight.numpy()[_mask == 0], np.zeros(29, dtype=np.float32),
+                     f"{_label}: the 29 pruned weights after 5 optimizer steps (exactly 0)")
+        assert_equal(_layer.weight_orig.grad.numpy()[_mask == 0], np.zeros(29, dtype=np.float32),
+                     f"{_label}: the gradient of weight_orig at the pruned positions (exactly 0)")
+        check(np.abs(_layer.weight_orig.grad.numpy()[_mask == 1]).max() > 0,
+              f"{_label}: the kept weights do get a gradient (the product is a graph op)")
+        _ref = np.maximum(_x.numpy() @ (_layer.weight_orig.numpy() * _mask).T + _layer.bias.numpy(), 0)
+        _ref = _ref @ _model[2].weight.numpy().T + _model[2].bias.numpy()
+        assert_close(_out.numpy(), _ref, rtol=1e-5, atol=1e-6, what=f"{_label}: output with the masked weight")
+assert_equal(sorted(_model.state_dict())[:3], ["0.module.bias", "0.module.weight_mask", "0.module.weight_orig"],
+             "state_dict keys of the pruned layer")
+print(f"✓ PrunedModule keeps the mask: after Adam, sparsity of layer 0 = {sparsity(_model[0].weight):.3f}")
+
+# %% [markdown]
+# **Predict first.** The model above has a mask *and* an original for every pruned
+# parameter. After pruning 90% of a `Linear(256, 256)`'s weight this way, how many bytes
+# does the layer hold, compared with the dense layer (float32)?
+
+# %%
+predicted_pruned_bytes_ratio = None  # your number: bytes(pruned layer) / bytes(dense layer)
+
+# %%
+def module_bytes(module):
+    """Bytes of every parameter and buffer of a module (each counted once)."""
+    seen = {id(t): t for t in list(module.parameters()) + list(module.buffers())}
+    return sum(t.numpy().nbytes for t in seen.values())
+
+
+_dense = nn.Sequential(nn.Linear(256, 256))
+_dense_bytes = module_bytes(_dense)
+l1_unstructured(_dense, "0.weight", 0.9)
+_pruned_bytes = module_bytes(_dense)
+print(f"dense Linear(256, 256): {_dense_bytes:,d} bytes; pruned 90%: {_pruned_bytes:,d} bytes "
+      f"(sparsity {sparsity(_dense[0].weight):.2f})")
+print(f"measured ratio {_pruned_bytes / _dense_bytes:.2f}; "
+      + ("no prediction written" if predicted_pruned_bytes_ratio is None
+         else f"you predicted {predicted_pruned_bytes_ratio}"))
+
+# %% [markdown]
+# The masked layer is about **twice** as large as the dense one, not ten times smaller: a
+# float32 original plus a float32 mask per weight. Masks are a *training* device. To save
+# memory, the zeros must be dropped from storage: `remove` makes the pruning permanent (one
+# dense matrix again, full of zeros), and a sparse format (indices + values, such as CSR)
+# pays off only at high sparsity, since every kept value then also stores an index. To save
+# *time* the hardware or the library must skip the zeros, which dense numpy does not.
+# Structured pruning avoids both problems.
+#
+# ## 4. Structured pruning: really smaller layers
+#
+# Remove a **neuron** of a hidden `Linear` (one row of its weight, one entry of its bias)
+# and the layer after it no longer receives that input: its **column** goes too. For a
+# `Conv2d` the unit is a **filter** (an output channel): one slice `weight[c]` of shape
+# `(C_in, kh, kw)` and its bias, and the next layer's input channel `c` (a next `Conv2d`:
+# `weight[:, c]`; a `Linear` after a `Flatten`: the block of `H·W` columns that channel
+# `c` fills, since `Flatten` lays the channels out one after the other).
+#
+# Which neurons? The usual, cheap criterion is the **norm of the weights that produce
+# them** (Li et al., 2017, "Pruning filters for efficient ConvNets"): the L1 norm
+# $\sum |w|$ or the L2 norm $\sqrt{\sum w^2}$ of each row / filter. A neuron whose weights
+# are all near zero produces nearly a constant. (PyTorch's `prune.ln_structured(module,
+# "weight", amount, n, dim=0)` ranks rows the same way, but only masks them: the layer keeps
+# its shape. Here the layers really shrink.)
+#
+# Write `neuron_importance(weight, p)`: one norm per output unit, over everything else, for
+# a 2-D (Linear) or 4-D (Conv2d) weight.
+#
+# <details><summary>Hint 1</summary>
+#
+# The output unit is always dimension 0. Everything after it (one row, or one
+# `(C_in, kh, kw)` filter) belongs to that unit.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Reshape the weight to `(out, -1)` and take the `p`-norm of each row: the sum of absolute
+# values for `p = 1`, the square root of the sum of squares for `p = 2` (numpy's
+# `linalg.norm` with `ord=p` along `axis=1` does both).
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "neuron-importance", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+"""Compression (module 16): structured pruning that physically shrinks Linear and Conv2d
+layers, the temperature-scaled distillation loss, low-rank (truncated SVD) factorisation of
+a Linear, and the counts (parameters, bytes, FLOPs) of the before/after table."""
+import numpy as np
+
+from tinytorch._tensor import Tensor
+from tinytorch.autograd import no_grad
+from tinytorch.nn.activations import log_softmax
+from tinytorch.nn.conv import Conv2d
+from tinytorch.nn.layers import Linear, Module, Sequential
+
+__all__ = ["neuron_importance", "channels_to_keep", "shrink_linear", "shrink_conv2d", "prune_neurons",
+           "distillation_loss", "low_rank_factors", "low_rank_linear", "low_rank_model",
+           "count_parameters", "count_nonzero", "model_bytes", "count_flops"]
+
+
+def neuron_importance(weight, p=1):
+    """Contract: `weight` a numpy array of shape (out, in) or (out, in, kh, kw); p 1 or 2.
+    Returns a float numpy array of shape (out,): the Lp norm of each output unit's weights
+    (row or filter)."""
+    # Idea: a unit matters as much as the weights that produce it.
+    ### BEGIN SOLUTION
+    flat = np.asarray(weight, dtype=np.float64).reshape(weight.shape[0], -1)
+    return np.linalg.norm(flat, ord=p, axis=1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-neuron-importance", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+_w2 = np.array([[1.0, -2.0, 2.0], [0.0, 3.0, -4.0]])
+assert_close(neuron_importance(_w2, 1), np.array([5.0, 7.0]), what="L1 norms of the rows of a Linear weight")
+assert_close(neuron_importance(_w2, 2), np.array([3.0, 5.0]), what="L2 norms of the rows")
+_w4 = np.random.default_rng(2).standard_normal((5, 3, 2, 2))
+assert_equal(neuron_importance(_w4, 2).shape, (5,), "one score per filter of a (5, 3, 2, 2) conv weight")
+assert_close(neuron_importance(_w4, 2), np.sqrt((_w4 ** 2).sum(axis=(1, 2, 3))), what="L2 norm of each filter")
+assert_close(neuron_importance(_w4.reshape(5, 12), 1), np.abs(_w4).reshape(5, 12).sum(1),
+             what="L1 norms of a non-square (5, 12) weight: one per row")
+print("✓ neuron_importance; L1 of the two rows:", neuron_importance(_w2, 1).tolist())
+
+# %% [markdown]
+# Then `channels_to_keep(scores, amount)`: the indices of the units to **keep**, in
+# increasing order (so the kept units keep their relative order), after removing
+# $\operatorname{round}(a\,n)$ units of lowest score. At least one unit must survive: a
+# layer of width 0 is no layer.
+#
+# <details><summary>Hint 1</summary>
+#
+# How many survive? The provided `_count_to_remove` answers the plumbing part (checks,
+# rounding, the survivor). Which end of the ranking survives?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Rank the positions by score with a stable `argsort`, take the last `n - r` of them (the
+# highest scores) and sort those indices in increasing order; return them as int64.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "channels-to-keep", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _count_to_remove(amount, n):
+    """round(amount * n) units to remove, amount a float in [0, 1); at least one survives."""
+    if isinstance(amount, bool) or not isinstance(amount, (float, int, np.floating, np.integer)) \
+            or not 0.0 <= float(amount) < 1.0:
+        raise ValueError(f"amount must be a share of the units in [0, 1), got {amount!r}")
+    return min(int(round(float(amount) * n)), n - 1)
+
+
+def channels_to_keep(scores, amount):
+    """Contract: `scores` a 1-D numpy array (one per unit), amount a float in [0, 1).
+    Returns an int64 array of the indices kept, in increasing order: all but the r =
+    _count_to_remove(amount, n) units of lowest score (ties: the earlier unit is removed
+    first)."""
+    # Idea: the weakest units go; the survivors keep their order.
+    r = _count_to_remove(amount, len(scores))
+    ### BEGIN SOLUTION
+    order = np.argsort(np.asarray(scores), kind="stable")
+    return np.sort(order[r:]).astype(np.int64)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-channels-to-keep", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+_s = np.array([0.5, 3.0, 0.1, 2.0, 1.0, 0.2])
+assert_equal(channels_to_keep(_s, 0.5), np.array([1, 3, 4]), "amount 0.5 of 6: the 3 highest scores, in order")
+assert_equal(channels_to_keep(_s, 0.0), np.arange(6), "amount 0 keeps every unit")
+assert_equal(channels_to_keep(_s, 0.99), np.array([1]), "at least one unit survives: the best one")
+assert_equal(channels_to_keep(np.array([1.0, 1.0, 1.0, 2.0]), 0.5), np.array([2, 3]),
+             "ties: the earlier unit is removed first")
+assert_equal(channels_to_keep(_s, 0.5).dtype, np.dtype(np.int64), "indices are int64")
+assert_raises(ValueError, channels_to_keep, _s, 1.0, match="amount")
+print("✓ channels_to_keep; of", _s.tolist(), "keep", channels_to_keep(_s, 0.5).tolist())
+
+# %% [markdown]
+# Now the surgery. Write `shrink_linear(layer, next_layer, keep)` and
+# `shrink_conv2d(conv, next_layer, keep)`: each returns a **new** pair of layers (the
+# originals stay as they are) holding copies of the kept weights. The provided
+# `_linear_from(weight, bias)` and `_conv_from(weight, bias, like)` build a layer from numpy
+# values (a `Conv2d` with `like`'s stride and padding), with the values' dtype.
+#
+# <details><summary>Hint 1</summary>
+#
+# Which axis of each weight is "the hidden units"? `Linear.weight` is `(out, in)`;
+# `Conv2d.weight` is `(out, in, kh, kw)`. The first layer loses outputs, the next loses
+# inputs. And the biases: which of the two layers has one entry per removed unit?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A `Linear` after `Flatten` sees `C·H·W` inputs, channel by channel: channel `c` owns the
+# columns `c·S, ..., c·S + S - 1`, with `S = in_features / C` (the `H·W` of the feature
+# map). numpy integer-array indexing copies.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `shrink_linear`: rows `keep` of the weight and entries `keep` of the bias make the new
+# first layer; columns `keep` of the next weight, with its bias unchanged, make the new next
+# layer. `shrink_conv2d`: filters `keep` (and their biases) make the new conv; if the next
+# layer is a `Conv2d`, its input channels `keep` (axis 1); if it is a `Linear`, the columns
+# of every kept channel's block, in order (an outer sum of `keep · S` and `0..S-1`,
+# flattened). A missing bias (`None`) stays missing.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "shrink", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _values(t):
+    return None if t is None else t.numpy()
+
+
+def _linear_from(weight, bias):
+    """A new Linear holding copies of `weight` (out, in) and `bias` (out,) or None."""
+    layer = Linear(weight.shape[1], weight.shape[0], bias=bias is not None, dtype=weight.dtype)
+    with no_grad():
+        layer.weight.copy_(Tensor(np.ascontiguousarray(weight)))
+        if bias is not None:
+            layer.bias.copy_(Tensor(np.ascontiguousarray(bias)))
+    return layer
+
+
+def _conv_from(weight, bias, like):
+    """A new Conv2d holding copies of `weight` (out, in, kh, kw) and `bias`, with like's geometry."""
+    conv = Conv2d(weight.shape[1], weight.shape[0], like.kernel_size, like.stride, like.padding,
+                  bias=bias is not None, dtype=weight.dtype)
+    with no_grad():
+        conv.weight.copy_(Tensor(np.ascontiguousarray(weight)))
+        if bias is not None:
+            conv.bias.copy_(Tensor(np.ascontiguousarray(bias)))
+    return conv
+
+
+def shrink_linear(layer, next_layer, keep):
+    """Contract: layer a Linear(in, h), next_layer a Linear(h, out), keep sorted int64
+    indices into the h hidden units. Returns (Linear(in, len(keep)) with rows `keep` of the
+    weight and entries `keep` of the bias, Linear(len(keep), out) with columns `keep` of the
+    weight and the same bias); copies, in the layers' dtype."""
+    # Idea: a hidden unit is a row on one side and a column on the other; cut both.
+    ### BEGIN SOLUTION
+    bias = _values(layer.bias)
+    new = _linear_from(layer.weight.numpy()[keep], None if bias is None else bias[keep])
+    new_next = _linear_from(next_layer.weight.numpy()[:, keep], _values(next_layer.bias))
+    return new, new_next
+    ### END SOLUTION
+
+
+def shrink_conv2d(conv, next_layer, keep):
+    """Contract: conv a Conv2d with C output channels; next_layer a Conv2d with C input
+    channels, or a Linear reading the Flatten of conv's (C, H, W) output (in_features = C·S);
+    keep sorted int64 channel indices. Returns (the conv with filters `keep`, the next layer
+    with only the inputs of the kept channels); copies, in the layers' dtype."""
+    # Idea: a channel is a filter on one side and an input channel (or a block of columns) on the other.
+    ### BEGIN SOLUTION
+    bias = _values(conv.bias)
+    new = _conv_from(conv.weight.numpy()[keep], None if bias is None else bias[keep], conv)
+    if isinstance(next_layer, Conv2d):
+        new_next = _conv_from(next_layer.weight.numpy()[:, keep], _values(next_layer.bias), next_layer)
+    else:
+        per = next_layer.in_features // conv.out_channels
+        cols = (keep[:, None] * per + np.arange(per)[None, :]).ravel()
+        new_next = _linear_from(next_layer.weight.numpy()[:, cols], _values(next_layer.bias))
+    return new, new_next
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-shrink-linear", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    tinytorch.manual_seed(3)
+    _fc1, _fc2 = nn.Linear(5, 6), nn.Linear(6, 4)
+    _xs = tinytorch.randn(7, 5)
+with tinytorch.no_grad():  # neurons 1 and 4 are dead: zero weights, negative bias, ReLU gives 0
+    _fc1.weight.numpy()[[1, 4]] = 0.0
+    _fc1.bias.numpy()[[1, 4]] = -1.0
+_keep = channels_to_keep(neuron_importance(_fc1.weight.numpy(), 1), 2 / 6)
+assert_equal(_keep, np.array([0, 2, 3, 5]), "the two dead neurons have the lowest L1 norm")
+_n1, _n2 = shrink_linear(_fc1, _fc2, _keep)
+assert_equal((_n1.weight.shape, _n1.bias.shape, _n2.weight.shape, _n2.bias.shape),
+             ((4, 5), (4,), (4, 4), (4,)), "shapes: Linear(5, 4) then Linear(4, 4)")
+assert_equal((_n1.in_features, _n1.out_features, _n2.in_features), (5, 4, 4), "in/out features")
+_before = _fc2(F.relu(_fc1(_xs))).numpy()
+_after = _n2(F.relu(_n1(_xs))).numpy()
+assert_close(_after, _before, rtol=1e-5, atol=1e-6, what="outputs after removing the two dead neurons")
+assert_equal(_n1.weight.numpy(), _fc1.weight.numpy()[[0, 2, 3, 5]], "rows kept, in order")
+assert_equal(_n2.weight.numpy(), _fc2.weight.numpy()[:, [0, 2, 3, 5]], "columns kept, in order")
+check(_n1.weight is not _fc1.weight and _fc1.weight.shape == (6, 5), "new layers; the originals untouched")
+print(f"✓ shrink_linear: {_fc1.weight.numel() + _fc2.weight.numel()} → "
+      f"{_n1.weight.numel() + _n2.weight.numel()} weights, same outputs")
+
+# %% nbgrader={"grade": true, "grade_id": "test-shrink-conv", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    tinytorch.manual_seed(4)
+    _c1, _c2 = nn.Conv2d(2, 5, 3, padding=1), nn.Conv2d(5, 3, 3, stride=2)
+    _head = nn.Linear(5 * 4 * 4, 3)
+    _xc = tinytorch.randn(2, 2, 4, 4)
+with tinytorch.no_grad():  # channels 0 and 3 are dead
+    _c1.weight.numpy()[[0, 3]] = 0.0
+    _c1.bias.numpy()[[0, 3]] = -1.0
+_keep = channels_to_keep(neuron_importance(_c1.weight.numpy(), 2), 0.4)
+assert_equal(_keep, np.array([1, 2, 4]), "the two dead filters have the lowest L2 norm")
+_k1, _k2 = shrink_conv2d(_c1, _c2, _keep)
+assert_equal((_k1.weight.shape, _k1.bias.shape, _k2.weight.shape), ((3, 2, 3, 3), (3,), (3, 3, 3, 3)),
+             "conv shapes after removing 2 of 5 channels")
+assert_equal((_k1.padding, _k2.stride), ((1, 1), (2, 2)), "the geometry is kept")
+assert_close(_k2(F.relu(_k1(_xc))).numpy(), _c2(F.relu(_c1(_xc))).numpy(), rtol=1e-5, atol=1e-6,
+             what="conv → conv outputs after removing dead channels")
+_k1b, _hb = shrink_conv2d(_c1, _head, _keep)
+assert_equal(_hb.weight.shape, (3, 3 * 16), "the Linear after Flatten loses 16 columns per channel")
+_flat = nn.Flatten()
+assert_close(_hb(_flat(F.relu(_k1b(_xc)))).numpy(), _head(_flat(F.relu(_c1(_xc)))).numpy(), rtol=1e-5, atol=1e-6,
+             what="conv → Flatten → Linear outputs after removing dead channels")
+print(f"✓ shrink_conv2d: {_c1.out_channels} → {_k1.out_channels} channels; head {_head.weight.shape} → {_hb.weight.shape}")
+
+# %% [markdown]
+# The provided `prune_neurons(model, amount, p)` applies your functions to a whole
+# `Sequential`: for each weight layer except the last (whose outputs are the model's
+# outputs), it keeps the best units by your `neuron_importance` and `channels_to_keep`, and
+# shrinks that layer and the next weight layer with your `shrink_*`. Layers without
+# parameters in between (`ReLU`, `Flatten`, pooling) are kept as they are. The counting
+# helpers of the before/after table come with it: parameters, non-zero weights, bytes, and
+# the FLOPs of one forward pass, found by running a sample through the model and adding
+# $2\cdot \text{in}\cdot\text{out}$ per position for a `Linear` and
+# $2\cdot C_{in} k_h k_w$ per output element for a `Conv2d` (module 14 derives these).
+
+# %%
+#| export
+def _weight_layers(model):
+    if not isinstance(model, Sequential):
+        raise TypeError(f"prune_neurons works on a Sequential, got {type(model).__name__}")
+    children = list(model._modules.items())
+    found = []
+    for i, (_, child) in enumerate(children):
+        if isinstance(child, (Linear, Conv2d)):
+            found.append(i)
+        elif any(True for _ in child.parameters()):
+            raise TypeError(f"prune_neurons: cannot shrink across {type(child).__name__} (layer {i}): "
+                            f"only Linear, Conv2d and parameter-free layers are supported")
+    return children, found
+
+
+def prune_neurons(model, amount, p=1):
+    """A new Sequential in which every Linear/Conv2d but the last has lost round(amount * n)
+    of its output units (lowest Lp norm), and the next weight layer the matching inputs."""
+    children, found = _weight_layers(model)
+    layers = {i: child for i, (_, child) in enumerate(children)}
+    for i, j in zip(found, found[1:]):
+        layer, nxt = layers[i], layers[j]
+        keep = channels_to_keep(neuron_importance(layer.weight.numpy(), p), amount)
+        if isinstance(layer, Conv2d):
+            layers[i], layers[j] = shrink_conv2d(layer, nxt, keep)
+        elif isinstance(nxt, Linear):
+            layers[i], layers[j] = shrink_linear(layer, nxt, keep)
+        else:
+            raise TypeError(f"prune_neurons: a Linear (layer {i}) followed by {type(nxt).__name__} is not supported")
+    from collections import OrderedDict
+    return Sequential(OrderedDict((name, layers[i]) for i, (name, _) in enumerate(children)))
+
+
+# %%
+#| export
+def _unique(tensors):
+    return list({id(t): t for t in tensors if t is not None}.values())
+
+
+def count_parameters(model):
+    """Trainable numbers, each shared Parameter once."""
+    return sum(p.numel() for p in _unique(model.parameters()))
+
+
+def count_nonzero(model):
+    """Non-zero numbers the model computes with: a pruned parameter counts through its mask."""
+    masked = {}  # id(<name>_orig) -> the values the layer computes with
+    for m in model.modules():
+        for name in getattr(m, "pruned_names", None) or []:  # m is a PrunedModule
+            orig = getattr(m.module, name + "_orig")
+            masked[id(orig)] = orig.numpy() * getattr(m.module, name + "_mask").numpy()
+    return sum(int(np.count_nonzero(masked.get(id(p), p.numpy()))) for p in _unique(model.parameters()))
+
+
+def model_bytes(model):
+    """Bytes of every parameter and buffer (masks included), each once."""
+    return sum(t.numpy().nbytes for t in _unique(list(model.parameters()) + list(model.buffers())))
+
+
+def _flops(module, x):
+    """(FLOPs of module(x), module(x)) for the layer kinds of this course's models."""
+    inner = getattr(module, "module", None) if getattr(module, "pruned_names", None) is not None else None
+    if isinstance(module, Sequential):
+        total = 0
+        for child in module:
+            f, x = _flops(child, x)
+            total += f
+        return total, x
+    out = module(x)
+    layer = inner if inner is not None else module
+    if isinstance(layer, Linear):
+        return 2 * layer.in_features * out.numel(), out
+    if isinstance(layer, Conv2d):
+        kh, kw = layer.kernel_size
+        return 2 * layer.in_channels * kh * kw * out.numel(), out
+    return 0, out
+
+
+def count_flops(model, sample):
+    """Multiply-add FLOPs (2 per multiply-add) of one forward pass, per example of `sample`."""
+    with no_grad():
+        total, _ = _flops(model, sample)
+    return total // sample.shape[0]
+
+
+# %% [markdown]
+# **Predict first.** `prune_neurons` with `amount=0.5` on an MLP `64 → 256 → 128 → 10`
+# halves both hidden widths. By what factor do the parameters and the FLOPs per example
+# shrink?
+
+# %%
+predicted_param_factor = None  # your number: params(before) / params(after)
+
+# %%
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+_small_mlp = prune_neurons(_mlp, 0.5)
+_sample = tinytorch.randn(4, 64)
+print(_small_mlp)
+for _label, _m in [("before", _mlp), ("after", _small_mlp)]:
+    print(f"{_label:6s}: {count_parameters(_m):7,d} parameters, {count_flops(_m, _sample):7,d} FLOPs per example, "
+          f"output shape {_m(_sample).shape}")
+print(f"measured factor {count_parameters(_mlp) / count_parameters(_small_mlp):.2f}; "
+      + ("no prediction written" if predicted_param_factor is None else f"you predicted {predicted_param_factor}"))
+
+# %% [markdown]
+# The middle matrix `256 × 128` shrinks on both sides (4× fewer weights), the first and
+# last only on one (2×): the total lies between 2 and 4, closer to 4 the more of the model
+# sits in layers that are hidden on both sides. FLOPs follow the weights exactly for an MLP
+# (two per weight per example). These counts are exact and the same on every machine.
+#
+# The same for channels, and now with a stopwatch. **Predict first.** A CNN for 8×8 images
+# with convolutions of 32 and 64 channels loses half the channels of each. The FLOPs
+# fall by almost 4× (the middle convolution, which loses half its inputs *and* half its
+# outputs, does most of the work); how much faster do you expect its forward pass on 32
+# images to be?
+
+# %%
+predicted_cnn_speedup = None  # your number: latency(before) / latency(after)
+
+# %%
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _cnn = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * 4 * 4, 10))
+    _imgs = tinytorch.randn(32, 1, 8, 8)
+_small_cnn = prune_neurons(_cnn, 0.5)
+_cnn_ms = {}
+for _label, _m in [("before", _cnn), ("after", _small_cnn)]:
+    with tinytorch.no_grad():
+        _cnn_ms[_label] = median_time(lambda: _m(_imgs), repeats=21, warmup=3) * 1e3
+    print(f"{_label:6s}: channels {_m[0].out_channels:2d}, {_m[2].out_channels:2d}; {count_parameters(_m):6,d} parameters, "
+          f"{count_flops(_m, _imgs):9,d} FLOPs per image, {_cnn_ms[_label]:6.2f} ms for 32 images")
+print(f"FLOP ratio {count_flops(_cnn, _imgs) / count_flops(_small_cnn, _imgs):.2f}; measured speed-up "
+      f"{_cnn_ms['before'] / _cnn_ms['after']:.2f}x; "
+      + ("no prediction written" if predicted_cnn_speedup is None else f"you predicted {predicted_cnn_speedup}x"))
+
+# %% [markdown]
+# The smaller CNN is really faster, but the speed-up need not equal the FLOP ratio, and it
+# can miss it in either direction. Below it: every op has a fixed cost (Python, the
+# dispatch) that does not shrink, and ReLU and pooling shrink only with the channel count.
+# Above it: the big model's im2col matrix and feature maps (megabytes for 32 images) may
+# not fit in the CPU's caches, or may cost fresh memory from the operating system at every
+# call, while the small model's do fit or get reused. Which effect wins depends on the
+# machine, its allocator and its load; the figure printed above is yours.
+
+# %% [markdown]
+# ## 5. Knowledge distillation
+#
+# Instead of cutting a big model, train a small one — the **student** — to imitate it.
+# The big **teacher**'s output distribution carries more than the label: for an image of a
+# 3 it might give 0.90 to "3", 0.07 to "8" and 0.02 to "5", which says *which digits look
+# alike*. Hinton, Vinyals and Dean (2015) soften both distributions with a **temperature**
+# $T > 1$ so that these small probabilities become visible, and train the student on the
+# Kullback-Leibler divergence between them:
+#
+# $$p^{(T)} = \operatorname{softmax}(z_{\text{teacher}}/T),\qquad
+#   q^{(T)} = \operatorname{softmax}(z_{\text{student}}/T),\qquad
+#   \mathcal{L}_{KD} = T^2 \cdot \frac1N\sum_{n=1}^{N}\sum_j p^{(T)}_{nj}
+#   \big(\log p^{(T)}_{nj} - \log q^{(T)}_{nj}\big).$$
+#
+# Why $T^2$? The gradient of the softened loss with respect to the student's logits scales
+# like $1/T^2$ (one $1/T$ from the softmax's input, one from the smaller differences between
+# softened probabilities); multiplying by $T^2$ keeps its size independent of $T$, so it
+# can be mixed with the ordinary cross-entropy on the labels,
+# $\alpha\,\mathcal L_{KD} + (1-\alpha)\,\mathcal L_{CE}$, without retuning $\alpha$ for every
+# temperature. The teacher is fixed: no gradient flows into it. The average is over the
+# batch ($N$ rows), not over the $N\cdot C$ numbers — PyTorch's `reduction="batchmean"`,
+# the one that matches the mathematical KL.
+
+# %%
+_z = np.array([5.0, 2.0, 1.0, -1.0, -2.0])
+fig, ax = plt.subplots(figsize=(6.5, 2.8))
+for _i, _T in enumerate([1, 2, 4]):
+    _p = np.exp(_z / _T - (_z / _T).max())
+    ax.bar(np.arange(5) + (_i - 1) * 0.27, _p / _p.sum(), width=0.27, label=f"T = {_T}")
+ax.set_xticks(range(5))
+ax.set_xticklabels([f"class {i}" for i in range(5)])
+ax.set_ylabel("softmax(z / T)")
+ax.set_title("a teacher's logits, softened: higher T shows the runners-up")
+ax.legend()
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Write `distillation_loss(student_logits, teacher_logits, temperature)` with module 02's
+# `log_softmax` and Tensor ops, so that autograd differentiates it.
+#
+# <details><summary>Hint 1</summary>
+#
+# Which of the two distributions weighs the log-ratio? KL is not symmetric: here the
+# teacher's $p$ is the "true" distribution. Which tensor must not take part in the graph?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Work with log-probabilities: $\log p$ from `log_softmax`, and $p = \exp(\log p)$. Both
+# sets of logits are divided by $T$ before the softmax.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Detach the teacher's logits; take `log_softmax` of both logits divided by the
+# temperature, over the last dimension; form $p = \exp(\log p)$ for the teacher; sum
+# $p\,(\log p - \log q)$ over everything and divide by the number of rows (the size of all
+# dimensions but the last); multiply by $T^2$.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "distillation-loss", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def distillation_loss(student_logits, teacher_logits, temperature=4.0):
+    """Temperature-scaled knowledge-distillation loss (Hinton et al., 2015).
+
+    Contract: two float Tensors of the same shape (..., C); temperature > 0 (checked for
+    you: ValueError naming the temperature; a shape mismatch raises ValueError naming both
+    shapes). Returns a scalar Tensor: T² times the KL divergence KL(p_T || q_T) between the
+    softened teacher distribution p_T = softmax(teacher / T) and the softened student one
+    q_T = softmax(student / T), summed over classes and averaged over the rows. Gradients
+    flow to the student's logits only.
+    """
+    if not isinstance(temperature, (int, float, np.integer, np.floating)) or not temperature > 0:
+        raise ValueError(f"distillation_loss: the temperature must be a number > 0, got {temperature!r}")
+    if tuple(student_logits.shape) != tuple(teacher_logits.shape) or student_logits.ndim < 1:
+        raise ValueError(f"distillation_loss: student logits {tuple(student_logits.shape)} and teacher logits "
+                         f"{tuple(teacher_logits.shape)} must have the same shape (..., C)")
+    T = float(temperature)
+    # Idea: match the softened distributions; T² keeps the gradient's scale.
+    ### BEGIN SOLUTION
+    log_q = log_softmax(student_logits / T, dim=-1)
+    log_p = log_softmax(teacher_logits.detach() / T, dim=-1)
+    rows = student_logits.numel() // student_logits.shape[-1]
+    kl = (log_p.exp() * (log_p - log_q)).sum() / rows
+    return kl * (T * T)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-distillation-loss", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _log_softmax_np(z):
+    z = z - z.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+_rng = np.random.default_rng(5)
+_s, _t = _rng.standard_normal((4, 6)) * 2, _rng.standard_normal((4, 6)) * 3
+for _T in (1.0, 2.0, 5.0):
+    _lp, _lq = _log_softmax_np(_t / _T), _log_softmax_np(_s / _T)
+    _ref = _T ** 2 * (np.exp(_lp) * (_lp - _lq)).sum() / 4
+    assert_close(distillation_loss(Tensor(_s), Tensor(_t), _T).item(), _ref, rtol=1e-6,
+                 what=f"T² · KL(teacher || student) / batch at T = {_T}")
+assert_close(distillation_loss(Tensor(_t), Tensor(_t), 3.0).item(), 0.0, atol=1e-9,
+             what="a student equal to its teacher: loss 0")
+_s3 = _rng.standard_normal((2, 3, 6))
+_t3 = _rng.standard_normal((2, 3, 6))
+_lp3, _lq3 = _log_softmax_np(_t3 / 2), _log_softmax_np(_s3 / 2)
+assert_close(distillation_loss(Tensor(_s3), Tensor(_t3), 2.0).item(), 4 * (np.exp(_lp3) * (_lp3 - _lq3)).sum() / 6,
+             rtol=1e-6, what="(2, 3, C) logits: averaged over the 6 rows")
+_st, _tt = Tensor(_s, requires_grad=True), Tensor(_t, requires_grad=True)
+distillation_loss(_st, _tt, 2.0).backward()
+_p2, _q2 = np.exp(_log_softmax_np(_t / 2)), np.exp(_log_softmax_np(_s / 2))
+assert_close(_st.grad.numpy(), 2.0 * (_q2 - _p2) / 4, rtol=1e-6, atol=1e-9,
+             what="gradient w.r.t. the student's logits: T (q - p) / N")
+check(_tt.grad is None, "no gradient reaches the teacher's logits", got=_tt.grad)
+assert_raises(ValueError, distillation_loss, Tensor(_s), Tensor(_t), 0.0, match="temperature")
+print(f"✓ distillation_loss; at T = 2: {distillation_loss(Tensor(_s), Tensor(_t), 2.0).item():.4f}")
+
+# %% [markdown]
+# If PyTorch is installed, compare with the way PyTorch code writes the same loss
+# (`F.kl_div` takes the student's log-probabilities first; `log_target=True` says the
+# teacher's are log-probabilities too) and with `torch.nn.utils.prune`'s mask:
+
+# %%
+from tinytorch.utils.optional import optional_torch  # noqa: E402
+
+torch = optional_torch()  # None when PyTorch is not installed
+if torch is not None:
+    import torch.nn.utils.prune as torch_prune
+
+    _ts, _tt2 = torch.tensor(_s), torch.tensor(_t)
+    _theirs = torch.nn.functional.kl_div(torch.log_softmax(_ts / 2, -1), torch.log_softmax(_tt2 / 2, -1),
+                                         reduction="batchmean", log_target=True) * 4
+    print(f"distillation loss: ours {distillation_loss(Tensor(_s), Tensor(_t), 2.0).item():.6f}, "
+          f"PyTorch {_theirs.item():.6f}")
+    _lin_t = torch.nn.Linear(25, 40)
+    with torch.no_grad():
+        _lin_t.weight.copy_(torch.tensor(_big))
+    torch_prune.l1_unstructured(_lin_t, "weight", amount=0.7)
+    print("magnitude mask equal to torch.nn.utils.prune's:",
+          bool((_lin_t.weight_mask.numpy() == magnitude_mask(_big.astype(np.float32), 700)).all()))
+
+# %% [markdown]
+# Note the gradient $T\,(q - p)/N$: the $T^2$ and the $1/T$ of the softmax leave one factor
+# $T$, and $q - p$ itself shrinks roughly like $1/T$ as both distributions flatten, which is
+# the scale-keeping the factor was for.
+
+# %% [markdown]
+# ## 6. Low-rank factorisation
+#
+# A `Linear(in, out)` stores an `out × in` matrix $W$. If $W$ is close to a matrix of rank
+# $r$, it is close to a product $B A$ with $A$ of shape $r\times\text{in}$ and $B$ of shape
+# $\text{out}\times r$: **two thin layers**, `Linear(in, r, bias=False)` then
+# `Linear(r, out)`, with $r(\text{in} + \text{out})$ weights instead of
+# $\text{in}\cdot\text{out}$ — fewer whenever $r < \frac{\text{in}\cdot\text{out}}{\text{in}+\text{out}}$.
+#
+# The best rank-$r$ approximation is given by the **singular value decomposition**
+# $W = U\,\Sigma\,V^\top$ ($\sigma_1 \ge \sigma_2 \ge \dots \ge 0$): keep the $r$ largest
+# singular values and their vectors. By the Eckart-Young theorem no rank-$r$ matrix is
+# closer in the Frobenius norm, and the error is exactly what was dropped:
+#
+# $$W_r = U_{:, :r}\,\Sigma_{:r}\,V_{:r}^\top,\qquad
+#   \lVert W - W_r\rVert_F = \sqrt{\textstyle\sum_{i > r} \sigma_i^2}.$$
+#
+# Split $\Sigma$ evenly, $A = \sqrt{\Sigma_{:r}}\,V^\top_{:r}$ and
+# $B = U_{:, :r}\sqrt{\Sigma_{:r}}$, so that both factors have the same scale. Write
+# `low_rank_factors(weight, rank)`; the provided `low_rank_linear(layer, rank)` builds the
+# two layers from them (the bias goes to the second).
+#
+# <details><summary>Hint 1</summary>
+#
+# `np.linalg.svd(W, full_matrices=False)` returns `U`, the singular values `s` (largest
+# first) and `Vt` ($V^\top$, one singular vector per **row**). Which `r` rows, columns and
+# values belong together?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Take the SVD; keep the first `rank` columns of `U`, values of `s` and rows of `Vt`; with
+# `root` the square roots of those values, `A` is `Vt`'s rows scaled row-wise by `root` and
+# `B` is `U`'s columns scaled column-wise by `root` (broadcasting). Return them in the
+# weight's dtype.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "low-rank", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def low_rank_factors(weight, rank):
+    """Contract: `weight` a numpy (out, in) float array, 1 <= rank <= min(out, in) (checked
+    for you: ValueError naming the rank and the largest allowed). Returns (A, B), numpy
+    arrays of weight's dtype with shapes (rank, in) and (out, rank), such that B @ A is the
+    truncated SVD of weight (its best rank-`rank` approximation), with the square roots of
+    the singular values split between the two factors."""
+    weight = np.asarray(weight)
+    if not isinstance(rank, (int, np.integer)) or not 1 <= rank <= min(weight.shape):
+        raise ValueError(f"rank must be an integer between 1 and min(out, in) = {min(weight.shape)}, got {rank!r}")
+    # Idea: keep the directions the matrix stretches the most.
+    ### BEGIN SOLUTION
+    U, s, Vt = np.linalg.svd(weight.astype(np.float64), full_matrices=False)
+    root = np.sqrt(s[:rank])
+    A = root[:, None] * Vt[:rank]
+    B = U[:, :rank] * root[None, :]
+    return A.astype(weight.dtype), B.astype(weight.dtype)
+    ### END SOLUTION
+
+
+def low_rank_linear(layer, rank):
+    """Sequential(Linear(in, rank, bias=False), Linear(rank, out)) approximating `layer`."""
+    if not isinstance(layer, Linear):
+        raise TypeError(f"low_rank_linear factorises a Linear, got {type(layer).__name__}")
+    A, B = low_rank_factors(layer.weight.numpy(), rank)
+    return Sequential(_linear_from(A, None), _linear_from(B, _values(layer.bias)))
+
+
+def low_rank_model(model, rank):
+    """A new Sequential with every Linear but the last replaced by its rank-`rank` factorisation
+    (a Linear already thinner than `rank` is kept)."""
+    children = list(model._modules.items())
+    last = max(i for i, (_, c) in enumerate(children) if isinstance(c, Linear))
+    from collections import OrderedDict
+    return Sequential(OrderedDict(
+        (name, low_rank_linear(c, rank) if isinstance(c, Linear) and i < last and rank < min(c.weight.shape) else c)
+        for i, (name, c) in enumerate(children)))
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-low-rank", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(6)
+_W = (_rng.standard_normal((12, 3)) @ _rng.standard_normal((3, 9)) + 0.05 * _rng.standard_normal((12, 9))).astype(np.float64)
+_A, _B = low_rank_factors(_W, 9)
+assert_equal((_A.shape, _B.shape), ((9, 9), (12, 9)), "full rank: A (r, in), B (out, r)")
+assert_close(_B @ _A, _W, rtol=1e-10, atol=1e-12, what="at full rank, B @ A reproduces W")
+_sv = np.linalg.svd(_W, compute_uv=False)
+_errs = []
+for _r in range(1, 10):
+    _A, _B = low_rank_factors(_W, _r)
+    _errs.append(np.linalg.norm(_W - _B @ _A))
+    assert_close(_errs[-1], np.sqrt((_sv[_r:] ** 2).sum()), rtol=1e-8, atol=1e-10,
+                 what=f"rank {_r}: error = sqrt(sum of the dropped σ²) (Eckart-Young)")
+check(all(a >= b for a, b in zip(_errs, _errs[1:])), "the error never grows with the rank", got=np.round(_errs, 4))
+_A, _B = low_rank_factors(_W, 3)
+assert_close(np.linalg.norm(_A, axis=1), np.linalg.norm(_B, axis=0), rtol=1e-8,
+             what="the singular values are split evenly: row norms of A = column norms of B")
+with preserved_state():
+    tinytorch.manual_seed(7)
+    _lin = nn.Linear(9, 12)
+    _xl = tinytorch.randn(5, 9)
+_full = low_rank_linear(_lin, 9)
+assert_close(_full(_xl).numpy(), _lin(_xl).numpy(), rtol=1e-4, atol=1e-5, what="low_rank_linear at full rank = the layer")
+assert_equal(low_rank_factors(_W.astype(np.float32), 2)[0].dtype, np.dtype(np.float32), "factors keep the dtype")
+print("✓ low_rank_factors; errors for rank 1..9:", np.round(_errs, 3).tolist())
+
+# %% [markdown]
+# **Predict first.** The matrix above is "rank 3 plus a little noise". How does its error
+# fall with the rank: smoothly, or with a knee? Then look at a *trained* layer: the first
+# layer of the digits MLP below. (The plot after training shows both.)
+
+# %% [markdown]
+# ## 7. Before and after, on the digits
+#
+# Now all of it on a real task: an MLP `64 → 256 → 128 → 10` trained on the 8×8 digits
+# (module 05's split: 1,438 training images, 359 test images), then compressed five ways.
+# The helpers below are plumbing: a short Adam training loop (with an optional teacher for
+# distillation, mixing $\alpha\,\mathcal L_{KD} + (1-\alpha)\,\mathcal L_{CE}$), the test
+# accuracy, and one table row of **measured** numbers: parameters, non-zero weights,
+# bytes of parameters and buffers, FLOPs of one forward pass per image, the median latency
+# of a forward pass over the 359 test images (`median_time`), and the test accuracy.
+
+# %%
+from tinytorch.data import Digits  # noqa: E402
+from tinytorch.optim import Adam  # noqa: E402
+_train, _test = Digits(train=True), Digits(train=False)
+X_train = Tensor(_train.data.numpy().reshape(-1, 64))
+y_train = _train.targets
+X_test = Tensor(_test.data.numpy().reshape(-1, 64))
+y_test = _test.targets
+
+
+def make_mlp(hidden=(256, 128), seed=0):
+    with preserved_state():
+        tinytorch.manual_seed(seed)
+        widths = (64, *hidden)
+        layers = []
+        for a, b in zip(widths, widths[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        return nn.Sequential(*layers, nn.Linear(widths[-1], 10))
+
+
+def train(model, epochs, lr=2e-3, teacher=None, T=2.0, alpha=0.5, seed=0, batch=64):
+    """Adam on the training images; with a teacher, the distillation mix. Returns the model."""
+    opt = Adam(model.parameters(), lr=lr)
+    rng = np.random.default_rng(seed)
+    soft = None
+    if teacher is not None:
+        with tinytorch.no_grad():
+            soft = teacher(X_train).numpy()
+    for _ in range(epochs):
+        order = rng.permutation(X_train.shape[0])
+        for i in range(0, len(order), batch):
+            idx = order[i:i + batch]
+            out = model(Tensor(X_train.numpy()[idx]))
+            loss = F.cross_entropy(out, Tensor(y_train.numpy()[idx]))
+            if soft is not None:
+                loss = alpha * distillation_loss(out, Tensor(soft[idx]), T) + (1 - alpha) * loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return model
+
+
+def accuracy(model):
+    with tinytorch.no_grad():
+        return float((model(X_test).numpy().argmax(1) == y_test.numpy()).mean())
+
+
+def row(name, model):
+    with tinytorch.no_grad():
+        latency = median_time(lambda: model(X_test), repeats=21, warmup=3)
+    return dict(model=name, params=count_parameters(model), nonzero=count_nonzero(model),
+                bytes=model_bytes(model), flops=count_flops(model, X_test[:8]),
+                latency_ms=latency * 1e3, accuracy=accuracy(model))
+
+
+def copy_of(model, hidden=(256, 128)):
+    clone = make_mlp(hidden)
+    clone.load_state_dict(model.state_dict())
+    return clone
+
+
+teacher = train(make_mlp(), epochs=15)
+rows = [row("dense (the teacher)", teacher)]
+print(rows[0])
+
+# %% [markdown]
+# **Predict first.** Global magnitude pruning removes 80% of the three weight matrices.
+# Before any fine-tuning, how many points of test accuracy do you expect to lose? And how
+# much faster will the pruned model run on numpy?
+
+# %%
+predicted_accuracy_drop_points = None  # your number: accuracy points lost by 80% pruning, no fine-tune
+predicted_unstructured_speedup = None  # your number: latency(dense) / latency(80% pruned)
+
+# %%
+_names = ["0.weight", "2.weight", "4.weight"]
+pruned = global_unstructured(copy_of(teacher), _names, 0.8)
+rows.append(row("80% magnitude, no fine-tune", pruned))
+train(pruned, epochs=3, lr=1e-3, seed=1)  # the mask stays applied while fine-tuning
+rows.append(row("80% magnitude + fine-tune", pruned))
+print("sparsity per layer after global pruning:",
+      {_n: round(sparsity(pruned[int(_n.split(".")[0])].weight), 3) for _n in _names})
+
+structured = train(prune_neurons(teacher, 0.5), epochs=3, lr=1e-3, seed=2)
+rows.append(row("50% neurons removed + fine-tune", structured))
+low_rank = train(low_rank_model(teacher, 16), epochs=3, lr=1e-3, seed=3)
+rows.append(row("rank-16 factors + fine-tune", low_rank))
+small_labels = train(make_mlp((32,), seed=5), epochs=15, seed=4)
+rows.append(row("small 64-32-10, labels only", small_labels))
+small_kd = train(make_mlp((32,), seed=5), epochs=15, seed=4, teacher=teacher)
+rows.append(row("small 64-32-10, distilled", small_kd))
+
+print(f"{'model':34s} {'params':>8s} {'non-zero':>9s} {'bytes':>9s} {'FLOPs':>8s} {'latency':>10s} {'accuracy':>9s}")
+for r in rows:
+    print(f"{r['model']:34s} {r['params']:8,d} {r['nonzero']:9,d} {r['bytes']:9,d} {r['flops']:8,d} "
+          f"{r['latency_ms']:8.3f} ms {100 * r['accuracy']:8.1f}%")
+_drop = 100 * (rows[0]["accuracy"] - rows[1]["accuracy"])
+_speed = rows[0]["latency_ms"] / rows[1]["latency_ms"]
+print(f"accuracy lost by 80% pruning before fine-tuning: {_drop:.1f} points; "
+      + ("no prediction written" if predicted_accuracy_drop_points is None else f"you predicted {predicted_accuracy_drop_points}"))
+print(f"speed-up of the 80% pruned model: {_speed:.2f}x; "
+      + ("no prediction written" if predicted_unstructured_speedup is None else f"you predicted {predicted_unstructured_speedup}x"))
+
+# %% [markdown]
+# How to read the table (your figures are printed above; the shape is what to expect):
+#
+# - **Unstructured pruning** keeps the accuracy after a short fine-tune, but changes
+#   neither the dense parameter count nor the FLOPs, and the bytes *grow* (mask + original).
+#   It is no faster: numpy multiplies the zeros like any number, and each forward pass
+#   also computes `weight_orig * weight_mask`, so expect the same latency or a little more.
+#   The accuracy before fine-tuning can drop a little or a lot depending on the run: the
+#   smaller the removed weights were, the less it drops.
+# - **Structured pruning** and **low rank** really shrink the model: fewer parameters,
+#   bytes and FLOPs, and a faster forward pass, after a fine-tune at little cost in
+#   accuracy. The measured speed-up need not equal the FLOP ratio (section 4 says why it
+#   can miss it either way): at these sizes a forward pass also pays a fixed cost per op
+#   (Python, the dispatch) that does not shrink with the layer.
+# - **Distillation** trains a small model directly; compare the two small rows. On this
+#   small, easy task the teacher is only a few points better than the student can get on
+#   its own, so expect the two rows within a point or two of each other, in either
+#   direction (with 359 test images one image is 0.28 points). Distillation pays off when
+#   the teacher knows much more than the labels say — a far stronger teacher, few labels,
+#   or *unlabelled* data, on which the teacher's soft outputs are the only targets.
+#
+# Latencies depend on the machine, its load, its BLAS and its memory allocator (on some
+# systems a large fresh output array costs more in page faults than the multiply itself, so
+# a much bigger batch can measure the allocator rather than the layers); reruns move them
+# by several percent. The counts (parameters, non-zero, bytes, FLOPs) are exact.
+
+# %%
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.4))
+_sv_trained = np.linalg.svd(teacher[2].weight.numpy(), compute_uv=False)
+_sv_random = np.linalg.svd(make_mlp(seed=9)[2].weight.numpy(), compute_uv=False)
+ax1.plot(_sv_trained / _sv_trained[0], label="trained layer 2 (256 → 128)")
+ax1.plot(_sv_random / _sv_random[0], label="the same layer at initialisation", ls="--")
+ax1.axvline(16, color="gray", ls=":", lw=1)
+ax1.text(18, 0.85, "rank 16", fontsize=8, color="gray")
+ax1.set_xlabel("index i")
+ax1.set_ylabel("σ_i / σ_1")
+ax1.set_title("singular values: training concentrates them")
+ax1.legend(fontsize=8)
+_labels = [r["model"].replace(" + fine-tune", "\n+ fine-tune").replace(", ", ",\n") for r in rows]
+ax2.barh(range(len(rows)), [r["latency_ms"] for r in rows], color="C0")
+for _i, r in enumerate(rows):
+    ax2.text(r["latency_ms"], _i, f" {100 * r['accuracy']:.1f}%", va="center", fontsize=8)
+ax2.set_yticks(range(len(rows)))
+ax2.set_yticklabels(_labels, fontsize=7)
+ax2.invert_yaxis()
+ax2.set_xlabel("forward latency, 359 images (ms)")
+ax2.set_xlim(0, 1.25 * max(r["latency_ms"] for r in rows))
+ax2.set_title("measured on this machine (test accuracy at each bar)")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# On the left: a random matrix has a flat spectrum (no good low-rank approximation), and
+# training typically makes it decay faster, which is what low-rank compression relies on;
+# how fast it decays depends on the layer and the training. On the right, the figures of the
+# table: only the rows that changed the dense shapes moved the latency.
+#
+# ## 8. What PyTorch does
+#
+# - `torch.nn.utils.prune` (`l1_unstructured`, `random_unstructured`, `ln_structured`,
+#   `global_unstructured`, `custom_from_mask`, `remove`, `is_pruned`) is the design of
+#   section 3: `weight_orig` Parameter, `weight_mask` buffer, and `weight` recomputed by a
+#   forward pre-hook. Our `PrunedModule` wrapper plays the hook, since our `Module` has no
+#   hooks; that is why our functions take the model and a dotted name, and why our
+#   state-dict keys gain a `module.`. `ln_structured` masks whole rows but does not shrink
+#   the layer; physically smaller layers come from tools such as `torch-pruning`, which do
+#   the dependency bookkeeping of `prune_neurons` for whole graphs (residual adds,
+#   concatenations, normalisation layers).
+# - Speed from *unstructured* sparsity needs sparse kernels: `torch.sparse` (COO, CSR)
+#   helps only at high sparsity; the **2:4** semi-structured sparsity of recent NVIDIA GPUs
+#   (`torch.sparse.to_sparse_semi_structured`: 2 zeros in every 4 weights) gives real speed
+#   because the hardware skips the zeros.
+# - Distillation has no layer in PyTorch; it is written exactly as here:
+#   `F.kl_div(F.log_softmax(s / T, -1), F.log_softmax(t / T, -1), reduction="batchmean",
+#   log_target=True) * T * T` (the tests compare ours with it).
+# - Low rank: `torch.linalg.svd` and `torch.svd_lowrank` give the factors; LoRA fine-tuning
+#   (`peft`) trains a low-rank *update* $B A$ added to a frozen weight — the same two thin
+#   layers, used the other way round.
+# - `torch.ao.quantization` (module 15) is the other big compression tool; in practice
+#   pruning, distillation and quantization are combined.
+#
+# ## 9. Recap
+#
+# - A **magnitude mask** zeroes exactly the $k = \operatorname{round}(a n)$ smallest $|w|$;
+#   **global** masks rank all layers together, so layers of small weights lose more.
+# - A mask survives training only if it is re-applied in every forward pass:
+#   `weight = weight_orig * weight_mask` as a graph op makes the pruned weights exactly zero
+#   and their gradients exactly zero, whatever momentum or Adam's moments do to
+#   `weight_orig`.
+# - Unstructured sparsity saves nothing on a dense backend (the masked model is even
+#   larger); **structured** pruning (rank rows/filters by L1/L2 norm, cut them and the next
+#   layer's inputs) and **low-rank** factorisation (truncated SVD, error
+#   $\sqrt{\sum_{i>r}\sigma_i^2}$) give smaller, faster dense layers.
+# - **Distillation** trains a small student on the teacher's softened distribution:
+#   $T^2\,\mathrm{KL}(p_T \,\|\, q_T)$, averaged over the batch.
+#
+# Run `tito test module 16` to check your work.
