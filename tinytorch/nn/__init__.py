@@ -8,3 +8,4 @@ from tinytorch.nn.attention import MultiheadAttention  # module 12
 from tinytorch.training import Dropout  # module 08
 from tinytorch.nn import utils  # noqa: E402
 from tinytorch.nn.transformer import LayerNorm, TransformerBlock, GPT, GPTConfig  # module 13
+from tinytorch.nn.kv_cache import KVCache  # module 18
