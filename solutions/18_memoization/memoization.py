@@ -102,7 +102,7 @@ from tinytorch.utils.timing import median_time
 # | | without the cache | with the cache |
 # |---|---|---|
 # | projections and MLP (the $\approx 12Ld^2$ parameters, 2 FLOPs each per token) | $\approx 24Ld^2 \cdot T$ | $\approx 24Ld^2$ |
-# | attention scores and weighted sum | $\approx 2LT^2d$ | $\approx 4LTd$ |
+# | attention scores and weighted sum ($QK^\top$ and $AV$, $2 \cdot$ rows $\cdot$ keys $\cdot\, d$ FLOPs each) | $\approx 4LT^2d$ | $\approx 4LTd$ |
 #
 # The attention part of a step drops from $O(T^2)$ to $O(T)$ and the rest from $O(T)$ to
 # $O(1)$; the price is memory: $2 \cdot L \cdot B \cdot T \cdot d$ numbers for the keys and
@@ -161,65 +161,15 @@ __all__ = ["KVCache", "cached_causal_mask", "cached_attention", "mha_forward_wit
 # `get_seq_length(layer_idx)` the number of tokens cached. Ours takes `layer_idx` first:
 # `update(layer_idx, k, v)`.
 #
-# Write `__init__`'s buffers and `update`. The provided code checks the arguments, keeps
-# the count per layer in `self._seen`, and gives you `seq_len`, `crop`, `reset` and
-# `nbytes`.
-#
-# <details><summary>Hint 1</summary>
-#
-# `__init__`: how many buffers, and of which shape? Python's `[x] * n` makes a list of $n$
-# references to **one** object: would each layer then have its own memory?
-# </details>
-#
-# <details><summary>Hint 2</summary>
-#
-# `update`: where do the new entries go along the time axis of this layer's buffers — which
-# slots are already taken? Check the room before writing anything, so a refused update
-# leaves the cache as it was.
-# </details>
-#
-# <details><summary>Hint 3</summary>
-#
-# A buffer's `.numpy()` is a view of its memory: writing into a slice of it writes into the
-# buffer. Slicing a Tensor along the time axis gives a view too, so returning the filled
-# prefix copies nothing.
-# </details>
-#
-# <details><summary>The approach</summary>
-#
-# `__init__`: for each layer, a fresh zero Tensor of shape `(batch_size, n_heads,
-# block_size, head_dim)` in `dtype`, built in a loop or a comprehension, once for the keys
-# (`self.key_cache`) and once for the values (`self.value_cache`). `update`: the first free
-# slot of the layer is its count in `self._seen`; the new entries end $T$ slots later. If
-# that end passes `block_size`, raise the ValueError. Otherwise copy `k` and `v` into that
-# range of the time axis (axis 2) of the layer's two buffers, store the new count, and return
-# the two buffers sliced along the time axis from the start up to the new end.
-# </details>
+# The bookkeeping is provided, in a base class: the count per layer in `self._seen`,
+# `seq_len`, `get_seq_length`, `crop` (forget the tokens after the first $n$: the buffers
+# keep their memory), `reset`, `nbytes`, `for_model` (a cache sized for a GPT's config) and
+# the argument checks of `update`.
 
-# %% nbgrader={"grade": false, "grade_id": "kv-cache", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 #| export
-class KVCache:
-    """Keys and values of every layer, preallocated to (batch_size, n_heads, block_size,
-    head_dim) per layer (like Hugging Face's StaticCache). For inference: under no_grad."""
-
-    def __init__(self, n_layers, batch_size, n_heads, block_size, head_dim, dtype=float32):
-        """Contract: positive ints (else ValueError naming the argument, checked for you), a
-        floating dtype. Sets `key_cache` and `value_cache`: lists of n_layers zero Tensors,
-        each layer its own buffer of shape (batch_size, n_heads, block_size, head_dim) in
-        `dtype`. Nothing is cached yet (every layer's count is 0)."""
-        for name, value in [("n_layers", n_layers), ("batch_size", batch_size), ("n_heads", n_heads),
-                            ("block_size", block_size), ("head_dim", head_dim)]:
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"KVCache: {name} must be a positive integer, got {value!r}")
-        self.n_layers, self.batch_size, self.n_heads = int(n_layers), int(batch_size), int(n_heads)
-        self.block_size, self.head_dim, self.dtype = int(block_size), int(head_dim), dtype
-        self._seen = [0] * self.n_layers  # tokens cached so far, per layer
-        # Idea: one buffer per layer, sized for the longest context, allocated once.
-        ### BEGIN SOLUTION
-        shape = (self.batch_size, self.n_heads, self.block_size, self.head_dim)
-        self.key_cache = [zeros(*shape, dtype=dtype) for _ in range(self.n_layers)]
-        self.value_cache = [zeros(*shape, dtype=dtype) for _ in range(self.n_layers)]
-        ### END SOLUTION
+class _CacheBookkeeping:
+    """What KVCache needs besides its buffers and update: counts, views of them, checks."""
 
     @classmethod
     def for_model(cls, model, batch_size):
@@ -262,6 +212,70 @@ class KVCache:
         if k.shape != v.shape or k.shape[2] < 1:
             raise ShapeError(f"KVCache.update: k {k.shape} and v {v.shape} need the same shape, T >= 1")
 
+    def __repr__(self):
+        return (f"KVCache(n_layers={self.n_layers}, batch_size={self.batch_size}, n_heads={self.n_heads}, "
+                f"block_size={self.block_size}, head_dim={self.head_dim}, seq_len={self.seq_len})")
+
+
+# %% [markdown]
+# Write `KVCache.__init__`'s buffers and `KVCache.update`.
+#
+# <details><summary>Hint 1</summary>
+#
+# `__init__`: how many buffers, and of which shape? Python's `[x] * n` makes a list of $n$
+# references to **one** object: would each layer then have its own memory?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `update`: where do the new entries go along the time axis of this layer's buffers — which
+# slots are already taken? Check the room before writing anything, so a refused update
+# leaves the cache as it was.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# A buffer's `.numpy()` is a view of its memory: writing into a slice of it writes into the
+# buffer. Slicing a Tensor along the time axis gives a view too, so returning the filled
+# prefix copies nothing.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `__init__`: for each layer, a fresh zero Tensor of shape `(batch_size, n_heads,
+# block_size, head_dim)` in `dtype`, built in a loop or a comprehension, once for the keys
+# (`self.key_cache`) and once for the values (`self.value_cache`). `update`: the first free
+# slot of the layer is its count in `self._seen`; the new entries end $T$ slots later. If
+# that end passes `block_size`, raise the ValueError. Otherwise copy `k` and `v` into that
+# range of the time axis (axis 2) of the layer's two buffers, store the new count, and return
+# the two buffers sliced along the time axis from the start up to the new end.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "kv-cache", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class KVCache(_CacheBookkeeping):
+    """Keys and values of every layer, preallocated to (batch_size, n_heads, block_size,
+    head_dim) per layer (like Hugging Face's StaticCache). For inference: under no_grad."""
+
+    def __init__(self, n_layers, batch_size, n_heads, block_size, head_dim, dtype=float32):
+        """Contract: positive ints (else ValueError naming the argument, checked for you), a
+        floating dtype. Sets `key_cache` and `value_cache`: lists of n_layers zero Tensors,
+        each layer its own buffer of shape (batch_size, n_heads, block_size, head_dim) in
+        `dtype`. Nothing is cached yet (every layer's count is 0)."""
+        for name, value in [("n_layers", n_layers), ("batch_size", batch_size), ("n_heads", n_heads),
+                            ("block_size", block_size), ("head_dim", head_dim)]:
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"KVCache: {name} must be a positive integer, got {value!r}")
+        self.n_layers, self.batch_size, self.n_heads = int(n_layers), int(batch_size), int(n_heads)
+        self.block_size, self.head_dim, self.dtype = int(block_size), int(head_dim), dtype
+        self._seen = [0] * self.n_layers  # tokens cached so far, per layer
+        # Idea: one buffer per layer, sized for the longest context, allocated once.
+        ### BEGIN SOLUTION
+        shape = (self.batch_size, self.n_heads, self.block_size, self.head_dim)
+        self.key_cache = [zeros(*shape, dtype=dtype) for _ in range(self.n_layers)]
+        self.value_cache = [zeros(*shape, dtype=dtype) for _ in range(self.n_layers)]
+        ### END SOLUTION
+
     def update(self, layer_idx, k, v):
         """Append the new keys and values of layer `layer_idx`; return all of that layer's.
 
@@ -285,10 +299,6 @@ class KVCache:
         self._seen[layer_idx] = end
         return self.key_cache[layer_idx][:, :, :end], self.value_cache[layer_idx][:, :, :end]
         ### END SOLUTION
-
-    def __repr__(self):
-        return (f"KVCache(n_layers={self.n_layers}, batch_size={self.batch_size}, n_heads={self.n_heads}, "
-                f"block_size={self.block_size}, head_dim={self.head_dim}, seq_len={self.seq_len})")
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-kv-cache-init", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -367,6 +377,41 @@ del _gpt2
 # the accelerator's memory. That is why serving systems shrink it: fewer key/value heads
 # than query heads (multi-query and grouped-query attention), 8-bit caches, and memory
 # allocated in pages instead of for the longest context (section 8).
+#
+# Preallocation also saves time. Appending by concatenation copies the whole cache at every
+# step, so $n$ appends copy $\approx n^2/2$ tokens' worth of keys; writing in place copies
+# each token once. **Predict first**: for one layer of GPT-2 small's keys (12 heads of 64)
+# and 1024 tokens, how many times slower is growing by `np.concatenate` than writing into a
+# preallocated buffer?
+
+# %%
+predicted_concat_slowdown = None  # your number: time(concatenate) / time(in place), 1024 appends
+
+# %%
+_new = np.ones((1, 12, 1, 64), dtype=np.float32)
+
+
+def _grow_by_concatenation(n=1024):
+    k = np.zeros((1, 12, 0, 64), dtype=np.float32)
+    for _ in range(n):
+        k = np.concatenate([k, _new], axis=2)      # a new array, everything copied again
+
+
+def _write_in_place(n=1024):
+    k = np.zeros((1, 12, n, 64), dtype=np.float32)
+    for t in range(n):
+        k[:, :, t:t + 1] = _new                    # one token's slot written
+
+
+_t_cat, _t_pre = median_time(_grow_by_concatenation, repeats=3), median_time(_write_in_place, repeats=3)
+print(f"1024 appends: concatenation {_t_cat * 1e3:.1f} ms, in place {_t_pre * 1e3:.1f} ms "
+      f"(measured slowdown {_t_cat / _t_pre:.1f}x; "
+      + ("no prediction written)" if predicted_concat_slowdown is None else f"you predicted {predicted_concat_slowdown}x)"))
+
+# %% [markdown]
+# The gap grows with the length (quadratic against linear copying); at 1024 tokens the
+# concatenated cache is still only 3 MiB, so it mostly lives in the CPU's caches, and the
+# figure depends on their size and on the machine's memory bandwidth and load.
 #
 # ## 3. Where the new tokens are: positions and the offset causal mask
 #
@@ -825,7 +870,8 @@ with tinytorch.no_grad():
 # %% [markdown]
 # ## 8. What PyTorch (and Hugging Face) do
 #
-# - PyTorch itself has no cache object; the model libraries do. In Hugging Face
+# - Core PyTorch has no cache object; the model libraries do (torchtune's `KVCache`,
+#   pytorch-labs' gpt-fast, Hugging Face's caches). In Hugging Face
 #   `transformers`, `model(input_ids, past_key_values=cache, cache_position=...)` is our
 #   `GPT.forward(idx, kv_cache=cache)`, and `model.generate(..., use_cache=True)` (the
 #   default) prefills, then decodes one token per step. `DynamicCache` grows by

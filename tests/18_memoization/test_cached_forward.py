@@ -85,3 +85,17 @@ def test_cached_gpt_forward_through_the_gpt_hook_and_its_errors():
                                err_msg="GPT.forward(idx, kv_cache=...) in two chunks vs the full forward")
     with pytest.raises(ValueError, match="block_size"):
         model(seq[:, :1], kv_cache=cache)
+
+
+def test_cached_attention_through_the_transformer_block_hook():
+    model = small(L=2, seed=8).double()
+    block = model.blocks[0]
+    x = tt.tensor(np.random.default_rng(8).standard_normal((2, 6, 16)))
+    ref = block(x).numpy()
+    cache = KVCache.for_model(model, 2)
+    with tt.no_grad():
+        parts = [block(x[:, :4], kv_cache=cache, layer_idx=1).numpy()]
+        parts += [block(x[:, t:t + 1], kv_cache=cache, layer_idx=1).numpy() for t in (4, 5)]
+    np.testing.assert_allclose(np.concatenate(parts, 1), ref, rtol=1e-10, atol=1e-12,
+                               err_msg="TransformerBlock.forward(x, kv_cache=..., layer_idx=1) vs the block on the whole sequence")
+    assert (cache.get_seq_length(0), cache.get_seq_length(1)) == (0, 6), "the block wrote into layer 1 only"

@@ -15,26 +15,9 @@ __all__ = ["KVCache", "cached_causal_mask", "cached_attention", "mha_forward_wit
            "cached_block", "cached_gpt_forward"]
 
 
-# -- cell 9 (kv-cache) --
-class KVCache:
-    """Keys and values of every layer, preallocated to (batch_size, n_heads, block_size,
-    head_dim) per layer (like Hugging Face's StaticCache). For inference: under no_grad."""
-
-    def __init__(self, n_layers, batch_size, n_heads, block_size, head_dim, dtype=float32):
-        """Contract: positive ints (else ValueError naming the argument, checked for you), a
-        floating dtype. Sets `key_cache` and `value_cache`: lists of n_layers zero Tensors,
-        each layer its own buffer of shape (batch_size, n_heads, block_size, head_dim) in
-        `dtype`. Nothing is cached yet (every layer's count is 0)."""
-        for name, value in [("n_layers", n_layers), ("batch_size", batch_size), ("n_heads", n_heads),
-                            ("block_size", block_size), ("head_dim", head_dim)]:
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"KVCache: {name} must be a positive integer, got {value!r}")
-        self.n_layers, self.batch_size, self.n_heads = int(n_layers), int(batch_size), int(n_heads)
-        self.block_size, self.head_dim, self.dtype = int(block_size), int(head_dim), dtype
-        self._seen = [0] * self.n_layers  # tokens cached so far, per layer
-        # Idea: one buffer per layer, sized for the longest context, allocated once.
-        # YOUR CODE HERE
-        raise NotImplementedError('KVCache.__init__() is not implemented yet: write it in modules/18_memoization/memoization.ipynb (module 18, memoization), then run `tito test module 18`.')
+# -- cell 9 --
+class _CacheBookkeeping:
+    """What KVCache needs besides its buffers and update: counts, views of them, checks."""
 
     @classmethod
     def for_model(cls, model, batch_size):
@@ -77,6 +60,32 @@ class KVCache:
         if k.shape != v.shape or k.shape[2] < 1:
             raise ShapeError(f"KVCache.update: k {k.shape} and v {v.shape} need the same shape, T >= 1")
 
+    def __repr__(self):
+        return (f"KVCache(n_layers={self.n_layers}, batch_size={self.batch_size}, n_heads={self.n_heads}, "
+                f"block_size={self.block_size}, head_dim={self.head_dim}, seq_len={self.seq_len})")
+
+
+# -- cell 11 (kv-cache) --
+class KVCache(_CacheBookkeeping):
+    """Keys and values of every layer, preallocated to (batch_size, n_heads, block_size,
+    head_dim) per layer (like Hugging Face's StaticCache). For inference: under no_grad."""
+
+    def __init__(self, n_layers, batch_size, n_heads, block_size, head_dim, dtype=float32):
+        """Contract: positive ints (else ValueError naming the argument, checked for you), a
+        floating dtype. Sets `key_cache` and `value_cache`: lists of n_layers zero Tensors,
+        each layer its own buffer of shape (batch_size, n_heads, block_size, head_dim) in
+        `dtype`. Nothing is cached yet (every layer's count is 0)."""
+        for name, value in [("n_layers", n_layers), ("batch_size", batch_size), ("n_heads", n_heads),
+                            ("block_size", block_size), ("head_dim", head_dim)]:
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"KVCache: {name} must be a positive integer, got {value!r}")
+        self.n_layers, self.batch_size, self.n_heads = int(n_layers), int(batch_size), int(n_heads)
+        self.block_size, self.head_dim, self.dtype = int(block_size), int(head_dim), dtype
+        self._seen = [0] * self.n_layers  # tokens cached so far, per layer
+        # Idea: one buffer per layer, sized for the longest context, allocated once.
+        # YOUR CODE HERE
+        raise NotImplementedError('KVCache.__init__() is not implemented yet: write it in modules/18_memoization/memoization.ipynb (module 18, memoization), then run `tito test module 18`.')
+
     def update(self, layer_idx, k, v):
         """Append the new keys and values of layer `layer_idx`; return all of that layer's.
 
@@ -92,12 +101,8 @@ class KVCache:
         # YOUR CODE HERE
         raise NotImplementedError('KVCache.update() is not implemented yet: write it in modules/18_memoization/memoization.ipynb (module 18, memoization), then run `tito test module 18`.')
 
-    def __repr__(self):
-        return (f"KVCache(n_layers={self.n_layers}, batch_size={self.batch_size}, n_heads={self.n_heads}, "
-                f"block_size={self.block_size}, head_dim={self.head_dim}, seq_len={self.seq_len})")
 
-
-# -- cell 16 (cached-causal-mask) --
+# -- cell 21 (cached-causal-mask) --
 def cached_causal_mask(T, past):
     """Contract: T >= 1 new queries, past >= 0 cached tokens. Returns a bool Tensor of shape
     (T, past + T), True where new query i (the token at position past + i) may attend to
@@ -108,7 +113,7 @@ def cached_causal_mask(T, past):
     raise NotImplementedError('cached_causal_mask() is not implemented yet: write it in modules/18_memoization/memoization.ipynb (module 18, memoization), then run `tito test module 18`.')
 
 
-# -- cell 19 (cached-attention) --
+# -- cell 24 (cached-attention) --
 def cached_attention(attn, x, kv_cache, layer_idx):
     """Causal self-attention of new tokens, reading the earlier ones from a KV cache.
 
@@ -138,7 +143,7 @@ def mha_forward_with_cache(attn, query, key, value, kv_cache, layer_idx, key_pad
     return cached_attention(attn, query, kv_cache, layer_idx), None
 
 
-# -- cell 22 (cached-gpt-forward) --
+# -- cell 27 (cached-gpt-forward) --
 def cached_block(block, x, kv_cache, layer_idx):
     """TransformerBlock.forward(x, kv_cache=..., layer_idx=...): module 13's pre-norm block,
     its attention reading and extending layer `layer_idx` of the cache."""
@@ -170,7 +175,7 @@ def cached_gpt_forward(model, idx, kv_cache):
     raise NotImplementedError('cached_gpt_forward() is not implemented yet: write it in modules/18_memoization/memoization.ipynb (module 18, memoization), then run `tito test module 18`.')
 
 
-# -- cell 25 (generate-cached) --
+# -- cell 30 (generate-cached) --
 def _room_message(T, max_new_tokens, block_size):
     return (f"generate(use_cache=True): a prompt of {T} tokens and max_new_tokens={max_new_tokens} make "
             f"the model read {T + max_new_tokens - 1} positions (the last new token is never read), but "
