@@ -115,7 +115,7 @@ _full = np.tril(np.ones((_T, _T)))
 _one = np.zeros((_T, _T))
 _one[-1] = 1.0
 for _ax, _grid, _title in [(axes[0], _full, f"without the cache: step {_T} computes\n"
-                                            f"{int(_full.sum())} scores (all rows, again)"),
+                                            f"all {_T} rows again ({int(_full.sum())} allowed scores)"),
                            (axes[1], _one, f"with the cache: step {_T} computes\n"
                                            f"{int(_one.sum())} scores (the new query's row)")]:
     _ax.imshow(_grid, cmap="Blues", vmin=0, vmax=1.4)
@@ -868,6 +868,45 @@ with tinytorch.no_grad():
         print(f"{_name}: 200 tokens in {time.perf_counter() - _start:5.2f} s")
 
 # %% [markdown]
+# Expect a smaller gain here than for the step at $T = 512$: these steps run at
+# $T = 16 \dots 216$, where the fixed per-call cost is most of both loops' time (the left
+# half of the plot).
+#
+# Why prefill the prompt in **one** pass rather than feed it token by token into the cache?
+# The results are the same; the difference is the number of op calls and the size of the
+# matmuls. **Predict first**: for a prompt of 128 tokens, how many times longer do 128
+# one-token calls take than one 128-token call?
+
+# %%
+predicted_prefill_ratio = None  # your number: time(128 one-token calls) / time(one 128-token call)
+
+# %%
+_prompt128 = _seq[:, :128]
+
+
+def _prefill_one_pass():
+    _cache.reset()
+    cached_gpt_forward(_model, _prompt128, _cache)
+
+
+def _prefill_token_by_token():
+    _cache.reset()
+    for _t in range(128):
+        cached_gpt_forward(_model, _prompt128[:, _t:_t + 1], _cache)
+
+
+with tinytorch.no_grad():
+    _t_one, _t_many = median_time(_prefill_one_pass, repeats=5), median_time(_prefill_token_by_token, repeats=3)
+print(f"prefill of 128 tokens: one pass {_t_one * 1e3:.1f} ms, token by token {_t_many * 1e3:.1f} ms "
+      f"(measured ratio {_t_many / _t_one:.1f}; "
+      + ("no prediction written)" if predicted_prefill_ratio is None else f"you predicted {predicted_prefill_ratio})"))
+
+# %% [markdown]
+# One pass makes each layer's few dozen op calls once, on $(128 \times d)$ matrices that
+# BLAS multiplies efficiently; token by token makes them 128 times, each on one row. The
+# FLOPs are about the same; the calls are not. That is why servers split the work into a
+# compute-bound **prefill** and a memory-bound, one-token-at-a-time **decode**.
+#
 # ## 8. What PyTorch (and Hugging Face) do
 #
 # - Core PyTorch has no cache object; the model libraries do (torchtune's `KVCache`,
