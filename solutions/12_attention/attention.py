@@ -990,6 +990,20 @@ def _mha_check_inputs(query, key, value, embed_dim, batch_first):
                          f"{value.shape} need the same batch size, and key and value the same length")
 
 
+def _kv_cache_module(caller):
+    """tinytorch.nn.kv_cache (module 18), imported the first time a KV cache is used."""
+    try:
+        import tinytorch.nn.kv_cache as kv_cache
+    except ImportError as exc:
+        if exc.name not in (None, "tinytorch.nn.kv_cache"):
+            raise
+        raise RuntimeError(
+            f"{caller} with a KV cache needs module 18 (18_memoization), where you build the "
+            f"cache (tinytorch/nn/kv_cache.py). Without it, leave the cache out: generate "
+            f"recomputes the whole context at every step.") from exc
+    return kv_cache
+
+
 def _mha_forward(layer, query, key, value, key_padding_mask, need_weights, attn_mask,
                  average_attn_weights, is_causal):
     """MultiheadAttention.forward's plumbing: unbatched and sequence-first layouts to
@@ -1101,8 +1115,14 @@ class MultiheadAttention(Module):
         return out
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                average_attn_weights=True, is_causal=False):
-        """PyTorch's forward: layouts and masks (provided, `_mha_forward`), then `_attend`."""
+                average_attn_weights=True, is_causal=False, kv_cache=None, layer_idx=0):
+        """PyTorch's forward: layouts and masks (provided, `_mha_forward`), then `_attend`.
+        With `kv_cache` (module 18's KVCache), causal self-attention of the new tokens against
+        the cached ones of layer `layer_idx` instead; returns (output, None)."""
+        if kv_cache is not None:
+            return _kv_cache_module("MultiheadAttention.forward").mha_forward_with_cache(
+                self, query, key, value, kv_cache, layer_idx, key_padding_mask=key_padding_mask,
+                attn_mask=attn_mask, is_causal=is_causal)
         return _mha_forward(self, query, key, value, key_padding_mask, need_weights, attn_mask,
                             average_attn_weights, is_causal)
 

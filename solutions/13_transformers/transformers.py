@@ -253,7 +253,7 @@ import numpy as np
 from tinytorch._tensor import Tensor, apply, arange, ones, zeros
 from tinytorch.autograd import backward_rule, no_grad
 from tinytorch.data.dataloader import _numpy_rng
-from tinytorch.nn.attention import MultiheadAttention, causal_mask
+from tinytorch.nn.attention import MultiheadAttention, _kv_cache_module, causal_mask
 from tinytorch.nn.embedding import Embedding
 from tinytorch.nn.layers import GELU, Linear, Module, ModuleList, Parameter, normal_, zeros_
 from tinytorch.nn.losses import cross_entropy
@@ -698,8 +698,12 @@ class TransformerBlock(Module):
         self.ln2 = LayerNorm(d_model)
         self.ff = FeedForward(d_model, d_ff, dropout)
 
-    def forward(self, x):
-        """Contract: x (B, T, d_model) -> (B, T, d_model); position t depends only on x[:, :t+1]."""
+    def forward(self, x, kv_cache=None, layer_idx=0):
+        """Contract: x (B, T, d_model) -> (B, T, d_model); position t depends only on x[:, :t+1].
+        With `kv_cache` (module 18), x holds only the new tokens and attention also reads the
+        tokens cached for layer `layer_idx`."""
+        if kv_cache is not None:
+            return _kv_cache_module("TransformerBlock.forward").cached_block(self, x, kv_cache, layer_idx)
         mask = _causal_attn_mask(x.shape[-2])
         # Idea: two residual branches, each reading a normalised copy of the stream.
         ### BEGIN SOLUTION
@@ -906,10 +910,11 @@ class GPT(Module):
                 zeros_(p)
         ### END SOLUTION
 
-    def forward(self, idx, targets=None):
+    def forward(self, idx, targets=None, kv_cache=None):
         """Contract: idx int64 (B, T), T <= block_size; targets None or int64 (B, T) (-100 =
         ignore). Returns (logits (B, T, V), loss: scalar mean cross-entropy or None). Errors
-        (checked for you): ValueError for a wrong idx, a T over block_size, mismatched targets."""
+        (checked for you): ValueError for a wrong idx, a T over block_size, mismatched targets.
+        With `kv_cache` (module 18), idx holds the tokens after the cached ones (no targets)."""
         if not isinstance(idx, Tensor) or idx.ndim != 2 or idx.dtype.kind not in "iu":
             raise ValueError(f"GPT.forward: idx must be an int64 Tensor of shape (B, T), got "
                              f"{(idx.dtype, idx.shape) if isinstance(idx, Tensor) else type(idx).__name__}")
@@ -919,6 +924,10 @@ class GPT(Module):
                              f"{self.config.block_size} (crop the context, as generate does)")
         if targets is not None and tuple(targets.shape) != (B, T):
             raise ValueError(f"GPT.forward: targets must have idx's shape {(B, T)}, got {tuple(targets.shape)}")
+        if kv_cache is not None:
+            if targets is not None:
+                raise ValueError("GPT.forward: a kv_cache is for inference; pass no targets with it")
+            return _kv_cache_module("GPT.forward").cached_gpt_forward(self, idx, kv_cache), None
         # Idea: what a token is plus where it is, through the stack, to one score per token id.
         ### BEGIN SOLUTION
         x = self.tok_emb(idx) + self.pos_emb(arange(T))
@@ -946,9 +955,10 @@ class GPT(Module):
         return n
         ### END SOLUTION
 
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
-        """Continue `idx` (int64 (B, T) or (T,)) by max_new_tokens sampled tokens; see section 6."""
-        return _gpt_generate(self, idx, max_new_tokens, temperature, top_k, generator)
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None, use_cache=False):
+        """Continue `idx` (int64 (B, T) or (T,)) by max_new_tokens sampled tokens; see section 6.
+        use_cache=True: prefill a KV cache with the prompt, then one token per step (module 18)."""
+        return _gpt_generate(self, idx, max_new_tokens, temperature, top_k, generator, use_cache)
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-gpt-init", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -1155,8 +1165,10 @@ def _generate(model, ids, max_new_tokens, temperature, top_k, rng):
     ### END SOLUTION
 
 
-def _gpt_generate(model, idx, max_new_tokens, temperature, top_k, generator):
-    """GPT.generate: check the arguments, run _generate in eval mode without a graph."""
+def _gpt_generate(model, idx, max_new_tokens, temperature, top_k, generator, use_cache=False):
+    """GPT.generate: check the arguments, run _generate (or, with use_cache, module 18's
+    cached loop) in eval mode without a graph."""
+    run = _kv_cache_module("generate(use_cache=True)")._generate_cached if use_cache else _generate
     if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
         raise ValueError(f"generate: max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
     if not isinstance(temperature, (int, float, np.floating)) or not temperature >= 0:
@@ -1171,7 +1183,7 @@ def _gpt_generate(model, idx, max_new_tokens, temperature, top_k, generator):
     model.eval()  # generation is inference: no dropout
     try:
         with no_grad():
-            out = _generate(model, ids, int(max_new_tokens), float(temperature), top_k, rng)
+            out = run(model, ids, int(max_new_tokens), float(temperature), top_k, rng)
     finally:
         model.train(was_training)
     out = Tensor(out)

@@ -9,3 +9,4 @@ from tinytorch.training import Dropout  # module 08
 from tinytorch.nn import utils  # noqa: E402
 from tinytorch.nn.transformer import LayerNorm, TransformerBlock, GPT, GPTConfig  # module 13
 from tinytorch.nn import prune  # noqa: E402  (module 16)
+from tinytorch.nn.kv_cache import KVCache  # module 18
