@@ -8,6 +8,24 @@ import time
 import numpy as np
 
 
+def time_samples(fn, repeats=5, warmup=1):
+    """Wall-clock seconds of each of `repeats` calls of `fn()`, after `warmup` untimed calls.
+
+    Why the raw samples: the spread (quartiles, min and max) says how far a median can be
+    trusted; the harness of module 19 and the profiler of module 14 report it.
+    """
+    if repeats < 1:
+        raise ValueError(f"timing needs at least one timed repeat, got repeats={repeats}")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def median_time(fn, repeats=5, warmup=1):
     """Median wall-clock seconds of `fn()` over `repeats` calls, after `warmup` untimed calls.
 
@@ -17,11 +35,4 @@ def median_time(fn, repeats=5, warmup=1):
     """
     if repeats < 1:
         raise ValueError(f"median_time needs at least one timed repeat, got repeats={repeats}")
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return float(np.median(time_samples(fn, repeats, warmup)))
