@@ -315,9 +315,10 @@ STUDENT_IGNORE = shutil.ignore_patterns("__pycache__", "*.py[cod]", ".ipynb_chec
                                         ".pytest_cache", ".DS_Store", "_build")
 
 
-def _check_destination(root: Path, dest: Path, force: bool) -> None:
+def _check_destination(root: Path, dest: Path, force: bool, dry_run: bool = False) -> None:
     """Refuse a destination that overlaps the course, or that holds something other than an
-    earlier student copy; with --force, empty an earlier student copy (keeping its .git)."""
+    earlier student copy; with --force, empty an earlier student copy (keeping its .git),
+    unless `dry_run` (the checks alone, before the slow part)."""
     if dest.exists() and not dest.is_dir():
         raise TitoError(f"{dest} is a file; give a folder for the student copy.")
     inside = [root / name for name in ("modules", "tinytorch", "tests", "tito", "book", "solutions")]
@@ -335,6 +336,8 @@ def _check_destination(root: Path, dest: Path, force: bool) -> None:
         raise TitoError(f"{dest} is not empty and is not an earlier student copy (that has tito/ and "
                         f"modules/ and no solutions/), so --force will not delete it. Choose a new or "
                         f"empty folder.")
+    if dry_run:
+        return
     for path in entries:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
@@ -351,6 +354,7 @@ def student_release(dest: Path, force: bool = False) -> int:
     root = find_root()
     require_solutions(root, "`tito release --student-repo`")
     dest = Path(dest).expanduser().resolve()
+    _check_destination(root, dest, force, dry_run=True)
     modules = available_modules(root)
     outputs: dict[Path, str] = {}
     for module in modules:  # all generated first: a broken solution stops before anything is written
