@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     mo.add_argument("backup", nargs="?", help="the backup's file name (from the list)")
     mo.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
-    r = sub.add_parser("release", help="(instructors) regenerate student notebooks and stub package files")
+    r = sub.add_parser("release", help="(instructors) regenerate student notebooks and stub package files, "
+                                        "or write a student copy of the course (--student-repo DIR)")
     r.add_argument("--check", action="store_true", help="only check that committed files are up to date")
     r.add_argument("--student-repo", metavar="DIR",
                    help="write a copy of the course for students to DIR: no solutions, hidden tests or "
