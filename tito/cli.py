@@ -49,8 +49,14 @@ def _parser() -> argparse.ArgumentParser:
     mo.add_argument("backup", nargs="?", help="the backup's file name (from the list)")
     mo.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
-    r = sub.add_parser("release", help="(instructors) regenerate student notebooks and stub package files")
+    r = sub.add_parser("release", help="(instructors) regenerate student notebooks and stub package files, "
+                                        "or write a student copy of the course (--student-repo DIR)")
     r.add_argument("--check", action="store_true", help="only check that committed files are up to date")
+    r.add_argument("--student-repo", metavar="DIR",
+                   help="write a copy of the course for students to DIR: no solutions, hidden tests or "
+                        "instructor files")
+    r.add_argument("--force", action="store_true",
+                   help="with --student-repo: replace an earlier student copy in DIR (its .git is kept)")
 
     g = sub.add_parser("grade", help="(instructors) autograde submissions of a module, sandboxed; writes grades.csv",
                        description="tito grade setup: check that grading works here (nbgrader, the sandbox). "
@@ -121,9 +127,22 @@ def _run(args, parser) -> int:
             return commands.module_restore(args.module, args.backup, yes=args.yes)
         raise TitoError("say `tito module start NN`, `tito module reset NN` or `tito module restore NN`.")
     if args.command == "release":
-        from tito.release import release
+        from tito.release import release, student_release
 
+        if args.student_repo:
+            if args.check:
+                raise TitoError("--check and --student-repo do not go together: check the checkout with "
+                                "`tito release --check`, then write the copy.")
+            from pathlib import Path
+
+            return student_release(Path(args.student_repo), force=args.force)
+        if args.force:
+            raise TitoError("--force only goes with --student-repo DIR.")
         return release(check=args.check)
+    if args.command in ("grade", "verify", "mutants"):  # instructors' and authors' commands
+        from tito.course import find_root, require_solutions
+
+        require_solutions(find_root(), f"`tito {args.command}`")
     if args.command == "grade":
         from pathlib import Path
 

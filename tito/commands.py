@@ -7,7 +7,7 @@ import shutil
 
 from tito import build, notebook, release, testing
 from tito.backup import backup_notebook
-from tito.course import Module, all_modules, available_modules, find_root, resolve
+from tito.course import Module, all_modules, available_modules, find_root, require_solutions, resolve
 from tito.errors import TitoError
 
 
@@ -29,8 +29,14 @@ def package_state(module: Module, state: dict) -> str:
     module's notebook instead of regenerating the released files."""
     if not module.available:
         return "-"
-    text = module.solution_path.read_text(encoding="utf-8")
-    targets = set(re.findall(r"^#\|\s*(?:default_exp|export)\s+([\w.]+)\s*$", text, re.M))
+    if module.solution_path.is_file():
+        text = module.solution_path.read_text(encoding="utf-8")
+        targets = set(re.findall(r"^#\|\s*(?:default_exp|export)\s+([\w.]+)\s*$", text, re.M))
+    else:  # a student copy: the manifest beside the notebook names them
+        try:
+            targets = set(release.package_targets(module))
+        except TitoError:
+            return "missing"
     paths = [notebook.target_path(module.root / "tinytorch", t) for t in targets]
     if any(not p.is_file() for p in paths):
         return "missing"
@@ -62,6 +68,7 @@ def status() -> int:
 def export(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
     root = find_root()
     if solutions:  # always the whole package: later modules import earlier ones
+        require_solutions(root, "`tito export --solutions`")
         dest = build.build_solutions(root)
         print(f"built the reference package from solutions/ into {dest}/tinytorch "
               f"(your tinytorch/ is untouched)")
@@ -76,6 +83,8 @@ def export(spec: str | None, *, all_modules: bool, solutions: bool) -> int:
 def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool = False,
          pytest_args: tuple[str, ...] = ()) -> int:
     root = find_root()
+    if solutions:
+        require_solutions(root, "`tito test --solutions`")
     modules = _targets(spec, all_modules, "test module")
     if solutions:
         package_parent = build.build_solutions(root)

@@ -1,7 +1,9 @@
 """Where the course lives and which modules it has.
 
 The twenty modules are fixed by the course design; a module is *available* once its
-solution notebook exists under solutions/, otherwise it is *planned*.
+solution notebook exists under solutions/, otherwise it is *planned*. A student copy of the
+course (`tito release --student-repo DIR`) has no solutions/: there a module is available
+when its student notebook exists under modules/, and what needs the solutions is refused.
 """
 from __future__ import annotations
 
@@ -37,8 +39,23 @@ MODULE_TABLE = [
 
 
 def is_course(folder: Path) -> bool:
-    """A course folder has tito/ and the student notebooks (modules/) or the solutions."""
+    """A course folder has tito/ and the student notebooks (modules/) or the solutions.
+    A student copy has only modules/; an instructor's checkout has both."""
     return (folder / "tito").is_dir() and ((folder / "modules").is_dir() or (folder / "solutions").is_dir())
+
+
+def is_student_copy(root: Path) -> bool:
+    """A course without its solutions/ folder: what `tito release --student-repo` writes."""
+    return not (root / "solutions").is_dir()
+
+
+def require_solutions(root: Path, what: str) -> None:
+    """Refuse, with the reason, a command that needs the reference solutions in a student copy."""
+    if is_student_copy(root):
+        raise TitoError(
+            f"{what} is not available in a student copy of the course: it needs the reference "
+            f"solutions (solutions/), which {root} does not include. Write your code in the notebooks "
+            f"under modules/ and check it with `tito test module NN`.")
 
 
 _announced = False
@@ -70,7 +87,7 @@ def find_root() -> Path:
         return installed
     raise TitoError(
         "cannot find the TinyTorch course folder: run tito inside your clone of the course "
-        "(the folder with solutions/, modules/ and tinytorch/), or set TINYTORCH_ROOT."
+        "(the folder with tito/, modules/ and tinytorch/), or set TINYTORCH_ROOT."
     )
 
 
@@ -107,6 +124,8 @@ class Module:
 
     @property
     def available(self) -> bool:
+        if is_student_copy(self.root):  # its notebook, or tito's record of it (a deleted notebook can be reset)
+            return self.notebook_path.is_file() or (self.notebook_path.parent / ".tito-stubs.json").is_file()
         return self.solution_path.is_file()
 
 

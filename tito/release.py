@@ -8,12 +8,15 @@ the function to write and the notebook it lives in.
 from __future__ import annotations
 
 import copy
+import json
 import re
+import shutil
 from pathlib import Path
 
 from tito import notebook
 from tito.backup import backup_notebook
-from tito.course import Module, all_modules, available_modules, find_root
+from tito.course import (Module, all_modules, available_modules, find_root, is_course, is_student_copy,
+                         require_solutions)
 from tito.errors import TitoError
 
 BEGIN_SOLUTION, END_SOLUTION = "BEGIN SOLUTION", "END SOLUTION"
@@ -174,10 +177,41 @@ def manifest_path(module: Module) -> Path:
     return module.notebook_path.parent / ".tito-stubs.json"
 
 
-def release_outputs(module: Module) -> dict[Path, str]:
-    """Every file `tito release` writes for one module, as {path: text}."""
-    import json
+def released_notebook_path(module: Module) -> Path:
+    """A student copy keeps the released notebook here too: `tito module reset` restores it
+    (and regenerates the module's stub package files from it) without the solutions."""
+    return module.notebook_path.parent / ".tito-released.ipynb"
 
+
+def _student_copy_outputs(module: Module) -> dict[Path, str]:
+    """release_outputs in a student copy: the kept released notebook and the stubs it exports."""
+    import nbformat
+
+    kept = released_notebook_path(module)
+    if not kept.is_file():
+        raise TitoError(
+            f"this student copy has no released notebook of {module.label} to restore from "
+            f"({kept.relative_to(module.root).as_posix()} is missing); get {module.notebook_rel} again "
+            f"from the course's student repository.")
+    text = kept.read_text(encoding="utf-8")
+    try:
+        student = nbformat.reads(text, as_version=4)
+    except Exception as exc:  # nbformat raises several kinds; all mean the kept copy is broken
+        raise TitoError(f"{kept.relative_to(module.root).as_posix()} is not a valid notebook ({exc}); "
+                        f"get it again from the course's student repository.") from None
+    outputs = {module.notebook_path: text}
+    package = module.root / "tinytorch"
+    chunks = notebook.export_chunks(student, module.notebook_rel)
+    for target, group in notebook.group_by_target(chunks).items():
+        outputs[notebook.target_path(package, target)] = notebook.render(group, module.notebook_rel)
+    return outputs
+
+
+def release_outputs(module: Module) -> dict[Path, str]:
+    """Every file `tito release` writes for one module, as {path: text}. In a student copy
+    (no solutions): the released notebook and its stub package files, as they were released."""
+    if not module.solution_path.is_file() and is_student_copy(module.root):
+        return _student_copy_outputs(module)
     solution = notebook.read_solution(module.solution_path)
     student = student_notebook(solution, module)
     outputs = {module.notebook_path: notebook_text(student)}
@@ -201,7 +235,17 @@ def release_outputs(module: Module) -> dict[Path, str]:
 
 
 def package_targets(module: Module) -> list[str]:
-    """The package files a module owns (from its solution's export directives)."""
+    """The package files a module owns (from its solution's export directives; in a student
+    copy, from the manifest that `tito release` wrote beside the notebook)."""
+    if not module.solution_path.is_file() and is_student_copy(module.root):
+        path = manifest_path(module)
+        try:
+            return list(json.loads(path.read_text(encoding="utf-8"))["exports"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise TitoError(
+                f"{path.relative_to(module.root).as_posix()} is missing or broken, so tito cannot tell "
+                f"which tinytorch files {module.label} writes; get it again from the course's student "
+                f"repository.") from None
     chunks = notebook.export_chunks(notebook.read_solution(module.solution_path), str(module.solution_path.name))
     return list(notebook.group_by_target(chunks))
 
@@ -228,6 +272,7 @@ def readme_output(root: Path) -> dict[Path, str]:
 
 def release(check: bool = False) -> int:
     root = find_root()
+    require_solutions(root, "`tito release" + (" --check`" if check else "`"))
     stale = []
     outputs = readme_output(root)
     notebooks = {}
@@ -260,3 +305,90 @@ def release(check: bool = False) -> int:
     print(f"tito release: {len(stale)} file(s) updated." if stale else "tito release: nothing to update.")
     return 0
 
+
+
+# What a student copy holds, besides the generated modules/ and stub package: the top-level
+# files students need (the rest of the checkout, e.g. .ci/ or instructor notes, stays out).
+STUDENT_FILES = ["README.md", "pyproject.toml", ".gitignore", "LICENSE", "LICENSE.md", "LICENSE.txt"]
+STUDENT_IGNORE = shutil.ignore_patterns("__pycache__", "*.py[cod]", ".ipynb_checkpoints", ".hypothesis",
+                                        ".pytest_cache", ".DS_Store", "_build")
+
+
+def _check_destination(root: Path, dest: Path, force: bool, dry_run: bool = False) -> None:
+    """Refuse a destination that overlaps the course, or that holds something other than an
+    earlier student copy; with --force, empty an earlier student copy (keeping its .git),
+    unless `dry_run` (the checks alone, before the slow part)."""
+    if dest.exists() and not dest.is_dir():
+        raise TitoError(f"{dest} is a file; give a folder for the student copy.")
+    inside = [root / name for name in ("modules", "tinytorch", "tests", "tito", "book", "solutions")]
+    if dest == root or dest in root.parents or any(dest == p or p in dest.parents for p in inside):
+        raise TitoError(f"{dest} overlaps the course folder {root}; write the student copy to a folder of "
+                        f"its own (e.g. ../tinytorch-student).")
+    entries = [p for p in dest.iterdir() if p.name != ".git"] if dest.is_dir() else []
+    if not entries:
+        return
+    if not force:
+        raise TitoError(f"{dest} exists and is not empty. Choose a new or empty folder, or add --force to "
+                        f"replace an earlier student copy there (its .git is kept, so you can commit the "
+                        f"update).")
+    if not (is_course(dest) and is_student_copy(dest)):
+        raise TitoError(f"{dest} is not empty and is not an earlier student copy (that has tito/ and "
+                        f"modules/ and no solutions/), so --force will not delete it. Choose a new or "
+                        f"empty folder.")
+    if dry_run:
+        return
+    for path in entries:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def student_release(dest: Path, force: bool = False) -> int:
+    """`tito release --student-repo DIR`: the course as students get it. modules/ (released
+    notebooks, READMEs, manifests), the stub package, the public tests of the available
+    modules, tito, README.md, pyproject.toml and book/; never solutions/, hidden tests,
+    instructor files or build output. Everything generated is generated afresh from
+    solutions/, so work in this checkout's notebooks or an exported tinytorch/ cannot leak."""
+    root = find_root()
+    require_solutions(root, "`tito release --student-repo`")
+    dest = Path(dest).expanduser().resolve()
+    _check_destination(root, dest, force, dry_run=True)
+    modules = available_modules(root)
+    outputs: dict[Path, str] = {}
+    for module in modules:  # all generated first: a broken solution stops before anything is written
+        generated = release_outputs(module)
+        outputs.update(generated)
+        outputs[released_notebook_path(module)] = generated[module.notebook_path]
+    outputs.update(readme_output(root))
+    _check_destination(root, dest, force)
+    dest.mkdir(parents=True, exist_ok=True)
+
+    shutil.copytree(root / "tinytorch", dest / "tinytorch", ignore=STUDENT_IGNORE, dirs_exist_ok=True)
+    shutil.copytree(root / "tito", dest / "tito", ignore=STUDENT_IGNORE, dirs_exist_ok=True)
+    tests = dest / "tests"
+    tests.mkdir(exist_ok=True)
+    for path in sorted((root / "tests").iterdir()):  # shared test setup (conftest.py) and each module's suite
+        if path.is_file() and not STUDENT_IGNORE(str(path.parent), [path.name]):
+            shutil.copy2(path, tests / path.name)
+    for module in modules:
+        if module.tests_path.is_dir():
+            shutil.copytree(module.tests_path, tests / module.slug, ignore=STUDENT_IGNORE, dirs_exist_ok=True)
+    if (root / "book").is_dir():
+        shutil.copytree(root / "book", dest / "book", ignore=STUDENT_IGNORE, dirs_exist_ok=True)
+    for name in STUDENT_FILES:
+        if (root / name).is_file():
+            shutil.copy2(root / name, dest / name)
+    for path, text in outputs.items():  # released notebooks and stubs over whatever was copied
+        target = dest / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+    print(f"tito release: wrote a student copy of the course to {dest}")
+    print(f"  {len(modules)} module(s): " + ", ".join(m.slug for m in modules))
+    print("  modules/ (released notebooks), tinytorch/ (stubs), tests/ (each module's suite), tito/, "
+          + ", ".join(n for n in ["book/", *STUDENT_FILES] if (root / n.rstrip("/")).exists()))
+    print("  left out: solutions/ (with hidden tests and mutants), tito's own tests, .ci/, build output")
+    print(f"Next: commit it to the students' repository, e.g. `cd {dest} && git init && git add -A && "
+          f"git commit -m 'Student release'`.")
+    return 0
