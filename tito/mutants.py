@@ -6,8 +6,8 @@ Each module lists them in `solutions/NN_name/mutants.toml`:
     name = "strides-as-list"                  # short, unique in the module
     says = "strides returned as a list"        # the mistake, in one line
     cell = "contiguous-strides"                # optional: the grade_id of the cell to edit
-    find = "return tuple(reversed(strides))"   # text inside one solution region ...
-    replace = "return list(reversed(strides))" # ... and what the mistake makes of it
+    find = "return tuple(sizes)"               # text inside one solution region ...
+    replace = "return list(sizes)"             # ... and what the mistake makes of it
 
 `find` must occur exactly once (in the named cell, or in the whole file) and lie inside a
 `### BEGIN SOLUTION` / `### END SOLUTION` region: a mutant is a mistake in the student's
