@@ -806,8 +806,8 @@ print(f"better: {min(_mse, key=_mse.get)}; "
 #       = s_x\, s_W[j] \underbrace{\Big(\sum_k q_{x,k}\, q_{W,jk} \;-\; z_x \sum_k q_{W,jk}\Big)}_{\text{integers only}} + b_j .$$
 #
 # The bracket is integer arithmetic: int8 × int8 products (each up to $2^{14}$ in size)
-# summed in **int32 accumulators** — summing them in int8 or int16 would overflow after a
-# handful of terms. The second term is the **zero-point correction**: $\sum_k q_{W,jk}$
+# summed in **int32 accumulators** — an int16 sum would overflow after two such terms, an
+# int8 one at the first. The second term is the **zero-point correction**: $\sum_k q_{W,jk}$
 # does not depend on the input, so real kernels compute it once, at conversion. Only after
 # the integer sum is the float scale $s_x s_W[j]$ applied, once per output element — which
 # is why per-channel scales on the *output* axis are free, and why the weight is symmetric
@@ -1367,7 +1367,7 @@ print(f"the two models predict the same class for {100 * _agree:.1f} % of the te
 # Expect a drop of at most a point or so, often none at all (a digit or two may flip either
 # way; the exact figure depends on the trained weights, so read the printed one): at 8 bits
 # each weight moves by at most half of 1/255 of its row's range, far less than the noise
-# training itself leaves in the weights. The numbers of bits is where it starts to bite.
+# training itself leaves in the weights. The number of bits is where it starts to bite.
 # The same pipeline with fewer bits (stored in int8 still; only the range shrinks), for the
 # two activation observers:
 
@@ -1487,7 +1487,7 @@ print(f"digits MLP on the test set: float32 {median_time(lambda: float_model(X_t
 #
 # ## 11. Quantization-aware training
 #
-# At 8 bits post-training quantization costs this model almost nothing; at 3-4 bits it
+# At 8 bits post-training quantization costs this model almost nothing; below 4 bits it
 # costs a lot (section 9). **QAT** fine-tunes the float model *with the rounding in the
 # forward pass*: `prepare_qat` swaps each `Linear` for a `QATLinear` (torch's
 # `torch.ao.nn.qat.Linear`) whose input and weight pass through `FakeQuantize` modules
@@ -1579,17 +1579,23 @@ def qat_qconfig(bits):
                    weight=qconfig_bits(bits).weight)
 
 
+_qat_loader = DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True)
+tinytorch.manual_seed(0)
+longer_float = copy.deepcopy(float_model)   # the fair baseline: the same 5 extra epochs, in float
+fit(longer_float, nn.CrossEntropyLoss(), Adam(longer_float.parameters(), lr=1e-3), _qat_loader, epochs=5,
+    progress=False)
 qat_results = {}
 _t0 = time.perf_counter()
+print(f"float32: {accuracy_of(float_model):.4f}; after 5 more float epochs: {accuracy_of(longer_float):.4f}")
 for _bits in (4, 3, 2):
     tinytorch.manual_seed(0)
     _qat = prepare_qat(float_model, qat_qconfig(_bits))
-    fit(_qat, nn.CrossEntropyLoss(), Adam(_qat.parameters(), lr=1e-3),
-        DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True), epochs=5, progress=False)
+    fit(_qat, nn.CrossEntropyLoss(), Adam(_qat.parameters(), lr=1e-3), _qat_loader, epochs=5, progress=False)
     qat_results[_bits] = (accuracy_of(quantize_model(float_model, calibration, qat_qconfig(_bits))),
+                          accuracy_of(quantize_model(longer_float, calibration, qat_qconfig(_bits))),
                           accuracy_of(convert(_qat)))
-    print(f"{_bits} bits: PTQ {qat_results[_bits][0]:.4f}   QAT (5 epochs, converted) {qat_results[_bits][1]:.4f}   "
-          f"float32 {accuracy_of(float_model):.4f}")
+    print(f"{_bits} bits: PTQ {qat_results[_bits][0]:.4f}   PTQ of the 5-epochs-longer float model "
+          f"{qat_results[_bits][1]:.4f}   QAT (5 epochs, converted) {qat_results[_bits][2]:.4f}")
 print(f"(three QAT runs in {time.perf_counter() - _t0:.1f} s) "
       + ("no prediction written" if predicted_qat_accuracy is None else f"you predicted {predicted_qat_accuracy}"))
 _qat.eval()
@@ -1602,7 +1608,9 @@ print(f"2-bit fake-quant model vs its integer conversion: median |logit differen
 # %% [markdown]
 # Expect QAT to match or beat PTQ at every width, and to recover the most where PTQ lost
 # the most (the exact figures depend on the run; a few test digits are a fraction of a
-# point each). The last line is the point of fake quantization: the model trained with
+# point each). The middle column keeps the comparison fair: QAT trained for 5 more epochs,
+# so part of any gain could be that extra training alone; PTQ of a float model trained
+# just as long separates the two effects. The last line is the point of fake quantization: the model trained with
 # `FakeQuantize` computes the same logits as the integer model it converts to, up to float
 # rounding (which now and then nudges a hidden value across a rounding boundary of the next
 # layer, so a rare logit differs by a step), so what the training loss optimised is what
@@ -1624,8 +1632,9 @@ print(f"2-bit fake-quant model vs its integer conversion: median |logit differen
 # - The default x86 activations are `quint8` (0..255) with `reduce_range` (7 bits) to avoid
 #   overflow in FBGEMM's 16-bit intermediate sums; weights `qint8` symmetric per channel.
 #   Quantized `Linear` and `Conv2d` kernels (FBGEMM, oneDNN, QNNPACK) keep int8 between
-#   layers, add the zero-point correction terms, and requantize the int32 accumulators
-#   with a fixed-point multiplier instead of a float one.
+#   layers: they add the zero-point correction terms and *requantize* the int32
+#   accumulators straight to the next layer's int8 (QNNPACK and gemmlowp with a fixed-point
+#   multiplier), never materialising the float output we return.
 # - `torch.ao.quantization.quantize_dynamic` quantizes weights ahead of time and
 #   activations per batch at run time (no calibration): the usual choice for LSTMs and
 #   transformers' Linear layers on CPU. Large language models go further: 4-bit weight-only
@@ -1656,8 +1665,10 @@ if torch is not None:
     _oa = MinMaxObserver()
     for _xb, _ in calibration:
         _oa(_xb)
-    print("activation (scale, zero point): ours", tuple(np.round(v, 6).item() for v in _oa.calculate_qparams()),
-          "torch", (round(float(_ta.calculate_qparams()[0]), 6), int(_ta.calculate_qparams()[1])))
+    _os, _oz = _oa.calculate_qparams()
+    _ts, _tz = _ta.calculate_qparams()
+    print(f"activation (scale, zero point): ours ({float(_os):.6g}, {int(_oz)}), "
+          f"torch ({float(_ts):.6g}, {int(_tz)})")
 
 # %% [markdown]
 # ## 13. Recap
