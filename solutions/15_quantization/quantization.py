@@ -517,11 +517,7 @@ print("✓ per-channel helpers; channel minima along axis 1:", _lo)
 
 # %% [markdown]
 # With these, per-channel quantization is the same `_quantize` with broadcast parameters
-# (provided; torch's `quantize_per_channel(input, scales, zero_points, axis, dtype)`).
-# **Predict first.** A weight matrix has 8 rows; row $i$'s weights are Gaussian with
-# standard deviation $2^{-i}$ (row 7 is 128 times smaller than row 0). Quantized per tensor
-# and per channel (both symmetric), how many times smaller will the per-channel version's
-# mean squared error be?
+# (provided; torch's `quantize_per_channel(input, scales, zero_points, axis, dtype)`):
 
 # %%
 #| export
@@ -539,6 +535,12 @@ def quantize_per_channel(input, scales, zero_points, axis, dtype="qint8"):
     q = _quantize(x, _channel_broadcast(scales, axis, x.ndim), _channel_broadcast(zero_points, axis, x.ndim))
     return QTensor(q, scales, zero_points, axis=axis % x.ndim)
 
+
+# %% [markdown]
+# **Predict first.** A weight matrix has 8 rows; row $i$'s weights are Gaussian with
+# standard deviation $2^{-i}$ (row 7 is 128 times smaller than row 0). Quantized per tensor
+# and per channel (both symmetric), how many times smaller will the per-channel version's
+# mean squared error be?
 
 # %%
 predicted_mse_ratio = None  # your number: MSE(per tensor) / MSE(per channel)

@@ -116,3 +116,22 @@ def test_per_channel_minmax_more_accurate_than_per_tensor_on_uneven_channels(see
     mse_t, mse_c = np.mean((per_tensor - w) ** 2), np.mean((per_channel - w) ** 2)
     assert mse_c <= mse_t, f"per-channel MSE {mse_c:.3e} should not exceed per-tensor MSE {mse_t:.3e}"
     assert mse_c < mse_t / 2, f"on rows spanning 1000x in range, per channel should be much better ({mse_c} vs {mse_t})"
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60)
+@given(lo=st.floats(-1e3, 1e3), width=st.floats(1e-3, 1e3),
+       bits=st.integers(2, 8), symmetric=st.booleans(), seed=st.integers(0, 2 ** 16))
+def test_quantize_dequantize_error_half_step_any_range(lo, width, bits, symmetric, seed):
+    qmin, qmax = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    x = np.random.default_rng(seed).uniform(lo, lo + width, 64).astype(np.float32)
+    scale, zp = Q._calculate_qparams(x.min(), x.max(), symmetric, qmin, qmax)
+    q = Q._quantize(x, scale, zp, qmin, qmax)
+    assert q.min() >= qmin and q.max() <= qmax, f"integers {q.min()}..{q.max()} outside [{qmin}, {qmax}]"
+    err = np.abs(Q._dequantize(q, scale, zp).astype(np.float64) - x)
+    bound = float(scale) / 2 + 4 * float(np.spacing(np.float32(np.abs(x).max())))
+    assert err.max() <= bound, (f"{bits}-bit round trip error {err.max()} exceeds half a step {float(scale) / 2} "
+                                f"(range [{x.min()}, {x.max()}], symmetric={symmetric})")

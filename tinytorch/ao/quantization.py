@@ -179,7 +179,7 @@ def quantize_per_channel(input, scales, zero_points, axis, dtype="qint8"):
     return QTensor(q, scales, zero_points, axis=axis % x.ndim)
 
 
-# -- cell 23 (minmax-observer) --
+# -- cell 24 (minmax-observer) --
 class MinMaxObserver(Module):
     """Records the running min and max of what passes through (torch.ao.quantization.MinMaxObserver).
 
@@ -231,7 +231,7 @@ class PerChannelMinMaxObserver(MinMaxObserver):
         return _per_channel_minmax(x, self.ch_axis)
 
 
-# -- cell 26 (percentile-observer) --
+# -- cell 27 (percentile-observer) --
 class PercentileObserver(MinMaxObserver):
     """Range from the (100 - p)th and pth percentiles, averaged over batches (per tensor)."""
 
@@ -254,7 +254,7 @@ class PercentileObserver(MinMaxObserver):
         return f"percentile={self.percentile}, " + super().extra_repr()
 
 
-# -- cell 32 (int8-linear) --
+# -- cell 33 (int8-linear) --
 def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, bias=None):
     """The integer core of QuantizedLinear.
 
@@ -268,7 +268,7 @@ def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, bias=None):
     raise NotImplementedError('_int8_linear() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 35 --
+# -- cell 36 --
 def _weight_qparams(weight, weight_observer):
     observer = weight_observer()
     observer(weight)
@@ -332,7 +332,7 @@ class QuantizedLinear(Module):
                 f"input_scale={self.input_scale:.4g}, input_zero_point={self.input_zero_point}")
 
 
-# -- cell 40 (fake-quantize) --
+# -- cell 41 (fake-quantize) --
 class FakeQuantizeFunction(Function):
     """Quantize-then-dequantize with a straight-through gradient."""
 
@@ -355,7 +355,7 @@ class FakeQuantizeFunction(Function):
         raise NotImplementedError('FakeQuantizeFunction.backward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 42 --
+# -- cell 43 --
 def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
     """torch.fake_quantize_per_tensor_affine, with the straight-through gradient."""
     if not float(scale) > 0:
@@ -377,7 +377,7 @@ def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min=Q
                                       int(quant_min), int(quant_max))
 
 
-# -- cell 47 (swap-modules) --
+# -- cell 48 (swap-modules) --
 QConfig = namedtuple("QConfig", ["activation", "weight"])  # torch.ao.quantization.QConfig: observer factories
 default_qconfig = QConfig(activation=MinMaxObserver, weight=_default_weight_observer)
 
@@ -404,7 +404,7 @@ class ObservedLinear(Module):
         return self.linear(self.activation_post_process(input))
 
 
-# -- cell 50 (quantize-model) --
+# -- cell 51 (quantize-model) --
 def _batch_inputs(batch):
     """The model's input from a loader's batch: (inputs, targets) pairs or bare inputs."""
     return batch[0] if isinstance(batch, (tuple, list)) else batch
@@ -427,7 +427,7 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     raise NotImplementedError('quantize_model() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 65 --
+# -- cell 66 --
 class FakeQuantize(Module):
     """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
     training mode (and in eval mode until it has seen data); fresh=True re-observes every
