@@ -1600,6 +1600,18 @@ for _bits in (4, 3, 2):
           f"{qat_results[_bits][1]:.4f}   QAT (5 epochs, converted) {qat_results[_bits][2]:.4f}")
 print(f"(three QAT runs in {time.perf_counter() - _t0:.1f} s) "
       + ("no prediction written" if predicted_qat_accuracy is None else f"you predicted {predicted_qat_accuracy}"))
+fig, ax = plt.subplots(figsize=(6.5, 3.4))
+_labels = ["PTQ", "PTQ, 5 epochs longer", "QAT, 5 epochs"]
+for _k, _label in enumerate(_labels):
+    ax.bar(np.arange(3) + (_k - 1) * 0.27, [qat_results[b][_k] for b in (4, 3, 2)], width=0.27, label=_label)
+ax.axhline(accuracy_of(float_model), color="gray", ls="--", lw=1, label="float32")
+ax.set_xticks(np.arange(3), [f"{b} bits" for b in (4, 3, 2)])
+ax.set_ylabel("test accuracy")
+ax.set_ylim(0, 1.35)
+ax.set_title("digits MLP: quantization-aware training vs post-training", fontsize=10)
+ax.legend(fontsize=8, loc="upper center", ncol=4)
+fig.tight_layout()
+plt.show()
 _qat.eval()
 with tinytorch.no_grad():
     _fake_logits, _int_logits = _qat(X_test).numpy(), convert(_qat)(X_test).numpy()
