@@ -1,0 +1,1706 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Module 15 — Quantization: int8 weights, int32 accumulators
+#
+# A trained network stores every weight as a 32-bit float. Most of those bits are noise:
+# the digits MLP of module 08 classifies just as well when each weight is one of 256
+# levels. **Quantization** stores weights (and computes with activations) as small
+# integers plus a scale: 4x less memory, 4x less memory traffic, and on hardware with
+# integer vector units (every phone, every recent CPU and GPU) faster arithmetic. This
+# module builds the whole int8 path, the way `torch.ao.quantization` does it, and measures
+# what it costs in accuracy and what it buys in bytes and time — on this machine.
+#
+# ## Goals
+#
+# By the end of this module you will be able to
+#
+# - map a float range to int8 with a **scale** and a **zero point**, in the **affine**
+#   (asymmetric) and **symmetric** schemes, and say why the range must contain 0;
+# - **quantize** (divide, round, shift, clamp) and **dequantize**, with an error of at most
+#   half a step inside the range, **per tensor** and **per channel**;
+# - **calibrate** the ranges from data with observers (`MinMaxObserver`, a percentile
+#   observer) and explain when clipping outliers wins;
+# - write the integer core of a quantized `Linear`: int8 × int8 products summed in **int32
+#   accumulators**, the zero-point correction, and the rescale to float;
+# - quantize a trained model (`quantize_model`: observe, calibrate, swap each `Linear` for a
+#   `QuantizedLinear` that stores a real `int8` array) and report the accuracy drop;
+# - write **fake quantization** with a **straight-through** gradient and fine-tune a model
+#   *quantization-aware*, and compare it with post-training quantization.
+#
+# ## Prerequisites
+#
+# Modules 01-08: `Tensor` (01), `Module`, `Linear`, `Sequential`, `ReLU` (03),
+# `CrossEntropyLoss` (04), `Digits`, `DataLoader`, `TensorDataset` (05), `Function` and
+# `no_grad` (06), `Adam` (07), `fit`, `evaluate`, `Dropout` (08). Module 09's `Conv2d` for
+# the CNN at the end.
+#
+# ## How this notebook works
+#
+# Cells marked `#| export` become `tinytorch/ao/quantization.py` when you run `tito export 15`
+# (or `tito test module 15`); it mirrors `torch.ao.quantization`, and `tinytorch.ao` imports
+# it. Fill in the cells with `# YOUR CODE HERE`, then run the check cell below each.
+
+# %%
+#| default_exp ao.quantization
+
+# %%
+import copy
+import functools
+import sys
+import time
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+import tinytorch
+from tinytorch import Tensor, nn
+from tinytorch.utils.optional import optional_torch
+from tinytorch.utils.timing import median_time
+
+torch = optional_torch()  # None when PyTorch is not installed
+
+# %% [markdown]
+# ## 1. The idea: a float range on an integer grid
+#
+# An int8 holds one of 256 values, $-128 \dots 127$. To store a real number $x$ from some
+# range $[\alpha, \beta]$ we lay an evenly spaced grid of 256 points over the range and keep
+# the **index** of the nearest point. Two numbers describe the grid:
+#
+# - the **scale** $s$, the distance between neighbouring points (a positive float);
+# - the **zero point** $z$, the integer that stands for the real number $0$.
+#
+# $$q = \operatorname{clamp}\Big(\operatorname{round}\big(\tfrac{x}{s}\big) + z,\;
+#       q_{min},\, q_{max}\Big), \qquad \hat x = s\,(q - z).$$
+#
+# $q$ is what we store; $\hat x$, the **dequantized** value, is what it means. Inside the
+# range, rounding moves $x$ by at most half a step: $|x - \hat x| \le s/2$. Outside, the
+# clamp saturates and the error grows without bound — choosing the range is choosing
+# between fine steps and clipped outliers.
+#
+# Two ways to choose $s$ and $z$ from a range:
+#
+# - **affine** (asymmetric): the grid covers exactly $[\alpha, \beta]$:
+#   $s = \frac{\beta - \alpha}{q_{max} - q_{min}}$, $z = q_{min} - \operatorname{round}(\alpha / s)$.
+#   Good for activations after a ReLU, which are never negative: all 256 levels cover
+#   $[0, \beta]$.
+# - **symmetric**: the grid is centred on 0, $z = 0$, $s = \frac{\max(|\alpha|, |\beta|)}{(q_{max} - q_{min})/2}$.
+#   Good for weights (roughly symmetric around 0), and cheaper in the integer matmul: a zero
+#   point of 0 needs no correction term (section 6).
+#
+# In both, the range is first **widened to include 0**: $\alpha \leftarrow \min(\alpha, 0)$,
+# $\beta \leftarrow \max(\beta, 0)$. Then $0$ is *exactly* a grid point ($\hat x = 0$ for
+# $q = z$), which matters: zero padding, ReLU's zeros and dropped units must stay exactly
+# zero, or every "zero" would carry a small bias into the next layer.
+#
+# The picture uses 3 bits (8 levels) so the steps are visible; int8 is the same with 256.
+
+# %%
+def draw_grid(ax_map, ax_err, lo=-0.6, hi=1.4, qmin=-4, qmax=3):
+    """The affine quantize-dequantize staircase for a range, and its error."""
+    s = (max(hi, 0) - min(lo, 0)) / (qmax - qmin)
+    z = qmin - round(min(lo, 0) / s)
+    x = np.linspace(lo - 0.5, hi + 0.5, 2001)
+    xh = s * (np.clip(np.round(x / s) + z, qmin, qmax) - z)
+    ax_map.plot(x, x, color="gray", lw=0.8, ls=":", label="x (no quantization)")
+    ax_map.plot(x, xh, color="C0", lw=1.6, label="dequantize(quantize(x))")
+    ax_map.axvspan(lo, hi, color="C2", alpha=0.08, label="the range [α, β]")
+    for q in range(qmin, qmax + 1):
+        ax_map.annotate(f"q={q}", (s * (q - z), s * (q - z)), textcoords="offset points",
+                        xytext=(-28, 6), fontsize=7, color="C0")
+    ax_map.set_title(f"3-bit affine grid: scale {s:.3f}, zero point {z}", fontsize=10)
+    ax_map.set_xlabel("x")
+    ax_map.set_ylabel("x̂")
+    ax_map.legend(fontsize=7, loc="upper left")
+    ax_err.plot(x, x - xh, color="C3", lw=1)
+    ax_err.axhline(s / 2, color="gray", ls="--", lw=0.8)
+    ax_err.axhline(-s / 2, color="gray", ls="--", lw=0.8)
+    ax_err.text(lo, s / 2 * 1.15, "± s/2", fontsize=8, color="gray")
+    ax_err.axvspan(lo, hi, color="C2", alpha=0.08)
+    ax_err.set_ylim(-3 * s, 3 * s)
+    ax_err.set_title("error x - x̂: a sawtooth inside, growing outside (clamp)", fontsize=10)
+    ax_err.set_xlabel("x")
+
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+draw_grid(ax1, ax2)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 2. Scale and zero point from a range
+#
+# Write `_calculate_qparams`: from the observed minimum and maximum (numpy arrays: one entry
+# for a whole tensor, or one per channel, section 4) compute the scale and the zero point,
+# for either scheme. It mirrors the `calculate_qparams` of PyTorch's observers, down to two
+# details that decide whether you match it exactly:
+#
+# - compute in **float32** (the inputs arrive as float32; keep them so), and never let the
+#   scale fall below float32's machine epsilon `EPS` (a range of all zeros would otherwise
+#   give a scale of 0, and quantizing would divide by it);
+# - the zero point is rounded to an integer and **clamped** into $[q_{min}, q_{max}]$.
+#
+# <details><summary>Hint 1</summary>
+#
+# Widen first, compute second: every formula of section 1 uses the widened $\alpha \le 0
+# \le \beta$. Elementwise minimum and maximum against 0 (`np.minimum`, `np.maximum`) work for
+# one entry and for one per channel alike.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The symmetric scale divides the larger of $|\alpha|$ and $\beta$ by *half* the number of
+# steps, $(q_{max} - q_{min})/2$, which is 127.5 for int8: the grid reaches from
+# $-128s$ to $127s$ and the magnitude is spread over both halves. Its zero point is 0.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Check that no minimum exceeds its maximum (raise `ValueError` naming both otherwise).
+# Widen the range to include zero. For the symmetric scheme, the scale is the larger
+# magnitude over half the step count and the zero point is zeros (int64); for the affine
+# scheme, the scale is the widened width over the step count, and the zero point is
+# `quant_min` minus the rounded ratio of the widened minimum to the scale, clamped into the
+# integer range, as int64. Apply the epsilon floor to the scale *before* computing the
+# zero point, and return the scale as float32.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "calculate-qparams", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+"""Quantization (module 15): int8 affine and symmetric quantization, per tensor and per
+channel; observers that calibrate ranges from data; QuantizedLinear with int8 weights and
+int32 accumulation; fake quantization with a straight-through gradient; quantize_model
+(post-training quantization) and prepare_qat/convert (quantization-aware training).
+Mirrors torch.ao.quantization."""
+import copy
+from collections import namedtuple
+
+import numpy as np
+
+from tinytorch._tensor import Tensor
+from tinytorch.autograd import Function, no_grad
+from tinytorch.nn.layers import Linear, Module
+
+__all__ = [
+    "per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric",
+    "QTensor", "quantize_per_tensor", "quantize_per_channel", "dequantize",
+    "MinMaxObserver", "PerChannelMinMaxObserver", "PercentileObserver",
+    "QConfig", "default_qconfig", "QuantizedLinear", "ObservedLinear",
+    "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
+    "FakeQuantize", "QATLinear", "quantize_model", "prepare_qat", "convert",
+]
+
+# The quantization schemes, named as torch's (torch.per_tensor_affine, ...).
+per_tensor_affine = "per_tensor_affine"
+per_tensor_symmetric = "per_tensor_symmetric"
+per_channel_affine = "per_channel_affine"
+per_channel_symmetric = "per_channel_symmetric"
+_SCHEMES = (per_tensor_affine, per_tensor_symmetric, per_channel_affine, per_channel_symmetric)
+
+QINT8_MIN, QINT8_MAX = -128, 127       # torch.qint8's range
+EPS = np.finfo(np.float32).eps         # the smallest scale an observer returns (as torch's)
+
+
+def _calculate_qparams(min_val, max_val, symmetric, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+    """Scale and zero point for the range [min_val, max_val].
+
+    Contract: min_val, max_val float32 numpy arrays of one shape (0-d for a tensor, (C,)
+    per channel); quant_min < quant_max ints. Returns (scale, zero_point): a float32 and an
+    int64 array of that shape. The range is widened to contain 0; symmetric: scale =
+    max(-min, max) / ((quant_max - quant_min) / 2), zero_point 0; affine: scale =
+    (max - min) / (quant_max - quant_min), zero_point = quant_min - round(min / scale)
+    clamped to [quant_min, quant_max]; the scale is never below EPS. Raises ValueError when
+    any min_val exceeds its max_val; the message shows both.
+    """
+    # Idea: widen the range to contain 0, then spread it over the integer steps.
+    ### BEGIN SOLUTION
+    if np.any(min_val > max_val):
+        raise ValueError(f"min_val must not exceed max_val, got min_val={min_val} and max_val={max_val}")
+    lo = np.minimum(min_val, 0.0)
+    hi = np.maximum(max_val, 0.0)
+    if symmetric:
+        scale = np.maximum(-lo, hi) / ((quant_max - quant_min) / 2)
+    else:
+        scale = (hi - lo) / (quant_max - quant_min)
+    scale = np.maximum(scale, EPS).astype(np.float32)
+    if symmetric:
+        zero_point = np.zeros(scale.shape, dtype=np.int64)
+    else:
+        zero_point = np.clip(quant_min - np.round(lo / scale), quant_min, quant_max).astype(np.int64)
+    return scale, zero_point
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-calculate-qparams", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+
+_f = lambda v: np.asarray(v, dtype=np.float32)  # noqa: E731
+_s, _z = _calculate_qparams(_f(-1.0), _f(3.0), symmetric=False)
+assert_close(_s, _f(4.0 / 255), rtol=1e-6, what="affine scale of [-1, 3]: width / 255")
+assert_equal(int(_z), -128 + 64, "affine zero point of [-1, 3]: -128 - round(-1 / s)")
+_s, _z = _calculate_qparams(_f(0.5), _f(2.0), symmetric=False)
+assert_close(_s, _f(2.0 / 255), rtol=1e-6, what="[0.5, 2] is widened to [0, 2] before the scale")
+assert_equal(int(_z), -128, "zero point of a range widened to [0, 2]: q_min stands for 0")
+_s, _z = _calculate_qparams(_f(-3.0), _f(1.0), symmetric=True)
+assert_close(_s, _f(3.0 / 127.5), rtol=1e-6, what="symmetric scale of [-3, 1]: max |x| / 127.5")
+assert_equal(int(_z), 0, "symmetric zero point")
+_s, _z = _calculate_qparams(_f([-2.0, -2.0, 0.0]), _f([1.0, 8.0, 0.0]), symmetric=False)
+assert_close(_s, _f([3 / 255, 10 / 255, EPS]), rtol=1e-6, what="per-channel scales, one all-zero channel")
+assert_equal(_z, np.array([42, -77, -128]), "per-channel zero points")
+assert_equal((_s.dtype, _z.dtype), (np.dtype(np.float32), np.dtype(np.int64)), "dtypes (float32, int64)")
+_s, _z = _calculate_qparams(_f(-1.0), _f(1.0), symmetric=False, quant_min=-8, quant_max=7)
+assert_close(_s, _f(2.0 / 15), rtol=1e-6, what="4-bit affine scale of [-1, 1]: width / 15")
+assert_raises(ValueError, _calculate_qparams, _f(2.0), _f(1.0), False, match="min")
+print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {4 / 255:.5f}, zero point -64")
+
+# %% [markdown]
+# ## 3. Quantize and dequantize
+#
+# Now the two maps of section 1, on numpy arrays. `scale` and `zero_point` are numbers or
+# arrays that broadcast against `x` (section 4 uses that for one scale per channel). Three
+# details:
+#
+# - round **half to even**, as PyTorch (C's `nearbyint`) and numpy's `np.round` do:
+#   $2.5 \to 2$, $3.5 \to 4$; and divide the way PyTorch does, by multiplying with the
+#   float32 reciprocal `1 / scale`. The two differ in the last bit now and then, and a
+#   symmetric grid puts the largest weight of each row exactly on a tie ($\pm127.5$), where
+#   that last bit decides the rounding: with the reciprocal you match PyTorch bit for bit;
+# - add the zero point **after** rounding and clamp into $[q_{min}, q_{max}]$ before the
+#   cast: a value of 300 cast to int8 without the clamp wraps around to 44;
+# - `_quantize` returns a real `int8` array; `_dequantize` returns float32.
+#
+# <details><summary>Hint 1</summary>
+#
+# Each map is one line of numpy: which of `/`, `np.round`, `+`, `np.clip`, `.astype` come
+# in which order?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# `_quantize`: multiply by the float32 reciprocal of the scale, round, add the zero point,
+# clip into the integer range, then cast to int8. `_dequantize`: cast the integers to float32 *first* (int8
+# arithmetic would overflow), subtract the zero point, multiply by the scale, and return
+# float32.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "quantize", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _quantize(x, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+    """Contract: x a float numpy array; scale (> 0) and zero_point numbers or arrays that
+    broadcast against x; quant_min..quant_max within int8's range. Returns an int8 array of
+    x's shape: clamp(round_half_even(x / scale) + zero_point, quant_min, quant_max), the
+    division done as PyTorch does it: times the float32 reciprocal of the scale."""
+    # Idea: the index of the nearest grid point, kept inside the grid.
+    ### BEGIN SOLUTION
+    inv_scale = np.float32(1.0) / np.asarray(scale, dtype=np.float32)
+    q = np.round(x * inv_scale) + zero_point
+    return np.clip(q, quant_min, quant_max).astype(np.int8)
+    ### END SOLUTION
+
+
+def _dequantize(q, scale, zero_point):
+    """Contract: q an integer numpy array; scale, zero_point broadcast against it. Returns
+    the float32 array scale * (q - zero_point)."""
+    # Idea: what the stored index means.
+    ### BEGIN SOLUTION
+    return ((q.astype(np.float32) - zero_point) * scale).astype(np.float32)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-quantize", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_x = np.array([-1.0, -0.26, 0.0, 0.25, 0.75, 1.0, 5.0, -5.0], dtype=np.float32)
+_q = _quantize(_x, np.float32(0.5), 3)
+assert_equal(_q.dtype, np.dtype(np.int8), "quantize returns int8")
+assert_equal(_q, np.array([1, 2, 3, 3, 5, 5, 13, -7], dtype=np.int8),
+             "round(x / 0.5) + 3, half to even (0.25/0.5 = 0.5 -> 0, 0.75/0.5 = 1.5 -> 2)")
+assert_equal(_quantize(np.array([300.0, -300.0]), 1.0, 0), np.array([127, -128], dtype=np.int8),
+             "values beyond the grid clamp to q_max / q_min (no wrap-around)")
+assert_equal(_quantize(np.array([10.0, -10.0]), 1.0, 0, -8, 7), np.array([7, -8], dtype=np.int8),
+             "a 4-bit range clamps at [-8, 7]")
+assert_equal(_quantize(np.array([1.0]), 1.0, 127), np.array([127], dtype=np.int8),
+             "zero point added before the clamp: 1 + 127 saturates at 127")
+_xh = _dequantize(np.array([-128, 0, 3, 127], dtype=np.int8), np.float32(0.5), 3)
+assert_equal(_xh.dtype, np.dtype(np.float32), "dequantize returns float32")
+assert_close(_xh, np.array([-65.5, -1.5, 0.0, 62.0]), what="0.5 * (q - 3), without int8 overflow")
+_r = np.random.default_rng(0).uniform(-2, 2, 1000).astype(np.float32)
+_s, _z = _calculate_qparams(_r.min(), _r.max(), symmetric=False)
+_err = np.abs(_dequantize(_quantize(_r, _s, _z), _s, _z) - _r)
+check(_err.max() <= _s / 2 * (1 + 1e-4), "round trip error at most half a step inside the range",
+      got=float(_err.max()), expected=f"<= {float(_s) / 2:.6f}")
+print(f"✓ quantize/dequantize; worst round-trip error {_err.max():.5f} for a step of {float(_s):.5f}")
+
+# %% [markdown]
+# PyTorch wraps the integers and their scale in a **quantized tensor**:
+# `torch.quantize_per_tensor(x, scale, zero_point, torch.qint8)` returns one, with
+# `.int_repr()` (the stored integers), `.q_scale()`, `.q_zero_point()` and `.dequantize()`.
+# Ours is the provided `QTensor` around your two functions; `int_repr()` returns the numpy
+# int8 array itself (tinytorch's `Tensor` has no int8 dtype). Both agree, if PyTorch is
+# installed:
+
+# %%
+#| export
+class QTensor:
+    """A quantized tensor (torch's quantized Tensor): int8 values with their scale(s) and
+    zero point(s); `axis` is None per tensor, else the channel axis."""
+
+    def __init__(self, int_repr, scale, zero_point, axis=None):
+        self._q = int_repr
+        self._scale = np.asarray(scale, dtype=np.float32)
+        self._zero_point = np.asarray(zero_point, dtype=np.int64)
+        self.axis = axis
+
+    def _params(self):
+        if self.axis is None:
+            return self._scale, self._zero_point
+        return (_channel_broadcast(self._scale, self.axis, self._q.ndim),
+                _channel_broadcast(self._zero_point, self.axis, self._q.ndim))
+
+    def int_repr(self):
+        """The stored integers: a numpy int8 array."""
+        return self._q
+
+    def dequantize(self):
+        """The float32 Tensor the integers stand for."""
+        return Tensor(_dequantize(self._q, *self._params()))
+
+    def q_scale(self):
+        return float(self._scale)
+
+    def q_zero_point(self):
+        return int(self._zero_point)
+
+    def q_per_channel_scales(self):
+        return self._scale
+
+    def q_per_channel_zero_points(self):
+        return self._zero_point
+
+    def q_per_channel_axis(self):
+        return self.axis
+
+    @property
+    def shape(self):
+        return tuple(self._q.shape)
+
+    @property
+    def nbytes(self):
+        """Bytes of the integers plus the scales and zero points."""
+        return self._q.nbytes + self._scale.nbytes + self._zero_point.nbytes
+
+    def __repr__(self):
+        where = "per tensor" if self.axis is None else f"per channel along axis {self.axis}"
+        return f"QTensor(shape={self.shape}, dtype=int8, {where})"
+
+
+def _array(x):
+    return np.asarray(x.numpy() if isinstance(x, Tensor) else x, dtype=np.float32)
+
+
+def quantize_per_tensor(input, scale, zero_point, dtype="qint8"):
+    """torch.quantize_per_tensor: one scale and zero point for the whole tensor (qint8)."""
+    if dtype != "qint8":
+        raise ValueError(f"quantize_per_tensor: only dtype 'qint8' is supported, got {dtype!r}")
+    if not scale > 0:
+        raise ValueError(f"quantize_per_tensor: scale must be positive, got {scale}")
+    scale = np.float32(scale)
+    return QTensor(_quantize(_array(input), scale, int(zero_point)), scale, int(zero_point))
+
+
+def dequantize(qtensor):
+    """torch.dequantize: the float32 Tensor a QTensor stands for."""
+    return qtensor.dequantize()
+
+
+# %%
+_xq = tinytorch.randn(2, 5)
+_qt = quantize_per_tensor(_xq, 0.02, 4)
+print(_qt, "int_repr:", _qt.int_repr()[0])
+if torch is not None:
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")
+    _tq = torch.quantize_per_tensor(torch.tensor(_xq.numpy()), 0.02, 4, torch.qint8)
+    print("torch int_repr:", _tq.int_repr().numpy()[0])
+    print("max |ours - torch| after dequantize:",
+          float(np.abs(_qt.dequantize().numpy() - _tq.dequantize().numpy()).max()))
+
+# %% [markdown]
+# ## 4. Per-channel quantization
+#
+# One scale for a whole weight matrix is set by its single largest entry. A `Linear`'s
+# output channels (the rows of `weight`, shape `(out, in)`) often have very different
+# ranges: a row whose weights are ten times smaller than the largest row's uses only a
+# tenth of the 256 levels. **Per-channel** quantization gives each row its own scale (and
+# zero point): each row's grid fits that row's range. It costs one float per row — nothing
+# next to the row's `in` int8 weights — and, as section 6 shows, the integer matmul can
+# still apply the scales after the sum, because each output element uses one row.
+#
+# Two helpers decide which axes mean what:
+#
+# - `_per_channel_minmax(x, axis)`: the minimum and maximum of each channel, i.e. over
+#   **every axis except** `axis` (for a conv weight `(out, in, kh, kw)` and `axis=0`, over
+#   the last three);
+# - `_channel_broadcast(values, axis, ndim)`: reshape a `(C,)` array of per-channel values
+#   so that it broadcasts along `axis` of an `ndim`-dimensional array (shape `(C, 1)` for
+#   axis 0 of a matrix, `(1, C)` for axis 1).
+#
+# <details><summary>Hint 1</summary>
+#
+# numpy reductions take a tuple of axes. Which tuple contains every axis but one?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A broadcastable shape has the channel count at position `axis` and 1 everywhere else;
+# `axis` may be negative (-1 is the last axis).
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Normalise `axis` into `0..ndim-1`; the reduced axes are all the others. The minimum and
+# maximum over them, as float32, give two `(C,)` arrays. For the broadcast, build a shape of
+# `ndim` ones, put the number of values at the channel position, and reshape.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "per-channel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _per_channel_minmax(x, axis):
+    """Contract: x a numpy array with ndim >= 1, axis an int (negative counts from the end).
+    Returns (min_val, max_val), float32 arrays of shape (x.shape[axis],): each channel's
+    minimum and maximum over all the other axes."""
+    # Idea: a channel is everything that shares one index along `axis`.
+    ### BEGIN SOLUTION
+    axis = axis % x.ndim
+    others = tuple(i for i in range(x.ndim) if i != axis)
+    return (x.min(axis=others).astype(np.float32), x.max(axis=others).astype(np.float32))
+    ### END SOLUTION
+
+
+def _channel_broadcast(values, axis, ndim):
+    """Contract: values a 1-D numpy array (one entry per channel), axis in -ndim..ndim-1.
+    Returns values reshaped to ndim dimensions: len(values) at `axis`, 1 elsewhere."""
+    # Idea: line the channel values up with the channel axis.
+    ### BEGIN SOLUTION
+    shape = [1] * ndim
+    shape[axis % ndim] = -1
+    return np.asarray(values).reshape(shape)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-per-channel", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+_w = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 10
+_lo, _hi = _per_channel_minmax(_w, 0)
+assert_equal(_lo, np.array([-10.0, 2.0], dtype=np.float32), "min of each of the 2 channels along axis 0")
+assert_equal(_hi, np.array([1.0, 13.0], dtype=np.float32), "max of each channel along axis 0")
+_lo, _hi = _per_channel_minmax(_w, 1)
+assert_equal(_lo, np.array([-10.0, -6.0, -2.0], dtype=np.float32), "min over axes 0 and 2, axis=1")
+assert_equal(_per_channel_minmax(_w, -1)[1], np.array([10.0, 11.0, 12.0, 13.0], dtype=np.float32),
+             "axis=-1 is the last axis")
+assert_equal(_channel_broadcast(np.array([1, 2, 3]), 1, 3).shape, (1, 3, 1), "(C,) along axis 1 of 3-d")
+assert_equal(_channel_broadcast(np.array([1, 2]), 0, 2).shape, (2, 1), "(C,) along the rows of a matrix")
+assert_equal(_channel_broadcast(np.array([1, 2, 3, 4]), -1, 3).shape, (1, 1, 4), "axis=-1")
+print("✓ per-channel helpers; channel minima along axis 1:", _lo)
+
+# %% [markdown]
+# With these, per-channel quantization is the same `_quantize` with broadcast parameters
+# (provided; torch's `quantize_per_channel(input, scales, zero_points, axis, dtype)`):
+
+# %%
+#| export
+def quantize_per_channel(input, scales, zero_points, axis, dtype="qint8"):
+    """torch.quantize_per_channel: scales[c] and zero_points[c] for channel c along `axis`."""
+    if dtype != "qint8":
+        raise ValueError(f"quantize_per_channel: only dtype 'qint8' is supported, got {dtype!r}")
+    x = _array(input)
+    scales = np.asarray(scales.numpy() if isinstance(scales, Tensor) else scales, dtype=np.float32)
+    zero_points = np.asarray(zero_points.numpy() if isinstance(zero_points, Tensor) else zero_points,
+                             dtype=np.int64)
+    if scales.shape != (x.shape[axis],) or zero_points.shape != scales.shape:
+        raise ValueError(f"quantize_per_channel: need one scale and zero point per channel "
+                         f"({x.shape[axis]} along axis {axis}), got {scales.shape} and {zero_points.shape}")
+    q = _quantize(x, _channel_broadcast(scales, axis, x.ndim), _channel_broadcast(zero_points, axis, x.ndim))
+    return QTensor(q, scales, zero_points, axis=axis % x.ndim)
+
+
+# %% [markdown]
+# **Predict first.** A weight matrix has 8 rows; row $i$'s weights are Gaussian with
+# standard deviation $2^{-i}$ (row 7 is 128 times smaller than row 0). Quantized per tensor
+# and per channel (both symmetric), how many times smaller will the per-channel version's
+# mean squared error be?
+
+# %%
+predicted_mse_ratio = None  # your number: MSE(per tensor) / MSE(per channel)
+
+# %%
+_rng = np.random.default_rng(0)
+W_uneven = (_rng.standard_normal((8, 64)) * 2.0 ** -np.arange(8)[:, None]).astype(np.float32)
+_s_t, _z_t = _calculate_qparams(W_uneven.min(), W_uneven.max(), symmetric=True)
+_err_t = dequantize(quantize_per_tensor(W_uneven, float(_s_t), int(_z_t))).numpy() - W_uneven
+_s_c, _z_c = _calculate_qparams(*_per_channel_minmax(W_uneven, 0), symmetric=True)
+_err_c = dequantize(quantize_per_channel(W_uneven, _s_c, _z_c, axis=0)).numpy() - W_uneven
+_ratio = np.mean(_err_t ** 2) / np.mean(_err_c ** 2)
+print(f"MSE per tensor {np.mean(_err_t ** 2):.2e}, per channel {np.mean(_err_c ** 2):.2e}: "
+      f"{_ratio:.0f}x smaller; " + ("no prediction written" if predicted_mse_ratio is None
+                                    else f"you predicted {predicted_mse_ratio}x"))
+fig, ax = plt.subplots(figsize=(7, 3.2))
+_rows = np.arange(8)
+ax.semilogy(_rows, np.sqrt(np.mean(_err_t ** 2, axis=1)), "o-", label="per tensor: one scale")
+ax.semilogy(_rows, np.sqrt(np.mean(_err_c ** 2, axis=1)), "s-", label="per channel: a scale per row")
+ax.semilogy(_rows, W_uneven.std(axis=1), "k:", label="the row's own spread (std)")
+ax.set_xlabel("row (output channel)")
+ax.set_ylabel("RMS error")
+ax.set_title("symmetric int8 on rows of very different ranges", fontsize=10)
+ax.legend(fontsize=8)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Per tensor, every row gets the same absolute error (the step is set by row 0), so the
+# small rows drown in it: row 7's error is about as large as its weights. Per channel, each
+# row's error is proportional to its own range. Expect a ratio near 6, and not 128: row 0
+# keeps its error (it set the per-tensor step anyway) while the errors of rows 1-7 shrink
+# by $4, 16, 64, \dots$ in MSE, so the mean falls to about $\frac18(1 + \frac14 + \frac1{16}
+# + \dots) \approx \frac16$ of the per-tensor one (the draw moves the printed figure a little).
+# Measured in *relative* error, per row, the gain for the small rows is much larger: that is
+# what the plot shows.
+#
+# ## 5. Observers: calibrating the range from data
+#
+# Weights are known after training: their range is read off directly. Activations exist
+# only when data flows, so their range is **observed**: run a few **calibration batches**
+# through the model and let an observer at each layer's input record what it sees. In
+# PyTorch an observer is an `nn.Module` that returns its input unchanged and updates
+# statistics; `calculate_qparams()` then turns them into a scale and zero point.
+#
+# `MinMaxObserver` (torch's name) keeps the **running** minimum and maximum over every
+# batch it has seen. The provided class starts with $+\infty$ / $-\infty$, asks
+# `_batch_range` for the current batch's minimum and maximum (per tensor here;
+# `PerChannelMinMaxObserver` overrides it with your `_per_channel_minmax`), and
+# `calculate_qparams` calls your `_calculate_qparams`. Write `forward`: the update.
+#
+# <details><summary>Hint 1</summary>
+#
+# After batches $b_1, b_2, \dots$ the observer must hold $\min(b_1 \cup b_2 \cup \dots)$,
+# not the last batch's minimum. How does a running minimum combine the old value with the
+# new batch's?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Take the numpy array of the input (the provided `_array` does it for a Tensor or an
+# array), get this batch's range from `self._batch_range`, and replace `min_val` by the
+# elementwise minimum of itself and the batch minimum, `max_val` likewise with the maximum
+# (elementwise, so that the per-channel subclass works unchanged). Return the input itself.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "minmax-observer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class MinMaxObserver(Module):
+    """Records the running min and max of what passes through (torch.ao.quantization.MinMaxObserver).
+
+    qscheme: per_tensor_affine (default) or per_tensor_symmetric; quant_min/quant_max default
+    to int8's -128..127 (pass e.g. -8, 7 for 4 bits)."""
+
+    def __init__(self, qscheme=per_tensor_affine, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+        super().__init__()
+        if qscheme not in _SCHEMES:
+            raise ValueError(f"unknown qscheme {qscheme!r}; use one of {', '.join(_SCHEMES)}")
+        if not QINT8_MIN <= quant_min < quant_max <= QINT8_MAX:
+            raise ValueError(f"need -128 <= quant_min < quant_max <= 127, got {quant_min}, {quant_max}")
+        self.qscheme, self.quant_min, self.quant_max = qscheme, int(quant_min), int(quant_max)
+        self.min_val = np.array(np.inf, dtype=np.float32)
+        self.max_val = np.array(-np.inf, dtype=np.float32)
+
+    def _batch_range(self, x):
+        return np.float32(x.min()), np.float32(x.max())
+
+    def forward(self, x):
+        """Contract: x a Tensor or numpy array (not empty). Updates min_val and max_val to the
+        minimum and maximum over every input seen so far (elementwise with the batch's
+        _batch_range); returns x unchanged."""
+        # Idea: a running extreme combines the old extreme with the new batch's.
+        ### BEGIN SOLUTION
+        lo, hi = self._batch_range(_array(x))
+        self.min_val = np.minimum(self.min_val, lo).astype(np.float32)
+        self.max_val = np.maximum(self.max_val, hi).astype(np.float32)
+        return x
+        ### END SOLUTION
+
+    def calculate_qparams(self):
+        """(scale, zero_point) for the range observed so far."""
+        if np.any(self.min_val > self.max_val):
+            raise RuntimeError(f"{type(self).__name__} has seen no data: run calibration batches "
+                               f"through it before calculate_qparams()")
+        return _calculate_qparams(self.min_val, self.max_val, "symmetric" in self.qscheme,
+                                  self.quant_min, self.quant_max)
+
+    def extra_repr(self):
+        return f"{self.qscheme}, quant_min={self.quant_min}, quant_max={self.quant_max}"
+
+
+class PerChannelMinMaxObserver(MinMaxObserver):
+    """Running min and max per channel along ch_axis (torch's PerChannelMinMaxObserver);
+    qscheme per_channel_affine (default) or per_channel_symmetric."""
+
+    def __init__(self, ch_axis=0, qscheme=per_channel_affine, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+        super().__init__(qscheme, quant_min, quant_max)
+        self.ch_axis = ch_axis
+
+    def _batch_range(self, x):
+        return _per_channel_minmax(x, self.ch_axis)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-minmax-observer", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_obs = MinMaxObserver()
+assert_raises(RuntimeError, _obs.calculate_qparams, match="no data")
+_b1 = np.array([[0.5, 2.0], [-1.0, 1.0]], dtype=np.float32)
+_b2 = np.array([[0.0, 0.5], [3.0, -0.5]], dtype=np.float32)
+check(_obs(Tensor(_b1)).numpy() is not None, "the observer returns its input")
+_obs(_b2)
+assert_equal((float(_obs.min_val), float(_obs.max_val)), (-1.0, 3.0),
+             "running (min, max) over both batches, not the last one's (-0.5, 3.0)")
+_obs(np.array([0.1], dtype=np.float32))
+assert_equal((float(_obs.min_val), float(_obs.max_val)), (-1.0, 3.0), "a batch inside the range changes nothing")
+_s, _z = _obs.calculate_qparams()
+assert_close(_s, np.float32(4 / 255), rtol=1e-6, what="scale of the observed [-1, 3]")
+_pc = PerChannelMinMaxObserver(ch_axis=1)
+_pc(_b1)
+_pc(_b2)
+assert_equal(_pc.min_val, np.array([-1.0, -0.5], dtype=np.float32), "per-channel running minima (columns)")
+assert_equal(_pc.max_val, np.array([3.0, 2.0], dtype=np.float32), "per-channel running maxima")
+print(f"✓ MinMaxObserver.forward; observed range [{float(_obs.min_val)}, {float(_obs.max_val)}]")
+
+# %% [markdown]
+# ### A percentile observer: clip the outliers
+#
+# Min/max is at the mercy of one extreme value. Activations often have long tails: if one
+# value in a million is 20 while the rest lie below 2, min/max spends 90 % of the grid on
+# a range almost nothing uses, and every ordinary value gets a step ten times coarser.
+# Clipping the tail (those rare values saturate at the clamp) can lower the error of
+# everything else by more than it costs on the few.
+#
+# `PercentileObserver(percentile=99.99)` estimates the range from percentiles: for each
+# batch, the `100 - p` and the `p` percentile of its values (`np.percentile`), and, over the
+# batches, their **running mean** (the mean of the per-batch percentiles, updated one batch
+# at a time: keep a count `n`). PyTorch's closest relative is `HistogramObserver`, which
+# searches a histogram for the range with the least quantization error; ours is simpler and
+# makes the same trade.
+#
+# <details><summary>Hint 1</summary>
+#
+# A running mean of values $v_1, \dots, v_n$ does not need to keep them: with the mean of
+# the first $n - 1$ and the count, the new mean is one line.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Compute the batch's lower percentile (`100 - percentile`) and upper percentile
+# (`percentile`) of the flattened values. If the count is 0, they become `min_val` and
+# `max_val`; otherwise each becomes the old mean plus (new value − old mean) / (count + 1).
+# Increase the count, store float32 values, return the input.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "percentile-observer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class PercentileObserver(MinMaxObserver):
+    """Range from the (100 - p)th and pth percentiles, averaged over batches (per tensor)."""
+
+    def __init__(self, percentile=99.99, qscheme=per_tensor_affine, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+        super().__init__(qscheme, quant_min, quant_max)
+        if not 50.0 < percentile <= 100.0:
+            raise ValueError(f"percentile must be in (50, 100], got {percentile}")
+        self.percentile = float(percentile)
+        self.n = 0  # batches seen
+
+    def forward(self, x):
+        """Contract: x a Tensor or numpy array (not empty). After n batches, min_val and max_val
+        are the means over the batches of each batch's (100 - percentile)th and percentile-th
+        percentile (np.percentile, default interpolation), as float32; returns x unchanged."""
+        # Idea: a robust range per batch, averaged as the batches come.
+        ### BEGIN SOLUTION
+        lo, hi = np.percentile(_array(x), [100.0 - self.percentile, self.percentile])
+        if self.n == 0:
+            self.min_val, self.max_val = np.float32(lo), np.float32(hi)
+        else:
+            self.min_val = np.float32(self.min_val + (lo - self.min_val) / (self.n + 1))
+            self.max_val = np.float32(self.max_val + (hi - self.max_val) / (self.n + 1))
+        self.n += 1
+        return x
+        ### END SOLUTION
+
+    def extra_repr(self):
+        return f"percentile={self.percentile}, " + super().extra_repr()
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-percentile-observer", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(3)
+_a1, _a2, _a3 = (_rng.standard_normal(5000).astype(np.float32) * k for k in (1.0, 2.0, 0.5))
+_po = PercentileObserver(99.0)
+_po(Tensor(_a1))
+assert_close(_po.min_val, np.percentile(_a1, 1.0), rtol=1e-5, what="one batch: min_val = its 1st percentile")
+assert_close(_po.max_val, np.percentile(_a1, 99.0), rtol=1e-5, what="one batch: max_val = its 99th percentile")
+_po(_a2)
+_po(_a3)
+assert_close(_po.max_val, np.mean([np.percentile(a, 99.0) for a in (_a1, _a2, _a3)]), rtol=1e-5,
+             what="three batches: the mean of their 99th percentiles")
+assert_close(_po.min_val, np.mean([np.percentile(a, 1.0) for a in (_a1, _a2, _a3)]), rtol=1e-5,
+             what="three batches: the mean of their 1st percentiles")
+_tail = np.concatenate([np.zeros(999, dtype=np.float32), [100.0]]).astype(np.float32)
+_pt = PercentileObserver(99.0)
+_pt(_tail)
+check(float(_pt.max_val) < 1.0, "one outlier in a thousand is clipped by the 99th percentile",
+      got=float(_pt.max_val), expected="< 1")
+print(f"✓ PercentileObserver.forward; 99th percentile over 3 batches {float(_po.max_val):.3f}")
+
+# %% [markdown]
+# **Predict first.** 10,000 activations are half-normal (ReLU-like, most below 3) plus 10
+# outliers of 25. Quantized affine int8 with the min/max range and with the 99.9th
+# percentile range, which gives the smaller mean squared error over all 10,010 values, and
+# by how much?
+
+# %%
+predicted_better_observer = None  # "minmax" or "percentile"
+
+# %%
+_rng = np.random.default_rng(7)
+_acts = np.concatenate([np.abs(_rng.standard_normal(10_000)), np.full(10, 25.0)]).astype(np.float32)
+_mse = {}
+for _name, _ob in [("minmax", MinMaxObserver()), ("percentile", PercentileObserver(99.9))]:
+    _ob(_acts)
+    _s, _z = _ob.calculate_qparams()
+    _back = _dequantize(_quantize(_acts, _s, _z), _s, _z)
+    _mse[_name] = float(np.mean((_back - _acts) ** 2))
+    print(f"{_name:10s}: range [{float(_ob.min_val):.2f}, {float(_ob.max_val):.2f}], step {float(_s):.4f}, "
+          f"MSE all {_mse[_name]:.2e}, MSE without the outliers {np.mean((_back - _acts)[:-10] ** 2):.2e}")
+print(f"better: {min(_mse, key=_mse.get)}; "
+      + ("no prediction written" if predicted_better_observer is None else f"you predicted {predicted_better_observer}"))
+
+# %% [markdown]
+# With ten outliers the clipped ones cost a lot each (25 saturates at the percentile's
+# upper end, an error of about 22), so whether the percentile wins *overall* depends on how
+# many outliers there are and how far out; on the 10,000 ordinary values it always wins,
+# with a step several times finer (the printed steps). This is the whole calibration question in one line:
+# which values matter? For a classifier, usually the bulk — section 9 measures it on a real
+# model.
+#
+# ## 6. `QuantizedLinear`: int8 × int8 → int32, then rescale
+#
+# A quantized `Linear` stores $W$ as int8 $q_W$ with one **symmetric** scale $s_W[j]$ per
+# output row $j$ (zero point 0), and quantizes its input $x$ on the fly with the
+# activation's **affine** $(s_x, z_x)$ from calibration. Then, for output $j$,
+#
+# $$y_j = \sum_k \hat x_k \hat W_{jk} + b_j
+#       = \sum_k s_x (q_{x,k} - z_x)\; s_W[j]\, q_{W,jk} + b_j
+#       = s_x\, s_W[j] \underbrace{\Big(\sum_k q_{x,k}\, q_{W,jk} \;-\; z_x \sum_k q_{W,jk}\Big)}_{\text{integers only}} + b_j .$$
+#
+# The bracket is integer arithmetic: int8 × int8 products (each up to $2^{14}$ in size)
+# summed in **int32 accumulators** — an int16 sum would overflow after two such terms, an
+# int8 one at the first. The second term is the **zero-point correction**: $\sum_k q_{W,jk}$
+# does not depend on the input, so real kernels compute it once, at conversion. Only after
+# the integer sum is the float scale $s_x s_W[j]$ applied, once per output element — which
+# is why per-channel scales on the *output* axis are free, and why the weight is symmetric
+# (a weight zero point would add two more correction terms).
+#
+# <details><summary>Hint 1</summary>
+#
+# numpy computes `int8 @ int8` in int8 and wraps around silently. What must happen to both
+# operands before the product?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `q_x` may have leading dimensions `(..., in)`; `q_w` is `(out, in)`. The correction term
+# is one integer per output: it broadcasts along the last axis, like the `(out,)` scales
+# and the bias.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Convert both to int32, multiply `q_x` by the transposed weight to get the `(..., out)`
+# accumulators; subtract the activation zero point times the row sums of the (int32)
+# weight; convert to float32 and multiply by the activation scale times the per-row weight
+# scales; add the bias if there is one; return float32.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "int8-linear", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, bias=None):
+    """The integer core of QuantizedLinear.
+
+    Contract: q_x int8 (..., in) with scalar x_scale (float) and x_zero_point (int); q_w
+    int8 (out, in) with w_scale float32 (out,) and zero point 0; bias float32 (out,) or None.
+    Returns float32 (..., out) equal to dequant(q_x) @ dequant(q_w).T + bias, computed as
+    int32 accumulators of int8 products, corrected for x_zero_point, then rescaled.
+    """
+    # Idea: integers all the way through the sum; the scales come in once, at the end.
+    ### BEGIN SOLUTION
+    w32 = q_w.astype(np.int32)
+    acc = q_x.astype(np.int32) @ w32.T
+    acc = acc - x_zero_point * w32.sum(axis=1)
+    out = acc.astype(np.float32) * (np.float32(x_scale) * w_scale)
+    if bias is not None:
+        out = out + bias
+    return out.astype(np.float32)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-int8-linear", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(5)
+_qx = _rng.integers(-128, 128, (3, 2, 40)).astype(np.int8)
+_qw = _rng.integers(-127, 128, (5, 40)).astype(np.int8)
+_ws = _rng.uniform(0.01, 0.1, 5).astype(np.float32)
+_b = _rng.standard_normal(5).astype(np.float32)
+_ref = _dequantize(_qx, np.float32(0.05), 7) @ _dequantize(_qw, _ws[:, None], 0).T + _b
+_got = _int8_linear(_qx, 0.05, 7, _qw, _ws, _b)
+assert_equal((_got.shape, _got.dtype), ((3, 2, 5), np.dtype(np.float32)), "shape (..., out) and float32")
+assert_close(_got, _ref, rtol=1e-4, atol=1e-4, what="int32 path == dequantized float matmul + bias")
+_full = np.full((1, 40), 127, dtype=np.int8)
+assert_close(_int8_linear(_full, 1.0, 0, _full, np.ones(1, np.float32)), np.array([[40 * 127.0 ** 2]]),
+             rtol=1e-6, what="40 products of 127·127 = 645,160: needs int32, not int8/int16")
+assert_close(_int8_linear(np.full((1, 4), -128, np.int8), 0.5, -128, np.ones((2, 4), np.int8),
+                          np.ones(2, np.float32)), np.zeros((1, 2)), atol=1e-6,
+             what="inputs at the zero point are real zeros: the zero-point correction cancels them")
+print(f"✓ _int8_linear; y[0, 0] = {_got[0, 0].round(4)} (float reference {_ref[0, 0].round(4)})")
+
+# %% [markdown]
+# The layer around it is provided. `QuantizedLinear.from_float(linear, input_scale,
+# input_zero_point, weight_observer)` quantizes the weight once, per channel, with a
+# symmetric observer, and keeps **real numpy int8** (`weight_int8`), the float32 scales and
+# the float32 bias (PyTorch keeps the bias in float too: it is tiny, and adding it after the
+# rescale is exact enough). `forward` quantizes the input with the calibrated activation
+# parameters, runs your integer core, and returns a float32 `Tensor`: our layers take floats
+# in and give floats out, so quantized and float layers mix freely (PyTorch's static
+# `torch.ao.nn.quantized.Linear` instead passes quantized tensors between layers and
+# requantizes its output, which saves the float round trip between layers).
+
+# %%
+#| export
+def _weight_qparams(weight, weight_observer):
+    observer = weight_observer()
+    observer(weight)
+    scale, zero_point = observer.calculate_qparams()
+    if np.any(zero_point != 0):
+        raise ValueError("QuantizedLinear needs a symmetric weight observer (zero point 0)")
+    return observer, np.broadcast_to(scale, (weight.shape[0],)).astype(np.float32)
+
+
+def _default_weight_observer():
+    return PerChannelMinMaxObserver(ch_axis=0, qscheme=per_channel_symmetric)
+
+
+class QuantizedLinear(Module):
+    """A Linear with int8 weights and int32 accumulation (torch.ao.nn.quantized.Linear, float
+    in and out). Build it with from_float or from_observed; it does not train."""
+
+    def __init__(self, weight_int8, weight_scale, bias, input_scale, input_zero_point,
+                 input_quant_min=QINT8_MIN, input_quant_max=QINT8_MAX):
+        super().__init__()
+        self.out_features, self.in_features = weight_int8.shape
+        self.weight_int8 = weight_int8          # numpy int8 (out, in): the stored weight
+        self.weight_scale = weight_scale        # float32 (out,)
+        self.bias = None if bias is None else np.asarray(bias, dtype=np.float32)
+        self.input_scale = float(input_scale)
+        self.input_zero_point = int(input_zero_point)
+        self.input_quant_min, self.input_quant_max = int(input_quant_min), int(input_quant_max)
+
+    @classmethod
+    def from_float(cls, linear, input_scale, input_zero_point, weight_observer=None,
+                   input_quant_min=QINT8_MIN, input_quant_max=QINT8_MAX):
+        weight = linear.weight.numpy().astype(np.float32)
+        observer, scale = _weight_qparams(weight, weight_observer or _default_weight_observer)
+        q_w = _quantize(weight, scale[:, None], 0, observer.quant_min, observer.quant_max)
+        bias = None if linear.bias is None else linear.bias.numpy()
+        return cls(q_w, scale, bias, input_scale, input_zero_point, input_quant_min, input_quant_max)
+
+    @classmethod
+    def from_observed(cls, observed):
+        """From an ObservedLinear (or QATLinear): its calibrated input observer and its qconfig."""
+        act = observed.activation_post_process
+        scale, zero_point = act.calculate_qparams()
+        return cls.from_float(observed.linear, float(scale), int(zero_point), observed.qconfig.weight,
+                              act.quant_min, act.quant_max)
+
+    def forward(self, input):
+        x = _array(input)
+        if x.ndim == 0 or x.shape[-1] != self.in_features:
+            raise ValueError(f"QuantizedLinear: input of shape {x.shape} does not fit in_features={self.in_features}")
+        q_x = _quantize(x, np.float32(self.input_scale), self.input_zero_point,
+                        self.input_quant_min, self.input_quant_max)
+        return Tensor(_int8_linear(q_x, self.input_scale, self.input_zero_point,
+                                   self.weight_int8, self.weight_scale, self.bias))
+
+    def weight(self):
+        """The weight as a QTensor (torch's QuantizedLinear.weight() returns one too)."""
+        return QTensor(self.weight_int8, self.weight_scale, np.zeros(self.out_features, np.int64), axis=0)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"input_scale={self.input_scale:.4g}, input_zero_point={self.input_zero_point}")
+
+
+# %% [markdown]
+# ### A systems look: the bytes
+#
+# **Predict first.** A `Linear(256, 10)` has 2,560 weights and 10 biases. How many bytes
+# does its float32 weight take, and how many does `QuantizedLinear`'s stored int8 weight
+# take? And the whole quantized layer, with its scales and float bias?
+
+# %%
+predicted_int8_weight_bytes = None  # your number: qlinear.weight_int8.nbytes
+
+# %%
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _lin = nn.Linear(256, 10)
+_ql = QuantizedLinear.from_float(_lin, input_scale=0.02, input_zero_point=-128)
+_float_bytes = _lin.weight.numpy().nbytes
+print(f"float32 weight: {_float_bytes} bytes ({_lin.weight.numpy().dtype}); "
+      f"int8 weight: {_ql.weight_int8.nbytes} bytes ({_ql.weight_int8.dtype}): "
+      f"{_float_bytes / _ql.weight_int8.nbytes:.1f}x smaller")
+_q_total = _ql.weight_int8.nbytes + _ql.weight_scale.nbytes + _ql.bias.nbytes
+print(f"whole layer: float {_float_bytes + _lin.bias.numpy().nbytes} bytes, quantized {_q_total} bytes "
+      f"(+ {_ql.weight_scale.nbytes} bytes of scales, {_ql.bias.nbytes} of bias)")
+print("no prediction written" if predicted_int8_weight_bytes is None
+      else f"you predicted {predicted_int8_weight_bytes} bytes for the int8 weight")
+_xs = np.abs(np.random.default_rng(0).standard_normal((4, 256))).astype(np.float32)
+print("max |quantized - float| on 4 inputs:",
+      float(np.abs(_ql(Tensor(_xs)).numpy() - _lin(Tensor(_xs)).numpy()).max()))
+
+# %% [markdown]
+# `nbytes` counts the array's buffer, so these figures are exact on every machine: the
+# weight is exactly 4x smaller; the whole layer a bit less than 4x, because the per-row
+# scales and the bias stay float32 (they grow with `out`, the weight with `out × in`).
+#
+# ## 7. Fake quantization and the straight-through estimator
+#
+# Post-training quantization rounds a model that was trained without knowing it would be
+# rounded. **Quantization-aware training** (QAT) lets the model learn under the rounding:
+# during training every quantized tensor is replaced by its **fake-quantized** version,
+# $\operatorname{fq}(x) = s\,(\operatorname{clamp}(\operatorname{round}(x/s) + z) - z)$ —
+# quantize and dequantize in one float op, so the forward pass sees exactly the values the
+# int8 model will compute with.
+#
+# The backward pass has a problem: $\operatorname{round}$ is a staircase, its derivative is
+# 0 almost everywhere. The **straight-through estimator** (Bengio et al., 2013) pretends
+# the rounding is the identity: inside the range the gradient passes through unchanged;
+# outside, where the clamp holds the output constant, it is 0 (moving a clipped value does
+# not change the output, so the gradient says so):
+#
+# $$\frac{\partial\,\operatorname{fq}(x)}{\partial x} \approx
+#   \begin{cases} 1 & q_{min} \le \operatorname{round}(x/s) + z \le q_{max} \\ 0 & \text{otherwise.}\end{cases}$$
+#
+# PyTorch's `torch.fake_quantize_per_tensor_affine` does exactly this. Write it as a
+# `tinytorch.autograd.Function` (module 06): `forward` computes the fake-quantized values
+# and saves what `backward` needs; `backward` returns one gradient per argument of
+# `forward` (`None` for the scale, zero point and range, which are not learned here).
+# `scale` and `zero_point` arrive as numpy values that broadcast against `x` (one per
+# channel, for weights).
+#
+# <details><summary>Hint 1</summary>
+#
+# What does `backward` need to know about each element? Only whether it was inside the
+# range: save that (as a Tensor: `ctx.save_for_backward` takes Tensors), not the input.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The range test is on the integer **before** the clamp, $\operatorname{round}(x/s) + z$,
+# inclusive at both ends; an element exactly at $q_{max}$ is inside.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Forward: on the input's array, multiply by the float32 reciprocal of the scale (as in
+# `_quantize`), round, add the zero point; the mask is
+# where that lies in `[quant_min, quant_max]`; clip it into the range, subtract the zero
+# point, multiply by the scale, and return a Tensor of the input's dtype. Save the mask.
+# Backward: the upstream gradient where the mask is true, 0 elsewhere, then four `None`.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "fake-quantize", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class FakeQuantizeFunction(Function):
+    """Quantize-then-dequantize with a straight-through gradient."""
+
+    @staticmethod
+    def forward(ctx, x, scale, zero_point, quant_min, quant_max):
+        """Contract: x a float Tensor; scale, zero_point numpy values broadcasting against it;
+        quant_min < quant_max ints. Returns a Tensor of x's shape and dtype:
+        (clamp(round(x / scale) + zero_point, quant_min, quant_max) - zero_point) * scale.
+        Saves for backward which elements had round(x / scale) + zero_point in range."""
+        # Idea: the values of the int8 model, in float; remember who was clipped.
+        ### BEGIN SOLUTION
+        a = x.numpy()
+        q = np.round(a * (np.float32(1.0) / np.asarray(scale, dtype=np.float32))) + zero_point
+        inside = (q >= quant_min) & (q <= quant_max)
+        ctx.save_for_backward(Tensor(inside))
+        out = (np.clip(q, quant_min, quant_max) - zero_point) * scale
+        return Tensor(out.astype(a.dtype))
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Contract: grad a Tensor of x's shape. Returns (grad_x, None, None, None, None):
+        grad where the forward's integer was inside [quant_min, quant_max], 0 elsewhere."""
+        # Idea: the rounding is invisible to the gradient, the clamp is not.
+        ### BEGIN SOLUTION
+        (inside,) = ctx.saved_tensors
+        return np.where(inside.numpy(), grad.numpy(), 0).astype(grad.dtype), None, None, None, None
+        ### END SOLUTION
+
+
+# %% [markdown]
+# The functional forms, named as PyTorch's, are provided:
+
+# %%
+#| export
+def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+    """torch.fake_quantize_per_tensor_affine, with the straight-through gradient."""
+    if not float(scale) > 0:
+        raise ValueError(f"fake_quantize_per_tensor_affine: scale must be positive, got {scale}")
+    if not quant_min <= int(zero_point) <= quant_max:
+        raise ValueError(f"zero_point {zero_point} is outside [{quant_min}, {quant_max}]")
+    return FakeQuantizeFunction.apply(input, np.float32(scale), int(zero_point), int(quant_min), int(quant_max))
+
+
+def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+    """torch.fake_quantize_per_channel_affine: scale[c], zero_point[c] along `axis`."""
+    scale = np.asarray(scale.numpy() if isinstance(scale, Tensor) else scale, dtype=np.float32)
+    zero_point = np.asarray(zero_point.numpy() if isinstance(zero_point, Tensor) else zero_point, dtype=np.int64)
+    if scale.shape != (input.shape[axis],) or zero_point.shape != scale.shape:
+        raise ValueError(f"fake_quantize_per_channel_affine: need one scale and zero point per channel "
+                         f"({input.shape[axis]} along axis {axis}), got {scale.shape} and {zero_point.shape}")
+    return FakeQuantizeFunction.apply(input, _channel_broadcast(scale, axis, input.ndim),
+                                      _channel_broadcast(zero_point, axis, input.ndim),
+                                      int(quant_min), int(quant_max))
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-fake-quantize", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_xf = Tensor(np.array([-3.0, -1.0, -0.26, 0.0, 0.3, 1.1, 1.5, 4.0], dtype=np.float32), requires_grad=True)
+_yf = fake_quantize_per_tensor_affine(_xf, 0.5, 1, -4, 3)
+_expect = _dequantize(_quantize(_xf.numpy(), np.float32(0.5), 1, -4, 3), np.float32(0.5), 1)
+assert_close(_yf.numpy(), _expect, atol=1e-7, what="fake quant forward == dequantize(quantize(x)) (3 bits)")
+assert_equal(_yf.dtype, np.dtype(np.float32), "fake quant keeps the input's dtype")
+_yf.backward(Tensor(np.arange(1, 9, dtype=np.float32)))
+# integers round(x / 0.5) + 1: -5 -1 0 1 2 3 4 9 -> inside [-4, 3] for the middle five
+assert_equal(_xf.grad.numpy(), np.array([0, 2, 3, 4, 5, 6, 0, 0], dtype=np.float32),
+             "straight-through: upstream gradient inside the range (q = 3 = q_max included), 0 outside")
+_w = Tensor(np.array([[0.1, -0.2], [3.0, 5.0]], dtype=np.float32), requires_grad=True)
+_yw = fake_quantize_per_channel_affine(_w, np.array([0.1, 1.0]), np.array([0, 0]), 0, -2, 1)
+assert_close(_yw.numpy(), np.array([[0.1, -0.2], [1.0, 1.0]]), atol=1e-6, what="per-channel fake quant (2 bits)")
+_yw.sum().backward()
+assert_equal(_w.grad.numpy(), np.array([[1, 1], [0, 0]], dtype=np.float32), "per-channel gradient mask")
+print("✓ FakeQuantizeFunction; 3-bit outputs", _yf.numpy(), "gradient", _xf.grad.numpy())
+
+# %% [markdown]
+# The forward is a staircase and the gradient a box; the STE trains the staircase as if
+# it were the straight line through it, inside the box:
+
+# %%
+_xs = Tensor(np.linspace(-3, 3, 601, dtype=np.float32), requires_grad=True)
+_ys = fake_quantize_per_tensor_affine(_xs, 0.25, 0, -8, 7)
+_ys.sum().backward()
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3))
+ax1.plot(_xs.numpy(), _xs.numpy(), ":", color="gray", label="x")
+ax1.plot(_xs.numpy(), _ys.numpy(), label="fake_quantize(x), 4 bits, s = 0.25")
+ax1.set_title("forward: what the int8 model computes", fontsize=10)
+ax1.legend(fontsize=8)
+ax2.plot(_xs.numpy(), _xs.grad.numpy(), color="C3", label="straight-through gradient")
+ax2.plot(_xs.numpy(), np.zeros(601), ":", color="gray", label="true derivative (0 a.e.)")
+ax2.set_ylim(-0.2, 1.3)
+ax2.set_title("backward: 1 inside the range, 0 where clamped", fontsize=10)
+ax2.legend(fontsize=8)
+for _ax in (ax1, ax2):
+    _ax.set_xlabel("x")
+fig.tight_layout()
+plt.show()
+if torch is not None:
+    _xt = torch.tensor(_xs.numpy(), requires_grad=True)
+    torch.fake_quantize_per_tensor_affine(_xt, 0.25, 0, -8, 7).sum().backward()
+    print("vs torch.fake_quantize_per_tensor_affine: max |Δ forward| =",
+          float(np.abs(_ys.numpy() - torch.fake_quantize_per_tensor_affine(_xt, 0.25, 0, -8, 7).detach().numpy()).max()),
+          "| gradients equal:", bool(np.array_equal(_xs.grad.numpy(), _xt.grad.numpy())))
+
+# %% [markdown]
+# ## 8. Quantizing a model: observe, calibrate, convert
+#
+# PyTorch's post-training ("static") quantization is three steps:
+# `prepare` inserts an observer before each layer to be quantized, the user runs
+# **calibration** batches through the prepared model, and `convert` swaps each observed
+# layer for its quantized version, built from the observer's range. Our version does the
+# same for every `Linear` of a model. A **`QConfig`** (torch's name) says which observers
+# to use: a factory for the activation observer and one for the weight observer
+# (`default_qconfig`: `MinMaxObserver` per tensor, affine, for activations;
+# `PerChannelMinMaxObserver`, symmetric, for weights). `ObservedLinear` (provided) is the
+# prepared layer: it feeds its input to its observer, then runs the float `Linear`.
+#
+# First the walk. Write `_swap_modules(module, cls, make)`: replace, **in place**, every
+# descendant of `module` that is an instance of `cls` by `make(child)`, however deeply it
+# is nested (a `Sequential` inside a model inside a `Sequential`); return how many were
+# swapped. A replaced module is not searched further (its replacement may contain the
+# original, as `ObservedLinear` does).
+#
+# <details><summary>Hint 1</summary>
+#
+# A child is replaced by assigning to its name on its **parent** (module 03's
+# `__setattr__` registers a Module value as a child, keeping its place). Which method lists
+# (name, child) pairs?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The children of the children need the same treatment: recursion. Take a list of the
+# children before you start assigning, so the loop does not walk a dict that changes.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# For each (name, child) of the module's direct children: if the child is an instance of
+# `cls`, set the attribute `name` of the module to `make(child)` and count one; otherwise
+# call `_swap_modules` on the child and add its count. Return the total.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "swap-modules", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+QConfig = namedtuple("QConfig", ["activation", "weight"])  # torch.ao.quantization.QConfig: observer factories
+default_qconfig = QConfig(activation=MinMaxObserver, weight=_default_weight_observer)
+
+
+def _swap_modules(module, cls, make):
+    """Contract: replaces in place every descendant of `module` (not `module` itself) that is
+    an instance of `cls` by make(descendant), at any depth, without searching inside a
+    replaced one; returns the number of replacements (an int)."""
+    # Idea: a child is replaced through its parent, and parents nest.
+    ### BEGIN SOLUTION
+    count = 0
+    for name, child in list(module.named_children()):
+        if isinstance(child, cls):
+            setattr(module, name, make(child))
+            count += 1
+        else:
+            count += _swap_modules(child, cls, make)
+    return count
+    ### END SOLUTION
+
+
+class ObservedLinear(Module):
+    """A Linear with an observer on its input (what torch's prepare makes of a Linear)."""
+
+    def __init__(self, linear, qconfig=default_qconfig):
+        super().__init__()
+        self.linear = linear
+        self.qconfig = qconfig
+        self.activation_post_process = qconfig.activation()
+
+    def forward(self, input):
+        return self.linear(self.activation_post_process(input))
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-swap-modules", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _inner = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 3))
+    _net = nn.Sequential(nn.Linear(5, 4), nn.ReLU(), _inner, nn.Sequential(nn.Sequential(nn.Linear(3, 2))))
+_n = _swap_modules(_net, nn.Linear, ObservedLinear)
+assert_equal(_n, 4, "swaps counted at every depth")
+_kinds = [type(m).__name__ for _, m in _net.named_modules() if type(m).__name__ in ("Linear", "ObservedLinear")]
+assert_equal(_kinds, ["ObservedLinear", "Linear"] * 4, "each Linear now sits inside an ObservedLinear")
+assert_equal(type(_net[2][2]).__name__, "ObservedLinear", "a nested Sequential's Linear is swapped in place")
+assert_equal(_swap_modules(_net, nn.ReLU, lambda m: nn.Identity()), 2, "works for any class")
+assert_equal(_swap_modules(nn.Linear(2, 2), nn.Linear, ObservedLinear), 0, "the module itself is not swapped")
+print(f"✓ _swap_modules; {_n} Linear layers observed in", [n for n, m in _net.named_modules()
+                                                         if isinstance(m, ObservedLinear)])
+
+# %% [markdown]
+# Now the pipeline. Write `quantize_model(model, calibration_loader, qconfig)`: it returns
+# a **new** model (the float model is left as it was, as `torch.ao.quantization.convert`
+# does with `inplace=False`) in which every `Linear` is a `QuantizedLinear` whose input
+# range was observed on **every** calibration batch. Calibrate in **evaluation mode** (a
+# `Dropout` in training mode would zero and rescale activations, and the observers would
+# record a range the deployed model never sees) and without recording a graph.
+#
+# <details><summary>Hint 1</summary>
+#
+# Three steps, each a tool you have: prepare (`_swap_modules` with `ObservedLinear`),
+# calibrate (a loop over the loader; `_batch_inputs` takes the inputs out of an
+# `(inputs, targets)` batch), convert (`_swap_modules` again, with
+# `QuantizedLinear.from_observed`). What must happen before the first step so that the
+# caller's model is untouched?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Deep-copy the model (`copy.deepcopy`). Swap its `Linear` layers for `ObservedLinear`s
+# built with the qconfig. Put the copy in eval mode and, under `no_grad`, run it on the
+# inputs of every batch of the loader (the outputs are not needed). Then swap the
+# `ObservedLinear`s for `QuantizedLinear.from_observed` of each, and return the copy.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "quantize-model", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _batch_inputs(batch):
+    """The model's input from a loader's batch: (inputs, targets) pairs or bare inputs."""
+    return batch[0] if isinstance(batch, (tuple, list)) else batch
+
+
+def quantize_model(model, calibration_loader, qconfig=default_qconfig):
+    """Post-training static quantization of every Linear in `model`.
+
+    Contract: `model` a Module (not itself a Linear: wrap it in a Sequential) that is not
+    changed; `calibration_loader` an iterable of batches ((inputs, targets) or inputs).
+    Returns a copy of the model, in eval mode, in which each Linear is a QuantizedLinear
+    whose input quantization parameters come from qconfig.activation observers that saw the
+    eval-mode inputs of every calibration batch. Raises TypeError for a bare Linear.
+    """
+    if isinstance(model, Linear):
+        raise TypeError("quantize_model: the model is a bare Linear; wrap it in a Sequential so "
+                        "the layer has a parent to be swapped in")
+    # Idea: observe on a copy, then swap each observed layer for its integer version.
+    ### BEGIN SOLUTION
+    qmodel = copy.deepcopy(model)
+    _swap_modules(qmodel, Linear, lambda linear: ObservedLinear(linear, qconfig))
+    qmodel.eval()
+    with no_grad():
+        for batch in calibration_loader:
+            qmodel(_batch_inputs(batch))
+    _swap_modules(qmodel, ObservedLinear, QuantizedLinear.from_observed)
+    return qmodel
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-quantize-model", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.training import Dropout
+
+with preserved_state():
+    tinytorch.manual_seed(1)
+    _fm = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), Dropout(0.5), nn.Sequential(nn.Linear(16, 3)))
+    _batches = [(tinytorch.randn(8, 6) * (i + 1), None) for i in range(3)]
+    _qm = quantize_model(_fm, _batches)
+_ql = [m for m in _qm.modules() if isinstance(m, QuantizedLinear)]
+assert_equal(len(_ql), 2, "both Linear layers (one nested) become QuantizedLinear")
+assert_equal(sum(isinstance(m, nn.Linear) for m in _fm.modules()), 2, "the float model keeps its Linear layers")
+check(_fm.training and not _qm.training, "the copy is in eval mode; the float model's mode is untouched",
+      got=(_fm.training, _qm.training), expected=(True, False))
+_all_x = np.concatenate([b[0].numpy() for b in _batches])
+_s0, _z0 = _calculate_qparams(_all_x.min(), _all_x.max(), symmetric=False)
+assert_close(_ql[0].input_scale, float(_s0), rtol=1e-6, what="first layer's input range: all batches together")
+_fm.eval()
+with tinytorch.no_grad():
+    _h = nn.ReLU()(_fm[0](Tensor(_all_x))).numpy()         # eval mode: dropout is the identity
+_s1, _ = _calculate_qparams(_h.min(), _h.max(), symmetric=False)
+assert_close(_ql[1].input_scale, float(_s1), rtol=1e-5, what="second layer's range: the eval-mode activations")
+with tinytorch.no_grad():
+    _d = np.abs(_qm(Tensor(_all_x)).numpy() - _fm(Tensor(_all_x)).numpy()).max()
+check(_d < 0.05, "the quantized model's outputs stay close to the float model's", got=float(_d), expected="< 0.05")
+print(f"✓ quantize_model; max |quantized - float| on the calibration data {_d:.4f}")
+
+# %% [markdown]
+# ## 9. Post-training quantization of the digits MLP
+#
+# A real model: the 8×8 digits of module 05, standardised with the training side's
+# statistics, and an MLP with two hidden layers trained with Adam for a few seconds
+# (module 08's recipe). Calibration uses 8 batches of 64 **training** digits — the test
+# set is only for measuring.
+
+# %%
+from tinytorch.data import DataLoader, Digits, TensorDataset
+from tinytorch.optim import Adam
+from tinytorch.training import evaluate, fit
+
+_train, _test = Digits(train=True), Digits(train=False)
+_images = _train.data.numpy().reshape(-1, 64)
+_mu, _sd = _images.mean(0), _images.std(0) + 1e-3
+X_train, y_train = Tensor((_images - _mu) / _sd), _train.targets
+X_test, y_test = Tensor((_test.data.numpy().reshape(-1, 64) - _mu) / _sd), _test.targets
+
+
+def digits_mlp():
+    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def accuracy_of(model):
+    return evaluate(model, [(X_test, y_test)])["accuracy"]
+
+
+tinytorch.manual_seed(0)
+float_model = digits_mlp()
+_t0 = time.perf_counter()
+fit(float_model, nn.CrossEntropyLoss(), Adam(float_model.parameters(), lr=3e-3),
+    DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True), epochs=10, progress=False)
+print(f"trained in {time.perf_counter() - _t0:.1f} s; float32 test accuracy {accuracy_of(float_model):.4f}")
+calibration = list(DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True))[:8]
+
+# %% [markdown]
+# **Predict first.** How many points of test accuracy will int8 post-training quantization
+# (min/max observers, per-channel weights) cost this MLP? And how many times smaller is its
+# stored weight?
+
+# %%
+predicted_int8_drop = None  # your number, in accuracy points (float minus int8)
+
+# %%
+int8_model = quantize_model(float_model, calibration)
+print(int8_model)
+_acc_f, _acc_q = accuracy_of(float_model), accuracy_of(int8_model)
+_fbytes = sum(p.numpy().nbytes for n, p in float_model.named_parameters() if n.endswith("weight"))
+_qbytes = sum(m.weight_int8.nbytes for m in int8_model.modules() if isinstance(m, QuantizedLinear))
+print(f"test accuracy: float32 {_acc_f:.4f}, int8 {_acc_q:.4f}: drop {100 * (_acc_f - _acc_q):+.2f} points; "
+      + ("no prediction written" if predicted_int8_drop is None else f"you predicted {predicted_int8_drop}"))
+print(f"weights: float32 {_fbytes:,d} bytes, int8 {_qbytes:,d} bytes ({_fbytes / _qbytes:.0f}x smaller)")
+with tinytorch.no_grad():
+    _agree = np.mean(float_model(X_test).numpy().argmax(1) == int8_model(X_test).numpy().argmax(1))
+print(f"the two models predict the same class for {100 * _agree:.1f} % of the test digits")
+
+# %% [markdown]
+# Expect a drop of at most a point or so, often none at all (a digit or two may flip either
+# way; the exact figure depends on the trained weights, so read the printed one): at 8 bits
+# each weight moves by at most half of 1/255 of its row's range, far less than the noise
+# training itself leaves in the weights. The number of bits is where it starts to bite.
+# The same pipeline with fewer bits (stored in int8 still; only the range shrinks), for the
+# two activation observers:
+
+# %%
+def qconfig_bits(bits, activation=MinMaxObserver):
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    return QConfig(activation=functools.partial(activation, quant_min=lo, quant_max=hi),
+                   weight=functools.partial(PerChannelMinMaxObserver, ch_axis=0, qscheme=per_channel_symmetric,
+                                            quant_min=lo, quant_max=hi))
+
+
+BITS = [8, 6, 5, 4, 3, 2]
+sweep = {name: [accuracy_of(quantize_model(float_model, calibration, qconfig_bits(b, obs))) for b in BITS]
+         for name, obs in [("min/max", MinMaxObserver),
+                           ("percentile 99.9", functools.partial(PercentileObserver, 99.9))]}
+for name, accs in sweep.items():
+    print(f"{name:16s}" + "  ".join(f"{b} bits {a:.3f}" for b, a in zip(BITS, accs)))
+fig, ax = plt.subplots(figsize=(6, 3.4))
+for (name, accs), marker in zip(sweep.items(), "os"):
+    ax.plot(BITS, accs, marker + "-", label=f"PTQ, activations {name}")
+ax.axhline(_acc_f, color="gray", ls="--", label="float32")
+ax.set_xlabel("bits (weights and activations)")
+ax.set_ylabel("test accuracy")
+ax.invert_xaxis()
+ax.set_title("digits MLP: post-training quantization vs bit width", fontsize=10)
+ax.legend(fontsize=8, loc="lower left")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Down to about 5-6 bits nothing much happens; below, accuracy falls off a cliff, and where
+# exactly depends on the model and the observer (the printed table is this run's). Clipping
+# the activations' tail with the percentile observer usually helps at low bit widths, where
+# every level counts, and matters little at 8 bits. Section 11 asks whether *training* with
+# the rounding can recover what post-training quantization loses at 4 bits.
+#
+# The same `quantize_model` handles any model whose layers it can find: the digits **CNN**
+# of module 09 has two `Linear` layers after its convolution, and only those are quantized
+# (a quantized `Conv2d` would use the same integer core on im2col's columns; we leave the
+# convolution in float).
+
+# %%
+tinytorch.manual_seed(0)
+cnn = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                    nn.Linear(8 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10))
+X_img_train = Tensor(X_train.numpy().reshape(-1, 1, 8, 8))
+X_img_test = Tensor(X_test.numpy().reshape(-1, 1, 8, 8))
+fit(cnn, nn.CrossEntropyLoss(), Adam(cnn.parameters(), lr=3e-3),
+    DataLoader(TensorDataset(X_img_train, y_train), batch_size=64, shuffle=True), epochs=4, progress=False)
+_cal_img = list(DataLoader(TensorDataset(X_img_train, y_train), batch_size=64))[:8]
+qcnn = quantize_model(cnn, _cal_img)
+_acc_cf = evaluate(cnn, [(X_img_test, y_test)])["accuracy"]
+_acc_cq = evaluate(qcnn, [(X_img_test, y_test)])["accuracy"]
+print(f"CNN test accuracy: float32 {_acc_cf:.4f}, Linear layers int8 {_acc_cq:.4f} "
+      f"(drop {100 * (_acc_cf - _acc_cq):+.2f} points)")
+print("quantized layers:", [n for n, m in qcnn.named_modules() if isinstance(m, QuantizedLinear)])
+
+# %% [markdown]
+# ## 10. A systems look: is int8 faster here?
+#
+# int8 moves 4x fewer bytes, and CPUs with VNNI (x86) or dot-product instructions (ARM)
+# multiply four int8 pairs per 32-bit lane per instruction, accumulating in int32: the
+# reason phones run int8 models. But *we* compute with numpy. numpy hands float32 matrix
+# products to a BLAS library (OpenBLAS, MKL, Accelerate: blocked for the caches,
+# vectorised, tuned for years); for integer dtypes it has no BLAS to call and runs a
+# generic loop.
+#
+# **Predict first.** A `Linear(512, 512)` on a batch of 256: how does the time of the int8
+# path (quantize the input, your `_int8_linear`) compare with the float32 path
+# (`x @ W.T + b` in numpy)? Write the ratio int8 / float32.
+
+# %%
+predicted_int8_over_float = None  # your number: time(int8 path) / time(float32 path)
+
+# %%
+_rng = np.random.default_rng(0)
+_W = (_rng.standard_normal((512, 512)) / np.sqrt(512)).astype(np.float32)
+_bias = np.zeros(512, dtype=np.float32)
+_X = np.abs(_rng.standard_normal((256, 512))).astype(np.float32)
+_wobs, _wscale = _weight_qparams(_W, _default_weight_observer)
+_qW = _quantize(_W, _wscale[:, None], 0)
+_xs, _xz = _calculate_qparams(_X.min(), _X.max(), symmetric=False)
+_qX = _quantize(_X, _xs, _xz)
+_acc_int = _qX.astype(np.int32) @ _qW.astype(np.int32).T
+_acc_flt = _qX.astype(np.float32) @ _qW.astype(np.float32).T
+timings = {
+    "float32 x @ W.T + b (BLAS)": median_time(lambda: _X @ _W.T + _bias, repeats=5),
+    "int8 path: quantize x + _int8_linear": median_time(
+        lambda: _int8_linear(_quantize(_X, _xs, _xz), float(_xs), int(_xz), _qW, _wscale, _bias), repeats=3),
+    "  of which the int32 matmul alone": median_time(
+        lambda: _qX.astype(np.int32) @ _qW.astype(np.int32).T, repeats=3),
+    "  the same integers as float32 (BLAS)": median_time(
+        lambda: _qX.astype(np.float32) @ _qW.astype(np.float32).T, repeats=5),
+}
+for _name, _sec in timings.items():
+    print(f"{_name:40s} {_sec * 1e3:8.2f} ms")
+_ratio = timings["int8 path: quantize x + _int8_linear"] / timings["float32 x @ W.T + b (BLAS)"]
+print(f"int8 / float32 = {_ratio:.1f}; "
+      + ("no prediction written" if predicted_int8_over_float is None else f"you predicted {predicted_int8_over_float}"))
+print(f"max |acc| = {np.abs(_acc_int).max():,d} < 2^24 = {2 ** 24:,d}: the float32 product of the integers is "
+      f"{'exact' if np.array_equal(_acc_int, _acc_flt.astype(np.int32)) else 'NOT exact'}")
+print(f"digits MLP on the test set: float32 {median_time(lambda: float_model(X_test), repeats=5) * 1e3:.2f} ms, "
+      f"int8 {median_time(lambda: int8_model(X_test), repeats=5) * 1e3:.2f} ms")
+
+# %% [markdown]
+# Expect the int8 path to be *slower* on numpy, typically by a large factor (ten or more
+# on a large layer; the printed ratio is this machine's, and BLAS threads, the numpy build
+# and the machine's load move it). The integer matmul is the culprit, not the arithmetic:
+# the same integers multiplied as float32 go through BLAS at float speed, and the result
+# is **exact**, since every partial sum stays below $2^{24}$, float32's limit for exact
+# integers (with `in` = 512 and |q| ≤ 128 it cannot exceed $512 \cdot 128 \cdot 127$).
+# Some deployments do exactly that; real int8 speed needs real int8 kernels: FBGEMM and
+# oneDNN on x86, QNNPACK/XNNPACK on ARM, tensor cores on GPUs. On the small digits MLP the
+# fixed costs per layer (quantizing the input, allocating) weigh more than the matmuls, so
+# its ratio differs from the big layer's. What this module measured is the honest result
+# of our implementation: 4x fewer bytes for sure; speed only with hardware support.
+#
+# ## 11. Quantization-aware training
+#
+# At 8 bits post-training quantization costs this model almost nothing; below 4 bits it
+# costs a lot (section 9). **QAT** fine-tunes the float model *with the rounding in the
+# forward pass*: `prepare_qat` swaps each `Linear` for a `QATLinear` (torch's
+# `torch.ao.nn.qat.Linear`) whose input and weight pass through `FakeQuantize` modules
+# (torch's `FakeQuantize`: an observer that records ranges in training mode, then your
+# fake-quantize function). The weights stay float32 and keep learning; the gradient reaches
+# them straight through the rounding. `convert` then builds the `QuantizedLinear`s from
+# the observers, exactly as after calibration. All provided: they are your pieces put
+# together.
+
+# %%
+#| export
+class FakeQuantize(Module):
+    """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
+    training mode (and in eval mode until it has seen data); fresh=True re-observes every
+    call (for weights: their current range)."""
+
+    def __init__(self, observer=MinMaxObserver, fresh=False):
+        super().__init__()
+        self.observer, self.fresh = observer, fresh
+        self.activation_post_process = observer()
+
+    @property
+    def quant_min(self):
+        return self.activation_post_process.quant_min
+
+    @property
+    def quant_max(self):
+        return self.activation_post_process.quant_max
+
+    def calculate_qparams(self):
+        return self.activation_post_process.calculate_qparams()
+
+    def forward(self, x):
+        if self.fresh:
+            self.activation_post_process = self.observer()
+        if self.fresh or self.training or np.any(self.activation_post_process.min_val > self.activation_post_process.max_val):
+            self.activation_post_process(x.detach())  # (in eval mode too, until it has seen data)
+        obs = self.activation_post_process
+        scale, zero_point = obs.calculate_qparams()
+        if obs.qscheme.startswith("per_channel"):
+            return fake_quantize_per_channel_affine(x, scale, zero_point, obs.ch_axis, obs.quant_min, obs.quant_max)
+        return fake_quantize_per_tensor_affine(x, scale, zero_point, obs.quant_min, obs.quant_max)
+
+
+class QATLinear(Module):
+    """A Linear trained under fake quantization of its input and weight (torch.ao.nn.qat.Linear)."""
+
+    def __init__(self, linear, qconfig=default_qconfig):
+        super().__init__()
+        self.linear = linear
+        self.qconfig = qconfig
+        self.activation_post_process = FakeQuantize(qconfig.activation)
+        self.weight_fake_quant = FakeQuantize(qconfig.weight, fresh=True)
+
+    def forward(self, input):
+        out = self.activation_post_process(input) @ self.weight_fake_quant(self.linear.weight).T
+        return out if self.linear.bias is None else out + self.linear.bias
+
+
+def prepare_qat(model, qconfig=default_qconfig):
+    """A copy of `model`, in training mode, with each Linear replaced by a QATLinear."""
+    qat = copy.deepcopy(model)
+    _swap_modules(qat, Linear, lambda linear: QATLinear(linear, qconfig))
+    return qat.train()
+
+
+def convert(model):
+    """A copy of a prepared model (ObservedLinear or QATLinear layers), in eval mode, with
+    each observed layer replaced by a QuantizedLinear (torch.ao.quantization.convert)."""
+    out = copy.deepcopy(model)
+    _swap_modules(out, (ObservedLinear, QATLinear), QuantizedLinear.from_observed)
+    return out.eval()
+
+
+# %% [markdown]
+# The activation observers are the percentile ones of section 9 (with min/max, the running
+# range of a QAT observer only grows while the weights move, and at these widths that
+# hurts; try it). **Predict first.** At 2 bits — 4 levels for every weight row and every
+# activation — post-training quantization lost a lot in section 9. After 5 epochs of QAT
+# fine-tuning, where do you expect the converted 2-bit model's accuracy: near PTQ's, near
+# float's, or in between?
+
+# %%
+predicted_qat_accuracy = None  # your number: test accuracy of the QAT model, 2 bits
+
+# %%
+def qat_qconfig(bits):
+    return QConfig(activation=qconfig_bits(bits, functools.partial(PercentileObserver, 99.9)).activation,
+                   weight=qconfig_bits(bits).weight)
+
+
+_qat_loader = DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True)
+tinytorch.manual_seed(0)
+longer_float = copy.deepcopy(float_model)   # the fair baseline: the same 5 extra epochs, in float
+fit(longer_float, nn.CrossEntropyLoss(), Adam(longer_float.parameters(), lr=1e-3), _qat_loader, epochs=5,
+    progress=False)
+qat_results = {}
+_t0 = time.perf_counter()
+print(f"float32: {accuracy_of(float_model):.4f}; after 5 more float epochs: {accuracy_of(longer_float):.4f}")
+for _bits in (4, 3, 2):
+    tinytorch.manual_seed(0)
+    _qat = prepare_qat(float_model, qat_qconfig(_bits))
+    fit(_qat, nn.CrossEntropyLoss(), Adam(_qat.parameters(), lr=1e-3), _qat_loader, epochs=5, progress=False)
+    qat_results[_bits] = (accuracy_of(quantize_model(float_model, calibration, qat_qconfig(_bits))),
+                          accuracy_of(quantize_model(longer_float, calibration, qat_qconfig(_bits))),
+                          accuracy_of(convert(_qat)))
+    print(f"{_bits} bits: PTQ {qat_results[_bits][0]:.4f}   PTQ of the 5-epochs-longer float model "
+          f"{qat_results[_bits][1]:.4f}   QAT (5 epochs, converted) {qat_results[_bits][2]:.4f}")
+print(f"(three QAT runs in {time.perf_counter() - _t0:.1f} s) "
+      + ("no prediction written" if predicted_qat_accuracy is None else f"you predicted {predicted_qat_accuracy}"))
+fig, ax = plt.subplots(figsize=(6.5, 3.4))
+_labels = ["PTQ", "PTQ, 5 epochs longer", "QAT, 5 epochs"]
+for _k, _label in enumerate(_labels):
+    ax.bar(np.arange(3) + (_k - 1) * 0.27, [qat_results[b][_k] for b in (4, 3, 2)], width=0.27, label=_label)
+ax.axhline(accuracy_of(float_model), color="gray", ls="--", lw=1, label="float32")
+ax.set_xticks(np.arange(3), [f"{b} bits" for b in (4, 3, 2)])
+ax.set_ylabel("test accuracy")
+ax.set_ylim(0, 1.35)
+ax.set_title("digits MLP: quantization-aware training vs post-training", fontsize=10)
+ax.legend(fontsize=8, loc="upper center", ncol=4)
+fig.tight_layout()
+plt.show()
+_qat.eval()
+with tinytorch.no_grad():
+    _fake_logits, _int_logits = _qat(X_test).numpy(), convert(_qat)(X_test).numpy()
+print(f"2-bit fake-quant model vs its integer conversion: median |logit difference| "
+      f"{np.median(np.abs(_fake_logits - _int_logits)):.1e}, same class for "
+      f"{100 * np.mean(_fake_logits.argmax(1) == _int_logits.argmax(1)):.1f} % of the test digits")
+
+# %% [markdown]
+# Expect QAT to match or beat PTQ at every width, and to recover the most where PTQ lost
+# the most (the exact figures depend on the run; a few test digits are a fraction of a
+# point each). The middle column keeps the comparison fair: QAT trained for 5 more epochs,
+# so part of any gain could be that extra training alone; PTQ of a float model trained
+# just as long separates the two effects. The last line is the point of fake quantization: the model trained with
+# `FakeQuantize` computes the same logits as the integer model it converts to, up to float
+# rounding (which now and then nudges a hidden value across a rounding boundary of the next
+# layer, so a rare logit differs by a step), so what the training loss optimised is what
+# gets deployed. The price: QAT
+# needs the training data, a training loop and the time to run it, while PTQ needs a few
+# hundred unlabeled inputs and seconds.
+#
+# ## 12. What PyTorch does
+#
+# - `torch.ao.quantization` has the same pieces: observers (`MinMaxObserver`,
+#   `PerChannelMinMaxObserver`, `MovingAverageMinMaxObserver`, `HistogramObserver`) with
+#   `calculate_qparams()` — our `_calculate_qparams` is its formula; `QConfig` pairs an
+#   activation and a weight observer; `prepare` → calibrate → `convert` (eager mode), or
+#   `prepare_fx`/`convert_fx` on a traced graph, or the newer PT2E flow
+#   (`torch.export` + `prepare_pt2e`/`convert_pt2e`) that hands the graph to a backend.
+# - Quantized tensors (`torch.quantize_per_tensor`, `torch.quantize_per_channel`,
+#   `.int_repr()`, `.dequantize()`) and `torch.fake_quantize_per_tensor_affine` with the
+#   straight-through gradient, as here; QAT modules in `torch.ao.nn.qat`.
+# - The default x86 activations are `quint8` (0..255) with `reduce_range` (7 bits) to avoid
+#   overflow in FBGEMM's 16-bit intermediate sums; weights `qint8` symmetric per channel.
+#   Quantized `Linear` and `Conv2d` kernels (FBGEMM, oneDNN, QNNPACK) keep int8 between
+#   layers: they add the zero-point correction terms and *requantize* the int32
+#   accumulators straight to the next layer's int8 (QNNPACK and gemmlowp with a fixed-point
+#   multiplier), never materialising the float output we return.
+# - `torch.ao.quantization.quantize_dynamic` quantizes weights ahead of time and
+#   activations per batch at run time (no calibration): the usual choice for LSTMs and
+#   transformers' Linear layers on CPU. Large language models go further: 4-bit weight-only
+#   formats with a scale per group of 32-128 weights (GPTQ, AWQ, bitsandbytes), and fp8
+#   on recent GPUs.
+#
+# If PyTorch is installed, our observer's parameters and quantized values equal its:
+
+# %%
+if torch is not None:
+    from torch.ao.quantization import MinMaxObserver as TorchMinMax, PerChannelMinMaxObserver as TorchPerChannel
+
+    _wt = float_model[0].weight.numpy()
+    _theirs = TorchPerChannel(ch_axis=0, dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
+    _theirs(torch.tensor(_wt))
+    _ours = PerChannelMinMaxObserver(ch_axis=0, qscheme=per_channel_symmetric)
+    _ours(_wt)
+    _ts, _tz = _theirs.calculate_qparams()
+    _os, _oz = _ours.calculate_qparams()
+    print("per-channel weight scales equal torch's:", bool(np.array_equal(_os, _ts.numpy())),
+          "| zero points:", bool(np.array_equal(_oz, _tz.numpy())))
+    _tq = torch.quantize_per_channel(torch.tensor(_wt), _ts, _tz, 0, torch.qint8).int_repr().numpy()
+    print("int8 weights equal torch.quantize_per_channel's:",
+          bool(np.array_equal(quantize_per_channel(_wt, _os, _oz, 0).int_repr(), _tq)))
+    _ta = TorchMinMax(dtype=torch.qint8)
+    for _xb, _ in calibration:
+        _ta(torch.tensor(_xb.numpy()))
+    _oa = MinMaxObserver()
+    for _xb, _ in calibration:
+        _oa(_xb)
+    _os, _oz = _oa.calculate_qparams()
+    _ts, _tz = _ta.calculate_qparams()
+    print(f"activation (scale, zero point): ours ({float(_os):.6g}, {int(_oz)}), "
+          f"torch ({float(_ts):.6g}, {int(_tz)})")
+
+# %% [markdown]
+# ## 13. Recap
+#
+# - A quantized number is an integer $q$ with a scale and a zero point:
+#   $\hat x = s(q - z)$. **Affine** fits any range (activations); **symmetric** has $z = 0$
+#   (weights: no correction terms). The range is widened to contain 0 so that zero is exact.
+# - Quantize = divide, round (half to even), add $z$, clamp; inside the range the error is
+#   at most $s/2$. **Per channel** gives each output row its own scale, for free in the
+#   matmul.
+# - **Observers** calibrate activation ranges from data: min/max keeps every value, a
+#   percentile clips the tail for a finer step on the bulk.
+# - **`QuantizedLinear`**: int8 × int8 summed in **int32**, minus $z_x \sum_k q_W$, times
+#   $s_x s_W[j]$, plus the bias. The stored weight is a real int8 array: **4x fewer bytes**,
+#   measured. Its speed needs int8 kernels; numpy has none, and the measurement says so.
+# - **PTQ** (`quantize_model`: copy, observe, calibrate in eval mode, swap) costs the digits
+#   MLP about nothing at 8 bits; below ~4 bits, **QAT** with fake quantization and the
+#   **straight-through** gradient recovers part of the loss.
+#
+# Run `tito test module 15` to check your work. Module 16 shrinks models the other way:
+# fewer weights instead of fewer bits.

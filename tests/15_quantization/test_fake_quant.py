@@ -1,0 +1,82 @@
+"""Fake quantization: forward = quantize-dequantize (torch parity), straight-through backward."""
+import numpy as np
+import pytest
+
+from tinytorch import Tensor
+from tinytorch.ao import quantization as Q
+
+CASES = [(0.1, 0, -128, 127), (0.05, 10, -128, 127), (0.25, -3, -8, 7), (0.5, 1, -4, 3)]
+
+
+@pytest.mark.parametrize("scale,zp,qmin,qmax", CASES)
+def test_fakequantizefunction_forward_equals_quantize_dequantize(scale, zp, qmin, qmax):
+    x = np.random.default_rng(0).standard_normal(500).astype(np.float32) * 4
+    y = Q.fake_quantize_per_tensor_affine(Tensor(x), scale, zp, qmin, qmax)
+    s = np.float32(scale)
+    expected = Q._dequantize(Q._quantize(x, s, zp, qmin, qmax), s, zp)
+    np.testing.assert_allclose(y.numpy(), expected, rtol=0, atol=1e-6,
+                               err_msg="fake quant forward must equal dequantize(quantize(x))")
+    assert y.dtype == np.float32 and y.shape == x.shape, "same shape and dtype as the input"
+
+
+@pytest.mark.parametrize("scale,zp,qmin,qmax", CASES)
+def test_fakequantizefunction_forward_and_backward_match_torch(torch, scale, zp, qmin, qmax):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((4, 60)) * 5).astype(np.float32)
+    x[0, :4] = np.array([qmin - zp, qmax - zp, qmin - zp - 1, qmax - zp + 1], dtype=np.float32) * scale  # range ends
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    xo = Tensor(x, requires_grad=True)
+    yo = Q.fake_quantize_per_tensor_affine(xo, scale, zp, qmin, qmax)
+    yo.backward(Tensor(g))
+    xt = torch.tensor(x, requires_grad=True)
+    yt = torch.fake_quantize_per_tensor_affine(xt, scale, zp, qmin, qmax)
+    yt.backward(torch.tensor(g))
+    np.testing.assert_allclose(yo.numpy(), yt.detach().numpy(), rtol=0, atol=1e-6,
+                               err_msg="forward equals torch.fake_quantize_per_tensor_affine")
+    np.testing.assert_array_equal(xo.grad.numpy(), xt.grad.numpy(),
+                                  err_msg="straight-through gradient equals torch's (range ends included)")
+
+
+def test_fakequantizefunction_backward_straight_through_inside_zero_outside():
+    x = np.linspace(-3, 3, 121, dtype=np.float32)
+    xo = Tensor(x, requires_grad=True)
+    Q.fake_quantize_per_tensor_affine(xo, 0.2, 0, -8, 7).backward(Tensor(np.full(121, 2.5, np.float32)))
+    q = np.round(x / np.float32(0.2))
+    inside = (q >= -8) & (q <= 7)
+    assert inside.any() and (~inside).any(), "the test needs both kinds of element"
+    np.testing.assert_array_equal(xo.grad.numpy()[inside], np.full(inside.sum(), 2.5, np.float32),
+                                  err_msg="inside the range the upstream gradient passes unchanged")
+    np.testing.assert_array_equal(xo.grad.numpy()[~inside], np.zeros((~inside).sum(), np.float32),
+                                  err_msg="outside the range (clamped) the gradient is 0")
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_fakequantizefunction_per_channel_matches_torch(torch, axis):
+    rng = np.random.default_rng(4 + axis)
+    x = (rng.standard_normal((5, 7)) * 3).astype(np.float32)
+    C = x.shape[axis]
+    scale = rng.uniform(0.05, 0.3, C).astype(np.float32)
+    zp = rng.integers(-3, 3, C).astype(np.int64)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    xo = Tensor(x, requires_grad=True)
+    yo = Q.fake_quantize_per_channel_affine(xo, scale, zp, axis, -8, 7)
+    yo.backward(Tensor(g))
+    xt = torch.tensor(x, requires_grad=True)
+    yt = torch.fake_quantize_per_channel_affine(xt, torch.tensor(scale), torch.tensor(zp, dtype=torch.int32), axis, -8, 7)
+    yt.backward(torch.tensor(g))
+    np.testing.assert_allclose(yo.numpy(), yt.detach().numpy(), rtol=0, atol=1e-6,
+                               err_msg=f"per-channel fake quant along axis {axis} equals torch's")
+    np.testing.assert_array_equal(xo.grad.numpy(), xt.grad.numpy(), err_msg="per-channel gradient mask equals torch's")
+
+
+def test_fakequantizefunction_backward_reaches_weights_in_qat():
+    import tinytorch as tt
+    from tinytorch import nn
+
+    tt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3))
+    qat = Q.prepare_qat(model)
+    loss = (qat(tt.randn(5, 4)) ** 2).sum()
+    loss.backward()
+    grad = qat[0].linear.weight.grad
+    assert grad is not None and np.abs(grad.numpy()).sum() > 0, "QAT weights receive a gradient through fake quant"

@@ -1,0 +1,85 @@
+"""Scale and zero point from a range: torch's observers' formula, widening to 0, the eps floor."""
+import numpy as np
+import pytest
+
+from tinytorch.ao import quantization as Q
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+RANGES = [(-1.0, 3.0), (0.5, 2.0), (-4.0, -0.25), (-0.731, 0.0419), (0.0, 0.0), (-1e-3, 250.0)]
+
+
+def _torch_qparams(torch, values, symmetric, per_channel, quant_min=-128, quant_max=127):
+    from torch.ao.quantization import MinMaxObserver, PerChannelMinMaxObserver
+
+    if per_channel:
+        scheme = torch.per_channel_symmetric if symmetric else torch.per_channel_affine
+        obs = PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8, qscheme=scheme,
+                                       quant_min=quant_min, quant_max=quant_max)
+    else:
+        scheme = torch.per_tensor_symmetric if symmetric else torch.per_tensor_affine
+        obs = MinMaxObserver(dtype=torch.qint8, qscheme=scheme, quant_min=quant_min, quant_max=quant_max)
+    obs(torch.tensor(values))
+    scale, zp = obs.calculate_qparams()
+    return scale.numpy().reshape(-1), zp.numpy().reshape(-1)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("lo,hi", RANGES)
+def test_calculate_qparams_matches_torch_per_tensor(torch, lo, hi, symmetric):
+    values = np.array([lo, (lo + hi) / 2, hi], dtype=np.float32)
+    scale, zp = Q._calculate_qparams(np.float32(lo), np.float32(hi), symmetric)
+    ts, tz = _torch_qparams(torch, values, symmetric, per_channel=False)
+    assert np.asarray(scale).dtype == np.float32, f"scale must be float32, got {np.asarray(scale).dtype}"
+    np.testing.assert_array_equal(np.asarray(scale).reshape(-1), ts,
+                                  err_msg=f"scale of [{lo}, {hi}] (symmetric={symmetric}) should equal torch's")
+    np.testing.assert_array_equal(np.asarray(zp).reshape(-1), tz,
+                                  err_msg=f"zero point of [{lo}, {hi}] (symmetric={symmetric}) should equal torch's")
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_calculate_qparams_matches_torch_per_channel(torch, symmetric):
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((7, 9)) * rng.uniform(0.01, 5, (7, 1)) + rng.uniform(-2, 2, (7, 1))).astype(np.float32)
+    w[3] = 0.0                     # an all-zero channel: scale falls back to eps
+    w[5] = np.abs(w[5]) + 0.5      # an all-positive channel: widened to include 0
+    scale, zp = Q._calculate_qparams(w.min(1), w.max(1), symmetric)
+    ts, tz = _torch_qparams(torch, w, symmetric, per_channel=True)
+    np.testing.assert_array_equal(scale, ts, err_msg="per-channel scales should equal torch's")
+    np.testing.assert_array_equal(zp, tz, err_msg="per-channel zero points should equal torch's")
+    assert zp.dtype == np.int64, f"zero points must be int64, got {zp.dtype}"
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_calculate_qparams_matches_torch_4bit(torch, symmetric):
+    values = np.array([-0.3, 1.7, 0.2], dtype=np.float32)
+    scale, zp = Q._calculate_qparams(values.min(), values.max(), symmetric, -8, 7)
+    ts, tz = _torch_qparams(torch, values, symmetric, per_channel=False, quant_min=-8, quant_max=7)
+    np.testing.assert_array_equal(np.asarray(scale).reshape(-1), ts, err_msg="4-bit scale should equal torch's")
+    np.testing.assert_array_equal(np.asarray(zp).reshape(-1), tz, err_msg="4-bit zero point should equal torch's")
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("lo,hi", [(0.5, 2.0), (-3.0, -1.0), (-1.3, 2.9)])
+def test_calculate_qparams_zero_is_exact(lo, hi, symmetric):
+    scale, zp = Q._calculate_qparams(np.float32(lo), np.float32(hi), symmetric)
+    assert -128 <= int(zp) <= 127, f"zero point {int(zp)} must lie in [-128, 127]"
+    back = Q._dequantize(Q._quantize(np.zeros(3, np.float32), scale, zp), scale, zp)
+    np.testing.assert_array_equal(back, np.zeros(3, np.float32),
+                                  err_msg=f"0 must be exactly representable for the range [{lo}, {hi}]")
+    # the widened range is covered: both ends come back within half a step
+    ends = np.array([min(lo, 0.0), max(hi, 0.0)], dtype=np.float32)
+    err = np.abs(Q._dequantize(Q._quantize(ends, scale, zp), scale, zp) - ends)
+    if not symmetric:
+        assert err.max() <= float(scale) * 0.5 + 1e-6, f"ends of the widened range off by {err} (scale {scale})"
+
+
+def test_calculate_qparams_zero_range_uses_eps():
+    scale, zp = Q._calculate_qparams(np.float32(0.0), np.float32(0.0), False)
+    assert float(scale) == float(np.finfo(np.float32).eps), f"scale of an all-zero range should be eps, got {scale}"
+    assert int(zp) == -128, f"zero point of [0, 0] should be -128, got {zp}"
+
+
+def test_calculate_qparams_rejects_min_above_max():
+    with pytest.raises(ValueError, match="min"):
+        Q._calculate_qparams(np.float32(2.0), np.float32(1.0), False)

@@ -1,0 +1,108 @@
+"""quantize_model: nested swaps, a copy, calibration on every batch in eval mode; the digits MLP."""
+import numpy as np
+import pytest
+
+import tinytorch as tt
+from tinytorch import Tensor, nn
+from tinytorch.ao import quantization as Q
+from tinytorch.data import DataLoader, Digits, TensorDataset
+from tinytorch.optim import Adam
+from tinytorch.training import Dropout, evaluate, fit
+
+
+def test_swap_modules_nested():
+    tt.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.Sequential(nn.ReLU(), nn.Sequential(nn.Linear(4, 4))), nn.Linear(4, 2))
+    n = Q._swap_modules(net, nn.Linear, Q.ObservedLinear)
+    assert n == 3, f"three Linear layers at depths 1 and 3 should be swapped, got {n}"
+    kinds = [type(m).__name__ for m in (net[0], net[1][1][0], net[2])]
+    assert kinds == ["ObservedLinear"] * 3, f"each Linear replaced in place, got {kinds}"
+    assert isinstance(net[1][0], nn.ReLU), "other modules untouched"
+    assert isinstance(net[0].linear, nn.Linear), "the replacement (holding the original) is not searched again"
+    single = nn.Linear(2, 2)
+    assert Q._swap_modules(single, nn.Linear, Q.ObservedLinear) == 0, "the root module itself is not swapped"
+
+
+def _small_model(seed=1):
+    tt.manual_seed(seed)
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), Dropout(0.5), nn.Sequential(nn.Linear(16, 3)))
+
+
+def test_quantize_model_leaves_float_model_untouched():
+    model = _small_model()
+    before = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    x = tt.randn(5, 6)
+    q = Q.quantize_model(model, [x, x * 2])
+    assert q is not model, "quantize_model returns a new model"
+    assert sum(isinstance(m, nn.Linear) for m in model.modules()) == 2, "the float model keeps its Linear layers"
+    assert model.training, "the float model's mode is unchanged"
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), before[k], err_msg=f"float parameter {k} unchanged")
+    assert sum(isinstance(m, Q.QuantizedLinear) for m in q.modules()) == 2, "both Linear layers quantized"
+    assert not q.training, "the quantized model is in eval mode"
+
+
+def test_quantize_model_calibrates_on_every_batch_in_eval_mode():
+    model = _small_model(2)
+    rng = np.random.default_rng(0)
+    batches = [(Tensor(rng.standard_normal((8, 6)).astype(np.float32) * (k + 1)), None) for k in range(4)]
+    q = Q.quantize_model(model, batches)
+    qls = [m for m in q.modules() if isinstance(m, Q.QuantizedLinear)]
+    allx = np.concatenate([b[0].numpy() for b in batches])
+    s0, z0 = Q._calculate_qparams(np.float32(allx.min()), np.float32(allx.max()), False)
+    assert np.isclose(qls[0].input_scale, float(s0), rtol=1e-6) and qls[0].input_zero_point == int(z0), \
+        f"first layer's input qparams ({qls[0].input_scale}, {qls[0].input_zero_point}) should come from all batches ({s0}, {z0})"
+    model.eval()
+    with tt.no_grad():
+        h = nn.ReLU()(model[0](Tensor(allx))).numpy()
+    s1, z1 = Q._calculate_qparams(np.float32(h.min()), np.float32(h.max()), False)
+    assert np.isclose(qls[1].input_scale, float(s1), rtol=1e-5), \
+        f"second layer's input scale {qls[1].input_scale} should be from eval-mode activations (no dropout): {s1}"
+
+
+@pytest.fixture(scope="module")
+def digits():
+    tr, te = Digits(train=True), Digits(train=False)
+    images = tr.data.numpy().reshape(-1, 64)
+    mu, sd = images.mean(0), images.std(0) + 1e-3
+    X, y = Tensor((images - mu) / sd), tr.targets
+    Xt, yt = Tensor((te.data.numpy().reshape(-1, 64) - mu) / sd), te.targets
+    tt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+    fit(model, nn.CrossEntropyLoss(), Adam(model.parameters(), lr=3e-3),
+        DataLoader(TensorDataset(X, y), batch_size=64, shuffle=True), epochs=10, progress=False)
+    calibration = list(DataLoader(TensorDataset(X, y), batch_size=64))[:8]
+    return model, calibration, (Xt, yt)
+
+
+def test_quantize_model_digits_mlp_within_two_points(digits):
+    model, calibration, test = digits
+    float_acc = evaluate(model, [test])["accuracy"]
+    assert float_acc > 0.92, f"the float MLP should train to > 92% (got {float_acc}); the setup is broken"
+    q = Q.quantize_model(model, calibration)
+    q_acc = evaluate(q, [test])["accuracy"]
+    assert q_acc >= float_acc - 0.02, f"int8 accuracy {q_acc:.4f} should be within 2 points of float {float_acc:.4f}"
+    qls = [m for m in q.modules() if isinstance(m, Q.QuantizedLinear)]
+    assert len(qls) == 3, f"all three Linear layers quantized, got {len(qls)}"
+    for ql, lin in zip(qls, [m for m in model.modules() if isinstance(m, nn.Linear)]):
+        assert ql.weight_int8.dtype == np.int8, "stored weights are int8"
+        assert ql.weight_int8.nbytes * 4 == lin.weight.numpy().nbytes, "each stored weight is exactly 4x smaller"
+
+
+def test_quantize_model_then_qat_convert_matches_fake_quant(digits):
+    model, calibration, (Xt, _) = digits
+    qat = Q.prepare_qat(model)
+    with tt.no_grad():
+        for xb, _ in calibration:
+            qat(xb)
+    qat.eval()
+    with tt.no_grad():
+        fake = qat(Xt).numpy()
+    real = Q.convert(qat)(Xt).numpy()
+    # float rounding may push a rare hidden value across a rounding boundary: compare row by row
+    same = np.all(np.abs(real - fake) <= 1e-4 + 1e-4 * np.abs(fake), axis=1)
+    assert same.mean() >= 0.97, (f"the fake-quantized model should compute what its integer conversion computes: "
+                                 f"only {same.mean():.3f} of the rows agree within 1e-4")
+    agree = np.mean(real.argmax(1) == fake.argmax(1))
+    assert agree >= 0.99, f"the two should predict the same class (agree on {agree:.3f} of the digits)"
+
