@@ -80,7 +80,7 @@ def _hidden_test_lines(source):
     return lines
 
 
-def _submissions(course, root, slug, name):
+def _submissions(course, root, slug, name, everyone):
     released = nbformat.read(course.path(f"modules/{slug}/{name}.ipynb"), as_version=4)
     solved = jupytext.read(course.path(f"solutions/{slug}/{name}.py"))
     for cell in solved.cells:
@@ -94,7 +94,8 @@ def _submissions(course, root, slug, name):
             nbformat.write(nb, root / student / filename)
 
     submit("complete", solved)
-    submit("empty", released)
+    if everyone:  # (tito verify grades the released notebook of every module already)
+        submit("empty", released)
     for student, code in [("imports_reference", IMPORT_REFERENCE),
                           ("reads_instructor_files", READ_INSTRUCTOR_FILES.format(slug=slug))]:
         nb = _copy(released)
@@ -105,23 +106,29 @@ def _submissions(course, root, slug, name):
         nb = _copy(released)
         _solution_cells(nb)[0].source = code
         submit(student, nb)
-    edits = _copy(released)  # every test cell edited to pass: nbgrader restores them
-    for cell in _graded_cells(edits):
-        cell.source = "pass"
-    submit("edits_tests", edits)
-    looping = _copy(solved)  # an endless loop: the cell timeout stops it, the rest still runs
-    _solution_cells(looping)[0].source = "while True:\n    pass\n\n" + _solution_cells(looping)[0].source
-    submit("loops", looping)
+    if everyone:  # honest mistakes, on one module
+        edits = _copy(released)  # every test cell edited to pass: nbgrader restores them
+        for cell in _graded_cells(edits):
+            cell.source = "pass"
+        submit("edits_tests", edits)
+        looping = _copy(solved)  # an endless loop: the cell timeout stops it, the rest still runs
+        _solution_cells(looping)[0].source = "while True:\n    pass\n\n" + _solution_cells(looping)[0].source
+        submit("loops", looping)
+        deleted = _copy(solved)  # a complete notebook whose first test cell was deleted
+        deleted.cells.remove(_graded_cells(deleted)[0])
+        submit("deletes_a_test", deleted)
     (root / "missing").mkdir()
     submit("misnamed", solved, filename=f"{name} (1).ipynb")
     submit("broken", '{"cells": [ not json')
     return sum(c.metadata["nbgrader"]["points"] for c in _graded_cells(solved))
 
 
-@pytest.mark.parametrize("slug, name", [("02_activations", "activations"), ("04_losses", "losses")])
-def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, name):
+@pytest.mark.parametrize("slug, name, everyone", [("02_activations", "activations", True),
+                                                  ("04_losses", "losses", False)])
+def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, name, everyone):
+    """On 02 every case; on 04 the attacks, beside a complete submission they must not touch."""
     subs = tmp_path / "submissions"
-    total = _submissions(course, subs, slug, name)
+    total = _submissions(course, subs, slug, name, everyone)
     before = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
     grading = tmp_path / "grading"
     out = course.tito("grade", slug[:2], str(subs), "--course-dir", str(grading), "--jobs", "2", "--timeout", "60",
@@ -138,13 +145,16 @@ def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, n
     assert (score("complete"), float(rows["complete"]["max_score"]), rows["complete"]["status"]) == \
         (total, total, "graded"), report
     assert rows["complete"]["tests_passed"] == rows["complete"]["tests_total"], report
-    assert score("empty") == 0 and rows["empty"]["status"] == "graded", report
-    assert score("edits_tests") == 0, report
+    if everyone:
+        assert score("empty") == 0 and rows["empty"]["status"] == "graded", report
+        assert score("edits_tests") == 0, report
+        assert rows["loops"]["status"] != "not graded" and score("loops") < total, report
+        lost = _graded_cells(jupytext.read(course.path(f"solutions/{slug}/{name}.py")))[0].metadata["nbgrader"]["points"]
+        assert score("deletes_a_test") <= total - lost, report
     assert score("imports_reference") == 0, report            # the kernel has no reference of this module
     assert score("reads_instructor_files") == 0, report       # the sandbox shows no course files
     assert rows["switches_tests_off"]["status"] == "flagged", report  # in-kernel tests off: caught outside it
     assert score("vandal") == 0, report
-    assert rows["loops"]["status"] != "not graded" and score("loops") < total, report
     # the vandal changed nobody's grade or file
     assert score("complete") == total, report
     after = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
