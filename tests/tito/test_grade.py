@@ -168,3 +168,24 @@ def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, n
     hidden = _hidden_test_lines(course.path(f"solutions/{slug}/{name}.py").read_text())
     leaked = [line for line in hidden if line in htmllib.unescape(html)]
     assert not leaked, f"hidden tests appear in the feedback: {leaked[:3]}"
+
+
+def test_grading_refuses_without_a_working_sandbox_and_says_how_to_override(course, tmp_path):
+    import os
+    import sys
+    from pathlib import Path
+
+    bin_dir = tmp_path / "bin"  # a PATH with this Python but no bwrap
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    subs = tmp_path / "submissions" / "alice"
+    subs.mkdir(parents=True)
+    nbformat.write(nbformat.read(course.path("modules/02_activations/activations.ipynb"), as_version=4),
+                   subs / "activations.ipynb")
+    path = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent)])
+    for args in (("grade", "setup"), ("grade", "02", str(subs.parent))):
+        out = course.tito(*args, PATH=path)
+        assert out.returncode != 0, out.stdout + out.stderr
+        assert "bubblewrap" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert "--unsafe-no-sandbox" in out.stderr, out.stderr
+    assert not (course.path("build") / "grading" / "grades.csv").exists(), "it graded anyway"
