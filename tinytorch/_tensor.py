@@ -795,6 +795,7 @@ class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _Tenso
 
 # -- cell 38 (dispatch) --
 _grad_enabled = True
+_DISPATCH_MODES = []  # the active DispatchModes, innermost last (see "An extension point" below)
 
 
 def is_grad_enabled():
@@ -862,9 +863,6 @@ def apply(op, forward, *inputs, **attrs):
 
 
 # -- cell 42 --
-_DISPATCH_MODES = []  # the active DispatchModes, the innermost last
-
-
 class DispatchMode:
     """Code that sees every op on its way through the dispatcher: forward ops in `apply` and,
     once module 06 exists, backward rules in its `call_rule`.

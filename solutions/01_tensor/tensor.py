@@ -1367,6 +1367,7 @@ print("✓ Tensor storage and layout:", (_x.shape, _x._strides, _x._offset))
 # %% nbgrader={"grade": false, "grade_id": "dispatch", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 _grad_enabled = True
+_DISPATCH_MODES = []  # the active DispatchModes, innermost last (see "An extension point" below)
 
 
 def is_grad_enabled():
@@ -1469,8 +1470,6 @@ print("✓ dispatch: w * constant records", _z.grad_fn)
 
 # %%
 #| export
-_DISPATCH_MODES = []  # the active DispatchModes, the innermost last
-
 
 class DispatchMode:
     """Code that sees every op on its way through the dispatcher: forward ops in `apply` and,
