@@ -104,13 +104,12 @@ def collect(folder: Path, module: Module) -> tuple[dict[str, Path], list[Result]
 # --- what a notebook does to the grading machinery -------------------------------------
 
 _HOOK_ATTRS = {"input_transformers_cleanup", "input_transformers_post", "ast_transformers", "settrace",
-               "setprofile", "monitoring", "set_custom_exc", "showtraceback", "run_cell", "events"}
-_HOOK_NAMES = {"get_ipython", "builtins", "__builtins__", "sys.settrace"}
+               "setprofile", "monitoring", "set_custom_exc", "showtraceback", "run_cell", "events",
+               "register_magic_function"}
+_HOOK_NAMES = {"get_ipython", "builtins", "__builtins__"}
 
 
-def tampering(nb) -> list[str]:
-    """What a notebook's code does that only code subverting the checks needs: IPython input
-    or AST transformers, event hooks, trace/profile hooks, rebinding builtins."""
+def _hooks_in(nb) -> set[str]:
     found = set()
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -127,8 +126,18 @@ def tampering(nb) -> list[str]:
                 found.add(f"uses {node.id}")
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] + ([node.module] if getattr(node, "module", None) else [])
-                if any(n.split(".")[0] in ("builtins", "IPython", "ipykernel", "nbgrader") for n in names):
+                if any(n and n.split(".")[0] in ("builtins", "nbgrader", "ipykernel") for n in names):
                     found.add(f"imports {', '.join(sorted(n for n in names if n))}")
+    return found
+
+
+def tampering(nb, source_nb=None) -> list[str]:
+    """What a notebook's code does that only code subverting the checks needs, and the
+    course's own notebook (`source_nb`) does not: IPython input or AST transformers, event
+    hooks, trace/profile hooks, rebinding builtins."""
+    found = _hooks_in(nb)
+    if source_nb is not None:
+        found -= _hooks_in(source_nb)
     return sorted(found)
 
 
@@ -264,7 +273,8 @@ def grade_one(root: Path, module: Module, template: Path, course_dir: Path, stud
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    hooks = tampering(nbformat.read(notebook_path, as_version=4))
+    source = template / "source" / module.slug / f"{module.name}.ipynb"
+    hooks = tampering(nbformat.read(notebook_path, as_version=4), nbformat.read(source, as_version=4))
     _run_notebook(module, template, work, student, notebook_path, prefix, env, cell_timeout, use_sandbox, result)
     if with_tests and result.status != "not graded":
         _run_tests(root, module, work, notebook_path, prefix, use_sandbox, result)
