@@ -15,3 +15,4 @@ from tinytorch import autograd  # noqa: E402
 from tinytorch import optim  # noqa: E402  (module 07)
 from tinytorch import text  # noqa: E402  (module 10)
 from tinytorch.training import save, load  # noqa: E402  (module 08)
+from tinytorch import cuda  # noqa: E402  (module 17: the GPU backend, imports numba lazily)
