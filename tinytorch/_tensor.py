@@ -868,6 +868,10 @@ class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _Tenso
 
 # -- cell 38 (dispatch) --
 _grad_enabled = True
+_DEVICES_IN_USE = set()  # device types that some tensor was ever moved to ("cuda"; module 17)
+_KERNELS = {}  # (op or backward-rule name, device type) -> kernel; filled by backends
+LAYOUT_ONLY = "layout only"  # a registry entry: the op only computes a layout, run it as is
+_DISPATCH_MODES = []  # the active DispatchModes (see DispatchMode below), the innermost last
 
 
 def is_grad_enabled():
@@ -944,9 +948,6 @@ def apply(op, forward, *inputs, **attrs):
 
 
 # -- cell 42 --
-_DISPATCH_MODES = []  # the active DispatchModes, the innermost last
-
-
 class DispatchMode:
     """Code that sees every op on its way through the dispatcher: forward ops in `apply` and,
     once module 06 exists, backward rules in its `call_rule`.
@@ -975,11 +976,6 @@ class DispatchMode:
                 del _DISPATCH_MODES[i]
                 break
         return False
-
-
-_DEVICES_IN_USE = set()  # device types that some tensor was ever moved to ("cuda")
-_KERNELS = {}  # (op or backward-rule name, device type) -> kernel; filled by backends
-LAYOUT_ONLY = "layout only"  # a registry entry: the op only computes a layout, run it as is
 
 
 def register_kernel(op, device_type, fn):

@@ -1440,6 +1440,10 @@ print("✓ Tensor storage and layout:", (_x.shape, _x._strides, _x._offset))
 # %% nbgrader={"grade": false, "grade_id": "dispatch", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 _grad_enabled = True
+_DEVICES_IN_USE = set()  # device types that some tensor was ever moved to ("cuda"; module 17)
+_KERNELS = {}  # (op or backward-rule name, device type) -> kernel; filled by backends
+LAYOUT_ONLY = "layout only"  # a registry entry: the op only computes a layout, run it as is
+_DISPATCH_MODES = []  # the active DispatchModes (see DispatchMode below), the innermost last
 
 
 def is_grad_enabled():
@@ -1564,9 +1568,6 @@ print("✓ dispatch: w * constant records", _z.grad_fn)
 
 # %%
 #| export
-_DISPATCH_MODES = []  # the active DispatchModes, the innermost last
-
-
 class DispatchMode:
     """Code that sees every op on its way through the dispatcher: forward ops in `apply` and,
     once module 06 exists, backward rules in its `call_rule`.
@@ -1595,11 +1596,6 @@ class DispatchMode:
                 del _DISPATCH_MODES[i]
                 break
         return False
-
-
-_DEVICES_IN_USE = set()  # device types that some tensor was ever moved to ("cuda")
-_KERNELS = {}  # (op or backward-rule name, device type) -> kernel; filled by backends
-LAYOUT_ONLY = "layout only"  # a registry entry: the op only computes a layout, run it as is
 
 
 def register_kernel(op, device_type, fn):

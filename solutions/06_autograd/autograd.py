@@ -685,7 +685,7 @@ def _sqrt_backward(node, grad):
     return (grad / (2 * node.output),)
 
 
-@backward_rule("to", "contiguous", "clone", "to_device")
+@backward_rule("to", "contiguous", "clone")
 def _identity_backward(node, grad):
     return (grad,)
 

@@ -782,10 +782,11 @@ _dst = np.empty_like(_big)
 _t_copy = median_time(lambda: np.copyto(_dst, _big))
 BANDWIDTH = 2 * _big.nbytes / _t_copy  # bytes per second, read + write
 _P = np.random.default_rng(8).standard_normal((1024, 1024)).astype(np.float32)
-PEAK = 2 * 1024 ** 3 / median_time(lambda: _P @ _P, repeats=3)  # FLOP per second
+# FLOP per second: the best BLAS rate seen (here at n = 1024, and at n = 256 in section 4)
+PEAK = max(2 * 1024 ** 3 / median_time(lambda: _P @ _P, repeats=3), _flops / _times["numpy"])
 print(f"measured bandwidth {BANDWIDTH / 1e9:.1f} GB/s | your prediction:",
       predicted_bandwidth_gbs if predicted_bandwidth_gbs is not None else "none given")
-print(f"measured peak (BLAS sgemm, 1024^3) {PEAK / 1e9:.1f} GFLOP/s; ridge point at "
+print(f"measured peak (best BLAS sgemm) {PEAK / 1e9:.1f} GFLOP/s; ridge point at "
       f"I = {PEAK / BANDWIDTH:.1f} FLOP/byte")
 
 # %% [markdown]
@@ -830,15 +831,18 @@ fig.savefig(os.path.join(tempfile.gettempdir(), "tinytorch_roofline.png"), dpi=9
 plt.show()
 
 # %% [markdown]
-# Read the picture. The memory-bound kernels (left of the dotted ridge) should sit near the
-# slanted line: the sum and the fused GELU are limited by bandwidth, and the unfused numpy
-# version sits at a sixth of the fused one's intensity, because it moves the data six times
-# for the same arithmetic. The matmuls share one intensity (the minimum traffic), so their
-# vertical spread is pure cache behaviour: i-j-k far below the roof, because it really moves
-# much more than the minimum; BLAS closest to it (by construction, since BLAS defined the
-# roof). Points above the slanted line are possible for small inputs that fit in cache,
-# where the bandwidth is higher than the copy measured. The positions change with the
-# machine; the ordering rarely does.
+# Read the picture. Left of the dotted ridge a kernel can at best reach the slanted line
+# (bandwidth-bound), right of it the flat one (compute-bound). The unfused numpy GELU sits at
+# a sixth of the fused kernel's intensity: it moves the data six times for the same
+# arithmetic. Both GELUs usually sit well below the roof, and that is a lesson about the
+# model itself: the erf we counted as one operation is really a polynomial of a dozen or so,
+# so the true intensity is higher and the kernel is limited by arithmetic, not memory. A
+# roofline is only as good as its FLOP count. The matmuls share one intensity (the minimum
+# traffic), so their vertical spread is cache behaviour: i-j-k far below the roof, since it
+# really moves much more than the minimum; BLAS at the roof (it defined the peak). Points
+# can sit above the slanted line when their data fits in cache, whose bandwidth is higher
+# than the large copy's. On a machine shared with other work the points scatter from run to
+# run; the ordering of the matmuls rarely changes.
 
 # %% [markdown]
 # ## 7. The GPU: a grid of blocks of threads
@@ -1582,7 +1586,8 @@ _LAYOUT_RULES = ("PermuteBackward", "TransposeBackward", "ViewBackward", "Reshap
 
 
 def register():
-    """Register the cuda kernels of the ops an MLP needs, forward and backward."""
+    """Register the cuda kernels of the ops an MLP needs, forward and backward, and the
+    backward rule of a device move ("to_device") with autograd."""
     forward = {
         "add": _zip_op(ADD), "sub": _zip_op(SUB), "mul": _zip_op(MUL), "div": _zip_op(DIV),
         "neg": _map_op(NEG), "exp": _map_op(EXP, True), "log": _map_op(LOG, True),
@@ -1605,6 +1610,9 @@ def register():
         "MeanBackward": _mean_backward, "MseLossBackward": _mse_loss_backward,
         "LogSoftmaxBackward": _log_softmax_backward, "NllLossBackward": _nll_loss_backward,
     }
+    from tinytorch.autograd import BACKWARD_RULES, backward_rule  # module 06
+    if "to_device" not in BACKWARD_RULES:  # a move passes the gradient back unchanged
+        backward_rule("to_device")(lambda node, grad: (grad,))
     for op, fn in forward.items():
         register_kernel(op, "cuda", fn)
     for name, fn in backward.items():

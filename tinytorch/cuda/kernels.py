@@ -390,7 +390,8 @@ _LAYOUT_RULES = ("PermuteBackward", "TransposeBackward", "ViewBackward", "Reshap
 
 
 def register():
-    """Register the cuda kernels of the ops an MLP needs, forward and backward."""
+    """Register the cuda kernels of the ops an MLP needs, forward and backward, and the
+    backward rule of a device move ("to_device") with autograd."""
     forward = {
         "add": _zip_op(ADD), "sub": _zip_op(SUB), "mul": _zip_op(MUL), "div": _zip_op(DIV),
         "neg": _map_op(NEG), "exp": _map_op(EXP, True), "log": _map_op(LOG, True),
@@ -413,6 +414,9 @@ def register():
         "MeanBackward": _mean_backward, "MseLossBackward": _mse_loss_backward,
         "LogSoftmaxBackward": _log_softmax_backward, "NllLossBackward": _nll_loss_backward,
     }
+    from tinytorch.autograd import BACKWARD_RULES, backward_rule  # module 06
+    if "to_device" not in BACKWARD_RULES:  # a move passes the gradient back unchanged
+        backward_rule("to_device")(lambda node, grad: (grad,))
     for op, fn in forward.items():
         register_kernel(op, "cuda", fn)
     for name, fn in backward.items():
