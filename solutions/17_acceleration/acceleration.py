@@ -676,9 +676,10 @@ print(f"measured t(ijk)/t(ikj) = {_times['ijk'] / _times['ikj']:.1f} | your pred
       predicted_loop_order_ratio if predicted_loop_order_ratio is not None else "none given")
 
 # %% [markdown]
-# Expect i-k-j several times faster than i-j-k (contiguous, vectorised inner loop), blocking
-# to be about as fast as i-k-j at this size (B, 256 KiB, still fits in a typical L2 cache; the
-# tiles pay off once it does not), and numpy's BLAS to stay
+# Expect i-k-j several times faster than i-j-k (contiguous, vectorised inner loop). Do not
+# expect the blocked kernel to beat i-k-j at this size: B (256 KiB) still fits in a typical
+# L2 cache, so there is little reuse left to win, while the tile loops and row slices cost
+# something; blocking pays off once B no longer fits (try n = 2048). Expect numpy's BLAS to stay
 # ahead of both: it packs tiles into a layout made for the SIMD units, keeps a small block of
 # C in registers, and is tuned per processor. How far ahead depends on the processor, its
 # cache sizes, the number of cores numba can use and BLAS's own threads.
@@ -757,6 +758,40 @@ _one = im2col(np.ones((1, 1, 2, 2), np.float32), 2, 2, 1, 1)
 assert_equal(_one[0, 0].tolist(), [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0],
              "2x2 kernel on a padded 2x2 image: kernel tap (0, 0) only sees the image from position (1, 1)")
 print("✓ im2col equals unfold; tap (0, 0) over a padded 2x2 image:", _one[0, 0])
+
+# %% [markdown]
+# ### Systems look: the compiled gather against numpy's views
+#
+# Module 09 built the same columns with numpy: one strided view of all the windows (no copy)
+# and one `reshape`, which copies them in a single C loop. Which is faster on a batch of
+# 8 images of 16×32×32 with a 3×3 kernel, your explicit loop or numpy? Guess the ratio.
+
+# %%
+predicted_im2col_ratio = None  # your number: numpy (module 09) time / numba time
+
+# %%
+from tinytorch.nn.conv import im2col as im2col_numpy  # module 09's, strided views + one copy
+
+_imgs = np.random.default_rng(14).standard_normal((8, 16, 32, 32)).astype(np.float32)
+assert_close(im2col(_imgs, 3, 3, 1, 1), im2col_numpy(_imgs, 3, 1, 1), what="numba im2col against module 09's")
+_t_nb_cols = median_time(lambda: im2col(_imgs, 3, 3, 1, 1))
+_t_np_cols = median_time(lambda: im2col_numpy(_imgs, 3, 1, 1))
+_t_np_sum = median_time(lambda: np.sum(_imgs, dtype=np.float64))
+_t_nb_sum = median_time(lambda: parallel_sum(_imgs.reshape(-1), 64))
+print(f"im2col: numba {_t_nb_cols * 1e3:.2f} ms | numpy (module 09) {_t_np_cols * 1e3:.2f} ms | "
+      f"ratio {_t_np_cols / _t_nb_cols:.1f}x | your prediction:",
+      predicted_im2col_ratio if predicted_im2col_ratio is not None else "none given")
+print(f"sum of {_imgs.size:,} floats: parallel_sum {_t_nb_sum * 1e3:.2f} ms | np.sum {_t_np_sum * 1e3:.2f} ms")
+
+# %% [markdown]
+# Both im2col versions are a gather: they read each input pixel about nine times and write
+# nine times as many floats as they read, so both are limited by memory and land within a
+# small factor of each other; which one wins depends on the cache sizes and the number of
+# cores `prange` gets. The explicit loop has one advantage numpy's views lack: it could
+# fuse more work (the padding, a dtype cast, the next layer's layout) into the same pass.
+# The parallel sum may well lose to `np.sum` on this small array (half a megabyte): waking
+# the worker threads costs tens of microseconds, as much as summing it; it wins on arrays
+# large enough, and on machines with cores to spare.
 
 # %% [markdown]
 # ## 6. The roofline: which kernels are limited by memory, which by arithmetic?
@@ -1735,7 +1770,8 @@ else:
     _t_cpu = median_time(lambda: _hA @ _hA, repeats=3)
     for _name, _t in [("naive kernel", _t_naive), ("tiled kernel", _t_tiled), ("CPU BLAS", _t_cpu)]:
         print(f"{_name:13s} {_t * 1e3:9.2f} ms  {2 * _n ** 3 / _t / 1e9:8.1f} GFLOP/s")
-    print("GPU:", cuda.get_current_device().name, "| measured", time.strftime("%Y-%m-%d"))
+    _gpu = cuda.get_current_device().name
+    print("GPU:", _gpu.decode() if isinstance(_gpu, bytes) else _gpu, "| measured", time.strftime("%Y-%m-%d"))
 
 # %% [markdown]
 # ## What PyTorch does
