@@ -983,6 +983,18 @@ def _binary(op, a, b):
 
 
 @cuda.jit(device=True)
+def _combine(op, a, b):
+    """One reduction step: a + b (SUM) or max(a, b) (MAX)."""
+    return a + b if op == SUM else max(a, b)
+
+
+@cuda.jit(device=True)
+def _identity(op):
+    """What an empty reduction gives: 0 for SUM, -inf for MAX."""
+    return 0.0 if op == SUM else -math.inf
+
+
+@cuda.jit(device=True)
 def _unary(op, v):
     """One map operation on a number."""
     if op == NEG:
@@ -1154,18 +1166,6 @@ print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elem
 # thread 0 writes slot 0 into the output at (row, block).
 # </details>
 
-# %%
-#| export cuda.kernels
-@cuda.jit(device=True)
-def _combine(op, a, b):
-    return a + b if op == SUM else max(a, b)
-
-
-@cuda.jit(device=True)
-def _identity(op):
-    return 0.0 if op == SUM else -math.inf
-
-
 # %% nbgrader={"grade": false, "grade_id": "block-reduce", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export cuda.kernels
 @cuda.jit
@@ -1268,6 +1268,41 @@ print("✓ block reduction equals numpy; row sums:", reduce_rows(_m, SUM))
 # global memory is now used TILE times: the intensity rises by a factor TILE (16×16 tiles:
 # 4 FLOP/byte). Tiles that hang over the matrix edge load zeros, which add nothing.
 #
+# The picture shows one block's work: the block owns a TILE×TILE tile of C (dark); in step t
+# it stages tile t of its band of rows of A and tile t of its band of columns of B (dark)
+# in shared memory; the lighter tiles are the other steps of the same loop.
+
+# %%
+def draw_tiling(ax, n=6, t_now=1, block=(1, 2)):
+    """C = A @ B in tiles: the band of A and of B that one block of C walks through."""
+    by, bx = block
+    panels = [("A", 0, lambda r, c: r == by, lambda r, c: c == t_now),
+              ("B", n + 1.5, lambda r, c: c == bx, lambda r, c: r == t_now),
+              ("C = A @ B", 2 * (n + 1.5), lambda r, c: r == by and c == bx, lambda r, c: True)]
+    for name, x0, band, now in panels:
+        for r in range(n):
+            for c in range(n):
+                inside = band(r, c)
+                color = ("tab:blue" if now(r, c) else "lightsteelblue") if inside else "white"
+                ax.add_patch(plt.Rectangle((x0 + c, r), 1, 1, fc=color, ec="gray", lw=0.6))
+        ax.text(x0 + n / 2, -0.6, name, ha="center", fontsize=11)
+    ax.text(n + 0.75, n / 2, "@", ha="center", va="center", fontsize=16)
+    ax.text(2 * n + 2.25, n / 2, "=", ha="center", va="center", fontsize=16)
+    ax.set_xlim(-0.5, 3 * n + 3.5)
+    ax.set_ylim(n + 0.8, -1.4)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"one block computes the dark tile of C; step t = {t_now} stages the dark tiles of A and B "
+                 f"(each square is TILE x TILE)", fontsize=9)
+
+
+fig, ax = plt.subplots(figsize=(9, 3.4))
+draw_tiling(ax)
+fig.tight_layout()
+fig.savefig(os.path.join(tempfile.gettempdir(), "tinytorch_tiling.png"), dpi=80)
+plt.show()
+
+# %% [markdown]
 # <details><summary>Hint 1 (naive)</summary>
 #
 # `cuda.grid(2)` returns the global (x, y) numbers; which one is the column?

@@ -43,6 +43,18 @@ def _binary(op, a, b):
 
 
 @cuda.jit(device=True)
+def _combine(op, a, b):
+    """One reduction step: a + b (SUM) or max(a, b) (MAX)."""
+    return a + b if op == SUM else max(a, b)
+
+
+@cuda.jit(device=True)
+def _identity(op):
+    """What an empty reduction gives: 0 for SUM, -inf for MAX."""
+    return 0.0 if op == SUM else -math.inf
+
+
+@cuda.jit(device=True)
 def _unary(op, v):
     """One map operation on a number."""
     if op == NEG:
@@ -107,18 +119,7 @@ def elementwise(op, a, b=None, dtype=None):
     return out.copy_to_host().reshape(a.shape)
 
 
-# -- cell 56 --
-@cuda.jit(device=True)
-def _combine(op, a, b):
-    return a + b if op == SUM else max(a, b)
-
-
-@cuda.jit(device=True)
-def _identity(op):
-    return 0.0 if op == SUM else -math.inf
-
-
-# -- cell 57 (block-reduce) --
+# -- cell 56 (block-reduce) --
 @cuda.jit
 def block_reduce_kernel(x, out, op):
     """Reduce each block's BLOCK elements of each row of `x` with a shared-memory tree.
@@ -132,7 +133,7 @@ def block_reduce_kernel(x, out, op):
     raise NotImplementedError('block_reduce_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 59 --
+# -- cell 58 --
 def reduce_rows(x, op):
     """SUM or MAX of each row of the 2-D numpy array x, on the device; a (R,) numpy array."""
     rows, n = x.shape
@@ -163,7 +164,7 @@ def reduce(x, dims, keepdim, op):
     return result
 
 
-# -- cell 62 (matmul-kernels) --
+# -- cell 63 (matmul-kernels) --
 @cuda.jit
 def matmul_naive_kernel(a, b, c):
     """c = a @ b, one thread per element of c, every operand read from global memory.
@@ -188,7 +189,7 @@ def matmul_tiled_kernel(a, b, c):
     raise NotImplementedError('matmul_tiled_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 64 --
+# -- cell 65 --
 def _launch_matmul(kernel, a, b):
     a = np.ascontiguousarray(a, dtype=np.float32)
     b = np.ascontiguousarray(b, dtype=np.float32)
@@ -220,7 +221,7 @@ def matmul(a, b):
     return c.reshape(shape)
 
 
-# -- cell 70 --
+# -- cell 71 --
 def _zip_op(code):
     def kernel(x, y):
         dt = _result_dtype(x, y)
@@ -296,7 +297,7 @@ def _to_device_copy(x, device):
     return elementwise(COPY, x.numpy())
 
 
-# -- cell 72 --
+# -- cell 73 --
 def _unbroadcast(g, shape):
     """Sum g over the dims broadcasting added or stretched, so it gets `shape` (device sums)."""
     lead = g.ndim - len(shape)
@@ -381,7 +382,7 @@ def _nll_loss_backward(node, g):
     return (out.copy_to_host().reshape(x.shape),)
 
 
-# -- cell 74 --
+# -- cell 75 --
 _LAYOUT_OPS = ("permute", "transpose", "view", "reshape", "squeeze", "unsqueeze", "expand",
                "as_strided", "getitem", "flatten")
 _LAYOUT_RULES = ("PermuteBackward", "TransposeBackward", "ViewBackward", "ReshapeBackward",
