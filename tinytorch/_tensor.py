@@ -16,6 +16,7 @@ __all__ = [
     "broadcast_shapes", "broadcast_to", "transpose", "permute", "reshape", "flatten",
     "squeeze", "unsqueeze", "where", "matmul", "cat", "stack", "memory_footprint",
     "ShapeError", "tril", "triu", "maximum", "minimum", "flip", "roll", "cumsum", "sort", "topk",
+    "device",
 ]
 
 float32 = np.dtype("float32")
@@ -103,6 +104,55 @@ def _strided_array(storage, shape, strides, offset):
 _ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 
 
+class device:
+    """Where a tensor's data lives: `device("cpu")` or `device("cuda")` (= "cuda:0").
+
+    PyTorch's torch.device. tinytorch knows one GPU, so "cuda" and "cuda:0" are the same
+    device, and a device compares equal to its string ("cuda:0", or "cuda" for short).
+    """
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec, index=None):
+        if isinstance(spec, device):
+            spec, index = spec.type, spec.index
+        if not isinstance(spec, str):
+            raise TypeError(f"a device is named by a string such as 'cpu' or 'cuda', "
+                            f"got {type(spec).__name__}")
+        kind, _, number = spec.partition(":")
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device "
+                               f"string: {spec}")
+        if number:
+            index = int(number)
+        if kind == "cuda" and index not in (None, 0):
+            raise RuntimeError(f"tinytorch drives one GPU, cuda:0; got {spec!r}")
+        self.type = kind
+        self.index = 0 if kind == "cuda" else None
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except (RuntimeError, ValueError):
+                return False
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+_CPU = device("cpu")
+_DEVICE_WORDS = ("cpu", "cuda", "gpu", "mps", "xla", "meta")  # strings that name a device
+
+
 # -- cell 18 (tensor-storage) --
 class _TensorStorage:
     """Storage and layout: the constructor, `_init_storage`, `_from_array`, `_view`, `numpy`."""
@@ -167,6 +217,8 @@ class _TensorStorage:
         t._requires_grad = False
         t.grad = None
         t.grad_fn = None
+        if self._device is not _CPU:  # a view lives where its storage lives
+            t._device = self._device
         return t
 
     def numpy(self):
@@ -236,10 +288,13 @@ class _TensorInfo:
         """
         return self.numel() * self._storage.itemsize
 
+    _device = _CPU  # every tensor starts on the CPU; only a move (to, cuda) changes it
+
     @property
     def device(self):
-        """Where the data lives. Always "cpu" here (numpy storage)."""
-        return "cpu"
+        """Where the data lives: device("cpu") (numpy storage), or device("cuda") after
+        .to("cuda") (module 17: the ops then run on the GPU's kernels)."""
+        return self._device
 
     def is_contiguous(self):
         """True if the elements are laid out row-major without gaps (see _is_contiguous)."""
@@ -300,6 +355,9 @@ class _TensorAutograd:
             if value.dtype != self.dtype:
                 raise RuntimeError(f"assigned grad has dtype {value.dtype}, but the tensor has dtype "
                                    f"{self.dtype}")
+            if value._device != self._device:  # autograd's arrays are host arrays (module 17)
+                value = value.detach()
+                value._device = self._device
         self._grad = value
 
     @property
@@ -391,6 +449,8 @@ class _TensorPython:
         extras = []
         if self.numel() == 0 and self.ndim != 1:
             extras.append(f"size={self.shape}")
+        if self._device is not _CPU:
+            extras.append(f"device='{self._device}'")
         if self.dtype == float64:  # float32, int64 and bool are the defaults of their kind
             extras.append("dtype=tinytorch.float64")
         if self.grad_fn is not None:
@@ -401,17 +461,30 @@ class _TensorPython:
 
     __str__ = __repr__
 
-    def to(self, dtype):
-        """This tensor converted to `dtype` (self when nothing changes). "cpu" is accepted."""
-        if isinstance(dtype, str) and dtype in ("cpu", "cpu:0"):
-            return self
-        if isinstance(dtype, str) and dtype.split(":")[0] in ("cuda", "gpu", "mps"):
-            raise RuntimeError(f"device {dtype!r} is not available: tinytorch tensors live in "
-                               f"numpy (CPU) memory (module 17 adds a GPU backend)")
-        dt = _check_dtype(dtype)
-        if dt == self.dtype:
-            return self
-        return apply("to", lambda x, dtype: x.numpy().astype(dtype), self, dtype=dt)
+    def to(self, *args, dtype=None, device=None):
+        """This tensor on another device and/or converted to another dtype, PyTorch's
+        `to(device)`, `to(dtype)`, `to(device, dtype)`; self when nothing changes."""
+        for arg in args:
+            if isinstance(arg, type(_CPU)) or (isinstance(arg, str) and arg.split(":")[0] in _DEVICE_WORDS):
+                device = arg
+            else:
+                dtype = arg
+        out = self
+        if device is not None:
+            out = _to_device(out, device)
+        if dtype is not None:
+            dt = _check_dtype(dtype)
+            if dt != out.dtype:
+                out = apply("to", lambda x, dtype: x.numpy().astype(dtype), out, dtype=dt)
+        return out
+
+    def cuda(self):
+        """This tensor on the GPU (to("cuda")); module 17's backend runs its ops there."""
+        return _to_device(self, "cuda")
+
+    def cpu(self):
+        """This tensor on the CPU (self if it is there already)."""
+        return _to_device(self, "cpu")
 
 
 # -- cell 26 --
@@ -795,7 +868,10 @@ class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _Tenso
 
 # -- cell 38 (dispatch) --
 _grad_enabled = True
-_DISPATCH_MODES = []  # the active DispatchModes, innermost last (see "An extension point" below)
+_DEVICES_IN_USE = set()  # device types that some tensor was ever moved to ("cuda"; module 17)
+_KERNELS = {}  # (op or backward-rule name, device type) -> kernel; filled by backends
+LAYOUT_ONLY = "layout only"  # a registry entry: the op only computes a layout, run it as is
+_DISPATCH_MODES = []  # the active DispatchModes (see DispatchMode below), the innermost last
 
 
 def is_grad_enabled():
@@ -847,6 +923,13 @@ def apply(op, forward, *inputs, **attrs):
     Why: the one place every op passes through, so autograd can be added later (module 06)
     without touching any op.
     """
+    where = _CPU
+    if _DEVICES_IN_USE:  # a tensor was moved off the CPU once: find this op's device
+        where = _common_device(inputs)
+        if op == "to_device":  # a move: its output lives on the target device
+            where = attrs["device"]
+        elif where is not _CPU:
+            forward = _device_kernel(op, where, forward)
     out = forward(*inputs, **attrs) if not _DISPATCH_MODES else dispatch(op, forward, inputs, attrs)
     if isinstance(out, Tensor):  # a view op: shares storage with an input
         if any(out is x for x in inputs):
@@ -856,6 +939,8 @@ def apply(op, forward, *inputs, **attrs):
         if any(np.may_share_memory(arr, x._storage) for x in inputs):
             arr = arr.copy()
         out = Tensor._from_array(arr)
+    if where is not _CPU:
+        out._device = where
     if _needs_node(out, inputs):
         out._requires_grad = True
         out.grad_fn = Node(op, inputs, attrs, out.numpy())
@@ -891,6 +976,82 @@ class DispatchMode:
                 del _DISPATCH_MODES[i]
                 break
         return False
+
+
+def register_kernel(op, device_type, fn):
+    """Register `fn` as the kernel of the op `op` (or of a backward rule, "MulBackward") on
+    `device_type` ("cuda"). `fn` takes what the op's forward takes (a rule: node, grad) and
+    returns the same kind of result. `fn=LAYOUT_ONLY`: the op computes a new layout over the
+    same memory (a view), so its own forward runs unchanged."""
+    _KERNELS[(op, device_type)] = fn
+    return fn
+
+
+def _common_device(inputs):
+    """The device all `inputs` live on; a 0-d CPU tensor may join any device (a number)."""
+    found = _CPU
+    for x in inputs:
+        if x._device is not _CPU:
+            if found is not _CPU and x._device != found:
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found "
+                                   f"at least two devices, {found} and {x._device}!")
+            found = x._device
+    if found is not _CPU:
+        for x in inputs:
+            if x._device is _CPU and x.ndim > 0:
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found "
+                                   f"at least two devices, {found} and cpu! (move them with "
+                                   f".to({str(found)!r}) or .cpu())")
+    return found
+
+
+def _no_kernel(name, where):
+    ops = sorted(op for op, kind in _KERNELS if kind == where.type)
+    return NotImplementedError(
+        f"{name!r} has no kernel for device {where}: the {where.type} backend runs "
+        f"{', '.join(ops) or 'nothing yet'}. Move the tensors with .cpu() for this op.")
+
+
+def _device_kernel(op, where, forward):
+    """The function that runs `op` on `where` (the op's own forward for a layout-only op)."""
+    kernel = _KERNELS.get((op, where.type))
+    if kernel is None:
+        raise _no_kernel(op, where)
+    return forward if kernel is LAYOUT_ONLY else kernel
+
+
+def _device_rule(node, rule):
+    """The backward rule of `node` for the device its inputs live on (module 06's call_rule)."""
+    where = _CPU
+    for x in node.inputs:
+        if x._device is not _CPU:
+            where = x._device
+    if where is _CPU:
+        return rule
+    kernel = _KERNELS.get((node.name(), where.type))
+    if kernel is None:
+        raise _no_kernel(node.name(), where)
+    return rule if kernel is LAYOUT_ONLY else kernel
+
+
+def _to_device(t, target):
+    """`t` on the device `target` (t itself when it is there): a recorded op, "to_device",
+    so gradients flow back across the move. The backend checks that the device exists."""
+    target = device(target)
+    target = _CPU if target.type == "cpu" else target
+    if target == t._device:
+        return t
+    if target.type == "cuda":
+        try:
+            import tinytorch.cuda as backend
+        except ImportError as exc:
+            raise RuntimeError("device 'cuda' needs tinytorch's GPU backend, which you build "
+                               "in module 17 (17_acceleration)") from exc
+        backend._lazy_init()  # a clear error when there is no GPU and no simulator
+        _DEVICES_IN_USE.add(target.type)
+    copy = _KERNELS.get(("to_device", target.type if target is not _CPU else t._device.type))
+    forward = copy if callable(copy) else (lambda x, device: np.array(x.numpy(), copy=True))
+    return apply("to_device", forward, t, device=target)
 
 
 def dispatch(op, fn, args, kwargs):

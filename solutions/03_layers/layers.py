@@ -167,6 +167,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from tinytorch._tensor import Tensor, _check_dtype, is_grad_enabled, rand, randn, set_grad_enabled, zeros
+from tinytorch._tensor import _DEVICE_WORDS, _to_device, device as _device_type
 from tinytorch.nn.activations import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, tanh
 
 __all__ = [
@@ -495,9 +496,19 @@ class Module(_ModuleRegistration, _ModuleTree):
         return _module_repr(self)
 
     # ------------------------------------------------------------------ dtype (last: shadows float)
-    def to(self, dtype):
-        """Convert every floating parameter and buffer to `dtype`, in place (the same Parameter
-        objects, so an optimizer built earlier still holds them); returns self."""
+    def to(self, *args, dtype=None, device=None):
+        """Move every parameter and buffer to `device` ("cuda", "cpu"; module 17) and/or convert
+        the floating ones to `dtype`, in place (the same Parameter objects, so an optimizer
+        built earlier still holds them); returns self. PyTorch's Module.to."""
+        for arg in args:
+            if isinstance(arg, _device_type) or (isinstance(arg, str) and arg.split(":")[0] in _DEVICE_WORDS):
+                device = arg
+            else:
+                dtype = arg
+        if device is not None:
+            self._to_device(device)
+        if dtype is None:
+            return self
         dt = _check_dtype(dtype)
         if dt.kind != "f":
             raise TypeError(f"Module.to only accepts floating dtypes, got {dt}")
@@ -509,6 +520,19 @@ class Module(_ModuleRegistration, _ModuleTree):
                         if t.grad is not None:
                             t.grad = t.grad.detach().to(dt)
         return self
+
+    def _to_device(self, target):
+        """Move each parameter and buffer (and its grad) to `target`, keeping the objects."""
+        for module in self.modules():
+            for registry in (module._parameters, module._buffers):
+                for t in registry.values():
+                    if t is None:
+                        continue
+                    moved = _to_device(t.detach(), target)  # the backend's checks and copy
+                    t._init_storage(np.array(moved.numpy(), order="C"))
+                    t._device = moved._device
+                    if t.grad is not None:
+                        t.grad = _to_device(t.grad.detach(), target)
 
     def double(self):
         """to(float64): for gradient checks (module 06)."""

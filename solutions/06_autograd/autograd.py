@@ -248,7 +248,7 @@ import numpy as np
 
 from tinytorch._tensor import Tensor, is_grad_enabled, set_grad_enabled
 from tinytorch._tensor import apply as _apply
-from tinytorch._tensor import _DISPATCH_MODES, dispatch
+from tinytorch._tensor import _DISPATCH_MODES, _DEVICES_IN_USE, _device_rule, dispatch
 
 __all__ = [
     "no_grad", "enable_grad", "BACKWARD_RULES", "backward_rule", "call_rule", "unbroadcast",
@@ -393,7 +393,9 @@ print("✓ no_grad / enable_grad: modes seen", _modes)
 # teaching error names the op, the input and both shapes — the commonest bug is a forgotten
 # unbroadcast), cast to the input's dtype (a float32 parameter gets a float32 `.grad`).
 # Inputs that do not require grad (data, constants, integer tensors) get `None` whatever the
-# rule returns.
+# rule returns. Once some tensor has left the CPU (module 17's `cuda` device), it runs the
+# rule registered for the inputs' device instead (module 01's kernel registry, keyed by the
+# node's name, "MulBackward").
 
 # %%
 #| export
@@ -427,6 +429,8 @@ def call_rule(node, grad):
         raise RuntimeError(
             f"autograd has no backward rule for op {node.op!r} ({node.name()}); register one "
             f"with @backward_rule({node.op!r}) (see BACKWARD_RULES in tinytorch.autograd)")
+    if _DEVICES_IN_USE:  # some tensor left the CPU: the rule of the inputs' device (module 17)
+        rule = _device_rule(node, rule)
     with np.errstate(all="ignore"):
         grads = rule(node, grad) if not _DISPATCH_MODES else dispatch(node.name(), rule, (node, grad), {})
     if not isinstance(grads, (tuple, list)) or len(grads) != len(node.inputs):

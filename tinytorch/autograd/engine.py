@@ -11,7 +11,7 @@ import numpy as np
 
 from tinytorch._tensor import Tensor, is_grad_enabled, set_grad_enabled
 from tinytorch._tensor import apply as _apply
-from tinytorch._tensor import _DISPATCH_MODES, dispatch
+from tinytorch._tensor import _DISPATCH_MODES, _DEVICES_IN_USE, _device_rule, dispatch
 
 __all__ = [
     "no_grad", "enable_grad", "BACKWARD_RULES", "backward_rule", "call_rule", "unbroadcast",
@@ -110,6 +110,8 @@ def call_rule(node, grad):
         raise RuntimeError(
             f"autograd has no backward rule for op {node.op!r} ({node.name()}); register one "
             f"with @backward_rule({node.op!r}) (see BACKWARD_RULES in tinytorch.autograd)")
+    if _DEVICES_IN_USE:  # some tensor left the CPU: the rule of the inputs' device (module 17)
+        rule = _device_rule(node, rule)
     with np.errstate(all="ignore"):
         grads = rule(node, grad) if not _DISPATCH_MODES else dispatch(node.name(), rule, (node, grad), {})
     if not isinstance(grads, (tuple, list)) or len(grads) != len(node.inputs):

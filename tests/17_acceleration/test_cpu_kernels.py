@@ -1,0 +1,139 @@
+"""numba CPU kernels: each equals numpy (or PyTorch) on several shapes, edges included."""
+import math
+
+import numpy as np
+import pytest
+from numba import njit
+
+import tinytorch
+from tinytorch.backends import cpu_kernels as ck
+
+RNG = np.random.default_rng(0)
+
+
+def _ints(values):
+    return np.asarray(tuple(values), dtype=np.int64).reshape(-1)
+
+
+def _layout(arr):
+    base = arr.base if arr.base is not None else arr
+    flat = base.reshape(-1)
+    offset = (arr.__array_interface__["data"][0] - flat.__array_interface__["data"][0]) // arr.itemsize
+    return flat, arr.shape, tuple(s // arr.itemsize for s in arr.strides), offset
+
+
+@njit
+def _neg(v):
+    return -v
+
+
+@njit
+def _mul(a, b):
+    return a * b
+
+
+@njit
+def _max(a, b):
+    return max(a, b)
+
+
+@pytest.mark.parametrize("shape,strides,offset", [((2, 3), (3, 1), 0), ((2, 3), (1, 2), 0),
+                                                  ((3, 4, 2), (0, 2, 1), 5), ((4,), (-1,), 3), ((), (), 7)])
+def test_strided_position_matches_the_address_formula(shape, strides, offset):
+    for ordinal in range(max(1, math.prod(shape))):
+        index = np.unravel_index(ordinal, shape) if shape else ()
+        want = offset + sum(int(i) * s for i, s in zip(index, strides))
+        got = ck.strided_position(ordinal, _ints(shape), _ints(strides), offset)
+        assert got == want, f"ordinal {ordinal} of shape {shape}, strides {strides}: expected position {want}, got {got}"
+
+
+@pytest.mark.parametrize("view", ["transpose", "slice", "flip", "broadcast"])
+def test_strided_position_in_compiled_map_and_reduce(view):
+    base = np.arange(24.0)
+    src = {"transpose": base.reshape(4, 6).T, "slice": base.reshape(4, 6)[1:, 2:5],
+           "flip": base.reshape(4, 6)[::-1, ::2], "broadcast": np.broadcast_to(base[:6], (3, 6))}[view]
+    st, sh, ss, so = _layout(src)
+    out = np.zeros(sh)
+    ck.strided_map(_neg, out.reshape(-1), sh, tuple(int(s) for s in np.array(out.strides) // 8), 0, st, sh, ss, so)
+    np.testing.assert_allclose(out, -src, err_msg=f"compiled strided_map on a {view} view")
+    red = np.zeros((sh[0], 1))
+    ck.strided_reduce(_max, -np.inf, red.reshape(-1), (sh[0], 1), (1, 1), 0, st, sh, ss, so, 1)
+    np.testing.assert_allclose(red[:, 0], src.max(axis=1), err_msg=f"compiled strided_reduce (max, dim 1) on a {view} view")
+
+
+def test_strided_position_in_compiled_zip_broadcasts():
+    out = np.zeros((3, 4))
+    ck.strided_zip(_mul, out.reshape(-1), (3, 4), (4, 1), 0, np.arange(4.0), (4,), (1,), 0,
+                   np.arange(1.0, 4.0), (3, 1), (1, 1), 0)
+    np.testing.assert_allclose(out, np.arange(4.0) * np.arange(1.0, 4.0)[:, None],
+                               err_msg="strided_zip of a (4,) row and a (3, 1) column")
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (1, 1), (3, 33)])
+def test_bias_gelu_equals_torch(torch, shape):
+    x = (RNG.standard_normal(shape) * 3).astype(np.float32)
+    b = RNG.standard_normal(shape[1]).astype(np.float32)
+    want = torch.nn.functional.gelu(torch.from_numpy(x) + torch.from_numpy(b)).numpy()
+    np.testing.assert_allclose(ck.bias_gelu(x, b), want, rtol=1e-5, atol=1e-6,
+                               err_msg=f"bias_gelu on {shape} vs torch gelu(x + b)")
+
+
+def test_bias_gelu_empty_batch():
+    b = np.array([0.0, 1.0, -1.0], np.float32)
+    got = ck.bias_gelu(np.zeros((0, 3), np.float32), b)
+    assert got.shape == (0, 3), f"an empty batch keeps its shape (0, 3), got {got.shape}"
+    np.testing.assert_allclose(ck.bias_gelu(np.array([[-1.0, 0.0, 2.0]], np.float32), b),
+                               [[-0.15865526, 0.8413447, 0.8413447]], rtol=1e-6, err_msg="GELU(-1), GELU(1), GELU(1)")
+
+
+@pytest.mark.parametrize("n,chunks", [(10_007, 64), (10, 3), (5, 8), (1, 1)])
+def test_parallel_sum_equals_numpy(n, chunks):
+    x = RNG.standard_normal(n).astype(np.float32)
+    got = ck.parallel_sum(x, chunks)
+    want = np.sum(x, dtype=np.float64)
+    assert abs(got - want) <= 1e-9 * max(1.0, abs(want)), f"sum of {n} floats in {chunks} chunks: expected {want}, got {got}"
+
+
+def test_parallel_sum_empty_and_accurate():
+    assert ck.parallel_sum(np.zeros(0, np.float32), 4) == 0.0, "the sum of an empty array is 0"
+    x = np.full(2_000_000, np.float32(0.1))
+    want = 2_000_000 * float(np.float32(0.1))
+    got = ck.parallel_sum(x, 64)
+    assert abs(got - want) < 1e-6, f"2e6 x 0.1 must be summed in float64: expected {want}, got {got}"
+
+
+SHAPES = [(7, 5, 3), (1, 1, 1), (33, 70, 65), (4, 0, 3), (0, 3, 2)]
+
+
+@pytest.mark.parametrize("n,k,m", SHAPES)
+def test_matmul_ikj_equals_numpy(n, k, m):
+    a = RNG.standard_normal((n, k)).astype(np.float32)
+    b = RNG.standard_normal((k, m)).astype(np.float32)
+    got = ck.matmul_ikj(a, b)
+    assert got.dtype == np.float32, f"matmul_ikj keeps float32, got {got.dtype}"
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4, err_msg=f"matmul_ikj {(n, k)} @ {(k, m)}")
+
+
+@pytest.mark.parametrize("n,k,m", SHAPES)
+@pytest.mark.parametrize("block", [1, 16, 64])
+def test_matmul_blocked_equals_numpy(n, k, m, block):
+    a = RNG.standard_normal((n, k)).astype(np.float32)
+    b = RNG.standard_normal((k, m)).astype(np.float32)
+    np.testing.assert_allclose(ck.matmul_blocked(a, b, block), a @ b, rtol=1e-4, atol=1e-4,
+                               err_msg=f"matmul_blocked block={block}, {(n, k)} @ {(k, m)}")
+
+
+@pytest.mark.parametrize("kh,kw,stride,padding", [(3, 3, 1, 0), (3, 2, 2, 1), (1, 1, 1, 0), (5, 4, 1, 0), (2, 2, 3, 2)])
+def test_im2col_equals_torch_unfold(torch, kh, kw, stride, padding):
+    x = RNG.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    want = torch.nn.functional.unfold(torch.from_numpy(x), (kh, kw), stride=stride, padding=padding).numpy()
+    got = ck.im2col(x, kh, kw, stride, padding)
+    assert got.shape == want.shape, f"im2col shape: expected {want.shape}, got {got.shape}"
+    np.testing.assert_allclose(got, want, err_msg=f"im2col {kh}x{kw}, stride {stride}, padding {padding} vs unfold")
+
+
+def test_im2col_equals_module_09():
+    x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
+    from tinytorch.nn.conv import im2col as reference
+    np.testing.assert_allclose(ck.im2col(x, 3, 3, 2, 1), reference(x, 3, 2, 1),
+                               err_msg="the compiled im2col and module 09's im2col give the same columns")

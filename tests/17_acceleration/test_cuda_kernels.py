@@ -1,0 +1,85 @@
+"""CUDA kernels (under numba's CUDA simulator when there is no GPU): each equals numpy,
+including sizes that are not multiples of the block or tile size, and empty or 1-element edges."""
+import numpy as np
+import pytest
+
+from tinytorch.cuda import kernels as K
+
+RNG = np.random.default_rng(1)
+# more elements than the capped grid has threads (the grid-stride loop), and a partial block
+SIZES = [1, 5, K.BLOCK, K.BLOCK * K.MAX_BLOCKS + 3]
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("op,ref", [(K.EXP, np.exp), (K.NEG, np.negative), (K.RELU, lambda v: np.maximum(v, 0)),
+                                    (K.COPY, lambda v: v)])
+def test_map_kernel_equals_numpy(n, op, ref):
+    x = RNG.standard_normal(n).astype(np.float32)
+    np.testing.assert_allclose(K.elementwise(op, x), ref(x), rtol=1e-6, atol=1e-7, err_msg=f"map op {op} over {n} elements")
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("op,ref", [(K.ADD, np.add), (K.SUB, np.subtract), (K.MUL, np.multiply),
+                                    (K.DIV, np.divide), (K.RELU_GRAD, lambda g, x: np.where(x > 0, g, 0))])
+def test_zip_kernel_equals_numpy(n, op, ref):
+    a = RNG.standard_normal(n).astype(np.float32)
+    b = RNG.standard_normal(n).astype(np.float32) + 3
+    np.testing.assert_allclose(K.elementwise(op, a, b), ref(a, b), rtol=1e-6, atol=1e-7, err_msg=f"zip op {op} over {n} elements")
+
+
+def test_zip_kernel_broadcast_and_empty():
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal(4).astype(np.float32)
+    np.testing.assert_allclose(K.elementwise(K.MUL, a, b), a * b, rtol=1e-6, err_msg="(3, 4) * (4,) broadcast")
+    got = K.elementwise(K.ADD, np.zeros((0, 4), np.float32), np.ones(4, np.float32))
+    assert got.shape == (0, 4), f"an empty zip keeps the shape (0, 4), got {got.shape}"
+
+
+def test_map_kernel_empty():
+    got = K.elementwise(K.EXP, np.zeros((2, 0), np.float32))
+    assert got.shape == (2, 0), f"an empty map keeps the shape (2, 0), got {got.shape}"
+    np.testing.assert_allclose(K.elementwise(K.EXP, np.zeros(3, np.float32)), np.ones(3), err_msg="exp(0) = 1")
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (2, K.BLOCK), (3, 3 * K.BLOCK + 5), (1, 2 * K.BLOCK + 1)])
+@pytest.mark.parametrize("op", [K.SUM, K.MAX])
+def test_block_reduce_kernel_equals_numpy(shape, op):
+    x = RNG.standard_normal(shape).astype(np.float32) - 2.0  # all negative-ish: idle threads must not add a 0 max
+    want = x.sum(axis=1) if op == K.SUM else x.max(axis=1)
+    np.testing.assert_allclose(K.reduce_rows(x, op), want, rtol=1e-5, atol=1e-5,
+                               err_msg=f"{'sum' if op == K.SUM else 'max'} of the rows of a {shape} array")
+
+
+def test_block_reduce_kernel_over_dims():
+    x = RNG.standard_normal((2, 3, 5)).astype(np.float32)
+    np.testing.assert_allclose(K.reduce(x, (0, 2), False, K.SUM), x.sum(axis=(0, 2)), rtol=1e-5, atol=1e-5,
+                               err_msg="sum over dims (0, 2)")
+    np.testing.assert_allclose(K.reduce(x, (1,), True, K.MAX), x.max(axis=1, keepdims=True), err_msg="max over dim 1, keepdim")
+    np.testing.assert_allclose(K.reduce_rows(np.zeros((2, 0), np.float32), K.SUM), [0.0, 0.0], err_msg="empty rows sum to 0")
+
+
+MATMUL_SHAPES = [(9, 7, 5), (1, 1, 1), (K.TILE, K.TILE, K.TILE), (2 * K.TILE + 1, 3, K.TILE + 2),
+                 (3, 2 * K.TILE + 1, 2), (3, 0, 2)]
+
+
+@pytest.mark.parametrize("n,k,m", MATMUL_SHAPES)
+def test_matmul_naive_kernel_equals_numpy(n, k, m):
+    a = RNG.standard_normal((n, k)).astype(np.float32)
+    b = RNG.standard_normal((k, m)).astype(np.float32)
+    np.testing.assert_allclose(K.matmul_naive(a, b), a @ b, rtol=1e-5, atol=1e-5, err_msg=f"naive kernel {(n, k)} @ {(k, m)}")
+
+
+@pytest.mark.parametrize("n,k,m", MATMUL_SHAPES)
+def test_matmul_tiled_kernel_equals_numpy(n, k, m):
+    a = RNG.standard_normal((n, k)).astype(np.float32)
+    b = RNG.standard_normal((k, m)).astype(np.float32)
+    np.testing.assert_allclose(K.matmul(a, b), a @ b, rtol=1e-5, atol=1e-5, err_msg=f"tiled kernel {(n, k)} @ {(k, m)}")
+
+
+def test_matmul_tiled_kernel_other_shapes():
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    w = RNG.standard_normal((4, 2)).astype(np.float32)
+    np.testing.assert_allclose(K.matmul(x, w), x @ w, rtol=1e-5, atol=1e-5, err_msg="(2, 3, 4) @ (4, 2)")
+    np.testing.assert_allclose(K.matmul(w[:, 0], w), w[:, 0] @ w, rtol=1e-5, atol=1e-5, err_msg="1-D @ 2-D")
+    with pytest.raises(TypeError, match="float32"):
+        K.matmul(w.astype(np.float64), w)
