@@ -109,7 +109,8 @@ _q25, _q50, _q75 = np.quantile(_samples, [0.25, 0.5, 0.75])
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 axes[0].plot(_samples, ".", ms=3, color="tab:blue")
 axes[0].set_xlabel("run")
-axes[0].set_ylabel("time (µs)")
+axes[0].set_yscale("log")
+axes[0].set_ylabel("time (µs, log scale)")
 axes[0].set_title("300 timings of the same function, in order", fontsize=10)
 _hi = _q75 + 6 * (_q75 - _q25)                                 # the histogram's right edge
 _n_beyond = int((_samples > _hi).sum())
@@ -707,7 +708,7 @@ def timeit(self, number=1000):
 
 
 def blocked_autorange(self, min_run_time=0.2, warmup=1):
-    """Blocks until their total reaches min_run_time, whatever the spread (torch's rule)."""
+    """Blocks until their total reaches min_run_time (and MIN_BLOCKS), whatever the spread."""
     return self.adaptive_autorange(math.inf, min_run_time=min_run_time, max_run_time=math.inf, warmup=warmup)
 
 
@@ -900,7 +901,7 @@ def compare(a, b, *, rounds=21, number=None, warmup=1, timer=time.perf_counter, 
     """Time A and B interleaved (A B A B ...) and return their ratio a / b.
 
     Contract: `a`, `b` callables; `rounds` >= 1 pairs; `number` runs per block (None: the
-    block size of the faster-running estimate, shared by both); `warmup` untimed calls of
+    smaller of the two Timers' block-size estimates, used for both); `warmup` untimed calls of
     each (A then B, per warm-up round); `timer` the clock for both. Each round times a block
     of A, then a block of B (their Timers' _timeit). Returns a PairedComparison: ratio = the
     median of the per-pair ratios a_i / b_i, low and high = their 0.25 and 0.75 quantiles,
@@ -972,21 +973,23 @@ print(f"✓ compare: {_r}")
 #
 # Time to test the claim with a measurement. A and B below are **the same function**, so the
 # true ratio is exactly 1, and every estimate's distance from 1 is pure error. A background
-# thread makes the machine noisy on purpose: in bursts of 20 ms out of every 40 it runs a
+# thread makes the machine drift on purpose: in bursts of 2 ms out of every 4 it runs a
 # Python loop, which competes with our workload for the interpreter (only one thread runs
-# Python at a time; the other waits up to the interpreter's switch interval, 5 ms). Three
-# ways to estimate A / B, each repeated 40 times:
+# Python at a time). With the interpreter's switch interval lowered from 5 ms to 0.1 ms for
+# the experiment, the two threads take turns finely, so during a burst our workload runs at
+# roughly half speed: a machine whose speed changes every 2 ms. Three ways to estimate
+# A / B, each repeated 40 times:
 #
 # 1. **single timings**: one call of A, one call of B, divide;
-# 2. **separate medians**: the median of 11 calls of A, then the median of 11 calls of B;
-# 3. **paired**: your `compare(A, B, rounds=11, number=1)`.
+# 2. **separate medians**: the median of 21 calls of A, then the median of 21 calls of B;
+# 3. **paired**: your `compare(A, B, rounds=21, number=1)`.
 #
 # **Predict first.** Of the 40 single-timing estimates, how far is the worst from 1 (as a
 # factor, e.g. 3 for an estimate of 3 or 1/3)? And the worst of the 40 paired ones?
 
 # %%
 predicted_worst_single = None   # your number: the worst factor away from 1, single timings
-predicted_worst_paired = None   # your number: the same for compare(..., rounds=11)
+predicted_worst_paired = None   # your number: the same for compare(..., rounds=21)
 
 # %%
 def _same_work():
@@ -994,21 +997,24 @@ def _same_work():
 
 
 class _BurstyNoise:
-    """A background thread that runs Python in bursts of `on` seconds out of every `period`."""
+    """A background thread that runs Python in bursts of `on` seconds out of every `period`
+    (with a short switch interval, restored on exit, so that the threads take turns finely)."""
 
-    def __init__(self, on=0.02, period=0.04):
-        self.on, self.period = on, period
+    def __init__(self, on=0.002, period=0.004, switch_interval=1e-4):
+        self.on, self.period, self.switch = on, period, switch_interval
 
     def _run(self):
         while not self._stop.is_set():
             if time.perf_counter() % self.period < self.on:
                 _x = 0
-                for _ in range(2000):
+                for _ in range(500):
                     _x += 1
             else:
-                time.sleep(0.001)
+                time.sleep(0.0002)
 
     def __enter__(self):
+        self._old_switch = sys.getswitchinterval()
+        sys.setswitchinterval(self.switch)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -1017,6 +1023,7 @@ class _BurstyNoise:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        sys.setswitchinterval(self._old_switch)
 
 
 def _one(fn):
@@ -1026,8 +1033,8 @@ def _one(fn):
 _A = _B = _same_work
 with _BurstyNoise():
     _single = [_one(_A) / _one(_B) for _ in range(40)]
-    _separate = [quantile(time_samples(_A, 11, 0), 0.5) / quantile(time_samples(_B, 11, 0), 0.5) for _ in range(40)]
-    _paired = [compare(_A, _B, rounds=11, number=1, warmup=0).ratio for _ in range(40)]
+    _separate = [quantile(time_samples(_A, 21, 0), 0.5) / quantile(time_samples(_B, 21, 0), 0.5) for _ in range(40)]
+    _paired = [compare(_A, _B, rounds=21, number=1, warmup=0).ratio for _ in range(40)]
 _quiet = quantile(time_samples(_same_work, 51, 1), 0.5)
 
 # %%
@@ -1046,27 +1053,28 @@ for _name, _pred, _est in [("single", predicted_worst_single, _single), ("paired
           "no prediction written" if _pred is None else f"you predicted {_pred}x")
 
 fig, ax = plt.subplots(figsize=(8.5, 3.6))
-for _i, (_name, _est) in enumerate([("single timings", _single), ("separate medians\n(11 runs each)", _separate),
-                                    ("paired: compare\n(11 rounds)", _paired)]):
+for _i, (_name, _est) in enumerate([("single timings", _single), ("separate medians", _separate),
+                                    ("paired", _paired)]):
     _jitter = np.random.default_rng(_i).uniform(-0.15, 0.15, len(_est))
     ax.scatter(_est, _i + _jitter, s=14, alpha=0.7)
     ax.text(_worst(_est) * 1.15, _i, f"worst {_worst(_est):.2f}x", va="center", fontsize=9)
 ax.set_xscale("log")
 ax.axvline(1.0, color="black", lw=1)
-ax.set_yticks(range(3), ["single timings", "separate medians\n(11 runs each)", "paired: compare\n(11 rounds)"])
+ax.set_yticks(range(3), ["single timings", "separate medians\n(21 runs each)", "paired: compare\n(21 rounds)"])
 ax.set_xlabel("estimated A / B (log scale; A and B are the same function, the truth is 1)")
-ax.set_title("40 estimates of a ratio whose true value is 1, with bursty background load", fontsize=10)
+ax.set_title("40 estimates of a ratio whose true value is 1, on a machine that drifts every 2 ms", fontsize=10)
 _lo = min(min(_single), min(_separate), min(_paired))
 ax.set_xlim(_lo / 1.5, _worst(_single) * 4)
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The expected shape: the single timings scatter widely (one call that lands in a burst
-# waits for the interpreter and takes many times longer than its partner); the separate
-# medians are much tighter but still wander, because 11 calls of A can fall in a burst and
-# the 11 of B after it; the paired estimates sit closest to 1, because each pair shares its
-# moment and the median discards the pairs a burst split. How wide each cloud is depends on
+# The expected shape: the single timings scatter widely (one call that is interrupted, by
+# the noise thread or by anything else on the machine, takes many times longer than its
+# partner); the separate medians are much tighter but still wander, because A's 21 calls
+# can fall mostly in a burst and B's after it, in a quiet spell (up to the 2x of the
+# drift); the paired estimates sit closest to 1, because each pair shares its moment and
+# the median discards the few pairs a burst split. How wide each cloud is depends on
 # this machine: its number of cores, its other load, and how the operating system schedules
 # the two threads. On a quiet machine without the noise thread all three are closer to 1,
 # and the order is usually the same.

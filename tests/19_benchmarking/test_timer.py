@@ -114,4 +114,4 @@ def test_adaptive_autorange_measurement_carries_the_environment():
         assert key in env, f"the environment record must have {key!r}; it has {sorted(env)}"
     assert env["logical_cores"] >= 1 and env["numpy"], "cores and numpy's version are known"
     assert "OPENBLAS_NUM_THREADS" in env["thread_env"], "the BLAS thread setting is recorded"
-    assert environment()["cpu"] == env["cpu"]
+    assert environment()["cpu"] == env["cpu"], "the record on the Measurement is environment()'s"

@@ -223,7 +223,7 @@ def timeit(self, number=1000):
 
 
 def blocked_autorange(self, min_run_time=0.2, warmup=1):
-    """Blocks until their total reaches min_run_time, whatever the spread (torch's rule)."""
+    """Blocks until their total reaches min_run_time (and MIN_BLOCKS), whatever the spread."""
     return self.adaptive_autorange(math.inf, min_run_time=min_run_time, max_run_time=math.inf, warmup=warmup)
 
 
@@ -324,7 +324,7 @@ def compare(a, b, *, rounds=21, number=None, warmup=1, timer=time.perf_counter, 
     """Time A and B interleaved (A B A B ...) and return their ratio a / b.
 
     Contract: `a`, `b` callables; `rounds` >= 1 pairs; `number` runs per block (None: the
-    block size of the faster-running estimate, shared by both); `warmup` untimed calls of
+    smaller of the two Timers' block-size estimates, used for both); `warmup` untimed calls of
     each (A then B, per warm-up round); `timer` the clock for both. Each round times a block
     of A, then a block of B (their Timers' _timeit). Returns a PairedComparison: ratio = the
     median of the per-pair ratios a_i / b_i, low and high = their 0.25 and 0.75 quantiles,
