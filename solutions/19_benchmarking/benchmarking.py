@@ -147,7 +147,7 @@ import platform
 import sys
 import time
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["BenchmarkError", "quantile", "Measurement", "split_outliers", "Timer", "compare",
            "PairedComparison", "environment", "Compare", "plot", "MIN_BLOCKS"]
@@ -453,7 +453,8 @@ print(f"✓ split_outliers: {len(_out)} of {len(_xs)} samples beyond the fences:
 # - the workload **raises**: the error is the result; a time up to the exception is not;
 # - the workload **returns without running**: a function that `yield`s returns a generator
 #   at once and does none of its work (an `async def` returns a coroutine; on a GPU, a kernel
-#   launch returns before the kernel ran: module 17's CUDA timings synchronise first);
+#   launch returns before the kernel ran, so a GPU timing must synchronise before it reads
+#   the clock);
 # - the clock **did not advance** (or is not a number): nothing was timed, whatever ran.
 #
 # In each case raise `BenchmarkError`, never return a time.
@@ -506,9 +507,11 @@ class Timer:
         """Seconds (by self._timer) that `number` calls of the workload took, as one float.
 
         Contract: `number` >= 1 (checked for you). Errors, each a BenchmarkError whose message
-        names the workload (`self.title`): the workload raised (say what it raised; chain the
-        original exception); it returned a generator or a coroutine, so its work never ran
-        (say so); the clock did not advance (the elapsed time is not a finite number > 0).
+        names the workload (`self.title`): the workload raised (the message names the error's
+        type and text; chain the original exception); it returned a generator or a coroutine,
+        so its work never ran (the message names which of the two); the clock did not advance,
+        i.e. the elapsed time is not a finite number > 0 (the message says the clock did not
+        advance and gives the elapsed time).
         """
         if not isinstance(number, int) or number < 1:
             raise ValueError(f"Timer._timeit: number must be a positive int, got {number!r}")
@@ -814,7 +817,7 @@ assert_equal(_m2.raw_times, [1.0, 2.0, 3.0, 1.0, 2.0, 3.0],
              "IQR/median never < 0.01: blocks until their total (1, 3, 6, 7, 9, 12 s) reaches max_run_time = 10 s")
 check(_m2.has_warnings, "a budget-stopped, noisy measurement carries a warning", got=_m2.iqr / _m2.median)
 assert_raises(BenchmarkError, Timer(_FakeWork(_clk, [0.01]), timer=_clk).adaptive_autorange, max_run_time=0.0,
-              match="no timed runs|nothing")
+              what="a budget of 0 s: no block, so no Measurement")
 assert_raises(BenchmarkError, Timer(_broken, label="broken").adaptive_autorange, match="broken")
 print(f"✓ adaptive_autorange: 5 blocks on the fake clock; the noisy one stopped by the budget after "
       f"{len(_m2.raw_times)} blocks, IQR/median = {_m2.iqr / _m2.median:.2f}")
@@ -1099,9 +1102,9 @@ print(f"one perf_counter() call: {_m_clock.median * 1e9:.0f} ns (IQR {_m_clock.i
 print("your prediction:", "none written" if predicted_clock_ns is None else f"{predicted_clock_ns} ns")
 
 # %% [markdown]
-# Typically tens of nanoseconds (a Python call plus a system clock read): that is why a
-# function of a few microseconds is timed in blocks of hundreds of runs, where the two clock
-# reads are a rounding error. The figure depends on the CPU, the operating system's clock
+# Expect somewhere between tens and a few hundred nanoseconds (a Python call of a C function
+# plus a read of the system clock): that is why a function of a few microseconds is timed in
+# blocks of hundreds of runs, where the two clock reads are a rounding error. The figure depends on the CPU, the operating system's clock
 # source and whether it runs in a virtual machine (some virtual clocks are much slower).
 #
 # Now a FLOP rate. A float32 matmul of two $n \times n$ matrices costs $2n^3$ FLOPs (module 14).
@@ -1129,14 +1132,18 @@ _r_tt = compare(lambda: _ts @ _ts, lambda: _s @ _s, rounds=21, label="matmul 32x
                 a_label="tinytorch", b_label="numpy")
 print(_r_tt)
 print("your prediction:", "none written" if predicted_overhead_ratio is None else f"{predicted_overhead_ratio}x")
+_tx = tinytorch.tensor(_x)
+print(compare(lambda: _tx @ _tx, lambda: _x @ _x, rounds=21, label=f"matmul {_n}x{_n}",
+              a_label="tinytorch", b_label="numpy"))
 
 # %% [markdown]
 # Numpy's figure depends on the BLAS (OpenBLAS, MKL, Accelerate), on how many threads it may
 # use (`OPENBLAS_NUM_THREADS`), on the CPU's vector units and on the other load: a modern
 # core reaches tens of GFLOP/s in float32 on one thread, and more with several. The ratio at
 # $n = 32$ is mostly tinytorch's per-op overhead: the product itself takes a few microseconds
-# in numpy, and every layer of Python around it shows. At $n = 256$ the ratio would approach
-# 1: the arithmetic dominates. Both figures are what the machine did, this run.
+# in numpy, and every layer of Python around it shows. At $n = 256$ (the second line) the
+# arithmetic dominates and the ratio is expected much closer to 1. All of these figures are
+# what the machine did, this run.
 #
 # ## 10. Where it was measured, and the results table
 #
@@ -1284,9 +1291,10 @@ plt.show()
 # - It has no paired comparison: a ratio of two Measurements is a ratio of separate medians.
 #   For A/B decisions, interleave yourself, as `compare` does (tools such as `pyperf` and
 #   Google Benchmark's `compare.py` run repetitions and statistical tests for the same reason).
-# - On a GPU, a kernel launch returns before the kernel runs; torch's Timer calls
-#   `torch.cuda.synchronize()` around each block for CUDA tensors. A harness that forgets it
-#   times the launches: your `_timeit`'s "returned without running" in another form.
+# - On a GPU, a kernel launch returns before the kernel runs; torch's default timer calls
+#   `torch.cuda.synchronize()` before it reads the clock when CUDA is available. A harness
+#   that forgets it times the launches: your `_timeit`'s "returned without running" in
+#   another form.
 
 # %%
 from tinytorch.utils.optional import optional_torch

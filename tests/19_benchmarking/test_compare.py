@@ -56,3 +56,11 @@ def test_compare_table_has_every_row():
     assert f"{r.b.median * 1e3:.1f}" in text, f"slow's median in ms ({r.b.median * 1e3:.1f}) is in:\n{text}"
     fig = plot([r, other])
     assert len(fig.axes[0].get_yticklabels()) == 3, "one box per measurement"
+
+
+def test_compare_block_size_is_estimated_and_shared():
+    fm = FakeMachine([1e-6])
+    r = compare(fm.workload("A"), fm.workload("B"), rounds=4, timer=fm.clock)
+    assert r.a.number_per_run == r.b.number_per_run == 100, \
+        f"runs of 1 µs: blocks of 100 runs (torch's rule), the same for both sides; got {r.a.number_per_run}, {r.b.number_per_run}"
+    assert r.ratio == pytest.approx(1.0) and len(r.a.raw_times) == 4, "equal runs: ratio 1, one block per round"

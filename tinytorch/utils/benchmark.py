@@ -13,7 +13,7 @@ import platform
 import sys
 import time
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["BenchmarkError", "quantile", "Measurement", "split_outliers", "Timer", "compare",
            "PairedComparison", "environment", "Compare", "plot", "MIN_BLOCKS"]
@@ -156,9 +156,11 @@ class Timer:
         """Seconds (by self._timer) that `number` calls of the workload took, as one float.
 
         Contract: `number` >= 1 (checked for you). Errors, each a BenchmarkError whose message
-        names the workload (`self.title`): the workload raised (say what it raised; chain the
-        original exception); it returned a generator or a coroutine, so its work never ran
-        (say so); the clock did not advance (the elapsed time is not a finite number > 0).
+        names the workload (`self.title`): the workload raised (the message names the error's
+        type and text; chain the original exception); it returned a generator or a coroutine,
+        so its work never ran (the message names which of the two); the clock did not advance,
+        i.e. the elapsed time is not a finite number > 0 (the message says the clock did not
+        advance and gives the elapsed time).
         """
         if not isinstance(number, int) or number < 1:
             raise ValueError(f"Timer._timeit: number must be a positive int, got {number!r}")
