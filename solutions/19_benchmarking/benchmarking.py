@@ -856,6 +856,10 @@ print(f"outliers beyond Tukey's fences: {len(_m.outliers)} of {len(_m.times)} bl
 # the two medians may come from rounds far apart in time. The median of ratios keeps each
 # round's noise in its own ratio, where the median can discard it.
 #
+# One caveat: in every round A runs first. If running A helps B (A fills a cache B reads,
+# or warms the CPU's clock), the ratio carries that order effect; harnesses that worry about
+# it alternate the order (A B, B A, A B, ...). Ours keeps A B, the simplest interleaving.
+#
 # `compare(a, b, rounds=..., number=..., warmup=..., timer=...)` returns a
 # `PairedComparison`: `ratio` (a / b: above 1 means A is slower), `low` and `high` (the
 # quartiles of the ratios), the `ratios` themselves, and a `Measurement` of each side. The
