@@ -25,7 +25,7 @@ import tinytorch  # noqa: E402
 from tinytorch import nn  # noqa: E402
 from tinytorch.ao.quantization import QuantizedLinear, quantize_model  # noqa: E402
 from tinytorch.compression import model_bytes, prune_neurons  # noqa: E402
-from tinytorch.data import DataLoader, Digits, Generator  # noqa: E402
+from tinytorch.data import DataLoader, Digits, Generator, TensorDataset  # noqa: E402
 from tinytorch.optim import Adam  # noqa: E402
 from tinytorch.training import evaluate, train_epoch  # noqa: E402
 
@@ -47,14 +47,18 @@ def stored_bytes(model):
     return total
 
 
+def flat(digits):
+    """The digits as rows of 64 pixels: an MLP sees no image, only a vector."""
+    return TensorDataset(digits.data.reshape(len(digits), 64), digits.targets)
+
+
 def main():
-    train_set, test_set = Digits(train=True), Digits(train=False)
+    train_set, test_set = flat(Digits(train=True)), flat(Digits(train=False))
     train_loader = DataLoader(train_set, batch_size=64, shuffle=True, generator=Generator().manual_seed(0))
     test_loader = DataLoader(test_set, batch_size=359)
     loss_fn = nn.CrossEntropyLoss()
     tinytorch.manual_seed(0)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                          nn.Linear(128, 10))
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
     curve = []  # (phase, test accuracy) after each epoch
     bar = tqdm(total=(EPOCHS + FINE_TUNE) * len(train_loader), desc="deep compression", unit="batch")
     optimizer = Adam(model.parameters(), lr=2e-3)

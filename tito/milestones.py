@@ -26,6 +26,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,11 +162,13 @@ def list_command() -> int:
           "(`tito milestone run NAME`; add --solutions for the reference build).\n")
     for m in milestones:
         blocker = unfinished(root, m)
-        ready = "ready on your package" if blocker is None else f"waits for {blocker[0].label}"
+        needs = textwrap.fill("needs: " + ", ".join(slug.replace("_", " ") for slug in m.modules), width=100,
+                              initial_indent=" " * 25, subsequent_indent=" " * 32)
         print(f"{m.label:<24} {m.title}")
         print(f"{'':<24} target: {m.target}")
-        print(f"{'':<24} needs: {', '.join(slug.replace('_', ' ') for slug in m.modules)}  ({ready})")
-        print(f"{'':<24} file: {m.path.relative_to(root).as_posix()}")
+        print(needs)
+        print(f"{'':<24} {'ready on your package' if blocker is None else f'waits for {blocker[0].label}'}"
+              f" · {m.path.relative_to(root).as_posix()}")
     print("\nStart with `tito milestone run all --solutions` to see every one work on the reference build.")
     return 0
 
