@@ -29,7 +29,7 @@ YEAR = 1986
 MODULES = ["01_tensor", "02_activations", "03_layers", "04_losses", "06_autograd", "07_optimizers"]
 TARGET = "all 4 XOR cases right, mean squared error <= 0.05"
 OUT = Path(os.environ.get("TINYTORCH_MILESTONES_OUT") or Path(__file__).resolve().parents[1] / "build" / "milestones")
-STEPS = 1000
+STEPS = 500
 
 
 def main():
@@ -73,7 +73,9 @@ def main():
     im = ax2.contourf(g, g, surface, levels=20, cmap="RdBu_r", vmin=0, vmax=1)
     fig.colorbar(im, ax=ax2, label="network output")
     xs = x.numpy()
-    ax2.scatter(xs[:, 0], xs[:, 1], c=y.numpy()[:, 0], cmap="RdBu_r", edgecolors="k", s=120, vmin=0, vmax=1)
+    ax2.scatter(xs[:, 0], xs[:, 1], c="white", edgecolors="k", s=260, zorder=3)
+    for (a, b), t in zip(xs, y.numpy()[:, 0]):
+        ax2.text(a, b, f"{t:.0f}", ha="center", va="center", fontsize=10, zorder=4)
     ax2.set_title("what the network computes: XOR")
     fig.tight_layout()
     fig.savefig(plot, dpi=100)
