@@ -19,6 +19,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 import tinytorch  # noqa: E402
@@ -101,6 +102,7 @@ def main():
         ax2.text(b.get_x() + b.get_width() / 2, b.get_height(), f"{100 * a:.1f}%", ha="center", va="bottom", fontsize=9)
     ax2.set_ylabel("stored size (KiB)")
     ax2.set_title("size (bars) and test accuracy (labels)")
+    ax1.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs
     fig.tight_layout()
     fig.savefig(plot, dpi=100)
     plt.close(fig)

@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 import tinytorch  # noqa: E402
@@ -86,6 +87,8 @@ def plot_curves(history, path, title, target):
     ax2.set_ylabel("test accuracy (%)")
     ax2.set_title("accuracy on the held-out digits")
     ax2.legend(fontsize=8)
+    for ax in fig.axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

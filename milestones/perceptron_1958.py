@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
@@ -86,6 +87,7 @@ def main():
     ax2.set_xlabel("epoch")
     ax2.set_ylabel("mistakes (updates) in the epoch")
     ax2.set_title("finitely many mistakes, then none")
+    ax2.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs
     fig.tight_layout()
     fig.savefig(plot, dpi=100)
     plt.close(fig)
