@@ -136,3 +136,22 @@ def test_perceptron_runs_on_the_students_package_once_its_modules_are_finished(c
     assert "on your tinytorch" in out.stdout and "✓ target met" in out.stdout, out.stdout
     assert course.path("build/milestones/perceptron_1958.png").is_file()
     assert not course.path("build/solutions").exists(), "the student's run must not build the reference"
+
+
+def test_milestones_import_only_tinytorch_and_plain_libraries():
+    import ast
+    import sys
+
+    allowed = {"tinytorch", "numpy", "matplotlib", "tqdm"} | set(sys.stdlib_module_names)
+    for m in milestones():
+        tree = ast.parse(m.path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                tops = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                tops = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            bad = [t for t in tops if t not in allowed]
+            assert not bad, (f"{m.path.name}, line {node.lineno} imports {bad}: a milestone is a user's program "
+                             f"and imports only tinytorch, numpy, matplotlib, tqdm and the standard library")
