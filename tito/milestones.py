@@ -45,7 +45,7 @@ class Milestone:
     year: int | None
     modules: tuple[str, ...]  # module slugs, e.g. "03_layers", in course order
     target: str
-    summary: str     # the docstring's first line
+    summary: str     # the docstring's first paragraph (its headline), on one line
 
     @property
     def label(self) -> str:
@@ -96,7 +96,7 @@ def _read(path: Path, root: Path) -> Milestone:
     return Milestone(
         name=re.sub(r"_\d{4}$", "", path.stem), path=path, title=str(found["TITLE"]),
         year=found["YEAR"], modules=tuple(sorted(modules)), target=str(found["TARGET"]),
-        summary=doc.strip().splitlines()[0] if doc.strip() else "",
+        summary=" ".join(doc.strip().split("\n\n")[0].split()),
     )
 
 
