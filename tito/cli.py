@@ -75,6 +75,16 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("modules", nargs="*", help="check only these modules (skips the course-wide checks)")
     v.add_argument("--no-mutants", action="store_true", help="skip the mutant checks (quicker, while writing)")
 
+    ml = sub.add_parser("milestone", help="run landmark results (perceptron, XOR, LeNet, a transformer, ...) "
+                                          "with your own tinytorch: `tito milestone list`")
+    mlsub = ml.add_subparsers(dest="action", metavar="action")
+    mlsub.add_parser("list", help="every milestone: its target, the modules it needs, whether you can run it")
+    mlr = mlsub.add_parser("run", help="train one milestone (or `all`), print its result against its target, "
+                                       "save its plot under build/milestones/")
+    mlr.add_argument("name", help="a milestone's name (see `tito milestone list`), or `all`")
+    mlr.add_argument("--solutions", action="store_true",
+                     help="run on the reference solutions (built into build/solutions) instead of your package")
+
     mu = sub.add_parser("mutants", help="(authors) check that a module's typical-mistake mutants are caught "
                                         "by its tests and its graded check cells")
     mu.add_argument("module")
@@ -126,6 +136,14 @@ def _run(args, parser) -> int:
         if args.action == "restore":
             return commands.module_restore(args.module, args.backup, yes=args.yes)
         raise TitoError("say `tito module start NN`, `tito module reset NN` or `tito module restore NN`.")
+    if args.command == "milestone":
+        from tito import milestones
+
+        if args.action == "list":
+            return milestones.list_command()
+        if args.action == "run":
+            return milestones.run_command(args.name, solutions=args.solutions)
+        raise TitoError("say `tito milestone list` or `tito milestone run NAME` (NAME or `all`).")
     if args.command == "release":
         from tito.release import release, student_release
 
