@@ -320,7 +320,7 @@ def _check_destination(root: Path, dest: Path, force: bool, dry_run: bool = Fals
     unless `dry_run` (the checks alone, before the slow part)."""
     if dest.exists() and not dest.is_dir():
         raise TitoError(f"{dest} is a file; give a folder for the student copy.")
-    inside = [root / name for name in ("modules", "tinytorch", "tests", "tito", "book", "solutions")]
+    inside = [root / name for name in ("modules", "tinytorch", "tests", "tito", "book", "milestones", "solutions")]
     if dest == root or dest in root.parents or any(dest == p or p in dest.parents for p in inside):
         raise TitoError(f"{dest} overlaps the course folder {root}; write the student copy to a folder of "
                         f"its own (e.g. ../tinytorch-student).")
@@ -374,8 +374,9 @@ def student_release(dest: Path, force: bool = False) -> int:
     for module in modules:
         if module.tests_path.is_dir():
             shutil.copytree(module.tests_path, tests / module.slug, ignore=STUDENT_IGNORE, dirs_exist_ok=True)
-    if (root / "book").is_dir():
-        shutil.copytree(root / "book", dest / "book", ignore=STUDENT_IGNORE, dirs_exist_ok=True)
+    for folder in ("book", "milestones"):
+        if (root / folder).is_dir():
+            shutil.copytree(root / folder, dest / folder, ignore=STUDENT_IGNORE, dirs_exist_ok=True)
     for name in STUDENT_FILES:
         if (root / name).is_file():
             shutil.copy2(root / name, dest / name)
@@ -387,7 +388,7 @@ def student_release(dest: Path, force: bool = False) -> int:
     print(f"tito release: wrote a student copy of the course to {dest}")
     print(f"  {len(modules)} module(s): " + ", ".join(m.slug for m in modules))
     print("  modules/ (released notebooks), tinytorch/ (stubs), tests/ (each module's suite), tito/, "
-          + ", ".join(n for n in ["book/", *STUDENT_FILES] if (root / n.rstrip("/")).exists()))
+          + ", ".join(n for n in ["book/", "milestones/", *STUDENT_FILES] if (root / n.rstrip("/")).exists()))
     print("  left out: solutions/ (with hidden tests and mutants), tito's own tests, .ci/, build output")
     print(f"Next: commit it to the students' repository, e.g. `cd {dest} && git init && git add -A && "
           f"git commit -m 'Student release'`.")

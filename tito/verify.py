@@ -178,6 +178,12 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
     solutions = build.build_solutions(root)
+    milestones, milestones_started = None, time.perf_counter()
+    if not only:  # every milestone meets its target on the reference build, alongside the rest
+        milestones = subprocess.Popen(
+            [sys.executable, "-m", "tito", "milestone", "run", "all", "--solutions"],
+            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
     variants = {m.slug: build.build_stub_variant(root, solutions, m) for m in modules}
     # Modules are independent given the solutions build: check them side by side, report in
     # order. Mutants come after all base checks, longest modules first among equals.
@@ -195,6 +201,12 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
         for future in futures + mutant_futures:
             for name, ok, detail, seconds in future.result():
                 checks.report(name, ok, detail, seconds=seconds)
+
+    if milestones is not None:
+        out, _ = milestones.communicate()
+        tail = "\n".join(out.strip().splitlines()[-12:])
+        checks.report("milestones: every one meets its target with --solutions", milestones.returncode == 0, tail,
+                      milestones_started)
 
     if tito_tests is not None:
         out, _ = tito_tests.communicate()

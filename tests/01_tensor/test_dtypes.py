@@ -102,8 +102,7 @@ def test_conversions():
     assert x.to(tt.float32) is x
     assert x.to("cpu") is x
     assert tt.tensor([0, 3]).float().tolist() == [0.0, 3.0]
-    with pytest.raises(RuntimeError, match="17"):
-        x.to("cuda")
+    # (moving to "cuda" is module 17's: tests/17_acceleration, with and without a GPU)
 
 
 def test_comparison_of_mixed_dtypes():

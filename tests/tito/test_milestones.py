@@ -22,13 +22,6 @@ def milestones():
     return discover(ROOT)
 
 
-@pytest.fixture
-def course(course):
-    """The course copy, with the milestones (the shared fixture does not copy them)."""
-    shutil.copytree(ROOT / "milestones", course.path("milestones"), ignore=IGNORE)
-    return course
-
-
 def finish(course, slug, ok=True):
     """Make module `slug` look finished in the copy: its package files exported from its
     solution notebook, and a test record on the student's notebook (passed unless ok=False)."""
