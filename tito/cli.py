@@ -69,6 +69,13 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade without the sandbox (student code runs with your rights: trusted code only)")
 
+    b = sub.add_parser("bench", help="benchmark the reference build against PyTorch CPU (ratios per workload)")
+    b.add_argument("--quick", action="store_true", help="a few rounds and small sizes: seconds, not minutes")
+    b.add_argument("--threads", type=int, default=1, help="threads for both frameworks (default 1)")
+    b.add_argument("--json", metavar="FILE", help="also write the results and the environment record to FILE")
+    b.add_argument("--mine", action="store_true", help="also run the workloads on your own tinytorch/")
+    b.add_argument("--only", nargs="+", metavar="WORKLOAD", help="run only these workloads")
+
     sub.add_parser("doctor", help="check your environment and say what to fix")
     v = sub.add_parser("verify", help="(maintainers, CI) check the whole course: solutions pass, stubs fail, "
                                       "release is current, notebooks run, tito's own tests")
@@ -172,6 +179,13 @@ def _run(args, parser) -> int:
             parser.error("tito grade MODULE SUBMISSIONS: say which folder holds the submissions")
         return grade(args.module, Path(args.submissions), Path(args.course_dir) if args.course_dir else None,
                      args.timeout, jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox)
+    if args.command == "bench":
+        from pathlib import Path
+
+        from tito.bench import bench
+
+        return bench(quick=args.quick, threads=args.threads, json_path=Path(args.json) if args.json else None,
+                     mine=args.mine, only=args.only)
     if args.command == "doctor":
         from tito.doctor import doctor
 
