@@ -177,16 +177,21 @@ def _gradebook_score(folder: Path, slug: str, student: str) -> tuple[float, floa
         return float(submission.score), float(submission.max_score)
 
 
-def _run_notebook(module: Module, template: Path, work: Path, student: str, notebook_path: Path,
-                  prefix: Path, env: dict, cell_timeout: int, use_sandbox: bool, result: Result) -> None:
+def _run_notebooks(module: Module, template: Path, work: Path, notebooks: dict[str, Path], prefix: Path,
+                   env: dict, cell_timeout: int, use_sandbox: bool, results: dict[str, Result],
+                   feedback: bool = True) -> None:
+    """nbgrader's autograde of `notebooks` ({student: path}) in one nbgrader folder under `work`
+    (one student, for a class: each student's own folder; several only for the course's own
+    notebooks, in tito verify)."""
     folder = work / "nbgrader"
     shutil.copytree(template, folder)
-    target = folder / "submitted" / student / module.slug
-    target.mkdir(parents=True)
-    shutil.copy2(notebook_path, target / notebook_path.name)
+    for student, notebook_path in notebooks.items():
+        target = folder / "submitted" / student / module.slug
+        target.mkdir(parents=True)
+        shutil.copy2(notebook_path, target / f"{module.name}.ipynb")
     run_env = dict(env)
-    args = ["autograde", module.slug, f"--student={student}", "--force", "--create",
-            f"--Execute.timeout={cell_timeout}"]
+    only = [f"--student={next(iter(notebooks))}"] if len(notebooks) == 1 else []
+    args = ["autograde", module.slug, *only, "--force", "--create", f"--Execute.timeout={cell_timeout}"]
     if use_sandbox:
         import tempfile
 
@@ -208,16 +213,19 @@ def _run_notebook(module: Module, template: Path, work: Path, student: str, note
         if use_sandbox:
             shutil.rmtree(runtime, ignore_errors=True)
     (work / "autograde.log").write_text(proc.stdout + proc.stderr)
-    score = _gradebook_score(folder, module.slug, student)
-    if proc.returncode != 0 or score is None:
-        result.status = "not graded"
-        result.reasons.append(f"nbgrader could not grade the notebook: {_last_line(proc.stderr)[:300]}")
-        return
-    result.score, result.max_score = score
-    result.autograded = folder / "autograded" / student / module.slug / notebook_path.name
-    feedback = _nbgrader(folder, "generate_feedback", module.slug, f"--student={student}", "--force", env=env)
-    if feedback.returncode != 0:
-        result.reasons.append(f"no feedback: {_last_line(feedback.stderr)[:200]}")
+    for student in notebooks:
+        result = results[student]
+        score = _gradebook_score(folder, module.slug, student)
+        if score is None or (proc.returncode != 0 and len(notebooks) == 1):
+            result.status = "not graded"
+            result.reasons.append(f"nbgrader could not grade the notebook: {_last_line(proc.stderr)[:300]}")
+            continue
+        result.score, result.max_score = score
+        result.autograded = folder / "autograded" / student / module.slug / f"{module.name}.ipynb"
+        if feedback:
+            made = _nbgrader(folder, "generate_feedback", module.slug, f"--student={student}", "--force", env=env)
+            if made.returncode != 0:
+                result.reasons.append(f"no feedback: {_last_line(made.stderr)[:200]}")
 
 
 def _run_tests(root: Path, module: Module, work: Path, notebook_path: Path, prefix: Path,
@@ -275,7 +283,8 @@ def grade_one(root: Path, module: Module, template: Path, course_dir: Path, stud
     work.mkdir(parents=True)
     source = template / "source" / module.slug / f"{module.name}.ipynb"
     hooks = tampering(nbformat.read(notebook_path, as_version=4), nbformat.read(source, as_version=4))
-    _run_notebook(module, template, work, student, notebook_path, prefix, env, cell_timeout, use_sandbox, result)
+    _run_notebooks(module, template, work, {student: notebook_path}, prefix, env, cell_timeout, use_sandbox,
+                   {student: result})
     if with_tests and result.status != "not graded":
         _run_tests(root, module, work, notebook_path, prefix, use_sandbox, result)
         notebook_share = result.score / result.max_score if result.max_score else 0.0
@@ -353,6 +362,29 @@ def run_grading(root: Path, module: Module, found: dict[str, Path], course_dir: 
 
         with ThreadPoolExecutor(max(1, jobs)) as pool:
             return list(pool.map(one, sorted(found.items())))
+
+
+def grade_together(root: Path, module: Module, found: dict[str, Path], course_dir: Path, *,
+                   cell_timeout: int = 120) -> list[Result]:
+    """The course's own notebooks (tito verify: the released one and the solution), graded by
+    one nbgrader run in the sandbox against modules 1..k-1, without feedback or test runs."""
+    course_dir.mkdir(parents=True, exist_ok=True)
+    with locked(course_dir / "grade.lock"):
+        prefix = build.build_prefix(root, module.number - 1)
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        env.pop("PYTHONPATH", None)
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        template = _prepare_template(root, module, course_dir, env)
+        work = course_dir / "runs" / module.slug / "together"
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        results = {student: Result(student) for student in found}
+        started = time.perf_counter()
+        _run_notebooks(module, template, work, found, prefix, env, cell_timeout, True, results, feedback=False)
+        for r in results.values():
+            r.seconds = time.perf_counter() - started
+        return [results[s] for s in sorted(results)]
 
 
 def grade(spec: str, submissions: Path, course_dir: Path | None = None, cell_timeout: int = 120, *,
