@@ -97,8 +97,14 @@ def _as_array(data, dtype=None):
 def _strided_array(storage, shape, strides, offset):
     """The numpy array that sees `storage` through (shape, strides, offset); shares memory."""
     itemsize = storage.itemsize
+    # Two common layouts have cheaper views than the general constructor: a 0-d tensor (one
+    # element) and a tensor that is its whole 1-D storage.
+    if not shape:
+        return storage[offset, ...]
+    if len(shape) == 1 and offset == 0 and strides[0] == 1 and shape[0] == storage.shape[0]:
+        return storage[:]
     return np.ndarray(shape, dtype=storage.dtype, buffer=storage, offset=offset * itemsize,
-                      strides=tuple(s * itemsize for s in strides))
+                      strides=[s * itemsize for s in strides])
 
 
 _ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
@@ -181,8 +187,9 @@ class _TensorStorage:
     @staticmethod
     def _from_array(arr):
         """Wrap a freshly computed numpy array (no extra copy when it is already C-contiguous)."""
-        arr = np.asarray(arr)
-        arr = np.asarray(arr, dtype=_default_dtype(arr.dtype), order="C")
+        if type(arr) is not np.ndarray or arr.dtype not in _DTYPES or not arr.flags.c_contiguous:
+            arr = np.asarray(arr)  # the common case (a fresh C-contiguous result) skips both
+            arr = np.asarray(arr, dtype=_default_dtype(arr.dtype), order="C")
         t = Tensor.__new__(Tensor)
         t._requires_grad = False
         t.grad = None
@@ -1265,8 +1272,7 @@ def broadcast_shapes(*shapes):
 
     Why: every elementwise op checks this first, so shape mistakes get a clear message.
     """
-    shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(int(n) for n in s)
-              for s in shapes]
+    shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(map(int, s)) for s in shapes]
     # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
     # ShapeError when two sizes clash; the message says "cannot broadcast", names both
     # shapes, the dimension (negative, -1 = last), both sizes, and the rule that failed.
@@ -1454,6 +1460,12 @@ _KINDS = {"b": 0, "i": 1, "u": 1, "f": 2}
 
 def _result_dtype(*operands):
     """PyTorch-style promotion: tensors decide within a kind, numbers only raise the kind."""
+    if len(operands) == 2:  # the common case, two tensors of one dtype: that dtype
+        a, b = operands
+        if isinstance(a, Tensor) and isinstance(b, Tensor):
+            dt = a._storage.dtype
+            if dt is b._storage.dtype and dt in _DTYPES:
+                return dt
     tensor_dtypes = [x.dtype for x in operands if isinstance(x, Tensor)]
     rank = max((_KINDS[d.kind] for d in tensor_dtypes), default=-1)
     if rank == 2:

@@ -732,9 +732,25 @@ def _leaky_relu_backward(node, grad):
 def _gelu_backward(node, grad):
     x = node.inputs[0].numpy().astype(np.float64)
     if node.attrs["approximate"] == "tanh":
+        # slope = 0.5 (1 + t) + 0.5 c x (1 - t²)(1 + 3·0.044715 x²), t = tanh(c x (1 + 0.044715 x²)),
+        # computed in place: a handful of float64 arrays instead of one per operator
         c = np.sqrt(2.0 / np.pi)
-        t = np.tanh(c * (x + 0.044715 * x ** 3))
-        slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
+        x2 = x * x
+        t = 0.044715 * x2
+        t += 1
+        t *= x
+        t *= c
+        np.tanh(t, out=t)
+        slope = t * t
+        np.subtract(1, slope, out=slope)
+        x2 *= 3 * 0.044715
+        x2 += 1
+        slope *= x2
+        slope *= x
+        slope *= 0.5 * c
+        t += 1
+        t *= 0.5
+        slope += t
     else:
         from tinytorch.nn.activations import _erfc  # module 02's accurate erfc
         slope = 0.5 * _erfc(-x / np.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
