@@ -42,6 +42,10 @@ def doctor() -> int:
     print(f"{'✓' if dot else '-'} optional Graphviz `dot`" + ("" if dot else
           " (to draw autograd graphs as pictures in module 06; the text view works without it): "
           "sudo apt-get install graphviz, brew install graphviz, or conda install graphviz"))
+    bwrap = shutil.which("bwrap")
+    print(f"{'✓' if bwrap else '-'} optional bubblewrap `bwrap`" + ("" if bwrap else
+          " (instructors: tito grade runs student code in its sandbox; sudo apt-get install bubblewrap, "
+          "then tito grade setup)"))
     for module in available_modules(root):
         line(module.notebook_path.is_file(), f"{module.notebook_rel} present",
              f"tito module reset {module.number:02d}")
