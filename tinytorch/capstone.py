@@ -48,7 +48,7 @@ def train_digits_cnn(epochs=8, seed=0, lr=1e-2, train_set=None):
     return model
 
 
-# -- cell 14 --
+# -- cell 16 --
 class NumbaConv2d(nn.Module):
     """A trained Conv2d's forward on module 17's kernels: im2col, then one blocked matmul."""
 
@@ -102,6 +102,7 @@ class _numba_threads:
         numba.set_num_threads(self.old)
 
 
+# -- cell 18 --
 class NumbaLinear(nn.Module):
     """A trained Linear's forward on module 17's matmul_blocked."""
 
@@ -145,7 +146,7 @@ def linear_weight_names(model):
             if isinstance(m, nn.Linear)]
 
 
-# -- cell 17 (make-variants) --
+# -- cell 22 (make-variants) --
 def make_variants(model, calibration, amount=0.5, fine_tune=None):
     """Five independent variants of a trained Sequential `model`, as a dict name -> model.
 
@@ -163,7 +164,7 @@ def make_variants(model, calibration, amount=0.5, fine_tune=None):
     raise NotImplementedError('make_variants() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 21 --
+# -- cell 26 --
 def model_nbytes(model):
     """Bytes of every array `model` stores to compute, each once: parameters, buffers and the
     numpy arrays of layers such as QuantizedLinear (weight_int8, weight_scale, bias)."""
@@ -206,7 +207,7 @@ def measure_latency(model, x, name=None, min_run_time=0.2):
     return timer.blocked_autorange(min_run_time=min_run_time)
 
 
-# -- cell 23 (report-row) --
+# -- cell 29 (report-row) --
 def _is_count(v):
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
@@ -225,7 +226,7 @@ def report_row(name, accuracy, latency, nbytes, flops):
     raise NotImplementedError('report_row() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 27 (pareto-front) --
+# -- cell 33 (pareto-front) --
 def pareto_front(rows):
     """Names of the rows no other row dominates (lower median_s, higher accuracy), in order.
 
@@ -239,7 +240,7 @@ def pareto_front(rows):
     raise NotImplementedError('pareto_front() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 31 (choose) --
+# -- cell 37 (choose) --
 def choose(rows, within=0.02):
     """Name of the smallest row (fewest bytes, then lowest median_s) whose accuracy is within
     `within` of the best accuracy in `rows` (accuracy >= best - within).
@@ -253,7 +254,7 @@ def choose(rows, within=0.02):
     raise NotImplementedError('choose() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 34 --
+# -- cell 40 --
 def format_report(rows, front=(), chosen=None):
     """The rows as a text table (latency in ms, bytes in KiB); front rows marked *, the chosen one <-."""
     head = f"{'variant':<10}{'accuracy':>10}{'median ms':>11}{'IQR ms':>9}{'KiB':>9}{'kFLOP/ex':>10}  front"
@@ -266,24 +267,49 @@ def format_report(rows, front=(), chosen=None):
 
 
 def pareto_plot(rows, front=(), chosen=None, ax=None):
-    """Accuracy against median latency (IQR as error bars), marker area proportional to bytes."""
+    """Accuracy against median latency (log scale; IQR as bars), marker area proportional to
+    bytes; labels placed so that none covers another."""
     import matplotlib.pyplot as plt
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4.2))[1]
     biggest = max(r["bytes"] for r in rows)
     for r in rows:
-        on = r["name"] in front
-        ax.errorbar(r["median_s"] * 1e3, r["accuracy"], xerr=r["iqr_s"] * 1e3 / 2, fmt="none",
-                    ecolor="grey", lw=1, zorder=2)
-        ax.scatter(r["median_s"] * 1e3, r["accuracy"], s=60 + 900 * r["bytes"] / biggest, alpha=0.6,
-                   color="tab:red" if on else "tab:grey", edgecolor="black" if r["name"] == chosen else "none",
-                   lw=2, zorder=3)
-        ax.annotate(f"{r['name']} ({r['bytes'] / 1024:.1f} KiB)", (r["median_s"] * 1e3, r["accuracy"]),
-                    textcoords="offset points", xytext=(10, 6), fontsize=8)
+        x, y = r["median_s"] * 1e3, r["accuracy"]
+        ax.plot([max(x - r["iqr_s"] * 5e2, x / 3), x + r["iqr_s"] * 5e2], [y, y], color="grey", lw=1, zorder=2)
+        ax.scatter(x, y, s=60 + 900 * r["bytes"] / biggest, alpha=0.6,
+                   color="tab:red" if r["name"] in front else "tab:grey",
+                   edgecolor="black" if r["name"] == chosen else "none", lw=2, zorder=3)
     pts = sorted((r["median_s"] * 1e3, r["accuracy"]) for r in rows if r["name"] in front)
     if pts:
         ax.step(*zip(*pts), where="post", color="tab:red", lw=1, alpha=0.5)
-    ax.set_xlabel("median latency, batch of 64 (ms; bars: IQR)")
+    ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+    for axis in (ax.xaxis,):
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(v)[0] in "25" else ""))
+    ax.margins(x=0.3, y=0.25)
+    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: IQR)")
     ax.set_ylabel("test accuracy")
     ax.set_title("variants: red = Pareto front, marker area = bytes, black ring = chosen", fontsize=9)
-    ax.margins(x=0.25, y=0.15)
+    _place_labels(ax, rows)
     return ax
+
+
+def _place_labels(ax, rows):
+    """Annotate each point, trying offsets until its label box overlaps no label placed before."""
+    ax.figure.canvas.draw()
+    to_px = ax.transData.transform
+    scale = ax.figure.dpi / 72.0
+    placed = []
+    offsets = [(10, 6), (10, -14), (10, 20), (10, -28), (10, 34), (10, -42), (10, 48), (10, -56)]
+    for r in sorted(rows, key=lambda r: -r["accuracy"]):
+        text = f"{r['name']} ({r['bytes'] / 1024:.1f} KiB)"
+        px, py = to_px((r["median_s"] * 1e3, r["accuracy"]))
+        w, h = 5.2 * len(text) * scale, 10 * scale
+        for dx, dy in offsets:
+            box = (px + dx * scale, py + dy * scale, px + dx * scale + w, py + dy * scale + h)
+            if all(box[2] < b[0] or box[0] > b[2] or box[3] < b[1] or box[1] > b[3] for b in placed):
+                break
+        placed.append(box)
+        ax.annotate(text, (r["median_s"] * 1e3, r["accuracy"]), textcoords="offset points",
+                    xytext=(dx, dy), fontsize=8,
+                    arrowprops=dict(arrowstyle="-", color="grey", lw=0.5) if abs(dy) > 10 else None)
