@@ -164,7 +164,7 @@ def make_variants(model, calibration, amount=0.5, fine_tune=None):
     raise NotImplementedError('make_variants() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 26 --
+# -- cell 28 --
 def model_nbytes(model):
     """Bytes of every array `model` stores to compute, each once: parameters, buffers and the
     numpy arrays of layers such as QuantizedLinear (weight_int8, weight_scale, bias)."""
@@ -207,7 +207,7 @@ def measure_latency(model, x, name=None, min_run_time=0.2):
     return timer.blocked_autorange(min_run_time=min_run_time)
 
 
-# -- cell 29 (report-row) --
+# -- cell 31 (report-row) --
 def _is_count(v):
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
@@ -226,7 +226,7 @@ def report_row(name, accuracy, latency, nbytes, flops):
     raise NotImplementedError('report_row() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 33 (pareto-front) --
+# -- cell 35 (pareto-front) --
 def pareto_front(rows):
     """Names of the rows no other row dominates (lower median_s, higher accuracy), in order.
 
@@ -240,7 +240,7 @@ def pareto_front(rows):
     raise NotImplementedError('pareto_front() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 37 (choose) --
+# -- cell 39 (choose) --
 def choose(rows, within=0.02):
     """Name of the smallest row (fewest bytes, then lowest median_s) whose accuracy is within
     `within` of the best accuracy in `rows` (accuracy >= best - within).
@@ -254,7 +254,7 @@ def choose(rows, within=0.02):
     raise NotImplementedError('choose() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 40 --
+# -- cell 42 --
 def format_report(rows, front=(), chosen=None):
     """The rows as a text table (latency in ms, bytes in KiB); front rows marked *, the chosen one <-."""
     head = f"{'variant':<10}{'accuracy':>10}{'median ms':>11}{'IQR ms':>9}{'KiB':>9}{'kFLOP/ex':>10}  front"
