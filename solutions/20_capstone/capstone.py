@@ -1,0 +1,1059 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Module 20 — Capstone: train, compress, accelerate, measure, decide
+#
+# Nineteen modules built a framework. This one uses all of it on one model, the way an
+# engineer ships one: **train** the digits CNN, **profile** it, make **variants** of it
+# (int8 weights, magnitude-pruned, structurally shrunk, run on the numba kernels),
+# **measure** each one (accuracy on held-out digits, latency with module 19's harness, bytes,
+# FLOPs), and then **decide**: which variants are worth considering at all (the Pareto
+# front), and which one to ship under a stated rule ("the smallest model within 2 points of
+# the best accuracy"). Every number in the final report is measured in this run, on this
+# machine; a variant whose measurement is missing gets no row rather than a guessed one.
+#
+# ## Goals
+#
+# By the end of this module you will be able to
+#
+# - build the **variant pipeline**: one trained model in, independent compressed and
+#   accelerated copies out, without touching the original (`make_variants`);
+# - turn measurements into **report rows** that refuse a missing or impossible measurement
+#   (`report_row`): accuracy, median latency with its IQR, bytes, FLOPs;
+# - select the **Pareto front** of accuracy against latency (`pareto_front`): the variants no
+#   other variant beats on both;
+# - apply a **decision rule** (`choose`): the smallest variant within a tolerance of the best
+#   accuracy;
+# - read the report and the Pareto plot, and say which trade-offs this machine and this
+#   framework really offer (int8 is 4x smaller, but is it faster here?).
+#
+# ## Prerequisites
+#
+# Everything, and in particular: module 05 (`Digits`, `DataLoader`), 08 (`fit`, `evaluate`),
+# 09 (`Conv2d`, `MaxPool2d`), 14 (`tinytorch.profiler`), 15
+# (`tinytorch.ao.quantization.quantize_model`), 16 (`tinytorch.nn.prune`,
+# `tinytorch.compression.prune_neurons`), 17 (`tinytorch.backends.cpu_kernels`: `im2col`,
+# `matmul_blocked`) and 19 (`tinytorch.utils.benchmark`: `Timer`, `Measurement`, `Compare`,
+# `environment`).
+#
+# ## How this notebook works
+#
+# Cells marked `#| export` become `tinytorch/capstone.py` when you run `tito export 20` (or
+# `tito test module 20`). Fill in the cells with `# YOUR CODE HERE`; the **check** cell after
+# each prints a ✓ or says what is wrong. PyTorch has no "capstone" module; the names here
+# follow the habits of its ecosystem (`torch.ao.quantization.quantize_dynamic` returns a
+# quantized copy; `torch.nn.utils.prune` prunes in place, so copy first; `torch.utils.benchmark`
+# measures).
+
+# %%
+#| default_exp capstone
+
+# %%
+import copy
+import os
+import sys
+import tempfile
+import time
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+import tinytorch
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+
+# %% [markdown]
+# ## 1. The idea: one model, many variants, one decision
+#
+# A trained model is a point in a space of trade-offs. Quantizing its weights to int8 makes
+# it about 4x smaller and may cost a little accuracy; pruning half its weights to zero costs
+# a little accuracy and, stored densely, saves nothing; removing half its channels
+# (structured pruning) really shrinks it and makes it faster, but removes capacity the model
+# was using, so it needs fine-tuning to recover; compiled kernels change the time and nothing
+# else. Each
+# variant is a point $(\text{latency}, \text{accuracy})$ with a size.
+#
+# Variant $a$ **dominates** $b$ when it is at least as good on both axes and strictly better
+# on one:
+#
+# $$a \succ b \iff \ell_a \le \ell_b \;\wedge\; \text{acc}_a \ge \text{acc}_b \;\wedge\;
+#   (\ell_a < \ell_b \;\vee\; \text{acc}_a > \text{acc}_b).$$
+#
+# The **Pareto front** is the set of variants that nothing dominates: the only ones a
+# rational choice ever picks, whatever the weights on latency and accuracy. Which one of
+# them to ship is a *decision rule* (a product requirement), stated before looking: here,
+# "the fewest bytes among the variants within 2 points of the best accuracy".
+#
+# The picture below uses made-up points, only to show the geometry (the real ones come in
+# section 7): the front is the staircase of points with nothing to their upper left.
+
+# %%
+_demo = {"A": (1.0, 0.95), "B": (0.6, 0.93), "C": (0.9, 0.90), "D": (0.3, 0.80), "E": (0.5, 0.78)}
+_front = ["A", "B", "D"]  # hand-checked: C is beaten by B, E by D
+fig, ax = plt.subplots(figsize=(6, 3.6))
+for _n, (_x, _y) in _demo.items():
+    ax.scatter(_x, _y, s=90, color="tab:red" if _n in _front else "tab:grey", zorder=3)
+    ax.annotate(_n, (_x, _y), textcoords="offset points", xytext=(7, -4))
+_fx, _fy = zip(*sorted(_demo[n] for n in _front))
+ax.step(_fx, _fy, where="post", color="tab:red", lw=1, alpha=0.6, label="Pareto front (red points)")
+ax.annotate("better", xy=(0.32, 0.94), xytext=(0.55, 0.86), arrowprops=dict(arrowstyle="->"))
+ax.set_xlabel("latency (made-up units; lower is better)")
+ax.set_ylabel("accuracy (higher is better)")
+ax.set_title("dominance: nothing to the upper left of a front point", fontsize=10)
+ax.legend(fontsize=8, loc="lower right")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The package file starts here: imports, and the model.
+
+# %%
+#| export
+"""The capstone (module 20): variants of a trained model, measured and compared.
+
+make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front and
+choose (the decision) are written in the notebook; the model, the accelerated layers, the
+byte and FLOP counts, the latency measurement, the table and the plot are provided.
+"""
+import copy
+import math
+
+import numpy as np
+
+import tinytorch
+from tinytorch import Tensor, nn
+from tinytorch.ao.quantization import QuantizedLinear, quantize_model
+from tinytorch.backends import cpu_kernels
+from tinytorch.compression import prune_neurons
+from tinytorch.data import DataLoader, Digits
+from tinytorch.nn import prune
+from tinytorch.optim import Adam
+from tinytorch.training import evaluate, fit
+from tinytorch.utils.benchmark import Measurement, Timer
+
+__all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
+           "linear_weight_names", "make_variants", "model_nbytes", "model_flops", "measure_latency",
+           "report_row", "pareto_front", "choose", "format_report", "pareto_plot"]
+
+# %% [markdown]
+# ## 2. The model, trained once
+#
+# Module 09's digits CNN has a single `Linear` after its convolutions; module 15 quantizes
+# `Linear` layers only, so to give int8 something to do we use module 15's version of it,
+# with a wider head: one convolution block, then two `Linear` layers, about 9,000 parameters,
+# most of them in the first `Linear`:
+#
+# ```
+# (N, 1, 8, 8) → Conv2d(1→8, 3, pad 1) → ReLU → MaxPool2d(2) → Flatten → (N, 128)
+#              → Linear(128→64) → ReLU → Linear(64→10)
+# ```
+#
+# `train_digits_cnn` trains it with module 08's `fit` and module 07's `Adam` (8 epochs,
+# batch 32, a fixed seed). Provided: nothing here is new.
+
+# %%
+#| export
+def make_digits_cnn():
+    """The capstone's CNN: one conv block and a two-layer head (nn.Sequential, 9k parameters)."""
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(8 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def train_digits_cnn(epochs=8, seed=0, lr=1e-2, train_set=None):
+    """A make_digits_cnn() trained with fit and Adam on the digits' training split."""
+    tinytorch.manual_seed(seed)
+    train_set = Digits(train=True) if train_set is None else train_set
+    model = make_digits_cnn()
+    fit(model, nn.CrossEntropyLoss(), Adam(model.parameters(), lr=lr),
+        DataLoader(train_set, batch_size=32, shuffle=True), epochs=epochs, progress=False)
+    model.eval()
+    return model
+
+
+# %%
+_t0 = time.perf_counter()
+train_set, test_set = Digits(train=True), Digits(train=False)
+model = train_digits_cnn(train_set=train_set)
+train_seconds = time.perf_counter() - _t0
+float_acc = evaluate(model, [(test_set.data, test_set.targets)])["accuracy"]
+print(model)
+print(f"trained in {train_seconds:.1f} s; test accuracy {float_acc:.4f} on {len(test_set)} held-out digits")
+
+# %% [markdown]
+# ## 3. Profile it first
+#
+# Before compressing anything, look at where the time goes. Module 14's profiler records
+# every op that passes through the dispatch point, with its FLOPs and its time. The table
+# below is one forward pass over the test set, measured now; expect the convolution's
+# matmul and the first `Linear`'s matmul among the top rows by FLOPs, and, because the model
+# is tiny, a good part of the time in small bookkeeping ops (the numbers depend on this
+# machine and its load).
+
+# %%
+with tinytorch.no_grad(), tinytorch.profiler.profile() as _prof:
+    model(test_set.data)
+_avg = _prof.key_averages()
+print(_avg.table(sort_by="cpu_time_total", row_limit=8))
+
+# %% [markdown]
+# The profiler's FLOPs come from module 14's per-op formulas, counted as the ops ran; the
+# report in section 9 uses `model_flops`, which walks the layers with the same formulas and
+# counts only the multiply-adds of the convolution and the `Linear` layers. Per example, the
+# two should agree on those layers up to the convolution's bias additions (one per output
+# value), which the profiler's `conv2d` row includes:
+
+# %%
+_per_ex = {e.key: e.flops // len(test_set) for e in _avg}
+print(f"profiler, per example: conv2d {_per_ex.get('conv2d', 0):,} FLOPs, matmul {_per_ex.get('matmul', 0):,} FLOPs, "
+      f"all ops {sum(_per_ex.values()):,}")
+print(f"conv2d's bias additions: 8 channels x 8 x 8 positions = {8 * 64:,} FLOPs per example")
+
+# %% [markdown]
+# ## 4. The accelerated layers (provided)
+#
+# Module 17 wrote numba kernels: `im2col` (the column matrix of a batch of images, compiled
+# and parallel) and `matmul_blocked` (a tiled matmul). `NumbaConv2d` and `NumbaLinear` run a
+# trained layer's forward pass on them (inference only: no autograd graph), and
+# `accelerate(model)` returns a copy of a `Sequential` with each `Conv2d` and `Linear`
+# swapped. They mirror what `torch.compile` or a backend like oneDNN does for a trained
+# model: the same weights, other kernels. The first call compiles the kernels (seconds; numba
+# caches them on disk afterwards).
+#
+# The kernels are `parallel=True`, but each call here is tiny (a batch of 64 8x8 images is a
+# few hundred thousand multiply-adds), and starting worker threads for so little work can
+# cost far more than the work, worst on a busy machine whose other cores are taken (then a
+# parallel call waits for a time slice). So the layers run their kernels on one numba thread
+# by default (`num_threads=1`), as PyTorch runs small ops single-threaded below a grain size;
+# the cell after the next measures both settings on this machine.
+
+# %%
+#| export
+class NumbaConv2d(nn.Module):
+    """A trained Conv2d's forward on module 17's kernels: im2col, then one blocked matmul."""
+
+    def __init__(self, conv, num_threads=1):
+        super().__init__()
+        self.num_threads = num_threads
+        self.in_channels, self.out_channels = conv.in_channels, conv.out_channels
+        self.kernel_size, self.stride, self.padding = conv.kernel_size, conv.stride, conv.padding
+        w = conv.weight.numpy()
+        self.weight = nn.Parameter(Tensor(w.copy()))
+        self.bias = None if conv.bias is None else nn.Parameter(Tensor(conv.bias.numpy().copy()))
+        self._w2d = np.ascontiguousarray(w.reshape(w.shape[0], -1))
+
+    def forward(self, x):
+        a = np.ascontiguousarray(x.numpy(), dtype=self._w2d.dtype)
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, _pair(self.stride), _pair(self.padding)
+        if sh != sw or ph != pw:
+            raise ValueError("NumbaConv2d: the numba im2col takes one stride and one padding for both axes")
+        n, _, h, w = a.shape
+        h_out, w_out = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        with _numba_threads(self.num_threads):
+            cols = cpu_kernels.im2col(a, kh, kw, sh, ph)                      # (N, C*kh*kw, L)
+            cols2d = np.ascontiguousarray(cols.transpose(1, 0, 2).reshape(cols.shape[1], -1))
+            out = cpu_kernels.matmul_blocked(self._w2d, cols2d)               # (C_out, N*L)
+        out = out.reshape(self.out_channels, n, h_out, w_out).transpose(1, 0, 2, 3)
+        if self.bias is not None:
+            out = out + self.bias.numpy()[None, :, None, None]
+        return Tensor(np.ascontiguousarray(out))
+
+    def extra_repr(self):
+        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, numba"
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+class _numba_threads:
+    """Run numba's parallel loops on `n` threads inside the block, then restore the setting."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __enter__(self):
+        import numba
+        self.old = numba.get_num_threads()
+        numba.set_num_threads(min(self.n, numba.config.NUMBA_NUM_THREADS))
+
+    def __exit__(self, *exc):
+        import numba
+        numba.set_num_threads(self.old)
+
+
+# %% [markdown]
+# `NumbaLinear` does the same for a `Linear` (one blocked matmul against the transposed
+# weight, stored contiguous once), and `accelerate` swaps the layers of a copy.
+
+# %%
+#| export
+class NumbaLinear(nn.Module):
+    """A trained Linear's forward on module 17's matmul_blocked."""
+
+    def __init__(self, linear, num_threads=1):
+        super().__init__()
+        self.num_threads = num_threads
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight = nn.Parameter(Tensor(linear.weight.numpy().copy()))
+        self.bias = None if linear.bias is None else nn.Parameter(Tensor(linear.bias.numpy().copy()))
+        self._wt = np.ascontiguousarray(self.weight.numpy().T)
+
+    def forward(self, x):
+        a = np.ascontiguousarray(x.numpy().reshape(-1, self.in_features), dtype=self._wt.dtype)
+        with _numba_threads(self.num_threads):
+            out = cpu_kernels.matmul_blocked(a, self._wt)
+        if self.bias is not None:
+            out = out + self.bias.numpy()
+        return Tensor(out.reshape(*x.shape[:-1], self.out_features))
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, numba"
+
+
+def accelerate(model, num_threads=1):
+    """A copy of the Sequential `model` whose Conv2d and Linear layers run on numba kernels,
+    each call on `num_threads` numba threads (1 by default: see section 4)."""
+    from collections import OrderedDict
+    swap = {nn.Conv2d: NumbaConv2d, nn.Linear: NumbaLinear}
+    layers = OrderedDict()
+    for name, child in model._modules.items():
+        kind = swap.get(type(child))
+        layers[name] = kind(child, num_threads) if kind is not None else copy.deepcopy(child)
+    out = nn.Sequential(layers)
+    out.eval()
+    return out
+
+
+def linear_weight_names(model):
+    """The dotted names ("4.weight", ...) of the weights of every Linear in `model`."""
+    return [f"{name}.weight" if name else "weight" for name, m in model.named_modules()
+            if isinstance(m, nn.Linear)]
+
+
+# %%
+_fast = accelerate(model)
+with tinytorch.no_grad():
+    _ref, _got = model(test_set.data).numpy(), _fast(test_set.data).numpy()
+print(_fast)
+print(f"numba forward vs tinytorch forward: max |difference| {np.abs(_ref - _got).max():.2e}")
+
+import numba
+from tinytorch.utils.timing import median_time
+
+_all = numba.config.NUMBA_NUM_THREADS
+_t = {}
+for _n in sorted({1, _all}):
+    _m_n = accelerate(model, _n)
+    _m_n(test_set.data[:64])                       # compile (first time) and warm up
+    _t[_n] = median_time(lambda: _m_n(test_set.data[:64]), repeats=9)
+print("numba forward of a batch of 64: " + ", ".join(f"{n} thread(s) {s * 1e3:.2f} ms" for n, s in _t.items()))
+
+# %% [markdown]
+# On a machine with idle cores the two settings are close, or several threads win a little;
+# on one whose cores are busy (a shared server, a CI runner) the parallel call can be many
+# times slower, because it waits for its worker threads to be scheduled. The printed figures
+# are this machine's, now. Either way the work per call is too small to split, which is why
+# the default is one thread.
+
+# %% [markdown]
+# ## 5. The variant pipeline
+#
+# Write `make_variants(model, calibration, amount, fine_tune)`. It returns a dict of five
+# models, each an **independent copy** built from the trained `model`, which must come out
+# unchanged (module 16's pruning works in place, like `torch.nn.utils.prune`):
+#
+# | name | how |
+# |---|---|
+# | `"float32"` | a copy of the model as trained |
+# | `"int8"` | module 15's `quantize_model`, calibrated on `calibration` (a list of batches) |
+# | `"pruned"` | module 16's `prune.global_unstructured` over every `Linear` weight (`linear_weight_names`), `amount` of them ranked together, then made permanent with `prune.remove` |
+# | `"shrunk"` | module 16's `prune_neurons(model, amount)` (structured: real channels and units removed), then `fine_tune(shrunk)` when a `fine_tune` function is given |
+# | `"numba"` | `accelerate(model)` from section 4 |
+#
+# Every variant is put in eval mode, so BatchNorm or Dropout layers, if the model had any,
+# would behave as at test time.
+#
+# <details><summary>Hint 1</summary>
+#
+# Which of the five tools change the model you give them, and which return a new one? For
+# the ones that change it, what do you hand them instead?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A weight pruned with a mask is stored as `weight_orig` and `weight_mask` inside a wrapper;
+# the variant should hold plain weights with zeros in them, as a deployed model would.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Check the arguments first (an `amount` strictly between 0 and 1, a non-empty calibration
+# list). Build each variant from the original: a deep copy for the float variant; the
+# quantizer's own result for int8; a deep copy pruned globally over the Linear weights and
+# then made permanent, name by name, for the pruned one; the structured pruner's result,
+# fine-tuned if asked, for the shrunk one; the accelerated copy for the last. Set each to
+# eval mode and return them under the five names.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "make-variants", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def make_variants(model, calibration, amount=0.5, fine_tune=None):
+    """Five independent variants of a trained Sequential `model`, as a dict name -> model.
+
+    Contract: `calibration` a non-empty list of (inputs, targets) batches for the int8
+    observers; `amount` a float with 0 < amount < 1, the fraction of Linear weights zeroed
+    (globally ranked) in "pruned" and of units/channels removed in "shrunk"; `fine_tune` None
+    or a function called once with the shrunk model (it trains it in place). Returns
+    {"float32", "int8", "pruned", "shrunk", "numba"} (see the table above), each in eval mode;
+    `model` itself is left unchanged, and "pruned" holds plain weights (no pruning wrapper).
+    Errors: ValueError when amount is not strictly between 0 and 1 (the message gives the
+    amount), ValueError when calibration is empty (the message says calibration data is needed).
+    """
+    # Idea: every variant starts from the same trained weights, never from another variant.
+    ### BEGIN SOLUTION
+    if not 0 < amount < 1:
+        raise ValueError(f"make_variants: amount must be strictly between 0 and 1, got {amount}")
+    calibration = list(calibration)
+    if not calibration:
+        raise ValueError("make_variants: int8 needs calibration data (a non-empty list of batches)")
+    names = linear_weight_names(model)
+    pruned = copy.deepcopy(model)
+    prune.global_unstructured(pruned, names, amount)
+    for name in names:
+        prune.remove(pruned, name)
+    shrunk = prune_neurons(model, amount)
+    if fine_tune is not None:
+        fine_tune(shrunk)
+    variants = {"float32": copy.deepcopy(model), "int8": quantize_model(model, calibration),
+                "pruned": pruned, "shrunk": shrunk, "numba": accelerate(model)}
+    for v in variants.values():
+        v.eval()
+    return variants
+    ### END SOLUTION
+
+
+# %% [markdown]
+# The check builds the variants from the trained model and tests what each one must be:
+# the original untouched, the float copy equal to it, the int8 layers really int8, the
+# pruned weights at the asked sparsity with no wrapper left, the shrunk model smaller and
+# fine-tuned, and the numba copy computing the same outputs.
+
+# %% nbgrader={"grade": true, "grade_id": "test-make-variants", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_before = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+_calib = list(DataLoader(train_set, batch_size=64))[:8]
+_tuned = []
+
+
+def _fine_tune(m):
+    _tuned.append(m)
+    fit(m, nn.CrossEntropyLoss(), Adam(m.parameters(), lr=3e-3),
+        DataLoader(train_set, batch_size=32, shuffle=True), epochs=2, progress=False)
+
+
+with preserved_state():
+    tinytorch.manual_seed(1)
+    variants = make_variants(model, _calib, amount=0.5, fine_tune=_fine_tune)
+_acc = {n: evaluate(v, [(test_set.data, test_set.targets)])["accuracy"]
+        for n, v in variants.items() if n != "numba"}  # numba's accuracy is measured in section 9
+assert_equal(sorted(variants), sorted(["float32", "int8", "pruned", "shrunk", "numba"]), "variant names")
+for _k, _v in model.state_dict().items():
+    assert_equal(_v.numpy(), _before[_k], f"the trained model's {_k} after make_variants (must be unchanged)")
+check(all(v is not model for v in variants.values()), "every variant is a new model, not the trained one")
+check(all(not v.training for v in variants.values()), "every variant is in eval mode",
+      got={n: v.training for n, v in variants.items()}, expected="training False for all")
+_qlayers = [m for m in variants["int8"].modules() if isinstance(m, QuantizedLinear)]
+assert_equal(len(_qlayers), 2, "QuantizedLinear layers in the int8 variant")
+assert_equal(_qlayers[0].weight_int8.dtype, np.dtype(np.int8), "the int8 variant's stored weight dtype")
+_w_back = _qlayers[0].weight_int8 * _qlayers[0].weight_scale[:, None]
+assert_close(_w_back, model[4].weight.numpy(), atol=float(_qlayers[0].weight_scale.max()),
+             what="int8 weights dequantized vs the trained (unpruned) Linear weights, within one step")
+check(abs(_acc["int8"] - _acc["float32"]) <= 0.02, "int8 accuracy within 2 points of float32",
+      got=(_acc["int8"], _acc["float32"]), expected="|difference| <= 0.02")
+check(not prune.is_pruned(variants["pruned"]), "the pruned variant holds plain weights (prune.remove applied)")
+_pw = np.concatenate([variants["pruned"][4].weight.numpy().ravel(), variants["pruned"][6].weight.numpy().ravel()])
+assert_close(float((_pw == 0).mean()), 0.5, atol=1e-3, what="fraction of zero Linear weights in 'pruned' (amount 0.5)")
+assert_equal(len(_tuned), 1, "fine_tune calls (once, with the shrunk model)")
+check(_tuned[0] is variants["shrunk"], "fine_tune was given the shrunk model")
+assert_equal(variants["shrunk"][0].out_channels, 4, "conv channels left in 'shrunk' (8, half removed)")
+check(_acc["shrunk"] >= 0.85, "the fine-tuned shrunk model keeps >= 85% accuracy",
+      got=_acc["shrunk"], expected=">= 0.85")
+assert_equal([type(m).__name__ for m in variants["numba"]],
+             ["NumbaConv2d", "ReLU", "MaxPool2d", "Flatten", "NumbaLinear", "ReLU", "NumbaLinear"],
+             "the numba variant's layers")
+for _i in (0, 4, 6):
+    assert_equal(variants["numba"][_i].weight.numpy(), model[_i].weight.numpy(), f"numba layer {_i}'s weight")
+assert_raises(ValueError, make_variants, model, _calib, amount=0.0, match="0.0")
+assert_raises(ValueError, make_variants, model, _calib, amount=1.0, match="1.0")
+assert_raises(ValueError, make_variants, model, [], amount=0.5, match="calibration")
+print("✓ make_variants: test accuracy " + ", ".join(f"{n} {a:.3f}" for n, a in _acc.items()) + " (numba: section 9)")
+
+# %% [markdown]
+# How much did fine-tuning give back? The same structured cut, without it:
+
+# %%
+_cut_acc = evaluate(prune_neurons(model, 0.5), [(test_set.data, test_set.targets)])["accuracy"]
+print(f"shrunk straight after the cut: {_cut_acc:.3f}; after 2 epochs of fine-tuning: {_acc['shrunk']:.3f}; "
+      f"float32: {_acc['float32']:.3f}")
+
+# %% [markdown]
+# ## 6. What to measure, and refusing what was not measured
+#
+# Four numbers describe a variant: its **accuracy** on the held-out digits, its **latency**
+# (a module 19 `Measurement` of one forward pass over a batch: we report its median and its
+# IQR), its **bytes** (everything it stores to compute: parameters, buffers, and the int8
+# arrays and scales a `QuantizedLinear` keeps), and its **FLOPs** per example. Three helpers
+# are provided:
+#
+# - `model_nbytes(model)` counts each stored array once (module 16's `model_bytes` counts
+#   parameters and buffers only, so it would miss the int8 weights, which are plain arrays);
+# - `model_flops(model, sample)` walks a `Sequential` with module 14's formulas (2 FLOPs per
+#   multiply-add; a `QuantizedLinear` does the same multiply-adds in integers, so it counts
+#   the same);
+# - `measure_latency(model, x)` times `model(x)` under `no_grad` with module 19's
+#   `Timer.blocked_autorange`.
+
+# %%
+#| export
+def model_nbytes(model):
+    """Bytes of every array `model` stores to compute, each once: parameters, buffers and the
+    numpy arrays of layers such as QuantizedLinear (weight_int8, weight_scale, bias)."""
+    seen, total = set(), 0
+    arrays = [t.numpy() for t in list(model.parameters()) + list(model.buffers())]
+    for m in model.modules():
+        arrays += [v for k, v in vars(m).items() if isinstance(v, np.ndarray) and not k.startswith("_")]
+    for a in arrays:
+        if id(a) not in seen:
+            seen.add(id(a))
+            total += a.nbytes
+    return total
+
+
+def model_flops(model, sample):
+    """FLOPs (2 per multiply-add) of one forward pass of the Sequential `model`, per example."""
+    total, x = 0, sample
+    with tinytorch.no_grad():
+        for layer in model:
+            out = layer(x)
+            inner = getattr(layer, "module", layer)  # a pruning wrapper computes like its layer
+            if isinstance(inner, (nn.Linear, QuantizedLinear, NumbaLinear)):
+                total += 2 * inner.in_features * out.numel()
+            elif isinstance(inner, (nn.Conv2d, NumbaConv2d)):
+                kh, kw = inner.kernel_size
+                total += 2 * inner.in_channels * kh * kw * out.numel()
+            x = out
+    return total // sample.shape[0]
+
+
+def measure_latency(model, x, name=None, min_run_time=0.2):
+    """A Measurement (module 19) of model(x) under no_grad, in eval mode."""
+    model.eval()
+
+    def forward():
+        with tinytorch.no_grad():
+            model(x)
+
+    timer = Timer(forward, label="digits CNN forward", sub_label=f"batch {x.shape[0]}", description=name)
+    return timer.blocked_autorange(min_run_time=min_run_time)
+
+
+# %%
+_mf = model_flops(model, test_set.data[:64])
+print(f"model_flops(float CNN): {_mf:,} FLOPs per example; the profiler's conv2d + matmul rows without the "
+      f"bias additions: {_per_ex.get('conv2d', 0) + _per_ex.get('matmul', 0) - 8 * 64:,}")
+print(f"model_nbytes(float CNN): {model_nbytes(model):,} bytes = 4 x {model_nbytes(model) // 4:,} float32 parameters")
+
+
+# %% [markdown]
+# Write `report_row(name, accuracy, latency, nbytes, flops)`: one row of the report, as a dict
+# with the keys `name`, `accuracy`, `median_s`, `iqr_s`, `bytes`, `flops`. The latency is a
+# `Measurement`: the row holds its **median** and its **IQR** (its `median` and `iqr`
+# properties), in seconds. The row is the last place a made-up number could slip into the
+# report, so it refuses one: a missing value (`None`), an accuracy that is not a finite number
+# in [0, 1], a latency that is not a `Measurement`, bytes or FLOPs that are not positive
+# integers. Each refusal is a `ValueError` whose message names the variant and the field.
+#
+# <details><summary>Hint 1</summary>
+#
+# `float("nan")` is a float, and `nan < 0` and `nan > 1` are both False. How do you refuse it?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A `Measurement` already knows its median and IQR (module 19); the row copies them, it does
+# not recompute them from the raw times.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Check each field in turn, raising with the variant's name and the field's name: accuracy
+# present, a real number, finite, inside [0, 1]; latency an instance of `Measurement`; bytes
+# and FLOPs integers (numpy integers count, booleans do not) greater than zero. Then build the
+# dict, with accuracy as a float and the median and IQR read from the measurement.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "report-row", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _is_count(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def report_row(name, accuracy, latency, nbytes, flops):
+    """One measured row of the report: {"name", "accuracy", "median_s", "iqr_s", "bytes", "flops"}.
+
+    Contract: `accuracy` a finite real number in [0, 1] (returned as a float); `latency` a
+    module 19 Measurement, whose median and IQR (seconds) become median_s and iqr_s; `nbytes`
+    and `flops` integers > 0 (Python or numpy ints; not bools). Errors: ValueError for any
+    field that is missing (None) or fails its rule; the message names the variant `name` and
+    the field (accuracy, latency, bytes or flops) and shows the value it got.
+    """
+    # Idea: a row is built from measurements or not at all.
+    ### BEGIN SOLUTION
+    if accuracy is None or not isinstance(accuracy, (int, float, np.floating, np.integer)) \
+            or isinstance(accuracy, bool) or not math.isfinite(accuracy) or not 0 <= accuracy <= 1:
+        raise ValueError(f"report_row({name!r}): accuracy must be a measured number in [0, 1], got {accuracy!r}")
+    if not isinstance(latency, Measurement):
+        raise ValueError(f"report_row({name!r}): latency must be a Measurement from the benchmark "
+                         f"harness, got {latency!r}")
+    for field, value in (("bytes", nbytes), ("flops", flops)):
+        if not _is_count(value) or value <= 0:
+            raise ValueError(f"report_row({name!r}): {field} must be a positive integer, got {value!r}")
+    return {"name": name, "accuracy": float(accuracy), "median_s": float(latency.median),
+            "iqr_s": float(latency.iqr), "bytes": int(nbytes), "flops": int(flops)}
+    ### END SOLUTION
+
+
+# %% [markdown]
+# The check builds rows from `Measurement`s made of known raw times (so the median and the
+# IQR are known exactly: per-run times 1, 2, 3, 4, 10 ms have median 3 ms and IQR 2 ms) and
+# feeds it each kind of missing or impossible value.
+
+# %% nbgrader={"grade": true, "grade_id": "test-report-row", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_m = Measurement(10, [0.010, 0.020, 0.030, 0.040, 0.100])       # per run: 1, 2, 3, 4, 10 ms
+_row = report_row("int8", 0.9555, _m, 9744, np.int64(18_000))
+assert_equal(sorted(_row), sorted(["name", "accuracy", "median_s", "iqr_s", "bytes", "flops"]), "row keys")
+assert_equal(_row["name"], "int8", "row name")
+assert_close(_row["accuracy"], 0.9555, what="row accuracy")
+assert_close(_row["median_s"], 0.003, rtol=1e-12, what="median_s of per-run times 1, 2, 3, 4, 10 ms")
+assert_close(_row["iqr_s"], 0.002, rtol=1e-9, what="iqr_s of per-run times 1, 2, 3, 4, 10 ms (Q3 4 ms - Q1 2 ms)")
+assert_equal((_row["bytes"], _row["flops"]), (9744, 18000), "bytes and flops")
+check(isinstance(_row["flops"], int), "flops stored as a Python int", got=type(_row["flops"]).__name__, expected="int")
+assert_equal(report_row("x", 1, _m, 1, 1)["accuracy"], 1.0, "accuracy 1 (an int) is allowed, as 1.0")
+assert_raises(ValueError, report_row, "int8", None, _m, 10, 10, match="accuracy")
+assert_raises(ValueError, report_row, "int8", float("nan"), _m, 10, 10, match="int8")
+assert_raises(ValueError, report_row, "int8", 1.5, _m, 10, 10, match="accuracy")
+assert_raises(ValueError, report_row, "int8", -0.1, _m, 10, 10, match="accuracy")
+assert_raises(ValueError, report_row, "int8", 0.9, None, 10, 10, match="latency")
+assert_raises(ValueError, report_row, "int8", 0.9, 0.003, 10, 10, match="latency")
+assert_raises(ValueError, report_row, "int8", 0.9, _m, None, 10, match="bytes")
+assert_raises(ValueError, report_row, "int8", 0.9, _m, 0, 10, match="bytes")
+assert_raises(ValueError, report_row, "int8", 0.9, _m, 10.5, 10, match="bytes")
+assert_raises(ValueError, report_row, "int8", 0.9, _m, 10, None, match="flops")
+assert_raises(ValueError, report_row, "int8", 0.9, _m, 10, True, match="flops")
+print(f"✓ report_row: median {_row['median_s'] * 1e3:.1f} ms, IQR {_row['iqr_s'] * 1e3:.1f} ms; "
+      f"None, NaN, 1.5, a bare float latency and 0 bytes refused")
+
+# %% [markdown]
+# ## 7. The Pareto front
+#
+# Write `pareto_front(rows)`: the names of the rows that no other row **dominates** on
+# (`median_s`, lower is better) and (`accuracy`, higher is better), in the order of `rows`.
+# Domination needs *at least as good on both and strictly better on one*: two rows with the
+# same latency and the same accuracy do not dominate each other, and both stay on the front.
+#
+# <details><summary>Hint 1</summary>
+#
+# In the picture of section 1, why is C off the front? Name the point that beats it, and on
+# which axes.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Write "a dominates b" as its own small test first; the front is then one pass over the
+# rows with that test inside. With five variants, comparing every pair is fine.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# For each row, look for any other row that is no slower and no less accurate and is faster
+# or more accurate; keep the row's name when there is none. Keep the rows' order. An empty
+# list of rows has an empty front.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "pareto-front", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def pareto_front(rows):
+    """Names of the rows no other row dominates (lower median_s, higher accuracy), in order.
+
+    Contract: `rows` a list of report rows (dicts with "name", "median_s", "accuracy"). Row a
+    dominates row b when a's median_s <= b's and a's accuracy >= b's, with at least one of the
+    two strict. Returns the list of the names of the non-dominated rows, in the order of
+    `rows` ([] for no rows); rows with equal latency and accuracy both stay.
+    """
+    # Idea: a variant is worth considering when nothing beats it on both axes at once.
+    ### BEGIN SOLUTION
+    def dominates(a, b):
+        no_worse = a["median_s"] <= b["median_s"] and a["accuracy"] >= b["accuracy"]
+        better = a["median_s"] < b["median_s"] or a["accuracy"] > b["accuracy"]
+        return no_worse and better
+
+    return [r["name"] for r in rows if not any(dominates(o, r) for o in rows if o is not r)]
+    ### END SOLUTION
+
+
+# %% [markdown]
+# The check uses the made-up points of section 1 (front A, B, D, checked by hand), then a tie,
+# a point beaten on one axis only, and the empty case.
+
+# %% nbgrader={"grade": true, "grade_id": "test-pareto-front", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def _rows(points):
+    return [{"name": n, "median_s": x, "accuracy": y} for n, (x, y) in points.items()]
+
+
+assert_equal(pareto_front(_rows(_demo)), ["A", "B", "D"], "front of section 1's points (C beaten by B, E by D)")
+assert_equal(pareto_front(_rows({"p": (1.0, 0.9), "q": (1.0, 0.9)})), ["p", "q"],
+             "two equal points: neither dominates, both stay")
+assert_equal(pareto_front(_rows({"slow": (2.0, 0.9), "fast": (1.0, 0.9)})), ["fast"],
+             "same accuracy, slower: dominated")
+assert_equal(pareto_front(_rows({"worse": (1.0, 0.8), "better": (1.0, 0.9)})), ["better"],
+             "same latency, less accurate: dominated")
+assert_equal(pareto_front(_rows({"a": (1.0, 0.9), "b": (2.0, 0.95), "c": (0.5, 0.7)})), ["a", "b", "c"],
+             "a trade-off on every pair: all on the front")
+assert_equal(pareto_front([]), [], "no rows, no front")
+print(f"✓ pareto_front: section 1's points -> {pareto_front(_rows(_demo))}")
+
+# %% [markdown]
+# ## 8. The decision rule
+#
+# The front says which variants are defensible; a requirement picks one. Write
+# `choose(rows, within=0.02)`: among the rows whose accuracy is at least the best accuracy
+# minus `within` (a fraction: 0.02 is 2 percentage points), the one with the fewest `bytes`;
+# a tie on bytes goes to the lower `median_s`. Returns that row's name.
+#
+# <details><summary>Hint 1</summary>
+#
+# The best accuracy is a property of all the rows, so find it before filtering. Is a row
+# exactly `within` below the best still acceptable?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Refuse an empty list and a negative tolerance. Take the maximum accuracy; keep the rows at
+# or above it minus the tolerance; of those, take the minimum by the pair (bytes, median_s)
+# and return its name.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "choose", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def choose(rows, within=0.02):
+    """Name of the smallest row (fewest bytes, then lowest median_s) whose accuracy is within
+    `within` of the best accuracy in `rows` (accuracy >= best - within).
+
+    Contract: `rows` a non-empty list of report rows; `within` >= 0, an accuracy fraction
+    (0.02 = 2 points). Errors: ValueError for no rows (the message says there is nothing to
+    choose from), ValueError for a negative `within` (the message gives it).
+    """
+    # Idea: the requirement sets the accuracy floor; size decides among those above it.
+    ### BEGIN SOLUTION
+    rows = list(rows)
+    if not rows:
+        raise ValueError("choose: no rows, nothing to choose from")
+    if within < 0:
+        raise ValueError(f"choose: within must be >= 0, got {within}")
+    best = max(r["accuracy"] for r in rows)
+    ok = [r for r in rows if r["accuracy"] >= best - within]
+    return min(ok, key=lambda r: (r["bytes"], r["median_s"]))["name"]
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-choose", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_cands = [{"name": "float32", "accuracy": 0.9375, "median_s": 1.0e-3, "bytes": 36_000},
+          {"name": "int8", "accuracy": 0.921875, "median_s": 1.5e-3, "bytes": 9_700},
+          {"name": "shrunk", "accuracy": 0.875, "median_s": 0.4e-3, "bytes": 5_000},
+          {"name": "tiny", "accuracy": 0.90625, "median_s": 0.9e-3, "bytes": 9_700}]
+# accuracies are sums of powers of 2, so "best - within" is exact and the boundary cases are real
+assert_equal(choose(_cands, within=0.03125), "tiny", "within 3.125 points of 0.9375: int8 and tiny (exactly on "
+             "the floor) tie at 9,700 bytes; tiny is faster")
+assert_equal(choose(_cands, within=0.0), "float32", "within 0: only the most accurate")
+assert_equal(choose(_cands, within=0.0625), "shrunk", "within 6.25 points: shrunk (0.875 = 0.9375 - 0.0625) is allowed")
+assert_equal(choose(_cands, within=0.015625), "int8", "within 1.5625 points: int8 (exactly on the floor)")
+assert_equal(choose(_cands, within=0.02), "int8", "within 2 points (an accuracy fraction, 0.02): int8")
+assert_equal(choose(_cands[2:3]), "shrunk", "one row: that row")
+assert_raises(ValueError, choose, [], match="nothing")
+assert_raises(ValueError, choose, _cands, within=-0.01, match="-0.01")
+print(f"✓ choose: within 2 points -> {choose(_cands, 0.02)!r}, within 6.25 -> {choose(_cands, 0.0625)!r}")
+
+# %% [markdown]
+# ## 9. The report: every variant, measured
+#
+# Now the real thing. For each variant: accuracy on the 359 held-out digits, a latency
+# `Measurement` of one forward pass over a batch of 64 digits, bytes, FLOPs; a row from your
+# `report_row`; the front from your `pareto_front`; a choice from your `choose`. The table
+# and the plot are provided (`format_report`, `pareto_plot`).
+
+# %%
+#| export
+def format_report(rows, front=(), chosen=None):
+    """The rows as a text table (latency in ms, bytes in KiB); front rows marked *, the chosen one <-."""
+    head = f"{'variant':<10}{'accuracy':>10}{'median ms':>11}{'IQR ms':>9}{'KiB':>9}{'kFLOP/ex':>10}  front"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        mark = ("*" if r["name"] in front else "") + (" <- chosen" if r["name"] == chosen else "")
+        lines.append(f"{r['name']:<10}{r['accuracy']:>10.4f}{r['median_s'] * 1e3:>11.3f}{r['iqr_s'] * 1e3:>9.3f}"
+                     f"{r['bytes'] / 1024:>9.1f}{r['flops'] / 1e3:>10.1f}  {mark}")
+    return "\n".join(lines)
+
+
+def pareto_plot(rows, front=(), chosen=None, ax=None):
+    """Accuracy against median latency (log scale; IQR as bars), marker area proportional to
+    bytes; labels placed so that none covers another."""
+    import matplotlib.pyplot as plt
+    ax = ax if ax is not None else plt.subplots(figsize=(7, 4.2))[1]
+    biggest = max(r["bytes"] for r in rows)
+    for r in rows:
+        x, y = r["median_s"] * 1e3, r["accuracy"]
+        ax.plot([max(x - r["iqr_s"] * 5e2, x / 3), x + r["iqr_s"] * 5e2], [y, y], color="grey", lw=1, zorder=2)
+        ax.scatter(x, y, s=60 + 900 * r["bytes"] / biggest, alpha=0.6,
+                   color="tab:red" if r["name"] in front else "tab:grey",
+                   edgecolor="black" if r["name"] == chosen else "none", lw=2, zorder=3)
+    pts = sorted((r["median_s"] * 1e3, r["accuracy"]) for r in rows if r["name"] in front)
+    if pts:
+        ax.step(*zip(*pts), where="post", color="tab:red", lw=1, alpha=0.5)
+    ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+    for axis in (ax.xaxis,):
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(v)[0] in "25" else ""))
+    ax.margins(x=0.3, y=0.25)
+    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: IQR)")
+    ax.set_ylabel("test accuracy")
+    ax.set_title("variants: red = Pareto front, marker area = bytes, black ring = chosen", fontsize=9)
+    _place_labels(ax, rows)
+    return ax
+
+
+def _place_labels(ax, rows):
+    """Annotate each point, trying offsets until its label box overlaps no label placed before."""
+    ax.figure.canvas.draw()
+    to_px = ax.transData.transform
+    scale = ax.figure.dpi / 72.0
+    placed = []
+    offsets = [(10, 6), (10, -14), (10, 20), (10, -28), (10, 34), (10, -42), (10, 48), (10, -56)]
+    for r in sorted(rows, key=lambda r: -r["accuracy"]):
+        text = f"{r['name']} ({r['bytes'] / 1024:.1f} KiB)"
+        px, py = to_px((r["median_s"] * 1e3, r["accuracy"]))
+        w, h = 5.2 * len(text) * scale, 10 * scale
+        for dx, dy in offsets:
+            box = (px + dx * scale, py + dy * scale, px + dx * scale + w, py + dy * scale + h)
+            if all(box[2] < b[0] or box[0] > b[2] or box[3] < b[1] or box[1] > b[3] for b in placed):
+                break
+        placed.append(box)
+        ax.annotate(text, (r["median_s"] * 1e3, r["accuracy"]), textcoords="offset points",
+                    xytext=(dx, dy), fontsize=8,
+                    arrowprops=dict(arrowstyle="-", color="grey", lw=0.5) if abs(dy) > 10 else None)
+
+
+# %%
+_x64 = test_set.data[:64]
+for _v in variants.values():                     # one untimed call each (compiles the numba kernels)
+    with tinytorch.no_grad():
+        _v(_x64)
+_acc["numba"] = evaluate(variants["numba"], [(test_set.data, test_set.targets)])["accuracy"]
+latencies = {n: measure_latency(v, _x64, name=n, min_run_time=0.2) for n, v in variants.items()}
+rows = [report_row(n, _acc[n], latencies[n], model_nbytes(v), model_flops(v, _x64))
+        for n, v in variants.items()]
+front = pareto_front(rows)
+chosen = choose(rows, within=0.02)
+print(format_report(rows, front, chosen))
+print(f"\nPareto front: {front}; chosen (fewest bytes within 2 points of the best): {chosen!r}")
+fig, ax = plt.subplots(figsize=(7.5, 4.4))
+pareto_plot(rows, front, chosen, ax=ax)
+fig.tight_layout()
+fig.savefig(os.path.join(tempfile.gettempdir(), "tinytorch_capstone_pareto.png"), dpi=90)
+plt.show()
+
+# %% [markdown]
+# What to expect, and why your table can differ:
+#
+# - **int8** is about 3.7x smaller in total (the `Linear` weights exactly 4x: one byte instead
+#   of four; the convolution, the biases and the per-channel scales stay float32) and within
+#   a point or so of float32's accuracy. It is usually **not faster** here: numpy has no
+#   integer BLAS, and quantizing the input costs extra passes (module 15 measured it).
+# - **pruned** has the same accuracy give or take a point or two, the **same bytes** and no
+#   less work (its time differs from float32's only by noise): half its weights are zero,
+#   but they are stored and multiplied densely.
+#   Sparsity pays only with a sparse format and sparse kernels, and at 50% rarely even then.
+# - **shrunk** really is smaller and does fewer FLOPs (half the channels, half the hidden
+#   units: about a quarter of the multiply-adds of the middle layers), so it is usually
+#   faster. Straight after the cut it loses several points; fine-tuning (2 epochs here)
+#   brings it back to within a few points of float32, and sometimes above it, because those
+#   epochs are extra training the float model never got. A fair comparison would give the
+#   float model the same extra epochs.
+# - **numba** computes the same numbers (same accuracy, same bytes, same FLOPs); whether it is
+#   faster depends on the batch, the thread count and the machine. At these sizes the work
+#   per call is tiny, and the call overheads on both paths matter as much as the arithmetic.
+#
+# The printed latencies are this machine's, now; on a loaded machine the IQRs widen and the
+# order of close variants can swap. That is why the rows carry the IQR and why section 10
+# compares two variants in pairs.
+#
+# The check below tests the thresholds this pipeline promises (the same as `tito test`).
+
+# %% nbgrader={"grade": true, "grade_id": "test-report", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_r = {r["name"]: r for r in rows}
+check(_r["float32"]["accuracy"] >= 0.9, "float32 CNN test accuracy >= 0.9", got=_r["float32"]["accuracy"], expected=">= 0.9")
+_lin_f = sum(model[i].weight.numpy().nbytes for i in (4, 6))
+_lin_q = sum(m.weight_int8.nbytes for m in variants["int8"].modules() if isinstance(m, QuantizedLinear))
+assert_equal(_lin_f, 4 * _lin_q, "float32 Linear weight bytes = 4 x the int8 ones")
+check(_r["float32"]["bytes"] >= 3.5 * _r["int8"]["bytes"], "int8 variant at least 3.5x smaller in total",
+      got=(_r["float32"]["bytes"], _r["int8"]["bytes"]), expected="ratio >= 3.5")
+assert_equal(_r["pruned"]["bytes"], _r["float32"]["bytes"], "pruned (dense storage) bytes = float32 bytes")
+check(_r["shrunk"]["flops"] < 0.5 * _r["float32"]["flops"], "shrunk does under half the FLOPs",
+      got=(_r["shrunk"]["flops"], _r["float32"]["flops"]), expected="< 0.5x")
+assert_equal(_r["numba"]["flops"], _r["float32"]["flops"], "numba variant: the same FLOPs")
+with tinytorch.no_grad():
+    assert_close(variants["numba"](test_set.data).numpy(), model(test_set.data).numpy(),
+                 rtol=1e-4, atol=1e-4, what="numba variant's logits vs the trained model's")
+check(set(front) <= set(_r) and len(front) >= 1, "the front is a non-empty subset of the variants", got=front)
+check(chosen in _r and _r[chosen]["accuracy"] >= max(r["accuracy"] for r in rows) - 0.02,
+      "the chosen variant is within 2 points of the best", got=chosen)
+print(f"✓ report: float32 {_r['float32']['accuracy']:.3f}, int8 {_r['float32']['bytes'] / _r['int8']['bytes']:.2f}x "
+      f"smaller, front {front}, chosen {chosen!r}")
+
+# %% [markdown]
+# ## 10. Systems look: does smaller mean faster? Predict, then measure
+#
+# int8 stores a quarter of the `Linear` bytes, and shrunk does well under half the FLOPs.
+# Before measuring, write down two ratios for a forward pass over a batch of 64 digits on
+# this machine: **int8 time / float32 time**, and **shrunk time / float32 time**. (Think about
+# what each variant does per call besides the multiply-adds, and what numpy does with int8
+# matrices: module 15's systems look.)
+
+# %%
+predicted_int8_over_float = None    # your number: time(int8) / time(float32), batch 64
+predicted_shrunk_over_float = None  # your number: time(shrunk) / time(float32), batch 64
+
+# %% [markdown]
+# A single timing of each would be a noisy ratio; module 19's `compare` interleaves the two
+# workloads (A B A B ...) and reports the median of the per-pair ratios with its quartiles,
+# so the machine's drift hits both sides of each pair.
+
+# %%
+from tinytorch.utils.benchmark import Compare, compare, environment
+
+
+def _forward(v):
+    def run():
+        with tinytorch.no_grad():
+            v(_x64)
+    return run
+
+
+_pairs = {n: compare(_forward(variants[n]), _forward(variants["float32"]), rounds=15,
+                     label="digits CNN, batch 64", a_label=n, b_label="float32")
+          for n in ("int8", "shrunk", "numba")}
+for _n, _pred in (("int8", predicted_int8_over_float), ("shrunk", predicted_shrunk_over_float), ("numba", None)):
+    _p = _pairs[_n]
+    _said = f"you predicted {_pred:.2f}" if _pred is not None else "no prediction"
+    print(f"{_n:>6} / float32 = {_p.ratio:.2f}x (quartiles of the per-pair ratios {_p.low:.2f} to "
+          f"{_p.high:.2f}, {len(_p.ratios)} pairs); {_said}")
+_flop_ratio = _r["shrunk"]["flops"] / _r["float32"]["flops"]
+print(f"for scale: shrunk does {_flop_ratio:.2f}x the FLOPs of float32, int8 stores "
+      f"{_r['int8']['bytes'] / _r['float32']['bytes']:.2f}x its bytes")
+
+# %% [markdown]
+# The usual outcome: int8 is *slower* or no faster here (the int32 matmul has no BLAS behind
+# it, and each `QuantizedLinear` quantizes its input first), and shrunk's time falls by
+# less than its FLOPs, because at a batch of 64 a good part of each call is fixed per-layer
+# overhead (Python, dispatch, small allocations) that removing channels does not touch. Bytes,
+# FLOPs and time are three different axes; only a measurement says how they relate on a
+# given machine and framework, and the printed ratios are this machine's, now.
+#
+# The results table of module 19 (`Compare`) prints the same measurements with the
+# environment they were taken in; every number in a report should travel with it.
+
+# %%
+Compare(list(latencies.values())).print()
+_env = environment()
+print({k: _env[k] for k in ("cpu", "usable_cores", "numpy", "numba", "blas", "thread_env")})
+
+# %% [markdown]
+# ## 11. What PyTorch does
+#
+# PyTorch has a tool for each step, and the capstone's names follow them:
+#
+# - **Quantization**: `torch.ao.quantization.quantize_dynamic(model, {nn.Linear},
+#   dtype=torch.qint8)` returns a copy with int8 `Linear` weights (activations quantized on the
+#   fly, per batch); static post-training quantization (`prepare`, calibrate, `convert`) is
+#   what module 15's `quantize_model` mirrors, with calibration data, as here. Its int8
+#   kernels (FBGEMM on x86, QNNPACK / XNNPACK on ARM) use VNNI or dot-product instructions,
+#   so there int8 *is* faster than float32.
+# - **Pruning**: `torch.nn.utils.prune.global_unstructured(params, pruning_method=
+#   prune.L1Unstructured, amount=0.5)` then `prune.remove(module, "weight")`, in place (hence
+#   the copy); the result is dense, as here. Speed from sparsity needs sparse layouts
+#   (`to_sparse`, 2:4 semi-structured sparsity on recent GPUs).
+# - **Acceleration**: `torch.compile(model)` traces the model and generates fused kernels;
+#   oneDNN / MKL-DNN backs CPU convolutions. Our `accelerate` swaps layers for module 17's
+#   numba kernels, the same idea with a hand-picked backend.
+# - **Measuring**: `torch.utils.benchmark.Timer(...).blocked_autorange()` and `Compare`
+#   (module 19); `torch.profiler.profile` for the per-op table (module 14); FLOP counts from
+#   `torch.utils.flop_counter.FlopCounterMode`.
+# - **Deciding**: not PyTorch's job. Model-optimization toolkits (e.g. Intel Neural
+#   Compressor, NVIDIA's Model Optimizer) search over variants against an accuracy criterion
+#   ("within 1% of the float model"), which is what `choose` states.
+#
+# The check below compares the float CNN's forward pass with PyTorch's on the same weights,
+# so the accuracy in the report is the accuracy of the model PyTorch would run.
+
+# %%
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is None:
+    print("PyTorch is not installed; skipping the comparison (tito test runs it)")
+else:
+    _tm = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                              torch.nn.Flatten(), torch.nn.Linear(128, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    with torch.no_grad():
+        for _i in (0, 4, 6):
+            _tm[_i].weight.copy_(torch.from_numpy(model[_i].weight.numpy()))
+            _tm[_i].bias.copy_(torch.from_numpy(model[_i].bias.numpy()))
+        _theirs = _tm(torch.from_numpy(test_set.data.numpy())).numpy()
+    with tinytorch.no_grad():
+        _ours = model(test_set.data).numpy()
+    print(f"tinytorch vs torch logits: max |difference| {np.abs(_ours - _theirs).max():.2e}; "
+          f"same predictions on {(_ours.argmax(1) == _theirs.argmax(1)).mean():.1%} of the test digits")
+
+# %% [markdown]
+# ## 12. Recap
+#
+# - One trained model, many **variants**: each an independent copy built from the trained
+#   weights (in-place tools get a copy), each in eval mode.
+# - A report row is **measured or absent**: accuracy on held-out data, the **median** latency
+#   with its **IQR** (a `Measurement`, never a single timing), bytes actually stored, FLOPs;
+#   `report_row` refuses `None`, NaN and impossible values.
+# - The **Pareto front** keeps the variants nothing beats on both latency and accuracy
+#   (dominance: no worse on both, strictly better on one; ties stay).
+# - A **decision rule** stated up front picks one: here the fewest bytes within 2 points of
+#   the best accuracy.
+# - Smaller is not automatically faster: int8 saves 4x the weight bytes but needs integer
+#   kernels to save time; unstructured sparsity stored densely saves nothing; structured
+#   pruning saves FLOPs and time, and needs fine-tuning to win back its accuracy; the same
+#   arithmetic on other kernels
+#   changes only the time. Measure, on the machine that matters, and report where.
+#
+# Run `tito test module 20` to check your work against the full test suite. That is the
+# course: a framework you wrote, trained, compressed, accelerated and measured.

@@ -1,0 +1,106 @@
+"""make_variants: five independent variants of the trained CNN, each meeting its threshold."""
+import numpy as np
+import pytest
+
+import tinytorch
+from tinytorch.ao.quantization import QuantizedLinear
+from tinytorch.capstone import make_variants, model_nbytes
+from tinytorch.data import DataLoader
+from tinytorch.nn import prune
+
+NAMES = ["float32", "int8", "pruned", "shrunk", "numba"]
+
+
+def test_make_variants_names_and_eval_mode(built):
+    variants, _, _ = built
+    assert sorted(variants) == sorted(NAMES), f"expected the variants {NAMES}, got {sorted(variants)}"
+    training = {n: v.training for n, v in variants.items()}
+    assert not any(training.values()), f"every variant should be in eval mode, got training flags {training}"
+
+
+def test_make_variants_leaves_the_model_unchanged(trained, built):
+    model, before = trained
+    variants, _, _ = built
+    for k, v in model.state_dict().items():
+        assert k in before and np.array_equal(v.numpy(), before[k]), \
+            f"the trained model's {k} changed in make_variants (copy before pruning in place)"
+    assert not prune.is_pruned(model), "the trained model must not be wrapped for pruning"
+    same = [n for n, v in variants.items() if v is model]
+    assert not same, f"variants {same} are the trained model itself, expected new models"
+    p, f = variants["pruned"], variants["float32"]
+    assert p[4].weight.numpy() is not f[4].weight.numpy(), "pruned and float32 share a weight array"
+
+
+def test_make_variants_float32_accuracy(built, trained, digits):
+    variants, _, acc = built
+    model, _ = trained
+    assert acc["float32"] >= 0.9, f"float32 CNN test accuracy: expected >= 0.9 after the fixed training, got {acc['float32']}"
+    x = digits[1].data[:32]
+    with tinytorch.no_grad():
+        np.testing.assert_allclose(variants["float32"](x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6,
+                                   err_msg="the float32 variant computes what the trained model computes")
+
+
+def test_make_variants_int8_within_2_points_and_4x_smaller(built, trained):
+    variants, _, acc = built
+    model, _ = trained
+    q = [m for m in variants["int8"].modules() if isinstance(m, QuantizedLinear)]
+    assert len(q) == 2, f"expected the two Linear layers quantized, found {len(q)} QuantizedLinear"
+    assert all(m.weight_int8.dtype == np.int8 for m in q), "int8 weights stored as int8"
+    float_w = model[4].weight.numpy().nbytes + model[6].weight.numpy().nbytes
+    int8_w = sum(m.weight_int8.nbytes for m in q)
+    assert float_w == 4 * int8_w, f"Linear weights: expected float32 bytes = 4 x int8 bytes, got {float_w} and {int8_w}"
+    back = q[0].weight_int8 * q[0].weight_scale[:, None]
+    err = np.abs(back - model[4].weight.numpy()).max()
+    assert err <= q[0].weight_scale.max(), \
+        f"int8 weights should quantize the trained (unpruned) weights: max error {err} > one step"
+    assert abs(acc["int8"] - acc["float32"]) <= 0.02, \
+        f"int8 accuracy should be within 2 points of float32: got {acc['int8']} vs {acc['float32']}"
+    ratio = model_nbytes(variants["float32"]) / model_nbytes(variants["int8"])
+    assert ratio >= 3.5, f"int8 variant should be >= 3.5x smaller in total, got {ratio:.2f}x"
+
+
+def test_make_variants_pruned_reaches_its_sparsity(built, trained):
+    variants, _, acc = built
+    model, _ = trained
+    p = variants["pruned"]
+    assert not prune.is_pruned(p), "the pruned variant should hold plain weights (prune.remove after pruning)"
+    w = np.concatenate([p[4].weight.numpy().ravel(), p[6].weight.numpy().ravel()])
+    assert abs((w == 0).mean() - 0.5) < 1e-3, f"expected 50% of the Linear weights zero, got {(w == 0).mean():.4f}"
+    ref = np.concatenate([model[4].weight.numpy().ravel(), model[6].weight.numpy().ravel()])
+    kept = np.abs(ref[w != 0]).min()
+    dropped = np.abs(ref[w == 0]).max()
+    assert kept >= dropped, f"global magnitude pruning keeps the largest weights: smallest kept {kept} < largest dropped {dropped}"
+    np.testing.assert_array_equal(w[w != 0], ref[w != 0], err_msg="the surviving weights keep their trained values")
+    np.testing.assert_array_equal(p[0].weight.numpy(), model[0].weight.numpy(), err_msg="the conv is not pruned")
+    assert acc["pruned"] >= acc["float32"] - 0.05, f"pruned accuracy {acc['pruned']} fell more than 5 points"
+
+
+def test_make_variants_shrunk_is_smaller_and_fine_tuned(built, trained):
+    variants, tuned, acc = built
+    s = variants["shrunk"]
+    assert len(tuned) == 1 and tuned[0] is s, f"fine_tune should be called once with the shrunk model, got {len(tuned)} call(s)"
+    assert s[0].out_channels == 4 and s[4].out_features == 32, \
+        f"expected half the channels and units removed: got {s[0].out_channels} channels, {s[4].out_features} units"
+    assert acc["shrunk"] >= 0.85, f"fine-tuned shrunk accuracy: expected >= 0.85, got {acc['shrunk']}"
+
+
+def test_make_variants_numba_runs_on_the_kernels(built, trained, digits):
+    variants, _, acc = built
+    model, _ = trained
+    kinds = [type(m).__name__ for m in variants["numba"]]
+    assert kinds.count("NumbaConv2d") == 1 and kinds.count("NumbaLinear") == 2, f"expected numba layers, got {kinds}"
+    x = digits[1].data[:50]
+    with tinytorch.no_grad():
+        np.testing.assert_allclose(variants["numba"](x).numpy(), model(x).numpy(), rtol=1e-4, atol=1e-4,
+                                   err_msg="numba variant logits vs the trained model's")
+
+
+def test_make_variants_refuses_bad_arguments(trained, digits):
+    model, _ = trained
+    calibration = list(DataLoader(digits[0], batch_size=64))[:1]
+    for amount in (0, 1.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match=str(amount)):
+            make_variants(model, calibration, amount=amount)
+    with pytest.raises(ValueError, match="calibration"):
+        make_variants(model, [], amount=0.5)

@@ -1,0 +1,54 @@
+"""report_row: a row from measurements, or a ValueError; never a made-up number."""
+import math
+
+import numpy as np
+import pytest
+
+from tinytorch.capstone import report_row
+from tinytorch.utils.benchmark import Measurement
+
+M = Measurement(10, [0.010, 0.020, 0.030, 0.040, 0.100])  # per run 1, 2, 3, 4, 10 ms
+
+
+def test_report_row_fields():
+    row = report_row("int8", 0.9555, M, 9744, np.int64(18_000))
+    assert sorted(row) == sorted(["name", "accuracy", "median_s", "iqr_s", "bytes", "flops"]), f"row keys: {sorted(row)}"
+    assert row["name"] == "int8" and row["accuracy"] == pytest.approx(0.9555), f"name and accuracy: {row}"
+    assert row["median_s"] == pytest.approx(0.003, rel=1e-12), f"median of per-run 1, 2, 3, 4, 10 ms is 3 ms, got {row['median_s']}"
+    assert row["iqr_s"] == pytest.approx(0.002, rel=1e-9), f"IQR of per-run 1, 2, 3, 4, 10 ms is 2 ms, got {row['iqr_s']}"
+    assert (row["bytes"], row["flops"]) == (9744, 18000), f"bytes and flops: {row}"
+    assert type(row["flops"]) is int and type(row["accuracy"]) is float, "flops an int, accuracy a float"
+
+
+def test_report_row_uses_the_measurement_statistics():
+    m = Measurement(1, [5.0, 1.0, 2.0, 3.0, 100.0, 4.0])
+    row = report_row("a", 0.5, m, 1, 1)
+    assert row["median_s"] == pytest.approx(m.median) and row["median_s"] == pytest.approx(3.5), \
+        f"median_s should be the Measurement's median 3.5 (not the mean {np.mean(m.times)}), got {row['median_s']}"
+    assert row["iqr_s"] == pytest.approx(m.iqr), f"iqr_s should be the Measurement's IQR {m.iqr}, got {row['iqr_s']}"
+    assert report_row("b", 1, M, 1, 1)["accuracy"] == 1.0, "accuracy 1 is allowed (as 1.0)"
+    assert report_row("c", 0, M, 1, 1)["accuracy"] == 0.0, "accuracy 0 is allowed"
+
+
+@pytest.mark.parametrize("bad", [None, math.nan, math.inf, 1.5, -0.1, "0.9", True])
+def test_report_row_refuses_bad_accuracy(bad):
+    with pytest.raises(ValueError, match="accuracy") as err:
+        report_row("pruned", bad, M, 10, 10)
+    assert "pruned" in str(err.value), f"the message should name the variant: {err.value}"
+
+
+@pytest.mark.parametrize("bad", [None, 0.003, [0.003]])
+def test_report_row_refuses_a_latency_that_is_not_a_measurement(bad):
+    with pytest.raises(ValueError, match="latency") as err:
+        report_row("numba", 0.9, bad, 10, 10)
+    assert "numba" in str(err.value), f"the message should name the variant: {err.value}"
+
+
+@pytest.mark.parametrize("field", ["bytes", "flops"])
+@pytest.mark.parametrize("bad", [None, 0, -5, 10.5, True, np.float64(3)])
+def test_report_row_refuses_bad_counts(field, bad):
+    args = {"bytes": 10, "flops": 10}
+    args[field] = bad
+    with pytest.raises(ValueError, match=field) as err:
+        report_row("shrunk", 0.9, M, args["bytes"], args["flops"])
+    assert "shrunk" in str(err.value), f"the message should name the variant: {err.value}"
