@@ -174,15 +174,12 @@ def run(names, quick, out_path):
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     results = []
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover
-        tqdm = None
+    from tqdm.auto import tqdm  # a dependency of the course
+
     chosen = [w for w in WORKLOADS if not names or w[0] in names]
-    bar = tqdm(chosen, desc="tito bench", unit="workload", file=sys.stderr) if tqdm else chosen
+    bar = tqdm(chosen, desc="tito bench", unit="workload", file=sys.stderr)
     for name, make, what, (sense, target) in bar:
-        if tqdm:
-            bar.set_postfix_str(name)
+        bar.set_postfix_str(name)
         row = {"name": name, "what": what, "target": f"{sense} {target:g}", "ran": False}
         try:
             a, b, a_label, b_label = make(tt, torch, quick) if make is kv_cache_decode else make(tt, torch)

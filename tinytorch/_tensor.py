@@ -1052,6 +1052,8 @@ def _to_device(t, target):
         try:
             import tinytorch.cuda as backend
         except ImportError as exc:
+            if exc.name not in (None, "tinytorch.cuda"):  # a broken import inside the backend: show it
+                raise
             raise RuntimeError("device 'cuda' needs tinytorch's GPU backend, which you build "
                                "in module 17 (17_acceleration)") from exc
         backend._lazy_init()  # a clear error when there is no GPU and no simulator

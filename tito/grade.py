@@ -268,7 +268,7 @@ def _run_tests(root: Path, module: Module, work: Path, notebook_path: Path, pref
         outcome = testing.parse_junit(xml, package, None)
         result.tests_passed, result.tests_total = outcome.passed, outcome.total
     if not result.tests_total:
-        result.tests_total = max(1, result.tests_total)
+        result.reasons.append("no test of the module ran on its exported code")
 
 
 def grade_one(root: Path, module: Module, template: Path, course_dir: Path, student: str, notebook_path: Path,
@@ -288,7 +288,7 @@ def grade_one(root: Path, module: Module, template: Path, course_dir: Path, stud
     if with_tests and result.status != "not graded":
         _run_tests(root, module, work, notebook_path, prefix, use_sandbox, result)
         notebook_share = result.score / result.max_score if result.max_score else 0.0
-        test_share = result.tests_passed / result.tests_total
+        test_share = result.tests_passed / result.tests_total if result.tests_total else 0.0
         if notebook_share - test_share > DISAGREEMENT:
             result.status = "flagged"
             result.reasons.append(f"the notebook scored {notebook_share:.0%} of its points but only "

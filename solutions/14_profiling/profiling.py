@@ -1504,13 +1504,12 @@ plt.show()
 # torch does not count).
 
 # %%
-try:
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-except ImportError:
-    torch = None
-    print("PyTorch is not installed: skipping the comparison (pip install -e '.[parity]')")
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None (and a note) when PyTorch is not installed
 if torch is not None:
+    from torch.utils.flop_counter import FlopCounterMode
+
     tnet = torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3, padding=1, bias=False), torch.nn.ReLU(),
                                torch.nn.Flatten(), torch.nn.Linear(16 * 64, 10, bias=False))
     ours = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1, bias=False), nn.ReLU(), nn.Flatten(),

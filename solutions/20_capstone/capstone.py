@@ -1018,13 +1018,10 @@ print({k: _env[k] for k in ("cpu", "usable_cores", "numpy", "numba", "blas", "th
 # so the accuracy in the report is the accuracy of the model PyTorch would run.
 
 # %%
-try:
-    import torch
-except ImportError:
-    torch = None
-if torch is None:
-    print("PyTorch is not installed; skipping the comparison (tito test runs it)")
-else:
+from tinytorch.utils.optional import optional_torch
+
+torch = optional_torch()  # None (and a note) when PyTorch is not installed
+if torch is not None:
     _tm = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
                               torch.nn.Flatten(), torch.nn.Linear(128, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
     with torch.no_grad():
