@@ -152,7 +152,7 @@ def caught_by_tests(root: Path, solutions: Path, module: Module, mutant: Mutant,
     """(caught, what caught it): the module's tests, stopping at the first failure."""
     variant = build_variant(root, solutions, module, mutant, text)
     try:
-        outcome = testing.run_suite(module, variant, show_output=False, extra_args=("-x",))
+        outcome = testing.run_suite(module, variant, show_output=False, extra_args=("-x",), fork=True)
     finally:
         shutil.rmtree(variant, ignore_errors=True)
     if outcome.problem:

@@ -167,9 +167,13 @@ def check_import(package_parent: Path) -> str | None:
 
 
 def run_suite(module: Module, package_parent: Path, *, show_output: bool = True, verbose: bool = False,
-              extra_args: tuple[str, ...] = ()) -> Outcome:
+              extra_args: tuple[str, ...] = (), fork: bool = False) -> Outcome:
     """Run tests/NN_name against the package in `package_parent`. Tracebacks only when
-    `verbose`: tito's own summary names each failure's message and notebook cell."""
+    `verbose`: tito's own summary names each failure's message and notebook cell. With
+    `fork`, the run is a fork of a preloaded pytest process (tito.forkrun: for the many
+    short runs of tito verify's mutants; output is not shown)."""
+    if fork:
+        return _run_suite_forked(module, package_parent, extra_args)
     problem = check_import(package_parent)
     if problem:
         return Outcome(problem=problem)
@@ -202,6 +206,27 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
             outcome.problem = f"pytest stopped with exit code {proc.returncode}"
             if not show_output:
                 outcome.problem += "\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+        return outcome
+
+
+def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[str, ...]) -> Outcome:
+    from tito import forkrun
+
+    with tempfile.TemporaryDirectory() as tmp:
+        xml, log = Path(tmp) / "report.xml", Path(tmp) / "pytest.log"
+        args = [str(module.tests_path), "-q", "--tb=no", "-rN", "-p", "no:cacheprovider", f"--junitxml={xml}",
+                "-o", "junit_family=xunit1", *extra_args]
+        code = forkrun.run_pytest(args, env=_env(package_parent), cwd=module.root, log=log, timeout=SUITE_TIMEOUT_S)
+        tail = "\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]) if log.is_file() else ""
+        if code is None:
+            return Outcome(problem=f"the test run did not finish in {SUITE_TIMEOUT_S // 60} minutes")
+        if not xml.is_file():
+            return Outcome(problem=f"pytest did not run (exit code {code}){tail}")
+        outcome = parse_junit(xml, package_parent, module)
+        if outcome.total == 0:
+            outcome.problem = f"no tests were collected from {module.tests_path.relative_to(module.root)}"
+        elif code not in (0, 1) and not (code == 2 and outcome.timeout):
+            outcome.problem = f"pytest stopped with exit code {code}{tail}"
         return outcome
 
 

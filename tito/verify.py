@@ -5,7 +5,8 @@ skipped; every one of those tests fails when that module alone is swapped back t
 released stubs; the solution notebook runs top to bottom; its graded check cells pass with the
 module's package files as stubs (what nbgrader's kernel sees); and every typical-mistake
 mutant in solutions/NN_name/mutants.toml (at least eight) fails both the tests and a graded
-check cell. Then: the released files are current (`tito release --check`) and tito's own
+check cell. The many short test runs of the stubs and mutants are forks of one preloaded
+pytest process (tito/forkrun.py); the solutions' runs are plain `tito test` runs. Then: the released files are current (`tito release --check`) and tito's own
 tests pass.
 """
 from __future__ import annotations
@@ -61,7 +62,7 @@ def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str,
                     time.perf_counter() - started))
 
     started = time.perf_counter()
-    stub = testing.run_suite(module, variant, show_output=False)
+    stub = testing.run_suite(module, variant, show_output=False, fork=True)
     ok = stub.problem is None and stub.passed == 0 and stub.skipped == 0 and stub.failed > 0
     detail = stub.problem or (
         f"{stub.passed} test(s) pass and {stub.skipped} skip against the stub; a test that passes on "
