@@ -32,13 +32,21 @@ IMPORT_REFERENCE = (
     "    except Exception:\n"
     "        pass\n")
 
-READ_INSTRUCTOR_FILES = (
-    "import glob, os\n"
-    "_found = [p for pattern in ('/**/solutions/**/*.py', '/**/source/**/*.ipynb', '/**/gradebook.db')\n"
-    "          for p in glob.glob(pattern, recursive=True)]\n"
-    "_found += glob.glob('../../../../source/**/*.ipynb', recursive=True)\n"
-    "for _p in _found:\n"
-    "    if _p.endswith('.py') and '{slug}' in _p:\n"
+# How an attacker looks for files: walk everything visible (not /proc, whose links loop back
+# to /, nor the big system trees), and the folders above the kernel's working directory.
+FIND_FILES = (
+    "import os\n"
+    "def _find(*suffixes):\n"
+    "    found = []\n"
+    "    for top in ('/', '../../../..'):\n"
+    "        for folder, subfolders, files in os.walk(top):\n"
+    "            subfolders[:] = [s for s in subfolders if s not in ('proc', 'sys', 'dev', 'usr', 'site-packages')]\n"
+    "            found += [os.path.join(folder, f) for f in files if f.endswith(suffixes)]\n"
+    "    return found\n")
+
+READ_INSTRUCTOR_FILES = FIND_FILES + (
+    "for _p in _find('.py', '.ipynb', 'gradebook.db'):\n"
+    "    if _p.endswith('.py') and '/solutions/' in _p and '{slug}' in _p:\n"
     "        import jupytext\n"
     "        for _c in jupytext.read(_p).cells:\n"
     "            if _c.cell_type == 'code' and not _c.metadata.get('nbgrader', {{}}).get('grade'):\n"
@@ -56,16 +64,16 @@ SWITCH_TESTS_OFF = (
     "        return ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))\n"
     "get_ipython().ast_transformers.append(_Swallow())\n")
 
-VANDAL = (
-    "import glob, sqlite3\n"
-    "for _db in glob.glob('/**/gradebook.db', recursive=True) + glob.glob('../../../../gradebook.db'):\n"
+VANDAL = FIND_FILES + (
+    "import sqlite3\n"
+    "for _db in _find('gradebook.db'):\n"
     "    try:\n"
     "        _c = sqlite3.connect(_db)\n"
     "        _c.execute('update grade set auto_score = 0, manual_score = 0')\n"
     "        _c.commit()\n"
     "    except Exception:\n"
     "        pass\n"
-    "for _nb in glob.glob('/**/*.ipynb', recursive=True):\n"
+    "for _nb in _find('.ipynb'):\n"
     "    try:\n"
     "        open(_nb, 'w').write('vandalised')\n"
     "    except Exception:\n"
@@ -96,12 +104,14 @@ def _submissions(course, root, slug, name, everyone):
     submit("complete", solved)
     if everyone:  # (tito verify grades the released notebook of every module already)
         submit("empty", released)
-    for student, code in [("imports_reference", IMPORT_REFERENCE),
-                          ("reads_instructor_files", READ_INSTRUCTOR_FILES.format(slug=slug))]:
-        nb = _copy(released)
-        for cell in _solution_cells(nb):
-            cell.source = code
-        submit(student, nb)
+    nb = _copy(released)  # every solution cell imports whatever the reference package holds
+    for cell in _solution_cells(nb):
+        cell.source = IMPORT_REFERENCE
+    submit("imports_reference", nb)
+    nb = _copy(released)  # the first solution cell searches the disk for the solutions and runs them
+    for i, cell in enumerate(_solution_cells(nb)):
+        cell.source = READ_INSTRUCTOR_FILES.format(slug=slug) if i == 0 else "pass"
+    submit("reads_instructor_files", nb)
     for student, code in [("switches_tests_off", SWITCH_TESTS_OFF), ("vandal", VANDAL)]:
         nb = _copy(released)
         _solution_cells(nb)[0].source = code
@@ -131,7 +141,7 @@ def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, n
     total = _submissions(course, subs, slug, name, everyone)
     before = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
     grading = tmp_path / "grading"
-    out = course.tito("grade", slug[:2], str(subs), "--course-dir", str(grading), "--jobs", "2", "--timeout", "60",
+    out = course.tito("grade", slug[:2], str(subs), "--course-dir", str(grading), "--jobs", "2", "--timeout", "40",
                       timeout=1700)
     assert out.returncode == 1, "flagged and ungradable submissions must give a non-zero exit\n" + out.stdout + out.stderr
     with open(grading / "grades.csv", newline="") as handle:
