@@ -50,12 +50,13 @@ def book_root(root: Path) -> Path:
     return build_root(root) / "book"
 
 
-def _write_if_changed(path: Path, text: str) -> None:
+def _write_if_changed(path: Path, text: str) -> bool:
     """Unchanged files keep their mtime, so Sphinx rebuilds only the pages that changed."""
     if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return
+        return False
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+    return True
 
 
 def _copy_if_changed(src: Path, dest: Path) -> None:
@@ -204,10 +205,11 @@ def _header_cells(module, first_cell_source: str) -> list[str]:
     n = f"{module.number:02d}"
     box = [f"````{{admonition}} Module {n} at a glance", ":class: tip", "",
            f"**You build:** {_summary(module)}.", ""]
-    if "goals" in picked:
-        box += ["**Goals.** " + picked["goals"], ""]
-    if "prerequisites" in picked:
-        box += ["**Prerequisites.** " + picked["prerequisites"], ""]
+    for key, label in (("goals", "Goals."), ("prerequisites", "Prerequisites.")):
+        if key in picked:  # a body that starts with a list must not glue its first item to the label
+            body = picked[key]
+            starts_list = re.match(r"^(?:[-*+]|\d+[.)])\s", body) is not None
+            box += [f"**{label}**" + ("\n\n" if starts_list else " ") + body, ""]
     box += [f"**Work on it:** `tito module start {n}` opens `{module.notebook_rel}`; "
             f"`tito test module {n}` exports your code and runs the module's tests. This page is that "
             f"notebook as released: each cell you write shows its stub, and the other cells show what "
@@ -410,6 +412,9 @@ def assemble(root: Path, modules, executed: dict[str, Path], records: dict) -> P
     for path in sorted(book.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.name != "_toc.yml":
             rel = path.relative_to(book)
+            if rel.as_posix() == "_config.yml" and not (src / rel).is_file() or \
+                    (src / rel).is_file() and (src / rel).read_bytes() != path.read_bytes() and rel.suffix == ".yml":
+                shutil.rmtree(book_root(root) / "doctrees", ignore_errors=True)  # a new configuration: read all
             _copy_if_changed(path, src / rel)
             wanted.add(src / rel)
     authoring = root / "solutions" / "AUTHORING.md"
@@ -436,7 +441,8 @@ def assemble(root: Path, modules, executed: dict[str, Path], records: dict) -> P
                                                                           chapters.items()}),
                       "cli.md": cli_reference(),
                       "_toc.yml": _toc(root, titles)}.items():
-        _write_if_changed(src / rel, text)
+        if _write_if_changed(src / rel, text) and rel in ("_toc.yml", "_config.yml"):
+            shutil.rmtree(book_root(root) / "doctrees", ignore_errors=True)  # Sphinx would keep the old toc
         wanted.add(src / rel)
     wanted |= {p for p in (src / "milestones").glob("*.png")}
     for path in sorted(src.rglob("*"), reverse=True):  # what an earlier build left (a removed page)
