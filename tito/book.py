@@ -39,7 +39,6 @@ from urllib.parse import unquote, urlsplit
 from tito.errors import TitoError
 
 EXECUTE_TIMEOUT_S = int(os.environ.get("TITO_BOOK_CELL_TIMEOUT", "900"))  # per cell
-MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 MODULES_CAPTION = "Modules"  # the part of book/_toc.yml that tito fills with the chapters
 
@@ -486,17 +485,19 @@ def build_book(root: Path, modules: list | None = None, executed: dict | None = 
     {slug: executed solution notebook} from the caller (e.g. tito verify, which has just run
     each solution notebook); the others come from the cache or are executed now."""
     from tito.course import available_modules
+    from tito.locks import locked
 
     modules = available_modules(root) if modules is None else modules
     start = time.perf_counter()
-    done = executed_notebooks(root, modules, jobs=jobs, given=executed)
-    records = run_milestones(root, run=milestones)
-    src = assemble(root, modules, done, records)
-    html = book_root(root) / "html"
-    if html.exists():  # pages of an earlier build (another --modules) must not linger
-        shutil.rmtree(html)
-    print(f"tito book: building the site from {src} ...", flush=True)
-    _sphinx_build(src, html, jobs)
+    with locked(book_root(root) / "book.lock"):  # two builds at once wait for each other
+        done = executed_notebooks(root, modules, jobs=jobs, given=executed)
+        records = run_milestones(root, run=milestones)
+        src = assemble(root, modules, done, records)
+        html = book_root(root) / "html"
+        if html.exists():  # pages of an earlier build (another --modules) must not linger
+            shutil.rmtree(html)
+        print(f"tito book: building the site from {src} ...", flush=True)
+        _sphinx_build(src, html, jobs)
     index = html / "index.html"
     print(f"tito book: built {len(modules)} chapter(s) in {time.perf_counter() - start:.0f} s")
     return index
@@ -581,7 +582,8 @@ NETWORK_PATTERNS = [
     (re.compile(r"<script\b[^>]*\bsrc\s*=\s*[\"']?" + EXTERNAL, re.I), "a <script src> from the network"),
     (re.compile(r"<link\b[^>]*\bhref\s*=\s*[\"']?" + EXTERNAL, re.I), "a <link href> to the network"),
     (re.compile(r"<img\b[^>]*\bsrc\s*=\s*[\"']?" + EXTERNAL, re.I), "an <img src> from the network"),
-    (re.compile(r"<(?:iframe|embed|object|video|audio|source)\b", re.I), "an embedded frame or media element"),
+    (re.compile(r"<(?:iframe|embed|object|video|audio|source|track)\b[^>]*\b(?:src|data)\s*=\s*[\"']?" + EXTERNAL, re.I),
+     "a frame or media element from the network"),
     (re.compile(r"url\(\s*[\"']?" + EXTERNAL, re.I), "a CSS url() from the network"),
     (re.compile(r"@import\s+(?:url\()?\s*[\"']?" + EXTERNAL, re.I), "a CSS @import from the network"),
 ]
@@ -789,8 +791,8 @@ def check_site(html_dir: Path, root: Path | None = None, *, browser: bool = True
     (d) (browser=True) in headless chromium, without network, pages show text, math on every
         chapter with math is typeset (no raw TeX left), screenshots at 1280 and 390 pixels
         wide are not blank.
-    `root` is the course (for the solutions); default: the course this site was built from
-    (html_dir's build/book/html), else the current course."""
+    `root` is the course whose solutions (a) looks for; default: the current course. Screenshots
+    go to html_dir's sibling screenshots/ (build/book/screenshots)."""
     html_dir = Path(html_dir)
     if root is None:
         from tito.course import find_root
