@@ -689,20 +689,25 @@ def _chromium_run(browser: str, url: str, *args: str, budget_ms: int = 15000) ->
         return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
 
 
-RAW_MATH = re.compile(r"\\\(|\\\[|\$\$")
+RAW_MATH = re.compile(r"\\\(|\\\[|\$\$|(?<![\\\w])\$[^$\n]{1,80}\$")  # \( \[ $$ or $...$ left as text
 HIDDEN = re.compile(r"<(script|style|pre|code|textarea)\b.*?</\1>", re.I | re.S)
 
 
-def _dom_problems(rel: str, dom: str, has_math: bool) -> list[str]:
+def _dom_problems(rel: str, dom: str, math_count: int) -> list[str]:
+    """What is wrong with one page as chromium rendered it; `math_count`: the math elements
+    in the built page (each must come out typeset)."""
     problems = []
     body = dom.split("<body", 1)[-1]
     shown = HIDDEN.sub("", body)
     visible = _page_text(shown)
     if len(" ".join(visible.split())) < 200:
         problems.append(f"{rel}: the page renders (almost) no text in chromium")
-    if has_math:
-        if not re.search(r"class=\"[^\"]*\bMathJax(?:_Display|_SVG|_CHTML)?\b", shown):
+    if math_count:
+        typeset = len(re.findall(r"id=\"MathJax-Element-\d+-Frame\"", dom))
+        if not typeset:
             problems.append(f"{rel}: the page has math but chromium shows no typeset math (MathJax did not run)")
+        elif typeset < math_count:
+            problems.append(f"{rel}: MathJax typeset {typeset} of the page's {math_count} formulas")
         if "Math Processing Error" in visible or re.search(r"class=\"[^\"]*\b(?:MathJax_Error|merror)\b", shown):
             problems.append(f"{rel}: MathJax reports an error typesetting the page's math")
         raw = RAW_MATH.search(visible)
@@ -734,8 +739,11 @@ def render_problems(html_dir: Path, pages: list[str] | None = None, shots: Path 
     if browser is None:
         return ["chromium is not installed, so the pages could not be checked in a browser "
                 "(Debian/Ubuntu: apt-get install chromium)"]
-    has_math = {p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*.html")
-                if 'class="math notranslate' in p.read_text(encoding="utf-8", errors="replace")}
+    has_math = {}
+    for p in html_dir.rglob("*.html"):
+        count = p.read_text(encoding="utf-8", errors="replace").count('class="math notranslate')
+        if count:
+            has_math[p.relative_to(html_dir).as_posix()] = count
     chapters = sorted(p.relative_to(html_dir).as_posix() for p in (html_dir / "modules").glob("*.html")) \
         if (html_dir / "modules").is_dir() else []
     math_chapters = [c for c in chapters if c in has_math]
@@ -763,7 +771,7 @@ def render_problems(html_dir: Path, pages: list[str] | None = None, shots: Path 
             if proc.returncode != 0 or "<body" not in proc.stdout:
                 return [f"{rel}: chromium could not load the page (exit code {proc.returncode}): "
                         + " ".join(proc.stderr.strip().splitlines()[-2:])]
-            found += _dom_problems(rel, proc.stdout, rel in has_math)
+            found += _dom_problems(rel, proc.stdout, has_math.get(rel, 0))
         if shoot:
             if not png.is_file():
                 found.append(f"{rel}: chromium wrote no screenshot at width {width}")

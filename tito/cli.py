@@ -166,7 +166,8 @@ def _run(args, parser) -> int:
     if args.command == "book":
         from tito.book import book_command
 
-        return book_command(args.action, args.modules, args.jobs, args.no_milestones, args.check)
+        return book_command(args.action, getattr(args, "modules", None), getattr(args, "jobs", 2),
+                            getattr(args, "no_milestones", False), getattr(args, "check", False))
     if args.command == "release":
         from tito.release import release, student_release
 
