@@ -92,6 +92,18 @@ def _parser() -> argparse.ArgumentParser:
     mlr.add_argument("--solutions", action="store_true",
                      help="run on the reference solutions (built into build/solutions) instead of your package")
 
+    bk = sub.add_parser("book", help="build the course website (Jupyter Book, offline) into build/book/html")
+    bksub = bk.add_subparsers(dest="action", metavar="action")
+    bkb = bksub.add_parser("build", help="one chapter per module from its student notebook with the reference's "
+                                         "outputs, the milestones, this command reference; prints index.html")
+    bkb.add_argument("--modules", nargs="+", metavar="NN", help="build only these modules' chapters (quicker)")
+    bkb.add_argument("--jobs", "-j", type=int, default=2,
+                     help="solution notebooks executed at once for their outputs (default 2)")
+    bkb.add_argument("--no-milestones", action="store_true",
+                     help="do not run the milestones for their plots; show the results already there")
+    bkb.add_argument("--check", action="store_true",
+                     help="then check the site: no solution text, nothing from the network, links, chromium")
+
     mu = sub.add_parser("mutants", help="(authors) check that a module's typical-mistake mutants are caught "
                                         "by its tests and its graded check cells")
     mu.add_argument("module")
@@ -151,6 +163,11 @@ def _run(args, parser) -> int:
         if args.action == "run":
             return milestones.run_command(args.name, solutions=args.solutions)
         raise TitoError("say `tito milestone list` or `tito milestone run NAME` (NAME or `all`).")
+    if args.command == "book":
+        from tito.book import book_command
+
+        return book_command(args.action, getattr(args, "modules", None), getattr(args, "jobs", 2),
+                            getattr(args, "no_milestones", False), getattr(args, "check", False))
     if args.command == "release":
         from tito.release import release, student_release
 

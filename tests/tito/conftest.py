@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-COPY = ["tito", "tinytorch", "solutions", "modules", "tests", "milestones", "benchmarks", "pyproject.toml"]
+COPY = ["tito", "tinytorch", "solutions", "modules", "tests", "milestones", "benchmarks", "book", "pyproject.toml"]
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".ipynb_checkpoints")
 
 
