@@ -5,7 +5,8 @@ skipped; every one of those tests fails when that module alone is swapped back t
 released stubs; the solution notebook runs top to bottom; its graded check cells pass with the
 module's package files as stubs (what nbgrader's kernel sees); and every typical-mistake
 mutant in solutions/NN_name/mutants.toml (at least eight) fails both the tests and a graded
-check cell. The many short test runs of the stubs and mutants are forks of one preloaded
+check cell. The book builds (`tito book build --check`) from the solution notebooks the
+grading ran. The many short test runs of the stubs and mutants are forks of one preloaded
 pytest process (tito/forkrun.py); the solutions' runs are plain `tito test` runs. Then: the released files are current (`tito release --check`) and tito's own
 tests pass.
 """
@@ -18,6 +19,8 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
+from pathlib import Path
 
 from tito import build, mutants, testing
 from tito.errors import TitoError
@@ -120,6 +123,50 @@ def check_grading(root, module) -> list[tuple[str, bool, str, float]]:
     return out
 
 
+def autograded_solution(root, module) -> Path:
+    """Where check_grading leaves the solution notebook as nbgrader ran it (with its outputs)."""
+    return (build.build_root(root) / "verify-grading" / module.slug / "course" / "runs" / module.slug / "together"
+            / "nbgrader" / "autograded" / "complete" / module.slug / f"{module.name}.ipynb")
+
+
+def check_book(root, modules, grading_futures) -> tuple[str, bool, str, float]:
+    """`tito book build --check`, its chapters' outputs taken from the solution notebooks that
+    check_grading just ran (seeded into the book's cache), so no notebook runs twice."""
+    import shutil
+
+    from tito import book
+
+    futures_wait(grading_futures)
+    started = time.perf_counter()
+    try:
+        return _check_book(root, modules, grading_futures, started)
+    except Exception as exc:  # noqa: BLE001 - a broken book is one failed check, not a crashed verify
+        return ("book: tito book build --check", False, f"{type(exc).__name__}: {exc}",
+                time.perf_counter() - started)
+
+
+def _check_book(root, modules, grading_futures, started):
+    import shutil
+
+    from tito import book
+
+    cache = book.book_root(root) / "executed"
+    cache.mkdir(parents=True, exist_ok=True)
+    for module, future in zip(modules, grading_futures):
+        ran = autograded_solution(root, module)
+        if all(ok for _, ok, _, _ in future.result()) and ran.is_file():
+            shutil.copyfile(ran, cache / f"{module.slug}.ipynb")
+            (cache / f"{module.slug}.sha256").write_text(book._sha256(module.solution_path) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "tito", "book", "build", "--check", "--jobs", "1"], cwd=root,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = proc.stdout.strip().splitlines()
+    detail = "\n".join(lines[-25:])
+    pages = len(list((book.book_root(root) / "html").rglob("*.html")))
+    return (f"book: tito book build --check: {pages} pages, no solution text, nothing from the network, "
+            f"links resolve, math and pictures render in headless chromium", proc.returncode == 0, detail,
+            time.perf_counter() - started)
+
+
 def mutant_count_check(module) -> tuple[str, bool, str, float]:
     found = mutants.load(module)
     ok = len(found) >= mutants.MINIMUM
@@ -187,9 +234,13 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     variants = {m.slug: build.build_stub_variant(root, solutions, m) for m in modules}
     # Modules are independent given the solutions build: check them side by side, report in
     # order. Mutants come after all base checks, longest modules first among equals.
+    book_pool = ThreadPoolExecutor(max_workers=1)
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         futures = [pool.submit(check_module, root, solutions, m, variants[m.slug]) for m in modules]
-        futures += [pool.submit(check_grading, root, m) for m in modules]
+        grading = [pool.submit(check_grading, root, m) for m in modules]
+        futures += grading
+        # the book, once every solution notebook has run, alongside the mutants
+        book_future = book_pool.submit(check_book, root, modules, grading) if not only else None
         mutant_futures = []
         for m in modules:
             found = mutants.load(m) if with_mutants else []
@@ -201,6 +252,10 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
         for future in futures + mutant_futures:
             for name, ok, detail, seconds in future.result():
                 checks.report(name, ok, detail, seconds=seconds)
+
+    if book_future is not None:
+        checks.report(*book_future.result())
+    book_pool.shutdown()
 
     if milestones is not None:
         out, _ = milestones.communicate()
