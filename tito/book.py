@@ -642,6 +642,29 @@ def static_problems(html_dir: Path, root: Path | None) -> list[str]:
     for sheet in sorted(html_dir.rglob("*.css")):
         problems += _network_problems(sheet.relative_to(html_dir).as_posix(),
                                       sheet.read_text(encoding="utf-8", errors="replace"))
+    if root is not None:
+        problems += _picture_problems(html_dir, root)
+    return problems
+
+
+def _picture_problems(html_dir: Path, root: Path) -> list[str]:
+    """(e) A chapter whose notebook draws a figure in a cell the student does not write shows
+    at least one picture (the reference's output), where the course has its solutions."""
+    import nbformat
+
+    from tito.course import available_modules
+
+    problems = []
+    for module in available_modules(root):
+        page = html_dir / "modules" / f"{module.slug}.html"
+        if not page.is_file() or not module.solution_path.is_file() or not module.notebook_path.is_file():
+            continue
+        draws = any(c.cell_type == "code" and "plt.show()" in c.source
+                    and not c.metadata.get("nbgrader", {}).get("solution")
+                    for c in nbformat.read(module.notebook_path, as_version=4).cells)
+        if draws and "<img" not in page.read_text(encoding="utf-8", errors="replace"):
+            problems.append(f"modules/{module.slug}.html: the notebook draws figures, but the page shows "
+                            f"no picture (did the executed solution notebook keep its image outputs?)")
     return problems
 
 
@@ -796,6 +819,7 @@ def check_site(html_dir: Path, root: Path | None = None, *, browser: bool = True
     (b) nothing is fetched from the network: no <script src>, <link href>, <img src>, frame,
         CSS url() or @import pointing at http(s) or protocol-relative URLs;
     (c) every internal link, stylesheet, script and image resolves to a file of the site;
+    (e) a chapter whose notebook draws figures shows the reference's pictures;
     (d) (browser=True) in headless chromium, without network, pages show text, math on every
         chapter with math is typeset (no raw TeX left), screenshots at 1280 and 390 pixels
         wide are not blank.

@@ -199,8 +199,11 @@ def _run_notebooks(module: Module, template: Path, work: Path, notebooks: dict[s
         scratch, jupyter = work / "kernel-scratch", work / "jupyter"
         scratch.mkdir(parents=True)
         runtime = Path(tempfile.mkdtemp(prefix="tito-kernel-"))
+        # Figures inline, as in the student's Jupyter: the graded notebook (feedback, and the
+        # book's chapters in tito verify) shows the notebook's pictures.
         sandbox.write_kernelspec(jupyter, scratch=scratch, runtime=runtime, readable=[prefix],
-                                 env={"PYTHONPATH": str(prefix)})
+                                 env={"PYTHONPATH": str(prefix),
+                                      "MPLBACKEND": "module://matplotlib_inline.backend_inline"})
         run_env["JUPYTER_PATH"] = os.pathsep.join([str(jupyter), env.get("JUPYTER_PATH", "")]).rstrip(os.pathsep)
         run_env["JUPYTER_RUNTIME_DIR"] = str(runtime)
         args += [f"--Execute.kernel_name={sandbox.KERNEL_NAME}", "--KernelManager.transport=ipc",
@@ -246,7 +249,8 @@ def _run_tests(root: Path, module: Module, work: Path, notebook_path: Path, pref
     (tests / "tests").mkdir(parents=True)
     shutil.copy2(root / "tests" / "conftest.py", tests / "tests" / "conftest.py")
     shutil.copytree(module.tests_path, tests / "tests" / module.slug, ignore=build.IGNORE)
-    (tests / "pytest.ini").write_text("[pytest]\ntimeout = 60\naddopts = -p no:cacheprovider --import-mode=importlib\n")
+    (tests / "pytest.ini").write_text("[pytest]\ntimeout = 60\naddopts = -p no:cacheprovider -p no:anyio -p no:platformdirs "
+                                     "--import-mode=importlib\n")
     scratch = work / "test-scratch"
     scratch.mkdir()
     xml = scratch / "report.xml"

@@ -29,6 +29,7 @@ from tito.release import release
 
 NOTEBOOK_TIMEOUT_S = 20 * 60
 WORKERS = max(1, min(4, os.cpu_count() or 1))
+TITO_TEST_WORKERS = 3
 
 
 class Checks:
@@ -132,10 +133,6 @@ def autograded_solution(root, module) -> Path:
 def check_book(root, modules, grading_futures) -> tuple[str, bool, str, float]:
     """`tito book build --check`, its chapters' outputs taken from the solution notebooks that
     check_grading just ran (seeded into the book's cache), so no notebook runs twice."""
-    import shutil
-
-    from tito import book
-
     futures_wait(grading_futures)
     started = time.perf_counter()
     try:
@@ -220,8 +217,10 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
 
     tito_tests, tito_started = None, time.perf_counter()
     if not only:  # tito's own tests run alongside the module checks
+        # in TITO_TEST_WORKERS processes (pytest-xdist): most of them wait on the CLI they run
         tito_tests = subprocess.Popen(
-            [sys.executable, "-m", "pytest", str(root / "tests" / "tito"), "-q", "-p", "no:cacheprovider"],
+            [sys.executable, "-m", "pytest", str(root / "tests" / "tito"), "-q", "-p", "no:cacheprovider",
+             "-n", str(TITO_TEST_WORKERS), "--dist", "load"],
             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
     solutions = build.build_solutions(root)
@@ -254,7 +253,8 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
                 checks.report(name, ok, detail, seconds=seconds)
 
     if book_future is not None:
-        checks.report(*book_future.result())
+        name, ok, detail, seconds = book_future.result()
+        checks.report(name, ok, detail, seconds=seconds)
     book_pool.shutdown()
 
     if milestones is not None:

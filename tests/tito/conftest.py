@@ -30,14 +30,24 @@ class Course:
         return self.root / rel
 
 
-@pytest.fixture
-def course(tmp_path) -> Course:
-    root = tmp_path / "course"
-    root.mkdir()
-    for name in COPY:
+def make_course(root: Path, names=COPY) -> Course:
+    """A throwaway copy of the course's `names` (top-level files and folders) at `root`."""
+    root.mkdir(parents=True)
+    for name in names:
         src = ROOT / name
         if src.is_dir():
             shutil.copytree(src, root / name, ignore=IGNORE)
         else:
             shutil.copy2(src, root / name)
     return Course(root)
+
+
+@pytest.fixture(scope="session")
+def course_factory():
+    """make_course, for fixtures of a wider scope than one test."""
+    return make_course
+
+
+@pytest.fixture
+def course(tmp_path) -> Course:
+    return make_course(tmp_path / "course")

@@ -3,10 +3,7 @@ throwaway copy of the course passes every check, and the checks catch what they 
 (solution text in a page, a script from the network, a link that leads nowhere)."""
 import html
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,17 +12,7 @@ from tito import book
 
 pytestmark = pytest.mark.timeout(900)
 
-ROOT = Path(__file__).resolve().parents[2]
 NEEDED = ["tito", "tinytorch", "solutions", "modules", "milestones", "book", "pyproject.toml"]
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".ipynb_checkpoints")
-
-
-def _tito(root: Path, *args, timeout=850):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "PYTHONSAFEPATH", "TINYTORCH", "TITO_"))}
-    env.update({"TINYTORCH_ROOT": str(root), "PYTHONDONTWRITEBYTECODE": "1"})
-    code = f"import sys; sys.path[:0] = [{str(root)!r}]; from tito.cli import main; raise SystemExit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def _seed_milestone(root: Path) -> str:
@@ -49,18 +36,12 @@ def _seed_milestone(root: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, course_factory):
     """(course root, html folder, tito's output) of `tito book build --modules 01 02` in a copy."""
-    root = tmp_path_factory.mktemp("book") / "course"
-    root.mkdir()
-    for name in NEEDED:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, root / name, ignore=IGNORE)
-        else:
-            shutil.copy2(src, root / name)
+    course = course_factory(tmp_path_factory.mktemp("book") / "course", NEEDED)
+    root = course.root
     _seed_milestone(root)
-    proc = _tito(root, "book", "build", "--modules", "01", "02", "--no-milestones")
+    proc = course.tito("book", "build", "--modules", "01", "02", "--no-milestones", timeout=850)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     html_dir = root / "build" / "book" / "html"
     assert proc.stdout.strip().splitlines()[-1] == str(html_dir / "index.html")
