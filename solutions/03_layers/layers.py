@@ -1448,7 +1448,8 @@ with preserved_state():
     check(_w._storage is _storage and _w.grad_fn is None, "filled in place, not recorded")
     _bound = math.sqrt(6 / 1000)
     _max = float(np.abs(_w.numpy()).max())
-    check(0.99 * _bound < _max <= _bound, "xavier_uniform_ draws fill [-b, b], b = sqrt(6 / (fan_in + fan_out))",
+    # (<= b up to float32 rounding: a draw next to b may round a hair past it)
+    check(0.99 * _bound < _max <= _bound * (1 + 1e-6), "xavier_uniform_ draws fill [-b, b], b = sqrt(6 / (fan_in + fan_out))",
           got=_max, expected=_bound)
     _n = _w.numel()  # the sample variance of U(-b, b) has std b^2 sqrt(4/45/n): allow 5 of them
     assert_close(_w.numpy().var(), _bound ** 2 / 3, rtol=0, atol=5 * _bound ** 2 * math.sqrt(4 / 45 / _n),
@@ -1537,7 +1538,7 @@ with preserved_state():
         kaiming_uniform_(_w, mode=_mode, nonlinearity="relu")
         _bound = math.sqrt(3) * math.sqrt(2 / _fan)
         _max = float(np.abs(_w.numpy()).max())
-        check(0.99 * _bound < _max <= _bound, f"kaiming_uniform_(mode={_mode!r}, relu) fills [-b, b], "
+        check(0.99 * _bound < _max <= _bound * (1 + 1e-6), f"kaiming_uniform_(mode={_mode!r}, relu) fills [-b, b], "
               f"b = sqrt(3) * sqrt(2 / {_fan})", got=_max, expected=_bound)
     kaiming_normal_(_w)  # the defaults: fan_in, leaky_relu with a = 0, i.e. He for ReLU
     assert_close(_w.numpy().var(), 2 / 600, rtol=5 * math.sqrt(2 / _n), atol=0,
