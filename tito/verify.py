@@ -198,6 +198,31 @@ def check_graded_cells(module, variant, found):
     return out
 
 
+class _Background:
+    """A command running beside the checks, its output in a file (a pipe nobody reads while
+    the checks run would fill and stall it); `finished[name]` gets its end time."""
+
+    def __init__(self, name, cmd, cwd, t0, finished):
+        import tempfile
+        import threading
+
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, text=True)
+
+        def wait():
+            self.proc.wait()
+            self.seconds = time.perf_counter() - self.started
+            finished[name] = time.perf_counter() - t0
+        self.waiter = threading.Thread(target=wait, daemon=True)
+        self.waiter.start()
+
+    def result(self) -> tuple[int, str, float]:
+        self.waiter.join()
+        self.log.seek(0)
+        return self.proc.returncode, self.log.read(), self.seconds
+
+
 def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     """Check the whole course, or with `only` just those modules (no release or tito checks)."""
     root = find_root()
@@ -215,24 +240,23 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
             code = release(check=True)
         checks.report("tito release --check", code == 0, out.getvalue().strip(), started)
 
-    tito_tests, tito_started = None, time.perf_counter()
+    t0 = time.perf_counter()
+    finished = {}  # what ended when, in seconds from here (the run's time line, printed last)
+    tito_tests = None
     if not only:  # tito's own tests run alongside the module checks
         # in TITO_TEST_WORKERS processes (pytest-xdist): most of them wait on the CLI they run
-        tito_tests = subprocess.Popen(
-            [sys.executable, "-m", "pytest", str(root / "tests" / "tito"), "-q", "-p", "no:cacheprovider",
-             "-n", str(TITO_TEST_WORKERS), "--dist", "load"],
-            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
+        tito_tests = _Background("tito's tests", [sys.executable, "-m", "pytest", str(root / "tests" / "tito"), "-q",
+                                                   "-p", "no:cacheprovider", "-n", str(TITO_TEST_WORKERS),
+                                                   "--dist", "load"], root, t0, finished)
     solutions = build.build_solutions(root)
-    milestones, milestones_started = None, time.perf_counter()
+    milestones = None
     if not only:  # every milestone meets its target on the reference build, alongside the rest
-        milestones = subprocess.Popen(
-            [sys.executable, "-m", "tito", "milestone", "run", "all", "--solutions"],
-            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
+        milestones = _Background("milestones", [sys.executable, "-m", "tito", "milestone", "run", "all", "--solutions"],
+                                 root, t0, finished)
     variants = {m.slug: build.build_stub_variant(root, solutions, m) for m in modules}
     # Modules are independent given the solutions build: check them side by side, report in
-    # order. Mutants come after all base checks, longest modules first among equals.
+    # order. The notebook runs come first, then the mutants' test runs, the later modules'
+    # (slower: numba, bigger models) first, so that no long run is left for the end.
     book_pool = ThreadPoolExecutor(max_workers=1)
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         futures = [pool.submit(check_module, root, solutions, m, variants[m.slug]) for m in modules]
@@ -240,35 +264,44 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
         futures += grading
         # the book, once every solution notebook has run, alongside the mutants
         book_future = book_pool.submit(check_book, root, modules, grading) if not only else None
-        mutant_futures = []
-        for m in modules:
-            found = mutants.load(m) if with_mutants else []
-            mutant_futures.append(pool.submit(check_graded_cells, m, variants[m.slug], found))
-            if with_mutants:
-                mutant_futures.append(pool.submit(lambda m=m: [mutant_count_check(m)]))
-                for mutant in found:
-                    mutant_futures.append(pool.submit(check_mutant_tests, root, solutions, m, mutant))
-        for future in futures + mutant_futures:
+        found = {m.slug: mutants.load(m) if with_mutants else [] for m in modules}
+        cells = {m.slug: pool.submit(check_graded_cells, m, variants[m.slug], found[m.slug]) for m in modules}
+        tests = {m.slug: [pool.submit(check_mutant_tests, root, solutions, m, mutant) for mutant in found[m.slug]]
+                 for m in reversed(modules)}
+        for future in futures:
             for name, ok, detail, seconds in future.result():
                 checks.report(name, ok, detail, seconds=seconds)
+        for m in modules:
+            for name, ok, detail, seconds in cells[m.slug].result():
+                checks.report(name, ok, detail, seconds=seconds)
+            if with_mutants:
+                checks.report(*mutant_count_check(m)[:3])
+            for future in tests[m.slug]:
+                for name, ok, detail, seconds in future.result():
+                    checks.report(name, ok, detail, seconds=seconds)
+    finished["module checks"] = time.perf_counter() - t0
 
     if book_future is not None:
         name, ok, detail, seconds = book_future.result()
+        finished["book"] = time.perf_counter() - t0
         checks.report(name, ok, detail, seconds=seconds)
     book_pool.shutdown()
 
     if milestones is not None:
-        out, _ = milestones.communicate()
+        code, out, seconds = milestones.result()
         tail = "\n".join(out.strip().splitlines()[-12:])
-        checks.report("milestones: every one meets its target with --solutions", milestones.returncode == 0, tail,
-                      milestones_started)
+        checks.report("milestones: every one meets its target with --solutions", code == 0, tail, seconds=seconds)
 
     if tito_tests is not None:
-        out, _ = tito_tests.communicate()
+        code, out, seconds = tito_tests.result()
         tail = "\n".join(out.strip().splitlines()[-25:])
         last = tail.splitlines()[-1] if tail else ""
-        checks.report(f"tito's own tests: {last.strip('= ')}", tito_tests.returncode == 0, tail, tito_started)
+        checks.report(f"tito's own tests: {last.strip('= ')}", code == 0, tail, seconds=seconds)
 
+    if not only:
+        print(f"\nverify took {time.perf_counter() - t0:.0f} s; finished at: "
+              + ", ".join(f"{what} {at:.0f} s" for what, at in sorted(finished.items(), key=lambda kv: kv[1])),
+              flush=True)
     if checks.failed:
         print("\nfailed: " + "; ".join(checks.failed))
     print(f"\nverify: {checks.passed} passed, {len(checks.failed)} failed", flush=True)
