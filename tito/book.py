@@ -25,6 +25,7 @@ render blank or with untypeset math in headless chromium.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import html as html_lib
 import json
 import os
@@ -488,6 +489,10 @@ def build_book(root: Path, modules: list | None = None, executed: dict | None = 
     from tito.locks import locked
 
     modules = available_modules(root) if modules is None else modules
+    # what the build needs, before minutes of running notebooks
+    if importlib.util.find_spec("jupyter_book") is None:
+        raise TitoError("the book needs Jupyter Book 1.x: pip install -e \".[book]\"")
+    _mathjax_source()
     start = time.perf_counter()
     with locked(book_root(root) / "book.lock"):  # two builds at once wait for each other
         done = executed_notebooks(root, modules, jobs=jobs, given=executed)
