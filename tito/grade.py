@@ -343,17 +343,22 @@ def setup() -> int:
     return 0
 
 
+def _prepare(root: Path, module: Module, course_dir: Path) -> tuple[Path, dict, Path]:
+    """(prefix build 1..k-1, nbgrader's environment, the nbgrader template) for grading `module`."""
+    prefix = build.build_prefix(root, module.number - 1)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTHONPATH", None)
+    # nbgrader runs helper programs (alembic) by name: find the ones beside this Python first.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return prefix, env, _prepare_template(root, module, course_dir, env)
+
+
 def run_grading(root: Path, module: Module, found: dict[str, Path], course_dir: Path, *, cell_timeout: int = 120,
                 jobs: int = 1, use_sandbox: bool = True, with_tests: bool = True, say=print) -> list[Result]:
     """Grade the notebooks `found` ({student: path}) of `module` in `course_dir`."""
     course_dir.mkdir(parents=True, exist_ok=True)
     with locked(course_dir / "grade.lock"):
-        prefix = build.build_prefix(root, module.number - 1)
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        env.pop("PYTHONPATH", None)
-        # nbgrader runs helper programs (alembic) by name: find the ones beside this Python first.
-        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-        template = _prepare_template(root, module, course_dir, env)
+        prefix, env, template = _prepare(root, module, course_dir)
         say(f"grading module {module.number:02d} ({module.name}): {len(found)} submission(s), "
             f"{'sandboxed' if use_sandbox else 'NOT SANDBOXED'}, {jobs} at a time", flush=True)
 
@@ -374,11 +379,7 @@ def grade_together(root: Path, module: Module, found: dict[str, Path], course_di
     one nbgrader run in the sandbox against modules 1..k-1, without feedback or test runs."""
     course_dir.mkdir(parents=True, exist_ok=True)
     with locked(course_dir / "grade.lock"):
-        prefix = build.build_prefix(root, module.number - 1)
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        env.pop("PYTHONPATH", None)
-        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-        template = _prepare_template(root, module, course_dir, env)
+        prefix, env, template = _prepare(root, module, course_dir)
         work = course_dir / "runs" / module.slug / "together"
         if work.exists():
             shutil.rmtree(work)

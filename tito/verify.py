@@ -117,6 +117,10 @@ def check_grading(root, module) -> list[tuple[str, bool, str, float]]:
                 if output.get("output_type") == "error":
                     errors.append(f"cell {number}: {output.get('ename')}: {output.get('evalue', '')[:300]}")
     ok = complete.status == "graded" and complete.score == complete.max_score and not errors
+    if ok:  # the book's chapter takes its outputs from this run (check_book): into its cache
+        from tito import book
+
+        book.executed_notebooks(root, [module], given={module.slug: complete.autograded})
     detail = "; ".join(complete.reasons + errors[:3])
     out.append((f"{module.slug}: the solution, graded, scores full marks and runs top to bottom "
                 f"(got {complete.score:g} / {complete.max_score:g}; one nbgrader run of both: {complete.seconds:.0f} s)",
@@ -124,40 +128,17 @@ def check_grading(root, module) -> list[tuple[str, bool, str, float]]:
     return out
 
 
-def autograded_solution(root, module) -> Path:
-    """Where check_grading leaves the solution notebook as nbgrader ran it (with its outputs)."""
-    return (build.build_root(root) / "verify-grading" / module.slug / "course" / "runs" / module.slug / "together"
-            / "nbgrader" / "autograded" / "complete" / module.slug / f"{module.name}.ipynb")
-
-
-def check_book(root, modules, grading_futures) -> tuple[str, bool, str, float]:
-    """`tito book build --check`, its chapters' outputs taken from the solution notebooks that
-    check_grading just ran (seeded into the book's cache), so no notebook runs twice."""
-    futures_wait(grading_futures)
-    started = time.perf_counter()
-    try:
-        return _check_book(root, modules, grading_futures, started)
-    except Exception as exc:  # noqa: BLE001 - a broken book is one failed check, not a crashed verify
-        return ("book: tito book build --check", False, f"{type(exc).__name__}: {exc}",
-                time.perf_counter() - started)
-
-
-def _check_book(root, modules, grading_futures, started):
-    import shutil
-
+def check_book(root, grading_futures) -> tuple[str, bool, str, float]:
+    """`tito book build --check`, once every module is graded: its chapters' outputs come from
+    the solution notebooks that check_grading ran (seeded into the book's cache), so no
+    notebook runs twice."""
     from tito import book
 
-    cache = book.book_root(root) / "executed"
-    cache.mkdir(parents=True, exist_ok=True)
-    for module, future in zip(modules, grading_futures):
-        ran = autograded_solution(root, module)
-        if all(ok for _, ok, _, _ in future.result()) and ran.is_file():
-            shutil.copyfile(ran, cache / f"{module.slug}.ipynb")
-            (cache / f"{module.slug}.sha256").write_text(book._sha256(module.solution_path) + "\n")
+    futures_wait(grading_futures)
+    started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "tito", "book", "build", "--check", "--jobs", "1"], cwd=root,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = proc.stdout.strip().splitlines()
-    detail = "\n".join(lines[-25:])
+    detail = "\n".join(proc.stdout.strip().splitlines()[-25:])
     pages = len(list((book.book_root(root) / "html").rglob("*.html")))
     return (f"book: tito book build --check: {pages} pages, no solution text, nothing from the network, "
             f"links resolve, math and pictures render in headless chromium", proc.returncode == 0, detail,
@@ -263,7 +244,7 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
         grading = [pool.submit(check_grading, root, m) for m in modules]
         futures += grading
         # the book, once every solution notebook has run, alongside the mutants
-        book_future = book_pool.submit(check_book, root, modules, grading) if not only else None
+        book_future = book_pool.submit(check_book, root, grading) if not only else None
         found = {m.slug: mutants.load(m) if with_mutants else [] for m in modules}
         cells = {m.slug: pool.submit(check_graded_cells, m, variants[m.slug], found[m.slug]) for m in modules}
         tests = {m.slug: [pool.submit(check_mutant_tests, root, solutions, m, mutant) for mutant in found[m.slug]]
