@@ -117,6 +117,9 @@ def test_ctrl_c_during_the_test_run_prints_one_line_and_stops_pytest(course):
     import signal
     import time
 
+    # A run that cannot end before the signal comes, however slowly this machine finds pytest.
+    course.path("tests/01_tensor/test_zz_slow.py").write_text(
+        "import time\n\ndef test_slow():\n    time.sleep(50)\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "TINYTORCH", "TITO_"))}
     env.update(TINYTORCH_ROOT=str(course.root), PYTHONDONTWRITEBYTECODE="1")
     code = ("import sys; sys.path.insert(0, %r); from tito.cli import main; "
@@ -138,6 +141,7 @@ def test_ctrl_c_during_the_test_run_prints_one_line_and_stops_pytest(course):
         time.sleep(0.05)
     assert pytest_pid is not None, "pytest never started under tito"
     time.sleep(0.3)  # pytest is starting up: importing, collecting
+    assert proc.poll() is None, "tito finished before it could be interrupted"
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (proc.returncode, err[-2000:])
