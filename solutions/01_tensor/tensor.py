@@ -237,12 +237,11 @@ def contiguous_strides(shape):
     """
     # Idea: a stride is how many storage elements one step along that dimension skips.
     ### BEGIN SOLUTION
-    strides = []
-    step = 1
-    for size in reversed(tuple(shape)):
-        strides.append(step)
+    strides, step = (), 1
+    for size in reversed(shape):
+        strides = (step,) + strides
         step *= max(int(size), 1)
-    return tuple(reversed(strides))
+    return strides
     ### END SOLUTION
 
 
@@ -511,8 +510,8 @@ def _strided_array(storage, shape, strides, offset):
         return storage[offset, ...]
     if len(shape) == 1 and offset == 0 and strides[0] == 1 and shape[0] == storage.shape[0]:
         return storage[:]
-    return np.ndarray(shape, dtype=storage.dtype, buffer=storage, offset=offset * itemsize,
-                      strides=[s * itemsize for s in strides])
+    # (Positional arguments: numpy parses keywords here three times slower.)
+    return np.ndarray(shape, storage.dtype, storage, offset * itemsize, [s * itemsize for s in strides])
 
 
 _ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
@@ -609,8 +608,8 @@ class _TensorStorage:
         """
         # Idea: the array already is row-major memory; only the description is missing.
         ### BEGIN SOLUTION
-        self._storage = arr.reshape(-1)
-        self.shape = tuple(int(s) for s in arr.shape)
+        self._storage = arr.ravel()  # a C-contiguous array ravels to a view
+        self.shape = arr.shape  # numpy's shape already is a tuple of Python ints
         self._strides = contiguous_strides(self.shape)
         self._offset = 0
         ### END SOLUTION
@@ -1138,11 +1137,11 @@ class _TensorMath:
     # in place
     def add_(self, other, alpha=1):
         """self += alpha * other, in place."""
-        return _inplace(self, np.add, other if alpha == 1 else _binary("mul", np.multiply, other, alpha))
+        return _inplace(self, np.add, other, alpha=alpha)
 
     def sub_(self, other, alpha=1):
         """self -= alpha * other, in place."""
-        return _inplace(self, np.subtract, other if alpha == 1 else _binary("mul", np.multiply, other, alpha))
+        return _inplace(self, np.subtract, other, alpha=alpha)
 
     def mul_(self, other):
         """self *= other, in place."""
@@ -1495,7 +1494,12 @@ def _needs_node(out, inputs):
     """
     # Idea: record only where a gradient could flow.
     ### BEGIN SOLUTION
-    return _grad_enabled and out.dtype.kind == "f" and any(x.requires_grad for x in inputs)
+    if not _grad_enabled or out.dtype.kind != "f":
+        return False
+    for x in inputs:
+        if x.requires_grad:
+            return True
+    return False
     ### END SOLUTION
 
 
@@ -1513,13 +1517,19 @@ def apply(op, forward, *inputs, **attrs):
         elif where is not _CPU:
             forward = _device_kernel(op, where, forward)
     out = forward(*inputs, **attrs) if not _DISPATCH_MODES else dispatch(op, forward, inputs, attrs)
+    # (Plain loops below, not any(...): this runs for every op, and a generator costs more
+    # than the check itself.)
     if isinstance(out, Tensor):  # a view op: shares storage with an input
-        if any(out is x for x in inputs):
-            out = out._view(out.shape, out._strides, out._offset)
+        for x in inputs:
+            if out is x:
+                out = out._view(out.shape, out._strides, out._offset)
+                break
     else:  # a compute op: fresh storage
-        arr = np.asarray(out)
-        if any(np.may_share_memory(arr, x._storage) for x in inputs):
-            arr = arr.copy()
+        arr = out if type(out) is np.ndarray else np.asarray(out)
+        for x in inputs:
+            if np.may_share_memory(arr, x._storage):
+                arr = arr.copy()
+                break
         out = Tensor._from_array(arr)
     if where is not _CPU:
         out._device = where
@@ -2255,8 +2265,10 @@ def broadcast_shapes(*shapes):
     # shapes, the dimension (negative, -1 = last), both sizes, and the rule that failed.
     # Idea: align on the right; a 1 stretches, any other mismatch is an error.
     ### BEGIN SOLUTION
-    result = ()
-    for shape in shapes:
+    result = shapes[0] if shapes else ()
+    for shape in shapes[1:]:
+        if shape == result:  # the common case: nothing to stretch
+            continue
         n = max(len(result), len(shape))
         left = (1,) * (n - len(result)) + result
         right = (1,) * (n - len(shape)) + shape
@@ -3030,6 +3042,30 @@ def _as_tensor(x, dtype):
     return Tensor._from_array(np.array(x, dtype=dtype))
 
 
+class _ErrstateVar:
+    """`np.errstate(all="ignore")` behind a context variable's set/reset interface."""
+
+    def set(self, _quiet):
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def reset(self, state):
+        state.__exit__(None, None, None)
+
+
+# Elementwise ops return inf and nan quietly, as PyTorch does. `with np.errstate(...)` costs
+# about 0.9 us per op (it rebuilds numpy's error-state object each time), as much as the
+# arithmetic on a small tensor; numpy 2 keeps that state in a context variable, so an op sets
+# the prebuilt "ignore" state and resets it (0.1 us). Other numpy versions: errstate itself.
+try:
+    from numpy._core._multiarray_umath import _extobj_contextvar as _FP_ERRORS
+    with np.errstate(all="ignore"):
+        _FP_IGNORED = _FP_ERRORS.get()
+except (ImportError, AttributeError):
+    _FP_ERRORS, _FP_IGNORED = _ErrstateVar(), None
+
+
 # %% [markdown]
 # Your part, the forward that every binary op shares:
 #
@@ -3069,7 +3105,8 @@ def _elementwise_forward(np_fn, a, b, dtype):
 
 def _binary(op, np_fn, a, b):
     """Dispatch a binary elementwise op with promotion and numbers turned into 0-d tensors."""
-    a, b = _operand(a), _operand(b)
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        a, b = _operand(a), _operand(b)
     dt = _result_dtype(a, b)
     if op == "div" and dt.kind != "f":
         dt = float32
@@ -3077,8 +3114,11 @@ def _binary(op, np_fn, a, b):
     if op == "pow" and dt.kind == "i" and bool((b.numpy() < 0).any()):
         raise ShapeError("Integers to negative integer powers are not allowed "
                          "(make the base a float tensor)")
-    with np.errstate(all="ignore"):
+    quiet = _FP_ERRORS.set(_FP_IGNORED)
+    try:
         return apply(op, lambda x, y: _elementwise_forward(np_fn, x, y, dt), a, b)
+    finally:
+        _FP_ERRORS.reset(quiet)
 
 
 def _unary(op, np_fn, t, to_float=False):
@@ -3088,8 +3128,11 @@ def _unary(op, np_fn, t, to_float=False):
         if to_float and arr.dtype.kind != "f":
             arr = arr.astype(float32)
         return np_fn(arr)
-    with np.errstate(all="ignore"):
+    quiet = _FP_ERRORS.set(_FP_IGNORED)
+    try:
         return apply(op, forward, t)
+    finally:
+        _FP_ERRORS.reset(quiet)
 
 
 def _clamp(t, min, max):
@@ -3214,9 +3257,32 @@ def _check_writable(t, check_grad=True):
     ### END SOLUTION
 
 
-def _inplace(t, np_fn, other, cast=False):
-    """Apply `np_fn(t, other)` into t's own memory (np_fn None: just assign `other`)."""
+def _inplace(t, np_fn, other, cast=False, alpha=1):
+    """Apply `np_fn(t, alpha * other)` into t's own memory (np_fn None: just assign `other`)."""
     _check_writable(t)
+    view = t.numpy()
+    if isinstance(other, Tensor):
+        fast = (other.shape == t.shape and other.dtype == view.dtype
+                and (np_fn is not np.true_divide or view.dtype.kind == "f"))
+    else:
+        fast = type(other) in (int, float) and view.dtype.kind == "f"
+    if fast:
+        # An optimizer's update: a same-shape, same-dtype tensor or a number into a float
+        # tensor; nothing to promote or broadcast.
+        src = other.numpy() if isinstance(other, Tensor) else other
+        if alpha != 1:
+            src = src * alpha
+        quiet = _FP_ERRORS.set(_FP_IGNORED)
+        try:
+            if np_fn is None:
+                np.copyto(view, src)
+            else:
+                np_fn(view, src, out=view, casting="same_kind")
+        finally:
+            _FP_ERRORS.reset(quiet)
+        return t
+    if alpha != 1:
+        other = _binary("mul", np.multiply, other, alpha)
     other = _operand(other)
     dt = _result_dtype(t, other)
     if np_fn is np.true_divide and dt.kind != "f":
@@ -3228,12 +3294,14 @@ def _inplace(t, np_fn, other, cast=False):
     if broadcast_shapes(src.shape, t.shape) != t.shape:
         raise ShapeError(f"in-place operation: values of shape {tuple(src.shape)} do not "
                          f"broadcast to the tensor's shape {t.shape}")
-    view = t.numpy()
-    with np.errstate(all="ignore"):
+    quiet = _FP_ERRORS.set(_FP_IGNORED)
+    try:
         if np_fn is None:
             np.copyto(view, src, casting="unsafe")
         else:
             np_fn(view, src.astype(dt, copy=False), out=view, casting="same_kind")
+    finally:
+        _FP_ERRORS.reset(quiet)
     return t
 
 

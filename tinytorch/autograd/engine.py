@@ -12,6 +12,7 @@ import numpy as np
 from tinytorch._tensor import Tensor, is_grad_enabled, set_grad_enabled
 from tinytorch._tensor import apply as _apply
 from tinytorch._tensor import _DISPATCH_MODES, _DEVICES_IN_USE, _device_rule, dispatch
+from tinytorch._tensor import _FP_ERRORS, _FP_IGNORED
 
 __all__ = [
     "no_grad", "enable_grad", "BACKWARD_RULES", "backward_rule", "call_rule", "unbroadcast",
@@ -112,8 +113,11 @@ def call_rule(node, grad):
             f"with @backward_rule({node.op!r}) (see BACKWARD_RULES in tinytorch.autograd)")
     if _DEVICES_IN_USE:  # some tensor left the CPU: the rule of the inputs' device (module 17)
         rule = _device_rule(node, rule)
-    with np.errstate(all="ignore"):
+    quiet = _FP_ERRORS.set(_FP_IGNORED)  # inf and nan quietly, as in the forward ops
+    try:
         grads = rule(node, grad) if not _DISPATCH_MODES else dispatch(node.name(), rule, (node, grad), {})
+    finally:
+        _FP_ERRORS.reset(quiet)
     if not isinstance(grads, (tuple, list)) or len(grads) != len(node.inputs):
         got = len(grads) if isinstance(grads, (tuple, list)) else type(grads).__name__
         raise RuntimeError(f"the backward rule of {node.op!r} must return a tuple with one "
@@ -123,13 +127,14 @@ def call_rule(node, grad):
         if g is None or not x.requires_grad:
             out.append(None)
             continue
-        g = np.asarray(g)
+        if type(g) is not np.ndarray:
+            g = np.asarray(g)
         if g.shape != x.shape:
             hint = (" — it looks broadcast: did you forget unbroadcast()?"
                     if g.ndim >= x.ndim else "")
             raise RuntimeError(f"the backward rule of {node.op!r} returned a gradient of shape "
                                f"{g.shape} for input {i}, which has shape {x.shape}{hint}")
-        out.append(g.astype(x.dtype, copy=False))
+        out.append(g if g.dtype == x.dtype else g.astype(x.dtype))
     return out
 
 
@@ -153,7 +158,8 @@ def _add_backward(node, grad):
 
     Contract (every rule below): `node` is the recorded Node, `grad` the upstream gradient
     (a numpy array of the output's shape, never written into). Returns a tuple with one
-    numpy gradient per input, each of that input's shape.
+    numpy gradient per input, each of that input's shape; None for an input that does not
+    require grad is allowed and saves its work (PyTorch's `ctx.needs_input_grad`).
     """
     # Idea: a sum passes its gradient on unchanged, to both sides.
     # YOUR CODE HERE
