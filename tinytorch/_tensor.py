@@ -203,14 +203,20 @@ class _TensorStorage:
         It checks that the layout stays inside the storage, so that a stride bug shows up
         as a clear error here rather than as garbage values later.
         """
-        shape = tuple(int(s) for s in shape)
-        strides = tuple(int(s) for s in strides)
+        shape = tuple(map(int, shape))
+        strides = tuple(map(int, strides))
         offset = int(offset)
         if len(shape) != len(strides):
             raise RuntimeError(f"layout error: shape {shape} and strides {strides} differ in length")
-        if all(n > 0 for n in shape):
-            lo = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-            hi = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+        lo = hi = offset  # the lowest and highest storage positions the view reaches
+        for n, s in zip(shape, strides):
+            if n == 0:  # an empty view reaches nothing
+                break
+            if s > 0:
+                hi += (n - 1) * s
+            else:
+                lo += (n - 1) * s
+        else:
             if lo < 0 or hi >= self._storage.size:
                 raise RuntimeError(
                     f"layout error: a view with shape {shape}, strides {strides} and offset "
@@ -509,6 +515,8 @@ class _TensorViews:
     @property
     def T(self):
         """All dimensions reversed (a view): the matrix transpose for 2-D tensors."""
+        if self.ndim == 2:  # the common case (a weight matrix): dims known to be valid
+            return apply("permute", _permute_view, self, dims=(1, 0))
         return permute(self, *reversed(range(self.ndim)))
 
     @property
@@ -1093,6 +1101,8 @@ def _through_modes(depth, op, fn, args, kwargs):
 # -- cell 44 --
 def _wrap_dim(dim, ndim):
     """Turn a possibly negative dim into 0..ndim-1, with PyTorch's error when out of range."""
+    if type(dim) is int and -ndim <= dim < ndim:  # the common case, checked cheaply
+        return dim + ndim if dim < 0 else dim
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, (bool, np.bool_)):
         raise TypeError(f"a dimension must be an int, got {type(dim).__name__}")
     lo, hi = -max(ndim, 1), max(ndim, 1) - 1
@@ -1106,6 +1116,11 @@ def _shape_arg(args):
     """Accept both f(2, 3) and f((2, 3)) / f([2, 3]); return a tuple of ints."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
+    for a in args:
+        if type(a) is not int:
+            break
+    else:
+        return tuple(args)  # already ints (the common case)
     out = []
     for a in args:
         if isinstance(a, Tensor):
@@ -1747,8 +1762,9 @@ def matmul(input, other):
     dt = _result_dtype(a, b)
 
     def forward(x, y):
-        out = np.matmul(x.numpy().astype(dt, copy=False), y.numpy().astype(dt, copy=False))
-        return np.reshape(out, shape)
+        xa, ya = x.numpy(), y.numpy()
+        out = np.matmul(xa if xa.dtype == dt else xa.astype(dt), ya if ya.dtype == dt else ya.astype(dt))
+        return out.reshape(shape)
     return apply("matmul", forward, a, b)
 
 
