@@ -504,12 +504,15 @@ def _as_array(data, dtype=None):
 def _strided_array(storage, shape, strides, offset):
     """The numpy array that sees `storage` through (shape, strides, offset); shares memory."""
     itemsize = storage.itemsize
-    # Two common layouts have cheaper views than the general constructor: a 0-d tensor (one
-    # element) and a tensor that is its whole 1-D storage.
+    # Three common layouts have cheaper views than the general constructor: a 0-d tensor (one
+    # element), and a 1-D or 2-D tensor that is its whole storage in row-major order.
     if not shape:
         return storage[offset, ...]
-    if len(shape) == 1 and offset == 0 and strides[0] == 1 and shape[0] == storage.shape[0]:
-        return storage[:]
+    if offset == 0 and strides[-1] == 1:
+        if len(shape) == 1 and shape[0] == storage.shape[0]:
+            return storage[:]
+        if len(shape) == 2 and strides[0] == shape[1] and shape[0] * shape[1] == storage.shape[0]:
+            return storage.reshape(shape)
     # (Positional arguments: numpy parses keywords here three times slower.)
     return np.ndarray(shape, storage.dtype, storage, offset * itemsize, [s * itemsize for s in strides])
 
@@ -1482,7 +1485,7 @@ class Node:
 
     def __init__(self, op, inputs, attrs, output):
         self.op = op
-        self.inputs = tuple(inputs)
+        self.inputs = inputs if type(inputs) is tuple else tuple(inputs)
         self.attrs = dict(attrs)
         self.output = output
 
@@ -3120,12 +3123,16 @@ def _elementwise_forward(np_fn, a, b, dtype):
 
 def _binary(op, np_fn, a, b):
     """Dispatch a binary elementwise op with promotion and numbers turned into 0-d tensors."""
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        dt = _result_dtype(a, b)
+        if op == "div" and dt.kind != "f":
+            dt = float32
+    else:
         a, b = _operand(a), _operand(b)
-    dt = _result_dtype(a, b)
-    if op == "div" and dt.kind != "f":
-        dt = float32
-    a, b = _as_tensor(a, dt), _as_tensor(b, dt)
+        dt = _result_dtype(a, b)
+        if op == "div" and dt.kind != "f":
+            dt = float32
+        a, b = _as_tensor(a, dt), _as_tensor(b, dt)
     if op == "pow" and dt.kind == "i" and bool((b.numpy() < 0).any()):
         raise ShapeError("Integers to negative integer powers are not allowed "
                          "(make the base a float tensor)")

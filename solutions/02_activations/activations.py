@@ -642,8 +642,16 @@ def _gelu_forward(x, approximate):
     a = _float_array(x)
     v = a.astype(np.float64)
     if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (v + 0.044715 * v * v * v)
-        out = 0.5 * v * (1.0 + np.tanh(inner))
+        # 0.5 v (1 + tanh(c (v + 0.044715 v³))), in place: one float64 temporary, not six
+        out = v * v
+        out *= 0.044715
+        out += 1
+        out *= v
+        out *= math.sqrt(2.0 / math.pi)
+        np.tanh(out, out=out)
+        out += 1
+        out *= v
+        out *= 0.5
     else:
         out = 0.5 * v * _erfc(-v / math.sqrt(2.0))
     return out.astype(a.dtype)

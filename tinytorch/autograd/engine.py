@@ -127,6 +127,9 @@ def call_rule(node, grad):
         if g is None or not x.requires_grad:
             out.append(None)
             continue
+        if type(g) is np.ndarray and g.shape == x.shape and g.dtype == x._storage.dtype:
+            out.append(g)  # the common case: nothing to convert
+            continue
         if type(g) is not np.ndarray:
             g = np.asarray(g)
         if g.shape != x.shape:
@@ -264,7 +267,7 @@ def next_nodes(node):
     """The nodes that produced `node`'s inputs (inputs that require grad and are not leaves)."""
     if node.inputs is None:
         raise RuntimeError(_FREED)
-    return [x.grad_fn for x in node.inputs if x.requires_grad and x.grad_fn is not None]
+    return [x.grad_fn for x in node.inputs if x.grad_fn is not None and x.requires_grad]
 
 
 def topological_order(roots):
@@ -736,10 +739,11 @@ def _leaky_relu_backward(node, grad):
 
 @backward_rule("gelu")
 def _gelu_backward(node, grad):
-    x = node.inputs[0].numpy().astype(np.float64)
+    x = node.inputs[0].numpy()
     if node.attrs["approximate"] == "tanh":
         # slope = 0.5 (1 + t) + 0.5 c x (1 - t²)(1 + 3·0.044715 x²), t = tanh(c x (1 + 0.044715 x²)),
-        # computed in place: a handful of float64 arrays instead of one per operator
+        # computed in place, in x's own precision as PyTorch does: three temporaries, not one
+        # per operator (a float32 activation's gradient needs no float64 copies)
         c = np.sqrt(2.0 / np.pi)
         x2 = x * x
         t = 0.044715 * x2
@@ -759,6 +763,7 @@ def _gelu_backward(node, grad):
         slope += t
     else:
         from tinytorch.nn.activations import _erfc  # module 02's accurate erfc
+        x = x.astype(np.float64)
         slope = 0.5 * _erfc(-x / np.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
     return (grad * slope,)
 
