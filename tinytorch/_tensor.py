@@ -958,8 +958,10 @@ def apply(op, forward, *inputs, **attrs):
                 break
     else:  # a compute op: fresh storage
         arr = out if type(out) is np.ndarray else np.asarray(out)
-        for x in inputs:
-            if np.may_share_memory(arr, x._storage):
+        owner = arr.base is None  # a fresh result owns its memory: it can only be an input's
+        for x in inputs:          # memory if it IS that input's storage or the storage's owner
+            storage = x._storage
+            if (arr is storage or arr is storage.base) if owner else np.may_share_memory(arr, storage):
                 arr = arr.copy()
                 break
         out = Tensor._from_array(arr)
