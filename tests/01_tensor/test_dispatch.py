@@ -138,6 +138,11 @@ def test_apply_directly():
     assert out._storage is not w._storage
     alias = tt.apply("alias", lambda x: x.numpy(), w)  # a forward returning a numpy VIEW
     assert not np.shares_memory(alias.numpy(), w.numpy())
+    # ... or the very array that owns the input's memory, or the storage itself
+    assert w._storage.base is not None and w._storage.base.base is None
+    for grab in (lambda x: x._storage.base, lambda x: x._storage):
+        out = tt.apply("grab", grab, w)
+        assert not np.shares_memory(out.numpy(), w.numpy())
     same = tt.apply("noop", lambda x: x, w)  # a forward returning its input
     assert same is not w and w.grad_fn is None and same._storage is w._storage
 

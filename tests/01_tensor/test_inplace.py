@@ -1,4 +1,6 @@
 """In-place ops mutate storage; refused for grad-requiring tensors (grad mode on) and expanded views."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,29 @@ def test_inplace_shape_must_broadcast_to_self():
     x = tt.zeros(3)
     with pytest.raises(ValueError):
         x.add_(tt.zeros(2, 3))
+
+
+def test_optimizer_style_updates_keep_dtype_and_promotion_rules():
+    # same shape and dtype (an optimizer's update), numbers, and the mixed cases that promote
+    p = tt.tensor(np.array([1.0, 2.0, 3.0], dtype=np.float32))
+    g = tt.tensor(np.array([0.5, 0.5, 0.5], dtype=np.float32))
+    p.add_(g, alpha=-0.1).mul_(2).sub_(g, alpha=2)
+    assert p.dtype == tt.float32
+    np.testing.assert_allclose(p.numpy(), (np.array([1.0, 2, 3]) - 0.05) * 2 - 1.0, rtol=1e-6)
+    p.add_(tt.tensor(np.ones(3)))  # a float64 operand into float32: cast back, same_kind
+    assert p.dtype == tt.float32
+    ints = tt.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ints.mul_(0.5)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ints.div_(tt.tensor([2, 2, 2]))
+    ints.add_(tt.tensor([1, 1, 1]), alpha=2)
+    assert ints.tolist() == [3, 4, 5] and ints.dtype == tt.int64
+
+
+def test_inplace_overflow_and_division_by_zero_are_quiet():
+    x = tt.tensor([1.0, -1.0, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x.div_(tt.tensor([0.0, 0.0, 0.0]))
+    assert np.isinf(x.numpy()[:2]).all() and np.isnan(x.numpy()[2])
