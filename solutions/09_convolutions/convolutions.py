@@ -591,10 +591,9 @@ print("✓ im2col: the red window as a column:", _c[0, :, 0])
 # contiguous `(C_out, L)` block, so the result is already `(N, C_out, L)` in the output's
 # order. `np.tensordot` would make one big GEMM of it, but only after copying the columns
 # into a `(C·kh·kw, N·L)` matrix, and its `(C_out, N, L)` result needs a transpose, which
-# the final reshape copies again. On the benchmark's layer (32 images, 3→16 channels,
-# 32×32) those copies made the tensordot forward 2.6 times slower than the matmul one, and
-# the weight gradient below 7 times: an array's layout can cost more than its arithmetic.
-# Write `_conv2d_forward(x, weight, bias, stride, padding)`; it receives Tensors (as every
+# the final reshape copies again. Those copies can cost more than the arithmetic: the
+# systems look at the end of this notebook times both layouts, for the forward and for the
+# weight gradient below. Write `_conv2d_forward(x, weight, bias, stride, padding)`; it receives Tensors (as every
 # `forward` given to `apply` does) and returns a numpy array.
 #
 # The provided `conv2d` below checks its arguments — a wrong number of dimensions or of
@@ -2104,6 +2103,36 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# **Layout, measured.** The same products in two memory orders, on the benchmark's layer
+# (32 images, 3→16 channels, 32×32, 3×3): `np.tensordot` (one big GEMM, after copying the
+# columns and before copying the result into the output's order) against `np.matmul`
+# broadcasting the weight over the images (one GEMM per image, in the output's order
+# already). Predict first: which is faster, and does the answer change for the weight
+# gradient, where tensordot also has to bring the images and positions together?
+
+# %%
+_x = _rng.standard_normal((32, 3, 32, 32)).astype(np.float32)
+_w2 = _rng.standard_normal((16, 27)).astype(np.float32)
+_cols = im2col(_x, 3, 1, 1)                                   # (N, 27, L)
+_g = _rng.standard_normal((32, 16, 32 * 32)).astype(np.float32)  # an upstream gradient (N, C_out, L)
+_layouts = [
+    ("forward", lambda: np.tensordot(_w2, _cols, axes=(1, 1)).transpose(1, 0, 2).reshape(32, 16, 32, 32),
+     lambda: (_w2 @ _cols).reshape(32, 16, 32, 32)),
+    ("weight gradient", lambda: np.tensordot(_g, _cols, axes=([0, 2], [0, 2])),
+     lambda: (_g @ _cols.transpose(0, 2, 1)).sum(axis=0)),
+]
+for _what, _td, _mm in _layouts:
+    assert_close(_td(), _mm(), rtol=1e-3, atol=1e-3, what=f"{_what}: both layouts compute the same numbers")
+    _t_td, _t_mm = median_time(_td, repeats=5), median_time(_mm, repeats=5)
+    print(f"{_what:16s} tensordot {_t_td * 1e3:6.2f} ms   matmul {_t_mm * 1e3:6.2f} ms   "
+          f"tensordot / matmul = {_t_td / _t_mm:.1f}")
+
+# %% [markdown]
+# On the machines we tried, matmul won both, the weight gradient by the larger factor: the
+# arithmetic is the same, and what differs is how many bytes are copied to bring the
+# operands into the order one GEMM wants. (A multi-threaded BLAS can shift the balance for
+# large layers; the copies never get cheaper.)
+#
 # What to expect, and why your figures can differ. The FLOP count is exact; the time is not
 # a property of the layer but of the machine. Compare the GFLOP/s column across the rows:
 # for the tiny layers of our digits CNN, fixed costs (Python, the argument checks, the
