@@ -28,9 +28,7 @@ from tito.course import available_modules, find_root, resolve
 from tito.release import release
 
 NOTEBOOK_TIMEOUT_S = 20 * 60
-# Twice the cores: a check spends much of its time waiting (kernel start-ups, nbgrader's
-# process start, the fork server), and one worker per core left CI at about half its CPU.
-WORKERS = max(2, min(8, 2 * (os.cpu_count() or 1)))
+WORKERS = max(1, min(4, os.cpu_count() or 1))
 TITO_TEST_WORKERS = 3
 
 
