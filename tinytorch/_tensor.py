@@ -1540,6 +1540,15 @@ except (ImportError, AttributeError):
     _FP_ERRORS, _FP_IGNORED = _ErrstateVar(), None
 
 
+def _apply_quietly(op, forward, *inputs):
+    """`apply` with numpy's floating-point warnings off (inf and nan quietly, as PyTorch)."""
+    quiet = _FP_ERRORS.set(_FP_IGNORED)
+    try:
+        return apply(op, forward, *inputs)
+    finally:
+        _FP_ERRORS.reset(quiet)
+
+
 # -- cell 79 (elementwise) --
 def _elementwise_forward(np_fn, a, b, dtype):
     """Forward of a binary op.
@@ -1568,11 +1577,7 @@ def _binary(op, np_fn, a, b):
     if op == "pow" and dt.kind == "i" and bool((b.numpy() < 0).any()):
         raise ShapeError("Integers to negative integer powers are not allowed "
                          "(make the base a float tensor)")
-    quiet = _FP_ERRORS.set(_FP_IGNORED)
-    try:
-        return apply(op, lambda x, y: _elementwise_forward(np_fn, x, y, dt), a, b)
-    finally:
-        _FP_ERRORS.reset(quiet)
+    return _apply_quietly(op, lambda x, y: _elementwise_forward(np_fn, x, y, dt), a, b)
 
 
 def _unary(op, np_fn, t, to_float=False):
@@ -1582,11 +1587,7 @@ def _unary(op, np_fn, t, to_float=False):
         if to_float and arr.dtype.kind != "f":
             arr = arr.astype(float32)
         return np_fn(arr)
-    quiet = _FP_ERRORS.set(_FP_IGNORED)
-    try:
-        return apply(op, forward, t)
-    finally:
-        _FP_ERRORS.reset(quiet)
+    return _apply_quietly(op, forward, t)
 
 
 def _clamp(t, min, max):
@@ -1653,34 +1654,28 @@ def _inplace(t, np_fn, other, cast=False, alpha=1):
         src = other.numpy() if isinstance(other, Tensor) else other
         if alpha != 1:
             src = src * alpha
-        quiet = _FP_ERRORS.set(_FP_IGNORED)
-        try:
-            if np_fn is None:
-                np.copyto(view, src)
-            else:
-                np_fn(view, src, out=view, casting="same_kind")
-        finally:
-            _FP_ERRORS.reset(quiet)
-        return t
-    if alpha != 1:
-        other = _binary("mul", np.multiply, other, alpha)
-    other = _operand(other)
-    dt = _result_dtype(t, other)
-    if np_fn is np.true_divide and dt.kind != "f":
-        dt = float32
-    if not cast and not np.can_cast(dt, t.dtype, casting="same_kind"):
-        raise RuntimeError(f"result type {dt} can't be cast to the desired output type {t.dtype} "
-                           f"of an in-place operation")
-    src = other.numpy() if isinstance(other, Tensor) else np.asarray(other)
-    if broadcast_shapes(src.shape, t.shape) != t.shape:
-        raise ShapeError(f"in-place operation: values of shape {tuple(src.shape)} do not "
-                         f"broadcast to the tensor's shape {t.shape}")
+    else:
+        if alpha != 1:
+            other = _binary("mul", np.multiply, other, alpha)
+        other = _operand(other)
+        dt = _result_dtype(t, other)
+        if np_fn is np.true_divide and dt.kind != "f":
+            dt = float32
+        if not cast and not np.can_cast(dt, t.dtype, casting="same_kind"):
+            raise RuntimeError(f"result type {dt} can't be cast to the desired output type {t.dtype} "
+                               f"of an in-place operation")
+        src = other.numpy() if isinstance(other, Tensor) else np.asarray(other)
+        if broadcast_shapes(src.shape, t.shape) != t.shape:
+            raise ShapeError(f"in-place operation: values of shape {tuple(src.shape)} do not "
+                             f"broadcast to the tensor's shape {t.shape}")
+        if np_fn is not None:
+            src = src.astype(dt, copy=False)
     quiet = _FP_ERRORS.set(_FP_IGNORED)
     try:
         if np_fn is None:
             np.copyto(view, src, casting="unsafe")
         else:
-            np_fn(view, src.astype(dt, copy=False), out=view, casting="same_kind")
+            np_fn(view, src, out=view, casting="same_kind")
     finally:
         _FP_ERRORS.reset(quiet)
     return t
