@@ -641,15 +641,13 @@ class _TensorStorage:
         offset = int(offset)
         if len(shape) != len(strides):
             raise RuntimeError(f"layout error: shape {shape} and strides {strides} differ in length")
-        lo = hi = offset  # the lowest and highest storage positions the view reaches
-        for n, s in zip(shape, strides):
-            if n == 0:  # an empty view reaches nothing
-                break
-            if s > 0:
-                hi += (n - 1) * s
-            else:
-                lo += (n - 1) * s
-        else:
+        if 0 not in shape:  # an empty view reaches nothing
+            lo = hi = offset  # the lowest and highest storage positions the view reaches
+            for n, s in zip(shape, strides):
+                if s > 0:
+                    hi += (n - 1) * s
+                else:
+                    lo += (n - 1) * s
             if lo < 0 or hi >= self._storage.size:
                 raise RuntimeError(
                     f"layout error: a view with shape {shape}, strides {strides} and offset "
@@ -967,9 +965,8 @@ class _TensorViews:
     @property
     def T(self):
         """All dimensions reversed (a view): the matrix transpose for 2-D tensors."""
-        if self.ndim == 2:  # the common case (a weight matrix): dims known to be valid
-            return apply("permute", _permute_view, self, dims=(1, 0))
-        return permute(self, *reversed(range(self.ndim)))
+        # (the reversed dims are a permutation by construction: nothing for permute to check)
+        return apply("permute", _permute_view, self, dims=tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self):
@@ -1485,7 +1482,7 @@ class Node:
 
     def __init__(self, op, inputs, attrs, output):
         self.op = op
-        self.inputs = inputs if type(inputs) is tuple else tuple(inputs)
+        self.inputs = tuple(inputs)
         self.attrs = dict(attrs)
         self.output = output
 
@@ -3077,10 +3074,10 @@ class _ErrstateVar:
         state.__exit__(None, None, None)
 
 
-# Elementwise ops return inf and nan quietly, as PyTorch does. `with np.errstate(...)` costs
-# about 0.9 us per op (it rebuilds numpy's error-state object each time), as much as the
-# arithmetic on a small tensor; numpy 2 keeps that state in a context variable, so an op sets
-# the prebuilt "ignore" state and resets it (0.1 us). Other numpy versions: errstate itself.
+# Elementwise ops return inf and nan quietly, as PyTorch does. `with np.errstate(...)` rebuilds
+# numpy's error-state object on every entry, which costs as much as the arithmetic on a small
+# tensor; numpy 2 keeps that state in a context variable, so an op sets a prebuilt "ignore"
+# state and resets it, several times cheaper. Where numpy has no such variable: errstate.
 try:
     from numpy._core._multiarray_umath import _extobj_contextvar as _FP_ERRORS
     with np.errstate(all="ignore"):
@@ -3137,16 +3134,11 @@ def _elementwise_forward(np_fn, a, b, dtype):
 
 def _binary(op, np_fn, a, b):
     """Dispatch a binary elementwise op with promotion and numbers turned into 0-d tensors."""
-    if isinstance(a, Tensor) and isinstance(b, Tensor):
-        dt = _result_dtype(a, b)
-        if op == "div" and dt.kind != "f":
-            dt = float32
-    else:
-        a, b = _operand(a), _operand(b)
-        dt = _result_dtype(a, b)
-        if op == "div" and dt.kind != "f":
-            dt = float32
-        a, b = _as_tensor(a, dt), _as_tensor(b, dt)
+    a, b = _operand(a), _operand(b)
+    dt = _result_dtype(a, b)
+    if op == "div" and dt.kind != "f":
+        dt = float32
+    a, b = _as_tensor(a, dt), _as_tensor(b, dt)
     if op == "pow" and dt.kind == "i" and bool((b.numpy() < 0).any()):
         raise ShapeError("Integers to negative integer powers are not allowed "
                          "(make the base a float tensor)")
@@ -3568,8 +3560,7 @@ def matmul(input, other):
     dt = _result_dtype(a, b)
 
     def forward(x, y):
-        xa, ya = x.numpy(), y.numpy()
-        out = np.matmul(xa if xa.dtype == dt else xa.astype(dt), ya if ya.dtype == dt else ya.astype(dt))
+        out = np.matmul(x.numpy().astype(dt, copy=False), y.numpy().astype(dt, copy=False))
         return out.reshape(shape)
     return apply("matmul", forward, a, b)
 

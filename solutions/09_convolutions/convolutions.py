@@ -593,7 +593,9 @@ print("✓ im2col: the red window as a column:", _c[0, :, 0])
 # into a `(C·kh·kw, N·L)` matrix, and its `(C_out, N, L)` result needs a transpose, which
 # the final reshape copies again. Those copies can cost more than the arithmetic: the
 # systems look at the end of this notebook times both layouts, for the forward and for the
-# weight gradient below. Write `_conv2d_forward(x, weight, bias, stride, padding)`; it receives Tensors (as every
+# weight gradient below.
+#
+# Write `_conv2d_forward(x, weight, bias, stride, padding)`; it receives Tensors (as every
 # `forward` given to `apply` does) and returns a numpy array.
 #
 # The provided `conv2d` below checks its arguments — a wrong number of dimensions or of
@@ -978,7 +980,8 @@ def _conv2d_backward(node, grad):
     node.attrs["stride"], node.attrs["padding"] pairs; grad a numpy array
     (N, C_out, H_out, W_out) (read it, never write into it). Returns a tuple with one numpy
     gradient per input, each of its input's shape: (x̄, W̄) or (x̄, W̄, b̄), with
-    b̄ = Σ Ȳ, W̄ = Σ_n Ȳ_n·cols_nᵀ and x̄ = col2im(Wᵀ·Ȳ).
+    b̄ = Σ Ȳ, W̄ = Σ_n Ȳ_n·cols_nᵀ and x̄ = col2im(Wᵀ·Ȳ); x̄ may be None when the input does
+    not require grad (module 06's rules allow None for such an input).
     """
     x, w = node.inputs[0].numpy(), node.inputs[1].numpy()
     stride, padding = node.attrs["stride"], node.attrs["padding"]
@@ -2111,6 +2114,9 @@ plt.show()
 # gradient, where tensordot also has to bring the images and positions together?
 
 # %%
+predicted_faster_layout = None  # your guess: "tensordot" or "matmul"
+
+# %%
 _x = _rng.standard_normal((32, 3, 32, 32)).astype(np.float32)
 _w2 = _rng.standard_normal((16, 27)).astype(np.float32)
 _cols = im2col(_x, 3, 1, 1)                                   # (N, 27, L)
@@ -2126,12 +2132,14 @@ for _what, _td, _mm in _layouts:
     _t_td, _t_mm = median_time(_td, repeats=5), median_time(_mm, repeats=5)
     print(f"{_what:16s} tensordot {_t_td * 1e3:6.2f} ms   matmul {_t_mm * 1e3:6.2f} ms   "
           f"tensordot / matmul = {_t_td / _t_mm:.1f}")
+print("(no prediction written)" if predicted_faster_layout is None
+      else f"you predicted: {predicted_faster_layout}")
 
 # %% [markdown]
 # On the machines we tried, matmul won both, the weight gradient by the larger factor: the
 # arithmetic is the same, and what differs is how many bytes are copied to bring the
 # operands into the order one GEMM wants. (A multi-threaded BLAS can shift the balance for
-# large layers; the copies never get cheaper.)
+# large layers: threads speed up the GEMMs, not the copies.)
 #
 # What to expect, and why your figures can differ. The FLOP count is exact; the time is not
 # a property of the layer but of the machine. Compare the GFLOP/s column across the rows:

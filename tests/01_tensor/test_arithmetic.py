@@ -105,6 +105,24 @@ def test_log_of_zero_is_minus_inf_without_warning(recwarn):
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
+@pytest.mark.parametrize("state", ["numpy's context variable", "np.errstate"])
+def test_quiet_ops_leave_numpy_error_state_as_they_found_it(state, monkeypatch):
+    # The ops silence floating-point warnings only while they run, through numpy 2's context
+    # variable or, where numpy has none, through np.errstate: the caller's settings survive.
+    from tinytorch import _tensor
+
+    if state == "np.errstate":
+        monkeypatch.setattr(_tensor, "_FP_ERRORS", _tensor._ErrstateVar())
+        monkeypatch.setattr(_tensor, "_FP_IGNORED", None)
+    with np.errstate(divide="raise", over="warn", invalid="ignore"):
+        before = np.geterr()
+        assert (tt.tensor([1.0]) / tt.tensor([0.0])).item() == np.inf
+        assert tt.tensor([0.0]).log().item() == -np.inf
+        assert np.geterr() == before
+        with pytest.raises(FloatingPointError):
+            np.float64(1.0) / np.float64(0.0)  # numpy's own raise setting still holds here
+
+
 def test_clamp():
     x = tt.tensor(A - 1.25)
     np.testing.assert_array_equal(x.clamp(min=0).numpy(), np.clip(A - 1.25, 0, None))

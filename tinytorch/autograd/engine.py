@@ -127,9 +127,6 @@ def call_rule(node, grad):
         if g is None or not x.requires_grad:
             out.append(None)
             continue
-        if type(g) is np.ndarray and g.shape == x.shape and g.dtype == x._storage.dtype:
-            out.append(g)  # the common case: nothing to convert
-            continue
         if type(g) is not np.ndarray:
             g = np.asarray(g)
         if g.shape != x.shape:
@@ -742,7 +739,7 @@ def _gelu_backward(node, grad):
     x = node.inputs[0].numpy()
     if node.attrs["approximate"] == "tanh":
         # slope = 0.5 (1 + t) + 0.5 c x (1 - t²)(1 + 3·0.044715 x²), t = tanh(c x (1 + 0.044715 x²)),
-        # computed in place, in x's own precision as PyTorch does: three temporaries, not one
+        # computed in place, in x's own precision as PyTorch does: a few temporaries, not one
         # per operator (a float32 activation's gradient needs no float64 copies)
         c = np.sqrt(2.0 / np.pi)
         x2 = x * x

@@ -198,7 +198,8 @@ def _conv2d_backward(node, grad):
     node.attrs["stride"], node.attrs["padding"] pairs; grad a numpy array
     (N, C_out, H_out, W_out) (read it, never write into it). Returns a tuple with one numpy
     gradient per input, each of its input's shape: (x̄, W̄) or (x̄, W̄, b̄), with
-    b̄ = Σ Ȳ, W̄ = Σ_n Ȳ_n·cols_nᵀ and x̄ = col2im(Wᵀ·Ȳ).
+    b̄ = Σ Ȳ, W̄ = Σ_n Ȳ_n·cols_nᵀ and x̄ = col2im(Wᵀ·Ȳ); x̄ may be None when the input does
+    not require grad (module 06's rules allow None for such an input).
     """
     x, w = node.inputs[0].numpy(), node.inputs[1].numpy()
     stride, padding = node.attrs["stride"], node.attrs["padding"]
