@@ -12,7 +12,8 @@ from pathlib import Path
 
 from tito import notebook, release
 from tito.course import Module, available_modules
-from tito.errors import TitoError
+from tito.errors import TitoError, os_error_message
+from tito.locks import write_atomic
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
@@ -57,10 +58,9 @@ def _write(package: Path, grouped: dict, source: str) -> list[Path]:
         text = notebook.render(group, source)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             try:
-                path.write_text(text, encoding="utf-8")
+                write_atomic(path, text)  # a full disk leaves the old file whole, not half of the new
             except OSError as exc:
-                raise TitoError(f"cannot write {path}: {exc.strerror or exc}. Make the file and its folder "
-                                f"writable, then run the command again.") from None
+                raise TitoError(os_error_message(exc), exit_code=1) from None
         written.append(path)
     return written
 
@@ -143,6 +143,7 @@ def export_student(module: Module) -> list[Path]:
     package = module.root / "tinytorch"
     grouped = _check_targets(module, chunks, package)
     _check_lost_exports(module, nb, grouped)
+    testing.remember(module)  # .tito/ must take the record before tinytorch/ changes (full disk, unwritable)
     paths = [notebook.target_path(package, t) for t in grouped]
     for path, backup in guard_package_files(module, paths):
         print(f"tito: {path.relative_to(module.root)} was edited by hand; tito writes it from "
@@ -205,9 +206,11 @@ def build_stub_variant(root: Path, solutions: Path, module: Module) -> Path:
     return dest
 
 
-def build_prefix(root: Path, through: int) -> Path:
+def build_prefix(root: Path, through: int, *, drop_caches: bool = False) -> Path:
     """build/prefix-NN/tinytorch: modules 1..`through` exported from their solutions, every
     later module as its released stubs: exactly what a student who finished module NN has.
+    A build whose files differ from the digests recorded when it was made is made again;
+    `drop_caches` also removes its bytecode caches (which the record does not cover).
 
     Why: grading module k runs against build_prefix(k - 1), so the kernel never sees the
     reference of the module being graded or of any later one; `tito verify` runs each
@@ -226,7 +229,12 @@ def build_prefix(root: Path, through: int) -> Path:
             digest.update(path.relative_to(root).as_posix().encode())
             digest.update(path.read_bytes())
         stamp = dest / ".fingerprint"
-        if (dest / "tinytorch").is_dir() and stamp.is_file() and stamp.read_text() == digest.hexdigest():
+        # The record of what the build holds lives beside it, never inside: sandboxes see the build.
+        record = dest.with_name(f"prefix-{through:02d}.files.json")
+        if (dest / "tinytorch").is_dir() and stamp.is_file() and stamp.read_text() == digest.hexdigest() \
+                and record.is_file() and record.read_text() == _file_digests(dest / "tinytorch"):
+            for cache in list((dest / "tinytorch").rglob("__pycache__")) if drop_caches else ():
+                shutil.rmtree(cache, ignore_errors=True)
             return dest
         if (dest / "tinytorch").exists():
             shutil.rmtree(dest / "tinytorch")
@@ -236,4 +244,16 @@ def build_prefix(root: Path, through: int) -> Path:
             source = module.solution_path.relative_to(root).as_posix()
             _write(dest / "tinytorch", notebook.group_by_target(notebook.export_chunks(nb, source)), source)
         stamp.write_text(digest.hexdigest())
+        record.write_text(_file_digests(dest / "tinytorch"))
     return dest
+
+
+def _file_digests(folder: Path) -> str:
+    """{path: sha256} of every file under `folder`, as JSON: a build changed since it was
+    recorded (by anyone) is rebuilt, not reused."""
+    import hashlib
+    import json
+
+    files = sorted(p for p in folder.rglob("*") if (p.is_file() or p.is_symlink()) and "__pycache__" not in p.parts)
+    return json.dumps({p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                       if p.is_file() and not p.is_symlink() else "link" for p in files}, indent=0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tito.errors import TitoError
+from tito.errors import TitoError, os_error_message
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,8 +64,17 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("module", help="the module to grade, or `setup`")
     g.add_argument("submissions", nargs="?", help="folder with one subfolder per student holding the module's .ipynb")
     g.add_argument("--course-dir", help="nbgrader course folder to use (default: build/grading)")
-    g.add_argument("--timeout", type=int, default=120, help="seconds each cell may run (default 120)")
+    g.add_argument("--timeout", type=int, default=120,
+                   help="seconds each cell may run; the first cell past it ends the notebook's run (default 120)")
+    g.add_argument("--budget", type=int, default=900,
+                   help="seconds for one whole submission, notebook and tests (default 900)")
     g.add_argument("--jobs", "-j", type=int, default=1, help="grade this many submissions at once (default 1)")
+    g.add_argument("--resume", action="store_true",
+                   help="skip submissions already graded in grades.csv (same notebook, same module)")
+    g.add_argument("--assignment", help="the assignment's folder name in nbgrader's submitted/ layout "
+                                        "(default: the module's, e.g. 04_losses)")
+    g.add_argument("--deadline", help="mark submissions whose nbgrader timestamp.txt is later than this "
+                                      "(e.g. 2026-12-01T17:00, UTC unless it says otherwise) as late")
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade without the sandbox (student code runs with your rights: trusted code only)")
 
@@ -126,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:  # e.g. `tito status | head`
         return 0
+    except OSError as exc:  # a full disk, an unwritable .tito/: one line, not a traceback
+        print(f"tito: {os_error_message(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("tito: interrupted.", file=sys.stderr)
         return 130
@@ -195,7 +207,8 @@ def _run(args, parser) -> int:
         if args.submissions is None:
             parser.error("tito grade MODULE SUBMISSIONS: say which folder holds the submissions")
         return grade(args.module, Path(args.submissions), Path(args.course_dir) if args.course_dir else None,
-                     args.timeout, jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox)
+                     args.timeout, jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox, budget=args.budget,
+                     resume=args.resume, assignment=args.assignment, deadline=args.deadline)
     if args.command == "bench":
         from pathlib import Path
 

@@ -9,6 +9,7 @@ from tito import build, notebook, release, testing
 from tito.backup import backup_notebook
 from tito.course import Module, all_modules, available_modules, find_root, require_solutions, resolve
 from tito.errors import TitoError
+from tito.locks import write_atomic
 
 
 def _targets(spec: str | None, all_modules_flag: bool, verb: str) -> list[Module]:
@@ -178,8 +179,7 @@ def module_reset(spec: str, *, yes: bool = False) -> int:
         saved = backup_notebook(module)
         print(f"backed up your notebook to {saved.relative_to(root)}")
     for path, text in outputs.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_atomic(path, text)  # a full disk leaves the notebook whole, never half written
     testing.remember(module, exported=False, last_test=None, written=None)
     print(f"restored the released {module.notebook_rel} and its stub package files. "
           f"`tito module restore {module.number:02d}` lists your backups.")
@@ -210,7 +210,7 @@ def module_restore(spec: str, backup: str | None, *, yes: bool = False) -> int:
     if module.notebook_path.is_file():
         saved = backup_notebook(module)
         print(f"backed up the current notebook to {saved.relative_to(root)}")
-    shutil.copy2(chosen, module.notebook_path)
+    write_atomic(module.notebook_path, chosen.read_bytes())  # never half a notebook
     print(f"restored {module.notebook_rel} from {chosen.relative_to(root)}; `tito test module "
           f"{module.number:02d}` exports and tests it.")
     return 0

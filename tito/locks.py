@@ -25,9 +25,18 @@ def locked(path: Path, shared: bool = False):
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file so that a reader sees the old text or the new, never half of it."""
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write a file so that a reader sees the old text or the new, never half of it: a full
+    disk leaves the old file whole, and the error names `path` (not the temporary file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        if isinstance(data, bytes):
+            tmp.write_bytes(data)
+        else:
+            tmp.write_text(data, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OSError(exc.errno, exc.strerror, str(path)) from None

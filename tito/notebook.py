@@ -42,15 +42,33 @@ def read_solution(path: Path):
         raise TitoError(f"cannot read solution notebook {path}: {exc}") from None
 
 
+def _read_text(path: Path, rel: str, number: int) -> str:
+    """The notebook's text, or one line saying why it cannot be read (bytes that are not
+    UTF-8, a folder in its place, no permission): never a traceback, never a change to it."""
+    if path.is_dir():
+        raise TitoError(f"{rel} is a folder, not a notebook. Move it aside, then run "
+                        f"`tito module reset {number:02d}` to get a fresh copy.", exit_code=1)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TitoError(
+            f"{rel} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}), so it is "
+            f"not a notebook Jupyter wrote. Nothing was exported and the file was left as it is. Restore a "
+            f"backup with `tito module restore {number:02d}` (it lists them), or start over with "
+            f"`tito module reset {number:02d}` (which backs it up first).", exit_code=1) from None
+    except OSError as exc:
+        raise TitoError(f"cannot read {rel}: {exc.strerror or exc}. Nothing was exported.", exit_code=1) from None
+
+
 def read_student(path: Path, rel: str, number: int):
     """A student's .ipynb, with a clear message (and no data lost) when it is broken."""
     import nbformat
 
-    if not path.is_file():
+    if not path.exists():
         raise TitoError(
             f"{rel} does not exist. Run `tito module reset {number:02d}` to get a fresh copy."
         )
-    text = path.read_text(encoding="utf-8")
+    text = _read_text(path, rel, number)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:

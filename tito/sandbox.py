@@ -17,6 +17,22 @@ import sys
 from pathlib import Path
 
 KERNEL_NAME = "tinytorch-sandbox"
+# Inside the sandbox every process runs as this unprivileged user, in a user namespace of its
+# own with every capability dropped, whoever starts tito: as root, a sandboxed root could
+# remount its read-only folders read-write.
+SANDBOX_UID = 65534
+# Per-process limits (setrlimit) for everything in the sandbox: address space, size of any
+# file written, and (for a non-root grader, where the kernel counts them) processes.
+LIMITS = {"memory_bytes": 8 << 30, "file_bytes": 512 << 20, "processes": 256}
+_LAUNCHER = (
+    "import json, os, resource, sys\n"
+    "limits = json.loads(sys.argv[1])\n"
+    "for name, value in limits.items():\n"
+    "    which = getattr(resource, name)\n"
+    "    soft, hard = resource.getrlimit(which)\n"
+    "    value = value if hard == resource.RLIM_INFINITY else min(value, hard)\n"
+    "    resource.setrlimit(which, (value, value))\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n")
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
                 "`sudo dnf install bubblewrap`) and run `tito grade setup` again")
 
@@ -42,15 +58,36 @@ def _python_roots() -> list[Path]:
     return sorted(roots)
 
 
+def _rlimits(limits: dict) -> dict:
+    """setrlimit's names and values for `limits` (see LIMITS)."""
+    out = {"RLIMIT_AS": limits["memory_bytes"], "RLIMIT_FSIZE": limits["file_bytes"], "RLIMIT_CORE": 0}
+    if os.geteuid() != 0:  # processes are counted per user, and never for root
+        out["RLIMIT_NPROC"] = _processes_of_this_user() + limits["processes"]
+    return out
+
+
+def _processes_of_this_user() -> int:
+    uid, count = os.getuid(), 0
+    for entry in Path("/proc").iterdir():
+        try:
+            count += entry.name.isdigit() and entry.stat().st_uid == uid
+        except OSError:
+            pass
+    return count
+
+
 def command(argv: list[str], *, scratch: Path, readable: list[Path] = (), writable: list[Path] = (),
-            env: dict[str, str] | None = None) -> list[str]:
+            env: dict[str, str] | None = None, limits: dict | None = None) -> list[str]:
     """`argv` wrapped in bubblewrap: `readable` read-only, `scratch` and `writable` writable
     (and the working directory), the environment replaced by `env` plus HOME/TMPDIR in
-    scratch and this Python's bin on PATH."""
+    scratch and this Python's bin on PATH; run as an unprivileged user with no capabilities,
+    under `limits` (default LIMITS)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise FileNotFoundError("bwrap")
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session",
+    launcher = [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(_rlimits(limits or LIMITS))]
+    args = [*launcher, bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid",
+            str(SANDBOX_UID), "--cap-drop", "ALL", "--die-with-parent", "--new-session",
             *_system_binds(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for root in _python_roots():
         args += ["--ro-bind", str(root), str(root)]
@@ -86,21 +123,35 @@ def problem() -> str | None:
         secret.write_text("instructor only")
         scratch = Path(tmp) / "scratch"
         scratch.mkdir()
-        probe = ("import os, socket, sys\n"
+        shown = Path(tmp) / "shown"
+        shown.mkdir()
+        (shown / "file.txt").write_text("read-only")
+        probe = ("import ctypes, os, socket, sys\n"
                  f"assert not os.path.exists({str(secret)!r}), 'a file outside the sandbox is visible'\n"
+                 "assert os.getuid() != 0, 'the sandboxed process runs as root'\n"
+                 "libc = ctypes.CDLL(None, use_errno=True)\n"
+                 f"if libc.mount(None, {str(shown).encode()!r}, None, 32 | 4096, None) == 0:\n"  # MS_REMOUNT|MS_BIND
+                 "    sys.exit('a read-only folder could be remounted read-write')\n"
+                 "try:\n"
+                 f"    open({str(shown / 'file.txt')!r}, 'w').write('changed')\n"
+                 "    sys.exit('a read-only folder is writable')\n"
+                 "except OSError:\n    pass\n"
                  "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
                  "    sys.exit('the network is reachable')\nexcept OSError:\n    pass\n"
                  f"open({str(scratch / 'ok')!r}, 'w').write('ok')\n")
         try:
-            proc = subprocess.run(command([sys.executable, "-c", probe], scratch=scratch),
+            proc = subprocess.run(command([sys.executable, "-c", probe], scratch=scratch, readable=[shown]),
                                   capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap could not start a sandbox ({exc}); {INSTALL_HINT}."
+        if (shown / "file.txt").read_text() != "read-only":
+            return "a sandboxed process changed a file it may only read: do not grade here."
         if proc.returncode != 0 or not (scratch / "ok").is_file():
             detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
             return (f"bubblewrap is installed but cannot isolate a process here ({detail[0]}). It needs "
                     f"unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
-                    f"24.04+ an AppArmor profile for bwrap), or run tito grade as root.")
+                    f"24.04+ an AppArmor profile for bwrap). Do not grade as root: student code should run "
+                    f"with as few rights as possible.")
     return None
 
 

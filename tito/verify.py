@@ -77,6 +77,23 @@ def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str,
     return results
 
 
+def hidden_test_lines(source: str) -> list[str]:
+    """The substantial lines of a solution's hidden test regions."""
+    lines = []
+    for region in source.split("### BEGIN HIDDEN TESTS")[1:]:
+        lines += [line.strip() for line in region.split("### END HIDDEN TESTS")[0].splitlines()
+                  if len(line.strip()) > 20]
+    return lines
+
+
+def page_text(page: str) -> str:
+    """What a reader of an HTML page sees: its text without tags, entities decoded."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
 def check_grading(root, module) -> list[tuple[str, bool, str, float]]:
     """Graded as submissions by `tito grade` (nbgrader in the sandbox, against modules
     1..k-1 only): the released notebook scores 0 and the solution scores full marks with
@@ -101,8 +118,10 @@ def check_grading(root, module) -> list[tuple[str, bool, str, float]]:
     nbformat.write(solved, subs / "complete" / f"{module.name}.ipynb")
     found = {s: subs / s / f"{module.name}.ipynb" for s in ("empty", "complete")}
     try:
+        hidden = hidden_test_lines(module.solution_path.read_text(encoding="utf-8"))
         results = {r.student: r for r in grade.grade_together(root, module, found, folder / "course",
-                                                               cell_timeout=NOTEBOOK_TIMEOUT_S)}
+                                                               cell_timeout=NOTEBOOK_TIMEOUT_S,
+                                                               feedback=bool(hidden))}
     except TitoError as exc:
         return [(f"{module.slug}: graded as submissions in the sandbox", False, exc.message, 0.0)]
     seconds = time.perf_counter() - started
@@ -121,6 +140,11 @@ def check_grading(root, module) -> list[tuple[str, bool, str, float]]:
         from tito import book
 
         book.executed_notebooks(root, [module], given={module.slug: complete.autograded})
+    if hidden:
+        page = complete.feedback.read_text(encoding="utf-8") if complete.feedback else ""
+        leaked = [line for line in hidden if line in page_text(page)]
+        out.append((f"{module.slug}: the solution's feedback page shows none of the {len(hidden)} hidden test lines",
+                    bool(page) and not leaked, f"shown: {leaked[:2]}" if page else "no feedback page", 0.0))
     detail = "; ".join(complete.reasons + errors[:3])
     out.append((f"{module.slug}: the solution, graded, scores full marks and runs top to bottom "
                 f"(got {complete.score:g} / {complete.max_score:g}; one nbgrader run of both: {complete.seconds:.0f} s)",

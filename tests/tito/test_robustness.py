@@ -151,3 +151,76 @@ def test_ctrl_c_during_the_test_run_prints_one_line_and_stops_pytest(course):
     assert not Path(f"/proc/{pytest_pid}").exists() or \
         Path(f"/proc/{pytest_pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", \
         "pytest is still running after tito stopped"
+
+
+def _package(course) -> dict:
+    """Every file in the copy's tinytorch/, as bytes: to show that nothing was exported."""
+    return {p: p.read_bytes() for p in sorted(course.path("tinytorch").rglob("*")) if p.is_file()}
+
+
+def _one_line(out) -> str:
+    err = out.stderr.strip()
+    assert out.returncode == 1 and len(err.splitlines()) == 1 and err.startswith("tito: "), \
+        (out.returncode, out.stderr)
+    assert "Traceback" not in out.stdout + out.stderr
+    return err
+
+
+def test_a_notebook_that_is_not_utf8_gives_one_line_and_changes_nothing(course):
+    path = course.path(MODULE)
+    broken = path.read_bytes().replace(b"import", b"imp\xffort", 1)
+    path.write_bytes(broken)
+    package = _package(course)
+    for args in (("export", "02"), ("test", "module", "02")):
+        err = _one_line(course.tito(*args))
+        assert MODULE in err and "not UTF-8" in err and "byte 0xff" in err and "tito module restore 02" in err, err
+    assert path.read_bytes() == broken, "the notebook must be left as it is"
+    assert _package(course) == package, "nothing may be exported"
+
+
+def test_a_folder_in_place_of_the_notebook_gives_one_line(course):
+    path = course.path(MODULE)
+    path.unlink()
+    path.mkdir()
+    err = _one_line(course.tito("export", "02"))
+    assert MODULE in err and "is a folder" in err, err
+
+
+def test_an_unwritable_tito_folder_gives_one_line_and_changes_nothing(course):
+    course.path(".tito").write_text("not a folder")  # nothing can be made inside it, even by root
+    package, notebook_bytes = _package(course), course.path(MODULE).read_bytes()
+    for args in (("export", "02"), ("module", "reset", "02", "--yes")):
+        err = _one_line(course.tito(*args))
+        assert ".tito" in err and "move it aside" in err, err
+    assert _package(course) == package and course.path(MODULE).read_bytes() == notebook_bytes
+
+
+def test_a_full_disk_gives_one_line_and_never_half_a_notebook(course, monkeypatch, capsys):
+    """Every write under the course stops half way with ENOSPC, as on a full disk (backups,
+    made by copying, still succeed: so reset gets as far as replacing the notebook)."""
+    import errno
+
+    from tito import cli
+
+    real_text, real_bytes = Path.write_text, Path.write_bytes
+
+    def full(real):
+        def write(self, data, *args, **kwargs):
+            if course.root not in self.parents:
+                return real(self, data, *args, **kwargs)
+            real(self, data[:len(data) // 2], *args, **kwargs)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write
+
+    monkeypatch.setenv("TINYTORCH_ROOT", str(course.root))
+    monkeypatch.chdir(course.root)
+    monkeypatch.setattr(Path, "write_text", full(real_text))
+    monkeypatch.setattr(Path, "write_bytes", full(real_bytes))
+    package, notebook_bytes = _package(course), course.path(MODULE).read_bytes()
+    for args, names in ((["export", "02"], ".tito/state.json"), (["module", "reset", "02", "--yes"], MODULE)):
+        assert cli.main(args) == 1, args
+        err = capsys.readouterr().err.strip()
+        assert err == f"tito: cannot write {names}: No space left on device. Free some disk space, then run " \
+                      f"the command again.", err
+    assert _package(course) == package and course.path(MODULE).read_bytes() == notebook_bytes
+    assert not list(course.root.rglob("*.tmp")), "a temporary file was left behind"
