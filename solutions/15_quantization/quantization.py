@@ -220,11 +220,14 @@ def _calculate_qparams(min_val, max_val, symmetric, quant_min=QINT8_MIN, quant_m
 
     Contract: min_val, max_val float32 numpy arrays of one shape (0-d for a tensor, (C,)
     per channel); quant_min < quant_max ints. Returns (scale, zero_point): a float32 and an
-    int64 array of that shape. The range is widened to contain 0; symmetric: scale =
-    max(-min, max) / ((quant_max - quant_min) / 2), zero_point 0; affine: scale =
-    (max - min) / (quant_max - quant_min), zero_point = quant_min - round(min / scale)
-    clamped to [quant_min, quant_max]; the scale is never below EPS. Raises ValueError when
-    any min_val exceeds its max_val; the message shows both.
+    int64 numpy array, both of that shape, equal to what PyTorch's MinMaxObserver /
+    PerChannelMinMaxObserver return from calculate_qparams() for the same range, scheme
+    and integer range. The grid covers the range widened to contain 0, and 0 is exactly
+    one of its points. Affine: the grid's quant_max - quant_min steps span exactly the
+    widened range, and zero_point lies in [quant_min, quant_max]. Symmetric: zero_point is
+    0 and the grid reaches the larger magnitude of the range on both sides of 0. The scale
+    is never below EPS (an all-zero range gets exactly EPS). Raises ValueError when any
+    min_val exceeds its max_val; the message names min_val and max_val and shows both.
     """
     # Idea: widen the range to contain 0, then spread it over the integer steps.
     ### BEGIN SOLUTION
@@ -250,20 +253,21 @@ from tinytorch.testing import assert_close, assert_equal, assert_raises, check, 
 
 _f = lambda v: np.asarray(v, dtype=np.float32)  # noqa: E731
 _s, _z = _calculate_qparams(_f(-1.0), _f(3.0), symmetric=False)
-assert_close(_s, _f(4.0 / 255), rtol=1e-6, what="affine scale of [-1, 3]: width / 255")
+assert_close(_s, _f(4.0 / 255), rtol=1e-6, atol=0, what="affine scale of [-1, 3]: width / 255")
 assert_equal(int(_z), -128 + 64, "affine zero point of [-1, 3]: -128 - round(-1 / s)")
 _s, _z = _calculate_qparams(_f(0.5), _f(2.0), symmetric=False)
-assert_close(_s, _f(2.0 / 255), rtol=1e-6, what="[0.5, 2] is widened to [0, 2] before the scale")
+assert_close(_s, _f(2.0 / 255), rtol=1e-6, atol=0, what="[0.5, 2] is widened to [0, 2] before the scale")
 assert_equal(int(_z), -128, "zero point of a range widened to [0, 2]: q_min stands for 0")
 _s, _z = _calculate_qparams(_f(-3.0), _f(1.0), symmetric=True)
-assert_close(_s, _f(3.0 / 127.5), rtol=1e-6, what="symmetric scale of [-3, 1]: max |x| / 127.5")
+assert_close(_s, _f(3.0 / 127.5), rtol=1e-6, atol=0, what="symmetric scale of [-3, 1]: max |x| / 127.5")
 assert_equal(int(_z), 0, "symmetric zero point")
 _s, _z = _calculate_qparams(_f([-2.0, -2.0, 0.0]), _f([1.0, 8.0, 0.0]), symmetric=False)
-assert_close(_s, _f([3 / 255, 10 / 255, EPS]), rtol=1e-6, what="per-channel scales, one all-zero channel")
+assert_close(_s, _f([3 / 255, 10 / 255, EPS]), rtol=1e-6, atol=0,
+             what="per-channel scales; the all-zero channel gets the floor EPS, not 0")
 assert_equal(_z, np.array([42, -77, -128]), "per-channel zero points")
 assert_equal((_s.dtype, _z.dtype), (np.dtype(np.float32), np.dtype(np.int64)), "dtypes (float32, int64)")
 _s, _z = _calculate_qparams(_f(-1.0), _f(1.0), symmetric=False, quant_min=-8, quant_max=7)
-assert_close(_s, _f(2.0 / 15), rtol=1e-6, what="4-bit affine scale of [-1, 1]: width / 15")
+assert_close(_s, _f(2.0 / 15), rtol=1e-6, atol=0, what="4-bit affine scale of [-1, 1]: width / 15")
 assert_raises(ValueError, _calculate_qparams, _f(2.0), _f(1.0), False, match="min")
 print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {4 / 255:.5f}, zero point -64")
 
@@ -300,10 +304,14 @@ print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {4 / 255:.5f}, zero point
 # %% nbgrader={"grade": false, "grade_id": "quantize", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _quantize(x, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
-    """Contract: x a float numpy array; scale (> 0) and zero_point numbers or arrays that
-    broadcast against x; quant_min..quant_max within int8's range. Returns an int8 array of
-    x's shape: clamp(round_half_even(x / scale) + zero_point, quant_min, quant_max), the
-    division done as PyTorch does it: times the float32 reciprocal of the scale."""
+    """Contract: x a float numpy array; scale (> 0) and zero_point numbers, or arrays that
+    broadcast against x (one per channel, or even one per element); quant_min < quant_max
+    within int8's range. Returns an int8 numpy array of x's shape: each x in units of the
+    scale, rounded half to even (the tie is decided before the zero point shifts the
+    integer), shifted by zero_point, and saturated at quant_min / quant_max (never wrapped
+    around). The integers equal PyTorch's (torch.quantize_per_tensor / quantize_per_channel)
+    bit for bit, including the ties that PyTorch decides by scaling with the float32
+    reciprocal of the scale, where a true division would round the other way."""
     # Idea: the index of the nearest grid point, kept inside the grid.
     ### BEGIN SOLUTION
     inv_scale = np.float32(1.0) / np.asarray(scale, dtype=np.float32)
@@ -313,8 +321,10 @@ def _quantize(x, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
 
 
 def _dequantize(q, scale, zero_point):
-    """Contract: q an integer numpy array; scale, zero_point broadcast against it. Returns
-    the float32 array scale * (q - zero_point)."""
+    """Contract: q an integer numpy array (int8 included); scale, zero_point numbers or
+    arrays that broadcast against it. Returns a float32 numpy array of q's shape: the real
+    value each integer stands for on the grid (zero_point stands for exactly 0), computed
+    without int8 overflow for any q and zero_point in int8's range."""
     # Idea: what the stored index means.
     ### BEGIN SOLUTION
     return ((q.astype(np.float32) - zero_point) * scale).astype(np.float32)
@@ -333,9 +343,16 @@ assert_equal(_quantize(np.array([10.0, -10.0]), 1.0, 0, -8, 7), np.array([7, -8]
              "a 4-bit range clamps at [-8, 7]")
 assert_equal(_quantize(np.array([1.0]), 1.0, 127), np.array([127], dtype=np.int8),
              "zero point added before the clamp: 1 + 127 saturates at 127")
+assert_equal(_quantize(np.array([0.75, -0.25, 1.25, 2.25], dtype=np.float32), np.float32(0.5), 1),
+             np.array([3, 1, 3, 5], dtype=np.int8),
+             "odd zero point 1: the tie x / s = 1.5, -0.5, 2.5, 4.5 goes to the even integer first, then 1 is added")
+_xr = np.array([2.25, -4.5, 11.25, 4.125, 1.09], dtype=np.float32)
+_sr = np.array([0.3, 0.6, 0.9, 0.15, 0.02], dtype=np.float32)
+assert_equal(_quantize(_xr, _sr, 0), np.array([8, -8, 13, 28, 54], dtype=np.int8),
+             "PyTorch's integers (x times the float32 reciprocal of s); a true division rounds these the other way")
 _xh = _dequantize(np.array([-128, 0, 3, 127], dtype=np.int8), np.float32(0.5), 3)
 assert_equal(_xh.dtype, np.dtype(np.float32), "dequantize returns float32")
-assert_close(_xh, np.array([-65.5, -1.5, 0.0, 62.0]), what="0.5 * (q - 3), without int8 overflow")
+assert_equal(_xh, np.array([-65.5, -1.5, 0.0, 62.0], dtype=np.float32), "0.5 * (q - 3), without int8 overflow")
 _r = np.random.default_rng(0).uniform(-2, 2, 1000).astype(np.float32)
 _s, _z = _calculate_qparams(_r.min(), _r.max(), symmetric=False)
 _err = np.abs(_dequantize(_quantize(_r, _s, _z), _s, _z) - _r)
@@ -479,9 +496,10 @@ if torch is not None:
 # %% nbgrader={"grade": false, "grade_id": "per-channel", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def _per_channel_minmax(x, axis):
-    """Contract: x a numpy array with ndim >= 1, axis an int (negative counts from the end).
-    Returns (min_val, max_val), float32 arrays of shape (x.shape[axis],): each channel's
-    minimum and maximum over all the other axes."""
+    """Contract: x a numpy array with ndim >= 1, axis an int in -ndim..ndim-1 (negative
+    counts from the end). Returns (min_val, max_val), float32 numpy arrays of shape
+    (x.shape[axis],): entry c is the minimum (maximum) of every element of x whose index
+    along `axis` is c."""
     # Idea: a channel is everything that shares one index along `axis`.
     ### BEGIN SOLUTION
     axis = axis % x.ndim
@@ -492,7 +510,8 @@ def _per_channel_minmax(x, axis):
 
 def _channel_broadcast(values, axis, ndim):
     """Contract: values a 1-D numpy array (one entry per channel), axis in -ndim..ndim-1.
-    Returns values reshaped to ndim dimensions: len(values) at `axis`, 1 elsewhere."""
+    Returns the same values, in order, as a numpy array with ndim dimensions whose shape
+    is len(values) at `axis` and 1 everywhere else (so it broadcasts along that axis)."""
     # Idea: line the channel values up with the channel axis.
     ### BEGIN SOLUTION
     shape = [1] * ndim
@@ -629,9 +648,10 @@ class MinMaxObserver(Module):
         return np.float32(x.min()), np.float32(x.max())
 
     def forward(self, x):
-        """Contract: x a Tensor or numpy array (not empty). Updates min_val and max_val to the
-        minimum and maximum over every input seen so far (elementwise with the batch's
-        _batch_range); returns x unchanged."""
+        """Contract: x a Tensor or numpy array (not empty). Afterwards min_val and max_val
+        (float32 numpy values, of the shape _batch_range gives: 0-d per tensor, (C,) per
+        channel) are the minimum and maximum over every input seen so far, not just the last
+        one. Returns x unchanged."""
         # Idea: a running extreme combines the old extreme with the new batch's.
         ### BEGIN SOLUTION
         lo, hi = self._batch_range(_array(x))
@@ -669,14 +689,14 @@ _obs = MinMaxObserver()
 assert_raises(RuntimeError, _obs.calculate_qparams, match="no data")
 _b1 = np.array([[0.5, 2.0], [-1.0, 1.0]], dtype=np.float32)
 _b2 = np.array([[0.0, 0.5], [3.0, -0.5]], dtype=np.float32)
-check(_obs(Tensor(_b1)).numpy() is not None, "the observer returns its input")
+assert_equal(_obs(Tensor(_b1)), _b1, "the observer returns its input unchanged")
 _obs(_b2)
 assert_equal((float(_obs.min_val), float(_obs.max_val)), (-1.0, 3.0),
              "running (min, max) over both batches, not the last one's (-0.5, 3.0)")
 _obs(np.array([0.1], dtype=np.float32))
 assert_equal((float(_obs.min_val), float(_obs.max_val)), (-1.0, 3.0), "a batch inside the range changes nothing")
 _s, _z = _obs.calculate_qparams()
-assert_close(_s, np.float32(4 / 255), rtol=1e-6, what="scale of the observed [-1, 3]")
+assert_close(_s, np.float32(4 / 255), rtol=1e-6, atol=0, what="scale of the observed [-1, 3]")
 _pc = PerChannelMinMaxObserver(ch_axis=1)
 _pc(_b1)
 _pc(_b2)
@@ -728,8 +748,9 @@ class PercentileObserver(MinMaxObserver):
 
     def forward(self, x):
         """Contract: x a Tensor or numpy array (not empty). After n batches, min_val and max_val
-        are the means over the batches of each batch's (100 - percentile)th and percentile-th
-        percentile (np.percentile, default interpolation), as float32; returns x unchanged."""
+        (float32 numpy scalars) are the means, over those n batches with equal weight, of
+        each batch's (100 - percentile)th and percentile-th percentile of all its values
+        (np.percentile, default interpolation); n counts the batches. Returns x unchanged."""
         # Idea: a robust range per batch, averaged as the batches come.
         ### BEGIN SOLUTION
         lo, hi = np.percentile(_array(x), [100.0 - self.percentile, self.percentile])
@@ -751,13 +772,13 @@ _rng = np.random.default_rng(3)
 _a1, _a2, _a3 = (_rng.standard_normal(5000).astype(np.float32) * k for k in (1.0, 2.0, 0.5))
 _po = PercentileObserver(99.0)
 _po(Tensor(_a1))
-assert_close(_po.min_val, np.percentile(_a1, 1.0), rtol=1e-5, what="one batch: min_val = its 1st percentile")
-assert_close(_po.max_val, np.percentile(_a1, 99.0), rtol=1e-5, what="one batch: max_val = its 99th percentile")
+assert_close(_po.min_val, np.percentile(_a1, 1.0), rtol=1e-5, atol=0, what="one batch: min_val = its 1st percentile")
+assert_close(_po.max_val, np.percentile(_a1, 99.0), rtol=1e-5, atol=0, what="one batch: max_val = its 99th percentile")
 _po(_a2)
 _po(_a3)
-assert_close(_po.max_val, np.mean([np.percentile(a, 99.0) for a in (_a1, _a2, _a3)]), rtol=1e-5,
+assert_close(_po.max_val, np.mean([np.percentile(a, 99.0) for a in (_a1, _a2, _a3)]), rtol=1e-5, atol=0,
              what="three batches: the mean of their 99th percentiles")
-assert_close(_po.min_val, np.mean([np.percentile(a, 1.0) for a in (_a1, _a2, _a3)]), rtol=1e-5,
+assert_close(_po.min_val, np.mean([np.percentile(a, 1.0) for a in (_a1, _a2, _a3)]), rtol=1e-5, atol=0,
              what="three batches: the mean of their 1st percentiles")
 _tail = np.concatenate([np.zeros(999, dtype=np.float32), [100.0]]).astype(np.float32)
 _pt = PercentileObserver(99.0)
@@ -843,8 +864,12 @@ def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, bias=None):
 
     Contract: q_x int8 (..., in) with scalar x_scale (float) and x_zero_point (int); q_w
     int8 (out, in) with w_scale float32 (out,) and zero point 0; bias float32 (out,) or None.
-    Returns float32 (..., out) equal to dequant(q_x) @ dequant(q_w).T + bias, computed as
-    int32 accumulators of int8 products, corrected for x_zero_point, then rescaled.
+    Returns a float32 numpy array (..., out): the Linear layer applied to the values the
+    integers stand for, plus the bias. The integer part of each output (the sum over `in`
+    of the products of the integers, zero point accounted for) is exact for any int8
+    inputs with `in` up to 2^16, also where it exceeds float32's exact integers (2^24):
+    with scales 1, zero point 0 and no bias the output is that exact integer sum, rounded
+    once to float32. Inputs equal to x_zero_point contribute exactly nothing.
     """
     # Idea: integers all the way through the sum; the scales come in once, at the end.
     ### BEGIN SOLUTION
@@ -864,16 +889,22 @@ _qx = _rng.integers(-128, 128, (3, 2, 40)).astype(np.int8)
 _qw = _rng.integers(-127, 128, (5, 40)).astype(np.int8)
 _ws = _rng.uniform(0.01, 0.1, 5).astype(np.float32)
 _b = _rng.standard_normal(5).astype(np.float32)
-_ref = _dequantize(_qx, np.float32(0.05), 7) @ _dequantize(_qw, _ws[:, None], 0).T + _b
+_ref = ((_qx - 7.0) * np.float64(np.float32(0.05))) @ (_qw * _ws[:, None].astype(np.float64)).T + _b  # exact math
 _got = _int8_linear(_qx, 0.05, 7, _qw, _ws, _b)
 assert_equal((_got.shape, _got.dtype), ((3, 2, 5), np.dtype(np.float32)), "shape (..., out) and float32")
-assert_close(_got, _ref, rtol=1e-4, atol=1e-4, what="int32 path == dequantized float matmul + bias")
+assert_close(_got, _ref, rtol=1e-5, atol=0, what="int32 path == the dequantized matmul + bias")
 _full = np.full((1, 40), 127, dtype=np.int8)
-assert_close(_int8_linear(_full, 1.0, 0, _full, np.ones(1, np.float32)), np.array([[40 * 127.0 ** 2]]),
-             rtol=1e-6, what="40 products of 127·127 = 645,160: needs int32, not int8/int16")
-assert_close(_int8_linear(np.full((1, 4), -128, np.int8), 0.5, -128, np.ones((2, 4), np.int8),
-                          np.ones(2, np.float32)), np.zeros((1, 2)), atol=1e-6,
-             what="inputs at the zero point are real zeros: the zero-point correction cancels them")
+assert_equal(_int8_linear(_full, 1.0, 0, _full, np.ones(1, np.float32)), np.array([[40 * 127.0 ** 2]], np.float32),
+             "40 products of 127·127 = 645,160: needs int32, not int8/int16")
+assert_equal(_int8_linear(np.full((1, 4), -128, np.int8), 0.5, -128, np.ones((2, 4), np.int8),
+                          np.ones(2, np.float32)), np.zeros((1, 2), np.float32),
+             "inputs at the zero point are real zeros: the zero-point correction cancels them exactly")
+_rb = np.random.default_rng(6)
+_bx, _bw = (_rb.integers(100, 128, (16, 4096)).astype(np.int8) for _ in range(2))
+assert_equal(_int8_linear(_bx, 1.0, 0, _bw, np.ones(16, np.float32)),
+             (_bx.astype(np.int64) @ _bw.astype(np.int64).T).astype(np.float32),
+             "sums of 4096 products near 127² reach ~6.6e7 > 2^24, where float32 sums round: "
+             "the exact integer sum, rounded once to float32")
 print(f"✓ _int8_linear; y[0, 0] = {_got[0, 0].round(4)} (float reference {_ref[0, 0].round(4)})")
 
 # %% [markdown]
@@ -1038,10 +1069,13 @@ class FakeQuantizeFunction(Function):
 
     @staticmethod
     def forward(ctx, x, scale, zero_point, quant_min, quant_max):
-        """Contract: x a float Tensor; scale, zero_point numpy values broadcasting against it;
-        quant_min < quant_max ints. Returns a Tensor of x's shape and dtype:
-        (clamp(round(x / scale) + zero_point, quant_min, quant_max) - zero_point) * scale.
-        Saves for backward which elements had round(x / scale) + zero_point in range."""
+        """Contract: x a float32 or float64 Tensor; scale (float32, > 0) and zero_point (ints)
+        numpy values broadcasting against it (one in all, or one per channel);
+        quant_min < quant_max ints. Returns a Tensor of x's shape and x's dtype (float32 in,
+        float32 out; float64 in, float64 out; per tensor and per channel alike): each element
+        replaced by the real value its quantized integer stands for, with the integers of
+        _quantize (and of PyTorch's fake_quantize_* functions). Saves for backward which
+        elements' integers were in [quant_min, quant_max] before saturation."""
         # Idea: the values of the int8 model, in float; remember who was clipped.
         ### BEGIN SOLUTION
         a = x.numpy()
@@ -1055,7 +1089,9 @@ class FakeQuantizeFunction(Function):
     @staticmethod
     def backward(ctx, grad):
         """Contract: grad a Tensor of x's shape. Returns (grad_x, None, None, None, None):
-        grad where the forward's integer was inside [quant_min, quant_max], 0 elsewhere."""
+        grad_x of grad's shape and dtype, equal to grad where the forward's integer (before
+        saturation) was inside [quant_min, quant_max], ends included, and 0 elsewhere; as
+        PyTorch's straight-through gradient."""
         # Idea: the rounding is invisible to the gradient, the clamp is not.
         ### BEGIN SOLUTION
         (inside,) = ctx.saved_tensors
@@ -1093,7 +1129,7 @@ def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min=Q
 _xf = Tensor(np.array([-3.0, -1.0, -0.26, 0.0, 0.3, 1.1, 1.5, 4.0], dtype=np.float32), requires_grad=True)
 _yf = fake_quantize_per_tensor_affine(_xf, 0.5, 1, -4, 3)
 _expect = _dequantize(_quantize(_xf.numpy(), np.float32(0.5), 1, -4, 3), np.float32(0.5), 1)
-assert_close(_yf.numpy(), _expect, atol=1e-7, what="fake quant forward == dequantize(quantize(x)) (3 bits)")
+assert_equal(_yf.numpy(), _expect, "fake quant forward == dequantize(quantize(x)) (3 bits)")
 assert_equal(_yf.dtype, np.dtype(np.float32), "fake quant keeps the input's dtype")
 _yf.backward(Tensor(np.arange(1, 9, dtype=np.float32)))
 # integers round(x / 0.5) + 1: -5 -1 0 1 2 3 4 9 -> inside [-4, 3] for the middle five
@@ -1101,9 +1137,15 @@ assert_equal(_xf.grad.numpy(), np.array([0, 2, 3, 4, 5, 6, 0, 0], dtype=np.float
              "straight-through: upstream gradient inside the range (q = 3 = q_max included), 0 outside")
 _w = Tensor(np.array([[0.1, -0.2], [3.0, 5.0]], dtype=np.float32), requires_grad=True)
 _yw = fake_quantize_per_channel_affine(_w, np.array([0.1, 1.0]), np.array([0, 0]), 0, -2, 1)
-assert_close(_yw.numpy(), np.array([[0.1, -0.2], [1.0, 1.0]]), atol=1e-6, what="per-channel fake quant (2 bits)")
+assert_close(_yw.numpy(), np.array([[0.1, -0.2], [1.0, 1.0]]), rtol=1e-6, atol=0, what="per-channel fake quant (2 bits)")
+assert_equal(_yw.dtype, np.dtype(np.float32), "per-channel fake quant keeps the input's dtype (float32 in, float32 out)")
 _yw.sum().backward()
 assert_equal(_w.grad.numpy(), np.array([[1, 1], [0, 0]], dtype=np.float32), "per-channel gradient mask")
+_x64 = Tensor(np.array([[0.1, -0.2], [3.0, 5.0]], dtype=np.float64))
+assert_equal(fake_quantize_per_tensor_affine(_x64, 0.5, 1, -4, 3).dtype, np.dtype(np.float64),
+             "per-tensor fake quant keeps the input's dtype (float64 in, float64 out)")
+assert_equal(fake_quantize_per_channel_affine(_x64, np.array([0.1, 1.0]), np.array([0, 0]), 0, -2, 1).dtype,
+             np.dtype(np.float64), "per-channel fake quant keeps the input's dtype (float64 in, float64 out)")
 print("✓ FakeQuantizeFunction; 3-bit outputs", _yf.numpy(), "gradient", _xf.grad.numpy())
 
 # %% [markdown]
@@ -1181,9 +1223,10 @@ default_qconfig = QConfig(activation=MinMaxObserver, weight=_default_weight_obse
 
 
 def _swap_modules(module, cls, make):
-    """Contract: replaces in place every descendant of `module` (not `module` itself) that is
-    an instance of `cls` by make(descendant), at any depth, without searching inside a
-    replaced one; returns the number of replacements (an int)."""
+    """Contract: `cls` a class or tuple of classes; `make` a function of one module. Replaces
+    in place every descendant of `module` (not `module` itself) that is an instance of
+    `cls` by make(descendant), at the same place in its parent and at any depth, without
+    searching inside a replaced one; returns the number of replacements (an int)."""
     # Idea: a child is replaced through its parent, and parents nest.
     ### BEGIN SOLUTION
     count = 0
@@ -1261,10 +1304,13 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     """Post-training static quantization of every Linear in `model`.
 
     Contract: `model` a Module (not itself a Linear: wrap it in a Sequential) that is not
-    changed; `calibration_loader` an iterable of batches ((inputs, targets) or inputs).
-    Returns a copy of the model, in eval mode, in which each Linear is a QuantizedLinear
-    whose input quantization parameters come from qconfig.activation observers that saw the
-    eval-mode inputs of every calibration batch. Raises TypeError for a bare Linear.
+    changed (its parameters, its layers and its train/eval mode stay as they were);
+    `calibration_loader` an iterable of batches ((inputs, targets) or inputs); `qconfig` a
+    QConfig whose two observer factories are the ones used. Returns a new model, in eval
+    mode, in which each Linear, at any depth, is a QuantizedLinear whose input scale, zero
+    point and integer range come from a qconfig.activation observer that saw that layer's
+    eval-mode inputs for every calibration batch, and whose weight is quantized with a
+    qconfig.weight observer. Raises TypeError for a bare Linear.
     """
     if isinstance(model, Linear):
         raise TypeError("quantize_model: the model is a bare Linear; wrap it in a Sequential so "
@@ -1297,15 +1343,25 @@ check(_fm.training and not _qm.training, "the copy is in eval mode; the float mo
       got=(_fm.training, _qm.training), expected=(True, False))
 _all_x = np.concatenate([b[0].numpy() for b in _batches])
 _s0, _z0 = _calculate_qparams(_all_x.min(), _all_x.max(), symmetric=False)
-assert_close(_ql[0].input_scale, float(_s0), rtol=1e-6, what="first layer's input range: all batches together")
+assert_close(_ql[0].input_scale, float(_s0), rtol=1e-6, atol=0, what="first layer's input range: all batches together")
 _fm.eval()
 with tinytorch.no_grad():
     _h = nn.ReLU()(_fm[0](Tensor(_all_x))).numpy()         # eval mode: dropout is the identity
 _s1, _ = _calculate_qparams(_h.min(), _h.max(), symmetric=False)
-assert_close(_ql[1].input_scale, float(_s1), rtol=1e-5, what="second layer's range: the eval-mode activations")
+assert_close(_ql[1].input_scale, float(_s1), rtol=1e-5, atol=0, what="second layer's range: the eval-mode activations")
 with tinytorch.no_grad():
     _d = np.abs(_qm(Tensor(_all_x)).numpy() - _fm(Tensor(_all_x)).numpy()).max()
 check(_d < 0.05, "the quantized model's outputs stay close to the float model's", got=float(_d), expected="< 0.05")
+_q4 = QConfig(activation=functools.partial(MinMaxObserver, quant_min=-8, quant_max=7),
+              weight=functools.partial(PerChannelMinMaxObserver, ch_axis=0, qscheme=per_channel_symmetric,
+                                       quant_min=-8, quant_max=7))
+_ql4 = [m for m in quantize_model(_fm, _batches, _q4).modules() if isinstance(m, QuantizedLinear)]
+assert_equal([(m.input_quant_min, m.input_quant_max) for m in _ql4], [(-8, 7), (-8, 7)],
+             "a 4-bit qconfig: each layer's input integer range comes from the qconfig's activation observer")
+_s4, _z4 = _calculate_qparams(_all_x.min(), _all_x.max(), symmetric=False, quant_min=-8, quant_max=7)
+assert_close(_ql4[0].input_scale, float(_s4), rtol=1e-6, atol=0, what="first layer's 4-bit input scale")
+_wrange = [(int(m.weight_int8.min()), int(m.weight_int8.max())) for m in _ql4]
+assert_equal(_wrange, [(-8, 7), (-8, 7)], "4-bit weights: the qconfig's weight observer sets each row's grid")
 print(f"✓ quantize_model; max |quantized - float| on the calibration data {_d:.4f}")
 
 # %% [markdown]

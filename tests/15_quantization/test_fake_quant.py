@@ -69,6 +69,28 @@ def test_fakequantizefunction_per_channel_matches_torch(torch, axis):
     np.testing.assert_array_equal(xo.grad.numpy(), xt.grad.numpy(), err_msg="per-channel gradient mask equals torch's")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_fakequantizefunction_forward_keeps_the_input_dtype(dtype, per_channel):
+    # as torch.fake_quantize_per_{tensor,channel}_affine: float32 in, float32 out; float64 in, float64 out
+    x = (np.random.default_rng(7).standard_normal((4, 6)) * 2).astype(dtype)
+    xo = Tensor(x, requires_grad=True)
+    if per_channel:
+        y = Q.fake_quantize_per_channel_affine(xo, np.array([0.1, 0.2, 0.3, 0.4]), np.array([1, 0, -1, 3]), 0, -8, 7)
+        scale, zp = np.array([0.1, 0.2, 0.3, 0.4], np.float32)[:, None], np.array([1, 0, -1, 3])[:, None]
+    else:
+        y = Q.fake_quantize_per_tensor_affine(xo, 0.25, 3, -8, 7)
+        scale, zp = np.float32(0.25), 3
+    kind = "per channel" if per_channel else "per tensor"
+    assert y.dtype == np.dtype(dtype), f"fake quant {kind} of a {np.dtype(dtype)} input returned {y.dtype}"
+    assert y.shape == x.shape, f"fake quant {kind}: shape {y.shape}, expected {x.shape}"
+    expected = Q._dequantize(Q._quantize(x, scale, zp, -8, 7), scale, zp)
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6, atol=0,
+                               err_msg=f"fake quant {kind} values: the grid points of the quantized integers")
+    y.backward(Tensor(np.ones(x.shape, dtype=dtype)))
+    assert xo.grad.dtype == np.dtype(dtype), f"gradient {kind} of a {np.dtype(dtype)} input has dtype {xo.grad.dtype}"
+
+
 def test_fakequantizefunction_backward_reaches_weights_in_qat():
     import tinytorch as tt
     from tinytorch import nn

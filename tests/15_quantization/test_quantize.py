@@ -45,6 +45,44 @@ def test_quantize_rounds_half_to_even_and_clamps():
     np.testing.assert_array_equal(q, np.array([127], dtype=np.int8), err_msg="2 + 126 saturates at 127")
 
 
+# float32 (x, scale) pairs where x times the float32 reciprocal of the scale (PyTorch's rule) and a
+# true division x / scale round to different integers: each quotient lies within an ulp of a tie.
+RECIPROCAL_CASES = [(2.25, 0.3, 8), (-4.5, 0.6, -8), (11.25, 0.9, 13), (4.125, 0.15, 28), (1.09, 0.02, 54),
+                    (-66.15, 0.7, -95), (1.0595, 0.013, 81), (-2.45, 0.02, -122)]
+
+
+def test_quantize_scales_by_float32_reciprocal_as_pytorch():
+    x = np.array([c[0] for c in RECIPROCAL_CASES], dtype=np.float32)
+    s = np.array([c[1] for c in RECIPROCAL_CASES], dtype=np.float32)
+    expected = np.array([c[2] for c in RECIPROCAL_CASES], dtype=np.int8)
+    assert np.all(np.round(x / s) != expected), "each case must separate division from the reciprocal rule"
+    np.testing.assert_array_equal(Q._quantize(x, s, 0), expected,
+                                  err_msg="integers as PyTorch computes them: x times the float32 reciprocal of "
+                                          "the scale, where a true division would round the other way")
+    for xi, si, qi in RECIPROCAL_CASES:  # a scalar scale, as quantize_per_tensor passes it
+        got = Q._quantize(np.array([xi], dtype=np.float32), np.float32(si), 0)
+        assert got[0] == qi, f"quantize({xi}, scale {si}): got {got[0]}, PyTorch gives {qi}"
+
+
+def test_quantize_reciprocal_cases_match_torch(torch):
+    for xi, si, qi in RECIPROCAL_CASES:
+        t = torch.quantize_per_tensor(torch.tensor([xi]), float(np.float32(si)), 0, torch.qint8).int_repr().item()
+        assert t == qi, f"the test's expectation for ({xi}, {si}) should be torch's integer {t}, not {qi}"
+        ours = Q.quantize_per_tensor(np.array([xi], dtype=np.float32), float(np.float32(si)), 0).int_repr()
+        assert ours[0] == t, f"quantize_per_tensor({xi}, {si}): got {ours[0]}, torch gives {t}"
+
+
+@pytest.mark.parametrize("zero_point", [1, 3, -5, 7])
+def test_quantize_rounds_before_adding_an_odd_zero_point(zero_point):
+    # x / 0.5 lands exactly on a tie k + 0.5: it rounds to the even neighbour, and only then is the
+    # (odd) zero point added; rounding after adding it would pick the other neighbour.
+    x = np.array([0.25, 0.75, 1.25, -0.25, -0.75, 2.25], dtype=np.float32)
+    ties = np.array([0, 2, 2, 0, -2, 4])
+    q = Q._quantize(x, np.float32(0.5), zero_point)
+    np.testing.assert_array_equal(q, (ties + zero_point).astype(np.int8),
+                                  err_msg=f"ties rounded half to even, then zero point {zero_point} added")
+
+
 def test_dequantize_does_not_overflow_int8():
     q = np.array([-128, -1, 0, 127], dtype=np.int8)
     np.testing.assert_allclose(Q._dequantize(q, np.float32(0.25), 5), 0.25 * (q.astype(np.float64) - 5),

@@ -1,4 +1,6 @@
 """quantize_model: nested swaps, a copy, calibration on every batch in eval mode; the digits MLP."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -58,6 +60,42 @@ def test_quantize_model_calibrates_on_every_batch_in_eval_mode():
     s1, z1 = Q._calculate_qparams(np.float32(h.min()), np.float32(h.max()), False)
     assert np.isclose(qls[1].input_scale, float(s1), rtol=1e-5), \
         f"second layer's input scale {qls[1].input_scale} should be from eval-mode activations (no dropout): {s1}"
+
+
+def _qconfig_bits(bits):
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    return Q.QConfig(activation=functools.partial(Q.MinMaxObserver, quant_min=lo, quant_max=hi),
+                     weight=functools.partial(Q.PerChannelMinMaxObserver, ch_axis=0,
+                                              qscheme=Q.per_channel_symmetric, quant_min=lo, quant_max=hi))
+
+
+@pytest.mark.parametrize("bits", [4, 6])
+def test_quantize_model_uses_its_qconfig(bits):
+    model = _small_model(3)
+    rng = np.random.default_rng(1)
+    batches = [(Tensor(rng.standard_normal((8, 6)).astype(np.float32) * (k + 1)), None) for k in range(3)]
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    qls = [m for m in Q.quantize_model(model, batches, _qconfig_bits(bits)).modules()
+           if isinstance(m, Q.QuantizedLinear)]
+    default = [m for m in Q.quantize_model(model, batches).modules() if isinstance(m, Q.QuantizedLinear)]
+    assert len(qls) == 2, f"both Linear layers quantized, got {len(qls)}"
+    for i, (ql, dl) in enumerate(zip(qls, default)):
+        assert (ql.input_quant_min, ql.input_quant_max) == (lo, hi), (
+            f"layer {i}: input integer range ({ql.input_quant_min}, {ql.input_quant_max}) should come from the "
+            f"{bits}-bit activation observer of the qconfig: ({lo}, {hi})")
+        np.testing.assert_allclose(ql.input_scale, dl.input_scale * 255 / (hi - lo), rtol=1e-5, atol=0,
+                                   err_msg=f"layer {i}: the same observed range on a {bits}-bit grid "
+                                           f"(int8's scale {dl.input_scale} times 255 / {hi - lo})")
+        assert lo <= ql.weight_int8.min() and ql.weight_int8.max() <= hi, (
+            f"layer {i}: {bits}-bit weights should lie in [{lo}, {hi}], got "
+            f"[{ql.weight_int8.min()}, {ql.weight_int8.max()}]")
+        np.testing.assert_allclose(ql.weight_scale, dl.weight_scale * 127.5 / ((hi - lo) / 2), rtol=1e-5, atol=0,
+                                   err_msg=f"layer {i}: {bits}-bit weight scales from the qconfig's weight observer")
+    allx = np.concatenate([b[0].numpy() for b in batches])
+    s0, z0 = Q._calculate_qparams(np.float32(allx.min()), np.float32(allx.max()), False, lo, hi)
+    assert np.isclose(qls[0].input_scale, float(s0), rtol=1e-6, atol=0) and qls[0].input_zero_point == int(z0), (
+        f"first layer's {bits}-bit input qparams ({qls[0].input_scale}, {qls[0].input_zero_point}) "
+        f"should be ({float(s0)}, {int(z0)})")
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,22 @@ def test_int8_linear_accumulates_in_int32():
                                   err_msg="64 products of 127 * -128 = -1,040,384 need int32 accumulators")
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_int8_linear_exact_beyond_float32_integers(seed):
+    # 4096 products of values in [100, 127]: sums around 5e7, far above 2^24, where float32 arithmetic
+    # no longer holds every integer; int32 accumulators (or any exact sum) give the exact integer.
+    rng = np.random.default_rng(seed)
+    q_x = rng.integers(100, 128, (16, 4096)).astype(np.int8)
+    q_w = rng.integers(100, 128, (16, 4096)).astype(np.int8)
+    exact = q_x.astype(np.int64) @ q_w.astype(np.int64).T
+    assert exact.min() > 2 ** 24, "the case needs sums beyond float32's exact integers"
+    out = Q._int8_linear(q_x, 1.0, 0, q_w, np.ones(16, np.float32))
+    assert out.dtype == np.float32 and out.shape == (16, 16), f"float32 (16, 16), got {out.dtype} {out.shape}"
+    np.testing.assert_array_equal(out, exact.astype(np.float32),
+                                  err_msg="the exact integer sum, rounded once to float32 (a float32 matmul "
+                                          "of the dequantized values rounds its partial sums)")
+
+
 def test_int8_linear_zero_point_correction():
     rng = np.random.default_rng(1)
     q_w = rng.integers(-127, 128, (4, 10)).astype(np.int8)

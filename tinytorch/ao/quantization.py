@@ -42,11 +42,14 @@ def _calculate_qparams(min_val, max_val, symmetric, quant_min=QINT8_MIN, quant_m
 
     Contract: min_val, max_val float32 numpy arrays of one shape (0-d for a tensor, (C,)
     per channel); quant_min < quant_max ints. Returns (scale, zero_point): a float32 and an
-    int64 array of that shape. The range is widened to contain 0; symmetric: scale =
-    max(-min, max) / ((quant_max - quant_min) / 2), zero_point 0; affine: scale =
-    (max - min) / (quant_max - quant_min), zero_point = quant_min - round(min / scale)
-    clamped to [quant_min, quant_max]; the scale is never below EPS. Raises ValueError when
-    any min_val exceeds its max_val; the message shows both.
+    int64 numpy array, both of that shape, equal to what PyTorch's MinMaxObserver /
+    PerChannelMinMaxObserver return from calculate_qparams() for the same range, scheme
+    and integer range. The grid covers the range widened to contain 0, and 0 is exactly
+    one of its points. Affine: the grid's quant_max - quant_min steps span exactly the
+    widened range, and zero_point lies in [quant_min, quant_max]. Symmetric: zero_point is
+    0 and the grid reaches the larger magnitude of the range on both sides of 0. The scale
+    is never below EPS (an all-zero range gets exactly EPS). Raises ValueError when any
+    min_val exceeds its max_val; the message names min_val and max_val and shows both.
     """
     # Idea: widen the range to contain 0, then spread it over the integer steps.
     # YOUR CODE HERE
@@ -55,18 +58,24 @@ def _calculate_qparams(min_val, max_val, symmetric, quant_min=QINT8_MIN, quant_m
 
 # -- cell 10 (quantize) --
 def _quantize(x, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
-    """Contract: x a float numpy array; scale (> 0) and zero_point numbers or arrays that
-    broadcast against x; quant_min..quant_max within int8's range. Returns an int8 array of
-    x's shape: clamp(round_half_even(x / scale) + zero_point, quant_min, quant_max), the
-    division done as PyTorch does it: times the float32 reciprocal of the scale."""
+    """Contract: x a float numpy array; scale (> 0) and zero_point numbers, or arrays that
+    broadcast against x (one per channel, or even one per element); quant_min < quant_max
+    within int8's range. Returns an int8 numpy array of x's shape: each x in units of the
+    scale, rounded half to even (the tie is decided before the zero point shifts the
+    integer), shifted by zero_point, and saturated at quant_min / quant_max (never wrapped
+    around). The integers equal PyTorch's (torch.quantize_per_tensor / quantize_per_channel)
+    bit for bit, including the ties that PyTorch decides by scaling with the float32
+    reciprocal of the scale, where a true division would round the other way."""
     # Idea: the index of the nearest grid point, kept inside the grid.
     # YOUR CODE HERE
     raise NotImplementedError('_quantize() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
 def _dequantize(q, scale, zero_point):
-    """Contract: q an integer numpy array; scale, zero_point broadcast against it. Returns
-    the float32 array scale * (q - zero_point)."""
+    """Contract: q an integer numpy array (int8 included); scale, zero_point numbers or
+    arrays that broadcast against it. Returns a float32 numpy array of q's shape: the real
+    value each integer stands for on the grid (zero_point stands for exactly 0), computed
+    without int8 overflow for any q and zero_point in int8's range."""
     # Idea: what the stored index means.
     # YOUR CODE HERE
     raise NotImplementedError('_dequantize() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -147,9 +156,10 @@ def dequantize(qtensor):
 
 # -- cell 16 (per-channel) --
 def _per_channel_minmax(x, axis):
-    """Contract: x a numpy array with ndim >= 1, axis an int (negative counts from the end).
-    Returns (min_val, max_val), float32 arrays of shape (x.shape[axis],): each channel's
-    minimum and maximum over all the other axes."""
+    """Contract: x a numpy array with ndim >= 1, axis an int in -ndim..ndim-1 (negative
+    counts from the end). Returns (min_val, max_val), float32 numpy arrays of shape
+    (x.shape[axis],): entry c is the minimum (maximum) of every element of x whose index
+    along `axis` is c."""
     # Idea: a channel is everything that shares one index along `axis`.
     # YOUR CODE HERE
     raise NotImplementedError('_per_channel_minmax() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -157,7 +167,8 @@ def _per_channel_minmax(x, axis):
 
 def _channel_broadcast(values, axis, ndim):
     """Contract: values a 1-D numpy array (one entry per channel), axis in -ndim..ndim-1.
-    Returns values reshaped to ndim dimensions: len(values) at `axis`, 1 elsewhere."""
+    Returns the same values, in order, as a numpy array with ndim dimensions whose shape
+    is len(values) at `axis` and 1 everywhere else (so it broadcasts along that axis)."""
     # Idea: line the channel values up with the channel axis.
     # YOUR CODE HERE
     raise NotImplementedError('_channel_broadcast() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -200,9 +211,10 @@ class MinMaxObserver(Module):
         return np.float32(x.min()), np.float32(x.max())
 
     def forward(self, x):
-        """Contract: x a Tensor or numpy array (not empty). Updates min_val and max_val to the
-        minimum and maximum over every input seen so far (elementwise with the batch's
-        _batch_range); returns x unchanged."""
+        """Contract: x a Tensor or numpy array (not empty). Afterwards min_val and max_val
+        (float32 numpy values, of the shape _batch_range gives: 0-d per tensor, (C,) per
+        channel) are the minimum and maximum over every input seen so far, not just the last
+        one. Returns x unchanged."""
         # Idea: a running extreme combines the old extreme with the new batch's.
         # YOUR CODE HERE
         raise NotImplementedError('MinMaxObserver.forward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -244,8 +256,9 @@ class PercentileObserver(MinMaxObserver):
 
     def forward(self, x):
         """Contract: x a Tensor or numpy array (not empty). After n batches, min_val and max_val
-        are the means over the batches of each batch's (100 - percentile)th and percentile-th
-        percentile (np.percentile, default interpolation), as float32; returns x unchanged."""
+        (float32 numpy scalars) are the means, over those n batches with equal weight, of
+        each batch's (100 - percentile)th and percentile-th percentile of all its values
+        (np.percentile, default interpolation); n counts the batches. Returns x unchanged."""
         # Idea: a robust range per batch, averaged as the batches come.
         # YOUR CODE HERE
         raise NotImplementedError('PercentileObserver.forward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -260,8 +273,12 @@ def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, bias=None):
 
     Contract: q_x int8 (..., in) with scalar x_scale (float) and x_zero_point (int); q_w
     int8 (out, in) with w_scale float32 (out,) and zero point 0; bias float32 (out,) or None.
-    Returns float32 (..., out) equal to dequant(q_x) @ dequant(q_w).T + bias, computed as
-    int32 accumulators of int8 products, corrected for x_zero_point, then rescaled.
+    Returns a float32 numpy array (..., out): the Linear layer applied to the values the
+    integers stand for, plus the bias. The integer part of each output (the sum over `in`
+    of the products of the integers, zero point accounted for) is exact for any int8
+    inputs with `in` up to 2^16, also where it exceeds float32's exact integers (2^24):
+    with scales 1, zero point 0 and no bias the output is that exact integer sum, rounded
+    once to float32. Inputs equal to x_zero_point contribute exactly nothing.
     """
     # Idea: integers all the way through the sum; the scales come in once, at the end.
     # YOUR CODE HERE
@@ -338,10 +355,13 @@ class FakeQuantizeFunction(Function):
 
     @staticmethod
     def forward(ctx, x, scale, zero_point, quant_min, quant_max):
-        """Contract: x a float Tensor; scale, zero_point numpy values broadcasting against it;
-        quant_min < quant_max ints. Returns a Tensor of x's shape and dtype:
-        (clamp(round(x / scale) + zero_point, quant_min, quant_max) - zero_point) * scale.
-        Saves for backward which elements had round(x / scale) + zero_point in range."""
+        """Contract: x a float32 or float64 Tensor; scale (float32, > 0) and zero_point (ints)
+        numpy values broadcasting against it (one in all, or one per channel);
+        quant_min < quant_max ints. Returns a Tensor of x's shape and x's dtype (float32 in,
+        float32 out; float64 in, float64 out; per tensor and per channel alike): each element
+        replaced by the real value its quantized integer stands for, with the integers of
+        _quantize (and of PyTorch's fake_quantize_* functions). Saves for backward which
+        elements' integers were in [quant_min, quant_max] before saturation."""
         # Idea: the values of the int8 model, in float; remember who was clipped.
         # YOUR CODE HERE
         raise NotImplementedError('FakeQuantizeFunction.forward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -349,7 +369,9 @@ class FakeQuantizeFunction(Function):
     @staticmethod
     def backward(ctx, grad):
         """Contract: grad a Tensor of x's shape. Returns (grad_x, None, None, None, None):
-        grad where the forward's integer was inside [quant_min, quant_max], 0 elsewhere."""
+        grad_x of grad's shape and dtype, equal to grad where the forward's integer (before
+        saturation) was inside [quant_min, quant_max], ends included, and 0 elsewhere; as
+        PyTorch's straight-through gradient."""
         # Idea: the rounding is invisible to the gradient, the clamp is not.
         # YOUR CODE HERE
         raise NotImplementedError('FakeQuantizeFunction.backward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -383,9 +405,10 @@ default_qconfig = QConfig(activation=MinMaxObserver, weight=_default_weight_obse
 
 
 def _swap_modules(module, cls, make):
-    """Contract: replaces in place every descendant of `module` (not `module` itself) that is
-    an instance of `cls` by make(descendant), at any depth, without searching inside a
-    replaced one; returns the number of replacements (an int)."""
+    """Contract: `cls` a class or tuple of classes; `make` a function of one module. Replaces
+    in place every descendant of `module` (not `module` itself) that is an instance of
+    `cls` by make(descendant), at the same place in its parent and at any depth, without
+    searching inside a replaced one; returns the number of replacements (an int)."""
     # Idea: a child is replaced through its parent, and parents nest.
     # YOUR CODE HERE
     raise NotImplementedError('_swap_modules() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -414,10 +437,13 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     """Post-training static quantization of every Linear in `model`.
 
     Contract: `model` a Module (not itself a Linear: wrap it in a Sequential) that is not
-    changed; `calibration_loader` an iterable of batches ((inputs, targets) or inputs).
-    Returns a copy of the model, in eval mode, in which each Linear is a QuantizedLinear
-    whose input quantization parameters come from qconfig.activation observers that saw the
-    eval-mode inputs of every calibration batch. Raises TypeError for a bare Linear.
+    changed (its parameters, its layers and its train/eval mode stay as they were);
+    `calibration_loader` an iterable of batches ((inputs, targets) or inputs); `qconfig` a
+    QConfig whose two observer factories are the ones used. Returns a new model, in eval
+    mode, in which each Linear, at any depth, is a QuantizedLinear whose input scale, zero
+    point and integer range come from a qconfig.activation observer that saw that layer's
+    eval-mode inputs for every calibration batch, and whose weight is quantized with a
+    qconfig.weight observer. Raises TypeError for a bare Linear.
     """
     if isinstance(model, Linear):
         raise TypeError("quantize_model: the model is a bare Linear; wrap it in a Sequential so "
