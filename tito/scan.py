@@ -120,10 +120,15 @@ def _node_findings(node: ast.AST) -> set[str]:
             if text in ATTRIBUTES or text in NAMES:
                 return {f"uses .{text}"}
         return set()
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
+        return {"uses vars() of an object"}
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
+            and node.value.attr in {"modules", "__dict__"} and _constant_text(node.slice) is None:
+        return {f"indexes .{node.value.attr} with a computed key"}
     if isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr, ast.Call)):
         text = _constant_text(node)
         if text and (text in ATTRIBUTES - {"check", "register", "testing", "raises", "modules", "events"}
-                     or text in NAMES or text in MODULES):
+                     or text in NAMES or text in MODULES or text.split(".")[0] in MODULES - {"code", "types", "site"}):
             return {f"names {text!r}"}
     return set()
 
