@@ -136,6 +136,10 @@ draw_layout(axes[1], "x.T: shape (3, 2), strides (1, 3), offset 0 — same stora
 fig.tight_layout()
 plt.show()
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ### The dtypes tinytorch supports
 #

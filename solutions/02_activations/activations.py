@@ -102,6 +102,10 @@ with np.errstate(all="ignore"):  # numpy would warn about the overflow; we want 
     print("naive sigmoid e^z/(1+e^z)  =", np.exp(_z) / (1 + np.exp(_z)))
     print("naive softmax of z         =", np.exp(_z) / np.exp(_z).sum())
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # `inf / inf` is `nan`, and a single `nan` in a forward pass turns the loss, every gradient
 # and then every weight into `nan`: training is over. The mathematical function is perfectly

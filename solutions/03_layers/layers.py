@@ -118,6 +118,10 @@ ax.legend(fontsize=8)
 fig.tight_layout()
 plt.show()
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # Each layer multiplies the signal's scale by a factor that depends on the weights' standard
 # deviation; over 30 layers a factor of 1.5 becomes $1.5^{30} \approx 10^5$ and a factor of

@@ -68,6 +68,10 @@ import numpy as np
 
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: a loss is a negative log-likelihood
 #

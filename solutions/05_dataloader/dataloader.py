@@ -129,6 +129,10 @@ draw_epoch(axes[2], _demo_rng.permutation(10), 4, True, "epoch 2: a NEW permutat
 fig.tight_layout()
 plt.show()
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 2. The data ships inside the package
 #

@@ -130,6 +130,10 @@ draw_valley(axes[1], {"lr = 0.075 (near the limit 2/25)": plain_gd((-5, 1.5), 0.
 fig.tight_layout()
 plt.show()
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # Neither is good: the small step crawls along $x$; the large one bounces across the
 # valley and still crawls along $x$. Two ideas fix this, and they are the two families of

@@ -83,6 +83,10 @@ from tinytorch.optim import SGD, Adam
 from tinytorch.optim.lr_scheduler import CosineAnnealingLR
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: a loop around five lines
 #

@@ -80,6 +80,10 @@ from tinytorch import Tensor
 from tinytorch.autograd import gradcheck
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: NCHW and the output-size formula
 #

@@ -114,6 +114,10 @@ print(f"words:      V = {len(set(_words)):>5,}   T = {len(_words):>6,} tokens (w
 print(f"words of the last 20% never seen in the first 80%: {_unseen:,} of {len(_test_words):,} "
       f"({_unseen / len(_test_words):.1%}) -> <unk> for a word-level model")
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # Characters give a vocabulary of a few dozen but several times more tokens than words;
 # words give short sequences but thousands of vocabulary entries, and even on this small,

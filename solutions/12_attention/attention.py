@@ -74,6 +74,10 @@ from tinytorch import Tensor
 from tinytorch.autograd import gradcheck
 from tinytorch.nn.embedding import sinusoidal_positions
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: a soft dictionary lookup
 #

@@ -70,6 +70,10 @@ import tinytorch
 from tinytorch import Tensor
 from tinytorch.autograd import gradcheck
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: a stack of blocks on a residual stream
 #

@@ -70,6 +70,10 @@ from tinytorch import Tensor, nn
 from tinytorch.nn import functional as F
 from tinytorch.testing import assert_equal, assert_close, assert_raises, check, preserved_state
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: count, then measure
 #

@@ -74,6 +74,10 @@ from tinytorch.utils.timing import median_time
 
 torch = optional_torch()  # None when PyTorch is not installed
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: a float range on an integer grid
 #

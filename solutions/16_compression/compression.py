@@ -70,6 +70,10 @@ from tinytorch import Tensor, nn
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 from tinytorch.utils.timing import median_time  # the course's one timer: median of repeats after a warm-up
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: remove what matters least
 #

@@ -106,6 +106,10 @@ from tinytorch import _strided
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 from tinytorch.utils.timing import median_time
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # The package file starts with its imports. `njit` compiles a function the first time it
 # is called with new argument types; `prange` is `range` whose iterations numba may hand to

@@ -76,6 +76,10 @@ from tinytorch.nn.transformer import _generate
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 from tinytorch.utils.timing import median_time
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: what a decoding step recomputes
 #

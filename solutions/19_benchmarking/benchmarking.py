@@ -75,6 +75,10 @@ import tinytorch
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check
 from tinytorch.utils.timing import time_samples
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # ## 1. The idea: a timing is a draw from a distribution
 #
