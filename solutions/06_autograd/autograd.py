@@ -150,6 +150,10 @@ draw_graph_picture(ax)
 fig.tight_layout()
 plt.show()
 
+from tinytorch.utils.reload import reload_on_export
+
+reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
 # %% [markdown]
 # Follow one red number: $\partial L/\partial d = 2d = 4$ leaves `pow`; `sub` passes it on
 # unchanged to `add` and with a minus sign to `y` ($-4$); `add` copies it to both `mul` and
@@ -277,8 +281,10 @@ class _GradMode:
     def __enter__(self):
         """Switch grad mode to `self.mode`, remembering the mode that was on.
 
-        Contract: returns self. Afterwards is_grad_enabled() == self.mode, and the previous
-        mode is pushed on the stack `self._prev` for the matching __exit__.
+        Contract: returns self, the context object (so `with no_grad() as c` binds c to
+        it). Afterwards is_grad_enabled() == self.mode, and the previous mode is pushed on
+        the stack `self._prev` for the matching __exit__ (the same object may be entered
+        again, nested, before it exits).
         """
         # Idea: restoring later needs what is on now: remember it before you switch.
         ### BEGIN SOLUTION
@@ -290,9 +296,9 @@ class _GradMode:
     def __exit__(self, exc_type, exc, tb):
         """Restore the grad mode that was on before the matching __enter__.
 
-        Contract: runs also when the block raised; returns False (the exception, if any,
-        propagates). Afterwards grad mode is what it was before the matching __enter__,
-        which is not necessarily "on".
+        Contract: runs also when the block raised; returns False, so that an exception
+        raised inside the block propagates to the caller (never swallowed). Afterwards grad
+        mode is what it was before the matching __enter__, which is not necessarily "on".
         """
         # Idea: restore, do not reset: a no_grad inside a no_grad must leave grad mode off.
         ### BEGIN SOLUTION
@@ -362,13 +368,24 @@ with preserved_state():  # whatever fails below, grad mode is back on for the ne
 
     check(_double(_w).grad_fn is None and is_grad_enabled(),
           "a @no_grad() function records nothing and leaves grad mode on afterwards")
-    try:
-        with no_grad():
-            raise KeyError("boom")
-    except KeyError:
-        pass
-    assert_equal(is_grad_enabled(), True, "grad mode after a no_grad block that raised")
-print("✓ no_grad / enable_grad: modes seen", _modes)
+    for _kind in (no_grad, enable_grad):
+        _ctx = _kind()
+        with _ctx as _bound:
+            pass
+        assert_equal(_bound, _ctx, f"what `with {_kind.__name__}() as c` binds to c: the context object")
+    for _kind, _start in ((no_grad, True), (enable_grad, False)):
+        set_grad_enabled(_start)
+        _reached = "nothing: the exception was swallowed"
+        try:
+            with _kind():
+                raise KeyError("raised inside the block")
+        except KeyError:
+            _reached = "KeyError"
+        _after = is_grad_enabled()
+        set_grad_enabled(True)
+        assert_equal(_reached, "KeyError", f"what reaches the caller when a {_kind.__name__}() block raises KeyError")
+        assert_equal(_after, _start, f"grad mode after a {_kind.__name__}() block that raised")
+print("✓ no_grad / enable_grad: modes seen", _modes, "| `with ... as c` gives", type(_bound).__name__)
 
 # %% [markdown]
 # ## 4. Backward rules: the contract
@@ -502,8 +519,10 @@ def unbroadcast(grad, shape):
     """Sum `grad` over the dimensions that broadcasting stretched, so it gets `shape` back.
 
     Contract: `grad` is a numpy array whose shape is the broadcast of `shape` with other
-    shapes; `shape` is a tuple of ints. Returns a numpy array of exactly `shape` whose
-    entries are sums of the entries of `grad` that came from the same input element.
+    shapes (extra leading dimensions, and sizes > 1 where `shape` has 1); `shape` is a
+    tuple of ints, possibly empty (a 0-d input). Returns a numpy array of exactly `shape`
+    (size-1 dimensions kept) whose entries are sums of the entries of `grad` that came from
+    the same input element; `grad` itself when nothing was broadcast.
     """
     # Idea: an input element reused by broadcasting gets the sum of all its uses' gradients.
     ### BEGIN SOLUTION
@@ -584,9 +603,11 @@ def _add_backward(node, grad):
     """y = a + b.
 
     Contract (every rule below): `node` is the recorded Node, `grad` the upstream gradient
-    (a numpy array of the output's shape, never written into). Returns a tuple with one
-    numpy gradient per input, each of that input's shape; None for an input that does not
-    require grad is allowed and saves its work (PyTorch's `ctx.needs_input_grad`).
+    (a numpy array of the output's shape, never written into). The inputs may have any
+    shapes that broadcast against each other (0-d ones and a Python number, recorded as a
+    0-d tensor, included). Returns a tuple with one numpy gradient per input, in the order
+    of node.inputs, each of that input's shape; None for an input that does not require
+    grad is allowed and saves its work (PyTorch's `ctx.needs_input_grad`).
     """
     # Idea: a sum passes its gradient on unchanged, to both sides.
     ### BEGIN SOLUTION
@@ -958,9 +979,12 @@ def _run_backward(roots, root_grads, retain_graph, sink):
     Contract: `roots` is a list of Tensors, `root_grads` a list of numpy arrays of their
     shapes. Calls sink(tensor, gradient) for each root with its gradient, then once for
     every (input tensor, gradient) that a rule produces. Each node's rule runs at most once,
-    on the sum of all gradients its output received. Unless `retain_graph`, every node
-    reached is freed once it is done. Raises (before changing anything) when the graph
-    was already freed. Never writes into a gradient array.
+    through call_rule (which checks its result, and which dispatch modes see), on the sum
+    of all gradients its output received; a node that received none is skipped. Unless
+    `retain_graph`, every node reached is freed once it is done (with retain_graph=True,
+    none is). Raises module 06's "backward through the graph a second time" RuntimeError
+    (before calling the sink at all) when the graph was already freed. Never writes into a
+    gradient array.
     """
     # Idea: in topological order, each node's gradient is complete when the loop reaches it.
     ### BEGIN SOLUTION
@@ -989,8 +1013,9 @@ def _accumulate_grad(tensor, g):
     """backward()'s sink: add the gradient `g` (a numpy array) into `tensor.grad`.
 
     Contract: does nothing for a tensor made by an op (it has a grad_fn), unless it called
-    retain_grad(). Otherwise, when tensor.grad is None, sets it to a new Tensor holding a
-    copy of g in tensor's dtype and shape; when it is a Tensor, adds g into it. Never keeps
+    retain_grad(). Otherwise, when tensor.grad is None, sets it to a new Tensor (one that
+    does not require grad) holding a copy of g in tensor's dtype and shape; when it is a
+    Tensor, adds g into it in place: the same Tensor object stays tensor.grad. Never keeps
     a reference to g itself (the engine may reuse it).
     """
     # Idea: .grad is a running sum over every backward pass, until someone clears it.
@@ -1405,10 +1430,13 @@ print("✓ numerical_grad and gradcheck: d(v³)/dv =", _ng.ravel())
 #| export
 @backward_rule("transpose")
 def _transpose_backward(node, grad):
-    """y = x.transpose(dim0, dim1) (attrs: dim0, dim1).
+    """y = x.transpose(dim0, dim1) (attrs: dim0, dim1, non-negative ints: negative dims
+    were already wrapped). Also records x.mT.
 
     Contract (every rule below): returns a one-element tuple, the gradient of x, a numpy
-    array of x's shape.
+    array of x's shape. Here x has any number of dimensions (0-d included, recorded as
+    transpose(0, 0)); the gradient of x[..i..j..] is the upstream entry at [..j..i..], with
+    every other dimension where it was.
     """
     # Idea: a swap is its own inverse.
     ### BEGIN SOLUTION
@@ -1420,7 +1448,8 @@ def _transpose_backward(node, grad):
 
 @backward_rule("permute")
 def _permute_backward(node, grad):
-    """y = x.permute(dims) (attrs: dims)."""
+    """y = x.permute(dims) (attrs: dims, a permutation of 0..x.ndim-1; output dim k is
+    input dim dims[k]). Also records x.T."""
     # Idea: undo the permutation.
     ### BEGIN SOLUTION
     return (np.transpose(grad, np.argsort(node.attrs["dims"])),)
@@ -1429,7 +1458,7 @@ def _permute_backward(node, grad):
 
 @backward_rule("view", "reshape", "squeeze", "unsqueeze")
 def _reshape_backward(node, grad):
-    """y = x.view/reshape/squeeze/unsqueeze(...)."""
+    """y = x.view/reshape/squeeze/unsqueeze(...) (also flatten); x may be non-contiguous."""
     # Idea: same elements in the same order, another shape.
     ### BEGIN SOLUTION
     return (grad.reshape(node.inputs[0].shape),)
@@ -1438,7 +1467,8 @@ def _reshape_backward(node, grad):
 
 @backward_rule("expand")
 def _expand_backward(node, grad):
-    """y = x.expand(shape)."""
+    """y = x.expand(shape) (also broadcast_to, expand_as): new leading dimensions and
+    size-1 dimensions stretched."""
     # Idea: expand is broadcasting, done as a view.
     ### BEGIN SOLUTION
     return (unbroadcast(grad, node.inputs[0].shape),)
@@ -1484,10 +1514,15 @@ def _as_strided_backward(node, grad):
 
 # %% nbgrader={"grade": true, "grade_id": "test-rules-views", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 _rng = np.random.default_rng(0)
+_x4 = Tensor(_rng.standard_normal((2, 3, 3, 2)), requires_grad=True)
+_g4 = np.arange(36.0).reshape(2, 3, 3, 2)  # an upstream gradient for x4.transpose(0, 3), also (2, 3, 3, 2)
+assert_equal(_transpose_backward(_x4.transpose(0, 3).grad_fn, _g4)[0], np.einsum("ljki->ijkl", _g4),
+             "transpose(0, 3)'s gradient: x[i, j, k, l] gets the upstream entry [l, j, k, i] (dims 1, 2 stay put)")
 _x = Tensor(_rng.standard_normal((2, 3, 4)), requires_grad=True)
 _s = Tensor(_rng.standard_normal((3, 1)), requires_grad=True)
 for _what, _fn, _ins in [
     ("transpose (not square, so a wrong swap fails)", lambda x: x.transpose(0, 2) * Tensor(np.arange(24.0).reshape(4, 3, 2)), [_x]),
+    ("transpose(0, 1) of a 3-D tensor", lambda x: x.transpose(0, 1), [_x]),
     ("permute (1, 2, 0): its inverse is (2, 0, 1), not itself", lambda x: x.permute(1, 2, 0).reshape(3, 8), [_x]),
     ("reshape of a non-contiguous tensor (a copy)", lambda x: x.T.reshape(-1), [_x]),
     ("squeeze, unsqueeze, reshape, view", lambda x: x[:, :1].squeeze(1).unsqueeze(0).reshape(8).view(2, 4), [_x]),
@@ -1547,7 +1582,9 @@ print("✓ view and indexing rules; x[[1, 1, 1]] sends x[1] the gradient", _ga[1
 # a sum over *all rows* of the batch, whichever matrix they sat in. The batch boundaries
 # do not matter. Write `linear_weight_grad(a, g)`, which computes it with **one** ordinary
 # matrix product (one GEMM, in BLAS's name) — no batched product, no sum afterwards.
-# Section 15 measures what that buys.
+# Section 15 measures what that buys. Its check hands your function arrays of a small
+# numpy subclass that notes every numpy operation they take part in, so it sees how many
+# products (and of which shapes) your function makes, and whether it sums afterwards.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -1576,9 +1613,11 @@ def linear_weight_grad(a, g):
     """The gradient of W in Y = A @ W, where A has batch dims and W is one matrix.
 
     Contract: `a` is a numpy array of shape (..., n, k), `g` (the upstream gradient of Y)
-    of shape (..., n, m) with the same leading dims (at least one row). Returns the (k, m)
-    array sum over every batch entry b of a[b].T @ g[b], computed as ONE 2-D matrix
-    product (no batched matmul, no summing of per-batch products).
+    of shape (..., n, m) with the same leading dims (one or more of them, at least one
+    row); either may be non-contiguous. Returns the (k, m) array sum over every batch entry
+    b of a[b].T @ g[b], computed as ONE 2-D matrix product over all rows: no batched
+    matmul, no product per batch entry or per row, nothing summed afterwards (the check
+    and the tests watch which numpy operations it makes).
     """
     # Idea: the batch boundaries do not matter: all rows of all matrices are one long matrix.
     ### BEGIN SOLUTION
@@ -1588,6 +1627,53 @@ def linear_weight_grad(a, g):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-linear-weight-grad", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+class _Spy(np.ndarray):
+    """An array that notes each numpy computation it takes part in: (name, operand shapes,
+    result shape). `@` and the ufuncs (with their reductions: .sum() is "add.reduce") come
+    through __array_ufunc__; np.dot, np.einsum, np.tensordot, ... through __array_function__."""
+    log = []
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [x.view(np.ndarray) if isinstance(x, _Spy) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, _Spy) else o for o in kwargs["out"])
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        _Spy.log.append((ufunc.__name__ + ("" if method == "__call__" else "." + method),
+                         tuple(np.shape(x) for x in plain), np.shape(result)))
+        return result.view(_Spy) if type(result) is np.ndarray else result  # results keep spying
+
+    def __array_function__(self, func, types, args, kwargs):
+        result = super().__array_function__(func, types, args, kwargs)
+        _Spy.log.append((func.__name__, tuple(x.shape for x in args if isinstance(x, np.ndarray)),
+                         getattr(result, "shape", ())))
+        return result
+
+    def dot(self, other, *args, **kwargs):  # the method form of np.dot
+        result = self.view(np.ndarray).dot(np.asarray(other), *args, **kwargs)
+        _Spy.log.append(("dot", (self.shape, getattr(other, "shape", ())), result.shape))
+        return result.view(_Spy)
+
+
+def _check_one_gemm(fn, arrays, what, expected):
+    """Run fn on spying copies of `arrays` and check that its (k, m) weight gradient comes
+    from one matrix product over all rows: no product of two stacks of matrices, one
+    product with a (k, m) result (not one per batch entry or per row), nothing summed
+    afterwards. `expected` is that one product. Returns fn's result and what was seen."""
+    _Spy.log = []
+    result = fn(*(np.asarray(a).view(_Spy) for a in arrays))
+    weight_shape = expected[0][2]
+    products = [e for e in _Spy.log if e[0] in ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron")]
+    batched = [e for e in products if e[0] != "tensordot" and sum(len(x) > 2 for x in e[1]) >= 2]
+    per_part = [e for e in products if e[2] == weight_shape]
+    sums = [e for e in _Spy.log if e[0].endswith(".reduce") and np.prod(e[2]) < np.prod(e[1][0])]
+    seen = [e for e in _Spy.log if e in products or e in sums]
+    check(not batched and len(per_part) <= 1 and not sums,
+          f"{what}: one matrix product over all rows gives the whole {weight_shape} gradient "
+          f"(no batched product, no product per batch entry or per row, no sum afterwards)",
+          got=seen, expected=expected)
+    return result, seen
+
+
 _rng = np.random.default_rng(5)
 for _sa, _sg in [((2, 3, 4), (2, 3, 5)), ((2, 2, 3, 4), (2, 2, 3, 2)), ((1, 6, 4), (1, 6, 4))]:
     _av, _gv = _rng.standard_normal(_sa), _rng.standard_normal(_sg)
@@ -1598,7 +1684,12 @@ _at = _rng.standard_normal((4, 3, 2)).transpose(0, 2, 1)  # a non-contiguous bat
 _gt = _rng.standard_normal((4, 2, 5))
 assert_close(linear_weight_grad(_at, _gt), (np.swapaxes(_at, -1, -2) @ _gt).sum(0), rtol=1e-10, atol=1e-12,
              what="linear_weight_grad of a non-contiguous (transposed) batch")
-print("✓ linear_weight_grad: one (k, rows) @ (rows, m) product, shape", linear_weight_grad(_at, _gt).shape)
+_av, _gv = _rng.standard_normal((3, 4, 5)), _rng.standard_normal((3, 4, 2))
+_spied, _seen = _check_one_gemm(linear_weight_grad, [_av, _gv], "linear_weight_grad of a (3, 4, 5) and g (3, 4, 2)",
+                                expected=[("matmul", ((5, 12), (12, 2)), (5, 2))])
+assert_close(np.asarray(_spied), (np.swapaxes(_av, -1, -2) @ _gv).sum(0), rtol=1e-10, atol=1e-12,
+             what="linear_weight_grad of a (3, 4, 5) and g (3, 4, 2), computed on spying arrays")
+print("✓ linear_weight_grad of a (3, 4, 5) and g (3, 4, 2): seen", _seen)
 
 # %% [markdown]
 # Now the rules. Your `_matmul_backward` should use `linear_weight_grad` for the weight
@@ -1635,7 +1726,8 @@ print("✓ linear_weight_grad: one (k, rows) @ (rows, m) product, shape", linear
 #| export
 @backward_rule("sum")
 def _sum_backward(node, grad):
-    """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints; keepdim).
+    """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints, every dim of x
+    for a full sum; keepdim). x may be 0-d.
 
     Contract (every rule below): returns a tuple, one numpy gradient per input, each of
     that input's shape (None for an input that does not require grad).
@@ -1650,7 +1742,7 @@ def _sum_backward(node, grad):
 
 @backward_rule("mean")
 def _mean_backward(node, grad):
-    """y = x.mean(dim, keepdim)."""
+    """y = x.mean(dim, keepdim) (attrs as for sum). x may be 0-d."""
     # Idea: a mean is a sum divided by how many elements it summed.
     ### BEGIN SOLUTION
     x = node.inputs[0]
@@ -1664,7 +1756,12 @@ def _mean_backward(node, grad):
 
 @backward_rule("matmul")
 def _matmul_backward(node, grad):
-    """y = a @ b with numpy's rules (1-D operands, broadcast batch dims)."""
+    """y = a @ b with numpy's rules: 1-D operands (promoted to a row or a column, the extra
+    dim dropped), and batch dims that broadcast against each other, (2, 1, 3, 4) @ (5, 4, 2)
+    included. Returns (grad_a, grad_b), of a's and b's shapes; None is allowed for an
+    input that does not require grad (and saves its product). When a has batch dims and b
+    is one matrix (a batched Linear layer), b's gradient is one 2-D matrix product over all
+    rows, as in linear_weight_grad (no batched product, nothing summed afterwards)."""
     # Idea: the formulas are the 2-D ones; the shapes are the work.
     ### BEGIN SOLUTION
     a, b = node.inputs
@@ -1740,12 +1837,17 @@ for _sa, _sb in [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
     check(gradcheck(lambda a, b: a @ b, [_A, _B]), f"gradcheck of a @ b for shapes {_sa} @ {_sb}")
 _A = Tensor(_rng.standard_normal((2, 3, 4)))  # data: only the weight needs a gradient
 _B = Tensor(_rng.standard_normal((4, 5)), requires_grad=True)
-_ra, _rb = call_rule((_A @ _B).grad_fn, np.ones((2, 3, 5)))
+_up = _rng.standard_normal((2, 3, 5))
+(_ra, _rb), _seen = _check_one_gemm(lambda g: call_rule((_A @ _B).grad_fn, g), [_up],  # see linear_weight_grad's check
+                                    "the matmul rule's weight gradient for a (2, 3, 4) batch @ a (4, 5) matrix",
+                                    expected=[("matmul", ((4, 6), (6, 5)), (4, 5))])
 check(_ra is None, "no gradient for an input that does not require grad", got=_ra)
+assert_close(_rb, np.einsum("bnk,bnm->km", _A.numpy(), _up), rtol=1e-10, atol=1e-12,
+             what="the weight gradient of a (2, 3, 4) batch @ a (4, 5) matrix: the sum over every row")
 _c = Tensor(_rng.standard_normal((2, 2)), requires_grad=True)
 check(gradcheck(lambda x, c: tt.cat([x[0, :2], c, x[1, :2]], dim=1), [_x, _c]), "gradcheck of cat")
 check(gradcheck(lambda x, c: tt.stack([c, c * 2, x[0, :2, :2]], dim=1), [_x, _c]), "gradcheck of stack")
-print("✓ reduction, matmul, cat and stack rules; weight gradient of a (2, 3, 4) @ (4, 5):", _rb.shape)
+print("✓ reduction, matmul, cat and stack rules; weight gradient of a (2, 3, 4) batch @ a (4, 5) matrix:", _seen)
 
 # %% [markdown]
 # ### More ops: running sums, sorting, triangles
@@ -1937,7 +2039,8 @@ def _relu_backward(node, grad):
     """y = max(x, 0).
 
     Contract (every rule in this cell): returns a one-element tuple, the gradient of the
-    input (a numpy array of its shape).
+    input (a numpy array of its shape). For relu: the gradient is 0 where x <= 0, at
+    exactly 0 (and -0.0) included, as in PyTorch.
     """
     # Idea: the gradient passes where the unit was on; PyTorch's slope at 0 is 0.
     ### BEGIN SOLUTION
@@ -1967,7 +2070,7 @@ def _tanh_backward(node, grad):
 
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
-    """y = softmax(x, dim) (attrs: dim)."""
+    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
     # Idea: the VJP of diag(s) - s sᵀ, without building the matrix.
     ### BEGIN SOLUTION
     s = node.output
@@ -1978,7 +2081,7 @@ def _softmax_backward(node, grad):
 
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
-    """y = log_softmax(x, dim) (attrs: dim)."""
+    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
     # Idea: exp of the saved output is the softmax.
     ### BEGIN SOLUTION
     dim = node.attrs["dim"]
@@ -2015,9 +2118,14 @@ def _log_softmax_backward(node, grad):
 def _nll_loss_backward(node, grad):
     """loss = nll_loss(logp, target, weight, ignore_index, reduction).
 
-    attrs: target (an int numpy array, (N,) or () for a 1-D input), weight (None or a (C,)
-    numpy array), ignore_index (an int), reduction ("mean", "sum" or "none"). The input is
-    (N, C) or (C,). The gradient is 0 except at each valid sample's target column.
+    The input logp has one of three shapes: (C,), (N, C), or (N, C, d1, d2, ...) (K
+    dimensions after the class dimension, e.g. a class per pixel: the class dimension is
+    always dim 1, and each position (n, d1, d2, ...) is a sample).
+    attrs: target (an int numpy array of logp's shape without the class dimension: (),
+    (N,) or (N, d1, d2, ...)), weight (None or a (C,) numpy array), ignore_index (an int;
+    targets equal to it are not class indices), reduction ("mean", "sum" or "none"; with
+    "none", `grad` has target's shape, otherwise it is 0-d). Returns (grad_logp,), of
+    logp's shape: 0 except at each valid sample's target class, and 0 for ignored samples.
     """
     # Idea: only the picked log-probabilities appear in the loss.
     ### BEGIN SOLUTION
@@ -2126,6 +2234,9 @@ for _what, _fn in [("relu", F.relu), ("sigmoid", F.sigmoid), ("tanh", F.tanh), (
                    ("softmax(dim=1)", lambda x: F.softmax(x, dim=1)),
                    ("log_softmax(dim=0)", lambda x: F.log_softmax(x, dim=0))]:
     check(gradcheck(_fn, [_x]), f"gradcheck of {_what} on a (4, 5) input")
+_x0 = Tensor(np.array([-1.5, 0.0, 2.0, -0.0]), requires_grad=True)
+assert_equal(call_rule(F.relu(_x0).grad_fn, np.array([3.0, 5.0, 7.0, 11.0]))[0], np.array([0.0, 0.0, 7.0, 0.0]),
+             "relu's gradient at x = [-1.5, 0, 2, -0] for upstream [3, 5, 7, 11]: the slope at exactly 0 is 0, as in PyTorch")
 _t = Tensor([0, 4, 2, -100])  # the last sample is ignored (ignore_index = -100)
 _wc = Tensor(np.array([1.0, 2.0, 0.5, 1.5, 3.0]))
 for _red in ["mean", "sum", "none"]:
@@ -2134,6 +2245,11 @@ for _red in ["mean", "sum", "none"]:
           f"gradcheck of cross_entropy with class weights, reduction={_red}")
 _v = Tensor(_rng.standard_normal(5), requires_grad=True)
 check(gradcheck(lambda v: F.nll_loss(v, Tensor(3)), [_v]), "gradcheck of nll_loss on a 1-D input")
+_xk = Tensor(_rng.standard_normal((2, 3, 2, 2)), requires_grad=True)  # (N, C, d1, d2): a class per pixel
+_tk = Tensor(np.array([[[0, 2], [1, 1]], [[2, 0], [0, 1]]]))
+for _red in ["mean", "none"]:
+    check(gradcheck(lambda x: F.nll_loss(x, _tk, ignore_index=1, reduction=_red), [_xk]),
+          f"gradcheck of nll_loss on an (N, C, d1, d2) = (2, 3, 2, 2) input, reduction={_red}")
 _x.grad = None
 backward(F.cross_entropy(_x, Tensor([0, 4, 2, 1])))
 _sm = np.exp(_x.numpy()) / np.exp(_x.numpy()).sum(1, keepdims=True)

@@ -95,6 +95,119 @@ def test_linear_weight_grad_is_the_sum_over_the_batch(sa, sg):
                                rtol=1e-10, atol=1e-12)
 
 
+class Spy(np.ndarray):
+    """An array that notes every numpy computation it takes part in: (name, operand shapes,
+    result shape).
+
+    `@`, np.matmul and the other ufuncs (their reductions, e.g. .sum(), as "add.reduce") come
+    through __array_ufunc__; np.dot, np.einsum, np.tensordot, np.sum ... through
+    __array_function__; the .dot method is overridden. Results stay spies, so what is
+    computed from them is noted too."""
+
+    log = []
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [x.view(np.ndarray) if isinstance(x, Spy) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, Spy) else o for o in kwargs["out"])
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        Spy.log.append((name, tuple(np.shape(x) for x in plain), np.shape(result)))
+        return result.view(Spy) if type(result) is np.ndarray else result
+
+    def __array_function__(self, func, types, args, kwargs):
+        result = super().__array_function__(func, types, args, kwargs)
+        Spy.log.append((func.__name__, tuple(x.shape for x in args if isinstance(x, np.ndarray)),
+                        getattr(result, "shape", ())))
+        return result
+
+    def dot(self, other, *args, **kwargs):
+        result = self.view(np.ndarray).dot(np.asarray(other), *args, **kwargs)
+        Spy.log.append(("dot", (self.shape, getattr(other, "shape", ())), result.shape))
+        return result.view(Spy)
+
+
+MATRIX_PRODUCTS = {"matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron"}
+
+
+def spied(fn, *arrays):
+    """fn(*arrays) run on spies: its result and the log of what it computed."""
+    Spy.log = []
+    result = fn(*(np.asarray(a).view(Spy) for a in arrays))
+    return result, list(Spy.log)
+
+
+def assert_one_gemm(log, weight_shape, what):
+    """The weight gradient comes from one matrix product over all rows: no product of two
+    stacks of matrices (tensordot reshapes to 2-D itself), one product with the weight's
+    shape as its result (not one per batch entry or per row), nothing summed afterwards."""
+    products = [e for e in log if e[0] in MATRIX_PRODUCTS]
+    batched = [e for e in products if e[0] != "tensordot" and sum(len(s) > 2 for s in e[1]) >= 2]
+    assert not batched, f"{what}: no batched product of two stacks of matrices, got {batched}"
+    per_part = [e for e in products if e[2] == weight_shape]
+    assert len(per_part) <= 1, f"{what}: one product over all rows, not one per batch entry or row, got {per_part}"
+    sums = [e for e in log if e[0].endswith(".reduce") and np.prod(e[2]) < np.prod(e[1][0])]
+    assert not sums, f"{what}: nothing is summed after the product (it adds over every row itself), got {sums}"
+
+
+@pytest.mark.parametrize("sa, sg", [((3, 4, 5), (3, 4, 2)), ((2, 2, 3, 4), (2, 2, 3, 2))])
+def test_linear_weight_grad_makes_one_2d_matrix_product(sa, sg):
+    rng = np.random.default_rng(10)
+    a, g = rng.standard_normal(sa), rng.standard_normal(sg)
+    got, log = spied(linear_weight_grad, a, g)
+    expected = (np.swapaxes(a, -1, -2) @ g).reshape(-1, sa[-1], sg[-1]).sum(0)  # per batch entry, then summed
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-10, atol=1e-12)
+    assert_one_gemm(log, (sa[-1], sg[-1]), f"linear_weight_grad of a {sa} and g {sg}")
+
+
+@pytest.mark.parametrize("x_needs_grad", [False, True])
+def test_the_matmul_rule_gives_a_batched_input_times_one_matrix_one_gemm(x_needs_grad):
+    rng = np.random.default_rng(11)
+    x = tt.tensor(rng.standard_normal((3, 4, 5)), requires_grad=x_needs_grad)
+    w = leaf((5, 2), 12)
+    node = (x @ w).grad_fn
+    upstream = rng.standard_normal((3, 4, 2))
+    (gx, gw), log = spied(lambda g: autograd.engine.call_rule(node, g), upstream)
+    assert (gx is None) is not x_needs_grad
+    np.testing.assert_allclose(gw, np.einsum("bnk,bnm->km", x.numpy(), upstream), rtol=1e-10, atol=1e-12)
+    assert_one_gemm(log, (5, 2), "the weight gradient of a (3, 4, 5) @ (5, 2) matmul")
+
+
+ONE_GEMM = {
+    "@": lambda a, g: a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1]),
+    "np.matmul": lambda a, g: np.matmul(a.reshape(-1, a.shape[-1]).T, g.reshape(-1, g.shape[-1])),
+    "np.dot": lambda a, g: np.dot(np.reshape(a, (-1, a.shape[-1])).T, np.reshape(g, (-1, g.shape[-1]))),
+    ".dot": lambda a, g: a.reshape(-1, a.shape[-1]).T.dot(g.reshape(-1, g.shape[-1])),
+    "tensordot": lambda a, g: np.tensordot(a, g, axes=(list(range(a.ndim - 1)), list(range(g.ndim - 1)))),
+    "2-D einsum": lambda a, g: np.einsum("rk,rm->km", a.reshape(-1, a.shape[-1]), g.reshape(-1, g.shape[-1])),
+}
+NOT_ONE_GEMM = {
+    "batched then summed": lambda a, g: (np.swapaxes(a, -1, -2) @ g).sum(0),
+    "one product per batch entry": lambda a, g: sum(a[b].T @ g[b] for b in range(a.shape[0])),
+    "outer products summed": lambda a, g: (a[..., :, None] * g[..., None, :]).sum((0, 1)),
+    "one outer product per row": lambda a, g: sum(np.outer(a[b, n], g[b, n]) for b in range(a.shape[0])
+                                                  for n in range(a.shape[1])),
+    "batched einsum": lambda a, g: np.einsum("bnk,bnm->km", a, g),
+}
+
+
+@pytest.mark.parametrize("name", list(ONE_GEMM) + list(NOT_ONE_GEMM))
+def test_each_spelling_agrees_with_linear_weight_grad_and_only_one_products_pass_the_check(name):
+    """Every way of writing the weight gradient gives what your linear_weight_grad gives; the
+    one-GEMM check accepts each way of writing one product and rejects the batched ones (so
+    a mistake fails it, never a spelling)."""
+    rng = np.random.default_rng(13)
+    a, g = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 4, 2))
+    yours = linear_weight_grad(a, g)
+    got, log = spied(ONE_GEMM.get(name) or NOT_ONE_GEMM[name], a, g)
+    np.testing.assert_allclose(np.asarray(got), yours, rtol=1e-10, atol=1e-12)
+    if name in ONE_GEMM:
+        assert_one_gemm(log, (5, 2), name)
+    else:
+        with pytest.raises(AssertionError):
+            assert_one_gemm(log, (5, 2), name)
+
+
 def test_batched_linear_weight_gradient_through_the_engine():
     x = tt.tensor(np.random.default_rng(7).standard_normal((3, 4, 5)))
     w = leaf((5, 2), 8)

@@ -79,6 +79,31 @@ def test_mode_restored_after_exception():
         tt.set_grad_enabled(True)
 
 
+@pytest.mark.parametrize("kind", ["no_grad", "enable_grad"])
+def test_with_as_binds_the_context_object(kind):
+    ctx = getattr(tt, kind)()
+    with ctx as bound:
+        assert bound is ctx, f"`with {kind}() as c` must bind c to the context object, got {bound!r}"
+    with getattr(tt, kind)() as fresh:
+        assert isinstance(fresh, getattr(tt, kind)), f"`with {kind}() as c` bound c to {fresh!r}"
+
+
+@pytest.mark.parametrize("kind, start", [("no_grad", True), ("no_grad", False),
+                                         ("enable_grad", False), ("enable_grad", True)])
+def test_an_exception_inside_the_block_propagates_and_the_mode_is_restored(kind, start):
+    class Boom(Exception):
+        pass
+
+    tt.set_grad_enabled(start)
+    try:
+        with pytest.raises(Boom):  # __exit__ must not swallow it
+            with getattr(tt, kind)():
+                raise Boom("raised inside the block")
+        assert tt.is_grad_enabled() is start, f"grad mode after a {kind}() block that raised"
+    finally:
+        tt.set_grad_enabled(True)
+
+
 def test_decorator_forms():
     w = make_w()
 

@@ -42,6 +42,17 @@ def test_activation_layers_from_module_03():
     assert gradcheck(model, [x])
 
 
+def test_relu_gradient_at_exactly_zero_is_zero():
+    """PyTorch's subgradient of relu at 0 is 0: an input of exactly 0 (or -0.0) gets no gradient."""
+    x = tt.tensor(np.array([[-1.5, 0.0, 2.0], [0.0, 3.0, -0.0]]), requires_grad=True)
+    upstream = np.array([[5.0, 7.0, 11.0], [13.0, 17.0, 19.0]])
+    F.relu(x).backward(tt.tensor(upstream))
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 0.0, 11.0], [0.0, 17.0, 0.0]])
+    x.grad = None
+    tt.nn.ReLU()(x).sum().backward()  # the layer and the method record the same op
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_mse_loss(reduction):
     x, y = leaf((3, 4), 3), leaf((3, 4), 4)

@@ -92,6 +92,22 @@ def test_view_ops(name):
     assert gradcheck(VIEW_CASES[name], [leaf((2, 3, 4), 7)]), name
 
 
+def test_transpose_gradient_swaps_back_only_its_two_axes():
+    """Undoing transpose(d0, d1) swaps d0 and d1 back; reversing every axis (.T) is right only
+    when the other axes happen to sit symmetrically (3-D transpose(0, 2))."""
+    x = tt.tensor(np.zeros((2, 3, 3, 2)), requires_grad=True)
+    upstream = np.arange(36.0).reshape(2, 3, 3, 2)  # x.transpose(0, 3) has shape (2, 3, 3, 2) too
+    x.transpose(0, 3).backward(tt.tensor(upstream))
+    np.testing.assert_array_equal(x.grad.numpy(), np.einsum("ljki->ijkl", upstream),
+                                  err_msg="x[i, j, k, l] gets the upstream entry [l, j, k, i]")
+    y = tt.tensor(np.zeros((2, 3, 4)), requires_grad=True)
+    upstream = np.arange(24.0).reshape(3, 2, 4)
+    y.transpose(0, 1).backward(tt.tensor(upstream))
+    np.testing.assert_array_equal(y.grad.numpy(), np.einsum("jik->ijk", upstream),
+                                  err_msg="y[i, j, k] gets the upstream entry [j, i, k]")
+    assert gradcheck(lambda t: t.transpose(1, 3), [leaf((2, 3, 4, 3), 19)])
+
+
 def test_transpose_of_a_0d_tensor():
     assert gradcheck(lambda t: t.transpose(0, 0) * 3, [leaf((), 8)])
 

@@ -39,8 +39,10 @@ class _GradMode:
     def __enter__(self):
         """Switch grad mode to `self.mode`, remembering the mode that was on.
 
-        Contract: returns self. Afterwards is_grad_enabled() == self.mode, and the previous
-        mode is pushed on the stack `self._prev` for the matching __exit__.
+        Contract: returns self, the context object (so `with no_grad() as c` binds c to
+        it). Afterwards is_grad_enabled() == self.mode, and the previous mode is pushed on
+        the stack `self._prev` for the matching __exit__ (the same object may be entered
+        again, nested, before it exits).
         """
         # Idea: restoring later needs what is on now: remember it before you switch.
         # YOUR CODE HERE
@@ -49,9 +51,9 @@ class _GradMode:
     def __exit__(self, exc_type, exc, tb):
         """Restore the grad mode that was on before the matching __enter__.
 
-        Contract: runs also when the block raised; returns False (the exception, if any,
-        propagates). Afterwards grad mode is what it was before the matching __enter__,
-        which is not necessarily "on".
+        Contract: runs also when the block raised; returns False, so that an exception
+        raised inside the block propagates to the caller (never swallowed). Afterwards grad
+        mode is what it was before the matching __enter__, which is not necessarily "on".
         """
         # Idea: restore, do not reset: a no_grad inside a no_grad must leave grad mode off.
         # YOUR CODE HERE
@@ -143,8 +145,10 @@ def unbroadcast(grad, shape):
     """Sum `grad` over the dimensions that broadcasting stretched, so it gets `shape` back.
 
     Contract: `grad` is a numpy array whose shape is the broadcast of `shape` with other
-    shapes; `shape` is a tuple of ints. Returns a numpy array of exactly `shape` whose
-    entries are sums of the entries of `grad` that came from the same input element.
+    shapes (extra leading dimensions, and sizes > 1 where `shape` has 1); `shape` is a
+    tuple of ints, possibly empty (a 0-d input). Returns a numpy array of exactly `shape`
+    (size-1 dimensions kept) whose entries are sums of the entries of `grad` that came from
+    the same input element; `grad` itself when nothing was broadcast.
     """
     # Idea: an input element reused by broadcasting gets the sum of all its uses' gradients.
     # YOUR CODE HERE
@@ -157,9 +161,11 @@ def _add_backward(node, grad):
     """y = a + b.
 
     Contract (every rule below): `node` is the recorded Node, `grad` the upstream gradient
-    (a numpy array of the output's shape, never written into). Returns a tuple with one
-    numpy gradient per input, each of that input's shape; None for an input that does not
-    require grad is allowed and saves its work (PyTorch's `ctx.needs_input_grad`).
+    (a numpy array of the output's shape, never written into). The inputs may have any
+    shapes that broadcast against each other (0-d ones and a Python number, recorded as a
+    0-d tensor, included). Returns a tuple with one numpy gradient per input, in the order
+    of node.inputs, each of that input's shape; None for an input that does not require
+    grad is allowed and saves its work (PyTorch's `ctx.needs_input_grad`).
     """
     # Idea: a sum passes its gradient on unchanged, to both sides.
     # YOUR CODE HERE
@@ -299,9 +305,12 @@ def _run_backward(roots, root_grads, retain_graph, sink):
     Contract: `roots` is a list of Tensors, `root_grads` a list of numpy arrays of their
     shapes. Calls sink(tensor, gradient) for each root with its gradient, then once for
     every (input tensor, gradient) that a rule produces. Each node's rule runs at most once,
-    on the sum of all gradients its output received. Unless `retain_graph`, every node
-    reached is freed once it is done. Raises (before changing anything) when the graph
-    was already freed. Never writes into a gradient array.
+    through call_rule (which checks its result, and which dispatch modes see), on the sum
+    of all gradients its output received; a node that received none is skipped. Unless
+    `retain_graph`, every node reached is freed once it is done (with retain_graph=True,
+    none is). Raises module 06's "backward through the graph a second time" RuntimeError
+    (before calling the sink at all) when the graph was already freed. Never writes into a
+    gradient array.
     """
     # Idea: in topological order, each node's gradient is complete when the loop reaches it.
     # YOUR CODE HERE
@@ -312,8 +321,9 @@ def _accumulate_grad(tensor, g):
     """backward()'s sink: add the gradient `g` (a numpy array) into `tensor.grad`.
 
     Contract: does nothing for a tensor made by an op (it has a grad_fn), unless it called
-    retain_grad(). Otherwise, when tensor.grad is None, sets it to a new Tensor holding a
-    copy of g in tensor's dtype and shape; when it is a Tensor, adds g into it. Never keeps
+    retain_grad(). Otherwise, when tensor.grad is None, sets it to a new Tensor (one that
+    does not require grad) holding a copy of g in tensor's dtype and shape; when it is a
+    Tensor, adds g into it in place: the same Tensor object stays tensor.grad. Never keeps
     a reference to g itself (the engine may reuse it).
     """
     # Idea: .grad is a running sum over every backward pass, until someone clears it.
@@ -475,10 +485,13 @@ def gradcheck(fn, inputs, eps=1e-6, tol=1e-6, raise_exception=True, seed=0):
 # -- cell 36 (rules-views) --
 @backward_rule("transpose")
 def _transpose_backward(node, grad):
-    """y = x.transpose(dim0, dim1) (attrs: dim0, dim1).
+    """y = x.transpose(dim0, dim1) (attrs: dim0, dim1, non-negative ints: negative dims
+    were already wrapped). Also records x.mT.
 
     Contract (every rule below): returns a one-element tuple, the gradient of x, a numpy
-    array of x's shape.
+    array of x's shape. Here x has any number of dimensions (0-d included, recorded as
+    transpose(0, 0)); the gradient of x[..i..j..] is the upstream entry at [..j..i..], with
+    every other dimension where it was.
     """
     # Idea: a swap is its own inverse.
     # YOUR CODE HERE
@@ -487,7 +500,8 @@ def _transpose_backward(node, grad):
 
 @backward_rule("permute")
 def _permute_backward(node, grad):
-    """y = x.permute(dims) (attrs: dims)."""
+    """y = x.permute(dims) (attrs: dims, a permutation of 0..x.ndim-1; output dim k is
+    input dim dims[k]). Also records x.T."""
     # Idea: undo the permutation.
     # YOUR CODE HERE
     raise NotImplementedError('_permute_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -495,7 +509,7 @@ def _permute_backward(node, grad):
 
 @backward_rule("view", "reshape", "squeeze", "unsqueeze")
 def _reshape_backward(node, grad):
-    """y = x.view/reshape/squeeze/unsqueeze(...)."""
+    """y = x.view/reshape/squeeze/unsqueeze(...) (also flatten); x may be non-contiguous."""
     # Idea: same elements in the same order, another shape.
     # YOUR CODE HERE
     raise NotImplementedError('_reshape_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -503,7 +517,8 @@ def _reshape_backward(node, grad):
 
 @backward_rule("expand")
 def _expand_backward(node, grad):
-    """y = x.expand(shape)."""
+    """y = x.expand(shape) (also broadcast_to, expand_as): new leading dimensions and
+    size-1 dimensions stretched."""
     # Idea: expand is broadcasting, done as a view.
     # YOUR CODE HERE
     raise NotImplementedError('_expand_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -546,9 +561,11 @@ def linear_weight_grad(a, g):
     """The gradient of W in Y = A @ W, where A has batch dims and W is one matrix.
 
     Contract: `a` is a numpy array of shape (..., n, k), `g` (the upstream gradient of Y)
-    of shape (..., n, m) with the same leading dims (at least one row). Returns the (k, m)
-    array sum over every batch entry b of a[b].T @ g[b], computed as ONE 2-D matrix
-    product (no batched matmul, no summing of per-batch products).
+    of shape (..., n, m) with the same leading dims (one or more of them, at least one
+    row); either may be non-contiguous. Returns the (k, m) array sum over every batch entry
+    b of a[b].T @ g[b], computed as ONE 2-D matrix product over all rows: no batched
+    matmul, no product per batch entry or per row, nothing summed afterwards (the check
+    and the tests watch which numpy operations it makes).
     """
     # Idea: the batch boundaries do not matter: all rows of all matrices are one long matrix.
     # YOUR CODE HERE
@@ -558,7 +575,8 @@ def linear_weight_grad(a, g):
 # -- cell 43 (rules-reductions) --
 @backward_rule("sum")
 def _sum_backward(node, grad):
-    """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints; keepdim).
+    """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints, every dim of x
+    for a full sum; keepdim). x may be 0-d.
 
     Contract (every rule below): returns a tuple, one numpy gradient per input, each of
     that input's shape (None for an input that does not require grad).
@@ -570,7 +588,7 @@ def _sum_backward(node, grad):
 
 @backward_rule("mean")
 def _mean_backward(node, grad):
-    """y = x.mean(dim, keepdim)."""
+    """y = x.mean(dim, keepdim) (attrs as for sum). x may be 0-d."""
     # Idea: a mean is a sum divided by how many elements it summed.
     # YOUR CODE HERE
     raise NotImplementedError('_mean_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -578,7 +596,12 @@ def _mean_backward(node, grad):
 
 @backward_rule("matmul")
 def _matmul_backward(node, grad):
-    """y = a @ b with numpy's rules (1-D operands, broadcast batch dims)."""
+    """y = a @ b with numpy's rules: 1-D operands (promoted to a row or a column, the extra
+    dim dropped), and batch dims that broadcast against each other, (2, 1, 3, 4) @ (5, 4, 2)
+    included. Returns (grad_a, grad_b), of a's and b's shapes; None is allowed for an
+    input that does not require grad (and saves its product). When a has batch dims and b
+    is one matrix (a batched Linear layer), b's gradient is one 2-D matrix product over all
+    rows, as in linear_weight_grad (no batched product, nothing summed afterwards)."""
     # Idea: the formulas are the 2-D ones; the shapes are the work.
     # YOUR CODE HERE
     raise NotImplementedError('_matmul_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -674,7 +697,8 @@ def _relu_backward(node, grad):
     """y = max(x, 0).
 
     Contract (every rule in this cell): returns a one-element tuple, the gradient of the
-    input (a numpy array of its shape).
+    input (a numpy array of its shape). For relu: the gradient is 0 where x <= 0, at
+    exactly 0 (and -0.0) included, as in PyTorch.
     """
     # Idea: the gradient passes where the unit was on; PyTorch's slope at 0 is 0.
     # YOUR CODE HERE
@@ -699,7 +723,7 @@ def _tanh_backward(node, grad):
 
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
-    """y = softmax(x, dim) (attrs: dim)."""
+    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
     # Idea: the VJP of diag(s) - s sᵀ, without building the matrix.
     # YOUR CODE HERE
     raise NotImplementedError('_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -707,7 +731,7 @@ def _softmax_backward(node, grad):
 
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
-    """y = log_softmax(x, dim) (attrs: dim)."""
+    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
     # Idea: exp of the saved output is the softmax.
     # YOUR CODE HERE
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -718,9 +742,14 @@ def _log_softmax_backward(node, grad):
 def _nll_loss_backward(node, grad):
     """loss = nll_loss(logp, target, weight, ignore_index, reduction).
 
-    attrs: target (an int numpy array, (N,) or () for a 1-D input), weight (None or a (C,)
-    numpy array), ignore_index (an int), reduction ("mean", "sum" or "none"). The input is
-    (N, C) or (C,). The gradient is 0 except at each valid sample's target column.
+    The input logp has one of three shapes: (C,), (N, C), or (N, C, d1, d2, ...) (K
+    dimensions after the class dimension, e.g. a class per pixel: the class dimension is
+    always dim 1, and each position (n, d1, d2, ...) is a sample).
+    attrs: target (an int numpy array of logp's shape without the class dimension: (),
+    (N,) or (N, d1, d2, ...)), weight (None or a (C,) numpy array), ignore_index (an int;
+    targets equal to it are not class indices), reduction ("mean", "sum" or "none"; with
+    "none", `grad` has target's shape, otherwise it is 0-d). Returns (grad_logp,), of
+    logp's shape: 0 except at each valid sample's target class, and 0 for ignored samples.
     """
     # Idea: only the picked log-probabilities appear in the loss.
     # YOUR CODE HERE
