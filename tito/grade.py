@@ -428,6 +428,9 @@ def _run_tests(g: Grading, work: Path, notebook_path: Path, result: Result, seco
         try:
             proc = subprocess.Popen(cmd, cwd=scratch, env=run_env, stdout=log, stderr=subprocess.STDOUT,
                                     pass_fds=(write_fd,), start_new_session=True)
+        except BaseException:
+            os.close(read_fd)
+            raise
         finally:
             os.close(write_fd)
         reader.start()
@@ -504,8 +507,8 @@ def grade_one(g: Grading, student: str, notebook_path: Path, with_tests: bool = 
     work.mkdir(parents=True)
     source = g.template / "source" / module.slug / f"{module.name}.ipynb"
     hooks = scan.tampering(nbformat.reads(data.decode("utf-8"), as_version=4), nbformat.read(source, as_version=4))
-    folder = _run_notebooks(g, work, {student: notebook_path}, {student: result})
     try:
+        folder = _run_notebooks(g, work, {student: notebook_path}, {student: result})
         if with_tests and result.status != "not graded":
             _run_tests(g, work, notebook_path, result, g.budget - (time.monotonic() - started))
             _disagreement(result)
