@@ -6,6 +6,8 @@ Each module lists them in `solutions/NN_name/mutants.toml`:
     name = "strides-as-list"                  # short, unique in the module
     says = "strides returned as a list"        # the mistake, in one line
     cell = "contiguous-strides"                # optional: the grade_id of the cell to edit
+    function = "_contiguous_strides"           # optional: the student's function it breaks,
+                                               # when its edit is not inside that function
     find = "return tuple(sizes)"               # text inside one solution region ...
     replace = "return list(sizes)"             # ... and what the mistake makes of it
 
@@ -40,6 +42,7 @@ class Mutant:
     find: str
     replace: str
     cell: str | None = None
+    function: str | None = None
 
 
 def _toml():
@@ -68,13 +71,14 @@ def load(module: Module) -> list[Mutant]:
         missing = [k for k in ("name", "says", "find", "replace") if not isinstance(entry.get(k), str)]
         if missing:
             raise TitoError(f"{rel}, mutant {i}: needs the text field(s) {', '.join(missing)}.")
-        unknown = set(entry) - {"name", "says", "find", "replace", "cell"}
+        unknown = set(entry) - {"name", "says", "find", "replace", "cell", "function"}
         if unknown:
             raise TitoError(f"{rel}, mutant {entry['name']!r}: unknown field(s) {', '.join(sorted(unknown))}.")
         if entry["name"] in seen:
             raise TitoError(f"{rel}: two mutants are named {entry['name']!r}.")
         seen.add(entry["name"])
-        mutants.append(Mutant(entry["name"], entry["says"], entry["find"], entry["replace"], entry.get("cell")))
+        mutants.append(Mutant(entry["name"], entry["says"], entry["find"], entry["replace"], entry.get("cell"),
+                              entry.get("function")))
     return mutants
 
 

@@ -239,21 +239,34 @@ def _test_id(classname: str, name: str) -> str:
     return "::".join([*parts[-1:], name])
 
 
+def _tokens(text: str) -> list[str]:
+    """'test_int8_linear_exact' -> ['test', 'int8', 'linear', 'exact']; CamelCase splits too."""
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text)
+    return [t for t in re.split(r"[^A-Za-z0-9]+", text.lower()) if t]
+
+
+def _contains(tokens: list[str], part: list[str]) -> bool:
+    return any(tokens[i:i + len(part)] == part for i in range(len(tokens) - len(part) + 1))
+
+
 def _unit_of(test: str, stubs: list[dict]) -> tuple[str, int] | None:
-    """The stub a test is named after (test_numerical_grad_x tests `numerical_grad`)."""
-    name = test.split("::")[-1].split("[")[0].lower()
-    # a test of one op's rule names the op as a parameter: [op=div-sa=...] tests `_div_backward`
+    """The stub a test is named after (test_numerical_grad_x tests `numerical_grad`): the
+    stub's words appear whole in the test's name (test_quantizedlinear does not test
+    `_quantize`); a method counts only with its class named too."""
+    name = _tokens(test.split("::")[-1].split("[")[0])
+    # a test of one op's rule names the op as its `op` or `name` parameter: [op=div] tests `_div_backward`
     params = test.split("[", 1)[1].rstrip("]") if "[" in test else ""
-    ops = {token.split("=", 1)[1].lower() for token in params.split("-") if "=" in token}
+    ops = {token.split("=", 1)[1].lower() for token in params.split("-")
+           if token.split("=", 1)[0] in ("op", "name") and "=" in token}
     for position, stub in enumerate(stubs):
         if stub["name"].strip("_").lower() in {f"{op}_backward" for op in ops}:
             return stub["name"], position
     best = None
     for position, stub in enumerate(stubs):
-        parts = [p.strip("_").lower() for p in stub["name"].split(".")]
-        # a method counts only with its class named too (test_softplus_backward, not test_backward)
-        if all(len(p) >= 3 and p in name for p in parts):
-            size = sum(len(p) for p in parts)
+        parts = [_tokens(p) for p in stub["name"].split(".")]
+        # MinMaxObserver is named min_max_observer or minmaxobserver in a test's name
+        if all(part and (_contains(name, part) or "".join(part) in name) for part in parts):
+            size = sum(len(t) for part in parts for t in part)
             if best is None or size > best[2]:
                 best = (stub["name"], position, size)
     return best[:2] if best else None

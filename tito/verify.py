@@ -314,6 +314,19 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
 
 
 
+def check_attribution(root, solutions, module, mutant):
+    """Does `tito test`'s first group name the function this mutant breaks?"""
+    from tito import attribution
+
+    started = time.perf_counter()
+    try:
+        ok, how = attribution.attributed(root, solutions, module, mutant)
+    except TitoError as exc:
+        ok, how = False, exc.message
+    return [(f"{module.slug}: mutant {mutant.name} is filed under its function", ok, how,
+             time.perf_counter() - started)]
+
+
 def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...]) -> int:
     """`tito mutants NN`: check one module's mutants (for authors writing them)."""
     root = find_root()
@@ -337,6 +350,8 @@ def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...])
             futures.append(pool.submit(check_graded_cells, module, variant, found))
         if "tests" in halves:
             futures += [pool.submit(check_mutant_tests, root, solutions, module, m) for m in found]
+        if "attribution" in halves:
+            futures += [pool.submit(check_attribution, root, solutions, module, m) for m in found]
         for future in futures:
             for name, ok, detail, seconds in future.result():
                 checks.report(name, ok, detail, seconds=seconds)
@@ -345,5 +360,6 @@ def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...])
     if not names and len(mutants.load(module)) < mutants.MINIMUM:
         checks.report(f"at least {mutants.MINIMUM} mutants", False,
                       f"{mutants.mutants_path(module).relative_to(root)} lists {len(found)}.")
-    print(f"\nmutants: {checks.passed} caught, {len(checks.failed)} not", flush=True)
+    word = "attributed" if halves == ("attribution",) else "caught"
+    print(f"\nmutants: {checks.passed} {word}, {len(checks.failed)} not", flush=True)
     return 1 if checks.failed else 0

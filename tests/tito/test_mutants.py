@@ -62,3 +62,29 @@ def test_tito_mutants_reports_caught_and_surviving_mutants(course):
     assert "✗ 02_activations: mutant equivalent fails a graded check cell" in out.stdout
     assert "every graded check cell still passes" in out.stdout
     assert "at least 8 mutants" in out.stdout  # two listed is too few
+
+
+def test_a_mutant_is_aimed_at_the_student_function_whose_region_it_edits():
+    """tito mutants --attribution compares tito test's first group with this function."""
+    from pathlib import Path
+
+    from tito import attribution
+
+    module = resolve("15", Path(__file__).resolve().parents[2])
+    by_name = {m.name: m for m in mutants.load(module)}
+    assert attribution.target(module, by_name["int8-accumulate-in-int8"]) == "_int8_linear"
+    assert attribution.target(module, by_name["observer-keeps-last-batch"]) == "MinMaxObserver.forward"
+    declared = mutants.Mutant("x", "x", by_name["quantize-floor"].find, "y", function="_dequantize")
+    assert attribution.target(module, declared) == "_dequantize"
+
+
+def test_a_test_is_the_unit_test_of_the_stub_whose_words_its_name_holds_whole():
+    from tito.testing import _unit_of
+
+    stubs = [{"name": n} for n in ("_quantize", "_int8_linear", "MinMaxObserver.forward", "_mean_backward",
+                                   "_div_backward")]
+    assert _unit_of("t.py::test_quantizedlinear_is_close", stubs) is None  # not a test of _quantize
+    assert _unit_of("t.py::test_int8_linear_exact[seed=0]", stubs)[0] == "_int8_linear"
+    assert _unit_of("t.py::test_minmaxobserver_forward_keeps_range", stubs)[0] == "MinMaxObserver.forward"
+    assert _unit_of("t.py::test_loss_grads[reduction=mean]", stubs) is None  # a parameter, not an op
+    assert _unit_of("t.py::test_rules[op=div]", stubs)[0] == "_div_backward"
