@@ -12,7 +12,8 @@ import re
 
 import numpy as np
 
-__all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state"]
+__all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "spied",
+           "one_gemm_problems"]
 
 
 def _as_numpy(value):
@@ -126,3 +127,62 @@ def preserved_state():
             _t._rng = rng
             rng.bit_generator.state = rng_state
         np.random.set_state(np_state)
+
+
+class _Spy(np.ndarray):
+    """An array that notes each numpy computation it takes part in, as (name, operand
+    shapes, result shape). `@`, np.matmul and the other ufuncs (their reductions: `.sum()` is
+    "add.reduce") come through __array_ufunc__; np.dot, np.einsum, np.tensordot, ... through
+    __array_function__; the .dot method is overridden. Results stay spies, so what is
+    computed from them is noted too."""
+
+    log: list = []
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [x.view(np.ndarray) if isinstance(x, _Spy) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, _Spy) else o for o in kwargs["out"])
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        _Spy.log.append((name, tuple(np.shape(x) for x in plain), np.shape(result)))
+        return result.view(_Spy) if type(result) is np.ndarray else result
+
+    def __array_function__(self, func, types, args, kwargs):
+        result = super().__array_function__(func, types, args, kwargs)
+        _Spy.log.append((func.__name__, tuple(x.shape for x in args if isinstance(x, np.ndarray)),
+                         getattr(result, "shape", ())))
+        return result
+
+    def dot(self, other, *args, **kwargs):
+        result = self.view(np.ndarray).dot(np.asarray(other), *args, **kwargs)
+        _Spy.log.append(("dot", (self.shape, getattr(other, "shape", ())), result.shape))
+        return result.view(_Spy)
+
+
+def spied(fn, *arrays):
+    """(fn's result, the numpy computations it made) for fn run on spying copies of
+    `arrays`: each computation as (name, operand shapes, result shape).
+
+    Why: a contract such as "one matrix product" is about how a result is computed, which
+    comparing values cannot see."""
+    _Spy.log = []
+    result = fn(*(np.asarray(a).view(_Spy) for a in arrays))
+    return result, list(_Spy.log)
+
+
+_MATRIX_PRODUCTS = {"matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron"}
+
+
+def one_gemm_problems(log, weight_shape):
+    """What keeps the computations in `log` (from `spied`) from being one matrix product over
+    all rows giving the whole `weight_shape` result: a product of two stacks of matrices
+    (tensordot reshapes to 2-D itself), several products with that result (one per batch
+    entry or row), a sum afterwards. An empty list when there is none."""
+    products = [e for e in log if e[0] in _MATRIX_PRODUCTS]
+    problems = [f"a batched product {e}" for e in products
+                if e[0] != "tensordot" and sum(len(s) > 2 for s in e[1]) >= 2]
+    per_part = [e for e in products if tuple(e[2]) == tuple(weight_shape)]
+    if len(per_part) > 1:
+        problems.append(f"{len(per_part)} products of the {tuple(weight_shape)} shape, not one: {per_part[:3]}")
+    problems += [f"a sum afterwards {e}" for e in log if e[0].endswith(".reduce") and np.prod(e[2]) < np.prod(e[1][0])]
+    return problems

@@ -176,7 +176,8 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 # %%
 import tinytorch as tt
 from tinytorch import Tensor
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, one_gemm_problems, preserved_state,
+                               spied)
 
 w = tt.tensor(2.0, requires_grad=True)
 x = tt.tensor(3.0)
@@ -1627,48 +1628,15 @@ def linear_weight_grad(a, g):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-linear-weight-grad", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-class _Spy(np.ndarray):
-    """An array that notes each numpy computation it takes part in: (name, operand shapes,
-    result shape). `@` and the ufuncs (with their reductions: .sum() is "add.reduce") come
-    through __array_ufunc__; np.dot, np.einsum, np.tensordot, ... through __array_function__."""
-    log = []
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        plain = [x.view(np.ndarray) if isinstance(x, _Spy) else x for x in inputs]
-        if "out" in kwargs:
-            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, _Spy) else o for o in kwargs["out"])
-        result = getattr(ufunc, method)(*plain, **kwargs)
-        _Spy.log.append((ufunc.__name__ + ("" if method == "__call__" else "." + method),
-                         tuple(np.shape(x) for x in plain), np.shape(result)))
-        return result.view(_Spy) if type(result) is np.ndarray else result  # results keep spying
-
-    def __array_function__(self, func, types, args, kwargs):
-        result = super().__array_function__(func, types, args, kwargs)
-        _Spy.log.append((func.__name__, tuple(x.shape for x in args if isinstance(x, np.ndarray)),
-                         getattr(result, "shape", ())))
-        return result
-
-    def dot(self, other, *args, **kwargs):  # the method form of np.dot
-        result = self.view(np.ndarray).dot(np.asarray(other), *args, **kwargs)
-        _Spy.log.append(("dot", (self.shape, getattr(other, "shape", ())), result.shape))
-        return result.view(_Spy)
-
-
 def _check_one_gemm(fn, arrays, what, expected):
-    """Run fn on spying copies of `arrays` and check that its (k, m) weight gradient comes
-    from one matrix product over all rows: no product of two stacks of matrices, one
-    product with a (k, m) result (not one per batch entry or per row), nothing summed
-    afterwards. `expected` is that one product. Returns fn's result and what was seen."""
-    _Spy.log = []
-    result = fn(*(np.asarray(a).view(_Spy) for a in arrays))
-    weight_shape = expected[0][2]
-    products = [e for e in _Spy.log if e[0] in ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron")]
-    batched = [e for e in products if e[0] != "tensordot" and sum(len(x) > 2 for x in e[1]) >= 2]
-    per_part = [e for e in products if e[2] == weight_shape]
-    sums = [e for e in _Spy.log if e[0].endswith(".reduce") and np.prod(e[2]) < np.prod(e[1][0])]
-    seen = [e for e in _Spy.log if e in products or e in sums]
-    check(not batched and len(per_part) <= 1 and not sums,
-          f"{what}: one matrix product over all rows gives the whole {weight_shape} gradient "
+    """Check that fn's (k, m) weight gradient comes from one matrix product over all rows
+    (tinytorch.testing.one_gemm_problems); `expected` is that one product. Returns fn's
+    result and the products and sums it made."""
+    result, log = spied(fn, *arrays)
+    seen = [e for e in log if e[0] in ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron")
+            or e[0].endswith(".reduce")]
+    check(not one_gemm_problems(log, expected[0][2]),
+          f"{what}: one matrix product over all rows gives the whole {expected[0][2]} gradient "
           f"(no batched product, no product per batch entry or per row, no sum afterwards)",
           got=seen, expected=expected)
     return result, seen

@@ -7,6 +7,7 @@ import tinytorch as tt
 from tinytorch import autograd
 from tinytorch.autograd import Function, gradcheck
 from tinytorch.autograd.engine import Softplus, linear_weight_grad
+from tinytorch.testing import one_gemm_problems, spied
 
 
 class Scale(Function):
@@ -95,59 +96,11 @@ def test_linear_weight_grad_is_the_sum_over_the_batch(sa, sg):
                                rtol=1e-10, atol=1e-12)
 
 
-class Spy(np.ndarray):
-    """An array that notes every numpy computation it takes part in: (name, operand shapes,
-    result shape).
-
-    `@`, np.matmul and the other ufuncs (their reductions, e.g. .sum(), as "add.reduce") come
-    through __array_ufunc__; np.dot, np.einsum, np.tensordot, np.sum ... through
-    __array_function__; the .dot method is overridden. Results stay spies, so what is
-    computed from them is noted too."""
-
-    log = []
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        plain = [x.view(np.ndarray) if isinstance(x, Spy) else x for x in inputs]
-        if "out" in kwargs:
-            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, Spy) else o for o in kwargs["out"])
-        result = getattr(ufunc, method)(*plain, **kwargs)
-        name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
-        Spy.log.append((name, tuple(np.shape(x) for x in plain), np.shape(result)))
-        return result.view(Spy) if type(result) is np.ndarray else result
-
-    def __array_function__(self, func, types, args, kwargs):
-        result = super().__array_function__(func, types, args, kwargs)
-        Spy.log.append((func.__name__, tuple(x.shape for x in args if isinstance(x, np.ndarray)),
-                        getattr(result, "shape", ())))
-        return result
-
-    def dot(self, other, *args, **kwargs):
-        result = self.view(np.ndarray).dot(np.asarray(other), *args, **kwargs)
-        Spy.log.append(("dot", (self.shape, getattr(other, "shape", ())), result.shape))
-        return result.view(Spy)
-
-
-MATRIX_PRODUCTS = {"matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron"}
-
-
-def spied(fn, *arrays):
-    """fn(*arrays) run on spies: its result and the log of what it computed."""
-    Spy.log = []
-    result = fn(*(np.asarray(a).view(Spy) for a in arrays))
-    return result, list(Spy.log)
-
-
 def assert_one_gemm(log, weight_shape, what):
-    """The weight gradient comes from one matrix product over all rows: no product of two
-    stacks of matrices (tensordot reshapes to 2-D itself), one product with the weight's
-    shape as its result (not one per batch entry or per row), nothing summed afterwards."""
-    products = [e for e in log if e[0] in MATRIX_PRODUCTS]
-    batched = [e for e in products if e[0] != "tensordot" and sum(len(s) > 2 for s in e[1]) >= 2]
-    assert not batched, f"{what}: no batched product of two stacks of matrices, got {batched}"
-    per_part = [e for e in products if e[2] == weight_shape]
-    assert len(per_part) <= 1, f"{what}: one product over all rows, not one per batch entry or row, got {per_part}"
-    sums = [e for e in log if e[0].endswith(".reduce") and np.prod(e[2]) < np.prod(e[1][0])]
-    assert not sums, f"{what}: nothing is summed after the product (it adds over every row itself), got {sums}"
+    """The weight gradient comes from one matrix product over all rows (no batched product,
+    no product per batch entry or row, nothing summed afterwards)."""
+    problems = one_gemm_problems(log, weight_shape)
+    assert not problems, f"{what}: one matrix product over all rows, got " + "; ".join(problems)
 
 
 @pytest.mark.parametrize("sa, sg", [((3, 4, 5), (3, 4, 2)), ((2, 2, 3, 4), (2, 2, 3, 2))])
