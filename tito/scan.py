@@ -21,7 +21,8 @@ MODULES = {"builtins", "sys", "gc", "inspect", "ctypes", "atexit", "signal", "im
            "pluggy", "numpy.testing", "IPython", "ipykernel", "nbgrader", "nbclient", "jupyter_client",
            "traitlets", "faulthandler", "threading", "_thread", "multiprocessing", "subprocess", "socket", "code",
            "codeop", "types", "marshal", "dis", "sysconfig", "site", "runpy", "zipimport", "pkgutil", "unittest",
-           "mock", "xml", "sqlite3", "tinytorch.testing", "hypothesis", "pdb", "bdb", "trace", "tracemalloc"}
+           "mock", "xml", "sqlite3", "tinytorch.testing", "hypothesis", "pdb", "bdb", "trace", "tracemalloc",
+           "_tito_report"}
 # Attributes that reach into the test machinery, the interpreter or IPython.
 ATTRIBUTES = {
     # IPython's input, AST and exception machinery, and its events
