@@ -7,8 +7,8 @@ the grader's pipe (file descriptor $TITO_REPORT_FD): the test's id, its outcome 
 bound helpers are no longer the ones it bound. The grader (tito/grade.py, a process that
 never imports the student's package) counts the lines against the test list it collected
 from the reference: a test with no line failed; a test with two lines, or helpers reported
-changed, flag the run; a line for a test the reference does not list is ignored. Code that could rewrite this process can still lie;
-the static scan (tito/scan.py) and the grader's own count are the other layers.
+changed, flag the run; a line for a test the reference does not list is ignored. Code that
+could rewrite this process can still lie; the static scan (tito/scan.py) and the grader's own count are the other layers.
 """
 import builtins
 import json
