@@ -1,4 +1,5 @@
 """Shared test setup: make sure the package under test is the one tito built."""
+import importlib.util
 import os
 from pathlib import Path
 
@@ -6,12 +7,29 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
+
+def _load_sibling(name):
+    """A helper module beside this file (with --import-mode=importlib, tests/ is not on sys.path)."""
+    import sys
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+torch_reference = _load_sibling("torch_reference")
+
 # No example database: the suite leaves no .hypothesis/ cache in the student's folder.
 settings.register_profile("tinytorch", database=None, deadline=None)
 settings.load_profile("tinytorch")
 
 
 def pytest_configure(config):
+    if os.environ.get("TINYTORCH_PARITY") == "replay":  # asked for: prove the student install, no PyTorch at all
+        import sys
+        for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")] + ["torch", "safetensors.torch"]:
+            sys.modules[name] = None  # `import torch` now raises ImportError, even if it was loaded
     expected = os.environ.get("TINYTORCH_EXPECT")
     if not expected:
         return
@@ -27,11 +45,77 @@ def pytest_configure(config):
         )
 
 
+def _parity_mode() -> str:
+    mode = os.environ.get("TINYTORCH_PARITY") or ("live" if importlib.util.find_spec("torch") else "replay")
+    if mode not in torch_reference.MODES:
+        raise pytest.UsageError(f"TINYTORCH_PARITY={mode!r}: use one of {', '.join(torch_reference.MODES)}")
+    return mode
+
+
+_STORED = {}  # reference file -> {test name: (events, arrays)}, read once per run
+_RECORDED = {}  # reference file -> {test name: (events, arrays)}, written at the end (record mode)
+
+
+def _seed_for(request, real_torch):
+    """A parity test's inputs depend on the test alone, not on which tests ran before it (its
+    recorded answers are for those inputs): numpy's, tinytorch's and PyTorch's generators and
+    the test file's own module-level generators start from a seed derived from the test's id."""
+    import zlib
+
+    seed = zlib.crc32(request.node.nodeid.encode("utf-8"))
+    np.random.seed(seed)
+    for value in vars(request.module).values():
+        if isinstance(value, np.random.Generator):
+            value.bit_generator.state = np.random.default_rng(seed).bit_generator.state
+        elif isinstance(value, np.random.RandomState):
+            value.seed(seed)
+    try:
+        import tinytorch
+        tinytorch.manual_seed(seed)
+    except Exception:  # noqa: BLE001 - a package without a working manual_seed yet: its own tests say so
+        pass
+    if real_torch is not None:
+        real_torch.manual_seed(seed)
+
+
 @pytest.fixture
-def torch():
-    """PyTorch, for parity tests. PyTorch is an optional extra for students, so without it these
-    tests are skipped with this reason; `tito verify` (CI) fails on any skip, so they always run there."""
-    return pytest.importorskip("torch", reason="parity test: install PyTorch with pip install -e '.[parity]'")
+def torch(request):
+    """PyTorch, for parity tests: live where it is installed; where it is not (the student
+    install), its answers replayed from the file stored beside the test (tests/torch_reference.py)."""
+    mode = _parity_mode()
+    path = torch_reference.reference_path(request.node.path)
+    name = request.node.nodeid.split("::", 1)[1]
+    if path not in _STORED:
+        _STORED[path] = torch_reference.load(path)
+    events, arrays = _STORED[path].get(name, (None, []))
+    real = None
+    if mode != "replay":
+        if mode == "record" and os.environ.get("PYTEST_XDIST_WORKER"):
+            pytest.fail("TINYTORCH_PARITY=record writes one file per test file: run it without -n")
+        import torch as real
+    _seed_for(request, real)
+    session = torch_reference.Session(request.node.nodeid, mode, events, arrays, real)
+    yield session.root
+    if mode == "record":
+        _RECORDED.setdefault(path, {})[name] = (session.events, session.arrays)
+    elif mode == "check" and getattr(request.node, "_tito_call_passed", False) and len(session.events) != len(events or []):
+        pytest.fail(f"{request.node.nodeid}: the test asked PyTorch {len(session.events)} things, the stored "
+                    f"answers have {len(events or [])}: record them again (TINYTORCH_PARITY=record)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """TINYTORCH_PARITY_ONLY=1 (tito verify's drift check): only the tests that ask PyTorch."""
+    if os.environ.get("TINYTORCH_PARITY_ONLY") == "1":
+        keep = [item for item in items if "torch" in getattr(item, "fixturenames", ())]
+        config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+        items[:] = keep
+
+
+def pytest_sessionfinish(session):
+    for path, tests in _RECORDED.items():
+        stored = torch_reference.load(path)
+        stored.update(tests)
+        torch_reference.save(path, stored)
 
 
 @pytest.fixture(autouse=True)
@@ -98,6 +182,8 @@ def pytest_runtest_makereport(item, call):
     first test that runs past its time limit, stop: an endless loop costs one timeout."""
     outcome = yield
     report = outcome.get_result()
+    if report.when == "call":
+        item._tito_call_passed = report.passed  # the parity drift check counts a whole run's questions
     if call.excinfo is None or not report.failed:
         return
     frames = _frames(call.excinfo.tb)

@@ -10,7 +10,7 @@ from tito.course import available_modules, find_root
 
 REQUIRED = ["numpy", "numba", "matplotlib", "pytest", "pytest_timeout", "hypothesis",
             "jupytext", "nbformat", "nbclient", "ipykernel", "tqdm", "safetensors"]
-OPTIONAL = {"torch": "parity tests against PyTorch: pip install -e \".[parity]\"",
+OPTIONAL = {"torch": "live parity tests (without it they replay stored answers): pip install -e \".[parity]\"",
             "nbgrader": "instructor autograding: pip install -e \".[instructor]\""}
 
 

@@ -58,7 +58,8 @@ def _course_of(package_parent: Path) -> Path:
     return package_parent
 
 
-def _env(package_parent: Path) -> dict:
+def suite_env(package_parent: Path) -> dict:
+    """The environment of a test run against the package in `package_parent`."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(package_parent)
     env["PYTHONSAFEPATH"] = "1"  # the cwd must not shadow the package under test
@@ -148,7 +149,7 @@ def check_import(package_parent: Path) -> str | None:
     top level of an exported cell is reported plainly instead of hanging the test run."""
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", "import tinytorch"], env=_env(package_parent),
+            [sys.executable, "-c", "import tinytorch"], env=suite_env(package_parent),
             capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
@@ -188,7 +189,7 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
             cmd += ["-o", f"timeout={int(os.environ['TITO_TEST_TIMEOUT'])}"]
         try:
             proc = subprocess.run(
-                cmd, cwd=module.root, env=_env(package_parent), timeout=SUITE_TIMEOUT_S,
+                cmd, cwd=module.root, env=suite_env(package_parent), timeout=SUITE_TIMEOUT_S,
                 capture_output=not show_output, text=True,
                 # Ctrl-C reaches tito alone, which stops pytest and prints one line (not
                 # pytest's 40-line start-up traceback).
@@ -216,7 +217,7 @@ def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[st
         xml, log = Path(tmp) / "report.xml", Path(tmp) / "pytest.log"
         args = [str(module.tests_path), "-q", "--tb=no", "-rN", "-p", "no:cacheprovider", f"--junitxml={xml}",
                 "-o", "junit_family=xunit1", *extra_args]
-        code = forkrun.run_pytest(args, env=_env(package_parent), cwd=module.root, log=log, timeout=SUITE_TIMEOUT_S)
+        code = forkrun.run_pytest(args, env=suite_env(package_parent), cwd=module.root, log=log, timeout=SUITE_TIMEOUT_S)
         tail = "\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]) if log.is_file() else ""
         if code is None:
             return Outcome(problem=f"the test run did not finish in {SUITE_TIMEOUT_S // 60} minutes")

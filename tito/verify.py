@@ -61,7 +61,7 @@ def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str,
     ok = outcome.ok and outcome.skipped == 0
     detail = testing.summary(module, outcome, "the solutions")
     if outcome.skipped:
-        detail += f"\n{outcome.skipped} test(s) skipped: parity tests must run (install the dev extra)."
+        detail += f"\n{outcome.skipped} test(s) skipped: no test may skip (parity tests replay their stored answers)."
     results.append((f"{module.slug}: solutions pass all {outcome.total} tests (modules 1-{module.number} built)", ok, detail,
                     time.perf_counter() - started))
 
@@ -207,13 +207,13 @@ class _Background:
     """A command running beside the checks, its output in a file (a pipe nobody reads while
     the checks run would fill and stall it); `finished[name]` gets its end time."""
 
-    def __init__(self, name, cmd, cwd, t0, finished):
+    def __init__(self, name, cmd, cwd, t0, finished, env=None):
         import tempfile
         import threading
 
         self.log = tempfile.TemporaryFile(mode="w+")
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, text=True, env=env)
 
         def wait():
             self.proc.wait()
@@ -235,6 +235,10 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     # Checks run side by side: one BLAS thread each, or the threads fight over the cores.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    # The module checks run as a student's install does: PyTorch hidden, parity tests
+    # answered from their stored references (tests/torch_reference.py); the drift check
+    # below compares those references with live PyTorch.
+    os.environ.setdefault("TINYTORCH_PARITY", "replay")
     modules = [resolve(spec, root) for spec in only] if only else available_modules(root)
     print(f"tito verify: {len(modules)} module(s): " + ", ".join(m.slug for m in modules), flush=True)
 
@@ -254,10 +258,11 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
                                                    "-p", "no:cacheprovider", "-n", str(TITO_TEST_WORKERS),
                                                    "--dist", "load"], root, t0, finished)
     solutions = build.build_solutions(root)
-    milestones = None
+    milestones = drift = None
     if not only:  # every milestone meets its target on the reference build, alongside the rest
         milestones = _Background("milestones", [sys.executable, "-m", "tito", "milestone", "run", "all", "--solutions"],
                                  root, t0, finished)
+        drift = _parity_drift(root, solutions, t0, finished)
     variants = {m.slug: build.build_stub_variant(root, solutions, m) for m in modules}
     # Modules are independent given the solutions build: check them side by side, report in
     # order. The notebook runs come first, then the mutants' test runs, the later modules'
@@ -292,6 +297,12 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
         checks.report(name, ok, detail, seconds=seconds)
     book_pool.shutdown()
 
+    if drift is not None:
+        code, out, seconds = drift.result()
+        tail = "\n".join(out.strip().splitlines()[-25:])
+        last = tail.splitlines()[-1].strip("= ") if tail else ""
+        checks.report(f"parity references equal live PyTorch: {last}", code == 0, tail, seconds=seconds)
+
     if milestones is not None:
         code, out, seconds = milestones.result()
         tail = "\n".join(out.strip().splitlines()[-12:])
@@ -312,6 +323,15 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     print(f"\nverify: {checks.passed} passed, {len(checks.failed)} failed", flush=True)
     return 1 if checks.failed else 0
 
+
+
+def _parity_drift(root, solutions, t0, finished):
+    """Every parity test against live PyTorch on the reference build, each answer compared
+    with the one stored for the student install (TINYTORCH_PARITY=check), in the background."""
+    env = dict(testing.suite_env(solutions), TINYTORCH_PARITY="check", TINYTORCH_PARITY_ONLY="1")
+    suites = [str(m.tests_path) for m in available_modules(root) if m.tests_path.is_dir()]
+    return _Background("parity drift", [sys.executable, "-m", "pytest", *suites, "-q", "-p", "no:cacheprovider"],
+                       root, t0, finished, env=env)
 
 
 def check_attribution(root, solutions, module, mutant):

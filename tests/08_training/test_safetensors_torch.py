@@ -8,6 +8,7 @@ GPT and CNN round trips live with modules 13 and 09.
 """
 import numpy as np
 import pytest
+import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
 from tinytorch import nn
@@ -18,11 +19,11 @@ RTOL, ATOL = 1e-4, 1e-5
 
 def test_a_checkpoint_is_readable_by_pytorch(torch, tmp_path):
     """A whole checkpoint is a safetensors file too: PyTorch sees its tensors by path."""
-    import safetensors.torch
+    safetensors_torch = torch_reference.companion_module(torch, "safetensors.torch")
     from tinytorch.training import save_checkpoint
     tt.manual_seed(0)
     model = nn.Linear(3, 2)
     save_checkpoint(tmp_path / "run.ckpt", model, epoch=4)
-    state = safetensors.torch.load_file(str(tmp_path / "run.ckpt"))
+    state = safetensors_torch.load_file(str(tmp_path / "run.ckpt"))
     assert sorted(state) == ["model/bias", "model/weight"]
     np.testing.assert_array_equal(state["model/weight"].numpy(), model.weight.numpy())

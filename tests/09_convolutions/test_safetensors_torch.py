@@ -10,6 +10,7 @@ parameter names exactly.
 """
 import numpy as np
 import pytest
+import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
 from tinytorch import nn
@@ -62,10 +63,10 @@ def _images(seed):
 
 # ---------------------------------------------------------------- tinytorch -> file -> PyTorch
 def _ours_to_theirs(torch, tmp_path, ours, theirs):
-    import safetensors.torch
+    safetensors_torch = torch_reference.companion_module(torch, "safetensors.torch")
     path = tmp_path / "weights.safetensors"
     save(ours.state_dict(), path)
-    state = safetensors.torch.load_file(str(path))
+    state = safetensors_torch.load_file(str(path))
     assert set(state) == set(theirs.state_dict()), "the file's tensor names are PyTorch's names"
     theirs.load_state_dict(state)  # strict: every name and shape must match
 
@@ -76,7 +77,7 @@ def test_cnn_from_tinytorch_to_pytorch(torch, tmp_path):
     ours.train()
     for k in range(3):  # fill BatchNorm's running statistics: the buffers must travel too
         ours(tt.tensor(_images(10 + k) * 2 + 1))
-    theirs = _torch_cnn(torch)
+    theirs = torch_reference.built_by(torch, _torch_cnn)
     _ours_to_theirs(torch, tmp_path, ours, theirs)
     assert int(theirs.bn1.num_batches_tracked) == 3
     x = _images(3)
@@ -91,10 +92,10 @@ def test_cnn_from_tinytorch_to_pytorch(torch, tmp_path):
 
 # ---------------------------------------------------------------- PyTorch -> file -> tinytorch
 def _theirs_to_ours(torch, tmp_path, theirs, ours):
-    import safetensors.torch
+    safetensors_torch = torch_reference.companion_module(torch, "safetensors.torch")
     path = tmp_path / "from_torch.safetensors"
     # save_file refuses tensors sharing memory (the tied GPT head): store each as its own copy
-    safetensors.torch.save_file({k: v.detach().clone().contiguous() for k, v in theirs.state_dict().items()},
+    safetensors_torch.save_file({k: v.detach().clone().contiguous() for k, v in theirs.state_dict().items()},
                                 str(path))
     state = load(path)
     assert all(isinstance(v, tt.Tensor) for v in state.values())
@@ -104,7 +105,7 @@ def _theirs_to_ours(torch, tmp_path, theirs, ours):
 
 def test_cnn_from_pytorch_to_tinytorch(torch, tmp_path):
     torch.manual_seed(0)
-    theirs = _torch_cnn(torch)
+    theirs = torch_reference.built_by(torch, _torch_cnn)
     theirs.train()
     with torch.no_grad():
         for k in range(2):

@@ -1,6 +1,7 @@
 """FeedForward and TransformerBlock: values, shapes, causality, residuals, parity, gradcheck."""
 import numpy as np
 import pytest
+import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
 from tinytorch import nn
@@ -81,12 +82,18 @@ def test_block_gradcheck():
     assert gradcheck(lambda x: block(x), [x])
 
 
+def _torch_encoder_layer(torch):
+    """PyTorch's pre-norm encoder layer with tinytorch's GELU (the tanh form); its activation
+    is a function PyTorch calls, so it is built on live PyTorch (torch_reference.built_by)."""
+    return torch.nn.TransformerEncoderLayer(
+        16, 4, 32, dropout=0.0, batch_first=True, norm_first=True,
+        activation=lambda x: torch.nn.functional.gelu(x, approximate="tanh"))
+
+
 def test_block_matches_torch_encoder_layer(torch):
     tt.manual_seed(5)
     ours = nn.TransformerBlock(16, 4, 32)
-    theirs = torch.nn.TransformerEncoderLayer(
-        16, 4, 32, dropout=0.0, batch_first=True, norm_first=True,
-        activation=lambda x: torch.nn.functional.gelu(x, approximate="tanh"))
+    theirs = torch_reference.built_by(torch, _torch_encoder_layer)
     names = {"self_attn.in_proj_weight": "attn.in_proj_weight", "self_attn.in_proj_bias": "attn.in_proj_bias",
              "self_attn.out_proj.weight": "attn.out_proj.weight", "self_attn.out_proj.bias": "attn.out_proj.bias",
              "linear1.weight": "ff.fc1.weight", "linear1.bias": "ff.fc1.bias",

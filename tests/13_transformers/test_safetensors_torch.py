@@ -9,6 +9,7 @@ parameter names exactly.
 """
 import numpy as np
 import pytest
+import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
 from tinytorch import nn
@@ -80,10 +81,10 @@ def _tokens(seed):
 
 # ---------------------------------------------------------------- tinytorch -> file -> PyTorch
 def _ours_to_theirs(torch, tmp_path, ours, theirs):
-    import safetensors.torch
+    safetensors_torch = torch_reference.companion_module(torch, "safetensors.torch")
     path = tmp_path / "weights.safetensors"
     save(ours.state_dict(), path)
-    state = safetensors.torch.load_file(str(path))
+    state = safetensors_torch.load_file(str(path))
     assert set(state) == set(theirs.state_dict()), "the file's tensor names are PyTorch's names"
     theirs.load_state_dict(state)  # strict: every name and shape must match
 
@@ -96,7 +97,7 @@ def test_gpt_from_tinytorch_to_pytorch(torch, tmp_path):
     with tt.no_grad():
         for p in ours.parameters():  # move every parameter away from its init (LayerNorm's 1s too)
             p.add_(tt.tensor(np.random.default_rng(1).standard_normal(p.shape).astype(np.float32) * 0.1))
-    theirs = _torch_gpt(torch, c)
+    theirs = torch_reference.built_by(torch, _torch_gpt, c)
     _ours_to_theirs(torch, tmp_path, ours, theirs)
     idx = _tokens(2)
     ours.eval()
@@ -110,10 +111,10 @@ def test_gpt_from_tinytorch_to_pytorch(torch, tmp_path):
 
 # ---------------------------------------------------------------- PyTorch -> file -> tinytorch
 def _theirs_to_ours(torch, tmp_path, theirs, ours):
-    import safetensors.torch
+    safetensors_torch = torch_reference.companion_module(torch, "safetensors.torch")
     path = tmp_path / "from_torch.safetensors"
     # save_file refuses tensors sharing memory (the tied GPT head): store each as its own copy
-    safetensors.torch.save_file({k: v.detach().clone().contiguous() for k, v in theirs.state_dict().items()},
+    safetensors_torch.save_file({k: v.detach().clone().contiguous() for k, v in theirs.state_dict().items()},
                                 str(path))
     state = load(path)
     assert all(isinstance(v, tt.Tensor) for v in state.values())
@@ -125,7 +126,7 @@ def test_gpt_from_pytorch_to_tinytorch(torch, tmp_path):
     from tinytorch.nn import GPT
     c = _gpt_config()
     torch.manual_seed(0)
-    theirs = _torch_gpt(torch, c)
+    theirs = torch_reference.built_by(torch, _torch_gpt, c)
     with torch.no_grad():
         for p in theirs.parameters():
             p.add_(0.1 * torch.randn_like(p))

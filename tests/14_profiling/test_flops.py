@@ -1,6 +1,7 @@
 """The FLOP formulas equal hand counts, and PyTorch's FlopCounterMode on matmuls and convs."""
 import numpy as np
 import pytest
+import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
 from tinytorch import nn
@@ -83,7 +84,7 @@ def test_attention_flops_equal_profiled_sdpa(causal):
 
 
 def test_matmul_and_conv_flops_match_torch_flop_counter(torch):
-    from torch.utils.flop_counter import FlopCounterMode
+    FlopCounterMode = torch_reference.companion_module(torch, "torch.utils.flop_counter").FlopCounterMode
     x = np.random.default_rng(0).standard_normal((4, 3, 8, 8)).astype(np.float32)
     theirs = torch.nn.Sequential(torch.nn.Conv2d(3, 5, 3, stride=2, padding=1, bias=False), torch.nn.Flatten(),
                                  torch.nn.Linear(5 * 16, 7, bias=False))
@@ -98,7 +99,7 @@ def test_matmul_and_conv_flops_match_torch_flop_counter(torch):
 
 def test_mlp_forward_backward_flops_match_torch_flop_counter(torch):
     x = np.random.default_rng(1).standard_normal((6, 10)).astype(np.float32)
-    from torch.utils.flop_counter import FlopCounterMode
+    FlopCounterMode = torch_reference.companion_module(torch, "torch.utils.flop_counter").FlopCounterMode
     theirs = torch.nn.Sequential(torch.nn.Linear(10, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
     ours = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 4))
     with FlopCounterMode(display=False) as counter:

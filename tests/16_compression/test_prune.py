@@ -3,6 +3,7 @@ and the mask stays applied through training (pruned weights and their gradients 
 zero under SGD with momentum, Adam and AdamW)."""
 import numpy as np
 import pytest
+import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
 from tinytorch import nn
@@ -13,9 +14,7 @@ from tinytorch.optim import SGD, Adam, AdamW
 
 def _torch_prune(torch):
     """torch.nn.utils.prune (a submodule that `import torch` does not load)."""
-    import importlib
-
-    return importlib.import_module("torch.nn.utils.prune")
+    return torch_reference.companion_module(torch, "torch.nn.utils.prune")
 
 
 @pytest.mark.parametrize("shape", [(7,), (6, 9), (4, 3, 2, 2)])

@@ -2,6 +2,7 @@
 torch.nn.MultiheadAttention on the whole sequence)."""
 import numpy as np
 import pytest
+import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
 from tinytorch.nn import KVCache, MultiheadAttention
@@ -10,7 +11,7 @@ from tinytorch.nn.kv_cache import cached_attention, cached_causal_mask
 
 @pytest.mark.parametrize("T,past", [(1, 0), (4, 0), (1, 5), (2, 3), (3, 6)])
 def test_cached_causal_mask_is_the_bottom_right_triangle(torch, T, past):
-    from torch.nn.attention.bias import causal_lower_right
+    causal_lower_right = torch_reference.companion_module(torch, "torch.nn.attention.bias").causal_lower_right
 
     got = cached_causal_mask(T, past)
     assert got.dtype == tt.bool_ and got.shape == (T, past + T), f"expected a bool ({T}, {past + T}) mask, got {got.dtype} {got.shape}"

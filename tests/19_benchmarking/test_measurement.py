@@ -1,6 +1,7 @@
 """Measurement: statistics of per-run times (raw block times / number_per_run), like torch's."""
 import numpy as np
 import pytest
+import torch_reference  # registered by tests/conftest.py
 
 from tinytorch.utils.benchmark import BenchmarkError, Measurement, split_outliers
 
@@ -24,7 +25,8 @@ def test_measurement_median_is_robust_and_mean_is_not():
 
 @pytest.mark.parametrize("number", [1, 3, 100])
 def test_measurement_parity_with_torch(torch, number):
-    from torch.utils.benchmark.utils.common import Measurement as TorchMeasurement, TaskSpec
+    common = torch_reference.companion_module(torch, "torch.utils.benchmark.utils.common")
+    TorchMeasurement, TaskSpec = common.Measurement, common.TaskSpec
 
     raw = list(np.random.default_rng(number).exponential(1e-3, 23) + 1e-4)
     ours = Measurement(number, raw)
