@@ -25,9 +25,9 @@
 #
 # - explain why **reverse mode** gives the gradient with respect to *all* inputs in one
 #   backward pass that costs about as much as two or three forward passes;
-# - write **backward rules** as vector-Jacobian products, including **unbroadcasting**
-#   (summing a gradient back to the shape of a broadcast input) and rules for views,
-#   indexing, reductions, matmul, activations and losses;
+# - **derive** backward rules as vector-Jacobian products from the chain rule alone, and
+#   write them: arithmetic with **unbroadcasting** (summing a gradient back to the shape
+#   of a broadcast input), views, indexing, reductions, matmul, activations and losses;
 # - write the **engine**: an iterative topological sort of the graph that module 01 has
 #   been recording all along, and a backward loop that visits each node once and
 #   accumulates gradients into `.grad`;
@@ -35,8 +35,10 @@
 #   (`retain_graph`), and how `no_grad()`, `enable_grad()` and `detach()` switch recording;
 # - **verify** any gradient with `gradcheck` (float64 central differences) — the tool you
 #   will use in every later module that adds an op;
-# - add **your own op** in the style of `torch.autograd.Function`, deciding what its node
-#   saves for backward (`ctx.save_for_backward`), and prove it right with `gradcheck`;
+# - **design two ops of your own** in the style of `torch.autograd.Function` (softplus and
+#   log-sum-exp): derive the gradient, decide what the node saves for backward
+#   (`ctx.save_for_backward`), keep forward *and* backward finite at inputs like 1e4, and
+#   prove it right with `gradcheck`;
 # - explain why `.grad` **accumulates** and what `zero_grad` is for;
 # - **look at** a graph as text and as Graphviz DOT, and measure what it costs in memory
 #   and time, and why a Linear layer's weight gradient wants one big matrix product;
@@ -53,10 +55,18 @@
 #
 # Cells marked `#| export` become `tinytorch/autograd/engine.py` when you run
 # `tito export 06` (or `tito test module 06`). Cells with `# YOUR CODE HERE` are yours:
-# each stub's docstring is its contract (inputs, output, errors), the comment beside it is
-# the one idea it rests on. Think first; if you are stuck, open the collapsed hints in the
-# markdown cell just above the stub, one at a time ("The approach" is the last and
-# fullest). The check cell after each stub prints what it got and what it expected.
+# each stub's docstring is its contract (inputs, output, errors: *what*, never *how*), the
+# comment beside it is the one idea it rests on. Think first; if you are stuck, open the
+# collapsed hints in the markdown cell just above the stub, one at a time ("The approach"
+# is the last and fullest). The check cell after each stub prints what it got and what it
+# expected.
+#
+# **You derive the rules.** No backward formula is printed before you need it. Where a
+# rule is the point, the prose gives what a derivation needs (the definition of the op,
+# the chain rule, a worked example of a *different* op) and the check compares your rule
+# with the definition of the derivative: numerical differentiation, then `gradcheck`.
+# A summary table of the answers follows each group of exercises, folded: open it to
+# compare once your check passes. Keep paper and pencil at hand.
 
 # %%
 #| default_exp autograd.engine
@@ -91,13 +101,13 @@
 #
 # $$\bar x = \frac{\partial L}{\partial x} = \bar y^{\top} J ,$$
 #
-# the **vector-Jacobian product** (VJP), usually with a formula no bigger than the forward
-# op: for $y = x \odot w$ it is $\bar x = \bar y \odot w$; for $Y = XW$ it is
-# $\bar X = \bar Y W^\top$. That is why a backward pass costs only a small multiple of a
-# forward pass: a matmul's backward is two matmuls (one for each input), an elementwise op's
-# backward is one or two elementwise ops. For matmul-heavy models the backward pass does about
-# **twice the arithmetic** of the forward, so a whole training step (forward + backward) costs
-# about three forwards — for *all* the gradients at once. We measure it in section 15.
+# the **vector-Jacobian product** (VJP). Written out, $\bar x_i = \sum_j \bar y_j\,
+# \partial y_j / \partial x_i$: every output element that $x_i$ influenced sends back its
+# upstream gradient times its local slope. For the ops of a network this sum collapses to a
+# formula no bigger than the forward op itself — you will derive those formulas, op by op,
+# from section 6 on. That is why a backward pass costs only a small multiple of a forward
+# pass, for *all* the gradients at once; which multiple, you predict and measure in
+# section 15.
 #
 # In the picture, black numbers are the forward values for $w=2, x=3, b=1, y=5$, and red
 # numbers are the gradients that backward sends along each edge, right to left.
@@ -155,11 +165,12 @@ from tinytorch.utils.reload import reload_on_export
 reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
 
 # %% [markdown]
-# Follow one red number: $\partial L/\partial d = 2d = 4$ leaves `pow`; `sub` passes it on
-# unchanged to `add` and with a minus sign to `y` ($-4$); `add` copies it to both `mul` and
-# `b`; `mul` multiplies it by the *other* input: $4 \cdot x = 12$ for $w$ and $4 \cdot w = 8$
-# for $x$. Every op needed only its own inputs (or output) and the gradient arriving from
-# the right. That local recipe is a **backward rule**; you will write one per op.
+# Follow one red number: $\partial L/\partial d = 2d = 4$ leaves `pow`. Every other red
+# number is that 4 times one local derivative, multiplied along the way back. Before you go
+# on, check two of them with the chain rule on paper: why does `y` get $-4$, and why does
+# `mul` send $12$ to $w$ but $8$ to $x$? Every op needed only its own inputs (or output) and
+# the gradient arriving from the right. That local recipe is a **backward rule**; you will
+# derive and write one per op.
 #
 # ## 2. When the graph is built: module 01 has been recording it
 #
@@ -237,10 +248,12 @@ print("w is a leaf:", w.is_leaf, "| loss is a leaf:", loss.is_leaf, "| x require
 #
 # <details><summary>The approach</summary>
 #
-# On entry, push the mode that is on now onto the stack, switch to this class's mode, and
-# hand back the context object itself (what `with ... as c` binds). On exit, pop the mode
-# pushed by the matching entry and switch back to it, whatever happened in the block; say
-# that you did not handle the exception (a false return value), so that it propagates.
+# A context manager is two moments, and the only thing that has to travel from the first
+# to the second is the mode that was on before. One attribute would not do: an inner
+# entry of the same object would overwrite what the outer one saved. With a stack, every
+# exit finds the value of its own entry, whatever the nesting. The rest is Python's
+# protocol: what `__enter__` returns is what `as` binds, and what `__exit__` returns tells
+# Python whether the exception (if any) was dealt with — here nothing was.
 # </details>
 
 # %%
@@ -260,7 +273,7 @@ __all__ = [
     "no_grad", "enable_grad", "BACKWARD_RULES", "backward_rule", "call_rule", "unbroadcast",
     "next_nodes", "topological_order", "backward", "grad", "numerical_grad", "gradcheck",
     "GradcheckError", "format_graph", "print_graph", "to_dot", "free_node", "linear_weight_grad",
-    "Function", "FunctionCtx", "Softplus",
+    "Function", "FunctionCtx", "Softplus", "LogSumExp", "logsumexp",
 ]
 
 
@@ -508,10 +521,12 @@ def call_rule(node, grad):
 #
 # <details><summary>The approach</summary>
 #
-# Count how many more dimensions `grad` has than `shape`, and sum those leading ones away.
-# Now both have the same number of dimensions: collect every position where the target
-# size is 1 and the gradient's is not, and sum over all of them at once, keeping them as
-# size-1 dimensions. What is left has exactly `shape` (a scalar target sums everything).
+# Broadcasting stretched the input in two ways, and the gradient has to be folded back
+# along exactly those two. Dimensions the input never had carry nothing of their own: they
+# disappear in the fold. Dimensions where the input had size 1 are folded too, but they
+# must survive with size 1, or the result would not have the input's shape. Gathering every
+# such dimension first and reducing once is simpler (and faster) than one reduction per
+# dimension. A 0-d target is the extreme case: everything folds.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "unbroadcast", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -558,32 +573,62 @@ assert_equal(unbroadcast(_g1, (1, 6)), _g1, "unbroadcast of a (1, 6) gradient to
 print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).ravel())
 
 # %% [markdown]
-# ## 6. The first rules: arithmetic
+# ## 6. The first rules: arithmetic — derive them
 #
-# With $\bar y$ the upstream gradient, the VJPs of the elementwise ops are the derivatives
-# you know, multiplied elementwise by $\bar y$, then unbroadcast to each input's shape:
+# Everything you need is the chain rule from section 1. For an op with output elements
+# $y_j$ and an input $a$:
 #
-# | op | $\bar a$ | $\bar b$ |
-# |---|---|---|
-# | `a + b` | $\bar y$ | $\bar y$ |
-# | `a - b` | $\bar y$ | $-\bar y$ |
-# | `a * b` | $\bar y \, b$ | $\bar y \, a$ |
-# | `a / b` | $\bar y / b$ | $-\bar y \, a / b^2$ |
-# | `exp(a)` | $\bar y \, e^a = \bar y \cdot \text{output}$ | |
-# | `log(a)` | $\bar y / a$ | |
+# $$\bar a_i = \frac{\partial L}{\partial a_i} = \sum_j \frac{\partial L}{\partial y_j}\,
+# \frac{\partial y_j}{\partial a_i} = \sum_j \bar y_j \, \frac{\partial y_j}{\partial a_i} .$$
 #
-# Note `exp`: its derivative *is* its output, so the rule reuses `node.output` instead of
-# computing `exp` again — saving the right tensors is half the art of writing backward
-# rules. Write the six rules below (each returns a tuple, one entry per input).
+# For an **elementwise** op with inputs of the same shape, $y_j$ depends only on $a_j$ (and
+# $b_j$), so a single term of that sum survives: $\bar a_i$ is $\bar y_i$ times the ordinary
+# partial derivative of the scalar function at $(a_i, b_i)$. With **broadcasting**, one
+# input element feeds several outputs and the sum keeps several terms: that is exactly
+# what `unbroadcast` adds up.
+#
+# **A worked example of a different op.** `hypot(a, b)` $= \sqrt{a^2 + b^2}$, the length
+# of the vector $(a, b)$, elementwise with broadcasting. Its partial derivatives are
+#
+# $$\frac{\partial y}{\partial a} = \frac{a}{\sqrt{a^2+b^2}} = \frac{a}{y}, \qquad
+# \frac{\partial y}{\partial b} = \frac{b}{y} ,$$
+#
+# so its rule would be
+#
+# ```python
+# @backward_rule("hypot")
+# def _hypot_backward(node, grad):
+#     a, b = node.inputs
+#     y = node.output                       # the saved output spares a second square root
+#     return (unbroadcast(grad * a.numpy() / y, a.shape),
+#             unbroadcast(grad * b.numpy() / y, b.shape))
+# ```
+#
+# Three lessons carry over to every rule: each input's entry is the upstream gradient times
+# *its own* partial derivative; that product has the output's shape and must be folded to
+# the input's; and a partial derivative that can be written with the saved output (or
+# input) should be — backward then recomputes nothing.
+#
+# **Your turn.** For each of the six ops below — `a + b`, `a - b`, `a * b`, `a / b`,
+# `exp(a)`, `log(a)` — write the partial derivatives on paper first, decide what each
+# needs to read from the node, then write the rule. The check compares your rules with the
+# derivative computed straight from its definition, not from a formula; a summary table
+# to compare with follows it, folded.
 #
 # <details><summary>Hint 1</summary>
 #
 # Everything a rule needs is on the node: the input tensors (their values as numpy arrays),
-# the saved output, and the upstream gradient passed in. Which of them does each row of
-# the table use?
+# the saved output, and the upstream gradient passed in. For each op, which of them does
+# its partial derivative use?
 # </details>
 #
 # <details><summary>Hint 2</summary>
+#
+# For `a / b`, treat the two inputs separately: with `b` held fixed, `a / b` is a straight
+# line in `a`; with `a` held fixed, it is `a` times a power of `b`. Watch the sign.
+# </details>
+#
+# <details><summary>Hint 3</summary>
 #
 # The product of the upstream gradient with the local derivative has the *output's* shape.
 # For a binary op that broadcast, that is not yet the input's shape.
@@ -591,10 +636,10 @@ print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).rave
 #
 # <details><summary>The approach</summary>
 #
-# For each op, read off the two table entries, compute them elementwise from the upstream
-# gradient and the input values (or, for `exp`, the saved output), and pass each binary
-# op's result through `unbroadcast` with the shape of the input it belongs to. Return a
-# tuple with one entry per input, in the order of `node.inputs`.
+# Each rule is the worked example with other partial derivatives: the unary ops return a
+# one-element tuple, the binary ones fold each input's product back to that input's own
+# shape, in the order of `node.inputs`. For `exp`, ask what the node already holds before
+# computing anything: the cheapest derivative is the one that is already there.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-arithmetic", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -610,7 +655,7 @@ def _add_backward(node, grad):
     of node.inputs, each of that input's shape; None for an input that does not require
     grad is allowed and saves its work (PyTorch's `ctx.needs_input_grad`).
     """
-    # Idea: a sum passes its gradient on unchanged, to both sides.
+    # Idea: move one a_i by a small step: how far does the output move? Then fold to a's shape.
     ### BEGIN SOLUTION
     a, b = node.inputs
     return (unbroadcast(grad, a.shape) if a.requires_grad else None,
@@ -621,7 +666,7 @@ def _add_backward(node, grad):
 @backward_rule("sub")
 def _sub_backward(node, grad):
     """y = a - b."""
-    # Idea: like add, but b's slope is -1.
+    # Idea: the same question as for add, asked of each side separately.
     ### BEGIN SOLUTION
     a, b = node.inputs
     return (unbroadcast(grad, a.shape) if a.requires_grad else None,
@@ -632,7 +677,7 @@ def _sub_backward(node, grad):
 @backward_rule("mul")
 def _mul_backward(node, grad):
     """y = a * b."""
-    # Idea: the slope with respect to one factor is the other factor.
+    # Idea: hold one factor fixed: the product is then a straight line in the other.
     ### BEGIN SOLUTION
     a, b = node.inputs
     av, bv = a.numpy(), b.numpy()
@@ -645,7 +690,7 @@ def _mul_backward(node, grad):
 @backward_rule("div")
 def _div_backward(node, grad):
     """y = a / b."""
-    # Idea: a / b = a * (1/b), and d(1/b)/db = -1/b².
+    # Idea: two partial derivatives; the one for b is where the mistakes happen.
     ### BEGIN SOLUTION
     a, b = node.inputs
     av, bv = a.numpy(), b.numpy()
@@ -658,7 +703,7 @@ def _div_backward(node, grad):
 @backward_rule("exp")
 def _exp_backward(node, grad):
     """y = exp(x)."""
-    # Idea: exp is its own derivative, and the node already holds it.
+    # Idea: look at what the node already holds before computing anything new.
     ### BEGIN SOLUTION
     return (grad * node.output,)
     ### END SOLUTION
@@ -667,31 +712,60 @@ def _exp_backward(node, grad):
 @backward_rule("log")
 def _log_backward(node, grad):
     """y = log(x)."""
-    # Idea: d log(x)/dx = 1/x.
+    # Idea: log is the inverse of exp; an inverse's slope is one over the function's slope.
     ### BEGIN SOLUTION
     return (grad / node.inputs[0].numpy(),)
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-rules-arithmetic", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _complex_step(f, arrays, k, h=1e-30):
+    """d f / d arrays[k], element by element, from the definition of the derivative, without
+    any rule: f(x + ih) = f(x) + ih f'(x) + O(h²), so Im f(x + ih) / h is f'(x) to float64
+    precision (no two nearby numbers are subtracted, so h can be tiny). Valid for
+    elementwise f built from +, -, *, /, exp and log (numpy accepts complex numbers)."""
+    args = [np.asarray(a, dtype=complex) for a in arrays]
+    args[k] = args[k] + 1j * h
+    return np.imag(f(*args)) / h
+
+
 _a = Tensor(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), requires_grad=True)
 _b = Tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)  # broadcast over the rows of a
 _g = np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]])           # an upstream gradient, not ones
 _A, _B = _a.numpy(), _b.numpy()
-for _y, _ga, _gb in [
-    (_a + _b, _g, _g.sum(0)),
-    (_a - _b, _g, -_g.sum(0)),
-    (_a * _b, _g * _B, (_g * _A).sum(0)),
-    (_a / _b, _g / _B, (-_g * _A / _B ** 2).sum(0)),
-]:
-    _ra, _rb = call_rule(_y.grad_fn, _g)
-    assert_close(_ra, _ga, rtol=1e-12, what=f"{_y.grad_fn.op} rule: gradient of a (2, 3)")
-    assert_close(_rb, _gb, rtol=1e-12, what=f"{_y.grad_fn.op} rule: gradient of b (3,), broadcast over rows")
-assert_close(call_rule(_a.exp().grad_fn, _g)[0], _g * np.exp(_A), rtol=1e-12, what="exp rule")
-assert_close(call_rule(_a.log().grad_fn, _g)[0], _g / _A, rtol=1e-12, what="log rule")
-print("✓ add, sub, mul, div, exp, log rules; d(a/b)/db summed over rows:", call_rule((_a / _b).grad_fn, _g)[1])
+for _name, _f in [("a + b", lambda a, b: a + b), ("a - b", lambda a, b: a - b),
+                  ("a * b", lambda a, b: a * b), ("a / b", lambda a, b: a / b)]:
+    _ra, _rb = call_rule(_f(_a, _b).grad_fn, _g)
+    assert_close(_ra, _g * _complex_step(_f, [_A, _B], 0), rtol=1e-12, atol=1e-15,
+                 what=f"{_name}: your rule's gradient of a (2, 3) against the definition of the derivative")
+    assert_close(_rb, (_g * _complex_step(_f, [_A, _B], 1)).sum(0), rtol=1e-12, atol=1e-15,
+                 what=f"{_name}: your rule's gradient of b (3,), used by both rows, against the definition")
+assert_close(call_rule(_a.exp().grad_fn, _g)[0], _g * _complex_step(np.exp, [_A], 0), rtol=1e-12, atol=1e-15,
+             what="exp(a): your rule against the definition of the derivative")
+assert_close(call_rule(_a.log().grad_fn, _g)[0], _g * _complex_step(np.log, [_A], 0), rtol=1e-12, atol=1e-15,
+             what="log(a): your rule against the definition of the derivative")
+print("✓ add, sub, mul, div, exp, log rules agree with the definition; d(a/b)/db summed over rows:",
+      call_rule((_a / _b).grad_fn, _g)[1])
 
 # %% [markdown]
+# <details><summary>Summary to compare with (open once your check passes)</summary>
+#
+# With $\bar y$ the upstream gradient, each entry then unbroadcast to its input's shape:
+#
+# | op | $\bar a$ | $\bar b$ |
+# |---|---|---|
+# | `a + b` | $\bar y$ | $\bar y$ |
+# | `a - b` | $\bar y$ | $-\bar y$ |
+# | `a * b` | $\bar y \, b$ | $\bar y \, a$ |
+# | `a / b` | $\bar y / b$ | $-\bar y \, a / b^2$ |
+# | `exp(a)` | $\bar y \, e^a = \bar y \cdot \text{output}$ | |
+# | `log(a)` | $\bar y / a$ | |
+#
+# `exp` is the one whose derivative *is* its output, so its rule reuses `node.output`
+# instead of computing `exp` again: choosing what to read (and, in section 12, what to
+# save) is half the art of writing backward rules.
+# </details>
+#
 # The other elementwise ops are provided; read them, each has a small lesson:
 #
 # - `neg`, `sqrt` ($\bar y / (2\sqrt{x})$ — from the saved output again), `to` (a dtype
@@ -809,18 +883,21 @@ def _where_backward(node, grad):
 #
 # <details><summary>Hint 3</summary>
 #
-# A node can be pushed twice before it is entered (`x * x` pushes the same producer twice).
-# Test whether it was already entered when you *pop* it, not only when you push it.
+# `x * x` puts the same producer on your stack twice before either copy is looked at. What
+# goes wrong if both copies are expanded? At which moment does a check catch the second
+# copy: when it is pushed, or when it comes off the stack?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Start a stack with every root marked "children not done". Repeatedly pop: if its
-# children are done, the node is finished: append it to the output list. Otherwise, if it
-# has not been entered before, mark it entered, push it back marked "children done", and
-# push each of its producers (marked "not done") on top, so they finish first. A node
-# popped "not done" that was already entered is skipped. When the stack is empty, reverse
-# the finished list: roots first, and every consumer before its producers.
+# Think of the recursive version first: visit a node's producers, then emit the node. Every
+# node is emitted after all of its producers, and reversing the emitted list therefore puts
+# every consumer before its producers. An explicit stack must do by hand what Python's call
+# stack did: remember, for each entry, whether you are *arriving* at the node (its
+# producers still to visit) or *coming back* to it (its producers done, so it can be
+# emitted). Arriving must happen once per node — that is what makes a diamond linear —
+# while being pushed may happen many times, so the "seen before?" question belongs to the
+# moment an entry comes off the stack.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "topological-order", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -947,15 +1024,16 @@ print("✓ topological_order:", [n.op for n in _order])
 #
 # <details><summary>The approach</summary>
 #
-# Compute the order from the roots' nodes. Hand each root's seed gradient to the sink and,
-# when the root has a node, record it as that node's gradient (adding if two roots share
-# a node). Walk the order: take the node's summed gradient out of the map (none: skip the
-# rule); run `call_rule`; for every input with a gradient, hand it to the sink, and if
-# that input was made by an op, add it to the summed gradient of its node. After each node
-# (gradient or not), free it unless the graph is to be retained. Freeing means setting the
-# three saved fields to None. The sink ignores tensors that have a `grad_fn` unless they
-# asked to retain their grad; otherwise it stores a fresh copy as a Tensor of the tensor's
-# dtype when `.grad` is empty, and adds into the existing `.grad` when there is one.
+# The loop is bookkeeping around one invariant: when the walk reaches a node, the map holds
+# the complete sum of what its consumers sent. The roots are where that starts — a root's
+# seed is both something the sink must hear about and the first entry of the map. From
+# there each node turns its sum into one gradient per input, and each of those has two
+# destinations: the sink, and, when the input was itself made by an op, the sum waiting at
+# that op's node. A node's saved tensors are needed by nobody after its own turn, which is
+# exactly when it can be freed — with or without a gradient. The sink is the one place that
+# owns memory (the `.grad` buffer): the first gradient that reaches a tensor becomes a
+# fresh copy, later ones are added into it, and tensors made by ops keep nothing unless
+# they asked to.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "run-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1252,10 +1330,11 @@ print("✓ accumulation: two half batches give the whole batch's weight.grad[0] 
 #
 # <details><summary>The approach</summary>
 #
-# Make a float64 array of zeros of `x`'s shape. For every index of `x`: remember the
-# element, set it to that value plus `eps` and call `f`, set it to the value minus `eps`
-# and call `f` again, put the remembered value back, and store the difference of the two
-# results divided by twice `eps` at that index. Return the array.
+# The function is a loop over positions and nothing more: at each position `f` is evaluated
+# at two nudged versions of `x`, the difference quotient is recorded, and `x` is left
+# exactly as it was found. "Exactly" is the subtle part: undoing a nudge by arithmetic
+# (adding `eps` back) does not always return the same float, so the original value has to
+# be kept rather than recomputed. A 0-d `x` has one position, the empty index.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "numerical-grad", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1265,10 +1344,11 @@ def numerical_grad(f, x, eps=1e-6):
 
     Contract: `f` takes no arguments and returns a float computed from the numpy array `x`
     (any shape, 0-d included), which it reads in place. Returns a float64 array of x's
-    shape whose element i is (f(x + eps e_i) - f(x - eps e_i)) / (2 eps). When it returns,
-    x holds exactly its original values.
+    shape whose element i is the central-difference estimate of df/dx_i with step `eps`
+    (error O(eps²): a one-sided difference is not accurate enough for the check). When it
+    returns, x holds exactly its original values.
     """
-    # Idea: nudge one element both ways, watch f, put the element back.
+    # Idea: one partial derivative per element, each from f at two nudged copies of the input.
     ### BEGIN SOLUTION
     out = np.zeros(x.shape, dtype=np.float64)
     for idx in np.ndindex(*x.shape):
@@ -1380,13 +1460,15 @@ print("✓ numerical_grad and gradcheck: d(v³)/dv =", _ng.ravel())
 #
 # ## 9. Views and indexing
 #
-# A view moves no numbers: it only changes how the same elements are indexed. Its backward
-# therefore moves the *gradient's* elements back the same way:
+# A view moves no numbers: it only changes how the same elements are indexed. Every view
+# element *is* one input element with slope 1, so the chain rule's sum is short: an input
+# element collects the upstream gradient of every view element that shows it. For each
+# view below, ask where in the output a given input element ends up (and how many times):
 #
-# - `transpose`, `permute`: the gradient's axes must be put back in the input's order;
-# - `view`, `reshape`, `squeeze`, `unsqueeze`: none of them reorders elements (row-major
-#   order is unchanged), only the shape differs;
-# - `expand`: each input element was read many times (stride 0): that is broadcasting.
+# - `transpose`, `permute`: the axes were reordered;
+# - `view`, `reshape`, `squeeze`, `unsqueeze`: the shape changed — did the row-major order
+#   of the elements change too?
+# - `expand`: stride 0, so one input element shows up in many places.
 #
 # **Indexing** picks elements: `y = x[index]`. Each output element came from one input
 # element, and the gradient must go back there. With advanced indexing the same input
@@ -1419,12 +1501,14 @@ print("✓ numerical_grad and gradcheck: d(v³)/dv =", _ng.ravel())
 #
 # <details><summary>The approach</summary>
 #
-# Transpose: swap the same two axes of the gradient (a 0-d gradient is returned as it is).
-# Permute: transpose the gradient with the inverse permutation. The reshaping family:
-# reshape the gradient to the input's shape. Expand: unbroadcast to the input's shape.
-# Indexing: index an array of flat positions shaped like `x` with the recorded index to
-# learn each output element's source; add up the gradient per source position (weighted
-# counting over all `x.numel()` positions) and reshape to `x`'s shape.
+# A view's backward is the same kind of view, undone: the gradient element that sits where
+# the view put an input element belongs to that input element. So each view rule is the
+# inverse of its forward — of a swap, of a permutation, of a change of shape (the input's
+# shape is on the node), of a broadcast (you have written that inverse already). Indexing
+# is the one that needs an idea, because an arbitrary index has no inverse you could
+# write down: but you can run it *forward* on an array that labels every element of `x`
+# with its own position, and then the labels say where each gradient goes. Adding
+# gradients at labels, repeated labels included, is a weighted count.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-views", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1436,10 +1520,9 @@ def _transpose_backward(node, grad):
 
     Contract (every rule below): returns a one-element tuple, the gradient of x, a numpy
     array of x's shape. Here x has any number of dimensions (0-d included, recorded as
-    transpose(0, 0)); the gradient of x[..i..j..] is the upstream entry at [..j..i..], with
-    every other dimension where it was.
+    transpose(0, 0)), and dim0, dim1 may be any two of them (equal, or not adjacent).
     """
-    # Idea: a swap is its own inverse.
+    # Idea: undo what the forward did to the axes.
     ### BEGIN SOLUTION
     if grad.ndim == 0:
         return (grad,)
@@ -1451,7 +1534,7 @@ def _transpose_backward(node, grad):
 def _permute_backward(node, grad):
     """y = x.permute(dims) (attrs: dims, a permutation of 0..x.ndim-1; output dim k is
     input dim dims[k]). Also records x.T."""
-    # Idea: undo the permutation.
+    # Idea: which permutation puts every axis back where it came from?
     ### BEGIN SOLUTION
     return (np.transpose(grad, np.argsort(node.attrs["dims"])),)
     ### END SOLUTION
@@ -1460,7 +1543,7 @@ def _permute_backward(node, grad):
 @backward_rule("view", "reshape", "squeeze", "unsqueeze")
 def _reshape_backward(node, grad):
     """y = x.view/reshape/squeeze/unsqueeze(...) (also flatten); x may be non-contiguous."""
-    # Idea: same elements in the same order, another shape.
+    # Idea: did the forward move any element, or only relabel the shape?
     ### BEGIN SOLUTION
     return (grad.reshape(node.inputs[0].shape),)
     ### END SOLUTION
@@ -1470,7 +1553,7 @@ def _reshape_backward(node, grad):
 def _expand_backward(node, grad):
     """y = x.expand(shape) (also broadcast_to, expand_as): new leading dimensions and
     size-1 dimensions stretched."""
-    # Idea: expand is broadcasting, done as a view.
+    # Idea: you have met this reuse of elements before (section 5).
     ### BEGIN SOLUTION
     return (unbroadcast(grad, node.inputs[0].shape),)
     ### END SOLUTION
@@ -1542,11 +1625,13 @@ print("✓ view and indexing rules; x[[1, 1, 1]] sends x[1] the gradient", _ga[1
 # %% [markdown]
 # ## 10. Reductions, matmul, joining
 #
-# **sum and mean.** `y = x.sum(dim)`: every element of `x` in a reduced slice contributed
-# with slope 1, so each receives that slice's upstream gradient — the reverse of a sum is a
-# **broadcast**. `mean` is the same, divided by the number of elements each output averaged,
-# $n = \prod_{d \in \text{dim}} \text{shape}[d]$. (The attrs hold the normalised `dim`
-# tuple and `keepdim`.)
+# **sum and mean.** Derive them like the arithmetic. Take a `(2, 3)` tensor summed over
+# dim 1: $y_0 = x_{00} + x_{01} + x_{02}$ and $y_1 = x_{10} + x_{11} + x_{12}$. Which
+# outputs does one $x_{ij}$ reach, and with which slope? Your answer says what every
+# element of `x` receives — and it has a shape problem attached: with `keepdim=False` the
+# reduced dimensions are gone from `grad`. `mean` is a sum followed by a division: by
+# which number, when `dim` is a tuple of several dimensions? (The attrs hold the normalised
+# `dim` tuple and `keepdim`.)
 #
 # **max and min.** Only the winning element changed the output, so it alone gets the
 # gradient. Ties need a convention; we follow PyTorch's: `amax`/`amin` (and `max()`
@@ -1554,18 +1639,31 @@ print("✓ view and indexing rules; x[[1, 1, 1]] sends x[1] the gradient", _ga[1
 # `max(dim)`/`min(dim)` give it to the element at the returned index (saved in
 # `attrs["indices"]`). Both provided.
 #
-# **matmul.** For $Y = A B$ with $A$: $(m, k)$, $B$: $(k, n)$:
+# **matmul.** For $Y = A B$ with $A$: $(m, k)$ and $B$: $(k, n)$, each output element is
+# $Y_{ij} = \sum_p A_{ip} B_{pj}$. The chain rule's sum is
 #
-# $$\bar A = \bar Y B^\top \quad (m, n)(n, k) = (m, k), \qquad \bar B = A^\top \bar Y \quad (k, m)(m, n) = (k, n).$$
+# $$\bar A_{ip} = \sum_{i', j} \bar Y_{i'j}\, \frac{\partial Y_{i'j}}{\partial A_{ip}} .$$
 #
-# (Check the shapes: that is the fastest way to remember the formulas.) With batches,
-# `np.matmul` does the same for every matrix of the batch, and "transpose" means the last
-# two axes. Two details: a batch dimension that was **broadcast** (a `(5, 3)` weight used by
-# all 8 matrices of an `(8, 4, 5)` batch) needs its gradient summed over the batch; and a
-# **1-D** operand was promoted to a matrix (`(k,)` to `(1, k)` on the left, `(k, 1)` on the
-# right) and the extra dimension dropped from the result. Compute each input's gradient only
-# if that input requires grad — the first layer's input is data, and its gradient would be a
-# wasted matmul.
+# Find which $Y_{i'j}$ contain $A_{ip}$ at all, and with which slope; the sum that is left
+# runs over one index and is again a matrix product — of $\bar Y$ with something made of
+# $B$. Then derive $\bar B$ the same way. The shapes check your answer: $\bar A$ must come
+# out $(m, k)$ like $A$, and $\bar B$ $(k, n)$ like $B$.
+#
+# *A worked example of a different op*, the outer product $Y = u v^\top$ of $u$: $(m,)$ and
+# $v$: $(n,)$, so $Y_{ij} = u_i v_j$. The outputs containing $u_p$ are the row $Y_{pj}$, each
+# with slope $v_j$, so $\bar u_p = \sum_j \bar Y_{pj} v_j$: a matrix-vector product,
+# $\bar u = \bar Y v$, with shapes $(m, n)(n,) = (m,)$. Likewise $u_i$ multiplies $v_q$ in
+# the column $Y_{iq}$, so $\bar v_q = \sum_i \bar Y_{iq} u_i$, that is $\bar v = \bar Y^\top u$,
+# $(n, m)(m,) = (n,)$. The recipe — which outputs contain the element, the surviving sum,
+# recognise a product, check the shapes — is all matmul needs.
+#
+# With batches, `np.matmul` does the 2-D product for every matrix of the batch, and your
+# formulas apply to the last two axes of each. Two details: a batch dimension that was
+# **broadcast** (a `(5, 3)` weight used by all 8 matrices of an `(8, 4, 5)` batch) needs its
+# gradient summed over the batch; and a **1-D** operand was promoted to a matrix (`(k,)` to
+# `(1, k)` on the left, `(k, 1)` on the right) and the extra dimension dropped from the
+# result. Compute each input's gradient only if that input requires grad — the first
+# layer's input is data, and its gradient would be a wasted matmul.
 #
 # **cat and stack** (provided) split the gradient: `cat` at the recorded `sizes` along
 # `dim`, `stack` into its slices along the new `dim`.
@@ -1573,39 +1671,47 @@ print("✓ view and indexing rules; x[[1, 1, 1]] sends x[1] the gradient", _ga[1
 # ### One GEMM for a Linear layer's weight gradient
 #
 # The commonest matmul of all is a batch of rows times **one** weight matrix: a Linear
-# layer on a `(B, T, in)` batch of sequences, times `W` of shape `(in, out)`. The formula
-# above, applied per batch entry, gives `B` products $A_b^\top \bar Y_b$ of shape
-# `(in, out)`, which then must be summed (the weight was broadcast over the batch). But
-# look at what that sum is:
+# layer on a `(B, T, in)` batch of sequences, times `W` of shape `(in, out)`. `W` is shared
+# by all `B` matrices of the batch — reused, exactly like a broadcast input — so its
+# gradient is the sum, over the batch, of the 2-D weight gradient you just derived. Done
+# literally that is `B` products of shape `(in, out)` and a sum of them. But write your 2-D
+# formula in indices: it is already a sum over the rows of $A$ and $\bar Y$. The batch adds
+# a second sum over rows that sat in other matrices, and a sum over rows does not care which
+# matrix a row sat in: the batch boundaries do not matter.
 #
-# $$\bar W = \sum_b \sum_t A_{b,t}^\top\, \bar Y_{b,t} ,$$
-#
-# a sum over *all rows* of the batch, whichever matrix they sat in. The batch boundaries
-# do not matter. Write `linear_weight_grad(a, g)`, which computes it with **one** ordinary
+# Write `linear_weight_grad(a, g)`, which computes that gradient with **one** ordinary
 # matrix product (one GEMM, in BLAS's name) — no batched product, no sum afterwards.
-# Section 15 measures what that buys. Its check hands your function arrays of a small
-# numpy subclass that notes every numpy operation they take part in, so it sees how many
+# Section 15 measures what that buys. Its check compares your result with the gradient
+# computed from the definition (for a function linear in `W`, the derivative along a unit
+# matrix is the function's value there) and hands your function arrays of a small numpy
+# subclass that notes every numpy operation they take part in, so it sees how many
 # products (and of which shapes) your function makes, and whether it sums afterwards.
 #
 # <details><summary>Hint 1</summary>
+#
+# Write your 2-D weight gradient for one batch entry in index form: which index does it sum
+# over? Now add the sum over batch entries. Which two sums could be one?
+# </details>
+#
+# <details><summary>Hint 2</summary>
 #
 # If the batch boundaries do not matter, what shape could `a` have instead of
 # `(B, T, in)` without changing the result? Which operations of numpy change a shape
 # without copying a contiguous array?
 # </details>
 #
-# <details><summary>Hint 2</summary>
+# <details><summary>Hint 3</summary>
 #
-# Stack all rows of `a` into one `(B·T, in)` matrix and all rows of `g` into one
-# `(B·T, out)` matrix, in the same order. A reshape is not a transpose: the transpose is a
-# separate step.
+# Flattening the rows and moving an axis are different operations: a reshape never
+# transposes. Keep the rows of `a` and of `g` in the same order.
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Flatten every leading dimension of `a` into one rows dimension (keeping its last
-# dimension), do the same for `g`, and multiply the transpose of the flattened `a` by the
-# flattened `g`: a `(in, rows)` by `(rows, out)` product, which is the `(in, out)` sum.
+# Once all rows of all matrices are stacked into one long matrix — for `a` and for `g`, in
+# the same order — the sum over the batch and the sum over rows become the single inner
+# dimension of one product. What is left is orientation: your 2-D derivation says which of
+# the two stacked operands is transposed so that the result comes out `(in, out)`.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "linear-weight-grad", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1615,8 +1721,8 @@ def linear_weight_grad(a, g):
 
     Contract: `a` is a numpy array of shape (..., n, k), `g` (the upstream gradient of Y)
     of shape (..., n, m) with the same leading dims (one or more of them, at least one
-    row); either may be non-contiguous. Returns the (k, m) array sum over every batch entry
-    b of a[b].T @ g[b], computed as ONE 2-D matrix product over all rows: no batched
+    row); either may be non-contiguous. Returns the (k, m) gradient of W (shared by every
+    batch entry), computed as ONE 2-D matrix product over all rows: no batched
     matmul, no product per batch entry or per row, nothing summed afterwards (the check
     and the tests watch which numpy operations it makes).
     """
@@ -1642,20 +1748,31 @@ def _check_one_gemm(fn, arrays, what, expected):
     return result, seen
 
 
+def _weight_grad_by_definition(a, g):
+    """dL/dW for L = sum(g * (a @ W)), from the definition alone: L is linear in W, so its
+    derivative along the unit matrix E_km (1 at (k, m), 0 elsewhere) is L(E_km) itself."""
+    k, m = a.shape[-1], g.shape[-1]
+    out = np.zeros((k, m))
+    for i, j in np.ndindex(k, m):
+        unit = np.zeros((k, m))
+        unit[i, j] = 1.0
+        out[i, j] = np.sum(g * (a @ unit))
+    return out
+
+
 _rng = np.random.default_rng(5)
 for _sa, _sg in [((2, 3, 4), (2, 3, 5)), ((2, 2, 3, 4), (2, 2, 3, 2)), ((1, 6, 4), (1, 6, 4))]:
     _av, _gv = _rng.standard_normal(_sa), _rng.standard_normal(_sg)
-    _expected = (np.swapaxes(_av, -1, -2) @ _gv).reshape(-1, _sa[-1], _sg[-1]).sum(0)  # per batch, then sum
-    assert_close(linear_weight_grad(_av, _gv), _expected, rtol=1e-10, atol=1e-12,
-                 what=f"linear_weight_grad for a {_sa} and g {_sg}")
+    assert_close(linear_weight_grad(_av, _gv), _weight_grad_by_definition(_av, _gv), rtol=1e-10, atol=1e-12,
+                 what=f"linear_weight_grad for a {_sa} and g {_sg}, against the definition of the derivative")
 _at = _rng.standard_normal((4, 3, 2)).transpose(0, 2, 1)  # a non-contiguous batch (4, 2, 3)
 _gt = _rng.standard_normal((4, 2, 5))
-assert_close(linear_weight_grad(_at, _gt), (np.swapaxes(_at, -1, -2) @ _gt).sum(0), rtol=1e-10, atol=1e-12,
+assert_close(linear_weight_grad(_at, _gt), _weight_grad_by_definition(_at, _gt), rtol=1e-10, atol=1e-12,
              what="linear_weight_grad of a non-contiguous (transposed) batch")
 _av, _gv = _rng.standard_normal((3, 4, 5)), _rng.standard_normal((3, 4, 2))
 _spied, _seen = _check_one_gemm(linear_weight_grad, [_av, _gv], "linear_weight_grad of a (3, 4, 5) and g (3, 4, 2)",
                                 expected=[("matmul", ((5, 12), (12, 2)), (5, 2))])
-assert_close(np.asarray(_spied), (np.swapaxes(_av, -1, -2) @ _gv).sum(0), rtol=1e-10, atol=1e-12,
+assert_close(np.asarray(_spied), _weight_grad_by_definition(_av, _gv), rtol=1e-10, atol=1e-12,
              what="linear_weight_grad of a (3, 4, 5) and g (3, 4, 2), computed on spying arrays")
 print("✓ linear_weight_grad of a (3, 4, 5) and g (3, 4, 2): seen", _seen)
 
@@ -1665,29 +1782,31 @@ print("✓ linear_weight_grad of a (3, 4, 5) and g (3, 4, 2): seen", _seen)
 #
 # <details><summary>Hint 1</summary>
 #
-# `sum`: with `keepdim=False` the reduced dimensions are gone from `grad`. Put them back
-# as size-1 dimensions, and numpy can then *broadcast* the result to `x`'s shape (without
-# copying). `mean`: the same, scaled.
+# `sum`: your derivation says each element of `x` receives the upstream gradient of the
+# output it went into. With `keepdim=False` the reduced dimensions are gone from `grad`:
+# put them back as size 1, and numpy can stretch the result to `x`'s shape without
+# copying it.
 # </details>
 #
 # <details><summary>Hint 2</summary>
 #
-# `matmul`: promote 1-D operands to matrices first, reshape `grad` to the promoted
-# result's shape (batch + `(m, n)`), apply the two formulas with the last two axes swapped,
-# reduce broadcast batch dimensions (you have a function for that), and reshape each
-# gradient back to its input's shape.
+# `matmul`: undo the forward's conveniences around your 2-D formulas. A 1-D operand was
+# promoted to a matrix, so work with the promoted shapes and return to the original ones
+# at the end; `grad` then has the promoted result's shape. "Transpose" means swapping the
+# last two axes of a batch. A batch dimension that was broadcast needs folding, and you
+# have a function for that.
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Sum: restore the reduced dimensions as size 1 (unless `keepdim` kept them) and broadcast
-# to the input's shape. Mean: the same with the gradient divided by the product of the
-# reduced sizes. Matmul: promote; compute the broadcast batch shape of the two promoted
-# operands and reshape `grad` to it plus `(m, n)`; if `a` requires grad, multiply the
-# gradient by `b` with its last two axes swapped, unbroadcast to the promoted shape of `a`,
-# reshape to `a`'s shape; if `b` requires grad, use `linear_weight_grad` when `b` is one
-# matrix and `a` has batch dimensions, otherwise multiply `a` with its last two axes
-# swapped by the gradient and unbroadcast to `b`'s promoted shape; reshape to `b`'s shape.
+# `sum` and `mean` are your derivation read as a shape operation: the gradient of a
+# reduction is a stretch back along the reduced dimensions, scaled for a mean by how many
+# elements each output averaged. `matmul` is your 2-D derivation plus bookkeeping: every
+# convenience of the forward (1-D promotion, batch broadcasting) has an inverse in the
+# backward, and each input's gradient passes through those inverses in the reverse order
+# to end up in its input's shape. The weight of a batched Linear layer is the one case
+# that takes a different route, through `linear_weight_grad`, because there the batch
+# folding and the product are one GEMM.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-reductions", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1700,7 +1819,7 @@ def _sum_backward(node, grad):
     Contract (every rule below): returns a tuple, one numpy gradient per input, each of
     that input's shape (None for an input that does not require grad).
     """
-    # Idea: the reverse of a sum is a broadcast.
+    # Idea: which outputs does one input element reach, and with which slope?
     ### BEGIN SOLUTION
     x = node.inputs[0]
     g = grad if node.attrs["keepdim"] else np.expand_dims(grad, node.attrs["dim"])
@@ -1711,7 +1830,7 @@ def _sum_backward(node, grad):
 @backward_rule("mean")
 def _mean_backward(node, grad):
     """y = x.mean(dim, keepdim) (attrs as for sum). x may be 0-d."""
-    # Idea: a mean is a sum divided by how many elements it summed.
+    # Idea: a mean is a sum followed by a division by a constant.
     ### BEGIN SOLUTION
     x = node.inputs[0]
     n = 1
@@ -1730,7 +1849,7 @@ def _matmul_backward(node, grad):
     input that does not require grad (and saves its product). When a has batch dims and b
     is one matrix (a batched Linear layer), b's gradient is one 2-D matrix product over all
     rows, as in linear_weight_grad (no batched product, nothing summed afterwards)."""
-    # Idea: the formulas are the 2-D ones; the shapes are the work.
+    # Idea: your 2-D derivation; the shapes are the work.
     ### BEGIN SOLUTION
     a, b = node.inputs
     av, bv = a.numpy(), b.numpy()
@@ -1810,12 +1929,25 @@ _up = _rng.standard_normal((2, 3, 5))
                                     "the matmul rule's weight gradient for a (2, 3, 4) batch @ a (4, 5) matrix",
                                     expected=[("matmul", ((4, 6), (6, 5)), (4, 5))])
 check(_ra is None, "no gradient for an input that does not require grad", got=_ra)
-assert_close(_rb, np.einsum("bnk,bnm->km", _A.numpy(), _up), rtol=1e-10, atol=1e-12,
-             what="the weight gradient of a (2, 3, 4) batch @ a (4, 5) matrix: the sum over every row")
+assert_close(_rb, _weight_grad_by_definition(_A.numpy(), _up), rtol=1e-10, atol=1e-12,
+             what="the weight gradient of a (2, 3, 4) batch @ a (4, 5) matrix, against the definition")
 _c = Tensor(_rng.standard_normal((2, 2)), requires_grad=True)
 check(gradcheck(lambda x, c: tt.cat([x[0, :2], c, x[1, :2]], dim=1), [_x, _c]), "gradcheck of cat")
 check(gradcheck(lambda x, c: tt.stack([c, c * 2, x[0, :2, :2]], dim=1), [_x, _c]), "gradcheck of stack")
 print("✓ reduction, matmul, cat and stack rules; weight gradient of a (2, 3, 4) batch @ a (4, 5) matrix:", _seen)
+
+# %% [markdown]
+# <details><summary>Summary to compare with (open once your check passes)</summary>
+#
+# | op | gradient of the input(s) |
+# |---|---|
+# | `x.sum(dim)` | $\bar y$ with the reduced dims put back as size 1, broadcast to `x`'s shape |
+# | `x.mean(dim)` | the same divided by $n = \prod_{d \in \text{dim}} \text{shape}[d]$ |
+# | `A @ B` | $\bar A = \bar Y B^\top$: $(m, n)(n, k) = (m, k)$; $\bar B = A^\top \bar Y$: $(k, m)(m, n) = (k, n)$ |
+#
+# For a batched Linear layer $\bar W = \sum_{\text{rows } r} A_r^\top \bar Y_r$ over every row of
+# every batch entry: one `(in, B·T) @ (B·T, out)` product.
+# </details>
 
 # %% [markdown]
 # ### More ops: running sums, sorting, triangles
@@ -1823,38 +1955,44 @@ print("✓ reduction, matmul, cat and stack rules; weight gradient of a (2, 3, 4
 # Module 01 also provides `cumsum`, `sort`/`topk`, `tril`/`triu`, `maximum`/`minimum`,
 # `flip` and `roll`. Two of their rules are yours, because each is an idea worth having:
 #
-# - `y = x.cumsum(dim)`: input element `i` appears in every output `y[j]` with `j >= i`.
+# - `y = x.cumsum(dim)`, the running sum: $y_j = \sum_{i \le j} x_i$ along `dim`.
 # - `values, indices = x.topk(k, dim)` (and `x.sort(dim)`, which is topk of all elements):
 #   each output value is one chosen input element; `indices` says which.
+#
+# Derive both with the chain rule's sum, $\bar x_i = \sum_j \bar y_j\, \partial y_j / \partial x_i$,
+# and make each rule as fast as its forward: no Python loop over elements, no matrix.
 #
 # <details><summary>Hint 1 (cumsum)</summary>
 #
 # Write out the gradient of x[0] for a 1-D input of length 3: which upstream gradients
-# does it collect? And x[2]?
+# does it collect? And x[2]? Is that set a prefix or a suffix of the gradient?
 # </details>
 #
 # <details><summary>Hint 2 (cumsum)</summary>
 #
-# Element i collects the upstream gradients from position i to the END: a running sum
-# again, but taken from the other side.
+# numpy's running sum only runs one way, from the start. Which cheap view of an array
+# turns "from position i to the end" into "from the start to some position"?
 # </details>
 #
 # <details><summary>The approach (cumsum)</summary>
 #
-# Reverse the upstream gradient along `dim`, take its running sum along `dim`, and reverse
-# the result back. It has the input's shape already.
+# The gradient of a running sum is a running sum of the upstream gradient taken in the
+# opposite direction. A view that reverses the axis before and after lets the forward
+# direction do that work, so the rule costs one cumulative sum, like the forward.
 # </details>
 #
 # <details><summary>Hint 1 (sort and topk)</summary>
 #
-# An element that was not chosen did not affect the output: what is its gradient?
+# An element that was not chosen did not affect the output: what is its gradient? And a
+# chosen one: which upstream entry is its own?
 # </details>
 #
 # <details><summary>The approach (sort and topk)</summary>
 #
-# Start from zeros of the input's shape (and the gradient's dtype) and write each upstream
-# gradient into the position, along `dim`, that the saved indices name (numpy has a
-# function that puts values along an axis at given indices).
+# The rule is the indexing rule of section 9 in a special form: the saved indices are the
+# labels, and along `dim` each label occurs once, so no counting is needed — the gradient
+# is a zero array with each upstream entry placed at its label (numpy has a function that
+# puts values along an axis at given indices).
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-more-ops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1862,7 +2000,7 @@ print("✓ reduction, matmul, cat and stack rules; weight gradient of a (2, 3, 4
 @backward_rule("cumsum")
 def _cumsum_backward(node, grad):
     """y = x.cumsum(dim) (attrs: dim, a non-negative int). Returns (grad_x,), x's shape."""
-    # Idea: x[i] reaches every y[j] with j >= i.
+    # Idea: which outputs y[j] contain x[i]?
     ### BEGIN SOLUTION
     d = node.attrs["dim"]
     g = np.asarray(grad).reshape(grad.shape or (1,))
@@ -1948,56 +2086,74 @@ print("✓ cumsum and sort/topk rules; cumsum gradient of [1, 2, 3] with upstrea
 # Module 02 recorded each activation as one op (`relu`, `sigmoid`, ...), and module 04 each
 # loss (`mse_loss`, `binary_cross_entropy_with_logits`, `nll_loss`; `cross_entropy` is
 # `log_softmax` followed by `nll_loss`). One op means one rule, usually cheaper and more
-# accurate than differentiating the composite:
+# accurate than differentiating the composite. Five activation rules are yours to derive,
+# from their definitions:
 #
-# - `relu`: $\bar x = \bar y \cdot [x > 0]$ (PyTorch's subgradient at 0 is 0);
-# - `sigmoid` $\sigma$: $\sigma' = \sigma (1 - \sigma)$ — from the saved output;
-# - `tanh`: $\tanh' = 1 - \tanh^2$ — from the saved output;
-# - `softmax` along `dim`, output $s$: the Jacobian is $\text{diag}(s) - s s^\top$, and its
-#   VJP never needs the matrix: $\bar x = s \odot (\bar y - \sum_{\text{dim}} \bar y \odot s)$;
-# - `log_softmax`, output $\ell$ (so $e^\ell = s$): $\bar x = \bar y - e^{\ell} \sum_{\text{dim}} \bar y$;
-# - `nll_loss` (input: log-probabilities $(N, C, \dots)$, target classes $t$): only the
-#   picked entries $\ell_{i, t_i}$ appear in the loss, so the gradient is zero except
-#   $-w_{t_i} \cdot \bar y_i$ at $(i, t_i)$, where $\bar y_i$ is the upstream gradient of
-#   sample $i$: `grad` itself for `reduction="none"`, the scalar `grad` for `"sum"`, and
-#   `grad / W` for `"mean"`, with $W = \sum_i w_{t_i}$ over the non-ignored samples (module 04
-#   divides by that total weight). Ignored targets get weight 0.
+# $$\text{relu}(x) = \max(x, 0), \quad \sigma(x) = \frac{1}{1 + e^{-x}}, \quad
+# \tanh(x) = \frac{e^{x} - e^{-x}}{e^{x} + e^{-x}},$$
 #
-# Provided: `leaky_relu`, `gelu` (exact: $\Phi(x) + x\,\varphi(x)$; tanh form by the chain
-# rule), `mse_loss`, and `binary_cross_entropy_with_logits` ($\bar x = \sigma(x) - y$ without
-# `pos_weight`: the stable log-sum-exp form hides a beautifully simple derivative). The
-# `cross_entropy` gradient, `softmax(x) - onehot(t)`, then *emerges* from your two rules
-# chained by the engine.
+# $$\text{softmax: } s_i = \frac{e^{x_i}}{\sum_k e^{x_k}}, \qquad
+# \text{log-softmax: } \ell_i = x_i - \log \sum_k e^{x_k} \qquad (\text{along } \texttt{dim}).$$
+#
+# Three things to know before you start:
+#
+# - `relu` has a kink at 0; PyTorch's subgradient there is 0, and the tests follow PyTorch.
+# - The node saved the **output**. When a derivative can be written with the output alone,
+#   backward recomputes nothing (no `exp` again): look for that form.
+# - `softmax` and `log_softmax` are not elementwise: every output along `dim` depends on
+#   every input along `dim`, so the chain rule's sum keeps all its terms. Their Jacobian
+#   along `dim` is an $n \times n$ matrix per row, and the rule must **not** build it (for a
+#   vocabulary of 50,000 that is $2.5 \cdot 10^9$ numbers per row).
+#
+# **A worked example of a different op: normalising by the sum**, $y_i = x_i / S$ with
+# $S = \sum_k x_k$ along `dim` (for positive $x$). Step 1, the Jacobian entries (quotient
+# rule; $\delta_{ij}$ is 1 when $i = j$, else 0):
+#
+# $$\frac{\partial y_i}{\partial x_j} = \frac{\delta_{ij}}{S} - \frac{x_i}{S^2} .$$
+#
+# Step 2, contract with the upstream gradient, term by term:
+#
+# $$\bar x_j = \sum_i \bar y_i \frac{\partial y_i}{\partial x_j}
+# = \frac{\bar y_j}{S} - \frac{\sum_i \bar y_i x_i}{S^2}
+# = \frac{1}{S}\Big(\bar y_j - \sum_i \bar y_i\, y_i\Big) .$$
+#
+# Step 3, read it as array operations: one reduction along `dim` ($\sum_i \bar y_i y_i$,
+# kept as a size-1 dimension so it broadcasts against $\bar y$) and elementwise work; the
+# $n \times n$ matrix never appears. Do the same three steps for `softmax`; `log_softmax`
+# is a short step further (or derive it directly from its definition).
+#
+# Provided, to read: `leaky_relu`, `gelu` (exact: $\Phi(x) + x\,\varphi(x)$; the tanh form by
+# the chain rule), `mse_loss` and `binary_cross_entropy_with_logits`.
 #
 # <details><summary>Hint 1</summary>
 #
-# For `sigmoid`, `tanh`, `softmax` and `log_softmax` the derivative is cheapest in terms of
-# the *output*, which the node saved. Which of the formulas above need the input at all?
+# `sigmoid` and `tanh`: differentiate on paper, then express every exponential in the
+# result through $\sigma$ (or $\tanh$) itself. Both derivatives end up as short
+# polynomials of the output.
 # </details>
 #
 # <details><summary>Hint 2</summary>
 #
-# `softmax` and `log_softmax` mix the elements along `dim`: their VJPs contain a sum along
-# `dim` that must stay broadcastable against `grad` (keep the reduced dimension).
+# `softmax`: $\partial s_i/\partial x_j$ has two cases, $i = j$ and $i \neq j$ (with the
+# quotient rule, the numerator depends on $x_j$ only when $i = j$). Write both cases with
+# $s$ alone; then follow steps 2 and 3 of the worked example.
 # </details>
 #
 # <details><summary>Hint 3</summary>
 #
-# `nll_loss`: mirror module 04's forward step by step. Treat a 1-D input as a batch of one.
-# The ignored targets are not valid class indices: replace them by a harmless index before
-# using them, and give those samples weight 0. The per-sample upstream gradient depends on
-# the reduction, as described above.
+# `log_softmax`: $\partial \ell_i / \partial x_j = \delta_{ij} - \partial(\log S)/\partial x_j$,
+# and the last term is something you met in Hint 2. The saved output $\ell$ gives it back
+# with one `exp`. Keep every reduction along `dim` as a size-1 dimension.
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# relu: the gradient where the input was positive, 0 elsewhere. sigmoid, tanh: the upstream
-# gradient times the derivative written with the saved output. softmax, log_softmax: the
-# formulas above, with the sums along `dim` kept as size-1 dimensions. nll_loss: compute the
-# valid mask, the safe targets and each sample's weight (0 when ignored); form each
-# sample's upstream gradient for the reduction; start from zeros of the input's shape and
-# place minus weight times that gradient at each sample's target column (numpy can put
-# values along an axis at given indices); undo the batch-of-one promotion for a 1-D input.
+# Each rule multiplies the upstream gradient by a local derivative, written with whatever
+# the node holds that makes it cheapest: the input for `relu` (where was it positive?),
+# the output for the other four. For the two along-`dim` ops, the contraction with the
+# upstream gradient turns the Jacobian into one sum along `dim` (kept for broadcasting)
+# and elementwise arithmetic: the same shape of answer as the worked example, with the
+# quantities your derivation produced.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-nn", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2010,7 +2166,7 @@ def _relu_backward(node, grad):
     input (a numpy array of its shape). For relu: the gradient is 0 where x <= 0, at
     exactly 0 (and -0.0) included, as in PyTorch.
     """
-    # Idea: the gradient passes where the unit was on; PyTorch's slope at 0 is 0.
+    # Idea: the slope of max(x, 0) on each side of 0; PyTorch's choice at exactly 0 is 0.
     ### BEGIN SOLUTION
     return (np.where(node.inputs[0].numpy() > 0, grad, 0.0),)
     ### END SOLUTION
@@ -2019,7 +2175,7 @@ def _relu_backward(node, grad):
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
     """y = sigmoid(x)."""
-    # Idea: σ' = σ(1 - σ), and σ is the saved output.
+    # Idea: write σ' through σ itself: the node saved σ.
     ### BEGIN SOLUTION
     s = node.output
     return (grad * s * (1 - s),)
@@ -2029,7 +2185,7 @@ def _sigmoid_backward(node, grad):
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
     """y = tanh(x)."""
-    # Idea: tanh' = 1 - tanh², and tanh is the saved output.
+    # Idea: write tanh' through tanh itself: the node saved it.
     ### BEGIN SOLUTION
     t = node.output
     return (grad * (1 - t * t),)
@@ -2039,7 +2195,7 @@ def _tanh_backward(node, grad):
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
     """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
-    # Idea: the VJP of diag(s) - s sᵀ, without building the matrix.
+    # Idea: the Jacobian's entries, contracted with grad, without building the matrix.
     ### BEGIN SOLUTION
     s = node.output
     dim = node.attrs["dim"]
@@ -2050,7 +2206,7 @@ def _softmax_backward(node, grad):
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
     """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
-    # Idea: exp of the saved output is the softmax.
+    # Idea: differentiate the two terms of ℓ = x - log S separately.
     ### BEGIN SOLUTION
     dim = node.attrs["dim"]
     return (grad - np.exp(node.output) * grad.sum(axis=dim, keepdims=True),)
@@ -2058,26 +2214,49 @@ def _log_softmax_backward(node, grad):
 
 
 # %% [markdown]
-# And the loss of module 04 whose rule is yours:
+# ### The loss whose rule is yours: `nll_loss`
+#
+# Module 04 defined it on log-probabilities $\ell$ of shape $(N, C)$ (or $(C,)$, or
+# $(N, C, d_1, \dots)$ with a class per position) and target classes $t$: sample $i$
+# contributes
+#
+# $$\text{loss}_i = -\,w_{t_i}\, \ell_{i, t_i}$$
+#
+# ($w_c$ the weight of class $c$, 1 without weights; a sample whose target is
+# `ignore_index` contributes nothing), and the reduction combines them: `"none"` keeps the
+# vector of $\text{loss}_i$, `"sum"` adds them, and `"mean"` divides their sum by
+# $\sum_i w_{t_i}$ over the samples that are not ignored (a weighted mean). Derive
+# $\partial L / \partial \ell_{i,c}$ for each reduction; the upstream gradient is one number
+# per sample for `"none"` and a single number otherwise.
 #
 # <details><summary>Hint 1 (nll_loss)</summary>
 #
-# The loss reads one log-probability per sample, at its target column. Every other entry
-# of the input does not appear in the loss, so its gradient is zero.
+# Write the `"sum"` loss out for two samples. Which entries of $\ell$ appear in it at all?
+# What is the gradient of every other entry?
 # </details>
 #
 # <details><summary>Hint 2 (nll_loss)</summary>
 #
-# An ignored sample contributes nothing, and with 'mean' the loss divides by the total
-# weight of the samples that count, so the same division appears in the gradient.
+# For `"mean"`, the divisor depends on the targets and weights, not on $\ell$: for the
+# gradient it is a constant. For `"none"`, each sample brings its own upstream entry.
+# </details>
+#
+# <details><summary>Hint 3 (nll_loss)</summary>
+#
+# Ignored targets are not valid class indices: replace them by a harmless class before
+# using them as indices, and give those samples weight 0. A 1-D input is a batch of one.
+# Placing one value per sample along the class axis (axis 1, also for
+# $(N, C, d_1, \dots)$) is what numpy's `put_along_axis` does.
 # </details>
 #
 # <details><summary>The approach (nll_loss)</summary>
 #
-# Start from zeros of the input's shape. For each sample that is not ignored, put minus its
-# class weight (1 without weights) times the incoming gradient at its target column; with
-# 'mean' divide by the sum of those weights, with 'none' use that sample's own incoming
-# gradient. Treat a 1-D input as a batch of one and drop that dimension at the end.
+# The gradient is as sparse as the loss: one entry per sample, at its target class, and
+# zeros everywhere else. What differs between the reductions is only the number each
+# sample's entry is scaled by — its own upstream entry, or the shared one, divided for the
+# weighted mean by the total weight — times its class weight and the minus sign of the
+# definition. Ignored samples fall out by having weight 0, as long as their targets were
+# made safe to index with first.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-nll", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2093,7 +2272,7 @@ def _nll_loss_backward(node, grad):
     (N,) or (N, d1, d2, ...)), weight (None or a (C,) numpy array), ignore_index (an int;
     targets equal to it are not class indices), reduction ("mean", "sum" or "none"; with
     "none", `grad` has target's shape, otherwise it is 0-d). Returns (grad_logp,), of
-    logp's shape: 0 except at each valid sample's target class, and 0 for ignored samples.
+    logp's shape and a floating dtype; an ignored sample contributes nothing to it.
     """
     # Idea: only the picked log-probabilities appear in the loss.
     ### BEGIN SOLUTION
@@ -2219,11 +2398,27 @@ for _red in ["mean", "none"]:
     check(gradcheck(lambda x: F.nll_loss(x, _tk, ignore_index=1, reduction=_red), [_xk]),
           f"gradcheck of nll_loss on an (N, C, d1, d2) = (2, 3, 2, 2) input, reduction={_red}")
 _x.grad = None
-backward(F.cross_entropy(_x, Tensor([0, 4, 2, 1])))
-_sm = np.exp(_x.numpy()) / np.exp(_x.numpy()).sum(1, keepdims=True)
-assert_close(_x.grad.numpy(), (_sm - np.eye(5)[[0, 4, 2, 1]]) / 4, rtol=1e-10, atol=1e-12,
-             what="cross_entropy's gradient, through your log_softmax and nll_loss rules")
-print("✓ activation and loss rules; cross_entropy's gradient is (softmax - onehot) / N, row 0:", _x.grad.numpy()[0].round(3))
+backward(F.cross_entropy(_x, Tensor([0, 4, 2, 1])))  # your log_softmax rule, then your nll_loss rule
+print("✓ activation and loss rules; the gradient of cross_entropy (4 samples, 5 classes, target 0 in row 0)"
+      " through your two rules, row 0:", _x.grad.numpy()[0].round(3), "| its sum:", round(float(_x.grad.numpy()[0].sum()), 12))
+
+# %% [markdown]
+# <details><summary>Summary to compare with (open once your check passes)</summary>
+#
+# | op | $\bar x$ |
+# |---|---|
+# | `relu` | $\bar y \cdot [x > 0]$ |
+# | `sigmoid`, output $\sigma$ | $\bar y\, \sigma (1 - \sigma)$ |
+# | `tanh`, output $t$ | $\bar y\, (1 - t^2)$ |
+# | `softmax`, output $s$ | $s \odot \big(\bar y - \sum_{\text{dim}} \bar y \odot s\big)$: the VJP of the Jacobian $\text{diag}(s) - s s^\top$ |
+# | `log_softmax`, output $\ell$ | $\bar y - e^{\ell} \sum_{\text{dim}} \bar y$ |
+# | `nll_loss` | $-w_{t_i}\, \bar y_i$ at $(i, t_i)$, 0 elsewhere; $\bar y_i$ = `grad[i]` (`"none"`), `grad` (`"sum"`), `grad` $/ \sum_i w_{t_i}$ (`"mean"`) |
+#
+# Chained by the engine, your `log_softmax` and `nll_loss` rules give cross-entropy's
+# famous gradient, $(\text{softmax}(x) - \text{onehot}(t)) / N$: in the row printed above,
+# the target class is the only negative entry, and the row sums to 0. (The same form hides
+# in `binary_cross_entropy_with_logits`, whose rule you can now read.)
+# </details>
 
 # %% [markdown]
 # ### Every op, one sweep
@@ -2285,9 +2480,10 @@ assert_equal(_missing, [], "ops with a rule but no gradcheck case")
 print(f"✓ gradcheck passes for all {len(SWEEP)} differentiable ops of modules 01-04")
 
 # %% [markdown]
-# ## 12. Your own op, end to end: what does a node save?
+# ## 12. Your own ops, end to end: what does a node save?
 #
-# Every op so far came with its rule. Later modules add ops of their own (a convolution, an
+# Every op so far had its forward written by modules 01-04 and recorded by `apply`; you
+# only supplied the backward. Later modules add ops of their own (a convolution, an
 # embedding lookup, a fused LayerNorm), and so will you whenever a composite of small ops is
 # too slow or too inaccurate. Adding an op takes three steps:
 #
@@ -2422,38 +2618,49 @@ _ye = Exp.apply(_xe)
 print("recorded:", _ye.grad_fn, _ye.grad_fn.attrs["ctx"], "| gradcheck:", gradcheck(Exp.apply, [_xe]))
 
 # %% [markdown]
-# ### Your turn: softplus, and what it should save
+# ### Your turn (1): softplus — derive it, then decide what to save
 #
-# $\text{softplus}(x) = \log(1 + e^x)$ is a smooth ReLU. Its derivative is a function you
-# know: $\frac{d}{dx}\log(1+e^x) = \frac{e^x}{1+e^x} = \sigma(x)$, the sigmoid. So what
-# should the node save? Saving $x$ would make backward compute $\sigma(x)$ all over again
-# (an `exp`, a division); saving $\sigma(x)$ costs the same memory and leaves backward a
-# single multiplication. Write `Softplus` so that it saves **exactly one tensor,
-# $\sigma(x)$**, and its backward uses only that.
+# $\text{softplus}(x) = \log(1 + e^x)$ is a smooth ReLU; module 04 met it inside the stable
+# binary cross-entropy. As a `Function` it is yours from end to end, and two requirements
+# decide the design:
 #
-# One more thing the forward must get right: `np.log(1 + np.exp(x))` overflows to `inf` at
-# `x = 1000` (and loses all precision for very negative `x`). The forward must be stable.
+# - **Backward is one multiplication**: the upstream gradient times one saved tensor — no
+#   `exp`, `log` or division in backward — and forward saves exactly **one** tensor, of
+#   `x`'s shape. Derive $\frac{d}{dx}\,\text{softplus}(x)$ first: your derivative tells you
+#   which tensor that must be. (PyTorch's own softplus makes the other choice; section 17.)
+# - **Forward is finite and accurate** for every finite `x`: `np.log(1 + np.exp(x))`
+#   overflows to `inf` at `x = 1000`, and at `x = -40` it returns 0 instead of about
+#   $4 \cdot 10^{-18}$.
+#
+# `gradcheck` judges your derivative; the check also looks at what `ctx` holds.
 #
 # <details><summary>Hint 1</summary>
 #
-# Write $\log(1 + e^x)$ so that no exponential of a large positive number appears: what is
-# it approximately for large positive $x$? Split $x$ into its positive part and a remainder
-# that depends on $|x|$ only.
+# Differentiate $\log(1 + e^x)$ with the chain rule, then simplify until you recognise a
+# function you built in module 02.
 # </details>
 #
 # <details><summary>Hint 2</summary>
 #
-# $\log(1 + e^x) = \max(x, 0) + \log(1 + e^{-|x|})$, and numpy has `log1p` for the last
-# logarithm. Module 02's `sigmoid` is already stable; inside `forward`, grad recording is
-# off, so using tinytorch ops or numpy is equally fine.
+# If backward may only multiply, the local slope has to be waiting in `ctx` when backward
+# starts. Inside `forward` grad recording is off, so tinytorch ops (module 02's stable ones
+# included) and numpy cost no graph there.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# $\text{softplus}(x) = \log(e^0 + e^x)$ is a log-sum-exp of two numbers: shift by the
+# larger of the two, and keep the digits of $\log(1 + \text{tiny})$ with numpy's `log1p`.
+# Module 04 wrote exactly this.
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# In forward, compute the sigmoid of `x` and hand it (only it) to `ctx.save_for_backward`;
-# compute the stable form of softplus and return it as a Tensor of `x`'s dtype. In
-# backward, take the one saved tensor out of `ctx.saved_tensors` and return the upstream
-# gradient times it.
+# Forward computes two things: the value, in the stable form of module 04, and the slope,
+# in a form that cannot overflow either; the slope is the one tensor it saves. Backward is
+# then nothing but the chain rule's multiplication. Saving `x` instead would cost the same
+# memory, but every backward pass would recompute the slope — an `exp` and a division per
+# element.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "softplus-function", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2462,14 +2669,15 @@ class Softplus(Function):
     """softplus(x) = log(1 + exp(x)) as one op: `Softplus.apply(x)`.
 
     Contract: forward(ctx, x) takes a floating Tensor x and returns a Tensor of x's shape
-    and dtype, finite for every finite x (x = ±1000 included); it saves for backward
-    exactly one tensor, sigmoid(x), and not x. backward(ctx, grad) returns the gradient of
-    x (one value: forward has one argument) computed from the saved tensor alone.
+    and dtype, finite for every finite x (x = ±1000 included) and accurate to rounding
+    (at x = -40 too). It saves exactly one tensor for backward, of x's shape.
+    backward(ctx, grad) returns the gradient of x (one value: forward has one argument)
+    as grad times that saved tensor: one multiplication, no exp, log or division.
     """
 
     @staticmethod
     def forward(ctx, x):
-        # Idea: save the derivative itself; backward is then one multiplication.
+        # Idea: backward may only multiply: what must already be waiting for it?
         ### BEGIN SOLUTION
         from tinytorch.nn.functional import sigmoid
 
@@ -2480,7 +2688,7 @@ class Softplus(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        # Idea: the chain rule with the saved slope.
+        # Idea: the chain rule, with what forward left you.
         ### BEGIN SOLUTION
         (s,) = ctx.saved_tensors
         return grad * s
@@ -2488,25 +2696,197 @@ class Softplus(Function):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-softplus-function", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _as_array(t):
+    return t.numpy() if isinstance(t, Tensor) else np.asarray(t)
+
+
 _xs = Tensor(np.array([[-3.0, -0.5, 0.0], [0.25, 1.5, 4.0]]), requires_grad=True)
 _ys = Softplus.apply(_xs)
 assert_close(_ys.numpy(), np.logaddexp(0.0, _xs.numpy()), rtol=1e-12, atol=1e-15, what="softplus values")
 assert_equal(_ys.grad_fn.op if _ys.grad_fn else None, "function", "the op recorded by Softplus.apply")
-_saved = _ys.grad_fn.attrs["ctx"].saved_tensors
-assert_equal(len(_saved), 1, "number of tensors Softplus saves for backward")
-assert_close(_saved[0].numpy() if isinstance(_saved[0], Tensor) else _saved[0], 1 / (1 + np.exp(-_xs.numpy())),
-             rtol=1e-12, atol=1e-15, what="the saved tensor: sigmoid(x), not x")
-check(gradcheck(Softplus.apply, [_xs]), "gradcheck of Softplus.apply")
+_ctx = _ys.grad_fn.attrs["ctx"]
+assert_equal(len(_ctx.saved_tensors), 1, "number of tensors Softplus saves for backward")
+_s = _as_array(_ctx.saved_tensors[0])
+assert_equal(_s.shape, _xs.shape, "shape of the tensor Softplus saves")
+_up = np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]])
+_back = Softplus.backward(_ctx, Tensor(_up))
+assert_equal(_as_array(_back[0] if isinstance(_back, tuple) else _back), _up * _s,
+             "backward(ctx, grad) for an upstream grad: grad times the saved tensor, nothing else")
+check(gradcheck(Softplus.apply, [_xs]), "gradcheck of Softplus.apply: your derivative against central differences")
 _big = Tensor(np.array([-1000.0, -40.0, 40.0, 1000.0]), requires_grad=True)
 _yb = Softplus.apply(_big)
 assert_close(_yb.numpy(), np.array([0.0, np.exp(-40.0), 40.0, 1000.0]), rtol=1e-12, atol=1e-300,
-             what="softplus at large |x| (stable, no overflow)")
+             what="softplus at x = -1000, -40, 40, 1000 (finite, and accurate at -40)")
 backward(_yb.sum())
 assert_close(_big.grad.numpy(), np.array([0.0, np.exp(-40.0), 1.0, 1.0]), rtol=1e-9, atol=1e-300,
-             what="softplus gradient at large |x|")
+             what="the gradient at x = -1000, -40, 40, 1000")
 _x32 = Tensor(np.array([0.5, -2.0], dtype=np.float32))
 assert_equal(Softplus.apply(_x32).dtype, _x32.dtype, "dtype of softplus of a float32 tensor")
-print("✓ Softplus saves sigmoid(x):", _saved[0].numpy().ravel().round(3))
+print("✓ Softplus; for x =", _xs.numpy()[0], "your forward saved", _s[0].round(4))
+
+# %% [markdown]
+# ### Your turn (2): log-sum-exp, designed end to end
+#
+# $\text{lse}(x) = \log \sum_k e^{x_k}$ along a dimension is everywhere: `log_softmax` is
+# $x - \text{lse}(x)$, cross-entropy is $\text{lse}$ minus the target's logit, and it is the
+# "soft maximum" (it lies between $\max_k x_k$ and $\max_k x_k + \log n$). Built from
+# tinytorch ops as `x.exp().sum(dim).log()` it returns `inf` at $x = 10^4$; the version
+# shifted by the maximum works, but records five nodes and keeps two arrays of `x`'s size
+# alive until backward. As one op, every decision is yours:
+#
+# - **forward**: finite wherever the true value is — entries of $\pm 10^4$, in float32 and
+#   float64. Module 02's `_logsumexp` (in `tinytorch.nn.activations`) faced exactly this
+#   forward; call it, or write the shift again.
+# - **backward**: derive $\partial\, \text{lse} / \partial x_j$ with the chain rule (your log
+#   and exp rules of section 6 are all it takes). Then evaluate your formula in your head
+#   at $x = (10^4, 10^4, -10^4)$ in float64: if an intermediate is `inf`, your backward
+#   returns `nan` there. Rewrite the formula with what forward already computed until no
+#   exponential of a large positive number is left.
+# - **what to save**: whatever makes that backward possible. There is more than one good
+#   answer, with different costs; the cell after the check shows what yours keeps alive.
+#
+# The contract is in the docstring; the check runs `gradcheck` and the $\pm 10^4$ cases in
+# both dtypes, and the tests also compare with PyTorch's `torch.logsumexp`.
+#
+# <details><summary>Hint 1</summary>
+#
+# One row: $L = \log S$ with $S = \sum_k e^{x_k}$. The chain rule gives
+# $\partial L / \partial x_j = (\partial L / \partial S)(\partial S / \partial x_j)$, and each
+# factor is a one-liner.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Your derivative is a ratio of two numbers that both overflow at $10^4$. A ratio of
+# positive numbers $a / b$ equals $e^{\log a - \log b}$ — and one of those logarithms is
+# the output of forward.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# With `keepdim=False` the upstream gradient has lost the dimension that forward reduced;
+# to combine it with anything of `x`'s shape it needs that dimension back, as size 1, in
+# the right place (`dim` may be negative). `ctx` accepts attributes of your own
+# (`ctx.dim = ...`), like PyTorch's. Backward returns three entries, one per argument of
+# forward.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Forward is module 02's shift: factor out the largest term so that every exponential has
+# a non-positive argument, then add it back. The derivative of log-sum-exp is a normalised
+# exponential — a softmax along `dim` — and written as the exponential of (input minus
+# output) every argument is non-positive again, so backward cannot overflow. That makes the
+# input and the small output a natural pair to save; saving the softmax itself instead
+# trades memory of `x`'s size for a backward that is a single multiplication. Either way
+# the upstream gradient gets its reduced dimension back before it meets `x`'s shape.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "logsumexp-function", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class LogSumExp(Function):
+    """log(sum(exp(x), dim)) as one op: `LogSumExp.apply(x, dim, keepdim)` (torch.logsumexp).
+
+    Contract: forward(ctx, x, dim, keepdim) takes a floating Tensor x with at least one
+    dimension, an int dim (negative counts from the end) and a bool keepdim. It returns a
+    Tensor of x's dtype and of x's shape without dim (size 1 there when keepdim is True),
+    finite wherever the true value is: entries of ±1e4 included, in float32 and float64.
+    What it saves for backward is your design. backward(ctx, grad) gets the upstream
+    gradient (a Tensor of the output's shape) and returns one entry per argument of
+    forward: (gradient of x, None, None), the gradient a Tensor or numpy array of x's
+    shape, finite for every finite x (±1e4 included).
+    """
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        # Idea: factor the largest exponential out of the sum; keep what backward will need.
+        ### BEGIN SOLUTION
+        xv = x.numpy()
+        d = dim % xv.ndim
+        m = xv.max(axis=d, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0).astype(xv.dtype)  # a row of -inf: its lse is -inf
+        out = m + np.log(np.exp(xv - m).sum(axis=d, keepdims=True))
+        ctx.save_for_backward(x, Tensor(out, dtype=x.dtype))
+        ctx.dim, ctx.keepdim = d, keepdim
+        return Tensor(out if keepdim else np.squeeze(out, d), dtype=x.dtype)
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Idea: your derivative, written so that no exponential of a large number appears.
+        ### BEGIN SOLUTION
+        x, out = ctx.saved_tensors
+        g = grad.numpy() if ctx.keepdim else np.expand_dims(grad.numpy(), ctx.dim)
+        return Tensor(g * np.exp(x.numpy() - out.numpy()), dtype=x.dtype), None, None
+        ### END SOLUTION
+
+
+def logsumexp(x, dim, keepdim=False):
+    """log(sum(exp(x), dim)) through LogSumExp, like torch.logsumexp(x, dim, keepdim)."""
+    return LogSumExp.apply(x, dim, keepdim)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-logsumexp-function", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_xl = Tensor(np.random.default_rng(4).standard_normal((3, 4)) * 2, requires_grad=True)
+for _d, _keep in [(0, False), (1, False), (-1, True), (0, True)]:
+    _y = LogSumExp.apply(_xl, _d, _keep)
+    _ref = np.log(np.exp(_xl.numpy()).sum(axis=_d, keepdims=_keep))  # the definition: fine at these sizes
+    assert_close(_y.numpy(), _ref, rtol=1e-12, atol=1e-15, what=f"LogSumExp.apply(x, {_d}, {_keep}) of a (3, 4) x")
+    check(gradcheck(lambda x: LogSumExp.apply(x, _d, _keep), [_xl]),
+          f"gradcheck of LogSumExp.apply(x, {_d}, {_keep}): your derivative against central differences")
+_big = np.array([[1e4, 1e4, -1e4], [-1e4, -1e4, -1e4]])
+for _dt, _rtol in [(np.float64, 1e-10), (np.float32, 1e-3)]:  # float32 keeps ~3 decimals next to 1e4
+    _xb = Tensor(_big.astype(_dt), requires_grad=True)
+    _yb = LogSumExp.apply(_xb, 1, False)
+    assert_equal(_yb.dtype, _xb.dtype, f"dtype of LogSumExp of a {np.dtype(_dt).name} x")
+    assert_close(_yb.numpy(), np.array([1e4 + np.log(2), -1e4 + np.log(3)]), rtol=1e-6, atol=0,
+                 what=f"LogSumExp.apply(x, 1, False) of [[1e4, 1e4, -1e4], [-1e4, -1e4, -1e4]] ({np.dtype(_dt).name})")
+    backward(_yb.sum())
+    assert_close(_xb.grad.numpy(), np.array([[0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]]), rtol=_rtol, atol=1e-300,
+                 what=f"the gradient of that LogSumExp ({np.dtype(_dt).name}): finite, no inf or nan")
+print("✓ LogSumExp: lse([1e4, 1e4, -1e4]) =", float(_yb.numpy()[0]), "in float32; gradient", _xb.grad.numpy()[0])
+
+# %% [markdown]
+# What does your design keep alive for backward? The cell below compares your op with the
+# shifted composite of tinytorch ops on a `(256, 1000)` float64 batch of logits (the input
+# itself, alive anyway, is not counted).
+
+# %%
+def _bytes_kept(node, exclude):
+    """Bytes of the distinct arrays a graph keeps for backward, not counting `exclude`."""
+    seen = {}
+    for n in topological_order([node]):
+        arrays = [x._storage for x in n.inputs] + [n.output]
+        if n.op == "function":
+            arrays += [_as_array(t) for t in n.attrs["ctx"].saved_tensors if t is not None]
+        for arr in arrays:
+            base = arr
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            if base is not exclude:
+                seen[id(base)] = base.nbytes
+    return sum(seen.values())
+
+
+_logits = Tensor(np.random.default_rng(0).standard_normal((256, 1000)), requires_grad=True)
+_root = _logits._storage
+while isinstance(_root.base, np.ndarray):
+    _root = _root.base
+_mine = LogSumExp.apply(_logits, 1, False)
+_shift = _logits.detach().amax(1, keepdim=True)
+_composite = (_logits - _shift).exp().sum(1).log() + _shift.squeeze(1)
+print(f"the logits: {_logits.nbytes / 2**10:8.1f} KiB")
+print(f"your LogSumExp: 1 node, keeps {_bytes_kept(_mine.grad_fn, _root) / 2**10:8.1f} KiB besides the logits")
+print(f"the composite:  {len(topological_order([_composite.grad_fn]))} nodes, keeps "
+      f"{_bytes_kept(_composite.grad_fn, _root) / 2**10:8.1f} KiB besides the logits")
+
+# %% [markdown]
+# The composite keeps two arrays of the logits' size (the shifted logits and their
+# exponentials); a fused op that saves its input and its output keeps only the output,
+# one number per row, because the input is alive anyway. Saving the softmax instead costs
+# one array of the logits' size and buys a backward without `exp`. Neither is wrong: it is
+# the memory/compute trade every fused op makes, and the reason frameworks fuse
+# log-sum-exp, softmax and cross-entropy at all.
 
 # %% [markdown]
 # ## 13. Seeing the graph
@@ -2803,6 +3183,8 @@ for p in model.parameters():
     p.grad = None
 
 # %% [markdown]
+# <details><summary>Why, once you have compared with your prediction</summary>
+#
 # Read the three lines together. Under `no_grad()` a forward pass leaves almost nothing
 # behind: each intermediate array dies as soon as the next op has read it. With the graph,
 # every layer's input, pre-activation and activation stay alive (a `(256, 512)` float32
@@ -2814,12 +3196,14 @@ for p in model.parameters():
 # the activations back. This is why inference runs under `no_grad()`, why large batches
 # run out of memory in *training* first, and what **activation checkpointing** trades
 # (recompute parts of the forward during backward instead of saving them).
+# </details>
 #
 # ### Time: backward versus forward
 #
 # **Predict first**: how many times longer than the forward pass is the backward pass of
-# this MLP? Count the matrix products each `Linear` needs forward and backward (section 1),
-# and remember that the first layer's input is data.
+# this MLP? Count the matrix products each `Linear` needs forward and backward (your
+# matmul rule of section 10 says how many a backward makes), and remember that the first
+# layer's input is data.
 
 # %%
 predicted_backward_over_forward = None  # your number, e.g. 1.5; not graded
@@ -2864,6 +3248,8 @@ print("your prediction (input not requiring grad):",
       "none written" if predicted_backward_over_forward is None else f"{predicted_backward_over_forward:.2f}")
 
 # %% [markdown]
+# <details><summary>Why, once you have compared with your prediction</summary>
+#
 # The matmuls dominate, so their FLOPs predict the ratio: each `Linear` is one matmul
 # forward and two backward (the weight gradient and the input gradient) — except that the
 # first layer's input is data, and `_matmul_backward` skips its gradient, which is why
@@ -2871,6 +3257,7 @@ print("your prediction (input not requiring grad):",
 # around the prediction: BLAS runs some matrix shapes faster than others (the backward
 # matmuls multiply transposed operands), and the elementwise ops and Python's overhead per
 # node add a fixed cost that dominates for small tensors.
+# </details>
 #
 # ### One GEMM versus a batched product then a sum
 #
@@ -2911,6 +3298,8 @@ print(f"measured speedup {t_batched / t_gemm:.1f}x; your prediction: "
       + ("none written" if predicted_gemm_speedup is None else f"{predicted_gemm_speedup:.1f}x"))
 
 # %% [markdown]
+# <details><summary>Why, once you have compared with your prediction</summary>
+#
 # Same arithmetic, different speed: the single GEMM should come out faster, by how much
 # depends strongly on the machine (about 13x was measured with a multi-threaded BLAS on the
 # machine this course was written on; with one BLAS thread on a busy machine it can be as
@@ -2922,6 +3311,7 @@ print(f"measured speedup {t_batched / t_gemm:.1f}x; your prediction: "
 # the `(in, out)` result, and keeps every core busy. The ratio grows with `B` and shrinks
 # when `T` is already large; with one BLAS thread it is smaller than with many. That is why
 # every framework folds the batch dimensions of a Linear layer into the rows.
+# </details>
 #
 # ### Depth: a chain of 10,000 ops
 #
@@ -3073,7 +3463,10 @@ print(f"✓ the loss went down from {_losses[0]:.3f} to {_losses[-1]:.3f}; train
 # - **`torch.autograd.Function`** is the API of section 12 (`forward(ctx, ...)`,
 #   `ctx.save_for_backward`, `ctx.saved_tensors`, `ctx.needs_input_grad`, `MyOp.apply`); it
 #   is how libraries add fused ops, and choosing what to save is exactly the memory/compute
-#   trade you made for softplus. PyTorch's own `F.softplus` saves its input and recomputes.
+#   trade you made for softplus and log-sum-exp. PyTorch's own `F.softplus` saves its input
+#   and recomputes the slope in backward (one saved tensor either way, but it can then also
+#   serve a `beta` and a `threshold`); `torch.logsumexp` saves its input and its result, and
+#   its backward takes the exponential of their difference.
 # - **`torch.autograd.gradcheck`** compares the full Jacobian (or, in fast mode, random
 #   projections like ours) in float64 with `eps=1e-6`, `atol=1e-5`, `rtol=1e-3`.
 #
@@ -3104,9 +3497,11 @@ if torch is not None:
 # - Reverse mode pushes $\partial L/\partial(\cdot)$ from the loss back to every input in
 #   one pass; each op contributes a **vector-Jacobian product**, never a Jacobian.
 # - Autograd arrived without touching module 01: `apply` records nodes by op name, and
-#   `BACKWARD_RULES` maps each name to a rule. You wrote the rules for arithmetic,
-#   `unbroadcast`, views and indexing (scatter-add with `bincount`), sums and means,
-#   batched matmul, activations and `nll_loss`.
+#   `BACKWARD_RULES` maps each name to a rule. You derived and wrote the rules for
+#   arithmetic, `unbroadcast`, views and indexing (scatter-add with `bincount`), sums and
+#   means, batched matmul, running sums and top-k, activations (softmax's Jacobian without
+#   the matrix) and `nll_loss` — each judged by the definition of the derivative, not by a
+#   formula you were given.
 # - The **engine** sorts the graph iteratively (no recursion limit), visits each node once
 #   (linear even for diamond-rich graphs), sums gradients per tensor, accumulates into
 #   `.grad`, and frees each node after use unless `retain_graph=True`.
@@ -3115,8 +3510,10 @@ if torch is not None:
 #   calls `zero_grad()` before each backward.
 # - `gradcheck` compares every rule with float64 central differences (relative error
 #   < 1e-6); use it whenever you add an op in later modules.
-# - Your own op: forward through `apply` (or a `Function`), a rule, a gradcheck — and the
-#   choice of what the node saves (softplus saves σ(x), so backward is one multiplication).
+# - Your own ops: forward through `apply` (or a `Function`), a rule, a gradcheck — and the
+#   design of what the node saves. Softplus saves its slope, so backward is one
+#   multiplication; log-sum-exp needed a backward rewritten until nothing overflows at 1e4,
+#   the same care as its forward.
 # - The graph costs memory (saved activations) and backward costs about 2× the forward; a
 #   Linear layer's weight gradient is one GEMM over all the batch's rows, not a batched
 #   product and a sum.

@@ -60,7 +60,7 @@ def test_function_under_no_grad_records_nothing():
     np.testing.assert_allclose(x2.grad.numpy(), [2.0, 2.0])
 
 
-def test_softplus_values_gradcheck_and_what_it_saves():
+def test_softplus_forward_values_gradcheck_and_what_it_saves():
     x = leaf((2, 5), 5)
     y = Softplus.apply(x)
     np.testing.assert_allclose(y.numpy(), np.logaddexp(0.0, x.numpy()), rtol=1e-12, atol=1e-15)
@@ -68,11 +68,24 @@ def test_softplus_values_gradcheck_and_what_it_saves():
     saved = y.grad_fn.attrs["ctx"].saved_tensors
     assert len(saved) == 1, "softplus saves exactly one tensor"
     s = saved[0].numpy() if isinstance(saved[0], tt.Tensor) else np.asarray(saved[0])
+    assert s.shape == x.shape, "the saved tensor has x's shape"
     np.testing.assert_allclose(s, 1 / (1 + np.exp(-x.numpy())), rtol=1e-12, atol=1e-15)
     assert gradcheck(Softplus.apply, [x])
 
 
-def test_softplus_is_stable_at_large_inputs_and_keeps_float32():
+def test_softplus_backward_is_one_multiplication_by_the_saved_tensor():
+    """The contract: backward returns grad times the one saved tensor, and nothing else."""
+    x = leaf((3, 4), 15)
+    ctx = Softplus.apply(x).grad_fn.attrs["ctx"]
+    (saved,) = ctx.saved_tensors
+    s = saved.numpy() if isinstance(saved, tt.Tensor) else np.asarray(saved)
+    upstream = np.random.default_rng(16).standard_normal((3, 4))
+    got = Softplus.backward(ctx, tt.tensor(upstream))
+    got = got[0] if isinstance(got, tuple) else got
+    np.testing.assert_array_equal(got.numpy() if isinstance(got, tt.Tensor) else np.asarray(got), upstream * s)
+
+
+def test_softplus_forward_is_stable_at_large_inputs_and_keeps_float32():
     x = tt.tensor(np.array([-1000.0, -40.0, 0.0, 40.0, 1000.0]), requires_grad=True)
     y = Softplus.apply(x)
     np.testing.assert_allclose(y.numpy(), [0.0, np.exp(-40.0), np.log(2.0), 40.0, 1000.0], rtol=1e-12, atol=1e-300)

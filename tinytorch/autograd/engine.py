@@ -18,7 +18,7 @@ __all__ = [
     "no_grad", "enable_grad", "BACKWARD_RULES", "backward_rule", "call_rule", "unbroadcast",
     "next_nodes", "topological_order", "backward", "grad", "numerical_grad", "gradcheck",
     "GradcheckError", "format_graph", "print_graph", "to_dot", "free_node", "linear_weight_grad",
-    "Function", "FunctionCtx", "Softplus",
+    "Function", "FunctionCtx", "Softplus", "LogSumExp", "logsumexp",
 ]
 
 
@@ -167,7 +167,7 @@ def _add_backward(node, grad):
     of node.inputs, each of that input's shape; None for an input that does not require
     grad is allowed and saves its work (PyTorch's `ctx.needs_input_grad`).
     """
-    # Idea: a sum passes its gradient on unchanged, to both sides.
+    # Idea: move one a_i by a small step: how far does the output move? Then fold to a's shape.
     # YOUR CODE HERE
     raise NotImplementedError('_add_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -175,7 +175,7 @@ def _add_backward(node, grad):
 @backward_rule("sub")
 def _sub_backward(node, grad):
     """y = a - b."""
-    # Idea: like add, but b's slope is -1.
+    # Idea: the same question as for add, asked of each side separately.
     # YOUR CODE HERE
     raise NotImplementedError('_sub_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -183,7 +183,7 @@ def _sub_backward(node, grad):
 @backward_rule("mul")
 def _mul_backward(node, grad):
     """y = a * b."""
-    # Idea: the slope with respect to one factor is the other factor.
+    # Idea: hold one factor fixed: the product is then a straight line in the other.
     # YOUR CODE HERE
     raise NotImplementedError('_mul_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -191,7 +191,7 @@ def _mul_backward(node, grad):
 @backward_rule("div")
 def _div_backward(node, grad):
     """y = a / b."""
-    # Idea: a / b = a * (1/b), and d(1/b)/db = -1/b².
+    # Idea: two partial derivatives; the one for b is where the mistakes happen.
     # YOUR CODE HERE
     raise NotImplementedError('_div_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -199,7 +199,7 @@ def _div_backward(node, grad):
 @backward_rule("exp")
 def _exp_backward(node, grad):
     """y = exp(x)."""
-    # Idea: exp is its own derivative, and the node already holds it.
+    # Idea: look at what the node already holds before computing anything new.
     # YOUR CODE HERE
     raise NotImplementedError('_exp_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -207,7 +207,7 @@ def _exp_backward(node, grad):
 @backward_rule("log")
 def _log_backward(node, grad):
     """y = log(x)."""
-    # Idea: d log(x)/dx = 1/x.
+    # Idea: log is the inverse of exp; an inverse's slope is one over the function's slope.
     # YOUR CODE HERE
     raise NotImplementedError('_log_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -405,10 +405,11 @@ def numerical_grad(f, x, eps=1e-6):
 
     Contract: `f` takes no arguments and returns a float computed from the numpy array `x`
     (any shape, 0-d included), which it reads in place. Returns a float64 array of x's
-    shape whose element i is (f(x + eps e_i) - f(x - eps e_i)) / (2 eps). When it returns,
-    x holds exactly its original values.
+    shape whose element i is the central-difference estimate of df/dx_i with step `eps`
+    (error O(eps²): a one-sided difference is not accurate enough for the check). When it
+    returns, x holds exactly its original values.
     """
-    # Idea: nudge one element both ways, watch f, put the element back.
+    # Idea: one partial derivative per element, each from f at two nudged copies of the input.
     # YOUR CODE HERE
     raise NotImplementedError('numerical_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -490,10 +491,9 @@ def _transpose_backward(node, grad):
 
     Contract (every rule below): returns a one-element tuple, the gradient of x, a numpy
     array of x's shape. Here x has any number of dimensions (0-d included, recorded as
-    transpose(0, 0)); the gradient of x[..i..j..] is the upstream entry at [..j..i..], with
-    every other dimension where it was.
+    transpose(0, 0)), and dim0, dim1 may be any two of them (equal, or not adjacent).
     """
-    # Idea: a swap is its own inverse.
+    # Idea: undo what the forward did to the axes.
     # YOUR CODE HERE
     raise NotImplementedError('_transpose_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -502,7 +502,7 @@ def _transpose_backward(node, grad):
 def _permute_backward(node, grad):
     """y = x.permute(dims) (attrs: dims, a permutation of 0..x.ndim-1; output dim k is
     input dim dims[k]). Also records x.T."""
-    # Idea: undo the permutation.
+    # Idea: which permutation puts every axis back where it came from?
     # YOUR CODE HERE
     raise NotImplementedError('_permute_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -510,7 +510,7 @@ def _permute_backward(node, grad):
 @backward_rule("view", "reshape", "squeeze", "unsqueeze")
 def _reshape_backward(node, grad):
     """y = x.view/reshape/squeeze/unsqueeze(...) (also flatten); x may be non-contiguous."""
-    # Idea: same elements in the same order, another shape.
+    # Idea: did the forward move any element, or only relabel the shape?
     # YOUR CODE HERE
     raise NotImplementedError('_reshape_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -519,7 +519,7 @@ def _reshape_backward(node, grad):
 def _expand_backward(node, grad):
     """y = x.expand(shape) (also broadcast_to, expand_as): new leading dimensions and
     size-1 dimensions stretched."""
-    # Idea: expand is broadcasting, done as a view.
+    # Idea: you have met this reuse of elements before (section 5).
     # YOUR CODE HERE
     raise NotImplementedError('_expand_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -562,8 +562,8 @@ def linear_weight_grad(a, g):
 
     Contract: `a` is a numpy array of shape (..., n, k), `g` (the upstream gradient of Y)
     of shape (..., n, m) with the same leading dims (one or more of them, at least one
-    row); either may be non-contiguous. Returns the (k, m) array sum over every batch entry
-    b of a[b].T @ g[b], computed as ONE 2-D matrix product over all rows: no batched
+    row); either may be non-contiguous. Returns the (k, m) gradient of W (shared by every
+    batch entry), computed as ONE 2-D matrix product over all rows: no batched
     matmul, no product per batch entry or per row, nothing summed afterwards (the check
     and the tests watch which numpy operations it makes).
     """
@@ -581,7 +581,7 @@ def _sum_backward(node, grad):
     Contract (every rule below): returns a tuple, one numpy gradient per input, each of
     that input's shape (None for an input that does not require grad).
     """
-    # Idea: the reverse of a sum is a broadcast.
+    # Idea: which outputs does one input element reach, and with which slope?
     # YOUR CODE HERE
     raise NotImplementedError('_sum_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -589,7 +589,7 @@ def _sum_backward(node, grad):
 @backward_rule("mean")
 def _mean_backward(node, grad):
     """y = x.mean(dim, keepdim) (attrs as for sum). x may be 0-d."""
-    # Idea: a mean is a sum divided by how many elements it summed.
+    # Idea: a mean is a sum followed by a division by a constant.
     # YOUR CODE HERE
     raise NotImplementedError('_mean_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -602,7 +602,7 @@ def _matmul_backward(node, grad):
     input that does not require grad (and saves its product). When a has batch dims and b
     is one matrix (a batched Linear layer), b's gradient is one 2-D matrix product over all
     rows, as in linear_weight_grad (no batched product, nothing summed afterwards)."""
-    # Idea: the formulas are the 2-D ones; the shapes are the work.
+    # Idea: your 2-D derivation; the shapes are the work.
     # YOUR CODE HERE
     raise NotImplementedError('_matmul_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -642,11 +642,11 @@ def _stack_backward(node, grad):
     return tuple(np.moveaxis(grad, node.attrs["dim"], 0))
 
 
-# -- cell 47 (rules-more-ops) --
+# -- cell 48 (rules-more-ops) --
 @backward_rule("cumsum")
 def _cumsum_backward(node, grad):
     """y = x.cumsum(dim) (attrs: dim, a non-negative int). Returns (grad_x,), x's shape."""
-    # Idea: x[i] reaches every y[j] with j >= i.
+    # Idea: which outputs y[j] contain x[i]?
     # YOUR CODE HERE
     raise NotImplementedError('_cumsum_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -660,7 +660,7 @@ def _topk_backward(node, grad):
     raise NotImplementedError('_topk_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 49 --
+# -- cell 50 --
 @backward_rule("tril", "triu")
 def _tri_backward(node, grad):
     keep = np.tril if node.op == "tril" else np.triu
@@ -691,7 +691,7 @@ def _roll_backward(node, grad):
     return (np.roll(grad, back if dims else back[0], dims),)
 
 
-# -- cell 52 (rules-nn) --
+# -- cell 53 (rules-nn) --
 @backward_rule("relu")
 def _relu_backward(node, grad):
     """y = max(x, 0).
@@ -700,7 +700,7 @@ def _relu_backward(node, grad):
     input (a numpy array of its shape). For relu: the gradient is 0 where x <= 0, at
     exactly 0 (and -0.0) included, as in PyTorch.
     """
-    # Idea: the gradient passes where the unit was on; PyTorch's slope at 0 is 0.
+    # Idea: the slope of max(x, 0) on each side of 0; PyTorch's choice at exactly 0 is 0.
     # YOUR CODE HERE
     raise NotImplementedError('_relu_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -708,7 +708,7 @@ def _relu_backward(node, grad):
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
     """y = sigmoid(x)."""
-    # Idea: σ' = σ(1 - σ), and σ is the saved output.
+    # Idea: write σ' through σ itself: the node saved σ.
     # YOUR CODE HERE
     raise NotImplementedError('_sigmoid_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -716,7 +716,7 @@ def _sigmoid_backward(node, grad):
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
     """y = tanh(x)."""
-    # Idea: tanh' = 1 - tanh², and tanh is the saved output.
+    # Idea: write tanh' through tanh itself: the node saved it.
     # YOUR CODE HERE
     raise NotImplementedError('_tanh_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -724,7 +724,7 @@ def _tanh_backward(node, grad):
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
     """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
-    # Idea: the VJP of diag(s) - s sᵀ, without building the matrix.
+    # Idea: the Jacobian's entries, contracted with grad, without building the matrix.
     # YOUR CODE HERE
     raise NotImplementedError('_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -732,12 +732,12 @@ def _softmax_backward(node, grad):
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
     """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
-    # Idea: exp of the saved output is the softmax.
+    # Idea: differentiate the two terms of ℓ = x - log S separately.
     # YOUR CODE HERE
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 54 (rules-nll) --
+# -- cell 55 (rules-nll) --
 @backward_rule("nll_loss")
 def _nll_loss_backward(node, grad):
     """loss = nll_loss(logp, target, weight, ignore_index, reduction).
@@ -749,14 +749,14 @@ def _nll_loss_backward(node, grad):
     (N,) or (N, d1, d2, ...)), weight (None or a (C,) numpy array), ignore_index (an int;
     targets equal to it are not class indices), reduction ("mean", "sum" or "none"; with
     "none", `grad` has target's shape, otherwise it is 0-d). Returns (grad_logp,), of
-    logp's shape: 0 except at each valid sample's target class, and 0 for ignored samples.
+    logp's shape and a floating dtype; an ignored sample contributes nothing to it.
     """
     # Idea: only the picked log-probabilities appear in the loss.
     # YOUR CODE HERE
     raise NotImplementedError('_nll_loss_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 55 --
+# -- cell 56 --
 @backward_rule("leaky_relu")
 def _leaky_relu_backward(node, grad):
     x = node.inputs[0].numpy()
@@ -828,7 +828,7 @@ def _bce_with_logits_backward(node, grad):
     return (_pointwise_loss_grad(grad, dx, reduction), _pointwise_loss_grad(grad, dy, reduction))
 
 
-# -- cell 62 --
+# -- cell 64 --
 class FunctionCtx:
     """What a Function's forward leaves for its backward (the `ctx` of torch.autograd.Function)."""
 
@@ -898,30 +898,63 @@ def _function_backward(node, grad):
                  for g, t in zip(grads, ctx._is_tensor) if t)
 
 
-# -- cell 66 (softplus-function) --
+# -- cell 68 (softplus-function) --
 class Softplus(Function):
     """softplus(x) = log(1 + exp(x)) as one op: `Softplus.apply(x)`.
 
     Contract: forward(ctx, x) takes a floating Tensor x and returns a Tensor of x's shape
-    and dtype, finite for every finite x (x = ±1000 included); it saves for backward
-    exactly one tensor, sigmoid(x), and not x. backward(ctx, grad) returns the gradient of
-    x (one value: forward has one argument) computed from the saved tensor alone.
+    and dtype, finite for every finite x (x = ±1000 included) and accurate to rounding
+    (at x = -40 too). It saves exactly one tensor for backward, of x's shape.
+    backward(ctx, grad) returns the gradient of x (one value: forward has one argument)
+    as grad times that saved tensor: one multiplication, no exp, log or division.
     """
 
     @staticmethod
     def forward(ctx, x):
-        # Idea: save the derivative itself; backward is then one multiplication.
+        # Idea: backward may only multiply: what must already be waiting for it?
         # YOUR CODE HERE
         raise NotImplementedError('Softplus.forward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
     @staticmethod
     def backward(ctx, grad):
-        # Idea: the chain rule with the saved slope.
+        # Idea: the chain rule, with what forward left you.
         # YOUR CODE HERE
         raise NotImplementedError('Softplus.backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 69 --
+# -- cell 71 (logsumexp-function) --
+class LogSumExp(Function):
+    """log(sum(exp(x), dim)) as one op: `LogSumExp.apply(x, dim, keepdim)` (torch.logsumexp).
+
+    Contract: forward(ctx, x, dim, keepdim) takes a floating Tensor x with at least one
+    dimension, an int dim (negative counts from the end) and a bool keepdim. It returns a
+    Tensor of x's dtype and of x's shape without dim (size 1 there when keepdim is True),
+    finite wherever the true value is: entries of ±1e4 included, in float32 and float64.
+    What it saves for backward is your design. backward(ctx, grad) gets the upstream
+    gradient (a Tensor of the output's shape) and returns one entry per argument of
+    forward: (gradient of x, None, None), the gradient a Tensor or numpy array of x's
+    shape, finite for every finite x (±1e4 included).
+    """
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        # Idea: factor the largest exponential out of the sum; keep what backward will need.
+        # YOUR CODE HERE
+        raise NotImplementedError('LogSumExp.forward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Idea: your derivative, written so that no exponential of a large number appears.
+        # YOUR CODE HERE
+        raise NotImplementedError('LogSumExp.backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
+
+
+def logsumexp(x, dim, keepdim=False):
+    """log(sum(exp(x), dim)) through LogSumExp, like torch.logsumexp(x, dim, keepdim)."""
+    return LogSumExp.apply(x, dim, keepdim)
+
+
+# -- cell 77 --
 def _short(value, limit=40):
     if isinstance(value, np.ndarray):
         return f"<array {value.shape}>"
@@ -990,7 +1023,7 @@ def format_graph(tensor, names=None, max_depth=25):
     return "\n".join(lines)
 
 
-# -- cell 71 --
+# -- cell 79 --
 def print_graph(tensor, names=None, max_depth=25):
     """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
     print(format_graph(tensor, names, max_depth))
