@@ -94,6 +94,7 @@ def torch(request):
             pytest.fail("TINYTORCH_PARITY=record writes one file per test file: run it without -n")
         import torch as real
     _seed_for(request, real)
+    request.node.user_properties.append(("tinytorch_parity", mode))  # tito counts these
     session = torch_reference.Session(request.node.nodeid, mode, events, arrays, real)
     yield session.root
     if mode == "record":

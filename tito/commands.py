@@ -58,6 +58,8 @@ def status() -> int:
         if last:
             verdict = "passed" if last["ok"] else "failed"
             result = f"{verdict} {last['passed']}/{last['passed'] + last['failed']} ({last['against']}, {last['when']})"
+            if last.get("parity"):
+                result += f", {last['parity']} vs PyTorch"
         else:
             result = "-"
         print(f"{m.number:02d}  {m.name:<13} {'available' if m.available else 'planned':<10} "

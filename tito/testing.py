@@ -30,6 +30,7 @@ class Outcome:
     timeout: str | None = None  # the function that was running when a test ran out of time
     passes: list[str] = field(default_factory=list)  # test ids
     problem: str | None = None  # the suite could not run at all
+    parity: dict = field(default_factory=dict)  # how the passing tests that ask PyTorch got its answers: count
 
     @property
     def total(self) -> int:
@@ -278,6 +279,9 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
     stubs = _manifest(module.root, module.notebook_rel) if module else []
     for case in ET.parse(path).getroot().iter("testcase"):
         name = _test_id(case.get("classname", ""), case.get("name", ""))
+        asked = [p.get("value") for p in case.iter("property") if p.get("name") == "tinytorch_parity"]
+        if asked and case.find("failure") is None and case.find("error") is None and case.find("skipped") is None:
+            outcome.parity[asked[0]] = outcome.parity.get(asked[0], 0) + 1
         bad = case.find("failure")
         if bad is None:
             bad = case.find("error")
@@ -309,6 +313,13 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
     return outcome
 
 
+def parity_line(parity: dict) -> str:
+    """How many passing tests were compared with PyTorch, and how."""
+    how = {"replay": "PyTorch's recorded answers (replayed: PyTorch not needed)", "live": "PyTorch, live",
+           "check": "PyTorch, live, and with its recorded answers", "record": "PyTorch, live (recording its answers)"}
+    return "; ".join(f"{n} of them compared with {how.get(mode, mode)}" for mode, n in sorted(parity.items()))
+
+
 def summary(module: Module, outcome: Outcome, against: str, limit: int = 8) -> str:
     """Failures grouped by the student's function they point at, in notebook order; a unit's
     own tests before the tests that merely use it; each message whole."""
@@ -318,6 +329,8 @@ def summary(module: Module, outcome: Outcome, against: str, limit: int = 8) -> s
     counts = f"{outcome.passed} passed, {outcome.failed} failed" + (
         f", {outcome.skipped} skipped" if outcome.skipped else "")
     lines = [head + counts + (" ✓" if outcome.ok else "")]
+    if outcome.parity:
+        lines.append("  " + parity_line(outcome.parity))
     if outcome.timeout:
         lines.append(f"  ⏱ a test ran past its time limit while `{outcome.timeout}` was running, so the run "
                      f"stopped there (the other tests were not run). Look for a loop in it whose exit "
@@ -374,6 +387,7 @@ def record(module: Module, outcome: Outcome, against: str) -> None:
         "against": against,
         "passed": outcome.passed,
         "failed": outcome.failed,
+        "parity": sum(outcome.parity.values()),
         "ok": outcome.ok,
         "when": time.strftime("%Y-%m-%d %H:%M"),
     })
