@@ -34,7 +34,7 @@ def test_minmaxobserver_forward_running_range_over_batches():
 
 @pytest.mark.parametrize("qscheme", ["per_tensor_affine", "per_tensor_symmetric"])
 def test_minmaxobserver_forward_matches_torch(torch, qscheme):
-    from torch.ao.quantization import MinMaxObserver
+    MinMaxObserver = torch.ao.quantization.MinMaxObserver
 
     theirs = MinMaxObserver(dtype=torch.qint8, qscheme=getattr(torch, qscheme))
     ours = Q.MinMaxObserver(qscheme=qscheme)
@@ -50,7 +50,7 @@ def test_minmaxobserver_forward_matches_torch(torch, qscheme):
 @pytest.mark.parametrize("ch_axis", [0, 1])
 @pytest.mark.parametrize("qscheme", ["per_channel_affine", "per_channel_symmetric"])
 def test_minmaxobserver_forward_per_channel_matches_torch(torch, ch_axis, qscheme):
-    from torch.ao.quantization import PerChannelMinMaxObserver
+    PerChannelMinMaxObserver = torch.ao.quantization.PerChannelMinMaxObserver
 
     theirs = PerChannelMinMaxObserver(ch_axis=ch_axis, dtype=torch.qint8, qscheme=getattr(torch, qscheme))
     ours = Q.PerChannelMinMaxObserver(ch_axis=ch_axis, qscheme=qscheme)

@@ -10,7 +10,8 @@ RANGES = [(-1.0, 3.0), (0.5, 2.0), (-4.0, -0.25), (-0.731, 0.0419), (0.0, 0.0), 
 
 
 def _torch_qparams(torch, values, symmetric, per_channel, quant_min=-128, quant_max=127):
-    from torch.ao.quantization import MinMaxObserver, PerChannelMinMaxObserver
+    observers = torch.ao.quantization
+    MinMaxObserver, PerChannelMinMaxObserver = observers.MinMaxObserver, observers.PerChannelMinMaxObserver
 
     if per_channel:
         scheme = torch.per_channel_symmetric if symmetric else torch.per_channel_affine
@@ -64,14 +65,18 @@ def test_calculate_qparams_matches_torch_4bit(torch, symmetric):
 def test_calculate_qparams_zero_is_exact(lo, hi, symmetric):
     scale, zp = Q._calculate_qparams(np.float32(lo), np.float32(hi), symmetric)
     assert -128 <= int(zp) <= 127, f"zero point {int(zp)} must lie in [-128, 127]"
-    back = Q._dequantize(Q._quantize(np.zeros(3, np.float32), scale, zp), scale, zp)
-    np.testing.assert_array_equal(back, np.zeros(3, np.float32),
-                                  err_msg=f"0 must be exactly representable for the range [{lo}, {hi}]")
-    # the widened range is covered: both ends come back within half a step
-    ends = np.array([min(lo, 0.0), max(hi, 0.0)], dtype=np.float32)
-    err = np.abs(Q._dequantize(Q._quantize(ends, scale, zp), scale, zp) - ends)
+    assert np.asarray(zp).dtype == np.int64, f"the zero point is an integer (int64), got {np.asarray(zp).dtype}"
+    # the widened range is covered: both ends lie within half a step of what -128 and 127 stand for
+    s = float(scale)
+    ends = np.array([min(lo, 0.0), max(hi, 0.0)])
+    grid_ends = s * (np.array([-128, 127]) - int(zp))
     if not symmetric:
-        assert err.max() <= float(scale) * 0.5 + 1e-6, f"ends of the widened range off by {err} (scale {scale})"
+        assert np.abs(grid_ends - ends).max() <= s * 0.5 + 1e-6, \
+            f"ends of the widened range {ends} vs the grid's {grid_ends} (scale {s})"
+    else:
+        m, slack = np.abs(ends).max(), s / 2 * (1 + 1e-5)
+        assert grid_ends[0] <= -m + slack and grid_ends[1] >= m - slack, \
+            f"the symmetric grid {grid_ends} must reach the larger magnitude {np.abs(ends).max()} within half a step"
 
 
 def test_calculate_qparams_zero_range_uses_eps():
@@ -83,3 +88,29 @@ def test_calculate_qparams_zero_range_uses_eps():
 def test_calculate_qparams_rejects_min_above_max():
     with pytest.raises(ValueError, match="min"):
         Q._calculate_qparams(np.float32(2.0), np.float32(1.0), False)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("bits", [8, 4, 3])
+def test_calculate_qparams_grid_conditions(symmetric, bits):
+    """The contract's conditions, torch-free: the zero point is one of the integers, and the grid
+    is as wide as the widened range (affine, ends within half a step) or as [-m, m] (symmetric)."""
+    quant_min, quant_max = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    rng = np.random.default_rng(bits)
+    lo = (rng.uniform(-5, 3, 40) * rng.choice([1e-3, 1.0, 30.0], 40)).astype(np.float32)
+    hi = (lo + rng.uniform(0.01, 6, 40) * rng.choice([1e-3, 1.0, 30.0], 40)).astype(np.float32)
+    scale, zp = Q._calculate_qparams(lo, hi, symmetric, quant_min, quant_max)
+    s, z = scale.astype(np.float64), zp.astype(np.int64)
+    assert np.all((quant_min <= z) & (z <= quant_max)), f"zero points outside [{quant_min}, {quant_max}]: {z}"
+    wlo, whi = np.minimum(lo, 0).astype(np.float64), np.maximum(hi, 0).astype(np.float64)
+    low_end, high_end = s * (quant_min - z), s * (quant_max - z)
+    if symmetric:
+        assert np.all(z == 0), f"symmetric zero points must be 0, got {z}"
+        np.testing.assert_allclose(high_end - low_end, 2 * np.maximum(-wlo, whi), rtol=1e-6,
+                                   err_msg="symmetric: the grid is as wide as [-m, m]")
+    else:
+        np.testing.assert_allclose(high_end - low_end, whi - wlo, rtol=1e-6,
+                                   err_msg="affine: the grid is as wide as the range widened to contain 0")
+        off = np.maximum(np.abs(low_end - wlo), np.abs(high_end - whi))
+        assert np.all(off <= s / 2 * (1 + 1e-5)), \
+            f"affine: the end integers stand for values more than half a step from the widened range: {off / s} steps"

@@ -5,9 +5,9 @@
 # -- cell 7 (calculate-qparams) --
 """Quantization (module 15): int8 affine and symmetric quantization, per tensor and per
 channel; observers that calibrate ranges from data; QuantizedLinear with int8 weights and
-int32 accumulation; fake quantization with a straight-through gradient; quantize_model
-(post-training quantization) and prepare_qat/convert (quantization-aware training).
-Mirrors torch.ao.quantization."""
+int32 accumulation; requantization with a fixed-point multiplier; fake quantization with a
+straight-through gradient; quantize_model (post-training quantization) and
+prepare_qat/convert (quantization-aware training). Mirrors torch.ao.quantization."""
 import copy
 from collections import namedtuple
 
@@ -38,20 +38,24 @@ EPS = np.finfo(np.float32).eps         # the smallest scale an observer returns 
 
 
 def _calculate_qparams(min_val, max_val, symmetric, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
-    """Scale and zero point for the range [min_val, max_val].
+    """Scale and zero point of the integer grid for the range [min_val, max_val].
 
     Contract: min_val, max_val float32 numpy arrays of one shape (0-d for a tensor, (C,)
     per channel); quant_min < quant_max ints. Returns (scale, zero_point): a float32 and an
-    int64 numpy array, both of that shape, equal to what PyTorch's MinMaxObserver /
-    PerChannelMinMaxObserver return from calculate_qparams() for the same range, scheme
-    and integer range. The grid covers the range widened to contain 0, and 0 is exactly
-    one of its points. Affine: the grid's quant_max - quant_min steps span exactly the
-    widened range, and zero_point lies in [quant_min, quant_max]. Symmetric: zero_point is
-    0 and the grid reaches the larger magnitude of the range on both sides of 0. The scale
-    is never below EPS (an all-zero range gets exactly EPS). Raises ValueError when any
-    min_val exceeds its max_val; the message names min_val and max_val and shows both.
+    int64 numpy array, both of that shape, such that for every entry
+    - 0.0 is exactly a grid point: zero_point is an integer in [quant_min, quant_max];
+    - affine (symmetric=False): the grid's quant_max - quant_min steps are exactly as wide
+      as the range widened to contain 0, and quant_min and quant_max stand for values
+      within half a step of its minimum and maximum (anchored at the minimum);
+    - symmetric: zero_point is 0, and the grid is exactly as wide as [-m, m], m the larger
+      magnitude of the widened range;
+    - scale >= EPS (an all-zero range gets exactly EPS, and the zero point of that scale).
+    The values equal, bit for bit, what PyTorch's MinMaxObserver / PerChannelMinMaxObserver
+    return from calculate_qparams() for the same range, scheme and integer range.
+    Raises ValueError when any min_val exceeds its max_val; the message names min_val and
+    max_val and shows both.
     """
-    # Idea: widen the range to contain 0, then spread it over the integer steps.
+    # Idea: two unknowns, s and z; the grid's conditions pin them down.
     # YOUR CODE HERE
     raise NotImplementedError('_calculate_qparams() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
@@ -60,13 +64,14 @@ def _calculate_qparams(min_val, max_val, symmetric, quant_min=QINT8_MIN, quant_m
 def _quantize(x, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
     """Contract: x a float numpy array; scale (> 0) and zero_point numbers, or arrays that
     broadcast against x (one per channel, or even one per element); quant_min < quant_max
-    within int8's range. Returns an int8 numpy array of x's shape: each x in units of the
-    scale, rounded half to even (the tie is decided before the zero point shifts the
-    integer), shifted by zero_point, and saturated at quant_min / quant_max (never wrapped
-    around). The integers equal PyTorch's (torch.quantize_per_tensor / quantize_per_channel)
-    bit for bit, including the ties that PyTorch decides by scaling with the float32
-    reciprocal of the scale, where a true division would round the other way."""
-    # Idea: the index of the nearest grid point, kept inside the grid.
+    within int8's range. Returns an int8 numpy array of x's shape: for each x, the integer
+    q in [quant_min, quant_max] whose grid point scale * (q - zero_point) is nearest x;
+    halfway between two grid points, the one with q - zero_point even; beyond the grid,
+    its end integer (saturated, never wrapped around). The integers equal PyTorch's
+    (torch.quantize_per_tensor / quantize_per_channel) bit for bit, including the ties
+    that PyTorch decides by scaling x with the float32 reciprocal of the scale, where a
+    true division would round the other way."""
+    # Idea: invert the grid's definition, then keep the nearest integer the grid has.
     # YOUR CODE HERE
     raise NotImplementedError('_quantize() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
@@ -76,7 +81,7 @@ def _dequantize(q, scale, zero_point):
     arrays that broadcast against it. Returns a float32 numpy array of q's shape: the real
     value each integer stands for on the grid (zero_point stands for exactly 0), computed
     without int8 overflow for any q and zero_point in int8's range."""
-    # Idea: what the stored index means.
+    # Idea: what the stored integer means.
     # YOUR CODE HERE
     raise NotImplementedError('_dequantize() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
@@ -268,31 +273,37 @@ class PercentileObserver(MinMaxObserver):
 
 
 # -- cell 33 (int8-linear) --
-def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, bias=None):
+def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, w_zero_point, bias=None):
     """The integer core of QuantizedLinear.
 
     Contract: q_x int8 (..., in) with scalar x_scale (float) and x_zero_point (int); q_w
-    int8 (out, in) with w_scale float32 (out,) and zero point 0; bias float32 (out,) or None.
-    Returns a float32 numpy array (..., out): the Linear layer applied to the values the
-    integers stand for, plus the bias. The integer part of each output (the sum over `in`
-    of the products of the integers, zero point accounted for) is exact for any int8
-    inputs with `in` up to 2^16, also where it exceeds float32's exact integers (2^24):
-    with scales 1, zero point 0 and no bias the output is that exact integer sum, rounded
-    once to float32. Inputs equal to x_zero_point contribute exactly nothing.
+    int8 (out, in) with w_scale float32 (out,) and w_zero_point an int or an int array
+    (out,) (0 for symmetric weights); bias float32 (out,) or None. Returns a float32 numpy
+    array (..., out): the Linear layer applied to the values the integers stand for, plus
+    the bias. The integer part of each output (the sum over `in` of the products of the
+    shifted integers) is exact for any int8 inputs and zero points and `in` up to 2^15
+    (so that it fits an int32), also where it exceeds float32's exact integers (2^24): with
+    scales 1, zero points 0 and no bias the output is that exact integer sum, rounded once
+    to float32. As in an int8
+    kernel, the only computation on the whole (..., in) input or (out, in) weight is a
+    matrix product of the stored integers themselves (widened, never shifted by a zero
+    point) and sums over `in`; the zero points enter through corrections of the
+    accumulators.
     """
-    # Idea: integers all the way through the sum; the scales come in once, at the end.
+    # Idea: expand the shifted product; what depends on one side only is cheap.
     # YOUR CODE HERE
     raise NotImplementedError('_int8_linear() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
 # -- cell 36 --
 def _weight_qparams(weight, weight_observer):
+    """(observer, scales (out,), zero points (out,) or None when they are all 0)."""
     observer = weight_observer()
     observer(weight)
     scale, zero_point = observer.calculate_qparams()
-    if np.any(zero_point != 0):
-        raise ValueError("QuantizedLinear needs a symmetric weight observer (zero point 0)")
-    return observer, np.broadcast_to(scale, (weight.shape[0],)).astype(np.float32)
+    rows = (weight.shape[0],)
+    zero_point = None if np.all(zero_point == 0) else np.broadcast_to(zero_point, rows).astype(np.int64)
+    return observer, np.broadcast_to(scale, rows).astype(np.float32), zero_point
 
 
 def _default_weight_observer():
@@ -304,11 +315,12 @@ class QuantizedLinear(Module):
     in and out). Build it with from_float or from_observed; it does not train."""
 
     def __init__(self, weight_int8, weight_scale, bias, input_scale, input_zero_point,
-                 input_quant_min=QINT8_MIN, input_quant_max=QINT8_MAX):
+                 input_quant_min=QINT8_MIN, input_quant_max=QINT8_MAX, weight_zero_point=None):
         super().__init__()
         self.out_features, self.in_features = weight_int8.shape
         self.weight_int8 = weight_int8          # numpy int8 (out, in): the stored weight
         self.weight_scale = weight_scale        # float32 (out,)
+        self.weight_zero_point = weight_zero_point  # int64 (out,), or None for symmetric weights
         self.bias = None if bias is None else np.asarray(bias, dtype=np.float32)
         self.input_scale = float(input_scale)
         self.input_zero_point = int(input_zero_point)
@@ -318,10 +330,11 @@ class QuantizedLinear(Module):
     def from_float(cls, linear, input_scale, input_zero_point, weight_observer=None,
                    input_quant_min=QINT8_MIN, input_quant_max=QINT8_MAX):
         weight = linear.weight.numpy().astype(np.float32)
-        observer, scale = _weight_qparams(weight, weight_observer or _default_weight_observer)
-        q_w = _quantize(weight, scale[:, None], 0, observer.quant_min, observer.quant_max)
+        observer, scale, zero_point = _weight_qparams(weight, weight_observer or _default_weight_observer)
+        q_w = _quantize(weight, scale[:, None], 0 if zero_point is None else zero_point[:, None],
+                        observer.quant_min, observer.quant_max)
         bias = None if linear.bias is None else linear.bias.numpy()
-        return cls(q_w, scale, bias, input_scale, input_zero_point, input_quant_min, input_quant_max)
+        return cls(q_w, scale, bias, input_scale, input_zero_point, input_quant_min, input_quant_max, zero_point)
 
     @classmethod
     def from_observed(cls, observed):
@@ -331,25 +344,57 @@ class QuantizedLinear(Module):
         return cls.from_float(observed.linear, float(scale), int(zero_point), observed.qconfig.weight,
                               act.quant_min, act.quant_max)
 
-    def forward(self, input):
+    def quantize_input(self, input):
+        """The input as int8, with the calibrated activation parameters."""
         x = _array(input)
         if x.ndim == 0 or x.shape[-1] != self.in_features:
             raise ValueError(f"QuantizedLinear: input of shape {x.shape} does not fit in_features={self.in_features}")
-        q_x = _quantize(x, np.float32(self.input_scale), self.input_zero_point,
-                        self.input_quant_min, self.input_quant_max)
-        return Tensor(_int8_linear(q_x, self.input_scale, self.input_zero_point,
-                                   self.weight_int8, self.weight_scale, self.bias))
+        return _quantize(x, np.float32(self.input_scale), self.input_zero_point,
+                         self.input_quant_min, self.input_quant_max)
+
+    def forward(self, input):
+        return Tensor(_int8_linear(self.quantize_input(input), self.input_scale, self.input_zero_point,
+                                   self.weight_int8, self.weight_scale, self._w_zero_point(), self.bias))
+
+    def _w_zero_point(self):
+        return 0 if self.weight_zero_point is None else self.weight_zero_point
 
     def weight(self):
         """The weight as a QTensor (torch's QuantizedLinear.weight() returns one too)."""
-        return QTensor(self.weight_int8, self.weight_scale, np.zeros(self.out_features, np.int64), axis=0)
+        zero_point = np.zeros(self.out_features, np.int64) if self.weight_zero_point is None else self.weight_zero_point
+        return QTensor(self.weight_int8, self.weight_scale, zero_point, axis=0)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"input_scale={self.input_scale:.4g}, input_zero_point={self.input_zero_point}")
 
 
-# -- cell 41 (fake-quantize) --
+# -- cell 41 (requantize) --
+def _quantize_multiplier(multiplier):
+    """Contract: multiplier a positive finite float or float64 numpy array (one per output
+    channel). Returns (m, shift), int64 numpy arrays of its shape, with 2^30 <= m < 2^31
+    and m / 2^shift the nearest such number to multiplier:
+    |m * 2^-shift - multiplier| <= 2^-(shift + 1). Raises ValueError, naming the value,
+    for a multiplier that is not positive and finite."""
+    # Idea: a float's digits and its size, kept apart: 31 digits in binary, and a shift.
+    # YOUR CODE HERE
+    raise NotImplementedError('_quantize_multiplier() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
+
+
+def _requantize(acc, multiplier, shift, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+    """Contract: acc an integer numpy array (..., out) with |acc| < 2^31; multiplier
+    (2^30 <= m < 2^31) and shift (1 <= shift <= 62) ints or int arrays that broadcast
+    against acc (one per output channel); zero_point an int; quant_min < quant_max within
+    int8's range. Returns an int8 numpy array of acc's shape: zero_point plus the integer
+    nearest to acc * multiplier / 2^shift (halfway cases rounded up, towards +infinity),
+    saturated at quant_min / quant_max. Exact for every such input: integer arithmetic
+    only, also where acc * multiplier exceeds float64's exact integers (2^53)."""
+    # Idea: a product that cannot overflow, then a division by 2^shift that rounds.
+    # YOUR CODE HERE
+    raise NotImplementedError('_requantize() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
+
+
+# -- cell 44 (fake-quantize) --
 class FakeQuantizeFunction(Function):
     """Quantize-then-dequantize with a straight-through gradient."""
 
@@ -377,7 +422,7 @@ class FakeQuantizeFunction(Function):
         raise NotImplementedError('FakeQuantizeFunction.backward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 43 --
+# -- cell 46 --
 def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
     """torch.fake_quantize_per_tensor_affine, with the straight-through gradient."""
     if not float(scale) > 0:
@@ -399,7 +444,7 @@ def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min=Q
                                       int(quant_min), int(quant_max))
 
 
-# -- cell 48 (swap-modules) --
+# -- cell 51 (swap-modules) --
 QConfig = namedtuple("QConfig", ["activation", "weight"])  # torch.ao.quantization.QConfig: observer factories
 default_qconfig = QConfig(activation=MinMaxObserver, weight=_default_weight_observer)
 
@@ -427,7 +472,7 @@ class ObservedLinear(Module):
         return self.linear(self.activation_post_process(input))
 
 
-# -- cell 51 (quantize-model) --
+# -- cell 54 (quantize-model) --
 def _batch_inputs(batch):
     """The model's input from a loader's batch: (inputs, targets) pairs or bare inputs."""
     return batch[0] if isinstance(batch, (tuple, list)) else batch
@@ -453,7 +498,7 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     raise NotImplementedError('quantize_model() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 66 --
+# -- cell 75 --
 class FakeQuantize(Module):
     """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
     training mode (and in eval mode until it has seen data); fresh=True re-observes every
