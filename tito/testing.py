@@ -168,6 +168,16 @@ def check_import(package_parent: Path) -> str | None:
     )
 
 
+def _traced_env(module: Module, package_parent: Path) -> dict:
+    """suite_env, plus the student's functions of `module` for each test to record which it
+    runs (tests/stub_spectrum.py): how a failure is filed under the function to fix."""
+    env = suite_env(package_parent)
+    stubs = [stub["name"] for stub in _manifest(module.root, module.notebook_rel)]
+    if stubs:
+        env["TITO_SPECTRUM"] = json.dumps({"module": module.slug, "stubs": stubs})
+    return env
+
+
 def run_suite(module: Module, package_parent: Path, *, show_output: bool = True, verbose: bool = False,
               extra_args: tuple[str, ...] = (), fork: bool = False) -> Outcome:
     """Run tests/NN_name against the package in `package_parent`. Tracebacks only when
@@ -190,7 +200,7 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
             cmd += ["-o", f"timeout={int(os.environ['TITO_TEST_TIMEOUT'])}"]
         try:
             proc = subprocess.run(
-                cmd, cwd=module.root, env=suite_env(package_parent), timeout=SUITE_TIMEOUT_S,
+                cmd, cwd=module.root, env=_traced_env(module, package_parent), timeout=SUITE_TIMEOUT_S,
                 capture_output=not show_output, text=True,
                 # Ctrl-C reaches tito alone, which stops pytest and prints one line (not
                 # pytest's 40-line start-up traceback).
@@ -218,7 +228,8 @@ def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[st
         xml, log = Path(tmp) / "report.xml", Path(tmp) / "pytest.log"
         args = [str(module.tests_path), "-q", "--tb=no", "-rN", "-p", "no:cacheprovider", f"--junitxml={xml}",
                 "-o", "junit_family=xunit1", *extra_args]
-        code = forkrun.run_pytest(args, env=suite_env(package_parent), cwd=module.root, log=log, timeout=SUITE_TIMEOUT_S)
+        code = forkrun.run_pytest(args, env=_traced_env(module, package_parent), cwd=module.root, log=log,
+                                  timeout=SUITE_TIMEOUT_S)
         tail = "\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]) if log.is_file() else ""
         if code is None:
             return Outcome(problem=f"the test run did not finish in {SUITE_TIMEOUT_S // 60} minutes")
@@ -274,34 +285,59 @@ def _unit_of(test: str, stubs: list[dict]) -> tuple[str, int] | None:
     return best[:2] if best else None
 
 
+_RULE = re.compile(r"the backward rule of '(\w+)'")
+
+
+def _suspicion(cases: list[tuple[bool, set]]) -> dict[str, float]:
+    """Ochiai's score for each student function, from (failed?, functions run) per test: 1
+    when exactly the failing tests run it, lower the more passing tests run it too."""
+    failed_total = sum(1 for failed, _ in cases if failed)
+    ran_failing, ran_passing = {}, {}
+    for failed, ran in cases:
+        for name in ran:
+            counts = ran_failing if failed else ran_passing
+            counts[name] = counts.get(name, 0) + 1
+    return {name: f / ((failed_total * (f + ran_passing.get(name, 0))) ** 0.5)
+            for name, f in ran_failing.items() if failed_total}
+
+
 def parse_junit(path: Path, package_parent: Path, module: Module | None = None) -> Outcome:
     outcome = Outcome()
     stubs = _manifest(module.root, module.notebook_rel) if module else []
+    position = {stub["name"]: i for i, stub in enumerate(stubs)}
+    cases = []
     for case in ET.parse(path).getroot().iter("testcase"):
-        name = _test_id(case.get("classname", ""), case.get("name", ""))
-        asked = [p.get("value") for p in case.iter("property") if p.get("name") == "tinytorch_parity"]
-        if asked and case.find("failure") is None and case.find("error") is None and case.find("skipped") is None:
-            outcome.parity[asked[0]] = outcome.parity.get(asked[0], 0) + 1
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
         bad = case.find("failure")
         if bad is None:
             bad = case.find("error")
+        ran = {n for n in (props.get("tito_spectrum") or "").split("|") if n in position}
+        cases.append((case, props, bad, ran))
+    scores = _suspicion([(bad is not None, ran) for case, props, bad, ran in cases if case.find("skipped") is None])
+    for case, props, bad, ran in cases:
+        name = _test_id(case.get("classname", ""), case.get("name", ""))
+        if props.get("tinytorch_parity") and bad is None and case.find("skipped") is None:
+            mode = props["tinytorch_parity"]
+            outcome.parity[mode] = outcome.parity.get(mode, 0) + 1
         if bad is not None:
             outcome.failed += 1
-            props = {p.get("name"): p.get("value") for p in case.iter("property")}
             message = (props.get("tito_message") or bad.get("message") or bad.tag).strip()
             first = message.splitlines()[0] if message else bad.tag
             frames = [f for f in (props.get("tinytorch_frames") or "").split("|") if f]
             found = locate_student_code(module.root, package_parent, frames) if module and frames else None
             where, stub, order = found if found else (locate(package_parent, bad.text or ""), None, None)
             unit = _unit_of(name, stubs)
-            if stub is None and unit is not None:  # an assert in the test of a unit: point at the unit
-                entry = stubs[unit[1]]
+            chosen = _suspect(message, stub, unit[0] if unit else None, ran, scores, position)
+            if chosen is not None and chosen != stub:
+                entry = stubs[position[chosen]]
                 section = f"§{_section(entry['section'])}, " if entry.get("section") else ""
-                stub, where = unit[0], f"{section}`{unit[0]}` ({module.notebook_rel})"
-                order = (module.slug, unit[1])
+                stub, where = chosen, f"{section}`{chosen}` ({module.notebook_rel})"
+                order = (module.slug, position[chosen])
             is_unit = unit is not None and unit[0] == stub
+            score = scores.get(stub, 0.0) if stub else 0.0
             outcome.details.append(Failure(name, message, where, stub,
-                                           (0, order, not is_unit) if order else (1, ("", 0), True)))
+                                           (0, -round(score, 3), order, not is_unit) if order
+                                           else (1, 0.0, ("", 0), True)))
             outcome.failures.append((name, first + (f"  [at {where}]" if where else "")))
             if props.get("tito_timeout"):
                 outcome.timeout = outcome.timeout or props["tito_timeout"]
@@ -311,6 +347,23 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
             outcome.passed += 1
             outcome.passes.append(name)
     return outcome
+
+
+def _suspect(message, frame_stub, unit_stub, ran, scores, position) -> str | None:
+    """The student function a failure points at. In order: a backward rule the engine's
+    message names; else, of the student's functions this test ran, the one the whole run
+    suspects most (the traceback's own function, or the unit the test is named after,
+    when they are nearly as suspect); else the traceback's function; else the unit."""
+    named = _RULE.search(message)
+    if named and f"_{named.group(1)}_backward" in position:
+        return f"_{named.group(1)}_backward"
+    if ran and scores:
+        best = max(ran, key=lambda n: (scores.get(n, 0.0), -position[n]))
+        for preferred in (frame_stub, unit_stub):
+            if preferred in ran and scores.get(preferred, 0.0) >= 0.8 * scores.get(best, 0.0):
+                return preferred
+        return best
+    return frame_stub or unit_stub
 
 
 def parity_line(parity: dict) -> str:

@@ -151,3 +151,37 @@ def test_a_rule_test_is_filed_under_the_rule_it_names():
                     stubs) == ("_div_backward", 2)
     assert _unit_of("test_engine.py::test_numerical_grad_is_central", stubs) == ("numerical_grad", 0)
     assert _unit_of("test_graph_view.py::test_to_dot_after_backward_says_freed", stubs) is None
+
+
+def test_the_function_the_failing_tests_run_and_the_passing_ones_do_not_is_suspected_first():
+    """Spectrum ranking (tests/stub_spectrum.py): `__exit__` is run by every failing test and
+    by few passing ones, the engine by every test: the failures are filed under `__exit__`,
+    though the assertions sit in the tests and the traceback shows no student frame."""
+    from tito.testing import _suspect, _suspicion
+
+    cases = [(True, {"_GradMode.__exit__", "_run_backward"})] * 3 + [(False, {"_run_backward"})] * 20 \
+        + [(False, {"_GradMode.__exit__", "_run_backward"})]
+    scores = _suspicion(cases)
+    assert scores["_GradMode.__exit__"] > 0.8 > scores["_run_backward"]
+    position = {"_GradMode.__exit__": 0, "_run_backward": 5, "_add_backward": 3}
+    ran = {"_GradMode.__exit__", "_run_backward"}
+    assert _suspect("assert False", None, None, ran, scores, position) == "_GradMode.__exit__"
+    # the traceback's own function wins only when it is nearly as suspect
+    assert _suspect("boom", "_run_backward", None, ran, scores, position) == "_GradMode.__exit__"
+    # a message that names a backward rule names the stub to fix
+    message = "RuntimeError: the backward rule of 'add' returned a gradient of shape (3,) for an input of shape (2, 3)"
+    assert _suspect(message, "_run_backward", None, ran, scores, position) == "_add_backward"
+    # no spectrum (an old run, or code outside the module): the traceback, then the test's unit
+    assert _suspect("boom", "_run_backward", "_add_backward", set(), {}, position) == "_run_backward"
+    assert _suspect("boom", None, "_add_backward", set(), {}, position) == "_add_backward"
+
+
+def test_with_each_tests_functions_recorded_a_planted_bug_is_filed_under_its_function(course):
+    """End to end through tests/stub_spectrum.py (every test traced): a wrong relu is the
+    first group `tito test` prints."""
+    nb = _solved(course)
+    _plant(nb, "relu", "return x * 0 + 1")
+    nbformat.write(nb, course.path(MODULE))
+    proc = course.tito("test", "module", "02")
+    first = [line for line in proc.stdout.splitlines() if line.startswith("  ✗")][0]
+    assert "`relu`" in first, proc.stdout[-3000:]
