@@ -138,6 +138,58 @@ def test_topological_order_is_valid_and_visits_each_node_once():
     assert reachable == set(order)
 
 
+@pytest.mark.parametrize("direct_first", [True, False])
+def test_topological_order_when_a_node_is_read_directly_and_through_another(direct_first):
+    """p = exp(x) is read by the root directly AND through log(p): p must come after log(p),
+    even though the root pushes it first (a node is entered once, not marked when pushed)."""
+    x = tt.tensor([0.5, 1.5], dtype=tt.float64, requires_grad=True)
+    p = x.exp()
+    root = (p * p.log()) if direct_first else (p.log() * p)
+    order = autograd.topological_order([root.grad_fn])
+    assert len(order) == len(set(order)) == 3
+    assert order.index(p.grad_fn) > max(order.index(n) for n in order if n is not p.grad_fn), \
+        "exp(x), read by log(p) too, must come after log(p)"
+    root.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(x.numpy()) * (x.numpy() + 1), rtol=1e-12)
+
+
+def test_accumulate_grad_keeps_a_copy_and_adds_in_place():
+    t = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
+    g = np.array([10.0, 20.0])
+    autograd.engine._accumulate_grad(t, g)
+    first = t.grad
+    assert isinstance(first, tt.Tensor) and not first.requires_grad
+    assert first.shape == (2,) and first.dtype == tt.float64
+    g[:] = -1.0  # the engine may reuse its arrays: .grad must not change with them
+    np.testing.assert_array_equal(t.grad.numpy(), [10.0, 20.0])
+    autograd.engine._accumulate_grad(t, np.broadcast_to(np.array(1.0), (2,)))  # read-only, as sum's rule returns
+    assert t.grad is first
+    np.testing.assert_array_equal(t.grad.numpy(), [11.0, 21.0])
+    w32 = tt.tensor(np.zeros(2, dtype=np.float32), requires_grad=True)
+    autograd.engine._accumulate_grad(w32, np.array([0.5, 1.5]))  # a float64 gradient for a float32 leaf
+    assert w32.grad.dtype == tt.float32
+    np.testing.assert_array_equal(w32.grad.numpy(), [0.5, 1.5])
+
+
+def test_accumulate_grad_leaves_no_grad_on_tensors_made_by_ops():
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    autograd.engine._accumulate_grad(h, np.ones(2))
+    assert h.grad is None, "a tensor made by an op gets no .grad unless it called retain_grad()"
+    h.retain_grad()
+    autograd.engine._accumulate_grad(h, np.ones(2))
+    np.testing.assert_array_equal(h.grad.numpy(), [1.0, 1.0])
+
+
+def test_two_leaves_that_received_the_same_array_do_not_share_their_grad():
+    a = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
+    b = tt.tensor([3.0, 4.0], dtype=tt.float64, requires_grad=True)
+    (a + b).backward(tt.tensor([1.0, 1.0], dtype=tt.float64))  # add's rule may hand both the same array
+    (a * 2.0).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0])
+
+
 def test_retain_graph_and_the_second_backward_error():
     x = tt.tensor([1.0, 2.0], requires_grad=True)
     y = (x.exp() * x).sum()

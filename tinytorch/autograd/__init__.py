@@ -6,14 +6,14 @@ rule per op name (BACKWARD_RULES).
 """
 from tinytorch._tensor import is_grad_enabled, set_grad_enabled
 from tinytorch.autograd.engine import (
-    BACKWARD_RULES, Function, FunctionCtx, GradcheckError, backward, backward_rule, enable_grad,
-    format_graph, grad, gradcheck, no_grad, numerical_grad, print_graph, to_dot,
-    topological_order, unbroadcast,
+    BACKWARD_RULES, Function, FunctionCtx, GradcheckError, LogSumExp, Softplus, backward,
+    backward_rule, enable_grad, format_graph, grad, gradcheck, logsumexp, no_grad, numerical_grad,
+    print_graph, to_dot, topological_order, unbroadcast,
 )
 
 __all__ = [
     "backward", "grad", "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled",
     "gradcheck", "GradcheckError", "numerical_grad", "unbroadcast", "topological_order",
     "BACKWARD_RULES", "backward_rule", "format_graph", "print_graph", "to_dot",
-    "Function", "FunctionCtx",
+    "Function", "FunctionCtx", "Softplus", "LogSumExp", "logsumexp",
 ]

@@ -31,7 +31,7 @@ class _GradMode:
 
     def __new__(cls, func=None):
         self = super().__new__(cls)
-        self._prev = []  # a stack: the same object may be entered again before it exits
+        self._prev = []  # an empty list, yours to use: what __enter__ leaves for __exit__
         if callable(func):  # used bare, as @no_grad instead of @no_grad()
             return self(func)
         return self
@@ -40,9 +40,10 @@ class _GradMode:
         """Switch grad mode to `self.mode`, remembering the mode that was on.
 
         Contract: returns self, the context object (so `with no_grad() as c` binds c to
-        it). Afterwards is_grad_enabled() == self.mode, and the previous mode is pushed on
-        the stack `self._prev` for the matching __exit__ (the same object may be entered
-        again, nested, before it exits).
+        it). Afterwards is_grad_enabled() == self.mode, and the matching __exit__ can
+        restore the mode that was on at this entry, also when the same object is entered
+        again (nested) before it exits: `with c: with c: ...` restores, at each exit, the
+        mode its own entry found.
         """
         # Idea: restoring later needs what is on now: remember it before you switch.
         # YOUR CODE HERE
@@ -291,7 +292,8 @@ def topological_order(roots):
 def free_node(node):
     """Release what `node` keeps alive: the graph below it is used up.
 
-    Contract: afterwards node.inputs, node.attrs and node.output are None (that is how
+    Contract: afterwards the node keeps none of its saved inputs, attrs or output alive,
+    and reads as freed: node.inputs, node.attrs and node.output are None (that is how
     next_nodes and call_rule recognise a freed node).
     """
     # Idea: the saved tensors are the graph's memory; drop every reference to them.
@@ -318,13 +320,16 @@ def _run_backward(roots, root_grads, retain_graph, sink):
 
 
 def _accumulate_grad(tensor, g):
-    """backward()'s sink: add the gradient `g` (a numpy array) into `tensor.grad`.
+    """backward()'s sink: `tensor` has just received the gradient `g` (a numpy array of
+    tensor's shape); make it count in `tensor.grad`.
 
-    Contract: does nothing for a tensor made by an op (it has a grad_fn), unless it called
-    retain_grad(). Otherwise, when tensor.grad is None, sets it to a new Tensor (one that
-    does not require grad) holding a copy of g in tensor's dtype and shape; when it is a
-    Tensor, adds g into it in place: the same Tensor object stays tensor.grad. Never keeps
-    a reference to g itself (the engine may reuse it).
+    Contract: a tensor made by an op (it has a grad_fn) keeps no .grad, unless it called
+    retain_grad() (module 01 then set tensor._retains_grad = True). For every other tensor,
+    afterwards tensor.grad is a Tensor of tensor's shape and dtype, not requiring grad,
+    holding the sum of every gradient the tensor has received since its .grad was last
+    None. Once that Tensor exists it stays the same object (code holding it sees the sum
+    grow), and it shares no memory with any g: changing g afterwards (the engine may reuse
+    it) never changes tensor.grad.
     """
     # Idea: .grad is a running sum over every backward pass, until someone clears it.
     # YOUR CODE HERE
@@ -483,7 +488,7 @@ def gradcheck(fn, inputs, eps=1e-6, tol=1e-6, raise_exception=True, seed=0):
     return True
 
 
-# -- cell 36 (rules-views) --
+# -- cell 38 (rules-views) --
 @backward_rule("transpose")
 def _transpose_backward(node, grad):
     """y = x.transpose(dim0, dim1) (attrs: dim0, dim1, non-negative ints: negative dims
@@ -536,7 +541,7 @@ def _getitem_backward(node, grad):
     raise NotImplementedError('_getitem_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 37 --
+# -- cell 39 --
 def _storage_positions(shape, strides, offset):
     """The storage position of every element of a layout, as an int array of `shape`."""
     pos = np.full(tuple(shape), offset, dtype=np.int64)
@@ -556,7 +561,7 @@ def _as_strided_backward(node, grad):
     return (per_cell[in_pos] / np.maximum(count[in_pos], 1),)
 
 
-# -- cell 40 (linear-weight-grad) --
+# -- cell 42 (linear-weight-grad) --
 def linear_weight_grad(a, g):
     """The gradient of W in Y = A @ W, where A has batch dims and W is one matrix.
 
@@ -572,7 +577,7 @@ def linear_weight_grad(a, g):
     raise NotImplementedError('linear_weight_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 43 (rules-reductions) --
+# -- cell 45 (rules-reductions) --
 @backward_rule("sum")
 def _sum_backward(node, grad):
     """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints, every dim of x
@@ -607,7 +612,7 @@ def _matmul_backward(node, grad):
     raise NotImplementedError('_matmul_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 44 --
+# -- cell 46 --
 def _keep_reduced(arr, attrs):
     """A reduction's output or gradient with the reduced dims put back as size 1."""
     return arr if attrs["keepdim"] else np.expand_dims(arr, attrs["dim"])
@@ -642,7 +647,7 @@ def _stack_backward(node, grad):
     return tuple(np.moveaxis(grad, node.attrs["dim"], 0))
 
 
-# -- cell 48 (rules-more-ops) --
+# -- cell 50 (rules-more-ops) --
 @backward_rule("cumsum")
 def _cumsum_backward(node, grad):
     """y = x.cumsum(dim) (attrs: dim, a non-negative int). Returns (grad_x,), x's shape."""
@@ -660,7 +665,7 @@ def _topk_backward(node, grad):
     raise NotImplementedError('_topk_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 50 --
+# -- cell 52 --
 @backward_rule("tril", "triu")
 def _tri_backward(node, grad):
     keep = np.tril if node.op == "tril" else np.triu
@@ -691,7 +696,7 @@ def _roll_backward(node, grad):
     return (np.roll(grad, back if dims else back[0], dims),)
 
 
-# -- cell 53 (rules-nn) --
+# -- cell 57 (rules-nn) --
 @backward_rule("relu")
 def _relu_backward(node, grad):
     """y = max(x, 0).
@@ -737,7 +742,7 @@ def _log_softmax_backward(node, grad):
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 55 (rules-nll) --
+# -- cell 59 (rules-nll) --
 @backward_rule("nll_loss")
 def _nll_loss_backward(node, grad):
     """loss = nll_loss(logp, target, weight, ignore_index, reduction).
@@ -756,7 +761,7 @@ def _nll_loss_backward(node, grad):
     raise NotImplementedError('_nll_loss_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 56 --
+# -- cell 60 --
 @backward_rule("leaky_relu")
 def _leaky_relu_backward(node, grad):
     x = node.inputs[0].numpy()
@@ -828,7 +833,7 @@ def _bce_with_logits_backward(node, grad):
     return (_pointwise_loss_grad(grad, dx, reduction), _pointwise_loss_grad(grad, dy, reduction))
 
 
-# -- cell 64 --
+# -- cell 68 --
 class FunctionCtx:
     """What a Function's forward leaves for its backward (the `ctx` of torch.autograd.Function)."""
 
@@ -898,20 +903,22 @@ def _function_backward(node, grad):
                  for g, t in zip(grads, ctx._is_tensor) if t)
 
 
-# -- cell 68 (softplus-function) --
+# -- cell 72 (softplus-function) --
 class Softplus(Function):
     """softplus(x) = log(1 + exp(x)) as one op: `Softplus.apply(x)`.
 
     Contract: forward(ctx, x) takes a floating Tensor x and returns a Tensor of x's shape
     and dtype, finite for every finite x (x = ±1000 included) and accurate to rounding
-    (at x = -40 too). It saves exactly one tensor for backward, of x's shape.
-    backward(ctx, grad) returns the gradient of x (one value: forward has one argument)
-    as grad times that saved tensor: one multiplication, no exp, log or division.
+    (at x = -40 too). It saves exactly one tensor with ctx.save_for_backward, of x's
+    shape; which one is your design. backward(ctx, grad) returns the gradient of x (one
+    value: forward has one argument), of x's shape, finite and accurate for every finite
+    x. Neither raises a floating-point warning: the check and the tests run both under
+    np.errstate(over="raise", invalid="raise", divide="raise").
     """
 
     @staticmethod
     def forward(ctx, x):
-        # Idea: backward may only multiply: what must already be waiting for it?
+        # Idea: the value in a form that cannot overflow; then keep what your backward will read.
         # YOUR CODE HERE
         raise NotImplementedError('Softplus.forward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -922,7 +929,7 @@ class Softplus(Function):
         raise NotImplementedError('Softplus.backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 71 (logsumexp-function) --
+# -- cell 80 (logsumexp-function) --
 class LogSumExp(Function):
     """log(sum(exp(x), dim)) as one op: `LogSumExp.apply(x, dim, keepdim)` (torch.logsumexp).
 
@@ -954,7 +961,7 @@ def logsumexp(x, dim, keepdim=False):
     return LogSumExp.apply(x, dim, keepdim)
 
 
-# -- cell 77 --
+# -- cell 86 --
 def _short(value, limit=40):
     if isinstance(value, np.ndarray):
         return f"<array {value.shape}>"
@@ -1023,7 +1030,7 @@ def format_graph(tensor, names=None, max_depth=25):
     return "\n".join(lines)
 
 
-# -- cell 79 --
+# -- cell 88 --
 def print_graph(tensor, names=None, max_depth=25):
     """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
     print(format_graph(tensor, names, max_depth))

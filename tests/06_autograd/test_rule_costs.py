@@ -1,0 +1,141 @@
+"""What the notebook requires of some rules beyond their values: softmax's and log_softmax's
+rules never build the n x n Jacobian; cumsum's and sort/topk's rules run no Python loop over
+elements or rows and build no matrix. Measured, not timed: the Python steps a rule runs at two
+sizes (the same when numpy does the work) and the peak memory it allocates (tracemalloc)."""
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import tinytorch as tt
+import tinytorch.nn.functional as F
+from tinytorch import autograd
+
+SMALL, LARGE, WIDE = (2, 3), (60, 70), (4, 500)  # along dim 1; WIDE's n x n matrix is 125x x's size
+STEPS_SLACK = 40  # a loop over LARGE's 60 rows or 70 columns runs well over 100 more steps
+MEMORY_LIMIT = 8  # arrays of x's size
+
+
+def python_steps(fn, *args):
+    """How many Python lines and calls fn(*args) executes (numpy's compiled loops count none)."""
+    count = [0]
+    outer = sys.gettrace()  # tito's tracer, when it runs, still sees every call
+
+    def on_line(frame, event, arg):
+        count[0] += 1
+        return on_line
+
+    def on_call(frame, event, arg):
+        count[0] += 1
+        if outer is not None:
+            outer(frame, event, arg)
+        return on_line
+
+    sys.settrace(on_call)
+    try:
+        fn(*args)
+    finally:
+        sys.settrace(outer)
+    return count[0]
+
+
+def peak_bytes(fn, *args):
+    """The most memory (bytes) fn(*args) held allocated at any moment while it ran."""
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if started:
+            tracemalloc.stop()
+
+
+FORWARD = {
+    "softmax": lambda x: F.softmax(x, dim=1),
+    "log_softmax": lambda x: F.log_softmax(x, dim=1),
+    "cumsum": lambda x: x.cumsum(1),
+    "sort": lambda x: x.sort(dim=1).values,
+    "topk": lambda x: x.topk(x.shape[1] // 2, dim=1).values,
+}
+
+
+def node_and_grad(op, shape, seed=0):
+    rng = np.random.default_rng(seed)
+    node = FORWARD[op](tt.tensor(rng.standard_normal(shape), dtype=tt.float64, requires_grad=True)).grad_fn
+    assert node is not None and node.op == op
+    return node, rng.standard_normal(node.output.shape)
+
+
+def assert_no_big_array(op):
+    node, grad = node_and_grad(op, WIDE)
+    rule = autograd.BACKWARD_RULES[op]
+    x_bytes = node.inputs[0].nbytes
+    assert np.shape(rule(node, grad)[0]) == WIDE
+    peak = peak_bytes(rule, node, grad)
+    assert peak <= MEMORY_LIMIT * x_bytes, (
+        f"{op}'s backward rule allocated {peak} bytes at its peak for x of shape {WIDE} ({x_bytes} bytes): "
+        f"more than {MEMORY_LIMIT} arrays of x's size, so it builds something like a {WIDE[1]} x {WIDE[1]} "
+        f"matrix per row; the rule must not")
+
+
+def assert_no_python_loop(op):
+    rule = autograd.BACKWARD_RULES[op]
+    small = python_steps(rule, *node_and_grad(op, SMALL))
+    large = python_steps(rule, *node_and_grad(op, LARGE))
+    assert large <= small + STEPS_SLACK, (
+        f"{op}'s backward rule ran {small} Python steps (lines and calls) for x of shape {SMALL} but {large} "
+        f"for x of shape {LARGE}: it loops in Python over elements or rows; let numpy do the work")
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_backward_rules_build_no_jacobian(op):
+    assert_no_big_array(op)
+
+
+def test_cumsum_backward_builds_no_matrix():
+    assert_no_big_array("cumsum")
+
+
+def test_cumsum_backward_runs_no_python_loop():
+    assert_no_python_loop("cumsum")
+
+
+@pytest.mark.parametrize("op", ["sort", "topk"])
+def test_topk_backward_builds_no_matrix(op):
+    assert_no_big_array(op)
+
+
+@pytest.mark.parametrize("op", ["sort", "topk"])
+def test_topk_backward_runs_no_python_loop(op):
+    assert_no_python_loop(op)
+
+
+def test_the_meters_tell_a_loop_and_a_matrix_from_numpy_work():
+    """The two meters on known rules (so a failure above is the rule's, not the meter's): a
+    vectorised running sum passes both, a Python loop and an n x n matrix each fail one. The
+    engine's own cumsum rule is measured alongside, so this test needs module 06's code."""
+    g_small, g_large = np.ones(SMALL), np.ones(LARGE)
+    g_wide = np.ones(WIDE)
+
+    def vectorised(g):
+        return np.flip(np.cumsum(np.flip(g, 1), axis=1), 1)
+
+    def looped(g):
+        return np.stack([g[:, i:].sum(1) for i in range(g.shape[1])], 1)
+
+    def matrix(g):
+        return g @ np.tril(np.ones((g.shape[1], g.shape[1])))
+
+    for fn in (vectorised, looped, matrix):
+        np.testing.assert_allclose(fn(g_large), vectorised(g_large))
+    assert python_steps(vectorised, g_large) <= python_steps(vectorised, g_small) + STEPS_SLACK
+    assert python_steps(looped, g_large) > python_steps(looped, g_small) + STEPS_SLACK
+    assert peak_bytes(vectorised, g_wide) <= MEMORY_LIMIT * g_wide.nbytes
+    assert peak_bytes(matrix, g_wide) > MEMORY_LIMIT * g_wide.nbytes
+    node, grad = node_and_grad("cumsum", SMALL)
+    np.testing.assert_allclose(autograd.BACKWARD_RULES["cumsum"](node, grad)[0], vectorised(grad))
