@@ -37,6 +37,28 @@ def test_fakequantizefunction_forward_and_backward_match_torch(torch, scale, zp,
                                   err_msg="straight-through gradient equals torch's (range ends included)")
 
 
+# (x, scale, PyTorch's integer): x times the float32 reciprocal of the scale, as PyTorch computes it, and a
+# true division x / scale round to different integers (test_quantize.py checks these against torch)
+RECIPROCAL_CASES = [(2.25, 0.3, 8), (-4.5, 0.6, -8), (11.25, 0.9, 13), (4.125, 0.15, 28), (1.09, 0.02, 54),
+                    (-66.15, 0.7, -95), (1.0595, 0.013, 81), (-2.45, 0.02, -122)]
+
+
+def test_fakequantizefunction_forward_scales_by_float32_reciprocal():
+    x = np.array([c[0] for c in RECIPROCAL_CASES], dtype=np.float32)
+    s = np.array([c[1] for c in RECIPROCAL_CASES], dtype=np.float32)
+    q = np.array([c[2] for c in RECIPROCAL_CASES], dtype=np.float32)
+    assert np.all(np.round(x / s) != q), "each case must separate division from the reciprocal rule"
+    y = Q.fake_quantize_per_channel_affine(Tensor(x), s, np.zeros(len(x), np.int64), 0)
+    np.testing.assert_array_equal(y.numpy(), q * s, err_msg="per channel: the grid points of PyTorch's integers "
+                                                            "(x times the float32 reciprocal of s, not x / s)")
+    for xi, si, qi in RECIPROCAL_CASES:
+        got = Q.fake_quantize_per_tensor_affine(Tensor(np.array([xi], np.float32)), float(np.float32(si)), 0)
+        expected = np.float32(qi) * np.float32(si)
+        assert got.numpy()[0] == expected, (f"fake_quantize({xi}, scale {si}): got {got.numpy()[0]} "
+                                            f"(integer {got.numpy()[0] / np.float32(si):.0f}), PyTorch's integer is "
+                                            f"{qi}: {expected}")
+
+
 def test_fakequantizefunction_backward_straight_through_inside_zero_outside():
     x = np.linspace(-3, 3, 121, dtype=np.float32)
     xo = Tensor(x, requires_grad=True)

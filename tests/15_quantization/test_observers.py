@@ -98,3 +98,22 @@ def test_percentileobserver_forward_clips_outliers_for_a_finer_step():
     err_mm = np.mean((Q._dequantize(Q._quantize(bulk, s_mm, z_mm), s_mm, z_mm) - bulk) ** 2)
     err_pc = np.mean((Q._dequantize(Q._quantize(bulk, s_pc, z_pc), s_pc, z_pc) - bulk) ** 2)
     assert err_pc < err_mm, f"on the bulk the percentile range is more accurate ({err_pc} vs {err_mm})"
+
+
+def test_percentileobserver_forward_percentiles_of_all_values_of_a_2d_batch():
+    # columns of very different spreads: per-column percentiles would give one range per column
+    rng = np.random.default_rng(4)
+    batches = [(rng.standard_normal((300, 4)) * np.array([0.1, 1.0, 5.0, 20.0])).astype(np.float32) for _ in range(3)]
+    obs = Q.PercentileObserver(99.0)
+    for i, b in enumerate(batches, 1):
+        obs(Tensor(b))
+        assert np.shape(obs.min_val) == () and np.shape(obs.max_val) == (), (
+            f"one range for the whole tensor: min_val/max_val have shapes {np.shape(obs.min_val)}, "
+            f"{np.shape(obs.max_val)}, expected () (the percentiles of all the batch's values, not per column)")
+        lo = np.mean([np.percentile(a, 1.0) for a in batches[:i]])
+        hi = np.mean([np.percentile(a, 99.0) for a in batches[:i]])
+        np.testing.assert_allclose([float(obs.min_val), float(obs.max_val)], [lo, hi], rtol=1e-5,
+                                   err_msg=f"after {i} (300, 4) batches: the mean of each batch's percentiles "
+                                           f"over all 1200 of its values")
+    s, z = obs.calculate_qparams()
+    assert np.shape(s) == () and np.shape(z) == (), "one scale and zero point per tensor"

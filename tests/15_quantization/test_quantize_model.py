@@ -62,6 +62,26 @@ def test_quantize_model_calibrates_on_every_batch_in_eval_mode():
         f"second layer's input scale {qls[1].input_scale} should be from eval-mode activations (no dropout): {s1}"
 
 
+def test_quantize_model_calibrates_without_recording_a_graph():
+    seen = []
+
+    class GradModeSpy(Q.MinMaxObserver):
+        def forward(self, x):
+            seen.append((tt.autograd.is_grad_enabled(), isinstance(x, Tensor) and x.requires_grad))
+            return super().forward(x)
+
+    model = _small_model(4)
+    batches = [(tt.randn(8, 6), None) for _ in range(3)]
+    assert tt.autograd.is_grad_enabled(), "the test starts with grad recording on"
+    Q.quantize_model(model, batches, Q.QConfig(activation=GradModeSpy, weight=Q.default_qconfig.weight))
+    assert len(seen) == 6, f"each of the 2 layers' observers sees each of the 3 batches: {len(seen)} calls"
+    assert not any(grad for grad, _ in seen), (
+        f"calibration must not record a graph (grad recording was on for {sum(g for g, _ in seen)} of "
+        f"{len(seen)} observer calls): it is inference, and a graph costs memory for nothing")
+    assert not any(req for _, req in seen), "no observed input is part of a recorded graph (requires_grad)"
+    assert tt.autograd.is_grad_enabled(), "grad recording is on again after quantize_model"
+
+
 def _qconfig_bits(bits):
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     return Q.QConfig(activation=functools.partial(Q.MinMaxObserver, quant_min=lo, quant_max=hi),

@@ -260,10 +260,11 @@ class PercentileObserver(MinMaxObserver):
         self.n = 0  # batches seen
 
     def forward(self, x):
-        """Contract: x a Tensor or numpy array (not empty). After n batches, min_val and max_val
-        (float32 numpy scalars) are the means, over those n batches with equal weight, of
-        each batch's (100 - percentile)th and percentile-th percentile of all its values
-        (np.percentile, default interpolation); n counts the batches. Returns x unchanged."""
+        """Contract: x a Tensor or numpy array of any shape (not empty). After n batches,
+        min_val and max_val (0-d float32 numpy values: one range per tensor) are the means,
+        over those n batches with equal weight, of each batch's (100 - percentile)th and
+        percentile-th percentile of all its values, whatever its shape (np.percentile,
+        default interpolation); n counts the batches. Returns x unchanged."""
         # Idea: a robust range per batch, averaged as the batches come.
         # YOUR CODE HERE
         raise NotImplementedError('PercentileObserver.forward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -487,8 +488,9 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     QConfig whose two observer factories are the ones used. Returns a new model, in eval
     mode, in which each Linear, at any depth, is a QuantizedLinear whose input scale, zero
     point and integer range come from a qconfig.activation observer that saw that layer's
-    eval-mode inputs for every calibration batch, and whose weight is quantized with a
-    qconfig.weight observer. Raises TypeError for a bare Linear.
+    eval-mode inputs for every calibration batch, with no graph recorded (grad recording
+    off during calibration, and as it was afterwards), and whose weight is quantized with
+    a qconfig.weight observer. Raises TypeError for a bare Linear.
     """
     if isinstance(model, Linear):
         raise TypeError("quantize_model: the model is a bare Linear; wrap it in a Sequential so "
