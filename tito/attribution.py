@@ -45,11 +45,13 @@ def target(module: Module, mutant: mutants.Mutant, text: str | None = None) -> s
     return found
 
 
-def first_group(outcome: testing.Outcome) -> str | None:
-    """The function `tito test`'s summary names first (None: it names no function)."""
+def first_group(outcome: testing.Outcome) -> tuple[str, ...]:
+    """The functions `tito test`'s summary names first: one, or the candidates it cannot
+    tell apart (empty: it names no function)."""
     if not outcome.details:
-        return None
-    return min(outcome.details, key=lambda f: f.order).stub
+        return ()
+    first = min(outcome.details, key=lambda f: f.order)
+    return first.candidates or ((first.stub,) if first.stub else ())
 
 
 def attributed(root, solutions, module: Module, mutant: mutants.Mutant) -> tuple[bool, str]:
@@ -64,7 +66,10 @@ def attributed(root, solutions, module: Module, mutant: mutants.Mutant) -> tuple
     if outcome.problem:
         return False, f"wants `{wanted}`; the run could not be read ({outcome.problem.splitlines()[0]})"
     named = first_group(outcome)
-    if named == wanted:
+    if named == (wanted,):
         return True, f"`{wanted}`"
+    if wanted in named:
+        return True, f"`{wanted}`, among {len(named)} it says it cannot tell apart: " + ", ".join(named)
     where = min(outcome.details, key=lambda f: f.order).where if outcome.details else None
-    return False, f"wants `{wanted}`, names {f'`{named}`' if named else where or 'the test itself'}"
+    shown = " or ".join(f"`{n}`" for n in named)
+    return False, f"wants `{wanted}`, names {shown or where or 'the test itself'}"

@@ -48,6 +48,7 @@ class Failure:
     where: str | None  # where to look, as the student can find it
     stub: str | None  # the student's function it points at (None: provided code or the test)
     order: tuple  # notebook order of that function; unit tests of it first
+    candidates: tuple = ()  # when tito cannot tell: every function as suspect as `stub`, stub first
 
 
 def _course_of(package_parent: Path) -> Path:
@@ -327,17 +328,21 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
             found = locate_student_code(module.root, package_parent, frames) if module and frames else None
             where, stub, order = found if found else (locate(package_parent, bad.text or ""), None, None)
             unit = _unit_of(name, stubs)
-            chosen = _suspect(message, stub, unit[0] if unit else None, ran, scores, position)
-            if chosen is not None and chosen != stub:
+            candidates = _suspect(message, stub, unit[0] if unit else None, ran, scores, position)
+            chosen = candidates[0] if candidates else None
+            if chosen is not None and (chosen != stub or len(candidates) > 1):
                 entry = stubs[position[chosen]]
                 section = f"§{_section(entry['section'])}, " if entry.get("section") else ""
-                stub, where = chosen, f"{section}`{chosen}` ({module.notebook_rel})"
+                named = " or ".join(f"`{c}`" for c in candidates)
+                stub, where = chosen, f"{section}{named} ({module.notebook_rel})"
+                if len(candidates) > 1:
+                    where += ": the failing tests run these together, so tito cannot tell which one is wrong"
                 order = (module.slug, position[chosen])
             is_unit = unit is not None and unit[0] == stub
             score = scores.get(stub, 0.0) if stub else 0.0
             outcome.details.append(Failure(name, message, where, stub,
                                            (0, -round(score, 3), order, not is_unit) if order
-                                           else (1, 0.0, ("", 0), True)))
+                                           else (1, 0.0, ("", 0), True), tuple(candidates)))
             outcome.failures.append((name, first + (f"  [at {where}]" if where else "")))
             if props.get("tito_timeout"):
                 outcome.timeout = outcome.timeout or props["tito_timeout"]
@@ -349,21 +354,23 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
     return outcome
 
 
-def _suspect(message, frame_stub, unit_stub, ran, scores, position) -> str | None:
-    """The student function a failure points at. In order: a backward rule the engine's
-    message names; else, of the student's functions this test ran, the one the whole run
-    suspects most (the traceback's own function, or the unit the test is named after,
-    when they are nearly as suspect); else the traceback's function; else the unit."""
+def _suspect(message, frame_stub, unit_stub, ran, scores, position) -> list[str]:
+    """The student functions a failure points at, most likely first; more than one only
+    when they are equally suspect. In order: a backward rule the engine's message names;
+    else, of the student's functions this test ran, the ones the whole run suspects most
+    (the traceback's own function, or the unit the test is named after, when it is nearly
+    as suspect); else the traceback's function; else the unit."""
     named = _RULE.search(message)
     if named and f"_{named.group(1)}_backward" in position:
-        return f"_{named.group(1)}_backward"
+        return [f"_{named.group(1)}_backward"]
     if ran and scores:
-        best = max(ran, key=lambda n: (scores.get(n, 0.0), -position[n]))
+        top = max(scores.get(n, 0.0) for n in ran)
         for preferred in (frame_stub, unit_stub):
-            if preferred in ran and scores.get(preferred, 0.0) >= 0.8 * scores.get(best, 0.0):
-                return preferred
-        return best
-    return frame_stub or unit_stub
+            if preferred in ran and scores.get(preferred, 0.0) >= 0.8 * top:
+                return [preferred]
+        tied = sorted((n for n in ran if scores.get(n, 0.0) >= top - 1e-9), key=position.get)
+        return tied[:3]
+    return [name for name in (frame_stub or unit_stub,) if name]
 
 
 def parity_line(parity: dict) -> str:

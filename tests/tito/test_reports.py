@@ -165,15 +165,21 @@ def test_the_function_the_failing_tests_run_and_the_passing_ones_do_not_is_suspe
     assert scores["_GradMode.__exit__"] > 0.8 > scores["_run_backward"]
     position = {"_GradMode.__exit__": 0, "_run_backward": 5, "_add_backward": 3}
     ran = {"_GradMode.__exit__", "_run_backward"}
-    assert _suspect("assert False", None, None, ran, scores, position) == "_GradMode.__exit__"
+    assert _suspect("assert False", None, None, ran, scores, position) == ["_GradMode.__exit__"]
     # the traceback's own function wins only when it is nearly as suspect
-    assert _suspect("boom", "_run_backward", None, ran, scores, position) == "_GradMode.__exit__"
+    assert _suspect("boom", "_run_backward", None, ran, scores, position) == ["_GradMode.__exit__"]
     # a message that names a backward rule names the stub to fix
     message = "RuntimeError: the backward rule of 'add' returned a gradient of shape (3,) for an input of shape (2, 3)"
-    assert _suspect(message, "_run_backward", None, ran, scores, position) == "_add_backward"
+    assert _suspect(message, "_run_backward", None, ran, scores, position) == ["_add_backward"]
     # no spectrum (an old run, or code outside the module): the traceback, then the test's unit
-    assert _suspect("boom", "_run_backward", "_add_backward", set(), {}, position) == "_run_backward"
-    assert _suspect("boom", None, "_add_backward", set(), {}, position) == "_add_backward"
+    assert _suspect("boom", "_run_backward", "_add_backward", set(), {}, position) == ["_run_backward"]
+    assert _suspect("boom", None, "_add_backward", set(), {}, position) == ["_add_backward"]
+    # two functions every failing test runs together, equally suspect: both named, not a guess
+    together = {"_GradMode.__enter__", "_GradMode.__exit__"}
+    scores = _suspicion([(True, together)] * 4 + [(False, {"_run_backward"})] * 9)
+    position["_GradMode.__enter__"] = -1
+    assert _suspect("assert False", None, None, together, scores, position) == \
+        ["_GradMode.__enter__", "_GradMode.__exit__"]
 
 
 def test_with_each_tests_functions_recorded_a_planted_bug_is_filed_under_its_function(course):
