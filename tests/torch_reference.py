@@ -28,8 +28,10 @@ import numpy as np
 
 MODES = ("live", "replay", "check", "record")
 SUFFIX = ".torch.npz"
-# Stored answers equal live ones to these tolerances (CPUs differ in float32 rounding).
-DRIFT = {np.dtype(np.float16): (1e-3, 1e-3), np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-14)}
+# Stored answers equal live ones to these tolerances: float32 sums come out in another
+# order with another number of threads or another CPU (a 3x3 convolution over 8x8 images
+# moved by 2e-5 between one thread and two).
+DRIFT = {np.dtype(np.float16): (1e-3, 1e-3), np.dtype(np.float32): (1e-4, 1e-5), np.dtype(np.float64): (1e-12, 1e-14)}
 
 
 class ReferenceMismatch(AssertionError):
