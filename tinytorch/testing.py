@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
+import tracemalloc
 
 import numpy as np
 
@@ -186,3 +188,41 @@ def one_gemm_problems(log, weight_shape):
         problems.append(f"{len(per_part)} products of the {tuple(weight_shape)} shape, not one: {per_part[:3]}")
     problems += [f"a sum afterwards {e}" for e in log if e[0].endswith(".reduce") and np.prod(e[2]) < np.prod(e[1][0])]
     return problems
+
+
+def python_steps(fn, *args):
+    """How many Python lines and calls fn(*args) executes (numpy's compiled loops count none)."""
+    count = [0]
+    outer = sys.gettrace()  # a tracer that was already on (a debugger, tito's) still sees every call
+
+    def on_line(frame, event, arg):
+        count[0] += 1
+        return on_line
+
+    def on_call(frame, event, arg):
+        count[0] += 1
+        if outer is not None:
+            outer(frame, event, arg)
+        return on_line
+
+    sys.settrace(on_call)
+    try:
+        fn(*args)
+    finally:
+        sys.settrace(outer)
+    return count[0]
+
+
+def peak_bytes(fn, *args):
+    """The most memory (bytes) fn(*args) held allocated at any moment while it ran."""
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if started:
+            tracemalloc.stop()

@@ -2175,42 +2175,7 @@ def _roll_backward(node, grad):
 # backward rule under both.
 
 # %%
-def python_steps(fn, *args):
-    """How many Python lines and calls fn(*args) executes."""
-    count = [0]
-    outer = sys.gettrace()  # a tracer that was already on (a debugger, tito's) still sees every call
-
-    def on_line(frame, event, arg):
-        count[0] += 1
-        return on_line
-
-    def on_call(frame, event, arg):
-        count[0] += 1
-        if outer is not None:
-            outer(frame, event, arg)
-        return on_line
-
-    sys.settrace(on_call)
-    try:
-        fn(*args)
-    finally:
-        sys.settrace(outer)
-    return count[0]
-
-
-def peak_bytes(fn, *args):
-    """The most memory (bytes) that fn(*args) held allocated at any moment while it ran."""
-    started = not tracemalloc.is_tracing()
-    if started:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    before = tracemalloc.get_traced_memory()[0]
-    try:
-        fn(*args)
-        return tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if started:
-            tracemalloc.stop()
+from tinytorch.testing import peak_bytes, python_steps  # the meters the tests use too
 
 
 def check_rule_costs(op, forward, what, loops=True, small=(2, 3), large=(60, 70), wide=(4, 500)):

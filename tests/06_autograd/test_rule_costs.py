@@ -2,8 +2,6 @@
 rules never build the n x n Jacobian; cumsum's and sort/topk's rules run no Python loop over
 elements or rows and build no matrix. Measured, not timed: the Python steps a rule runs at two
 sizes (the same when numpy does the work) and the peak memory it allocates (tracemalloc)."""
-import sys
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -11,48 +9,11 @@ import pytest
 import tinytorch as tt
 import tinytorch.nn.functional as F
 from tinytorch import autograd
+from tinytorch.testing import peak_bytes, python_steps
 
 SMALL, LARGE, WIDE = (2, 3), (60, 70), (4, 500)  # along dim 1; WIDE's n x n matrix is 125x x's size
 STEPS_SLACK = 40  # a loop over LARGE's 60 rows or 70 columns runs well over 100 more steps
 MEMORY_LIMIT = 8  # arrays of x's size
-
-
-def python_steps(fn, *args):
-    """How many Python lines and calls fn(*args) executes (numpy's compiled loops count none)."""
-    count = [0]
-    outer = sys.gettrace()  # tito's tracer, when it runs, still sees every call
-
-    def on_line(frame, event, arg):
-        count[0] += 1
-        return on_line
-
-    def on_call(frame, event, arg):
-        count[0] += 1
-        if outer is not None:
-            outer(frame, event, arg)
-        return on_line
-
-    sys.settrace(on_call)
-    try:
-        fn(*args)
-    finally:
-        sys.settrace(outer)
-    return count[0]
-
-
-def peak_bytes(fn, *args):
-    """The most memory (bytes) fn(*args) held allocated at any moment while it ran."""
-    started = not tracemalloc.is_tracing()
-    if started:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    before = tracemalloc.get_traced_memory()[0]
-    try:
-        fn(*args)
-        return tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if started:
-            tracemalloc.stop()
 
 
 FORWARD = {
