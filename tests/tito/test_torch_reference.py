@@ -12,7 +12,7 @@ _spec = importlib.util.spec_from_file_location(
 ref = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ref)
 
-torch = pytest.importorskip("torch", reason="recording needs PyTorch (tito verify installs it)")
+import torch  # noqa: E402 - recording needs PyTorch: tito's own tests run with the dev extra
 
 
 def scenario(t, x, path):
