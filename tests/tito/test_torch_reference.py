@@ -74,14 +74,12 @@ def test_replay_accepts_the_same_input_rounded_differently(tmp_path):
     np.testing.assert_array_equal(scenario(replay.root, nudged, tmp_path / "replayed.pt")[0], live[0])
 
 
-def test_replay_refuses_a_changed_question(tmp_path):
-    x = np.ones((2, 3), dtype=np.float32)
+def test_replay_refuses_a_changed_question():
     session = ref.Session("t::q", "record", None, [], torch)
     session.root.ones(3).sum().item()
     replay = ref.Session("t::q", "replay", session.events, session.arrays)
     with pytest.raises(ref.ReferenceMismatch, match=r"#0.getattr\('zeros'\).*#0.getattr\('ones'\)"):
         replay.root.zeros(3)
-    assert x.shape == (2, 3)
 
 
 def test_check_mode_catches_a_stored_answer_that_drifted(tmp_path):
