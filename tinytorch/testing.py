@@ -14,8 +14,8 @@ import tracemalloc
 
 import numpy as np
 
-__all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "spied",
-           "one_gemm_problems"]
+__all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
+           "weak_ref", "run_fresh", "spied", "one_gemm_problems"]
 
 
 def _as_numpy(value):
@@ -129,6 +129,48 @@ def preserved_state():
             _t._rng = rng
             rng.bit_generator.state = rng_state
         np.random.set_state(np_state)
+
+
+@contextlib.contextmanager
+def hidden_module(name):
+    """Inside the block, `import name` fails in the process that runs tinytorch, as if that
+    module were not built yet (the next import after the block finds it again)."""
+    saved = {key: module for key, module in sys.modules.items() if key == name or key.startswith(name + ".")}
+    for key in saved:
+        del sys.modules[key]
+    sys.modules[name] = None  # import raises ImportError
+    try:
+        yield
+    finally:
+        del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def weak_ref(obj):
+    """A weak reference to `obj`, kept in the process that runs tinytorch: calling it returns
+    obj while something there still holds it and None once it is freed (it collects garbage
+    first, so only a real reference keeps obj)."""
+    import gc
+    import weakref
+
+    ref = weakref.ref(obj)
+
+    def deref():
+        gc.collect()
+        return ref()
+    return deref
+
+
+def run_fresh(code, timeout=120, **environment):
+    """(stdout, stderr) of `code` run by a new Python interpreter beside the one that runs
+    tinytorch (the same executable and import path), with `environment` added to its
+    environment: how a test sees what a fresh process does (at import, without a GPU, ...)."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, **environment)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+    return proc.stdout, proc.stderr
 
 
 class _Spy(np.ndarray):

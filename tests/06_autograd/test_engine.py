@@ -1,14 +1,13 @@
 """The backward engine: values, accumulation, topological order, linear time, deep graphs,
 freeing and retain_graph, retain_grad, detach, requires_grad propagation, error messages."""
-import gc
 import sys
-import weakref
 
 import numpy as np
 import pytest
 
 import tinytorch as tt
 from tinytorch import autograd, nn
+from tinytorch.testing import weak_ref
 
 
 def test_one_neuron_values():
@@ -219,13 +218,11 @@ def test_graph_is_freed_and_releases_activations():
         return hidden, (hidden * hidden).sum()
 
     hidden, loss = forward()
-    ref = weakref.ref(hidden)
+    ref = weak_ref(hidden)
     del hidden
-    gc.collect()
     assert ref() is not None, "before backward the graph keeps the activation alive"
     nodes = autograd.topological_order([loss.grad_fn])
     loss.backward()
-    gc.collect()
     assert ref() is None, "after backward nothing may keep the activation alive"
     for node in nodes:
         assert node.inputs is None and node.output is None and node.attrs is None

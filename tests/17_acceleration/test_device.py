@@ -1,13 +1,11 @@
 """The cuda device: moves, mixed-device errors, Module.to, and an MLP step equal to the CPU's."""
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import tinytorch
 from tinytorch import nn
+from tinytorch.testing import run_fresh
 
 
 def test_to_cuda_round_trip_keeps_values_and_dtype():
@@ -133,8 +131,7 @@ def test_to_cuda_without_gpu_or_simulator_is_a_clear_error():
     with the simulator on (or a GPU), the same move works and runs the copy kernel."""
     code = ("import tinytorch\n"
             "try:\n    tinytorch.ones(2).to('cuda')\nexcept RuntimeError as e:\n    print('ERROR:', e)\n")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", CUDA_VISIBLE_DEVICES="")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert "ERROR:" in out.stdout and "NUMBA_ENABLE_CUDASIM=1" in out.stdout, \
-        f"expected a RuntimeError naming NUMBA_ENABLE_CUDASIM=1, got: {out.stdout} {out.stderr[-500:]}"
+    out, err = run_fresh(code, NUMBA_ENABLE_CUDASIM="0", CUDA_VISIBLE_DEVICES="")
+    assert "ERROR:" in out and "NUMBA_ENABLE_CUDASIM=1" in out, \
+        f"expected a RuntimeError naming NUMBA_ENABLE_CUDASIM=1, got: {out} {err[-500:]}"
     assert tinytorch.ones(2).to("cuda").cpu().tolist() == [1.0, 1.0], "with the simulator or a GPU the move works"

@@ -1,0 +1,126 @@
+"""pytest plugin for graded test runs: the verdicts are decided where student code never runs.
+
+Loaded with `-p tito.judge` in the process that runs the module's tests (the judge). It
+starts the answerer, the process that imports the student's package (sandboxed by
+`tito grade`; the command is in $TITO_ANSWERER, a JSON object {"argv": [...], "env": {...},
+"cwd": ...} whose argv holds "{read}" and "{write}" for the pipe ends), and makes every
+`import tinytorch...` in the judge give a stand-in whose uses are requests to it
+(tito/remote.py). The assertion helpers of `tinytorch.testing` run here, from the course's
+own copy ($TITO_TRUSTED_TESTING); those that measure the student's code where it runs
+(python_steps, peak_bytes, spied, preserved_state) are asked of the answerer.
+
+A test also fails when an assertion failed in one of its functions the package called back,
+even if the package caught it.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+from tito import remote
+
+_RUN_THERE = ("python_steps", "peak_bytes", "spied", "preserved_state", "hidden_module", "weak_ref", "run_fresh")
+_MEASURES = ("python_steps", "peak_bytes", "spied")
+_state: dict = {}
+
+
+def _die_with_parent() -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: the pipe's end still stops it
+        pass
+
+
+def _start() -> remote.Connection:
+    spec = json.loads(os.environ["TITO_ANSWERER"])
+    to_answerer, from_judge = os.pipe()
+    to_judge, from_answerer = os.pipe()
+    argv = [a.replace("{read}", str(to_answerer)).replace("{write}", str(from_answerer)) for a in spec["argv"]]
+    proc = subprocess.Popen(argv, env=spec.get("env"), cwd=spec.get("cwd"), pass_fds=(to_answerer, from_answerer),
+                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+    os.close(to_answerer)
+    os.close(from_answerer)
+
+    def stop():
+        if proc.poll() is None:
+            proc.kill()
+    _state["proc"] = proc
+    return remote.Connection(to_judge, from_judge, "j", on_break=stop)
+
+
+def _trust_testing(conn: remote.Connection) -> None:
+    """`tinytorch.testing` from the course's copy, its measuring helpers from the answerer."""
+    try:
+        import tinytorch.testing as local
+        number = conn.request("import", None, name="tinytorch.testing")
+        there = remote.ModuleProxy("tinytorch.testing", conn, number)
+    except Exception:  # noqa: BLE001 - a package that does not import: its tests fail on their own
+        return
+    for name in _RUN_THERE:
+        if hasattr(local, name):
+            setattr(local, name, _where_it_runs(getattr(local, name), getattr(there, name), conn)
+                    if name in _MEASURES else getattr(there, name))
+
+
+def _where_it_runs(here, there, conn):
+    """A meter of a function's work, taken in the process that does the work: the package's
+    functions, and the tests' functions that call the package, are measured there."""
+    def meter(fn, *args):
+        if isinstance(fn, remote.Proxy):
+            return there(fn, *args)
+        before = conn.requests
+        result = here(fn, *args)
+        return there(fn, *args) if conn.requests != before else result
+    meter.__name__ = here.__name__
+    return meter
+
+
+def _install() -> None:
+    conn = _start()
+    _state["conn"] = conn
+    trusted = os.environ.get("TITO_TRUSTED_TESTING")
+    finder = remote.PackageFinder(conn, {f"{remote.PACKAGE}.testing": trusted} if trusted else {})
+    for name in [n for n in sys.modules if n == remote.PACKAGE or n.startswith(remote.PACKAGE + ".")]:
+        del sys.modules[name]
+    sys.meta_path.insert(0, finder)
+    _trust_testing(conn)
+
+
+_install()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    conn = _state["conn"]
+    if conn.broken is None:  # the package's own global generator starts where it would in a fresh run
+        try:
+            numpy_there = conn.request("import", None, name="numpy.random")
+            conn.request("callattr", numpy_there, zlib.crc32(item.nodeid.encode("utf-8")), name="seed")
+        except Exception:  # noqa: BLE001 - reported by the test itself
+            pass
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    conn = _state["conn"]
+    conn.callback_failures.clear()
+    outcome = yield
+    if outcome.excinfo is None and conn.callback_failures:
+        first = conn.callback_failures[0]
+        outcome.force_exception(AssertionError(
+            f"an assertion failed in a test function the package called (and the package went on): {first}"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    proc = _state.get("proc")
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
