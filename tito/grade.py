@@ -9,10 +9,13 @@ its scratch folder:
    cell from the source (editing or deleting one earns nothing) and scores them; the first
    cell that runs past the timeout ends the run (tito/autograde_execute.py).
 2. the module's tests: the notebook's `#| export` cells are exported (with `tito export`'s
-   checks) into a package and the module's pytest suite runs against it in a separate
-   sandboxed process. That process only reports, one line per test, through a pipe
-   (tito/report_plugin.py); this process, which never imports the student's package,
-   counts the lines against the test list it collected from the reference.
+   checks) into a package, and the module's pytest suite runs in a judge process that never
+   imports it (tito/judge.py): every `tinytorch` object the tests touch is a proxy, and each
+   use is a request to a sandboxed answerer process that imports the package and can only
+   reply with values (tito/remote.py). The comparisons, the verdicts and the report (one line
+   per test through a pipe, tito/report_plugin.py) are the judge's, so code in the package
+   cannot change them; this process counts the lines against the test list it collected
+   from the reference.
 
 Both run against a *prefix build*: earlier modules' reference code, and this module and all
 later ones as released stubs, checked against its recorded digests before each submission.
@@ -400,9 +403,26 @@ def _count_reports(g: Grading, lines: list[str], result: Result) -> None:
                               f"that did not report count as failed")
 
 
+def _answerer(g: Grading, work: Path, package: Path, scratch: Path) -> dict:
+    """How the judge starts the answerer: the process that imports the submission's package
+    (sandboxed when grading is) and answers the tests' requests (tito/remote.py)."""
+    folder = work / "answerer"
+    folder.mkdir()
+    script = folder / "_tito_remote.py"
+    shutil.copy2(Path(__file__).with_name("remote.py"), script)
+    argv = [sys.executable, str(script), "{read}", "{write}"]
+    if g.use_sandbox:
+        return {"argv": sandbox.command(argv, scratch=scratch, readable=[package, folder],
+                                        env={"PYTHONPATH": str(package)}), "cwd": str(scratch)}
+    env = dict(os.environ, PYTHONPATH=str(package), PYTHONDONTWRITEBYTECODE="1", HOME=str(scratch))
+    return {"argv": argv, "env": env, "cwd": str(scratch)}
+
+
 def _run_tests(g: Grading, work: Path, notebook_path: Path, result: Result, seconds_left: float) -> None:
     """Export the submission's `#| export` cells over the prefix build and run the module's
-    tests against that package, sandboxed; count what they report."""
+    tests against that package: the tests and their verdicts in a judge process that never
+    imports the package (tito/judge.py), the package in a sandboxed answerer; count what the
+    judge reports."""
     module = g.module
     package = work / "package"
     problem = _export(g, notebook_path, package)
@@ -414,20 +434,18 @@ def _run_tests(g: Grading, work: Path, notebook_path: Path, result: Result, seco
     scratch = work / "test-scratch"
     scratch.mkdir()
     read_fd, write_fd = os.pipe()
-    cmd = [*_pytest_args(tests, module), "-p", "_tito_report"]
-    env = {"PYTHONPATH": os.pathsep.join([str(package), str(tests)]), "TITO_GRADING": "1",
-           "TITO_REPORT_FD": str(write_fd)}
-    if g.use_sandbox:
-        cmd = sandbox.command(cmd, scratch=scratch, readable=[package, tests], env=env)
-        run_env = None
-    else:
-        run_env = dict(os.environ, **env, PYTHONDONTWRITEBYTECODE="1", HOME=str(scratch))
+    cmd = [*_pytest_args(tests, module), "-p", "_tito_report", "-p", "tito.judge",
+           "--basetemp", str(scratch / "pytest-tmp")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tests), str(g.root)]), TITO_GRADING="1",
+               TITO_REPORT_FD=str(write_fd), PYTHONDONTWRITEBYTECODE="1",
+               TITO_ANSWERER=json.dumps(_answerer(g, work, package, scratch)),
+               TITO_TRUSTED_TESTING=str(g.root / "tinytorch" / "testing.py"))
     lines: list[str] = []
     reader = threading.Thread(target=_read_reports, args=(read_fd, lines), daemon=True)
     timeout = max(60, int(seconds_left))
     with open(work / "tests.log", "w") as log:
         try:
-            proc = subprocess.Popen(cmd, cwd=scratch, env=run_env, stdout=log, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(cmd, cwd=scratch, env=env, stdout=log, stderr=subprocess.STDOUT,
                                     pass_fds=(write_fd,), start_new_session=True)
         except BaseException:
             os.close(read_fd)

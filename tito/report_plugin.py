@@ -1,14 +1,14 @@
-"""pytest plugin for `tito grade`'s sandboxed test run: it reports, it does not decide.
+"""pytest plugin for `tito grade`'s test run: one report line per test, through a pipe.
 
-Loaded with `-p` before any conftest or test module, so before any student code is imported:
-it binds the helpers the tests' verdicts rest on (numpy.testing's and pytest's assertion
-helpers, pytest's runner and report, builtins) and, after every test, writes one JSON line to
-the grader's pipe (file descriptor $TITO_REPORT_FD): the test's id, its outcome and which
-bound helpers are no longer the ones it bound. The grader (tito/grade.py, a process that
-never imports the student's package) counts the lines against the test list it collected
-from the reference: a test with no line failed; a test with two lines, or helpers reported
-changed, flag the run; a line for a test the reference does not list is ignored. Code that
-could rewrite this process can still lie; the static scan (tito/scan.py) and the grader's own count are the other layers.
+Loaded with `-p` in the judge process (tito/judge.py), which never imports the student's
+package: the package runs in a separate answerer and can only send values back, so the
+outcomes this plugin reports are the judge's own. After every test it writes one JSON line to
+the grader's pipe (file descriptor $TITO_REPORT_FD): the test's id, its outcome and which of
+the helpers the verdicts rest on (numpy.testing's and pytest's assertion helpers, pytest's
+runner and report, builtins), bound when the plugin loaded, are no longer those objects. The
+grader (tito/grade.py) counts the lines against the test list it collected from the
+reference: a test with no line failed; a test with two lines, or helpers reported changed,
+flag the run; a line for a test the reference does not list is ignored.
 """
 import builtins
 import json

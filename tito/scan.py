@@ -23,7 +23,7 @@ MODULES = {"builtins", "sys", "gc", "inspect", "ctypes", "atexit", "signal", "im
            "traitlets", "faulthandler", "threading", "_thread", "multiprocessing", "subprocess", "socket", "code",
            "codeop", "types", "marshal", "dis", "sysconfig", "site", "runpy", "zipimport", "pkgutil", "unittest",
            "mock", "xml", "sqlite3", "tinytorch.testing", "hypothesis", "pdb", "bdb", "trace", "tracemalloc",
-           "_tito_report"}
+           "_tito_report", "_tito_remote"}
 # Attributes that reach into the test machinery, the interpreter or IPython.
 ATTRIBUTES = {
     # IPython's input, AST and exception machinery, and its events

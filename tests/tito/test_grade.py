@@ -268,12 +268,11 @@ def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, n
     assert (score("complete"), float(rows["complete"]["max_score"]), rows["complete"]["status"]) == \
         (total, total, "graded"), report
     assert rows["complete"]["tests_passed"] == rows["complete"]["tests_total"] != "0", report
-    # a forged verdict is flagged (and counts nothing where the forgery no longer reaches)
+    # code that forges verdicts runs where no verdict is made (the answerer, which has no
+    # pytest): every test of those stubs fails, and the scan flags the attempt
     for student in ("forges_callinfo", "forges_junit", "patches_assertions"):
         assert rows[student]["status"] == "flagged", report
-    assert rows["forges_junit"]["tests_passed"] == "0", report
-    assert "assertion helpers were replaced" in rows["patches_assertions"]["reason"], report
-    assert "assertion helpers were replaced" in rows["forges_callinfo"]["reason"], report
+        assert rows[student]["tests_passed"] == "0", report
     if cases == "forgeries":  # nbgrader's formgrader and release_feedback see the grades and feedback
         from nbgrader.api import Gradebook
 
