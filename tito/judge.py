@@ -65,8 +65,16 @@ def _trust_testing(conn: remote.Connection) -> None:
         return
     for name in _RUN_THERE:
         if hasattr(local, name):
-            setattr(local, name, _where_it_runs(getattr(local, name), getattr(there, name), conn)
-                    if name in _MEASURES else getattr(there, name))
+            there_fn = _looked_up(there, name)
+            setattr(local, name, _where_it_runs(getattr(local, name), there_fn, conn) if name in _MEASURES else there_fn)
+
+
+def _looked_up(module, name):
+    """module.name, looked up when called (a package without it fails the test that calls it)."""
+    def call(*args, **kwargs):
+        return getattr(module, name)(*args, **kwargs)
+    call.__name__ = name
+    return call
 
 
 def _where_it_runs(here, there, conn):
@@ -108,15 +116,15 @@ def pytest_runtest_setup(item):
     yield
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     conn = _state["conn"]
     conn.callback_failures.clear()
-    outcome = yield
-    if outcome.excinfo is None and conn.callback_failures:
-        first = conn.callback_failures[0]
-        outcome.force_exception(AssertionError(
-            f"an assertion failed in a test function the package called (and the package went on): {first}"))
+    result = yield
+    if conn.callback_failures:
+        raise AssertionError(f"an assertion failed in a function of the test that the package called, and the "
+                             f"package went on: {conn.callback_failures[0]}")
+    return result
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -138,6 +138,8 @@ class Connection:
 
     def _receive(self) -> tuple[dict, list]:
         size = struct.unpack("<Q", bytes(_read_exact(self._r, 8)))[0]
+        if size > MESSAGE_LIMIT:
+            raise RemoteError(f"a message of {size} bytes")
         header = json.loads(bytes(_read_exact(self._r, size)).decode("utf-8"))
         if not isinstance(header, dict):
             raise RemoteError("a message that is not an object")
@@ -146,6 +148,8 @@ class Connection:
             dtype = _dtype(text)
             shape = tuple(int(s) for s in shape)
             count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            if count < 0 or count * dtype.itemsize > MESSAGE_LIMIT:
+                raise RemoteError(f"an array of {count} items")
             buf = _read_exact(self._r, count * dtype.itemsize)
             arrays.append(np.frombuffer(buf, dtype=dtype).reshape(shape))  # writable: a bytearray
         for number, times in header.get("release", []):
@@ -235,7 +239,7 @@ class Connection:
                 if "op" not in message:
                     break
                 self._serve(message, received)
-        except (EOFError, OSError, ValueError, KeyError, TypeError, RemoteError) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever came is not an answer
             raise self._fail(f"the package's process ended or broke the protocol ({type(exc).__name__}: {exc})") \
                 from None
         except BaseException:  # an interrupt or a test timeout while the other side works
@@ -722,6 +726,7 @@ class Connection:
 
 SHARED_LIMIT = 4 << 20  # bytes: larger arrays travel by value (no shared memory, no identity)
 RECENT_COPIES = 32
+MESSAGE_LIMIT = 1 << 31  # bytes: a longer header or array is a broken answerer, not an answer
 _NAMED_PACKAGES = ("numpy", "collections", "pathlib", "fractions", "decimal")  # classes both sides share by name
 
 
