@@ -1,13 +1,15 @@
 """pytest plugin for graded test runs: the verdicts are decided where student code never runs.
 
-Loaded with `-p tito.judge` in the process that runs the module's tests (the judge). It
-starts the answerer, the process that imports the student's package (sandboxed by
+Loaded with `-p tito.judge` in the process that runs the module's tests (the judge). At the
+first request (after the conftest files ran, whose additions to the environment it is then
+given) it starts the answerer, the process that imports the student's package (sandboxed by
 `tito grade`; the command is in $TITO_ANSWERER, a JSON object {"argv": [...], "env": {...},
-"cwd": ...} whose argv holds "{read}" and "{write}" for the pipe ends), and makes every
-`import tinytorch...` in the judge give a stand-in whose uses are requests to it
+"cwd": ...} whose argv holds "{read}" and "{write}" for the pipe ends), and every
+`import tinytorch...` in the judge gives a stand-in whose uses are requests to it
 (tito/remote.py). The assertion helpers of `tinytorch.testing` run here, from the course's
-own copy ($TITO_TRUSTED_TESTING); those that measure the student's code where it runs
-(python_steps, peak_bytes, spied, preserved_state) are asked of the answerer.
+own copy ($TITO_TRUSTED_TESTING); those that measure or change the package's process
+(python_steps, peak_bytes, spied, preserved_state, hidden_module, weak_ref, run_fresh) are
+asked of the answerer.
 
 A test also fails when an assertion failed in one of its functions the package called back,
 even if the package caught it.
@@ -38,7 +40,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def _start() -> remote.Connection:
+def _start(conn: remote.Connection) -> tuple[int, int]:
+    """Start the answerer (at the first request: after the tests' conftest files set up the
+    environment, whose additions it is then given) and return the judge's pipe ends."""
     spec = json.loads(os.environ["TITO_ANSWERER"])
     to_answerer, from_judge = os.pipe()
     to_judge, from_answerer = os.pipe()
@@ -47,32 +51,38 @@ def _start() -> remote.Connection:
                             stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     os.close(to_answerer)
     os.close(from_answerer)
-
-    def stop():
-        if proc.poll() is None:
-            proc.kill()
     _state["proc"] = proc
-    return remote.Connection(to_judge, from_judge, "j", on_break=stop)
+    _state["pending_environ"] = {key: value for key, value in os.environ.items() if _state["environ"].get(key) != value}
+    return to_judge, from_judge
 
 
-def _trust_testing(conn: remote.Connection) -> None:
-    """`tinytorch.testing` from the course's copy, its measuring helpers from the answerer."""
-    try:
-        import tinytorch.testing as local
-        number = conn.request("import", None, name="tinytorch.testing")
-        there = remote.ModuleProxy("tinytorch.testing", conn, number)
-    except Exception:  # noqa: BLE001 - a package that does not import: its tests fail on their own
-        return
+def _stop() -> None:
+    proc = _state.get("proc")
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+
+
+def _trust_testing(local) -> None:
+    """The course's `tinytorch.testing`, loaded here; its helpers that measure the package's
+    code where it runs are the answerer's own, looked up when called."""
+    conn = _state["conn"]
+    there = []
+
+    def module_there():
+        if not there:
+            there.append(remote.ModuleProxy("tinytorch.testing", conn,
+                                            conn.request("import", None, name="tinytorch.testing")))
+        return there[0]
     for name in _RUN_THERE:
         if hasattr(local, name):
-            there_fn = _looked_up(there, name)
+            there_fn = _looked_up(module_there, name)
             setattr(local, name, _where_it_runs(getattr(local, name), there_fn, conn) if name in _MEASURES else there_fn)
 
 
 def _looked_up(module, name):
-    """module.name, looked up when called (a package without it fails the test that calls it)."""
+    """module().name, looked up when called (a package without it fails the test that calls it)."""
     def call(*args, **kwargs):
-        return getattr(module, name)(*args, **kwargs)
+        return getattr(module(), name)(*args, **kwargs)
     call.__name__ = name
     return call
 
@@ -90,15 +100,23 @@ def _where_it_runs(here, there, conn):
     return meter
 
 
+def _first_request_environ() -> None:
+    pending = _state.pop("pending_environ", None)
+    if pending:
+        _state["conn"].request("environ", None, pending)
+
+
 def _install() -> None:
-    conn = _start()
+    _state["environ"] = dict(os.environ)
+
+    conn = remote.Connection(None, None, "j", on_break=_stop, start=_start, started=_first_request_environ)
     _state["conn"] = conn
     trusted = os.environ.get("TITO_TRUSTED_TESTING")
-    finder = remote.PackageFinder(conn, {f"{remote.PACKAGE}.testing": trusted} if trusted else {})
+    finder = remote.PackageFinder(conn, {f"{remote.PACKAGE}.testing": trusted} if trusted else {},
+                                  loaded=_trust_testing)
     for name in [n for n in sys.modules if n == remote.PACKAGE or n.startswith(remote.PACKAGE + ".")]:
         del sys.modules[name]
     sys.meta_path.insert(0, finder)
-    _trust_testing(conn)
 
 
 _install()

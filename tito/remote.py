@@ -84,10 +84,15 @@ class Connection:
     depth (a call into the package may call a test's function back, which may call the
     package again). `side` is "j" (the judge) or "w" (the answerer)."""
 
-    def __init__(self, read_fd: int, write_fd: int, side: str, *, on_break=None):
+    def __init__(self, read_fd: int | None, write_fd: int | None, side: str, *, on_break=None, start=None,
+                 started=None):
+        """`start` (instead of the two file descriptors): called at the first request, it
+        starts the other side and returns (read_fd, write_fd); then `started()` is called."""
         self.side = side
-        self._r = io.open(read_fd, "rb", buffering=1 << 16)
-        self._w = io.open(write_fd, "wb", buffering=0)
+        self._r = self._w = None
+        self._start, self._started = start, started
+        if start is None:
+            self._open(read_fd, write_fd)
         self._exported: dict[int, list] = {}  # number -> [object, times sent]
         self._numbers: dict[int, int] = {}  # id(object) -> number
         self._next = 1
@@ -122,6 +127,10 @@ class Connection:
         self.broken: str | None = None
         self._on_break = on_break
         self.requests = 0
+
+    def _open(self, read_fd: int, write_fd: int) -> None:
+        self._r = io.open(read_fd, "rb", buffering=1 << 16)
+        self._w = io.open(write_fd, "wb", buffering=0)
 
     # -- sending and receiving
 
@@ -221,6 +230,11 @@ class Connection:
         """Ask the other side to do `op` on its object `target` with `args`; its answer."""
         if self.broken is not None:
             raise RemoteError(self.broken)
+        if self._r is None:
+            start, self._start = self._start, None
+            self._open(*start(self))
+            if self._started is not None:
+                self._started()
         self.requests += 1
         arrays: list = []
         header = dict(fields, op=op)
@@ -1132,8 +1146,9 @@ class PackageFinder:
     """Imports of the package in the judge: module proxies, except modules the judge trusts
     (`local`: name -> a file the judge runs itself, e.g. the assertion helpers)."""
 
-    def __init__(self, conn: Connection, local: dict | None = None):
-        self.conn, self.local = conn, dict(local or {})
+    def __init__(self, conn: Connection, local: dict | None = None, *, loaded=None):
+        """`loaded(module)` is called after a local module ran."""
+        self.conn, self.local, self.loaded = conn, dict(local or {}), loaded
 
     def find_spec(self, name, path=None, target=None):
         if name != PACKAGE and not name.startswith(PACKAGE + "."):
@@ -1141,7 +1156,10 @@ class PackageFinder:
         import importlib.machinery
         import importlib.util
         if name in self.local:
-            return importlib.util.spec_from_file_location(name, self.local[name])
+            spec = importlib.util.spec_from_file_location(name, self.local[name])
+            if self.loaded is not None:
+                spec.loader = _ThenCall(spec.loader, self.loaded)
+            return spec
         return importlib.machinery.ModuleSpec(name, self, is_package=True)
 
     def create_module(self, spec):
@@ -1150,6 +1168,20 @@ class PackageFinder:
 
     def exec_module(self, module):
         pass
+
+
+class _ThenCall:
+    """A loader that runs the module, then calls `after(module)`."""
+
+    def __init__(self, loader, after):
+        self.loader, self.after = loader, after
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        self.after(module)
 
 
 # ---------------------------------------------------------------- the answerer's view of the tests' objects
@@ -1301,6 +1333,10 @@ def _perform_answerer(conn: Connection, message: dict, args: list):
         return _Number(conn.export(module))
     if op == "subclass":
         return _Number(_make_subclass(conn, message, args))
+    if op == "environ":  # what the tests' set-up put in the environment before the package loads
+        for key, value in args[0].items():
+            os.environ.setdefault(str(key), str(value))
+        return None
     target = conn.exported(int(message["target"]))
     if op == "getattr":
         return getattr(target, str(message["name"]))

@@ -179,12 +179,28 @@ def _traced_env(module: Module, package_parent: Path) -> dict:
     return env
 
 
+def judged_env(package_parent: Path) -> dict:
+    """The environment of a test run judged as `tito grade` judges it (tito/judge.py): pytest
+    never imports the package in `package_parent`; an answerer process beside it does."""
+    env = suite_env(package_parent)
+    root = _course_of(package_parent)
+    answerer = {"argv": [sys.executable, str(Path(__file__).with_name("remote.py")), "{read}", "{write}"],
+                "env": dict(env), "cwd": str(package_parent)}
+    env["PYTHONPATH"] = str(root)  # tito, for the plugin; the package is the answerer's alone
+    env["TITO_ANSWERER"] = json.dumps(answerer)
+    env["TITO_TRUSTED_TESTING"] = str(root / "tinytorch" / "testing.py")
+    return env
+
+
 def run_suite(module: Module, package_parent: Path, *, show_output: bool = True, verbose: bool = False,
-              extra_args: tuple[str, ...] = (), fork: bool = False) -> Outcome:
+              extra_args: tuple[str, ...] = (), fork: bool = False, judged: bool = False) -> Outcome:
     """Run tests/NN_name against the package in `package_parent`. Tracebacks only when
     `verbose`: tito's own summary names each failure's message and notebook cell. With
     `fork`, the run is a fork of a preloaded pytest process (tito.forkrun: for the many
-    short runs of tito verify's mutants; output is not shown)."""
+    short runs of tito verify's mutants; output is not shown). With `judged`, the tests run
+    as `tito grade` runs them, the package in a process of its own (judged_env)."""
+    if judged:
+        extra_args = ("-p", "tito.judge", *extra_args)
     if fork:
         return _run_suite_forked(module, package_parent, extra_args)
     problem = check_import(package_parent)
@@ -201,7 +217,8 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
             cmd += ["-o", f"timeout={int(os.environ['TITO_TEST_TIMEOUT'])}"]
         try:
             proc = subprocess.run(
-                cmd, cwd=module.root, env=_traced_env(module, package_parent), timeout=SUITE_TIMEOUT_S,
+                cmd, cwd=module.root, env=judged_env(package_parent) if judged else _traced_env(module, package_parent),
+                timeout=SUITE_TIMEOUT_S,
                 capture_output=not show_output, text=True,
                 # Ctrl-C reaches tito alone, which stops pytest and prints one line (not
                 # pytest's 40-line start-up traceback).

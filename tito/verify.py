@@ -66,6 +66,14 @@ def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str,
                     time.perf_counter() - started))
 
     started = time.perf_counter()
+    # ... and as tito grade judges them: the tests in a process that never imports the
+    # package, which answers from its own (every test must work across that boundary).
+    judged = testing.run_suite(module, build.build_prefix(root, module.number), show_output=False, judged=True)
+    results.append((f"{module.slug}: solutions pass all {judged.total} tests judged as tito grade judges them",
+                    judged.ok and judged.skipped == 0 and judged.total == outcome.total,
+                    testing.summary(module, judged, "the solutions, judged"), time.perf_counter() - started))
+
+    started = time.perf_counter()
     stub = testing.run_suite(module, variant, show_output=False, fork=True)
     ok = stub.problem is None and stub.passed == 0 and stub.skipped == 0 and stub.failed > 0
     detail = stub.problem or (
