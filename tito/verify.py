@@ -28,6 +28,9 @@ from tito.course import available_modules, find_root, resolve
 from tito.release import release
 
 NOTEBOOK_TIMEOUT_S = 20 * 60
+# Per-test limit of the checks about values, not speed (the parity drift, the judged runs),
+# which run beside verify's other checks on a busy machine.
+SLOW_CHECK_TIMEOUT_S = 300
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 TITO_TEST_WORKERS = 3
 
@@ -68,7 +71,8 @@ def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str,
     started = time.perf_counter()
     # ... and as tito grade judges them: the tests in a process that never imports the
     # package, which answers from its own (every test must work across that boundary).
-    judged = testing.run_suite(module, build.build_prefix(root, module.number), show_output=False, judged=True)
+    judged = testing.run_suite(module, build.build_prefix(root, module.number), show_output=False, judged=True,
+                               extra_args=("-o", f"timeout={SLOW_CHECK_TIMEOUT_S}"))
     results.append((f"{module.slug}: solutions pass all {judged.total} tests judged as tito grade judges them",
                     judged.ok and judged.skipped == 0 and judged.total == outcome.total,
                     testing.summary(module, judged, "the solutions, judged"), time.perf_counter() - started))
@@ -338,13 +342,14 @@ def _parity_drift(root, solutions, t0, finished):
     """Every parity test against live PyTorch on the reference build, each answer compared
     with the one stored for the student install (TINYTORCH_PARITY=check), in the background.
     One pytest run per module, as the answers were recorded: a module's session fixtures
-    must not start from the state another module's tests left."""
+    must not start from the state another module's tests left. It compares values, not
+    speed: the per-test time limit is raised (it runs beside verify's other checks)."""
     env = dict(testing.suite_env(solutions), TINYTORCH_PARITY="check", TINYTORCH_PARITY_ONLY="1")
     suites = [str(m.tests_path) for m in available_modules(root) if m.tests_path.is_dir()]
     script = (
         "import subprocess, sys\n"
         "failed = [s for s in sys.argv[1:] if subprocess.run([sys.executable, '-m', 'pytest', s, '-q', '-p',"
-        " 'no:cacheprovider']).returncode not in (0, 5)]\n"
+        f" 'no:cacheprovider', '-o', 'timeout={SLOW_CHECK_TIMEOUT_S}']).returncode not in (0, 5)]\n"
         "print(f'{len(sys.argv) - 1 - len(failed)} of {len(sys.argv) - 1} modules match'"
         " + (': drift in ' + ', '.join(failed) if failed else ''))\n"
         "sys.exit(1 if failed else 0)\n"
