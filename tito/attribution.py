@@ -8,11 +8,17 @@ failures grouped by the function they point at, most relevant first; the mutant 
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import shutil
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
 
-from tito import mutants, testing
+from tito import build, mutants, testing
 from tito.course import Module
+from tito.errors import TitoError
 
 
 def stub_names(module: Module) -> list[str]:
@@ -54,17 +60,127 @@ def first_group(outcome: testing.Outcome) -> tuple[str, ...]:
     return first.candidates or ((first.stub,) if first.stub else ())
 
 
-def attributed(root, solutions, module: Module, mutant: mutants.Mutant) -> tuple[bool, str]:
-    """(first group names the mutant's function, what it named) after a full test run."""
-    text = mutants.apply(module, mutant)
-    wanted = target(module, mutant, module.solution_path.read_text(encoding="utf-8"))
-    variant = mutants.build_variant(root, solutions, module, mutant, text)
+def stub_spans(module: Module, text: str) -> dict[str, tuple[int, int]]:
+    """{student function: (first line, last line)} in the solution `text`."""
+    names, spans = set(stub_names(module)), {}
+    stack = [(node, "") for node in ast.parse(text).body]
+    while stack:
+        node, prefix = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            qualname = f"{prefix}{node.name}"
+            if qualname in names:
+                spans[qualname] = (node.lineno, node.end_lineno)
+            stack.extend((child, f"{qualname}.") for child in node.body)
+    return spans
+
+
+def touched(module: Module, text: str, mutated: str) -> set[str] | None:
+    """The student functions whose lines the mutant changes; None when a changed line lies
+    in none of them (module-level code: any test may see it)."""
+    spans = stub_spans(module, text)
+    lines = set()
+    matcher = difflib.SequenceMatcher(None, text.splitlines(), mutated.splitlines(), autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag != "equal":  # 1-based lines i1+1..i2; an insertion: the line it follows
+            lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else [i1])
+    found = set()
+    for line in lines:
+        around = {name for name, (first, last) in spans.items() if first <= line <= last}
+        if not around:
+            return None
+        found |= around
+    return found
+
+
+@dataclass
+class Reference:
+    """The module's tests on the solutions build, each with the student functions it ran."""
+    report: Path  # its junit report
+    ran: dict[str, set[str]]  # pytest node id -> the student functions that test entered
+    keys: dict[tuple[str, str], str]  # junit (classname, name) -> pytest node id
+
+
+def reference(root, solutions, module: Module) -> Reference:
+    """Run the module's tests once on the solutions build, recording each test's functions."""
+    folder = build.build_root(root) / "attribution"
+    folder.mkdir(parents=True, exist_ok=True)
+    report = folder / f"{module.slug}-reference.xml"
+    outcome = testing.run_suite(module, solutions, show_output=False, fork=True, report=report)
+    if not outcome.ok:
+        raise TitoError(f"{module.label}: the solutions must pass every test before attribution can be "
+                        f"measured: {outcome.problem or outcome.failures[:1]}")
+    ran, keys = {}, {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        key = (case.get("classname", ""), case.get("name", ""))
+        node = f"{module.tests_path}/{testing.junit_test_id(*key)}"
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        ran[node] = {n for n in (props.get("tito_spectrum") or "").split("|") if n}
+        keys[key] = node
+    return Reference(report, ran, keys)
+
+
+def selection(ref: Reference, functions: set[str] | None) -> list[str] | None:
+    """The tests a mutant of `functions` can change: those that entered one of them on the
+    solutions. Every other test never runs the mutated lines, so it passes as it did, having
+    entered the same functions. None (run them all) when that cannot be said."""
+    if functions is None or not all(any(f in ran for ran in ref.ran.values()) for f in functions):
+        return None  # a function no test was seen entering: nothing to select by
+    return [node for node, ran in ref.ran.items() if ran & functions]
+
+
+def _merged(ref: Reference, report: Path, into: Path) -> None:
+    """The reference report with the rerun tests' cases replaced by those of `report`."""
+    fresh = {(c.get("classname", ""), c.get("name", "")): c for c in ET.parse(report).getroot().iter("testcase")}
+    tree = ET.parse(ref.report)
+    for suite in tree.getroot().iter("testsuite"):
+        for i, case in enumerate(list(suite)):
+            key = (case.get("classname", ""), case.get("name", ""))
+            if case.tag == "testcase" and key in fresh:
+                suite[i] = fresh[key]
+    tree.write(into, encoding="utf-8")
+
+
+def run_mutant(root, solutions, module: Module, mutant: mutants.Mutant,
+               ref: Reference | None = None) -> testing.Outcome:
+    """`tito test`'s outcome for a package built from the mutated solution: with `ref`, only
+    the tests the mutant can change run (selection), the others keep their reference result."""
+    text = module.solution_path.read_text(encoding="utf-8")
+    mutated = mutants.apply(module, mutant, text)
+    chosen = selection(ref, touched(module, text, mutated)) if ref is not None else None
+    variant = mutants.build_variant(root, solutions, module, mutant, mutated)
     try:
-        outcome = testing.run_suite(module, variant, show_output=False, fork=True)
+        if chosen is None:
+            return testing.run_suite(module, variant, show_output=False, fork=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            report, merged = Path(tmp) / "run.xml", Path(tmp) / "merged.xml"
+            if chosen:
+                outcome = testing.run_suite(module, variant, show_output=False, fork=True, tests=chosen, report=report)
+                if outcome.problem:
+                    return outcome
+                if outcome.total != len(chosen):  # the mutant changed what is collected
+                    return testing.run_suite(module, variant, show_output=False, fork=True)
+                _merged(ref, report, merged)
+            else:
+                shutil.copyfile(ref.report, merged)
+            return testing.parse_junit(merged, variant, module)
     finally:
         shutil.rmtree(variant, ignore_errors=True)
+
+
+def attributed(root, solutions, module: Module, mutant: mutants.Mutant,
+               ref: Reference | None = None) -> tuple[bool, str]:
+    """(first group names the mutant's function, what it named) after a test run."""
+    wanted = target(module, mutant)
+    outcome = run_mutant(root, solutions, module, mutant, ref)
+    return judged(outcome, wanted)
+
+
+def judged(outcome: testing.Outcome, wanted: str | None) -> tuple[bool, str]:
+    """Does the first group of `outcome` name `wanted`? (ok, what it named)."""
     if outcome.problem:
         return False, f"wants `{wanted}`; the run could not be read ({outcome.problem.splitlines()[0]})"
+    if not outcome.failed:
+        return False, f"wants `{wanted}`; no test fails"
     named = first_group(outcome)
     if named == (wanted,):
         return True, f"`{wanted}`"

@@ -117,10 +117,9 @@ def _parser() -> argparse.ArgumentParser:
                                         "by its tests and its graded check cells")
     mu.add_argument("module")
     mu.add_argument("names", nargs="*", help="only these mutants (by name)")
-    mu.add_argument("--tests", action="store_true", help="only the tests half")
+    mu.add_argument("--tests", action="store_true",
+                    help="only the tests half (caught, and filed first under the function it breaks)")
     mu.add_argument("--checks", action="store_true", help="only the graded-check-cells half")
-    mu.add_argument("--attribution", action="store_true",
-                    help="instead: does `tito test` name each mutant's function first? (a full test run each)")
     return p
 
 
@@ -229,7 +228,7 @@ def _run(args, parser) -> int:
     if args.command == "mutants":
         from tito.verify import mutants_command
 
-        halves = tuple(h for h in ("tests", "checks", "attribution") if getattr(args, h)) or ("tests", "checks")
+        halves = tuple(h for h in ("tests", "checks") if getattr(args, h)) or ("tests", "checks")
         return mutants_command(args.module, args.names, halves)
     parser.print_help()
     return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -193,16 +194,20 @@ def judged_env(package_parent: Path) -> dict:
 
 
 def run_suite(module: Module, package_parent: Path, *, show_output: bool = True, verbose: bool = False,
-              extra_args: tuple[str, ...] = (), fork: bool = False, judged: bool = False) -> Outcome:
+              extra_args: tuple[str, ...] = (), fork: bool = False, judged: bool = False,
+              tests: list[str] | None = None, report: Path | None = None) -> Outcome:
     """Run tests/NN_name against the package in `package_parent`. Tracebacks only when
     `verbose`: tito's own summary names each failure's message and notebook cell. With
     `fork`, the run is a fork of a preloaded pytest process (tito.forkrun: for the many
-    short runs of tito verify's mutants; output is not shown). With `judged`, the tests run
-    as `tito grade` runs them, the package in a process of its own (judged_env)."""
+    short runs of tito verify's mutants; output is not shown), of only the pytest node ids
+    `tests` when given, its junit report copied to `report` when given. With `judged`, the
+    tests run as `tito grade` runs them, the package in a process of its own (judged_env)."""
     if judged:
         extra_args = ("-p", "tito.judge", *extra_args)
     if fork:
-        return _run_suite_forked(module, package_parent, extra_args)
+        return _run_suite_forked(module, package_parent, extra_args, tests=tests, report=report)
+    if tests is not None or report is not None:
+        raise ValueError("run_suite: `tests` and `report` need fork=True")
     problem = check_import(package_parent)
     if problem:
         return Outcome(problem=problem)
@@ -239,13 +244,14 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
         return outcome
 
 
-def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[str, ...]) -> Outcome:
+def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[str, ...], *,
+                      tests: list[str] | None = None, report: Path | None = None) -> Outcome:
     from tito import forkrun
 
     with tempfile.TemporaryDirectory() as tmp:
         xml, log = Path(tmp) / "report.xml", Path(tmp) / "pytest.log"
-        args = [str(module.tests_path), "-q", "--tb=no", "-rN", "-p", "no:cacheprovider", f"--junitxml={xml}",
-                "-o", "junit_family=xunit1", *extra_args]
+        args = [*(tests if tests is not None else [str(module.tests_path)]), "-q", "--tb=no", "-rN",
+                "-p", "no:cacheprovider", f"--junitxml={xml}", "-o", "junit_family=xunit1", *extra_args]
         code = forkrun.run_pytest(args, env=_traced_env(module, package_parent), cwd=module.root, log=log,
                                   timeout=SUITE_TIMEOUT_S)
         tail = "\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]) if log.is_file() else ""
@@ -253,6 +259,8 @@ def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[st
             return Outcome(problem=f"the test run did not finish in {SUITE_TIMEOUT_S // 60} minutes")
         if not xml.is_file():
             return Outcome(problem=f"pytest did not run (exit code {code}){tail}")
+        if report is not None:
+            shutil.copyfile(xml, report)
         outcome = parse_junit(xml, package_parent, module)
         if outcome.total == 0:
             outcome.problem = f"no tests were collected from {module.tests_path.relative_to(module.root)}"
@@ -261,7 +269,7 @@ def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[st
         return outcome
 
 
-def _test_id(classname: str, name: str) -> str:
+def junit_test_id(classname: str, name: str) -> str:
     """'test_views.py::TestT::test_x' from junit's dotted 'tests.01_tensor.test_views.TestT'."""
     parts = classname.split(".")
     for i, part in enumerate(parts):
@@ -303,6 +311,9 @@ def _unit_of(test: str, stubs: list[dict]) -> tuple[str, int] | None:
     return best[:2] if best else None
 
 
+# Functions at least this fraction as suspect as the top one are named with it: tito says
+# it cannot tell them apart rather than guess (measured on the mutants: tito verify).
+NEARLY = 0.8
 _RULE = re.compile(r"the backward rule of '(\w+)'")
 
 
@@ -319,6 +330,23 @@ def _suspicion(cases: list[tuple[bool, set]]) -> dict[str, float]:
             for name, f in ran_failing.items() if failed_total}
 
 
+def _explanation(failing: list[tuple[tuple[str, int] | None, set]], scores: dict) -> tuple[set, set]:
+    """(common, accused) from (unit, functions run) per failing test. `accused`: the
+    functions whose own tests (named after them) fail. `common`: the functions every failing
+    test ran, when one mistake in one of them explains the run best: empty when the failing
+    tests share none, or when none of them is accused and an accused function outside them
+    is more suspect than all of them (a wrong `mul` rule and a wrong `div` rule share only
+    the engine, which every test runs; a wrong `unbroadcast` fails the `add` and `mul`
+    tests, but also its own)."""
+    accused = {unit[0] for unit, ran in failing if unit}
+    sets = [ran for unit, ran in failing if ran]
+    common = set.intersection(*sets) if sets else set()
+    if common and not common & accused and max(scores.get(n, 0.0) for n in common) < max(
+            (scores.get(n, 0.0) for n in accused - common), default=0.0):
+        common = set()
+    return common, accused
+
+
 def parse_junit(path: Path, package_parent: Path, module: Module | None = None) -> Outcome:
     outcome = Outcome()
     stubs = _manifest(module.root, module.notebook_rel) if module else []
@@ -331,9 +359,13 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
             bad = case.find("error")
         ran = {n for n in (props.get("tito_spectrum") or "").split("|") if n in position}
         cases.append((case, props, bad, ran))
-    scores = _suspicion([(bad is not None, ran) for case, props, bad, ran in cases if case.find("skipped") is None])
+    counted = [(case, bad, ran) for case, props, bad, ran in cases if case.find("skipped") is None]
+    scores = _suspicion([(bad is not None, ran) for case, bad, ran in counted])
+    failing = [(_unit_of(junit_test_id(case.get("classname", ""), case.get("name", "")), stubs), ran)
+               for case, bad, ran in counted if bad is not None]
+    common, accused = _explanation(failing, scores)
     for case, props, bad, ran in cases:
-        name = _test_id(case.get("classname", ""), case.get("name", ""))
+        name = junit_test_id(case.get("classname", ""), case.get("name", ""))
         if props.get("tinytorch_parity") and bad is None and case.find("skipped") is None:
             mode = props["tinytorch_parity"]
             outcome.parity[mode] = outcome.parity.get(mode, 0) + 1
@@ -345,7 +377,9 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
             found = locate_student_code(module.root, package_parent, frames) if module and frames else None
             where, stub, order = found if found else (locate(package_parent, bad.text or ""), None, None)
             unit = _unit_of(name, stubs)
-            candidates = _suspect(message, stub, unit[0] if unit else None, ran, scores, position)
+            pool = common or ran
+            pool = (pool & accused) or pool
+            candidates = _suspect(message, stub, unit[0] if unit else None, pool, scores, position)
             chosen = candidates[0] if candidates else None
             if chosen is not None and (chosen != stub or len(candidates) > 1):
                 entry = stubs[position[chosen]]
@@ -353,7 +387,8 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
                 named = " or ".join(f"`{c}`" for c in candidates)
                 stub, where = chosen, f"{section}{named} ({module.notebook_rel})"
                 if len(candidates) > 1:
-                    where += ": the failing tests run these together, so tito cannot tell which one is wrong"
+                    where += (": the failing tests point at these about equally (the likeliest first), so tito "
+                              "cannot tell which one is wrong")
                 order = (module.slug, position[chosen])
             is_unit = unit is not None and unit[0] == stub
             score = scores.get(stub, 0.0) if stub else 0.0
@@ -384,9 +419,14 @@ def _suspect(message, frame_stub, unit_stub, ran, scores, position) -> list[str]
         top = max(scores.get(n, 0.0) for n in ran)
         for preferred in (frame_stub, unit_stub):
             if preferred in ran and scores.get(preferred, 0.0) >= 0.8 * top:
-                return [preferred]
-        tied = sorted((n for n in ran if scores.get(n, 0.0) >= top - 1e-9), key=position.get)
-        return tied[:3]
+                # ... named with any function the tests always run together with it
+                # (`__enter__` and `__exit__`): where it failed need not be what is wrong
+                same = [n for n in sorted(ran, key=position.get)
+                        if n != preferred and abs(scores.get(n, 0.0) - scores[preferred]) < 1e-9]
+                return [preferred, *same][:3]
+        near = sorted((n for n in ran if scores.get(n, 0.0) >= NEARLY * top - 1e-9),
+                      key=lambda n: (-scores.get(n, 0.0), position.get(n)))
+        return near[:3]
     return [name for name in (frame_stub or unit_stub,) if name]
 
 

@@ -17,6 +17,7 @@ import io
 import os
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
@@ -189,16 +190,60 @@ def mutant_count_check(module) -> tuple[str, bool, str, float]:
     return (f"{module.slug}: {len(found)} mutants listed", ok, detail, 0.0)
 
 
-def check_mutant_tests(root, solutions, module, mutant):
-    """One mutant against the module's tests (stopping at the first failure)."""
+class References:
+    """Each module's reference test run (tito.attribution.reference), made once, by the first
+    mutant check of that module that needs it; None when it could not be made."""
+
+    def __init__(self, root, solutions):
+        self.root, self.solutions = root, solutions
+        self._lock, self._made = threading.Lock(), {}
+
+    def get(self, module):
+        from tito import attribution
+
+        with self._lock:
+            entry = self._made.setdefault(module.slug, [threading.Lock(), False, None])
+        with entry[0]:
+            if not entry[1]:
+                try:
+                    entry[2] = attribution.reference(self.root, self.solutions, module)
+                except TitoError:  # the solutions' own check reports it; mutants then run every test
+                    entry[2] = None
+                entry[1] = True
+            return entry[2]
+
+
+def check_mutant_tests(root, solutions, module, mutant, references):
+    """One mutant against the module's tests, as `tito test` runs them (the tests it can
+    change; tito.attribution): it must fail them, and the first group `tito test` prints
+    must name the function the mutant edits."""
+    from tito import attribution
+
     started = time.perf_counter()
     try:
-        text = mutants.apply(module, mutant)
+        mutants.apply(module, mutant)
+        wanted = attribution.target(module, mutant)
+        outcome = attribution.run_mutant(root, solutions, module, mutant, references.get(module))
     except TitoError as exc:
         return [(f"{module.slug}: mutant {mutant.name} applies", False, exc.message, 0.0)]
-    caught, how = mutants.caught_by_tests(root, solutions, module, mutant, text)
-    return [(f"{module.slug}: mutant {mutant.name} fails the tests", caught, f"{mutant.says}: {how}",
-             time.perf_counter() - started)]
+    if outcome.problem:
+        caught, how = True, outcome.problem.splitlines()[0]
+    elif outcome.failed:
+        name, message = outcome.failures[0]
+        caught, how = True, f"{name}: {message[:160]}"
+    else:
+        caught, how = False, f"all {outcome.passed} tests still pass"
+    filed, named = attribution.judged(outcome, wanted)
+    seconds = time.perf_counter() - started
+    return [(f"{module.slug}: mutant {mutant.name} fails the tests", caught, f"{mutant.says}: {how}", seconds),
+            (f"{module.slug}: mutant {mutant.name} is filed under its function", filed, named, 0.0)]
+
+
+def attribution_count(module, lines) -> tuple[str, bool, str, float]:
+    """The module's count of mutants whose first group names their function."""
+    filed = [ok for name, ok, detail, seconds in lines if name.endswith("is filed under its function")]
+    return (f"{module.slug}: attribution: {sum(filed)} of {len(filed)} mutants filed first under the function "
+            f"they break", all(filed), "", 0.0)
 
 
 def check_graded_cells(module, variant, found):
@@ -289,8 +334,9 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
         book_future = book_pool.submit(check_book, root, grading) if not only else None
         found = {m.slug: mutants.load(m) if with_mutants else [] for m in modules}
         cells = {m.slug: pool.submit(check_graded_cells, m, variants[m.slug], found[m.slug]) for m in modules}
-        tests = {m.slug: [pool.submit(check_mutant_tests, root, solutions, m, mutant) for mutant in found[m.slug]]
-                 for m in reversed(modules)}
+        references = References(root, solutions)
+        tests = {m.slug: [pool.submit(check_mutant_tests, root, solutions, m, mutant, references)
+                          for mutant in found[m.slug]] for m in reversed(modules)}
         for future in futures:
             for name, ok, detail, seconds in future.result():
                 checks.report(name, ok, detail, seconds=seconds)
@@ -299,9 +345,11 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
                 checks.report(name, ok, detail, seconds=seconds)
             if with_mutants:
                 checks.report(*mutant_count_check(m)[:3])
-            for future in tests[m.slug]:
-                for name, ok, detail, seconds in future.result():
-                    checks.report(name, ok, detail, seconds=seconds)
+            lines = [line for future in tests[m.slug] for line in future.result()]
+            for name, ok, detail, seconds in lines:
+                checks.report(name, ok, detail, seconds=seconds)
+            if with_mutants:
+                checks.report(*attribution_count(m, lines)[:3])
     finished["module checks"] = time.perf_counter() - t0
 
     if book_future is not None:
@@ -357,19 +405,6 @@ def _parity_drift(root, solutions, t0, finished):
     return _Background("parity drift", [sys.executable, "-c", script, *suites], root, t0, finished, env=env)
 
 
-def check_attribution(root, solutions, module, mutant):
-    """Does `tito test`'s first group name the function this mutant breaks?"""
-    from tito import attribution
-
-    started = time.perf_counter()
-    try:
-        ok, how = attribution.attributed(root, solutions, module, mutant)
-    except TitoError as exc:
-        ok, how = False, exc.message
-    return [(f"{module.slug}: mutant {mutant.name} is filed under its function", ok, how,
-             time.perf_counter() - started)]
-
-
 def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...]) -> int:
     """`tito mutants NN`: check one module's mutants (for authors writing them)."""
     root = find_root()
@@ -392,17 +427,19 @@ def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...])
         if "checks" in halves:
             futures.append(pool.submit(check_graded_cells, module, variant, found))
         if "tests" in halves:
-            futures += [pool.submit(check_mutant_tests, root, solutions, module, m) for m in found]
-        if "attribution" in halves:
-            futures += [pool.submit(check_attribution, root, solutions, module, m) for m in found]
+            references = References(root, solutions)
+            futures += [pool.submit(check_mutant_tests, root, solutions, module, m, references) for m in found]
+        lines = []
         for future in futures:
             for name, ok, detail, seconds in future.result():
+                lines.append((name, ok, detail, seconds))
                 checks.report(name, ok, detail, seconds=seconds)
-                if ok and detail:
+                if ok and detail and name.endswith("is filed under its function"):
                     print("    " + detail, flush=True)
+        if "tests" in halves:
+            checks.report(*attribution_count(module, lines)[:3])
     if not names and len(mutants.load(module)) < mutants.MINIMUM:
         checks.report(f"at least {mutants.MINIMUM} mutants", False,
                       f"{mutants.mutants_path(module).relative_to(root)} lists {len(found)}.")
-    word = "attributed" if halves == ("attribution",) else "caught"
-    print(f"\nmutants: {checks.passed} {word}, {len(checks.failed)} not", flush=True)
+    print(f"\nmutants: {checks.passed} checks passed, {len(checks.failed)} failed", flush=True)
     return 1 if checks.failed else 0

@@ -129,6 +129,33 @@ def test_grad_mode_switch():
     assert (w * 2).grad_fn is not None
 
 
+@pytest.mark.parametrize("x_grad", [False, True])
+@pytest.mark.parametrize("y_grad", [False, True])
+def test_needs_node_when_any_input_requires_grad(x_grad, y_grad):
+    """The recording rule on its own: one input that requires grad is enough."""
+    from tinytorch._tensor import _needs_node
+
+    x = tt.tensor([1.0, 2.0], requires_grad=x_grad)
+    y = tt.tensor([3.0, 4.0], requires_grad=y_grad)
+    out = tt.tensor([4.0, 6.0])
+    assert _needs_node(out, (x, y)) is (x_grad or y_grad), f"inputs requiring grad: x {x_grad}, y {y_grad}"
+    assert _needs_node(out, (x,)) is x_grad
+
+
+def test_needs_node_only_for_floating_results_in_grad_mode():
+    from tinytorch._tensor import _needs_node
+
+    w = tt.tensor([1.0, 2.0], requires_grad=True)
+    assert _needs_node(tt.tensor([1.0]), (w,)) is True
+    assert _needs_node(tt.tensor([True]), (w,)) is False, "a bool result has no gradient"
+    assert _needs_node(tt.tensor([1]), (w,)) is False, "an integer result has no gradient"
+    tt.set_grad_enabled(False)
+    try:
+        assert _needs_node(tt.tensor([1.0]), (w,)) is False, "grad mode off: nothing is recorded"
+    finally:
+        tt.set_grad_enabled(True)
+
+
 def test_apply_directly():
     w = make_w()
     out = tt.apply("double", lambda x, factor: x.numpy() * factor, w, factor=2)

@@ -136,7 +136,7 @@ def test_zero_element_tensors_are_a_no_op():
         assert fn(w) is w
 
 
-def test_failed_fill_restores_grad_mode():
+def test_no_grad_copy_restores_grad_mode_after_a_failed_fill():
     """The in-place fills switch recording off for the copy and must switch it back even
     when the copy raises (a shape that does not broadcast), or autograd stays off."""
     w = nn.Parameter(tt.zeros(2))

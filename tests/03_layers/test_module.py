@@ -45,7 +45,7 @@ NET_PARAMS = ["temperature", "encoder.fc.weight", "encoder.fc.bias", "head.0.wei
               "head.2.weight", "head.2.bias"]
 
 
-def test_attributes_are_registered_in_order():
+def test_module_setattr_registers_attributes_in_order():
     m = Affine()
     assert list(m._parameters) == ["scale", "shift"]
     assert m.scale is m._parameters["scale"] and "scale" not in m.__dict__
@@ -67,7 +67,7 @@ def test_named_parameters_nested_with_dotted_names():
     assert sum(p.numel() for p in net.parameters()) == 1 + 6 + 3 + 9 + 3 + 3 + 1
 
 
-def test_children_modules_and_buffers():
+def test_module_setattr_children_modules_and_buffers():
     net = Net()
     assert [n for n, _ in net.named_children()] == ["encoder", "head"]
     assert list(net.children()) == [net.encoder, net.head]
@@ -91,7 +91,7 @@ def test_shared_modules_and_tied_parameters_counted_once():
     assert [n for n, _ in seq.named_parameters()] == ["0.weight", "0.bias", "1.bias"]
 
 
-def test_reassignment_and_none():
+def test_module_setattr_reassignment_and_none():
     net = Net()
     old = net.encoder.fc
     net.encoder.fc = nn.Linear(2, 3, bias=False)
@@ -112,7 +112,7 @@ def test_reassignment_and_none():
         m.extra
 
 
-def test_assignment_errors():
+def test_module_setattr_assignment_errors():
     m = Affine()
     with pytest.raises(TypeError, match="scale"):
         m.scale = tt.tensor([1.0, 1.0])

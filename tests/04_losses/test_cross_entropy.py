@@ -77,6 +77,26 @@ def test_label_smoothing_equals_pytorch(torch, in_shape, t_shape, reduction, wei
     np.testing.assert_allclose(ours.numpy(), ref, **TOL[dtype])
 
 
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_smoothing_term_is_the_loss_against_the_uniform_target(reduction, weighted):
+    """The smoothing part on its own: the cross-entropy against 1/C on every class, weighted
+    per class, 0 at ignored positions, and reduced like the NLL it is mixed with."""
+    from tinytorch.nn.losses import _smoothing_term
+
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((4, 5))
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    target = np.array([0, 2, -100, 4])
+    w = np.linspace(0.5, 1.5, 5) if weighted else None
+    uniform_ce = -((logp * (1.0 if w is None else w)) * (1.0 / 5)).sum(1)
+    uniform_ce[2] = 0.0
+    total_weight = 3.0 if w is None else w[[0, 2, 4]].sum()
+    expected = {"none": uniform_ce, "sum": uniform_ce.sum(), "mean": uniform_ce.sum() / total_weight}[reduction]
+    got = _smoothing_term(Tensor(logp), Tensor(target), w, -100, reduction)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=0)
+
+
 def test_label_smoothing_outside_0_1_is_refused():
     z, t = _data((3, 4), (3,), np.float32)
     with pytest.raises(ValueError, match="label_smoothing"):

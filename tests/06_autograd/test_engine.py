@@ -94,7 +94,7 @@ def test_sixty_stacked_diamonds_are_linear():
     assert x.grad.item() == 2.0 ** 60
 
 
-def test_each_node_runs_once_and_gets_the_summed_gradient(custom_rules):
+def test_run_backward_runs_each_node_once_with_the_summed_gradient(custom_rules):
     calls = []
 
     def rule(node, grad):
@@ -148,6 +148,13 @@ def test_topological_order_when_a_node_is_read_directly_and_through_another(dire
     assert len(order) == len(set(order)) == 3
     assert order.index(p.grad_fn) > max(order.index(n) for n in order if n is not p.grad_fn), \
         "exp(x), read by log(p) too, must come after log(p)"
+
+
+@pytest.mark.parametrize("direct_first", [True, False])
+def test_run_backward_sums_the_gradients_of_a_node_read_directly_and_through_another(direct_first):
+    x = tt.tensor([0.5, 1.5], dtype=tt.float64, requires_grad=True)
+    p = x.exp()
+    root = (p * p.log()) if direct_first else (p.log() * p)
     root.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.exp(x.numpy()) * (x.numpy() + 1), rtol=1e-12)
 
@@ -189,7 +196,7 @@ def test_two_leaves_that_received_the_same_array_do_not_share_their_grad():
     np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0])
 
 
-def test_retain_graph_and_the_second_backward_error():
+def test_run_backward_retain_graph_and_the_second_backward_error():
     x = tt.tensor([1.0, 2.0], requires_grad=True)
     y = (x.exp() * x).sum()
     y.backward(retain_graph=True)
@@ -202,7 +209,7 @@ def test_retain_graph_and_the_second_backward_error():
     assert "second time" in str(info.value)
 
 
-def test_a_shared_subgraph_is_freed_by_the_first_backward():
+def test_run_backward_frees_a_shared_subgraph_for_the_next_backward():
     x = tt.tensor([1.0, 2.0], requires_grad=True)
     h = x.exp()
     h.exp().sum().backward()
@@ -210,7 +217,7 @@ def test_a_shared_subgraph_is_freed_by_the_first_backward():
         (h * 2).sum().backward()
 
 
-def test_graph_is_freed_and_releases_activations():
+def test_run_backward_frees_the_graph_and_releases_activations():
     x = tt.tensor(np.ones((50, 50)), requires_grad=True)
 
     def forward():

@@ -15,6 +15,33 @@ def rand(shape, dtype=np.float64, seed=0, scale=1.0, shift=0.0):
     return (np.random.default_rng(seed).standard_normal(shape) * scale + shift).astype(dtype)
 
 
+def test_norm_stats_in_training_use_the_batch_and_move_the_running_buffers_in_place():
+    from tinytorch.nn.conv import _norm_stats
+
+    x = rand((4, 3, 5, 2), scale=3.0, shift=1.0)
+    running_mean, running_var = np.full(3, 0.5), np.full(3, 2.0)
+    buffers = running_mean, running_var
+    mean, var = _norm_stats(x, running_mean, running_var, True, 0.1)
+    per_channel = x.transpose(1, 0, 2, 3).reshape(3, -1)  # M = 40 values per channel
+    np.testing.assert_allclose(mean, per_channel.mean(1), rtol=1e-12)
+    np.testing.assert_allclose(var, per_channel.var(1), rtol=1e-12)  # biased: what the batch is normalised by
+    assert buffers[0] is running_mean and buffers[1] is running_var
+    np.testing.assert_allclose(running_mean, 0.9 * 0.5 + 0.1 * per_channel.mean(1), rtol=1e-12)
+    np.testing.assert_allclose(running_var, 0.9 * 2.0 + 0.1 * per_channel.var(1, ddof=1), rtol=1e-12)
+
+
+def test_norm_stats_in_eval_are_copies_of_the_running_buffers():
+    from tinytorch.nn.conv import _norm_stats
+
+    running_mean, running_var = np.array([0.5, -1.0]), np.array([2.0, 0.25])
+    mean, var = _norm_stats(rand((3, 2, 4)), running_mean, running_var, False, 0.1)
+    np.testing.assert_array_equal(mean, [0.5, -1.0])
+    np.testing.assert_array_equal(var, [2.0, 0.25])
+    np.testing.assert_array_equal(running_mean, [0.5, -1.0])
+    assert not np.shares_memory(mean, running_mean) and not np.shares_memory(var, running_var), \
+        "a graph built in eval keeps these: a later training step must not change them"
+
+
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("affine", [True, False])
 @pytest.mark.parametrize("shape", [(4, 3, 5, 6), (2, 1, 3, 3), (8, 5, 2, 1), (3, 2, 4)])

@@ -90,13 +90,17 @@ def test_conv2d_gradcheck(k, s, p, bias):
     assert gradcheck(lambda *a: F.conv2d(*a, stride=s, padding=p), inputs)
 
 
-def test_conv2d_layer_init_like_pytorch():
-    tt.manual_seed(0)
+def test_conv2d_init_shapes_and_attributes():
     conv = Conv2d(4, 6, (3, 2), stride=2, padding=1)
     assert conv.weight.shape == (6, 4, 3, 2) and conv.bias.shape == (6,)
     assert conv.weight.requires_grad and conv.bias.requires_grad
     assert [n for n, _ in conv.named_parameters()] == ["weight", "bias"]
     assert conv.kernel_size == (3, 2) and conv.stride == (2, 2) and conv.padding == (1, 1)
+
+
+def test_conv2d_reset_parameters_like_pytorch():
+    tt.manual_seed(0)
+    conv = Conv2d(4, 6, (3, 2), stride=2, padding=1)
     bound = 1 / math.sqrt(4 * 3 * 2)  # kaiming_uniform_(a=sqrt(5)) = U(±1/sqrt(fan_in))
     w = conv.weight.numpy()
     assert np.abs(w).max() <= bound and np.abs(w).max() > 0.7 * bound

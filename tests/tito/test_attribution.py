@@ -1,0 +1,111 @@
+"""Attribution: `tito test` files a failure under the function whose code is wrong, and
+tito verify measures that on every mutant by rerunning only the tests a mutant can change."""
+from pathlib import Path
+
+import pytest
+
+from tito import attribution, mutants, testing
+from tito.course import resolve
+
+pytestmark = pytest.mark.timeout(600)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _junit(path: Path, cases) -> Path:
+    """A junit report of (test id 'file.py::name', failed?, functions run)."""
+    rows = []
+    for test, failed, ran in cases:
+        file, name = test.split("::")
+        classname = f"tests.06_autograd.{file[:-3]}"
+        spectrum = "|".join(sorted(ran))
+        bad = '<failure message="assert False">assert False</failure>' if failed else ""
+        rows.append(f'<testcase classname="{classname}" name="{name}"><properties>'
+                    f'<property name="tito_spectrum" value="{spectrum}"/></properties>{bad}</testcase>')
+    path.write_text(f'<testsuites><testsuite name="pytest">{"".join(rows)}</testsuite></testsuites>',
+                    encoding="utf-8")
+    return path
+
+
+ENGINE = {"_run_backward", "topological_order", "_accumulate_grad"}
+
+
+def _first(tmp_path, cases):
+    path = _junit(tmp_path / "r.xml", cases)
+    outcome = testing.parse_junit(path, path.parent, resolve("06", ROOT))
+    return attribution.first_group(outcome)
+
+
+def test_an_engine_mistake_is_filed_under_the_engine_not_the_rules_its_tests_use(tmp_path):
+    """Every test runs the engine, so the passing tests make it the least suspect by Ochiai;
+    but one function explains all the failures, and its own tests are among them, while the
+    `mul` rule's own tests pass."""
+    passing = [(f"test_ops.py::test_rules[op=mul-case={i}]", False, ENGINE | {"_mul_backward"}) for i in range(20)]
+    failing = [("test_engine.py::test_run_backward_sums_a_node_read_twice", True, ENGINE | {"_mul_backward"}),
+               ("test_nn.py::test_cross_entropy_grad", True, ENGINE | {"_mul_backward", "_nll_loss_backward"})]
+    assert _first(tmp_path, passing + failing) == ("_run_backward",)
+
+
+def test_two_wrong_rules_are_each_filed_under_their_own_rule_not_the_engine_they_share(tmp_path):
+    other = [(f"test_ops.py::test_rules[op=add-case={i}]", False, ENGINE | {"_add_backward"}) for i in range(20)]
+    failing = [(f"test_ops.py::test_rules[op={op}-case={i}]", True, ENGINE | {f"_{op}_backward"})
+               for op in ("mul", "div") for i in range(3)]
+    path = _junit(tmp_path / "r.xml", other + failing)
+    outcome = testing.parse_junit(path, path.parent, resolve("06", ROOT))
+    assert {f.stub for f in outcome.details} == {"_mul_backward", "_div_backward"}
+
+
+def test_a_helper_every_failing_test_ran_is_found_though_its_own_test_is_the_only_one_naming_it(tmp_path):
+    """numerical_grad, one-sided: gradcheck fails for div (the `op=div` tests accuse the
+    div rule), and numerical_grad's own test fails, which ran nothing else."""
+    passing = [(f"test_ops.py::test_rules[op=add-case={i}]", False, ENGINE | {"_add_backward", "numerical_grad"})
+               for i in range(20)]
+    failing = [(f"test_ops.py::test_rules[op=div-case={i}]", True, ENGINE | {"_div_backward", "numerical_grad"})
+               for i in range(4)] + [("test_tool.py::test_numerical_grad_is_central", True, {"numerical_grad"})]
+    assert _first(tmp_path, passing + failing) == ("numerical_grad",)
+
+
+def test_functions_nearly_as_suspect_are_named_together(tmp_path):
+    cases = [("test_a.py::test_one", True, {"_sum_backward", "_mean_backward"}),
+             ("test_a.py::test_two", False, {"_sum_backward"}),
+             ("test_a.py::test_three", False, {"_mean_backward", "_sum_backward"})]
+    # sum: 1/sqrt(1*3) = 0.58; mean: 1/sqrt(1*2) = 0.71; 0.58 >= 0.8 * 0.71: both, mean first
+    assert _first(tmp_path, cases) == ("_mean_backward", "_sum_backward")
+
+
+def test_a_mutant_touches_the_functions_around_its_edit_or_none_when_outside_them():
+    module = resolve("06", ROOT)
+    text = module.solution_path.read_text(encoding="utf-8")
+    by_name = {m.name: m for m in mutants.load(module)}
+    assert attribution.touched(module, text, mutants.apply(module, by_name["div-sign"], text)) == {"_div_backward"}
+    assert attribution.touched(module, text, "# another first line\n" + text.split("\n", 1)[1]) is None
+
+
+def test_only_the_tests_that_entered_a_touched_function_are_rerun_and_the_rest_keep_their_result(tmp_path):
+    ref_report = _junit(tmp_path / "ref.xml", [("test_a.py::test_one", False, {"_mul_backward"}),
+                                               ("test_a.py::test_two", False, {"_div_backward"})])
+    ref = attribution.Reference(ref_report, {"tests/06/test_a.py::test_one": {"_mul_backward"},
+                                             "tests/06/test_a.py::test_two": {"_div_backward"}}, {})
+    assert attribution.selection(ref, {"_mul_backward"}) == ["tests/06/test_a.py::test_one"]
+    assert attribution.selection(ref, {"_add_backward"}) is None  # no test entered it: run them all
+    assert attribution.selection(ref, None) is None
+    rerun = _junit(tmp_path / "run.xml", [("test_a.py::test_one", True, {"_mul_backward"})])
+    attribution._merged(ref, rerun, tmp_path / "merged.xml")
+    outcome = testing.parse_junit(tmp_path / "merged.xml", tmp_path, resolve("06", ROOT))
+    assert (outcome.failed, outcome.passed) == (1, 1)
+    assert outcome.details[0].stub == "_mul_backward"
+
+
+def test_rerunning_the_selected_tests_files_a_mutant_as_the_whole_suite_does(course):
+    """On a real module: the selection's merged outcome equals a full run's."""
+    from tito import build
+
+    module = resolve("02", course.root)
+    solutions = build.build_solutions(course.root)
+    ref = attribution.reference(course.root, solutions, module)
+    mutant = next(m for m in mutants.load(module) if m.name == "softmax-wrong-dim")
+    selected = attribution.run_mutant(course.root, solutions, module, mutant, ref)
+    whole = attribution.run_mutant(course.root, solutions, module, mutant)
+    assert 0 < selected.failed < selected.total
+    assert sorted(t for t, _ in selected.failures) == sorted(t for t, _ in whole.failures)
+    assert attribution.first_group(selected) == attribution.first_group(whole) == ("_softmax_forward",)
