@@ -4,6 +4,11 @@ A mutant edits one student function (the stub whose solution region holds its `f
 the one its `function` field names when the edit reaches two). `tito test` prints the
 failures grouped by the function they point at, most relevant first; the mutant is
 *attributed* when that first group names its function.
+
+Measuring it on every mutant of every module would cost a whole suite run each. It need
+not: a test that never entered the mutated functions on the solutions runs exactly as it
+did there (same result, same functions entered), so only the tests that did are rerun and
+the reference run's cases stand in for the others (`reference`, `selection`, `run_mutant`).
 """
 from __future__ import annotations
 

@@ -288,6 +288,18 @@ def _contains(tokens: list[str], part: list[str]) -> bool:
     return any(tokens[i:i + len(part)] == part for i in range(len(tokens) - len(part) + 1))
 
 
+def _units_of(test: str, stubs: list[dict]) -> set[str]:
+    """Every stub a test is named after: `_unit_of`'s rule, keeping each whose words are not
+    part of another's (test_f_forward_and_backward tests `F.forward` and `F.backward`)."""
+    found = []
+    for stub in stubs:
+        unit = _unit_of(test, [stub])
+        if unit:
+            found.append((stub["name"], [t for part in stub["name"].split(".") for t in _tokens(part)]))
+    return {name for name, words in found
+            if not any(other != name and len(more) > len(words) and _contains(more, words) for other, more in found)}
+
+
 def _unit_of(test: str, stubs: list[dict]) -> tuple[str, int] | None:
     """The stub a test is named after (test_numerical_grad_x tests `numerical_grad`): the
     stub's words appear whole in the test's name (test_quantizedlinear does not test
@@ -330,16 +342,16 @@ def _suspicion(cases: list[tuple[bool, set]]) -> dict[str, float]:
             for name, f in ran_failing.items() if failed_total}
 
 
-def _explanation(failing: list[tuple[tuple[str, int] | None, set]], scores: dict) -> tuple[set, set]:
-    """(common, accused) from (unit, functions run) per failing test. `accused`: the
+def _explanation(failing: list[tuple[set, set]], scores: dict) -> tuple[set, set]:
+    """(common, accused) from (units, functions run) per failing test. `accused`: the
     functions whose own tests (named after them) fail. `common`: the functions every failing
     test ran, when one mistake in one of them explains the run best: empty when the failing
     tests share none, or when none of them is accused and an accused function outside them
     is more suspect than all of them (a wrong `mul` rule and a wrong `div` rule share only
     the engine, which every test runs; a wrong `unbroadcast` fails the `add` and `mul`
     tests, but also its own)."""
-    accused = {unit[0] for unit, ran in failing if unit}
-    sets = [ran for unit, ran in failing if ran]
+    accused = set().union(*(units for units, ran in failing))
+    sets = [ran for units, ran in failing if ran]
     common = set.intersection(*sets) if sets else set()
     if common and not common & accused and max(scores.get(n, 0.0) for n in common) < max(
             (scores.get(n, 0.0) for n in accused - common), default=0.0):
@@ -361,7 +373,7 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
         cases.append((case, props, bad, ran))
     counted = [(case, bad, ran) for case, props, bad, ran in cases if case.find("skipped") is None]
     scores = _suspicion([(bad is not None, ran) for case, bad, ran in counted])
-    failing = [(_unit_of(junit_test_id(case.get("classname", ""), case.get("name", "")), stubs), ran)
+    failing = [(_units_of(junit_test_id(case.get("classname", ""), case.get("name", "")), stubs), ran)
                for case, bad, ran in counted if bad is not None]
     common, accused = _explanation(failing, scores)
     for case, props, bad, ran in cases:

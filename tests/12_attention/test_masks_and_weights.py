@@ -44,6 +44,21 @@ def test_attention_weights_equal_formula():
     np.testing.assert_allclose(wc, ref, rtol=1e-12)
 
 
+def test_attention_weights_of_a_row_with_every_key_forbidden_are_zero_with_zero_gradients():
+    rng = np.random.default_rng(4)
+    q = tt.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    k = tt.tensor(rng.standard_normal((5, 4)), requires_grad=True)
+    allowed = np.ones((3, 5), dtype=bool)
+    allowed[1] = False  # query 1 may see no key
+    w = attention_weights(q, k, attn_mask=tt.tensor(allowed))
+    np.testing.assert_array_equal(w.numpy()[1], 0.0)
+    np.testing.assert_allclose(w.numpy()[[0, 2]].sum(-1), 1.0, rtol=1e-12)
+    (w * tt.tensor(rng.standard_normal((3, 5)))).sum().backward()
+    assert np.isfinite(q.grad.numpy()).all() and np.isfinite(k.grad.numpy()).all(), \
+        "a dead row's softmax must never see -inf: its gradients are NaN otherwise"
+    np.testing.assert_array_equal(q.grad.numpy()[1], 0.0)
+
+
 def test_padding_mask_gives_zero_weight_to_padding_keys():
     rng = np.random.default_rng(2)
     q, k = rng.standard_normal((2, 1, 5, 4)), rng.standard_normal((2, 1, 5, 4))

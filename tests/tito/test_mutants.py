@@ -65,7 +65,7 @@ def test_tito_mutants_reports_caught_and_surviving_mutants(course):
 
 
 def test_a_mutant_is_aimed_at_the_student_function_whose_region_it_edits():
-    """tito mutants --attribution compares tito test's first group with this function."""
+    """tito verify compares tito test's first group with this function."""
     from pathlib import Path
 
     from tito import attribution
