@@ -116,8 +116,14 @@ if _SPECTRUM is not None:  # tito test asked which of the student's functions ea
         yield
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(fixturedef, request):
+        yield from stub_spectrum.fixture_setup((fixturedef.argname, fixturedef.baseid))
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(item):
-        item.user_properties.append(("tito_spectrum", "|".join(stub_spectrum.stop())))
+        info = getattr(item, "_fixtureinfo", None)
+        used = [(d.argname, d.baseid) for defs in (info.name2fixturedefs.values() if info else ()) for d in defs]
+        item.user_properties.append(("tito_spectrum", "|".join(stub_spectrum.stop(used))))
         yield
 
 

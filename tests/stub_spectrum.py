@@ -61,8 +61,13 @@ def resolve(spec: dict) -> None:
 def _trace(frame, event, arg):
     name = _CODES.get(frame.f_code)
     if name is not None:
-        _HIT.add(name)
+        for hits in _COLLECTING:
+            hits.add(name)
     return None  # no line events: one call per function call
+
+
+_COLLECTING: list = [_HIT]  # the test's set, and the set of each fixture being set up
+_FIXTURES: dict = {}  # (fixture name, where defined) -> the functions its setup entered
 
 
 def start() -> None:
@@ -71,7 +76,20 @@ def start() -> None:
     threading.settrace(_trace)
 
 
-def stop() -> list[str]:
+def fixture_setup(key):
+    """Around one fixture's setup: what it enters counts for every test that uses its value,
+    the later ones too (a module- or session-scoped value is made once but read by each)."""
+    hits = set()
+    _COLLECTING.append(hits)
+    try:
+        yield
+    finally:
+        _COLLECTING[:] = [c for c in _COLLECTING if c is not hits]  # by identity: sets compare by value
+        _FIXTURES[key] = hits
+
+
+def stop(fixtures=()) -> list[str]:
+    """The functions the test entered, and those its fixtures' setups entered."""
     sys.settrace(None)
     threading.settrace(None)
-    return sorted(_HIT)
+    return sorted(_HIT.union(*(_FIXTURES.get(key, ()) for key in fixtures)))

@@ -67,7 +67,7 @@ def test_named_parameters_nested_with_dotted_names():
     assert sum(p.numel() for p in net.parameters()) == 1 + 6 + 3 + 9 + 3 + 3 + 1
 
 
-def test_module_setattr_children_modules_and_buffers():
+def test_named_modules_children_and_buffers():
     net = Net()
     assert [n for n, _ in net.named_children()] == ["encoder", "head"]
     assert list(net.children()) == [net.encoder, net.head]

@@ -45,6 +45,19 @@ def test_im2col_equals_unfold(torch, k, s, p):
     np.testing.assert_array_equal(cols, ref)
 
 
+def test_pad_puts_rows_and_columns_of_value_on_both_sides():
+    from tinytorch.nn.conv import _pad
+
+    x = np.arange(2 * 1 * 2 * 3, dtype=np.float64).reshape(2, 1, 2, 3)
+    out = _pad(x, (1, 2), value=-1.0)
+    assert out.shape == (2, 1, 4, 7)
+    np.testing.assert_array_equal(out[:, :, 1:3, 2:5], x)
+    border = np.ones(out.shape, dtype=bool)
+    border[:, :, 1:3, 2:5] = False
+    np.testing.assert_array_equal(out[border], -1.0)
+    assert _pad(x, (0, 0)).shape == x.shape
+
+
 def test_windows_is_a_strided_view():
     xp = np.arange(2 * 3 * 6 * 7, dtype=np.float64).reshape(2, 3, 6, 7)
     win = _windows(xp, (3, 2), (2, 1))

@@ -47,7 +47,7 @@ def test_pooling_and_grads_equal_pytorch(torch, op, k, s, p, shape_id):
 
 @pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d"])
 @pytest.mark.parametrize("k, s, p", [((3, 2), (1, 2), (1, 0)), ((2, 4), 2, (0, 2)), ((1, 3), (2, 1), (0, 1))])
-def test_pooling_rectangular_windows(torch, op, k, s, p):
+def test_pooling_rectangular_kernels(torch, op, k, s, p):
     x = distinct((2, 3, 7, 9), seed=3)
     ours, theirs = both(torch, op, x, k, s, p)
     for o, t in zip(ours, theirs):

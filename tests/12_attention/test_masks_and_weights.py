@@ -48,9 +48,9 @@ def test_attention_weights_of_a_row_with_every_key_forbidden_are_zero_with_zero_
     rng = np.random.default_rng(4)
     q = tt.tensor(rng.standard_normal((3, 4)), requires_grad=True)
     k = tt.tensor(rng.standard_normal((5, 4)), requires_grad=True)
-    allowed = np.ones((3, 5), dtype=bool)
-    allowed[1] = False  # query 1 may see no key
-    w = attention_weights(q, k, attn_mask=tt.tensor(allowed))
+    additive = np.zeros((3, 5))
+    additive[1] = -np.inf  # query 1 may see no key (a float mask: added to the scores)
+    w = attention_weights(q, k, attn_mask=tt.tensor(additive))
     np.testing.assert_array_equal(w.numpy()[1], 0.0)
     np.testing.assert_allclose(w.numpy()[[0, 2]].sum(-1), 1.0, rtol=1e-12)
     (w * tt.tensor(rng.standard_normal((3, 5)))).sum().backward()

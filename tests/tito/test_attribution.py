@@ -109,3 +109,39 @@ def test_rerunning_the_selected_tests_files_a_mutant_as_the_whole_suite_does(cou
     assert 0 < selected.failed < selected.total
     assert sorted(t for t, _ in selected.failures) == sorted(t for t, _ in whole.failures)
     assert attribution.first_group(selected) == attribution.first_group(whole) == ("_softmax_forward",)
+
+
+def test_a_test_that_reads_a_shared_fixture_counts_the_functions_its_setup_entered():
+    """A session-scoped fixture is set up once, inside the first test that asks for it; the
+    later tests read its value without calling anything. For selection and ranking they
+    ran what the setup ran."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("stub_spectrum_copy", ROOT / "tests" / "stub_spectrum.py")
+    spectrum = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(spectrum)
+
+    def make_variants():
+        return 1
+
+    spectrum._CODES[make_variants.__code__] = "make_variants"
+    spectrum.start()
+    setup = spectrum.fixture_setup(("variants", "tests/20"))
+    next(setup)
+    make_variants()
+    with pytest.raises(StopIteration):
+        next(setup)
+    assert spectrum.stop([("variants", "tests/20")]) == ["make_variants"]  # the first test
+    spectrum.start()
+    assert spectrum.stop([("variants", "tests/20")]) == ["make_variants"]  # a later one
+    spectrum.start()
+    assert spectrum.stop([("other", "tests/20")]) == []
+    # a fixture whose setup entered nothing (its set equals the test's empty one) must not
+    # stop the test's own recording
+    spectrum.start()
+    setup = spectrum.fixture_setup(("empty", "tests/20"))
+    next(setup)
+    with pytest.raises(StopIteration):
+        next(setup)
+    make_variants()
+    assert spectrum.stop() == ["make_variants"]
