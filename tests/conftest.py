@@ -28,6 +28,8 @@ settings.load_profile("tinytorch")
 
 
 def pytest_configure(config):
+    if _SPECTRUM is not None and not config.pluginmanager.has_plugin("tito-spectrum"):
+        config.pluginmanager.register(_Spectrum(), "tito-spectrum")
     if os.environ.get("TINYTORCH_PARITY") == "replay":  # asked for: prove the student install, no PyTorch at all
         import sys
         for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")] + ["torch", "safetensors.torch"]:
@@ -106,21 +108,25 @@ def torch(request):
                     f"answers have {len(events or [])}: record them again (TINYTORCH_PARITY=record)")
 
 
-if _SPECTRUM is not None:  # tito test asked which of the student's functions each test runs
+class _Spectrum:
+    """tito test asked which of the student's functions each test runs (stub_spectrum)."""
+
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_setup(item):
+    def pytest_runtest_setup(self, item):
         if not _SPECTRUM.get("resolved"):
             stub_spectrum.resolve(_SPECTRUM)
             _SPECTRUM["resolved"] = True
         stub_spectrum.start()
         yield
 
+    # A plugin, not a conftest hook: a conftest's hooks do not see the setup of session-
+    # and module-scoped fixtures (their node is the session, above this folder).
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_fixture_setup(fixturedef, request):
+    def pytest_fixture_setup(self, fixturedef, request):
         yield from stub_spectrum.fixture_setup((fixturedef.argname, fixturedef.baseid))
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_teardown(item):
+    def pytest_runtest_teardown(self, item):
         info = getattr(item, "_fixtureinfo", None)
         used = [(d.argname, d.baseid) for defs in (info.name2fixturedefs.values() if info else ()) for d in defs]
         item.user_properties.append(("tito_spectrum", "|".join(stub_spectrum.stop(used))))

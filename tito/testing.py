@@ -391,7 +391,8 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
             unit = _unit_of(name, stubs)
             pool = common or ran
             pool = (pool & accused) or pool
-            candidates = _suspect(message, stub, unit[0] if unit else None, pool, scores, position)
+            candidates = _suspect(message, stub, unit[0] if unit else None, pool, scores, position,
+                                  _units_of(name, stubs))
             chosen = candidates[0] if candidates else None
             if chosen is not None and (chosen != stub or len(candidates) > 1):
                 entry = stubs[position[chosen]]
@@ -418,7 +419,7 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
     return outcome
 
 
-def _suspect(message, frame_stub, unit_stub, ran, scores, position) -> list[str]:
+def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=()) -> list[str]:
     """The student functions a failure points at, most likely first; more than one only
     when they are equally suspect. In order: a backward rule the engine's message names;
     else, of the student's functions this test ran, the ones the whole run suspects most
@@ -435,6 +436,9 @@ def _suspect(message, frame_stub, unit_stub, ran, scores, position) -> list[str]
                 # (`__enter__` and `__exit__`): where it failed need not be what is wrong
                 same = [n for n in sorted(ran, key=position.get)
                         if n != preferred and abs(scores.get(n, 0.0) - scores[preferred]) < 1e-9]
+                if preferred == unit_stub:  # a test named after two (forward_and_backward): both
+                    same += [u for u in sorted(units, key=position.get) if u != preferred and u not in same
+                             and u in ran and scores.get(u, 0.0) >= 0.8 * top]
                 return [preferred, *same][:3]
         near = sorted((n for n in ran if scores.get(n, 0.0) >= NEARLY * top - 1e-9),
                       key=lambda n: (-scores.get(n, 0.0), position.get(n)))
