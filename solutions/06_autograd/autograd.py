@@ -493,6 +493,14 @@ def backward_rule(*ops):
     return register
 
 
+def _broadcasts_to(shape, target):
+    """Whether an array of `shape` broadcasts to exactly `target`."""
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
+
+
 def call_rule(node, grad):
     """Run the backward rule of `node` on the upstream gradient `grad` and check its result.
 
@@ -525,8 +533,11 @@ def call_rule(node, grad):
         if type(g) is not np.ndarray:
             g = np.asarray(g)
         if g.shape != x.shape:
-            hint = (" — it looks broadcast: did you forget unbroadcast()?"
-                    if g.ndim >= x.ndim else "")
+            hint = ""
+            if _broadcasts_to(x.shape, g.shape):
+                hint = " — it looks broadcast: did you forget unbroadcast()?"
+            elif sorted(g.shape) == sorted(x.shape):
+                hint = " — the same sizes in another order: is an axis order left to undo?"
             raise RuntimeError(f"the backward rule of {node.op!r} returned a gradient of shape "
                                f"{g.shape} for input {i}, which has shape {x.shape}{hint}")
         out.append(g if g.dtype == x.dtype else g.astype(x.dtype))
@@ -1268,9 +1279,16 @@ _y = _h * _h
 _nodes = topological_order([_y.grad_fn])
 backward(_y, np.ones(2))
 check(all(n.inputs is None and n.attrs is None and n.output is None for n in _nodes),
-      "every node is freed after backward()", got=[n.inputs is None for n in _nodes])
+      "every node is freed after backward() (inputs, attrs and output all None)",
+      got=[dict(inputs=n.inputs is None, attrs=n.attrs is None, output=n.output is None) for n in _nodes])
 assert_raises(RuntimeError, backward, _y, np.ones(2), match="second time.*retain_graph",
               what="a second backward() through a freed graph")
+_r = (_h * 2.0).sum()  # new nodes on top of h's freed one
+_r.retain_grad()
+_before = _x.grad.numpy().copy()
+assert_raises(RuntimeError, backward, _r, match="second time", what="backward() into a part already freed")
+check(_r.grad is None and np.array_equal(_x.grad.numpy(), _before),
+      "no gradient reaches any tensor before the freed-graph error is raised", got=_r.grad)
 _y = (_x.exp() * _x)
 backward(_y, np.ones(2), retain_graph=True)
 check(_y.grad_fn.inputs is not None, "retain_graph=True keeps the graph", got=_y.grad_fn.inputs)
@@ -1427,7 +1445,8 @@ def numerical_grad(f, x, eps=1e-6):
     """Central-difference gradient of the scalar function f() w.r.t. every element of `x`.
 
     Contract: `f` takes no arguments and returns a float computed from the numpy array `x`
-    (any shape, 0-d included), which it reads in place. Returns a float64 array of x's
+    (any shape, 0-d included, possibly a non-contiguous view such as a transpose), which it
+    reads in place. Returns a float64 array of x's
     shape whose element i is the central-difference estimate of df/dx_i with step `eps`
     (error O(eps²): a one-sided difference is not accurate enough for the check). When it
     returns, x holds exactly its original values.
@@ -1545,6 +1564,9 @@ assert_equal(_v, np.array([[0.5, -1.0], [2.0, 0.25]]), "v after numerical_grad (
 assert_equal(_ng.dtype, np.dtype(np.float64), "dtype of the numerical gradient")
 _s = np.array(1.5)  # a 0-d array
 assert_close(numerical_grad(lambda: float(np.sin(_s)), _s), np.cos(1.5), rtol=1e-8, atol=1e-8, what="d sin(s)/ds at a 0-d s")
+_t = np.array([[0.5, -1.0, 3.0], [2.0, 0.25, -0.5]]).T  # a transposed view: not contiguous
+assert_close(numerical_grad(lambda: float(np.sum(_t ** 3)), _t), 3 * _t ** 2, rtol=1e-8, atol=1e-8,
+             what="numerical gradient of sum(t**3) for a transposed t (nudge t itself, not a reshaped copy)")
 _p = Tensor(np.array([[0.5, -1.2], [2.0, 0.3]]), requires_grad=True)
 _q = Tensor(np.array([1.5, -0.7]), requires_grad=True)
 check_gradcheck(lambda p, q: (p * q - p / q).exp() + (p * p).log(), [_p, _q],
@@ -1706,6 +1728,7 @@ _s = Tensor(_rng.standard_normal((3, 1)), requires_grad=True)
 for _what, _fn, _ins in [
     ("transpose (not square, so a wrong swap fails)", lambda x: x.transpose(0, 2) * Tensor(np.arange(24.0).reshape(4, 3, 2)), [_x]),
     ("transpose(0, 1) of a 3-D tensor", lambda x: x.transpose(0, 1), [_x]),
+    ("transpose(0, 0) of a 0-d tensor", lambda x: x.sum().transpose(0, 0) * 3.0, [_x]),
     ("permute (1, 2, 0): its inverse is (2, 0, 1), not itself", lambda x: x.permute(1, 2, 0).reshape(3, 8), [_x]),
     ("reshape of a non-contiguous tensor (a copy)", lambda x: x.T.reshape(-1), [_x]),
     ("squeeze, unsqueeze, reshape, view", lambda x: x[:, :1].squeeze(1).unsqueeze(0).reshape(8).view(2, 4), [_x]),
@@ -2014,6 +2037,7 @@ for _what, _fn in [("sum()", lambda x: x.sum()), ("sum((0, 2))", lambda x: x.sum
                    ("sum(1, keepdim=True)", lambda x: x.sum(1, keepdim=True)),
                    ("mean(-1, keepdim=True)", lambda x: x.mean(-1, keepdim=True)),
                    ("mean((0, 1))", lambda x: x.mean((0, 1))), ("mean()", lambda x: x.mean()),
+                   ("mean(1) (keepdim=False, a middle dim)", lambda x: x.mean(1)),
                    ("amax(1)", lambda x: x.amax(1)), ("min(dim=2).values", lambda x: x.min(dim=2).values)]:
     check_gradcheck(_fn, [_x], f"gradcheck of x.{_what} for x of shape (2, 3, 4)")
 _tie = Tensor([[1.0, 3.0, 3.0]], requires_grad=True)
@@ -2996,8 +3020,8 @@ for _label, _cls in [("yours", Softplus), ("saves x", _SavesInput), ("saves the 
 # (stably: an exponential of a non-positive number, a division, a selection) every time
 # it runs. Saving the slope adds one array of `x`'s size for every softplus in the
 # network, from its forward until its backward; in exchange its backward is a single
-# multiplication, and its forward pays little, because the exponential is shared with
-# the value. Neither is wrong. Where activation memory limits the batch size, the free
+# multiplication, and its forward does the extra work of computing the slope (the
+# measurement above shows how much that costs on this machine). Neither is wrong. Where activation memory limits the batch size, the free
 # design wins; where backward time matters more, the slope does. PyTorch's `F.softplus`
 # saves its input (section 17).
 # </details>
@@ -3856,7 +3880,7 @@ if torch is not None:
 #   one pass; each op contributes a **vector-Jacobian product**, never a Jacobian.
 # - Autograd arrived without touching module 01: `apply` records nodes by op name, and
 #   `BACKWARD_RULES` maps each name to a rule. You derived and wrote the rules for
-#   arithmetic, `unbroadcast`, views and indexing (scatter-add with `bincount`), sums and
+#   arithmetic, `unbroadcast`, views and indexing (a scatter-add), sums and
 #   means, batched matmul, running sums and top-k, activations (softmax's Jacobian without
 #   the matrix) and `nll_loss` — each judged by the definition of the derivative, not by a
 #   formula you were given.

@@ -217,6 +217,19 @@ def test_run_backward_frees_a_shared_subgraph_for_the_next_backward():
         (h * 2).sum().backward()
 
 
+def test_run_backward_into_a_freed_graph_raises_before_any_gradient_arrives():
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    h = x.exp()
+    h.exp().sum().backward()
+    before = x.grad.numpy().copy()
+    loss = (h * 2.0).sum()
+    loss.retain_grad()
+    with pytest.raises(RuntimeError, match="second time"):
+        loss.backward()
+    assert loss.grad is None, "the root got its gradient before the error: the sink ran first"
+    np.testing.assert_array_equal(x.grad.numpy(), before)
+
+
 def test_run_backward_frees_the_graph_and_releases_activations():
     x = tt.tensor(np.ones((50, 50)), requires_grad=True)
 
@@ -334,8 +347,18 @@ def test_missing_rule_and_wrong_rule_shapes_are_reported(custom_rules):
     custom_rules("test_bad_shape", lambda node, grad: (np.ones((2, 3)), None))
     b = tt.tensor([[1.0], [2.0]], requires_grad=True)
     z = tt.apply("test_bad_shape", lambda p, q: p.numpy() + q.numpy(), x, b)
-    with pytest.raises(RuntimeError, match=r"\(2, 3\).*\(3,\)"):
+    with pytest.raises(RuntimeError, match=r"\(2, 3\).*\(3,\)") as info:
         z.sum().backward()
+    assert "unbroadcast" in str(info.value), "a gradient of the broadcast shape: suggest unbroadcast"
+
+
+def test_a_permuted_gradient_is_not_called_broadcast(custom_rules):
+    custom_rules("test_permuted", lambda node, grad: (np.moveaxis(grad, 0, -1),))
+    x = tt.tensor(np.ones((2, 3, 4)), requires_grad=True)
+    y = tt.apply("test_permuted", lambda t: t.numpy() * 2, x)
+    with pytest.raises(RuntimeError, match=r"\(3, 4, 2\).*\(2, 3, 4\)") as info:
+        y.sum().backward()
+    assert "unbroadcast" not in str(info.value) and "order" in str(info.value), str(info.value)
 
 
 def test_a_dispatch_mode_sees_the_backward_rules_after_the_forward_ops():

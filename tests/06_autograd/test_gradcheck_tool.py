@@ -21,6 +21,15 @@ def test_numerical_grad_is_a_central_difference():
     assert numerical_grad(lambda: float(z ** 3), z).shape == ()
 
 
+def test_numerical_grad_nudges_a_non_contiguous_array_in_place():
+    """gradcheck's inputs can be views (a transposed leaf): a reshaped copy would nudge
+    nothing f reads, and every derivative would come out 0."""
+    t = np.arange(1.0, 7.0).reshape(2, 3).T
+    assert not t.flags.c_contiguous
+    got = numerical_grad(lambda: float(np.sum(t ** 3)), t)
+    np.testing.assert_allclose(got, 3 * t ** 2, rtol=1e-7)
+
+
 def test_gradcheck_passes_a_correct_custom_op(custom_rules):
     custom_rules("test_cube", lambda node, grad: (grad * 3 * node.inputs[0].numpy() ** 2,))
     x = tt.tensor([[0.5, -1.0], [1.5, 2.0]], dtype=tt.float64, requires_grad=True)

@@ -101,6 +101,14 @@ def backward_rule(*ops):
     return register
 
 
+def _broadcasts_to(shape, target):
+    """Whether an array of `shape` broadcasts to exactly `target`."""
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
+
+
 def call_rule(node, grad):
     """Run the backward rule of `node` on the upstream gradient `grad` and check its result.
 
@@ -133,8 +141,11 @@ def call_rule(node, grad):
         if type(g) is not np.ndarray:
             g = np.asarray(g)
         if g.shape != x.shape:
-            hint = (" — it looks broadcast: did you forget unbroadcast()?"
-                    if g.ndim >= x.ndim else "")
+            hint = ""
+            if _broadcasts_to(x.shape, g.shape):
+                hint = " — it looks broadcast: did you forget unbroadcast()?"
+            elif sorted(g.shape) == sorted(x.shape):
+                hint = " — the same sizes in another order: is an axis order left to undo?"
             raise RuntimeError(f"the backward rule of {node.op!r} returned a gradient of shape "
                                f"{g.shape} for input {i}, which has shape {x.shape}{hint}")
         out.append(g if g.dtype == x.dtype else g.astype(x.dtype))
@@ -409,7 +420,8 @@ def numerical_grad(f, x, eps=1e-6):
     """Central-difference gradient of the scalar function f() w.r.t. every element of `x`.
 
     Contract: `f` takes no arguments and returns a float computed from the numpy array `x`
-    (any shape, 0-d included), which it reads in place. Returns a float64 array of x's
+    (any shape, 0-d included, possibly a non-contiguous view such as a transpose), which it
+    reads in place. Returns a float64 array of x's
     shape whose element i is the central-difference estimate of df/dx_i with step `eps`
     (error O(eps²): a one-sided difference is not accurate enough for the check). When it
     returns, x holds exactly its original values.
