@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -221,13 +222,9 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
         if os.environ.get("TITO_TEST_TIMEOUT"):  # per-test limit override (tito's own tests use it)
             cmd += ["-o", f"timeout={int(os.environ['TITO_TEST_TIMEOUT'])}"]
         try:
-            proc = subprocess.run(
+            proc = _run_as_group(
                 cmd, cwd=module.root, env=judged_env(package_parent) if judged else _traced_env(module, package_parent),
-                timeout=SUITE_TIMEOUT_S,
-                capture_output=not show_output, text=True,
-                # Ctrl-C reaches tito alone, which stops pytest and prints one line (not
-                # pytest's 40-line start-up traceback).
-                start_new_session=True,
+                timeout=SUITE_TIMEOUT_S, capture_output=not show_output,
             )
         except subprocess.TimeoutExpired:
             return Outcome(problem=f"the test run did not finish in {SUITE_TIMEOUT_S // 60} minutes")
@@ -242,6 +239,26 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
             if not show_output:
                 outcome.problem += "\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
         return outcome
+
+
+def _run_as_group(cmd, *, cwd, env, timeout, capture_output) -> subprocess.CompletedProcess:
+    """subprocess.run in a session of its own. Ctrl-C reaches tito alone, which then stops
+    pytest and everything pytest started (a test's own subprocess would otherwise keep
+    running, and keep tito's output open) and prints one line, not pytest's 40-line
+    start-up traceback. A timeout stops the whole group the same way."""
+    pipe = subprocess.PIPE if capture_output else None
+    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=pipe, stderr=pipe, text=True,
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[str, ...], *,

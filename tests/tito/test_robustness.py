@@ -117,9 +117,15 @@ def test_ctrl_c_during_the_test_run_prints_one_line_and_stops_pytest(course):
     import signal
     import time
 
-    # A run that cannot end before the signal comes, however slowly this machine finds pytest.
+    # A run that cannot end before the signal comes, however slowly this machine finds pytest,
+    # and that has started a process of its own (as a test's subprocess would): it must stop
+    # with pytest, not sleep on.
+    marker = course.path("sleeper-pid")
+    sleeper = f"import os, pathlib, time; pathlib.Path({str(marker)!r}).write_text(str(os.getpid())); time.sleep(100)"
     course.path("tests/01_tensor/test_zz_slow.py").write_text(
-        "import time\n\ndef test_slow():\n    time.sleep(50)\n")
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', {sleeper!r}])\n\n"
+        "def test_slow():\n    time.sleep(50)\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "TINYTORCH", "TITO_"))}
     env.update(TINYTORCH_ROOT=str(course.root), PYTHONDONTWRITEBYTECODE="1")
     code = ("import sys; sys.path.insert(0, %r); from tito.cli import main; "
@@ -140,17 +146,22 @@ def test_ctrl_c_during_the_test_run_prints_one_line_and_stops_pytest(course):
                     pytest_pid = int(entry.name)
         time.sleep(0.05)
     assert pytest_pid is not None, "pytest never started under tito"
-    time.sleep(0.3)  # pytest is starting up: importing, collecting
+    while not marker.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)  # pytest is collecting: the test file starts its sleeper
+    assert marker.exists(), "the test file's own process never started"
     assert proc.poll() is None, "tito finished before it could be interrupted"
     os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=120)  # a loaded machine: seconds; stuck: never
     assert proc.returncode == 130, (proc.returncode, err[-2000:])
     assert err.strip() == "tito: interrupted.", f"stderr was:\n{err[-3000:]}"
     assert "KeyboardInterrupt" not in out and "Traceback" not in out, f"stdout was:\n{out[-3000:]}"
     time.sleep(0.2)
-    assert not Path(f"/proc/{pytest_pid}").exists() or \
-        Path(f"/proc/{pytest_pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", \
-        "pytest is still running after tito stopped"
+    for pid, what in [(pytest_pid, "pytest"), (int(marker.read_text()), "a process the tests started")]:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue  # gone
+        assert state == "Z", f"{what} is still running after tito stopped"
 
 
 def _package(course) -> dict:
