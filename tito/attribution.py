@@ -41,19 +41,8 @@ def target(module: Module, mutant: mutants.Mutant, text: str | None = None) -> s
     mutated = mutants.apply(module, mutant, text)  # raises when the mutant does not apply
     start = next(i for i, (a, b) in enumerate(zip(text, mutated)) if a != b)
     line = text.count("\n", 0, start) + 1
-    names = set(stub_names(module))
-    found, stack = None, [(node, "") for node in ast.parse(text).body]
-    while stack:
-        node, prefix = stack.pop()
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if not node.lineno <= line <= node.end_lineno:
-            continue
-        qualname = f"{prefix}{node.name}"
-        if qualname in names:
-            found = qualname  # inner stubs replace outer ones: the stack goes inwards
-        stack.extend((child, f"{qualname}.") for child in node.body)
-    return found
+    around = [(last - first, name) for name, (first, last) in stub_spans(module, text).items() if first <= line <= last]
+    return min(around)[1] if around else None  # the innermost: a stub nested in a stub wins
 
 
 def first_group(outcome: testing.Outcome) -> tuple[str, ...]:
@@ -102,7 +91,6 @@ class Reference:
     """The module's tests on the solutions build, each with the student functions it ran."""
     report: Path  # its junit report
     ran: dict[str, set[str]]  # pytest node id -> the student functions that test entered
-    keys: dict[tuple[str, str], str]  # junit (classname, name) -> pytest node id
 
 
 def reference(root, solutions, module: Module) -> Reference:
@@ -114,14 +102,12 @@ def reference(root, solutions, module: Module) -> Reference:
     if not outcome.ok:
         raise TitoError(f"{module.label}: the solutions must pass every test before attribution can be "
                         f"measured: {outcome.problem or outcome.failures[:1]}")
-    ran, keys = {}, {}
+    ran = {}
     for case in ET.parse(report).getroot().iter("testcase"):
-        key = (case.get("classname", ""), case.get("name", ""))
-        node = f"{module.tests_path}/{testing.junit_test_id(*key)}"
+        node = f"{module.tests_path}/{testing.junit_test_id(case.get('classname', ''), case.get('name', ''))}"
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
         ran[node] = {n for n in (props.get("tito_spectrum") or "").split("|") if n}
-        keys[key] = node
-    return Reference(report, ran, keys)
+    return Reference(report, ran)
 
 
 def selection(ref: Reference, functions: set[str] | None) -> list[str] | None:
@@ -170,14 +156,6 @@ def run_mutant(root, solutions, module: Module, mutant: mutants.Mutant,
             return testing.parse_junit(merged, variant, module)
     finally:
         shutil.rmtree(variant, ignore_errors=True)
-
-
-def attributed(root, solutions, module: Module, mutant: mutants.Mutant,
-               ref: Reference | None = None) -> tuple[bool, str]:
-    """(first group names the mutant's function, what it named) after a test run."""
-    wanted = target(module, mutant)
-    outcome = run_mutant(root, solutions, module, mutant, ref)
-    return judged(outcome, wanted)
 
 
 def judged(outcome: testing.Outcome, wanted: str | None) -> tuple[bool, str]:

@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tito import build, notebook, testing
+from tito import build, notebook
 from tito.course import Module
 from tito.errors import TitoError
 
@@ -150,21 +150,6 @@ def build_variant(root: Path, solutions: Path, module: Module, mutant: Mutant, t
     chunks = notebook.export_chunks(nb, module.solution_path.relative_to(root).as_posix())
     build._write(dest / "tinytorch", notebook.group_by_target(chunks), module.solution_path.relative_to(root).as_posix())
     return dest
-
-
-def caught_by_tests(root: Path, solutions: Path, module: Module, mutant: Mutant, text: str) -> tuple[bool, str]:
-    """(caught, what caught it): the module's tests, stopping at the first failure."""
-    variant = build_variant(root, solutions, module, mutant, text)
-    try:
-        outcome = testing.run_suite(module, variant, show_output=False, extra_args=("-x",), fork=True)
-    finally:
-        shutil.rmtree(variant, ignore_errors=True)
-    if outcome.problem:
-        return True, outcome.problem.splitlines()[0]
-    if outcome.failed:
-        name, message = outcome.failures[0]
-        return True, f"{name}: {message[:160]}"
-    return False, f"all {outcome.passed} tests still pass"
 
 
 def _changed_cell(original, mutated) -> tuple[int, str]:

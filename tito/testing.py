@@ -438,7 +438,7 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
 
 def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=()) -> list[str]:
     """The student functions a failure points at, most likely first; more than one only
-    when they are equally suspect. In order: a backward rule the engine's message names;
+    when they are nearly as suspect (NEARLY). In order: a backward rule the engine's message names;
     else, of the student's functions this test ran, the ones the whole run suspects most
     (the traceback's own function, or the unit the test is named after, when it is nearly
     as suspect); else the traceback's function; else the unit."""
@@ -448,14 +448,14 @@ def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=()) ->
     if ran and scores:
         top = max(scores.get(n, 0.0) for n in ran)
         for preferred in (frame_stub, unit_stub):
-            if preferred in ran and scores.get(preferred, 0.0) >= 0.8 * top:
+            if preferred in ran and scores.get(preferred, 0.0) >= NEARLY * top:
                 # ... named with any function the tests always run together with it
                 # (`__enter__` and `__exit__`): where it failed need not be what is wrong
                 same = [n for n in sorted(ran, key=position.get)
                         if n != preferred and abs(scores.get(n, 0.0) - scores[preferred]) < 1e-9]
                 if preferred == unit_stub:  # a test named after two (forward_and_backward): both
                     same += [u for u in sorted(units, key=position.get) if u != preferred and u not in same
-                             and u in ran and scores.get(u, 0.0) >= 0.8 * top]
+                             and u in ran and scores.get(u, 0.0) >= NEARLY * top]
                 return [preferred, *same][:3]
         near = sorted((n for n in ran if scores.get(n, 0.0) >= NEARLY * top - 1e-9),
                       key=lambda n: (-scores.get(n, 0.0), position.get(n)))

@@ -85,7 +85,7 @@ def test_only_the_tests_that_entered_a_touched_function_are_rerun_and_the_rest_k
     ref_report = _junit(tmp_path / "ref.xml", [("test_a.py::test_one", False, {"_mul_backward"}),
                                                ("test_a.py::test_two", False, {"_div_backward"})])
     ref = attribution.Reference(ref_report, {"tests/06/test_a.py::test_one": {"_mul_backward"},
-                                             "tests/06/test_a.py::test_two": {"_div_backward"}}, {})
+                                             "tests/06/test_a.py::test_two": {"_div_backward"}})
     assert attribution.selection(ref, {"_mul_backward"}) == ["tests/06/test_a.py::test_one"]
     assert attribution.selection(ref, {"_add_backward"}) is None  # no test entered it: run them all
     assert attribution.selection(ref, None) is None

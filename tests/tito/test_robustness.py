@@ -132,7 +132,10 @@ def test_ctrl_c_during_the_test_run_prints_one_line_and_stops_pytest(course):
             "raise SystemExit(main(sys.argv[1:]))" % str(course.root))
     proc = subprocess.Popen([sys.executable, "-c", code, "test", "module", "01", "--solutions"],
                             cwd=course.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # its own group, like a terminal job
+                            text=True, start_new_session=True,  # its own group, like a terminal job
+                            # with Ctrl-C's default action, as a terminal gives it (a job that
+                            # CI started in the background inherits SIGINT ignored)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline, pytest_pid = time.time() + 120, None
     while pytest_pid is None and time.time() < deadline and proc.poll() is None:
         for entry in Path("/proc").iterdir():
