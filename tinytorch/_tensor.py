@@ -10,7 +10,7 @@ import numpy as np
 
 __all__ = [
     "Tensor", "Node", "apply", "is_grad_enabled", "set_grad_enabled",
-    "float32", "float64", "int64", "bool_",
+    "float32", "float64", "int64", "bool_", "int8", "uint8", "int16", "int32",
     "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "arange", "eye",
     "manual_seed", "rand", "randn", "randint",
     "broadcast_shapes", "broadcast_to", "transpose", "permute", "reshape", "flatten",
@@ -23,7 +23,11 @@ float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 int64 = np.dtype("int64")
 bool_ = np.dtype(bool)
-_DTYPES = (float32, float64, int64, bool_)
+int8 = np.dtype("int8")
+uint8 = np.dtype("uint8")
+int16 = np.dtype("int16")
+int32 = np.dtype("int32")
+_DTYPES = (float32, float64, int64, bool_, int8, uint8, int16, int32)
 
 
 class ShapeError(RuntimeError, ValueError):
@@ -53,7 +57,8 @@ def _check_dtype(dtype):
     """Turn a dtype-like (np.float32, "float32", float, tinytorch.float32) into one of ours."""
     dt = np.dtype(dtype)
     if dt not in _DTYPES:
-        raise TypeError(f"tinytorch supports the dtypes float32, float64, int64 and bool, not {dt}")
+        raise TypeError(f"tinytorch supports the dtypes float32, float64, int64, bool, int8, uint8, "
+                        f"int16 and int32, not {dt}")
     return dt
 
 
@@ -253,7 +258,7 @@ class _TensorInfo:
 
     @property
     def dtype(self):
-        """The element type (a numpy dtype: float32, float64, int64 or bool)."""
+        """The element type (a numpy dtype: one of float32, float64, int64, bool, int8, uint8, int16, int32)."""
         return self._storage.dtype
 
     @property
@@ -465,8 +470,8 @@ class _TensorPython:
             extras.append(f"size={self.shape}")
         if self._device is not _CPU:
             extras.append(f"device='{self._device}'")
-        if self.dtype == float64:  # float32, int64 and bool are the defaults of their kind
-            extras.append("dtype=tinytorch.float64")
+        if self.dtype not in (float32, int64, bool_):  # the defaults of their kind go unsaid
+            extras.append(f"dtype=tinytorch.{self.dtype}")
         if self.grad_fn is not None:
             extras.append(f"grad_fn={self.grad_fn!r}")
         elif self.requires_grad:
@@ -1495,8 +1500,10 @@ def _result_dtype(*operands):
     rank = max((_KINDS[d.kind] for d in tensor_dtypes), default=-1)
     if rank == 2:
         dt = float64 if any(d == float64 for d in tensor_dtypes) else float32
+    elif rank == 1:  # the narrowest integer type that holds every tensor's values (uint8 with int8: int16)
+        dt = np.result_type(*(d for d in tensor_dtypes if d.kind in "iu"))
     else:
-        dt = {1: int64, 0: bool_}.get(rank)
+        dt = {0: bool_}.get(rank)
     for x in operands:
         if isinstance(x, Tensor):
             continue

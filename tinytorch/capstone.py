@@ -18,7 +18,7 @@ import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch.ao.quantization import QuantizedLinear, quantize_model
 from tinytorch.backends import cpu_kernels
-from tinytorch.compression import prune_neurons
+from tinytorch.compression import model_bytes, prune_neurons
 from tinytorch.data import DataLoader, Digits
 from tinytorch.nn import prune
 from tinytorch.optim import Adam
@@ -26,7 +26,7 @@ from tinytorch.training import evaluate, fit
 from tinytorch.utils.benchmark import Measurement, Timer
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
-           "linear_weight_names", "make_variants", "model_nbytes", "model_flops", "measure_latency",
+           "linear_weight_names", "make_variants", "model_flops", "measure_latency",
            "report_row", "pareto_front", "choose", "format_report", "pareto_plot"]
 
 
@@ -165,20 +165,6 @@ def make_variants(model, calibration, amount=0.5, fine_tune=None):
 
 
 # -- cell 28 --
-def model_nbytes(model):
-    """Bytes of every array `model` stores to compute, each once: parameters, buffers and the
-    numpy arrays of layers such as QuantizedLinear (weight_int8, weight_scale, bias)."""
-    seen, total = set(), 0
-    arrays = [t.numpy() for t in list(model.parameters()) + list(model.buffers())]
-    for m in model.modules():
-        arrays += [v for k, v in vars(m).items() if isinstance(v, np.ndarray) and not k.startswith("_")]
-    for a in arrays:
-        if id(a) not in seen:
-            seen.add(id(a))
-            total += a.nbytes
-    return total
-
-
 def model_flops(model, sample):
     """FLOPs (2 per multiply-add) of one forward pass of the Sequential `model`, per example."""
     total, x = 0, sample

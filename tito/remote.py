@@ -652,7 +652,8 @@ class Connection:
 
     def _remote(self, number: int, data: dict, arrays: list):
         if "class" in data:
-            local = self._classes.get(number)
+            # (a namedtuple class that first came with one of its values is its twin here)
+            local = self._classes.get(number) or self._twins.get(number)
             if local is None:
                 local = self._local_class(number, data, arrays)
                 self._classes[number] = local

@@ -143,14 +143,17 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 # %% [markdown]
 # ### The dtypes tinytorch supports
 #
-# Every element of a storage has the same type. We support four, all numpy dtypes under
-# the hood, with PyTorch's defaults:
+# Every element of a storage has the same type. All are numpy dtypes under the hood, with
+# PyTorch's defaults:
 #
 # - `float32` — the default for real numbers (4 bytes: half the memory and twice the
 #   throughput of float64, and plenty of precision for training);
 # - `float64` — used by module 06's gradient checks, where float32 rounding would hide bugs;
 # - `int64` — Python ints, counts, indices (class labels, token ids);
-# - `bool` — results of comparisons and masks.
+# - `bool` — results of comparisons and masks;
+# - `int8`, `uint8`, `int16`, `int32` — narrow integers, for storage rather than
+#   arithmetic: module 15 keeps quantized weights as int8 (a quarter of float32's bytes),
+#   and images often arrive as uint8.
 #
 # The cell below starts the package file: imports, the dtype constants and `__all__`, the
 # list of public names that `import tinytorch` re-exports.
@@ -171,7 +174,7 @@ import numpy as np
 
 __all__ = [
     "Tensor", "Node", "apply", "is_grad_enabled", "set_grad_enabled",
-    "float32", "float64", "int64", "bool_",
+    "float32", "float64", "int64", "bool_", "int8", "uint8", "int16", "int32",
     "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "arange", "eye",
     "manual_seed", "rand", "randn", "randint",
     "broadcast_shapes", "broadcast_to", "transpose", "permute", "reshape", "flatten",
@@ -184,7 +187,11 @@ float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 int64 = np.dtype("int64")
 bool_ = np.dtype(bool)
-_DTYPES = (float32, float64, int64, bool_)
+int8 = np.dtype("int8")
+uint8 = np.dtype("uint8")
+int16 = np.dtype("int16")
+int32 = np.dtype("int32")
+_DTYPES = (float32, float64, int64, bool_, int8, uint8, int16, int32)
 
 
 class ShapeError(RuntimeError, ValueError):
@@ -422,7 +429,7 @@ print("✓ address formula: ordinal 17 of (2, 3, 4) is", ordinal_to_index(17, (2
 #
 # **Converting input data.** `tensor([[1, 2], [3, 4]])` must choose a dtype. The provided
 # `_as_array` applies PyTorch's rules: Python floats become float32, Python ints int64,
-# Python bools bool; a numpy array keeps float64/float32/int64/bool, other numpy floats
+# Python bools bool; a numpy array keeps its dtype when tinytorch has it, other numpy floats
 # become float32 and other integers int64. It always returns a *fresh* C-contiguous array
 # (a tensor never aliases the list or array you gave it, just like `torch.tensor`).
 #
@@ -464,7 +471,8 @@ def _check_dtype(dtype):
     """Turn a dtype-like (np.float32, "float32", float, tinytorch.float32) into one of ours."""
     dt = np.dtype(dtype)
     if dt not in _DTYPES:
-        raise TypeError(f"tinytorch supports the dtypes float32, float64, int64 and bool, not {dt}")
+        raise TypeError(f"tinytorch supports the dtypes float32, float64, int64, bool, int8, uint8, "
+                        f"int16 and int32, not {dt}")
     return dt
 
 
@@ -692,7 +700,7 @@ class _TensorInfo:
 
     @property
     def dtype(self):
-        """The element type (a numpy dtype: float32, float64, int64 or bool)."""
+        """The element type (a numpy dtype: one of float32, float64, int64, bool, int8, uint8, int16, int32)."""
         return self._storage.dtype
 
     @property
@@ -913,8 +921,8 @@ class _TensorPython:
             extras.append(f"size={self.shape}")
         if self._device is not _CPU:
             extras.append(f"device='{self._device}'")
-        if self.dtype == float64:  # float32, int64 and bool are the defaults of their kind
-            extras.append("dtype=tinytorch.float64")
+        if self.dtype not in (float32, int64, bool_):  # the defaults of their kind go unsaid
+            extras.append(f"dtype=tinytorch.{self.dtype}")
         if self.grad_fn is not None:
             extras.append(f"grad_fn={self.grad_fn!r}")
         elif self.requires_grad:
@@ -3048,8 +3056,10 @@ def _result_dtype(*operands):
     rank = max((_KINDS[d.kind] for d in tensor_dtypes), default=-1)
     if rank == 2:
         dt = float64 if any(d == float64 for d in tensor_dtypes) else float32
+    elif rank == 1:  # the narrowest integer type that holds every tensor's values (uint8 with int8: int16)
+        dt = np.result_type(*(d for d in tensor_dtypes if d.kind in "iu"))
     else:
-        dt = {1: int64, 0: bool_}.get(rank)
+        dt = {0: bool_}.get(rank)
     for x in operands:
         if isinstance(x, Tensor):
             continue

@@ -67,6 +67,7 @@
 # %%
 import copy
 import functools
+import io
 import sys
 import time
 
@@ -1135,8 +1136,10 @@ print(f"✓ _int8_linear; the products numpy computed: {_products}")
 # The layer around your core is provided. `QuantizedLinear.from_float(linear,
 # input_scale, input_zero_point, weight_observer)` quantizes the weight once, per channel
 # (by default with a symmetric observer; an affine one works too and keeps its zero
-# points), and keeps **real numpy int8** (`weight_int8`), the float32 scales and the
-# float32 bias. `forward` quantizes the input with the calibrated activation parameters,
+# points), and keeps **real int8**: `weight_int8` is a tensor of dtype `int8`, one byte per
+# weight, beside the float32 scales and the float32 bias. They are the layer's buffers
+# (module 03), so `state_dict()` holds them and a checkpoint saves them (section 10 checks
+# it). `forward` quantizes the input with the calibrated activation parameters,
 # runs your integer core, and returns a float32 `Tensor`: floats in and floats out, so
 # quantized and float layers mix freely. Section 7 goes further and keeps the outputs in
 # int8.
@@ -1159,18 +1162,21 @@ def _default_weight_observer():
 
 class QuantizedLinear(Module):
     """A Linear with int8 weights and int32 accumulation (torch.ao.nn.quantized.Linear, float
-    in and out). Build it with from_float or from_observed; it does not train."""
+    in and out). Build it with from_float or from_observed; it does not train. Its state
+    (the int8 weight, the scales and zero points, the bias) is buffers, so state_dict(),
+    save_checkpoint and load_state_dict carry it."""
 
     def __init__(self, weight_int8, weight_scale, bias, input_scale, input_zero_point,
                  input_quant_min=QINT8_MIN, input_quant_max=QINT8_MAX, weight_zero_point=None):
         super().__init__()
-        self.out_features, self.in_features = weight_int8.shape
-        self.weight_int8 = weight_int8          # numpy int8 (out, in): the stored weight
-        self.weight_scale = weight_scale        # float32 (out,)
-        self.weight_zero_point = weight_zero_point  # int64 (out,), or None for symmetric weights
-        self.bias = None if bias is None else np.asarray(bias, dtype=np.float32)
-        self.input_scale = float(input_scale)
-        self.input_zero_point = int(input_zero_point)
+        self.out_features, self.in_features = np.shape(weight_int8)
+        self.register_buffer("weight_int8", Tensor(np.asarray(weight_int8, dtype=np.int8)))  # (out, in)
+        self.register_buffer("weight_scale", Tensor(np.asarray(weight_scale, dtype=np.float32)))  # (out,)
+        self.register_buffer("weight_zero_point", None if weight_zero_point is None  # None: symmetric weights
+                             else Tensor(np.asarray(weight_zero_point, dtype=np.int64)))  # (out,)
+        self.register_buffer("bias", None if bias is None else Tensor(np.asarray(bias, dtype=np.float32)))
+        self.register_buffer("input_scale", Tensor(np.float64(input_scale)))  # 0-d
+        self.register_buffer("input_zero_point", Tensor(np.int64(input_zero_point)))  # 0-d
         self.input_quant_min, self.input_quant_max = int(input_quant_min), int(input_quant_max)
 
     @classmethod
@@ -1196,24 +1202,25 @@ class QuantizedLinear(Module):
         x = _array(input)
         if x.ndim == 0 or x.shape[-1] != self.in_features:
             raise ValueError(f"QuantizedLinear: input of shape {x.shape} does not fit in_features={self.in_features}")
-        return _quantize(x, np.float32(self.input_scale), self.input_zero_point,
+        return _quantize(x, np.float32(self.input_scale.item()), self.input_zero_point.item(),
                          self.input_quant_min, self.input_quant_max)
 
     def forward(self, input):
-        return Tensor(_int8_linear(self.quantize_input(input), self.input_scale, self.input_zero_point,
-                                   self.weight_int8, self.weight_scale, self._w_zero_point(), self.bias))
+        return Tensor(_int8_linear(self.quantize_input(input), self.input_scale.item(), self.input_zero_point.item(),
+                                   self.weight_int8.numpy(), self.weight_scale.numpy(), self._w_zero_point(),
+                                   None if self.bias is None else self.bias.numpy()))
 
     def _w_zero_point(self):
-        return 0 if self.weight_zero_point is None else self.weight_zero_point
+        return 0 if self.weight_zero_point is None else self.weight_zero_point.numpy()
 
     def weight(self):
         """The weight as a QTensor (torch's QuantizedLinear.weight() returns one too)."""
-        zero_point = np.zeros(self.out_features, np.int64) if self.weight_zero_point is None else self.weight_zero_point
-        return QTensor(self.weight_int8, self.weight_scale, zero_point, axis=0)
+        zero_point = np.zeros(self.out_features, np.int64) if self.weight_zero_point is None else self._w_zero_point()
+        return QTensor(self.weight_int8.numpy(), self.weight_scale.numpy(), zero_point, axis=0)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"input_scale={self.input_scale:.4g}, input_zero_point={self.input_zero_point}")
+                f"input_scale={self.input_scale.item():.4g}, input_zero_point={self.input_zero_point.item()}")
 
 
 # %% [markdown]
@@ -1848,6 +1855,38 @@ with tinytorch.no_grad():
 print(f"the two models predict the same class for {100 * _agree:.1f} % of the test digits")
 
 # %% [markdown]
+# **Shipping it.** The point of the int8 model is the smaller file on the device. Its
+# `state_dict()` holds each layer's int8 weight, scales, zero points and bias, so module
+# 08's `save_checkpoint` writes them and `load_checkpoint` restores them into a model of
+# the same structure: here, a quantized copy of a model that was never trained,
+# calibrated on other data, must give exactly `int8_model`'s outputs once loaded.
+
+# %%
+from tinytorch.training import load_checkpoint, save_checkpoint
+
+_files = {}
+for _name, _model in (("float32", float_model), ("int8", int8_model)):
+    _files[_name] = io.BytesIO()
+    save_checkpoint(_files[_name], _model)
+    print(f"{_name} checkpoint: {len(_files[_name].getvalue()):,d} bytes")
+print(f"the int8 file is {len(_files['float32'].getvalue()) / len(_files['int8'].getvalue()):.2f}x smaller "
+      f"(the weights 4x; the scales and biases stay float32, and the file has a header)")
+with preserved_state():
+    tinytorch.manual_seed(123)
+    _fresh = quantize_model(digits_mlp(), [X_test[:8]])
+_files["int8"].seek(0)
+load_checkpoint(_files["int8"], _fresh)
+_state = int8_model.state_dict()
+check(all(_state[k].dtype == v.dtype for k, v in _fresh.state_dict().items())
+      and any(v.dtype == np.int8 for v in _state.values()),
+      "the int8 model's state_dict holds int8 weights, and loading keeps every dtype",
+      got={k: str(v.dtype) for k, v in _state.items()})
+with tinytorch.no_grad():
+    assert_equal(_fresh(X_test).numpy(), int8_model(X_test).numpy(),
+                 "a fresh quantized model, loaded from the int8 checkpoint, gives the saved model's outputs")
+print("✓ the int8 checkpoint round-trips:", list(_state))
+
+# %% [markdown]
 # <details><summary>Why so little (open after you have compared your prediction)</summary>
 #
 # Expect a drop of at most a point or so, often none at all (a digit or two may flip either
@@ -1948,18 +1987,19 @@ def integer_only_mlp(qmodel, x):
     layers = [m for m in qmodel.modules() if isinstance(m, QuantizedLinear)]
     q, hidden = layers[0].quantize_input(x), []
     for layer, nxt in zip(layers, layers[1:] + [None]):
-        acc = _int8_linear(q, 1.0, layer.input_zero_point, layer.weight_int8,   # unit scales, no bias:
-                           np.ones(layer.out_features, np.float32), layer._w_zero_point())  # the accumulators
+        acc = _int8_linear(q, 1.0, layer.input_zero_point.item(), layer.weight_int8.numpy(),  # unit scales,
+                           np.ones(layer.out_features, np.float32), layer._w_zero_point())  # no bias: the accumulators
         check(np.abs(acc).max() < 2 ** 24, "the accumulators are within float32's exact integers",
               got=float(np.abs(acc).max()), expected=f"< {2 ** 24}")
-        acc_scale = np.float64(layer.input_scale) * layer.weight_scale           # the accumulator's grid, (out,)
+        acc_scale = np.float64(layer.input_scale.item()) * layer.weight_scale.numpy()  # the accumulator's grid, (out,)
         if layer.bias is not None:
-            acc = acc.astype(np.int64) + np.round(layer.bias / acc_scale).astype(np.int64)
+            acc = acc.astype(np.int64) + np.round(layer.bias.numpy() / acc_scale).astype(np.int64)
         if nxt is None:
             return (acc * acc_scale).astype(np.float32), hidden                # the one float step: logits
-        multiplier, shift = _quantize_multiplier(acc_scale / nxt.input_scale)
-        q = _requantize(acc.astype(np.int64), multiplier, shift, nxt.input_zero_point,
-                        max(nxt.input_quant_min, nxt.input_zero_point), nxt.input_quant_max)  # ReLU: at z_y
+        multiplier, shift = _quantize_multiplier(acc_scale / nxt.input_scale.item())
+        z_next = nxt.input_zero_point.item()
+        q = _requantize(acc.astype(np.int64), multiplier, shift, z_next,
+                        max(nxt.input_quant_min, z_next), nxt.input_quant_max)  # ReLU: at z_y
         hidden.append(q)
 
 

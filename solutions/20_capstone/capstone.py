@@ -141,7 +141,7 @@ import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch.ao.quantization import QuantizedLinear, quantize_model
 from tinytorch.backends import cpu_kernels
-from tinytorch.compression import prune_neurons
+from tinytorch.compression import model_bytes, prune_neurons
 from tinytorch.data import DataLoader, Digits
 from tinytorch.nn import prune
 from tinytorch.optim import Adam
@@ -149,7 +149,7 @@ from tinytorch.training import evaluate, fit
 from tinytorch.utils.benchmark import Measurement, Timer
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
-           "linear_weight_names", "make_variants", "model_nbytes", "model_flops", "measure_latency",
+           "linear_weight_names", "make_variants", "model_flops", "measure_latency",
            "report_row", "pareto_front", "choose", "format_report", "pareto_plot"]
 
 # %% [markdown]
@@ -481,7 +481,7 @@ check(all(not v.training for v in variants.values()), "every variant is in eval 
 _qlayers = [m for m in variants["int8"].modules() if isinstance(m, QuantizedLinear)]
 assert_equal(len(_qlayers), 2, "QuantizedLinear layers in the int8 variant")
 assert_equal(_qlayers[0].weight_int8.dtype, np.dtype(np.int8), "the int8 variant's stored weight dtype")
-_w_back = _qlayers[0].weight_int8 * _qlayers[0].weight_scale[:, None]
+_w_back = _qlayers[0].weight_int8.numpy() * _qlayers[0].weight_scale.numpy()[:, None]
 assert_close(_w_back, model[4].weight.numpy(), atol=float(_qlayers[0].weight_scale.max()),
              what="int8 weights dequantized vs the trained (unpruned) Linear weights, within one step")
 check(abs(_acc["int8"] - _acc["float32"]) <= 0.02, "int8 accuracy within 2 points of float32",
@@ -517,12 +517,10 @@ print(f"shrunk straight after the cut: {_cut_acc:.3f}; after 2 epochs of fine-tu
 #
 # Four numbers describe a variant: its **accuracy** on the held-out digits, its **latency**
 # (a module 19 `Measurement` of one forward pass over a batch: we report its median and its
-# IQR), its **bytes** (everything it stores to compute: parameters, buffers, and the int8
-# arrays and scales a `QuantizedLinear` keeps), and its **FLOPs** per example. Three helpers
-# are provided:
+# IQR), its **bytes** (everything it stores to compute: parameters and buffers, which
+# include the int8 weights and scales a `QuantizedLinear` keeps), and its **FLOPs** per
+# example. Module 16's `model_bytes` counts the bytes; two more helpers are provided:
 #
-# - `model_nbytes(model)` counts each stored array once (module 16's `model_bytes` counts
-#   parameters and buffers only, so it would miss the int8 weights, which are plain arrays);
 # - `model_flops(model, sample)` walks a `Sequential` with module 14's formulas (2 FLOPs per
 #   multiply-add; a `QuantizedLinear` does the same multiply-adds in integers, so it counts
 #   the same);
@@ -531,20 +529,6 @@ print(f"shrunk straight after the cut: {_cut_acc:.3f}; after 2 epochs of fine-tu
 
 # %%
 #| export
-def model_nbytes(model):
-    """Bytes of every array `model` stores to compute, each once: parameters, buffers and the
-    numpy arrays of layers such as QuantizedLinear (weight_int8, weight_scale, bias)."""
-    seen, total = set(), 0
-    arrays = [t.numpy() for t in list(model.parameters()) + list(model.buffers())]
-    for m in model.modules():
-        arrays += [v for k, v in vars(m).items() if isinstance(v, np.ndarray) and not k.startswith("_")]
-    for a in arrays:
-        if id(a) not in seen:
-            seen.add(id(a))
-            total += a.nbytes
-    return total
-
-
 def model_flops(model, sample):
     """FLOPs (2 per multiply-add) of one forward pass of the Sequential `model`, per example."""
     total, x = 0, sample
@@ -577,7 +561,7 @@ def measure_latency(model, x, name=None, min_run_time=0.2):
 _mf = model_flops(model, test_set.data[:64])
 print(f"model_flops(float CNN): {_mf:,} FLOPs per example; the profiler's conv2d + matmul rows without the "
       f"bias additions: {_per_ex.get('conv2d', 0) + _per_ex.get('matmul', 0) - 8 * 64:,}")
-print(f"model_nbytes(float CNN): {model_nbytes(model):,} bytes = 4 x {model_nbytes(model) // 4:,} float32 parameters")
+print(f"model_bytes(float CNN): {model_bytes(model):,} bytes = 4 x {model_bytes(model) // 4:,} float32 parameters")
 
 
 # %% [markdown]
@@ -876,7 +860,7 @@ for _v in variants.values():                     # one untimed call each (compil
         _v(_x64)
 _acc["numba"] = evaluate(variants["numba"], [(test_set.data, test_set.targets)])["accuracy"]
 latencies = {n: measure_latency(v, _x64, name=n, min_run_time=0.2) for n, v in variants.items()}
-rows = [report_row(n, _acc[n], latencies[n], model_nbytes(v), model_flops(v, _x64))
+rows = [report_row(n, _acc[n], latencies[n], model_bytes(v), model_flops(v, _x64))
         for n, v in variants.items()]
 front = pareto_front(rows)
 chosen = choose(rows, within=0.02)

@@ -27,7 +27,7 @@ def test_numpy_arrays_become_tensors():
     assert isinstance(out, tt.Tensor) and out.shape == (3, 2, 2) and out.dtype == np.float32
     np.testing.assert_array_equal(out.numpy(), np.stack(arrays))
     ints = default_collate([np.array([1, 2], dtype=np.uint8), np.array([3, 4], dtype=np.uint8)])
-    assert ints.dtype == np.int64 and ints.tolist() == [[1, 2], [3, 4]]
+    assert ints.dtype == np.uint8 and ints.tolist() == [[1, 2], [3, 4]], "uint8 images stay uint8, as in PyTorch"
 
 
 def test_numbers_become_1d_tensors_with_tinytorch_dtypes():
@@ -40,7 +40,7 @@ def test_numbers_become_1d_tensors_with_tinytorch_dtypes():
     np_scalars = default_collate([np.float64(1.25), np.float64(2.5)])
     assert np_scalars.dtype == np.float64 and np_scalars.tolist() == [1.25, 2.5]
     np_ints = default_collate([np.int32(4), np.int32(5)])
-    assert np_ints.dtype == np.int64 and np_ints.tolist() == [4, 5]
+    assert np_ints.dtype == np.int32 and np_ints.tolist() == [4, 5], "numpy scalars keep their dtype"
 
 
 def test_strings_are_kept_as_a_list():

@@ -123,15 +123,15 @@ def _linear(in_f, out_f, seed=0):
 def test_quantizedlinear_stores_real_int8_weights_4x_smaller():
     lin = _linear(96, 40)
     ql = Q.QuantizedLinear.from_float(lin, 0.05, -128)
-    assert isinstance(ql.weight_int8, np.ndarray) and ql.weight_int8.dtype == np.int8, \
-        f"weight_int8 must be a numpy int8 array, got {type(ql.weight_int8).__name__} {getattr(ql.weight_int8, 'dtype', '')}"
+    assert isinstance(ql.weight_int8, Tensor) and ql.weight_int8.dtype == np.int8, \
+        f"weight_int8 must be an int8 Tensor, got {type(ql.weight_int8).__name__} {getattr(ql.weight_int8, 'dtype', '')}"
     assert ql.weight_int8.shape == (40, 96), f"weight_int8 shape {ql.weight_int8.shape}, expected (40, 96)"
     float_bytes = lin.weight.numpy().astype(np.float32).nbytes
     assert ql.weight_int8.nbytes * 4 == float_bytes, \
         f"int8 weight takes {ql.weight_int8.nbytes} bytes, expected a quarter of {float_bytes}"
     w = lin.weight.numpy()
     amax = np.abs(w).max(1)
-    back = ql.weight_int8.astype(np.float32) * ql.weight_scale[:, None]
+    back = ql.weight_int8.numpy().astype(np.float32) * ql.weight_scale.numpy()[:, None]
     assert np.all(np.abs(back - w) <= (amax / 127.5 / 2 + 1e-7)[:, None]), "weights within half a step per row"
 
 
@@ -142,7 +142,7 @@ def test_quantizedlinear_close_to_float_linear():
     ql = Q.QuantizedLinear.from_float(lin, float(s), int(z))
     out = ql(Tensor(x)).numpy()
     q_x = Q._quantize(x, s, z)
-    ref = _reference(q_x, float(s), int(z), ql.weight_int8, ql.weight_scale, lin.bias.numpy())
+    ref = _reference(q_x, float(s), int(z), ql.weight_int8.numpy(), ql.weight_scale.numpy(), lin.bias.numpy())
     assert ql.weight_zero_point is None, "the default weight observer is symmetric: no weight zero points"
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5, err_msg="forward == dequantized reference")
     with tt.no_grad():
@@ -157,9 +157,9 @@ def test_quantizedlinear_with_affine_weights_keeps_their_zero_points():
     s, z = Q._calculate_qparams(np.float32(x.min()), np.float32(x.max()), False)
     affine = lambda: Q.PerChannelMinMaxObserver(ch_axis=0, qscheme=Q.per_channel_affine)  # noqa: E731
     ql = Q.QuantizedLinear.from_float(lin, float(s), int(z), weight_observer=affine)
-    assert ql.weight_zero_point is not None and np.any(ql.weight_zero_point != 0), \
+    assert ql.weight_zero_point is not None and np.any(ql.weight_zero_point.numpy() != 0), \
         f"affine weights keep their zero points, got {ql.weight_zero_point}"
     out = ql(Tensor(x)).numpy()
-    ref = _reference(Q._quantize(x, s, z), float(s), int(z), ql.weight_int8, ql.weight_scale, lin.bias.numpy(),
-                     ql.weight_zero_point)
+    ref = _reference(Q._quantize(x, s, z), float(s), int(z), ql.weight_int8.numpy(), ql.weight_scale.numpy(),
+                     lin.bias.numpy(), ql.weight_zero_point.numpy())
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5, err_msg="affine weights: forward == dequantized reference")

@@ -4,7 +4,8 @@ import pytest
 
 import tinytorch
 from tinytorch.ao.quantization import QuantizedLinear
-from tinytorch.capstone import make_variants, model_nbytes
+from tinytorch.capstone import make_variants
+from tinytorch.compression import model_bytes
 from tinytorch.data import DataLoader
 from tinytorch.nn import prune
 
@@ -50,13 +51,13 @@ def test_make_variants_int8_within_2_points_and_4x_smaller(built, trained):
     float_w = model[4].weight.numpy().nbytes + model[6].weight.numpy().nbytes
     int8_w = sum(m.weight_int8.nbytes for m in q)
     assert float_w == 4 * int8_w, f"Linear weights: expected float32 bytes = 4 x int8 bytes, got {float_w} and {int8_w}"
-    back = q[0].weight_int8 * q[0].weight_scale[:, None]
+    back = q[0].weight_int8.numpy() * q[0].weight_scale.numpy()[:, None]
     err = np.abs(back - model[4].weight.numpy()).max()
-    assert err <= q[0].weight_scale.max(), \
+    assert err <= q[0].weight_scale.numpy().max(), \
         f"int8 weights should quantize the trained (unpruned) weights: max error {err} > one step"
     assert abs(acc["int8"] - acc["float32"]) <= 0.02, \
         f"int8 accuracy should be within 2 points of float32: got {acc['int8']} vs {acc['float32']}"
-    ratio = model_nbytes(variants["float32"]) / model_nbytes(variants["int8"])
+    ratio = model_bytes(variants["float32"]) / model_bytes(variants["int8"])
     assert ratio >= 3.5, f"int8 variant should be >= 3.5x smaller in total, got {ratio:.2f}x"
 
 

@@ -2,14 +2,14 @@
 import numpy as np
 
 import tinytorch
-from tinytorch.capstone import (choose, format_report, measure_latency, model_flops, model_nbytes,
-                                pareto_front, report_row)
+from tinytorch.capstone import choose, format_report, measure_latency, model_flops, pareto_front, report_row
+from tinytorch.compression import model_bytes
 
 
 def test_report_row_pipeline_meets_its_thresholds(built, digits):
     variants, _, acc = built
     x = digits[1].data[:64]
-    rows = [report_row(n, acc[n], measure_latency(v, x, name=n, min_run_time=0.02), model_nbytes(v),
+    rows = [report_row(n, acc[n], measure_latency(v, x, name=n, min_run_time=0.02), model_bytes(v),
                        model_flops(v, x)) for n, v in variants.items()]
     r = {row["name"]: row for row in rows}
     assert all(row["median_s"] > 0 and row["iqr_s"] >= 0 for row in rows), f"measured latencies: {rows}"
@@ -49,6 +49,6 @@ def test_make_variants_int8_matches_pytorch_quantization(built, torch):
     variants, _, _ = built
     q = [m for m in variants["int8"].modules() if isinstance(m, QuantizedLinear)][0]
     w = torch.from_numpy(variants["float32"][4].weight.numpy().astype(np.float32))
-    scales = torch.from_numpy(q.weight_scale.astype(np.float64))
+    scales = torch.from_numpy(q.weight_scale.numpy().astype(np.float64))
     tq = torch.quantize_per_channel(w, scales, torch.zeros(len(scales), dtype=torch.int64), 0, torch.qint8)
-    np.testing.assert_array_equal(q.weight_int8, tq.int_repr().numpy(), err_msg="int8 weights vs torch.quantize_per_channel")
+    np.testing.assert_array_equal(q.weight_int8.numpy(), tq.int_repr().numpy(), err_msg="int8 weights vs torch.quantize_per_channel")

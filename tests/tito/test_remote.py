@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # A package named like the course's, which forges what it can reach when it is imported.
 PACKAGE = '''
-import contextlib, sys
+import collections, contextlib, sys
 import numpy as np
 import numpy.testing
 import pytest, _pytest.runner
@@ -88,6 +88,14 @@ def peek(obj):
 
 def scale_in_place(array, k):
     array *= k
+
+
+Pair = collections.namedtuple("Pair", ["a", "b"])
+default_pair = Pair(1, 2)
+
+
+def second(pair):
+    return pair.b
 '''
 
 CASES = '''
@@ -180,6 +188,13 @@ def test_the_package_cannot_read_the_tests_private_attributes():
 
     with pytest.raises(AttributeError, match="_secret"):
         tt.peek(Thing())
+
+
+def test_a_namedtuple_class_met_first_through_a_value_is_still_its_class():
+    assert tt.default_pair.a == 1  # the class travels with a value first ...
+    made = tt.Pair(a=3, b=4)  # ... then by itself
+    assert isinstance(made, tt.Pair) and isinstance(tt.default_pair, tt.Pair)
+    assert tt.second(made) == 4
 '''
 
 EXPECTED = {
@@ -193,6 +208,7 @@ EXPECTED = {
     "test_a_subclass_runs_its_methods_here": True,
     "test_an_assertion_the_package_swallows_still_fails_the_test": False,
     "test_the_package_cannot_read_the_tests_private_attributes": True,
+    "test_a_namedtuple_class_met_first_through_a_value_is_still_its_class": True,
 }
 
 

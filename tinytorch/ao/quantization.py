@@ -313,18 +313,21 @@ def _default_weight_observer():
 
 class QuantizedLinear(Module):
     """A Linear with int8 weights and int32 accumulation (torch.ao.nn.quantized.Linear, float
-    in and out). Build it with from_float or from_observed; it does not train."""
+    in and out). Build it with from_float or from_observed; it does not train. Its state
+    (the int8 weight, the scales and zero points, the bias) is buffers, so state_dict(),
+    save_checkpoint and load_state_dict carry it."""
 
     def __init__(self, weight_int8, weight_scale, bias, input_scale, input_zero_point,
                  input_quant_min=QINT8_MIN, input_quant_max=QINT8_MAX, weight_zero_point=None):
         super().__init__()
-        self.out_features, self.in_features = weight_int8.shape
-        self.weight_int8 = weight_int8          # numpy int8 (out, in): the stored weight
-        self.weight_scale = weight_scale        # float32 (out,)
-        self.weight_zero_point = weight_zero_point  # int64 (out,), or None for symmetric weights
-        self.bias = None if bias is None else np.asarray(bias, dtype=np.float32)
-        self.input_scale = float(input_scale)
-        self.input_zero_point = int(input_zero_point)
+        self.out_features, self.in_features = np.shape(weight_int8)
+        self.register_buffer("weight_int8", Tensor(np.asarray(weight_int8, dtype=np.int8)))  # (out, in)
+        self.register_buffer("weight_scale", Tensor(np.asarray(weight_scale, dtype=np.float32)))  # (out,)
+        self.register_buffer("weight_zero_point", None if weight_zero_point is None  # None: symmetric weights
+                             else Tensor(np.asarray(weight_zero_point, dtype=np.int64)))  # (out,)
+        self.register_buffer("bias", None if bias is None else Tensor(np.asarray(bias, dtype=np.float32)))
+        self.register_buffer("input_scale", Tensor(np.float64(input_scale)))  # 0-d
+        self.register_buffer("input_zero_point", Tensor(np.int64(input_zero_point)))  # 0-d
         self.input_quant_min, self.input_quant_max = int(input_quant_min), int(input_quant_max)
 
     @classmethod
@@ -350,24 +353,25 @@ class QuantizedLinear(Module):
         x = _array(input)
         if x.ndim == 0 or x.shape[-1] != self.in_features:
             raise ValueError(f"QuantizedLinear: input of shape {x.shape} does not fit in_features={self.in_features}")
-        return _quantize(x, np.float32(self.input_scale), self.input_zero_point,
+        return _quantize(x, np.float32(self.input_scale.item()), self.input_zero_point.item(),
                          self.input_quant_min, self.input_quant_max)
 
     def forward(self, input):
-        return Tensor(_int8_linear(self.quantize_input(input), self.input_scale, self.input_zero_point,
-                                   self.weight_int8, self.weight_scale, self._w_zero_point(), self.bias))
+        return Tensor(_int8_linear(self.quantize_input(input), self.input_scale.item(), self.input_zero_point.item(),
+                                   self.weight_int8.numpy(), self.weight_scale.numpy(), self._w_zero_point(),
+                                   None if self.bias is None else self.bias.numpy()))
 
     def _w_zero_point(self):
-        return 0 if self.weight_zero_point is None else self.weight_zero_point
+        return 0 if self.weight_zero_point is None else self.weight_zero_point.numpy()
 
     def weight(self):
         """The weight as a QTensor (torch's QuantizedLinear.weight() returns one too)."""
-        zero_point = np.zeros(self.out_features, np.int64) if self.weight_zero_point is None else self.weight_zero_point
-        return QTensor(self.weight_int8, self.weight_scale, zero_point, axis=0)
+        zero_point = np.zeros(self.out_features, np.int64) if self.weight_zero_point is None else self._w_zero_point()
+        return QTensor(self.weight_int8.numpy(), self.weight_scale.numpy(), zero_point, axis=0)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"input_scale={self.input_scale:.4g}, input_zero_point={self.input_zero_point}")
+                f"input_scale={self.input_scale.item():.4g}, input_zero_point={self.input_zero_point.item()}")
 
 
 # -- cell 41 (requantize) --
@@ -500,7 +504,7 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     raise NotImplementedError('quantize_model() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 75 --
+# -- cell 77 --
 class FakeQuantize(Module):
     """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
     training mode (and in eval mode until it has seen data); fresh=True re-observes every
