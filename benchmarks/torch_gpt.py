@@ -1,6 +1,7 @@
 """The small GPT of module 13 written in PyTorch, for the benchmark's GPT step: the same
 layers, sizes and parameter layout (pre-norm blocks, torch's MultiheadAttention, a GELU
-feed-forward, a head tied to the token table), so both frameworks do the same work."""
+feed-forward in the tanh form that tinytorch's GPT uses, a head tied to the token table), so
+both frameworks do the same work."""
 import torch
 from torch import nn
 
@@ -11,7 +12,7 @@ class Block(nn.Module):
         self.ln1 = nn.LayerNorm(d_model)
         self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
         self.ln2 = nn.LayerNorm(d_model)
-        self.ff = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+        self.ff = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(approximate="tanh"), nn.Linear(4 * d_model, d_model))
 
     def forward(self, x, mask):
         h = self.ln1(x)

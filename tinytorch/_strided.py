@@ -6,7 +6,7 @@
 """Strided loops in pure Python: the semantics of every elementwise op and reduction.
 
 Plain functions over flat storages (numpy 1-D arrays), shape/stride tuples and ints; no
-Tensor objects, so that module 17 can compile the same loops with numba. tinytorch's Tensor
+Tensor objects: module 17 writes the same loops again for numba and checks them against these. tinytorch's Tensor
 uses numpy for speed; these loops are the reference its results must agree with.
 """
 

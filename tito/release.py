@@ -270,6 +270,21 @@ def readme_output(root: Path) -> dict[Path, str]:
     return {path: head + README_START + "\n" + "\n".join(rows) + "\n" + README_END + tail}
 
 
+def repeated_headings(solution_nb) -> list[str]:
+    """The markdown headings that a notebook has more than once (a section pasted twice)."""
+    seen, repeated = set(), []
+    for cell in solution_nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for line in cell.source.splitlines():
+            if line.startswith("#"):
+                heading = " ".join(line.split())
+                if heading in seen and heading not in repeated:
+                    repeated.append(heading)
+                seen.add(heading)
+    return repeated
+
+
 def release(check: bool = False) -> int:
     root = find_root()
     require_solutions(root, "`tito release" + (" --check`" if check else "`"))
@@ -277,6 +292,10 @@ def release(check: bool = False) -> int:
     outputs = readme_output(root)
     notebooks = {}
     for module in available_modules(root):
+        repeated = repeated_headings(notebook.read_solution(module.solution_path))
+        if repeated:
+            raise TitoError(f"{module.solution_path.relative_to(root).as_posix()} has these headings more than "
+                            f"once: {'; '.join(repeated)}. Give each section its own title, or remove the copy.")
         outputs.update(release_outputs(module))
         notebooks[module.notebook_path] = module
     for path, text in outputs.items():

@@ -274,7 +274,8 @@ print("✓ contiguous_strides((2, 0, 3)) =", contiguous_strides((2, 0, 3)))
 #
 # Two small functions carry the whole idea of a strided tensor. They work on plain tuples
 # and ints, know nothing about `Tensor`, and go into their own package file,
-# `tinytorch/_strided.py`, so that module 17 can compile the very same code with numba.
+# `tinytorch/_strided.py`, where module 17 finds them: it writes the same loops again for
+# numba's compiler and checks its compiled ones against yours.
 #
 # **The address formula** turns a multi-index into a storage position:
 #
@@ -301,7 +302,7 @@ print("✓ contiguous_strides((2, 0, 3)) =", contiguous_strides((2, 0, 3)))
 """Strided loops in pure Python: the semantics of every elementwise op and reduction.
 
 Plain functions over flat storages (numpy 1-D arrays), shape/stride tuples and ints; no
-Tensor objects, so that module 17 can compile the same loops with numba. tinytorch's Tensor
+Tensor objects: module 17 writes the same loops again for numba and checks them against these. tinytorch's Tensor
 uses numpy for speed; these loops are the reference its results must agree with.
 """
 
@@ -584,20 +585,8 @@ _DEVICE_WORDS = ("cpu", "cuda", "gpu", "mps", "xla", "meta")  # strings that nam
 # %% [markdown]
 # First the storage and layout: the constructor, `_init_storage` (yours), and the two
 # ways to make a tensor without going through `__init__`: `_from_array` for a computed
-# result and `_view` for a view.
-#
-# <details><summary>Hint 1 (_init_storage)</summary>
-#
-# The storage must be one flat run of the array's elements, and it must be the array's own
-# memory, not a copy. Which numpy operation flattens a C-contiguous array for free?
-# </details>
-#
-# <details><summary>The approach (_init_storage)</summary>
-#
-# Flatten the array into a 1-D view of the same memory and keep it as the storage. The
-# shape is the array's shape as a tuple of Python ints; the strides are the contiguous
-# strides of that shape (section 2); a new tensor starts at storage position 0.
-# </details>
+# result and `_view` for a view. (The hints for `_init_storage` are in the section
+# above.)
 
 # %% nbgrader={"grade": false, "grade_id": "tensor-storage", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -2462,8 +2451,8 @@ print("✓ expand: (3,) -> (4, 3) has strides", _b.expand(4, 3).stride())
 # layout. They are the semantics of `x.exp()`, `a + b` and `x.sum(dim)`: whatever numpy
 # computes for a tensor must equal what these loops compute from its storage, shape,
 # strides and offset. They go into `tinytorch/_strided.py` next to the address formula,
-# as plain functions over flat storages, tuples and ints (no `Tensor` inside), so that
-# module 17 can compile the very same loops with numba.
+# as plain functions over flat storages, tuples and ints (no `Tensor` inside); module 17
+# writes the same loops again for numba's compiler and checks them against these.
 #
 # All three loops have the same skeleton. Count `ordinal = 0, 1, ..., numel(out) - 1`; turn
 # it into the output's multi-index with `ordinal_to_index`; find the storage position of

@@ -1839,29 +1839,6 @@ print(f"\nAdam / SGD step time: measured {_step_times['Adam'] / _step_times['SGD
 # the buffers.
 
 # %% [markdown]
-# ### Time per step
-#
-# Each update is a handful of whole-tensor operations, each a full pass over memory with
-# almost no arithmetic per byte: the optimizer step is **memory-bound**. Plain SGD is one
-# scaled add (two numpy passes in our implementation: `alpha * grad`, then the add);
-# momentum adds the buffer update; Adam is about a dozen passes. Measured on the MLP above
-# (median of several steps):
-
-# %%
-from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
-
-
-_step_times = {}
-for _name, _factory in _factories.items():
-    _model = make_mlp()
-    give_grads(_model)
-    _opt = _factory(_model.parameters())
-    _step_times[_name] = median_time(_opt.step)
-    _traffic = training_memory(_opt)["params"]
-    print(f"{_name:15s} {_step_times[_name] * 1e3:7.2f} ms per step   "
-          f"(~{_traffic / _step_times[_name] / 1e9:5.2f} GB of weights updated per second)")
-
-# %% [markdown]
 # ## 9. How PyTorch does it
 #
 # - **Same structure.** `torch.optim.Optimizer` has `param_groups`, `state` (a

@@ -2097,8 +2097,8 @@ print(f"digits MLP on the test set: float32 {median_time(lambda: float_model(X_t
 # <details><summary>Why (open after you have compared your prediction)</summary>
 #
 # Expect the int8 path to be *slower* on numpy, typically by a large factor (ten or more
-# on a large layer; the printed ratio is this machine's, and BLAS threads, the numpy build
-# and the machine's load move it). The integer matmul is the culprit, not the arithmetic:
+# on a large layer; the printed ratio is this machine's, measured with one thread on each
+# side, since `median_time` pins BLAS; the numpy build and the processor move it). The integer matmul is the culprit, not the arithmetic:
 # the same integers multiplied as float32 go through BLAS at float speed, and the result
 # is **exact**, since every partial sum stays below $2^{24}$, float32's limit for exact
 # integers (with `in` = 512 and every $|q| \le 128$, symmetric weights included, it cannot

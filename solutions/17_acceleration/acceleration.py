@@ -456,11 +456,30 @@ print(f"numpy, unfused: {_t_unfused * 1e3:.2f} ms | fused numba kernel: {_t_fuse
       predicted_fusion_speedup if predicted_fusion_speedup is not None else "none given")
 
 # %% [markdown]
-# The fused kernel should win: it touches memory twice per element instead of about a dozen
-# times, and with `prange` it can use every core (numpy's ufuncs use one). By how much depends
-# on the machine: with many cores and a slow memory the ratio reaches several times; with
-# few cores, or under load from other processes, it can be close to 1, because the erf
-# evaluation, which costs the same in both, then dominates.
+# Every timing in this notebook runs on **one thread**: `median_time` pins numpy's BLAS and
+# numba's parallel loops to one thread while it measures (`pinned_threads` in
+# `tinytorch.utils.timing`), so that a busy machine slows both sides of a comparison
+# alike. The fused kernel should still win, on one core against one core: it touches
+# memory twice per element instead of about a dozen times. By how much depends on the
+# processor: the erf evaluation costs the same in both, and the slower it is next to a
+# memory access, the closer the ratio comes to 1.
+#
+# What `prange` adds on top is the number of cores. The cell below times the fused kernel
+# with 1, 2, ... threads, up to the cores numba may use on this machine.
+
+# %%
+import numba
+
+_scaling = {n: median_time(lambda: bias_gelu(_X, _B), threads=n)
+            for n in range(1, min(numba.config.NUMBA_NUM_THREADS, 8) + 1)}
+print("bias_gelu with n threads: " + ", ".join(f"{n}: {t * 1e3:.2f} ms ({_scaling[1] / t:.1f}x)"
+                                              for n, t in _scaling.items()))
+
+# %% [markdown]
+# Expect the time to fall as threads are added while cores are idle, by less than the
+# number of threads (the cores share one memory bus, and each call wakes the workers),
+# and to stop falling, or rise, once the threads outnumber the cores that are free: on a
+# machine that other processes keep busy, even two threads can be slower than one.
 #
 # ## 3. A parallel reduction without races
 #
@@ -685,8 +704,8 @@ print(f"measured t(ijk)/t(ikj) = {_times['ijk'] / _times['ikj']:.1f} | your pred
 # L2 cache, so there is little reuse left to win, while the tile loops and row slices cost
 # something; blocking pays off once B no longer fits (try n = 2048). Expect numpy's BLAS to stay
 # ahead of both: it packs tiles into a layout made for the SIMD units, keeps a small block of
-# C in registers, and is tuned per processor. How far ahead depends on the processor, its
-# cache sizes, the number of cores numba can use and BLAS's own threads.
+# C in registers, and is tuned per processor. How far ahead depends on the processor and
+# its cache sizes: all four ran on one thread, one core against one core.
 #
 # ## 5. im2col, compiled
 #
@@ -790,12 +809,12 @@ print(f"sum of {_imgs.size:,} floats: parallel_sum {_t_nb_sum * 1e3:.2f} ms | np
 # %% [markdown]
 # Both im2col versions are a gather: they read each input pixel about nine times and write
 # nine times as many floats as they read, so both are limited by memory and land within a
-# small factor of each other; which one wins depends on the cache sizes and the number of
-# cores `prange` gets. The explicit loop has one advantage numpy's views lack: it could
+# small factor of each other; which one wins depends on the cache sizes (both ran on one
+# thread). The explicit loop has one advantage numpy's views lack: it could
 # fuse more work (the padding, a dtype cast, the next layer's layout) into the same pass.
-# The parallel sum may well lose to `np.sum` on this small array (half a megabyte): waking
-# the worker threads costs tens of microseconds, as much as summing it; it wins on arrays
-# large enough, and on machines with cores to spare.
+# On one thread the parallel sum does what `np.sum` does plus the bookkeeping of its
+# chunks, so expect it about as fast or a little slower; with more threads, on an array
+# large enough that waking the workers (tens of microseconds) is paid back, it pulls ahead.
 
 # %% [markdown]
 # ## 6. The roofline: which kernels are limited by memory, which by arithmetic?
@@ -808,9 +827,10 @@ print(f"sum of {_imgs.size:,} floats: parallel_sum {_t_nb_sum * 1e3:.2f} ms | np
 # machine. An $n \times n$ matmul does $2n^3$ FLOPs on at least $3 \cdot 4n^2$ bytes
 # ($I = n/6$): compute-bound once $n$ is large, *if* the kernel reuses data from cache.
 #
-# This machine's two numbers, measured: the bandwidth with a large copy (each byte read once
-# and written once), the peak with numpy's BLAS matmul (the best kernel available here; the
-# processor's data-sheet peak is higher still).
+# This machine's two numbers for one core, measured on one thread like everything else: the
+# bandwidth with a large copy (each byte read once and written once), the peak with
+# numpy's BLAS matmul (the best kernel available here; the processor's data-sheet peak is
+# higher still, and all its cores together reach more of both).
 
 # %%
 predicted_bandwidth_gbs = None  # your number: GB/s for a large copy on this machine
@@ -857,7 +877,7 @@ def draw_roofline(ax, points):
         ax.loglog(i, f / 1e9, mk, ms=8, label=f"{name}: {f / 1e9:.1f} GFLOP/s")
     ax.set_xlabel("arithmetic intensity (FLOP per byte)")
     ax.set_ylabel("GFLOP/s (measured)")
-    ax.set_title(f"Roofline of this machine: {BANDWIDTH / 1e9:.0f} GB/s, {PEAK / 1e9:.0f} GFLOP/s")
+    ax.set_title(f"Roofline of one core of this machine: {BANDWIDTH / 1e9:.0f} GB/s, {PEAK / 1e9:.0f} GFLOP/s")
     ax.legend(fontsize=7, loc="upper left", framealpha=0.9)
     ax.grid(True, which="both", alpha=0.2)
 

@@ -145,6 +145,7 @@ print(f"median {_q50:.1f} µs, IQR {_q75 - _q25:.1f} µs ({(_q75 - _q25) / _q50:
 Measurement (median, IQR, mean of per-run times), a paired comparison of two workloads
 (interleaved, the median of per-pair ratios), the environment record, Compare (a results
 table) and a plot. It refuses to report a workload that did not run."""
+import functools
 import math
 import os
 import platform
@@ -152,6 +153,8 @@ import sys
 import time
 import types
 from dataclasses import dataclass
+
+from tinytorch.utils.timing import pinned_threads
 
 __all__ = ["BenchmarkError", "quantile", "Measurement", "split_outliers", "Timer", "compare",
            "PairedComparison", "environment", "Compare", "plot", "MIN_BLOCKS"]
@@ -491,7 +494,9 @@ class Timer:
 
     Timer(stmt, label=None, sub_label=None, description=None, timer=time.perf_counter,
     num_threads=1): `timer` is the clock, a function returning seconds (inject a fake one in
-    tests); `num_threads` is recorded (set the thread counts yourself, before the imports).
+    tests); `num_threads` is how many threads BLAS and numba may use while timeit,
+    blocked_autorange and adaptive_autorange measure (torch's Timer sets torch's the same
+    way), and it is recorded in the Measurement.
     """
 
     def __init__(self, stmt, label=None, sub_label=None, description=None, timer=time.perf_counter,
@@ -674,7 +679,9 @@ Timer.adaptive_autorange = adaptive_autorange
 
 # %% [markdown]
 # The provided parts of `Timer`: the block size, the Measurement with its labels and the
-# environment record (section 9), and torch's two simpler entry points. `timeit(number)` is
+# environment record (section 9), torch's two simpler entry points, and the thread limit:
+# all three entry points measure with BLAS and numba pinned to the Timer's `num_threads`
+# (one by default), so that a machine's other load slows every workload alike. `timeit(number)` is
 # one warm-up call and one block; `blocked_autorange(min_run_time)` runs blocks until
 # `min_run_time` is spent, whatever the spread: your loop with an infinite threshold.
 
@@ -719,10 +726,20 @@ def blocked_autorange(self, min_run_time=0.2, warmup=1):
     return self.adaptive_autorange(math.inf, min_run_time=min_run_time, max_run_time=math.inf, warmup=warmup)
 
 
+def _with_threads(method):
+    """`method` run with BLAS and numba limited to the Timer's num_threads."""
+    @functools.wraps(method)
+    def pinned(self, *args, **kwargs):
+        with pinned_threads(self.num_threads):
+            return method(self, *args, **kwargs)
+    return pinned
+
+
 Timer._estimate_block_size = _estimate_block_size
 Timer._measurement = _measurement
-Timer.timeit = timeit
-Timer.blocked_autorange = blocked_autorange
+Timer.adaptive_autorange = _with_threads(adaptive_autorange)
+Timer.timeit = _with_threads(timeit)
+Timer.blocked_autorange = _with_threads(blocked_autorange)
 Timer.__repr__ = lambda self: f"Timer({self.title})"
 
 # %% [markdown]
@@ -1146,8 +1163,8 @@ print(compare(lambda: _tx @ _tx, lambda: _x @ _x, rounds=21, label=f"matmul {_n}
 
 # %% [markdown]
 # Numpy's figure depends on the BLAS (OpenBLAS, MKL, Accelerate), on how many threads it may
-# use (`OPENBLAS_NUM_THREADS`), on the CPU's vector units and on the other load: a modern
-# core reaches tens of GFLOP/s in float32 on one thread, and more with several. The ratio at
+# use (here one: the Timer pins it), on the CPU's vector units and on the other load: a
+# modern core reaches tens of GFLOP/s in float32 on one thread, and more with several. The ratio at
 # $n = 32$ is mostly tinytorch's per-op overhead: the product itself takes a few microseconds
 # in numpy, and every layer of Python around it shows. At $n = 256$ (the second line) the
 # arithmetic dominates and the ratio is expected much closer to 1. All of these figures are

@@ -147,6 +147,7 @@ from tinytorch.nn import prune
 from tinytorch.optim import Adam
 from tinytorch.training import evaluate, fit
 from tinytorch.utils.benchmark import Measurement, Timer
+from tinytorch.utils.timing import pinned_threads
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency",
@@ -265,7 +266,7 @@ class NumbaConv2d(nn.Module):
             raise ValueError("NumbaConv2d: the numba im2col takes one stride and one padding for both axes")
         n, _, h, w = a.shape
         h_out, w_out = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
-        with _numba_threads(self.num_threads):
+        with pinned_threads(self.num_threads):
             cols = cpu_kernels.im2col(a, kh, kw, sh, ph)                      # (N, C*kh*kw, L)
             cols2d = np.ascontiguousarray(cols.transpose(1, 0, 2).reshape(cols.shape[1], -1))
             out = cpu_kernels.matmul_blocked(self._w2d, cols2d)               # (C_out, N*L)
@@ -280,22 +281,6 @@ class NumbaConv2d(nn.Module):
 
 def _pair(v):
     return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
-
-
-class _numba_threads:
-    """Run numba's parallel loops on `n` threads inside the block, then restore the setting."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __enter__(self):
-        import numba
-        self.old = numba.get_num_threads()
-        numba.set_num_threads(min(self.n, numba.config.NUMBA_NUM_THREADS))
-
-    def __exit__(self, *exc):
-        import numba
-        numba.set_num_threads(self.old)
 
 
 # %% [markdown]
@@ -317,7 +302,7 @@ class NumbaLinear(nn.Module):
 
     def forward(self, x):
         a = np.ascontiguousarray(x.numpy().reshape(-1, self.in_features), dtype=self._wt.dtype)
-        with _numba_threads(self.num_threads):
+        with pinned_threads(self.num_threads):
             out = cpu_kernels.matmul_blocked(a, self._wt)
         if self.bias is not None:
             out = out + self.bias.numpy()
@@ -362,7 +347,7 @@ _t = {}
 for _n in sorted({1, _all}):
     _m_n = accelerate(model, _n)
     _m_n(test_set.data[:64])                       # compile (first time) and warm up
-    _t[_n] = median_time(lambda: _m_n(test_set.data[:64]), repeats=9)
+    _t[_n] = median_time(lambda: _m_n(test_set.data[:64]), repeats=9, threads=None)  # the layer sets its own
 print("numba forward of a batch of 64: " + ", ".join(f"{n} thread(s) {s * 1e3:.2f} ms" for n, s in _t.items()))
 
 # %% [markdown]

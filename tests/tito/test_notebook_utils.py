@@ -1,7 +1,9 @@
 """Helpers the notebooks share: timing and the optional PyTorch comparison."""
 import pytest
 
-from tinytorch.utils.timing import median_time
+from threadpoolctl import threadpool_info
+
+from tinytorch.utils.timing import median_time, pinned_threads, time_samples
 
 
 def test_median_time_warms_up_then_times_each_repeat():
@@ -14,6 +16,29 @@ def test_median_time_warms_up_then_times_each_repeat():
 def test_median_time_needs_a_repeat():
     with pytest.raises(ValueError, match="at least one timed repeat"):
         median_time(lambda: None, repeats=0)
+
+
+def _blas_threads():
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_timings_run_with_one_blas_and_numba_thread_and_restore_the_limits():
+    import numba
+    before_blas, before_numba = _blas_threads(), numba.get_num_threads()
+    assert before_blas, "numpy's BLAS should be visible to threadpoolctl"
+    seen = []
+    time_samples(lambda: seen.append((_blas_threads(), numba.get_num_threads())), repeats=2, warmup=0)
+    assert seen == [([1] * len(before_blas), 1)] * 2, f"(BLAS threads, numba threads) while timing: {seen}"
+    assert (_blas_threads(), numba.get_num_threads()) == (before_blas, before_numba), "the limits come back"
+    seen.clear()
+    time_samples(lambda: seen.append(_blas_threads()), repeats=1, warmup=0, threads=None)
+    assert seen == [before_blas], "threads=None leaves the limits as they were"
+
+
+def test_pinned_threads_needs_a_thread():
+    with pytest.raises(ValueError, match="at least one"):
+        with pinned_threads(0):
+            pass
 
 
 def test_optional_torch_is_none_with_a_note_when_missing(monkeypatch, capsys):

@@ -43,3 +43,14 @@ def test_stub_names_function_and_notebook():
     assert messages
     for message in messages:
         assert re.match(r"^[\w.]+\(\) is not implemented yet: write it in modules/\d\d_\w+/\w+\.ipynb", message), message
+
+
+def test_a_heading_repeated_in_one_notebook_is_reported():
+    from tito.release import repeated_headings
+
+    nb = jupytext.reads("# %% [markdown]\n# ## 1. Time per step\n#\n# text\n\n# %%\nx = 1\n\n"
+                        "# %% [markdown]\n# ### Time   per step\n\n# %% [markdown]\n# ## 1. Time per step\n",
+                        fmt="py:percent")
+    assert repeated_headings(nb) == ["## 1. Time per step"]
+    for module in available_modules():
+        assert repeated_headings(jupytext.read(module.solution_path)) == [], module.slug

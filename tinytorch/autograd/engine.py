@@ -553,7 +553,7 @@ def _getitem_backward(node, grad):
     raise NotImplementedError('_getitem_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 39 --
+# -- cell 41 --
 def _storage_positions(shape, strides, offset):
     """The storage position of every element of a layout, as an int array of `shape`."""
     pos = np.full(tuple(shape), offset, dtype=np.int64)
@@ -573,7 +573,7 @@ def _as_strided_backward(node, grad):
     return (per_cell[in_pos] / np.maximum(count[in_pos], 1),)
 
 
-# -- cell 42 (linear-weight-grad) --
+# -- cell 44 (linear-weight-grad) --
 def linear_weight_grad(a, g):
     """The gradient of W in Y = A @ W, where A has batch dims and W is one matrix.
 
@@ -589,7 +589,7 @@ def linear_weight_grad(a, g):
     raise NotImplementedError('linear_weight_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 45 (rules-reductions) --
+# -- cell 47 (rules-reductions) --
 @backward_rule("sum")
 def _sum_backward(node, grad):
     """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints, every dim of x
@@ -624,7 +624,55 @@ def _matmul_backward(node, grad):
     raise NotImplementedError('_matmul_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 46 --
+# -- cell 51 (rules-more-ops) --
+@backward_rule("cumsum")
+def _cumsum_backward(node, grad):
+    """y = x.cumsum(dim) (attrs: dim, a non-negative int). Returns (grad_x,), x's shape."""
+    # Idea: which outputs y[j] contain x[i]?
+    # YOUR CODE HERE
+    raise NotImplementedError('_cumsum_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
+
+
+@backward_rule("sort", "topk")
+def _topk_backward(node, grad):
+    """values = x.topk(k, dim) or x.sort(dim).values (attrs: dim; indices, the numpy int
+    array of chosen positions along dim, the shape of values). Returns (grad_x,), x's shape."""
+    # Idea: each value came from one input position; the others get zero.
+    # YOUR CODE HERE
+    raise NotImplementedError('_topk_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
+
+
+# -- cell 56 --
+@backward_rule("tril", "triu")
+def _tri_backward(node, grad):
+    keep = np.tril if node.op == "tril" else np.triu
+    return (keep(grad, node.attrs["diagonal"]),)
+
+
+@backward_rule("maximum", "minimum")
+def _maximum_backward(node, grad):
+    a, b = node.inputs
+    av, bv = a.numpy(), b.numpy()
+    wins = (av > bv) if node.op == "maximum" else (av < bv)
+    share = np.where(av == bv, 0.5, np.where(wins, 1.0, 0.0)).astype(grad.dtype)
+    ga = unbroadcast(grad * share, a.shape) if a.requires_grad else None
+    gb = unbroadcast(grad * (1 - share), b.shape) if b.requires_grad else None
+    return ga, gb
+
+
+@backward_rule("flip")
+def _flip_backward(node, grad):
+    dims = node.attrs["dims"]
+    return (np.flip(grad, dims).copy() if dims else grad,)
+
+
+@backward_rule("roll")
+def _roll_backward(node, grad):
+    shifts, dims = node.attrs["shifts"], node.attrs["dims"]
+    back = tuple(-s for s in shifts)
+    return (np.roll(grad, back if dims else back[0], dims),)
+
+
 def _keep_reduced(arr, attrs):
     """A reduction's output or gradient with the reduced dims put back as size 1."""
     return arr if attrs["keepdim"] else np.expand_dims(arr, attrs["dim"])
@@ -659,56 +707,7 @@ def _stack_backward(node, grad):
     return tuple(np.moveaxis(grad, node.attrs["dim"], 0))
 
 
-# -- cell 50 (rules-more-ops) --
-@backward_rule("cumsum")
-def _cumsum_backward(node, grad):
-    """y = x.cumsum(dim) (attrs: dim, a non-negative int). Returns (grad_x,), x's shape."""
-    # Idea: which outputs y[j] contain x[i]?
-    # YOUR CODE HERE
-    raise NotImplementedError('_cumsum_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
-
-
-@backward_rule("sort", "topk")
-def _topk_backward(node, grad):
-    """values = x.topk(k, dim) or x.sort(dim).values (attrs: dim; indices, the numpy int
-    array of chosen positions along dim, the shape of values). Returns (grad_x,), x's shape."""
-    # Idea: each value came from one input position; the others get zero.
-    # YOUR CODE HERE
-    raise NotImplementedError('_topk_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
-
-
-# -- cell 52 --
-@backward_rule("tril", "triu")
-def _tri_backward(node, grad):
-    keep = np.tril if node.op == "tril" else np.triu
-    return (keep(grad, node.attrs["diagonal"]),)
-
-
-@backward_rule("maximum", "minimum")
-def _maximum_backward(node, grad):
-    a, b = node.inputs
-    av, bv = a.numpy(), b.numpy()
-    wins = (av > bv) if node.op == "maximum" else (av < bv)
-    share = np.where(av == bv, 0.5, np.where(wins, 1.0, 0.0)).astype(grad.dtype)
-    ga = unbroadcast(grad * share, a.shape) if a.requires_grad else None
-    gb = unbroadcast(grad * (1 - share), b.shape) if b.requires_grad else None
-    return ga, gb
-
-
-@backward_rule("flip")
-def _flip_backward(node, grad):
-    dims = node.attrs["dims"]
-    return (np.flip(grad, dims).copy() if dims else grad,)
-
-
-@backward_rule("roll")
-def _roll_backward(node, grad):
-    shifts, dims = node.attrs["shifts"], node.attrs["dims"]
-    back = tuple(-s for s in shifts)
-    return (np.roll(grad, back if dims else back[0], dims),)
-
-
-# -- cell 57 (rules-nn) --
+# -- cell 59 (rules-nn) --
 @backward_rule("relu")
 def _relu_backward(node, grad):
     """y = max(x, 0).
@@ -754,7 +753,7 @@ def _log_softmax_backward(node, grad):
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 59 (rules-nll) --
+# -- cell 61 (rules-nll) --
 @backward_rule("nll_loss")
 def _nll_loss_backward(node, grad):
     """loss = nll_loss(logp, target, weight, ignore_index, reduction).
@@ -773,7 +772,7 @@ def _nll_loss_backward(node, grad):
     raise NotImplementedError('_nll_loss_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 60 --
+# -- cell 62 --
 @backward_rule("leaky_relu")
 def _leaky_relu_backward(node, grad):
     x = node.inputs[0].numpy()
@@ -845,7 +844,7 @@ def _bce_with_logits_backward(node, grad):
     return (_pointwise_loss_grad(grad, dx, reduction), _pointwise_loss_grad(grad, dy, reduction))
 
 
-# -- cell 68 --
+# -- cell 70 --
 class FunctionCtx:
     """What a Function's forward leaves for its backward (the `ctx` of torch.autograd.Function)."""
 
@@ -915,7 +914,7 @@ def _function_backward(node, grad):
                  for g, t in zip(grads, ctx._is_tensor) if t)
 
 
-# -- cell 72 (softplus-function) --
+# -- cell 74 (softplus-function) --
 class Softplus(Function):
     """softplus(x) = log(1 + exp(x)) as one op: `Softplus.apply(x)`.
 
@@ -941,7 +940,7 @@ class Softplus(Function):
         raise NotImplementedError('Softplus.backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 80 (logsumexp-function) --
+# -- cell 84 (logsumexp-function) --
 class LogSumExp(Function):
     """log(sum(exp(x), dim)) as one op: `LogSumExp.apply(x, dim, keepdim)` (torch.logsumexp).
 
@@ -973,7 +972,7 @@ def logsumexp(x, dim, keepdim=False):
     return LogSumExp.apply(x, dim, keepdim)
 
 
-# -- cell 86 --
+# -- cell 90 --
 def _short(value, limit=40):
     if isinstance(value, np.ndarray):
         return f"<array {value.shape}>"
@@ -1042,7 +1041,7 @@ def format_graph(tensor, names=None, max_depth=25):
     return "\n".join(lines)
 
 
-# -- cell 88 --
+# -- cell 92 --
 def print_graph(tensor, names=None, max_depth=25):
     """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
     print(format_graph(tensor, names, max_depth))

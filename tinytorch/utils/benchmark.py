@@ -7,6 +7,7 @@
 Measurement (median, IQR, mean of per-run times), a paired comparison of two workloads
 (interleaved, the median of per-pair ratios), the environment record, Compare (a results
 table) and a plot. It refuses to report a workload that did not run."""
+import functools
 import math
 import os
 import platform
@@ -14,6 +15,8 @@ import sys
 import time
 import types
 from dataclasses import dataclass
+
+from tinytorch.utils.timing import pinned_threads
 
 __all__ = ["BenchmarkError", "quantile", "Measurement", "split_outliers", "Timer", "compare",
            "PairedComparison", "environment", "Compare", "plot", "MIN_BLOCKS"]
@@ -136,7 +139,9 @@ class Timer:
 
     Timer(stmt, label=None, sub_label=None, description=None, timer=time.perf_counter,
     num_threads=1): `timer` is the clock, a function returning seconds (inject a fake one in
-    tests); `num_threads` is recorded (set the thread counts yourself, before the imports).
+    tests); `num_threads` is how many threads BLAS and numba may use while timeit,
+    blocked_autorange and adaptive_autorange measure (torch's Timer sets torch's the same
+    way), and it is recorded in the Measurement.
     """
 
     def __init__(self, stmt, label=None, sub_label=None, description=None, timer=time.perf_counter,
@@ -229,10 +234,20 @@ def blocked_autorange(self, min_run_time=0.2, warmup=1):
     return self.adaptive_autorange(math.inf, min_run_time=min_run_time, max_run_time=math.inf, warmup=warmup)
 
 
+def _with_threads(method):
+    """`method` run with BLAS and numba limited to the Timer's num_threads."""
+    @functools.wraps(method)
+    def pinned(self, *args, **kwargs):
+        with pinned_threads(self.num_threads):
+            return method(self, *args, **kwargs)
+    return pinned
+
+
 Timer._estimate_block_size = _estimate_block_size
 Timer._measurement = _measurement
-Timer.timeit = timeit
-Timer.blocked_autorange = blocked_autorange
+Timer.adaptive_autorange = _with_threads(adaptive_autorange)
+Timer.timeit = _with_threads(timeit)
+Timer.blocked_autorange = _with_threads(blocked_autorange)
 Timer.__repr__ = lambda self: f"Timer({self.title})"
 
 
