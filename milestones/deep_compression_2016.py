@@ -10,13 +10,17 @@ sparsely; removing whole neurons keeps the layers dense, so the savings are real
 
 Run it with `tito milestone run deep_compression` (or: python milestones/deep_compression_2016.py).
 """
+import json
+import os
 import sys
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
+from tqdm import tqdm  # noqa: E402
 
 import tinytorch  # noqa: E402
 from tinytorch import nn  # noqa: E402
@@ -25,13 +29,13 @@ from tinytorch.compression import model_bytes, prune_neurons  # noqa: E402
 from tinytorch.data import DataLoader, Digits, Generator, TensorDataset  # noqa: E402
 from tinytorch.optim import Adam  # noqa: E402
 from tinytorch.training import evaluate, train_epoch  # noqa: E402
-from _shared import OUT, progress, report  # noqa: E402  (milestones/_shared.py)
 
 TITLE = "Deep compression: prune and quantize a trained network"
 YEAR = 2016
 MODULES = ["01_tensor", "02_activations", "03_layers", "04_losses", "05_dataloader", "06_autograd",
            "07_optimizers", "08_training", "15_quantization", "16_compression"]
 TARGET = "at least 8x fewer bytes than the float model, test accuracy at most 2 points below it"
+OUT = Path(os.environ.get("TINYTORCH_MILESTONES_OUT") or Path(__file__).resolve().parents[1] / "build" / "milestones")
 EPOCHS, FINE_TUNE = 10, 3
 
 
@@ -48,7 +52,7 @@ def main():
     tinytorch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
     curve = []  # (phase, test accuracy) after each epoch
-    bar = progress(total=(EPOCHS + FINE_TUNE) * len(train_loader), desc="deep compression", unit="batch")
+    bar = tqdm(total=(EPOCHS + FINE_TUNE) * len(train_loader), desc="deep compression", unit="batch", disable=None)
     optimizer = Adam(model.parameters(), lr=2e-3)
     for _ in range(EPOCHS):
         train_epoch(model, loss_fn, optimizer, train_loader, progress=bar)
@@ -96,7 +100,16 @@ def main():
 
     result = (f"{ratio:.1f}x fewer bytes ({float_bytes:,d} -> {nbytes:,d}), test accuracy "
               f"{100 * acc:.1f}% against the float model's {100 * float_acc:.1f}%")
-    return report("deep_compression", TARGET, result, met, plot)
+    return report("deep_compression", result, met, plot)
+
+
+def report(name, result, met, plot):
+    """Print the result against the target, say where the plot is, and leave a record for tito."""
+    print(f"target: {TARGET}")
+    print(f"result: {result}  {'✓ target met' if met else '✗ target missed'}")
+    print(f"plot:   {plot}")
+    (OUT / f"{name}.json").write_text(json.dumps({"result": result, "met": met, "plot": str(plot)}))
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@ No gradients, no loss: just your Tensor and your Linear layer.
 
 Run it with `tito milestone run perceptron` (or plainly: python milestones/perceptron_1958.py).
 """
+import json
+import os
 import sys
+from pathlib import Path
 
 import matplotlib
 
@@ -16,15 +19,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
 
 import tinytorch  # noqa: E402
 from tinytorch import nn  # noqa: E402
-from _shared import OUT, progress, report  # noqa: E402  (milestones/_shared.py)
 
 TITLE = "Rosenblatt's perceptron learns a separating line"
 YEAR = 1958
 MODULES = ["01_tensor", "03_layers"]
 TARGET = "training accuracy = 100% (every point on its side of the line)"
+OUT = Path(os.environ.get("TINYTORCH_MILESTONES_OUT") or Path(__file__).resolve().parents[1] / "build" / "milestones")
 EPOCHS = 20
 
 
@@ -48,7 +52,7 @@ def main():
     mistakes, accuracies = [], []
     order = np.random.default_rng(1).permutation(len(x))
     inputs = tinytorch.tensor(x)
-    bar = progress(range(EPOCHS), desc="perceptron", unit="epoch")
+    bar = tqdm(range(EPOCHS), desc="perceptron", unit="epoch", disable=None)
     for _ in bar:
         wrong = 0
         for i in order:
@@ -89,7 +93,16 @@ def main():
     plt.close(fig)
 
     result = f"training accuracy {100 * acc:.1f}% after {len(mistakes)} epochs ({sum(mistakes)} updates)"
-    return report("perceptron", TARGET, result, met, plot)
+    return report("perceptron", result, met, plot)
+
+
+def report(name, result, met, plot):
+    """Print the result against the target, say where the plot is, and leave a record for tito."""
+    print(f"target: {TARGET}")
+    print(f"result: {result}  {'✓ target met' if met else '✗ target missed'}")
+    print(f"plot:   {plot}")
+    (OUT / f"{name}.json").write_text(json.dumps({"result": result, "met": met, "plot": str(plot)}))
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

@@ -9,14 +9,18 @@ It then writes a fable of its own: shaped like English, not yet spelled like it.
 
 Run it with `tito milestone run transformer` (or plainly: python milestones/transformer_2017.py).
 """
+import json
 import math
+import os
 import sys
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
 
 import tinytorch  # noqa: E402
 from tinytorch import nn  # noqa: E402
@@ -25,7 +29,6 @@ from tinytorch.nn.utils import clip_grad_norm_  # noqa: E402
 from tinytorch.optim import AdamW  # noqa: E402
 from tinytorch.optim.lr_scheduler import LambdaLR  # noqa: E402
 from tinytorch.text import CharTokenizer, encode_corpus, get_batch  # noqa: E402
-from _shared import OUT, progress, report  # noqa: E402  (milestones/_shared.py)
 
 TITLE = "A small transformer learns to write fables"
 YEAR = 2017
@@ -33,6 +36,7 @@ MODULES = ["01_tensor", "02_activations", "03_layers", "04_losses", "05_dataload
            "07_optimizers", "08_training", "10_tokenization", "11_embeddings", "12_attention",
            "13_transformers"]
 TARGET = "validation loss <= 2.5 nats/char (guessing by character frequency alone: about 3.1)"
+OUT = Path(os.environ.get("TINYTORCH_MILESTONES_OUT") or Path(__file__).resolve().parents[1] / "build" / "milestones")
 STEPS = 200  # the training length: 1,000-2,000 steps write nicer fables (minutes, not seconds)
 BATCH, WARMUP, PEAK_LR = 32, 20, 3e-3
 
@@ -60,7 +64,7 @@ def main():
     scheduler = LambdaLR(optimizer, lr_factor)
     batches = Generator().manual_seed(0)
     losses = []
-    bar = progress(range(STEPS), desc="transformer", unit="step")
+    bar = tqdm(range(STEPS), desc="transformer", unit="step", disable=None)
     model.train()
     for step in bar:
         xb, yb = get_batch(train_data, config.block_size, BATCH, batches)
@@ -100,7 +104,7 @@ def main():
 
     result = (f"validation loss {val:.3f} nats/char after {STEPS} steps (character frequencies: "
               f"{unigram:.3f}, uniform: {math.log(tok.vocab_size):.3f})")
-    return report("transformer", TARGET, result, met, plot)
+    return report("transformer", result, met, plot)
 
 
 def estimate_loss(model, data, block_size, batches=8, seed=123):
@@ -111,6 +115,15 @@ def estimate_loss(model, data, block_size, batches=8, seed=123):
         losses = [model(*get_batch(data, block_size, BATCH, g))[1].item() for _ in range(batches)]
     model.train()
     return float(np.mean(losses))
+
+
+def report(name, result, met, plot):
+    """Print the result against the target, say where the plot is, and leave a record for tito."""
+    print(f"target: {TARGET}")
+    print(f"result: {result}  {'✓ target met' if met else '✗ target missed'}")
+    print(f"plot:   {plot}")
+    (OUT / f"{name}.json").write_text(json.dumps({"result": result, "met": met, "plot": str(plot)}))
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

@@ -8,23 +8,27 @@ backwards through it (backpropagation). Here it is with your autograd and your S
 
 Run it with `tito milestone run xor` (or plainly: python milestones/xor_1986.py).
 """
+import json
+import os
 import sys
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
 
 import tinytorch  # noqa: E402
 from tinytorch import nn  # noqa: E402
 from tinytorch.optim import SGD  # noqa: E402
-from _shared import OUT, progress, report  # noqa: E402  (milestones/_shared.py)
 
 TITLE = "Backpropagation learns XOR"
 YEAR = 1986
 MODULES = ["01_tensor", "02_activations", "03_layers", "04_losses", "06_autograd", "07_optimizers"]
 TARGET = "all 4 XOR cases right, mean squared error <= 0.05"
+OUT = Path(os.environ.get("TINYTORCH_MILESTONES_OUT") or Path(__file__).resolve().parents[1] / "build" / "milestones")
 STEPS = 500
 
 
@@ -37,7 +41,7 @@ def main():
     loss_fn = nn.MSELoss()
     optimizer = SGD(model.parameters(), lr=2.0, momentum=0.9)
     losses = []
-    bar = progress(range(STEPS), desc="xor", unit="step")
+    bar = tqdm(range(STEPS), desc="xor", unit="step", disable=None)
     for step in bar:
         loss = loss_fn(model(x), y)
         optimizer.zero_grad()
@@ -78,7 +82,16 @@ def main():
     plt.close(fig)
 
     result = f"{right}/4 cases right, mean squared error {mse:.4f} after {STEPS} steps"
-    return report("xor", TARGET, result, met, plot)
+    return report("xor", result, met, plot)
+
+
+def report(name, result, met, plot):
+    """Print the result against the target, say where the plot is, and leave a record for tito."""
+    print(f"target: {TARGET}")
+    print(f"result: {result}  {'✓ target met' if met else '✗ target missed'}")
+    print(f"plot:   {plot}")
+    (OUT / f"{name}.json").write_text(json.dumps({"result": result, "met": met, "plot": str(plot)}))
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

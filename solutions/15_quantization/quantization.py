@@ -355,6 +355,10 @@ assert_equal(_s, _f([0.011764706, 0.039215688, EPS]),
              "per-channel scales (PyTorch's); the all-zero channel gets the floor EPS, not 0")
 assert_equal(_z, np.array([42, -77, -128]), "per-channel zero points (PyTorch's), with the all-zero channel's at q_min")
 assert_equal((_s.dtype, _z.dtype), (np.dtype(np.float32), np.dtype(np.int64)), "per-channel dtypes (float32, int64)")
+_s, _z = _calculate_qparams(_f(-1e-9), _f(1e-8), symmetric=False)
+assert_equal((float(_s), int(_z)), (float(np.float32(EPS)), -128),
+             "affine [-1e-9, 1e-8], a range narrower than EPS steps: (scale, zero point), PyTorch's. The scale is "
+             "floored at EPS, and the zero point must be the one of that floored scale (0.0 on the grid you return)")
 assert_raises(ValueError, _calculate_qparams, _f(2.0), _f(1.0), False, match="min")
 print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {float(_TORCH_QPARAMS[0][3]):.6f}, zero point -64")
 
@@ -821,10 +825,15 @@ _obs = MinMaxObserver()
 assert_raises(RuntimeError, _obs.calculate_qparams, match="no data")
 _b1 = np.array([[0.5, 2.0], [-1.0, 1.0]], dtype=np.float32)
 _b2 = np.array([[0.0, 0.5], [3.0, -0.5]], dtype=np.float32)
-assert_equal(_obs(Tensor(_b1)), _b1, "the observer returns its input unchanged")
+_t1 = Tensor(_b1)
+_back = _obs(_t1)
+check(_back is _t1, "the observer returns its input unchanged: the very object it was given (a Tensor stays a "
+      "Tensor, so the next layer gets what it would have got without the observer)", got=type(_back).__name__)
 _obs(_b2)
 assert_equal((float(_obs.min_val), float(_obs.max_val)), (-1.0, 3.0),
              "running (min, max) over both batches, not the last one's (-0.5, 3.0)")
+assert_equal((np.asarray(_obs.min_val).dtype, np.asarray(_obs.max_val).dtype), (np.dtype(np.float32),) * 2,
+             "dtypes of the running min_val and max_val (float32 numpy values: PyTorch's observers keep float32)")
 _obs(np.array([0.1], dtype=np.float32))
 assert_equal((float(_obs.min_val), float(_obs.max_val)), (-1.0, 3.0), "a batch inside the range changes nothing")
 _s, _z = _obs.calculate_qparams()
@@ -1057,8 +1066,7 @@ def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, w_zero_point, bias=No
     shifted integers) is exact for any int8 inputs and zero points and `in` up to 2^15
     (so that it fits an int32), also where it exceeds float32's exact integers (2^24): with
     scales 1, zero points 0 and no bias the output is that exact integer sum, rounded once
-    to float32. As in an int8
-    kernel, the only computation on the whole (..., in) input or (out, in) weight is a
+    to float32. As in an int8 kernel, the only computation on the whole (..., in) input or (out, in) weight is a
     matrix product of the stored integers themselves (widened, never shifted by a zero
     point) and sums over `in`; the zero points enter through corrections of the
     accumulators.
@@ -1801,7 +1809,7 @@ print(f"✓ quantize_model; max |quantized - float| on the calibration data {_d:
 # ## 10. Post-training quantization of the digits MLP
 #
 # A real model: the 8×8 digits of module 05, standardised with the training side's
-# statistics, and an MLP with two hidden layers trained with Adam for a few seconds
+# statistics, and an MLP with two hidden layers trained with Adam for a moment
 # (module 08's recipe). Calibration uses 8 batches of 64 **training** digits — the test
 # set is only for measuring.
 
@@ -2331,9 +2339,9 @@ if torch is not None:
 # - **Observers** calibrate activation ranges from data: min/max keeps every value, a
 #   percentile clips the tail for a finer step on the bulk.
 # - **`QuantizedLinear`**: expanding $\sum_k (q_x - z_x)(q_W - z_W)$ leaves one int8 ×
-#   int8 matrix product summed in **int32**, plus corrections that depend on one side
-#   only ($z_x \sum_k q_W$ per output, $z_W \sum_k q_x$ per input row, $n z_x z_W$), which
-#   is why weights are symmetric ($z_W = 0$: the per-input correction vanishes). Then
+#   int8 matrix product summed in **int32**, plus corrections that each depend on one side
+#   only or on neither (you derived them in section 6), which is why weights are symmetric
+#   ($z_W = 0$: the correction computed anew for every input vanishes). Then
 #   times $s_x s_W[j]$, plus the bias. The stored weight is a real int8 array: **4x fewer
 #   bytes**, measured. Its speed needs int8 kernels; numpy has none, and the measurement
 #   says so.

@@ -24,6 +24,8 @@ def test_minmaxobserver_forward_running_range_over_batches():
     allx = np.concatenate(batches)
     assert float(obs.min_val) == allx.min(), f"min over all batches {allx.min()}, got {obs.min_val}"
     assert float(obs.max_val) == allx.max(), f"max over all batches {allx.max()}, got {obs.max_val}"
+    dtypes = (np.asarray(obs.min_val).dtype, np.asarray(obs.max_val).dtype)
+    assert dtypes == (np.dtype(np.float32),) * 2, f"min_val and max_val are float32 (as PyTorch's), got {dtypes}"
     # a later batch inside the range changes nothing; one outside it extends it on that side only
     obs(np.zeros(3, np.float32))
     assert float(obs.min_val) == allx.min() and float(obs.max_val) == allx.max(), "a batch inside the range"

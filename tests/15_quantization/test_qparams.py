@@ -114,3 +114,13 @@ def test_calculate_qparams_grid_conditions(symmetric, bits):
         off = np.maximum(np.abs(low_end - wlo), np.abs(high_end - whi))
         assert np.all(off <= s / 2 * (1 + 1e-5)), \
             f"affine: the end integers stand for values more than half a step from the widened range: {off / s} steps"
+
+
+@pytest.mark.parametrize("lo,hi", [(-1e-9, 1e-8), (-5e-8, 2e-9), (-3e-8, 0.0)])
+def test_a_range_narrower_than_eps_gets_the_zero_point_of_the_floored_scale(torch, lo, hi):
+    values = np.array([lo, hi], dtype=np.float32)
+    scale, zp = Q._calculate_qparams(np.float32(lo), np.float32(hi), False)
+    ts, tz = _torch_qparams(torch, values, False, per_channel=False)
+    np.testing.assert_array_equal(np.asarray(scale).reshape(-1), ts, err_msg=f"scale of [{lo}, {hi}]: EPS, as torch's")
+    np.testing.assert_array_equal(np.asarray(zp).reshape(-1), tz,
+                                  err_msg=f"zero point of [{lo}, {hi}]: the floored scale's, as torch's")
