@@ -25,8 +25,8 @@ render blank or with untypeset math in headless chromium.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import html as html_lib
+import importlib.util
 import json
 import os
 import re
@@ -363,7 +363,7 @@ def milestones_page(root: Path, records: dict, src: Path, chapters: dict[str, st
         if plot is not None and plot.is_file():
             _copy_if_changed(plot, src / "milestones" / plot.name)
             lines += [f"```{{figure}} milestones/{plot.name}", f":alt: {m.title}: the plot the milestone saves",
-                      f":width: 100%", "", f"{m.label}: the plot `tito milestone run {m.name}` saves.", "```", ""]
+                      ":width: 100%", "", f"{m.label}: the plot `tito milestone run {m.name}` saves.", "```", ""]
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ def _targets(spec: str | None, all_modules_flag: bool, verb: str) -> list[Module
     root = find_root()
     if all_modules_flag:
         if spec:
-            raise TitoError(f"give a module or --all, not both.")
+            raise TitoError("give a module or --all, not both.")
         return available_modules(root)
     if not spec:
         raise TitoError(f"which module? e.g. `tito {verb} 01`, or `tito {verb} --all`.")
@@ -115,7 +115,7 @@ def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool 
     if failing and not solutions:
         m = failing[0]
         print(f"\nNext: open {m.notebook_rel}, fix the first failure above, then `tito test module {m.number:02d}`"
-              + ("." if verbose else f" (add --verbose for full tracebacks)."))
+              + ("." if verbose else " (add --verbose for full tracebacks)."))
     return 1 if failing else 0
 
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 from tito import notebook
 from tito.backup import backup_notebook
-from tito.course import (Module, all_modules, available_modules, find_root, is_course, is_student_copy,
-                         require_solutions)
+from tito.course import Module, all_modules, available_modules, find_root, is_course, is_student_copy, require_solutions
 from tito.errors import TitoError
 
 BEGIN_SOLUTION, END_SOLUTION = "BEGIN SOLUTION", "END SOLUTION"

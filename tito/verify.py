@@ -21,11 +21,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
-from pathlib import Path
 
 from tito import build, mutants, testing
-from tito.errors import TitoError
 from tito.course import available_modules, find_root, resolve
+from tito.errors import TitoError
 from tito.release import release
 
 NOTEBOOK_TIMEOUT_S = 20 * 60

@@ -1,5 +1,4 @@
 """Every op goes through apply(): Nodes recorded with stable op names and attrs, only when needed."""
-import sys
 
 import numpy as np
 import pytest

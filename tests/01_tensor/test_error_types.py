@@ -5,7 +5,6 @@ import pytest
 
 import tinytorch as tt
 
-
 SHAPE_ERRORS = {
     "matmul inner sizes": lambda m: m.ones(2, 3) @ m.ones(4, 5),
     "matmul batch dims": lambda m: m.matmul(m.ones(2, 2, 3), m.ones(4, 3, 5)),

@@ -2,7 +2,8 @@
 dims, unsqueeze strides on odd layouts, view/reshape offsets, contiguity with size-1 dims."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tinytorch as tt
 from tinytorch import _tensor as T

@@ -1,7 +1,8 @@
 """Property-based tests (hypothesis) for broadcasting, strides and views against numpy."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tinytorch as tt
 

@@ -1,7 +1,8 @@
 """unbroadcast(grad, shape) sums a broadcast gradient back to an input's shape."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tinytorch.autograd import unbroadcast
 

@@ -7,10 +7,10 @@ import pytest
 from tqdm import tqdm as std_tqdm
 
 import tinytorch as tt
+import tinytorch.training as training
 from tinytorch import nn
 from tinytorch.optim import SGD, Adam
 from tinytorch.optim.lr_scheduler import StepLR
-import tinytorch.training as training
 from tinytorch.training import History, accuracy, confusion_matrix, evaluate, fit, train_epoch, train_step
 
 PNG = b"\x89PNG\r\n\x1a\n"

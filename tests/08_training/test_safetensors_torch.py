@@ -7,12 +7,10 @@ with `load` and `load_state_dict`. Module 08 needs no later module, so here a wh
 GPT and CNN round trips live with modules 13 and 09.
 """
 import numpy as np
-import pytest
 import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
 from tinytorch import nn
-from tinytorch.training import load, save
 
 RTOL, ATOL = 1e-4, 1e-5
 

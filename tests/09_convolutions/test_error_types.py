@@ -1,11 +1,9 @@
 """Shape errors of the conv ops are catchable as PyTorch raises them (RuntimeError) and as
 numpy does (ValueError)."""
-import numpy as np
 import pytest
 
 import tinytorch as tt
 from tinytorch.nn import functional as F
-
 
 CASES = {
     "kernel larger than the input": lambda: F.conv2d(tt.ones(1, 1, 3, 3), tt.ones(1, 1, 5, 5)),

@@ -9,7 +9,6 @@ included), the same input gives the same output on both sides
 parameter names exactly.
 """
 import numpy as np
-import pytest
 import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt

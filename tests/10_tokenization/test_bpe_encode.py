@@ -2,7 +2,8 @@
 compression, special tokens, decode errors."""
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from tinytorch import Tensor
 from tinytorch.text import SPLIT_PATTERN, BPETokenizer

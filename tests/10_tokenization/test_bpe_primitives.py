@@ -1,7 +1,8 @@
 """get_pair_counts and merge_pair, the two building blocks of BPE."""
 from collections import Counter
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tinytorch.text import get_pair_counts, merge_pair
 

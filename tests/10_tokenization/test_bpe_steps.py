@@ -4,7 +4,8 @@ saved state."""
 import json
 from collections import Counter
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tinytorch.text import SPLIT_PATTERN, BPETokenizer, merge_pair
 from tinytorch.text.tokenizers import _bpe_state, best_pair, build_vocab, encode_chunk, learn_merges

@@ -1,7 +1,8 @@
 """BPE training: the hand-derived example, the tie rule, agreement with a slow reference,
 determinism, the vocabulary size, special tokens and errors."""
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tinytorch.text import SPLIT_PATTERN, BPETokenizer
 

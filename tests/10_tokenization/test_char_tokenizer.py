@@ -3,7 +3,8 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import example, given, strategies as st
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from tinytorch import Tensor
 from tinytorch.text import CharTokenizer

@@ -1,7 +1,8 @@
 """The embedding op: a gather forward and a scatter-add backward, against PyTorch and numpy."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import tinytorch as tt
 import tinytorch.nn.functional as F

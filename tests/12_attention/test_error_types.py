@@ -1,6 +1,5 @@
 """Attention's shape errors are catchable as PyTorch raises them (RuntimeError) and as numpy
 does (ValueError)."""
-import numpy as np
 import pytest
 
 import tinytorch as tt

@@ -1,7 +1,6 @@
 """MultiheadAttention with weights copied from torch.nn.MultiheadAttention: outputs, averaged
 weights and the gradients of every parameter and input equal PyTorch's."""
 import numpy as np
-import pytest
 
 import tinytorch as tt
 from tinytorch import nn

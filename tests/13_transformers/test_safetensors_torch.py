@@ -8,11 +8,9 @@ with `load` and `load_state_dict`. For module 13's GPT (small config, tied head)
 parameter names exactly.
 """
 import numpy as np
-import pytest
 import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
-from tinytorch import nn
 from tinytorch.training import load, save
 
 RTOL, ATOL = 1e-4, 1e-5

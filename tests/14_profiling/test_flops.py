@@ -6,8 +6,7 @@ import torch_reference  # registered by tests/conftest.py
 import tinytorch as tt
 from tinytorch import nn
 from tinytorch.nn import functional as F
-from tinytorch.profiler import (attention_flops, conv2d_flops, layer_norm_flops, matmul_flops, profile,
-                                softmax_flops)
+from tinytorch.profiler import attention_flops, conv2d_flops, layer_norm_flops, matmul_flops, profile, softmax_flops
 
 
 @pytest.mark.parametrize("a,b,expected", [

@@ -3,7 +3,6 @@ inactive; the records' fields; key_averages; per-op FLOPs add up to the model's 
 import time
 
 import numpy as np
-import pytest
 
 import tinytorch as tt
 from tinytorch import nn

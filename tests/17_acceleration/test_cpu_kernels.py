@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from numba import njit
 
-import tinytorch
 from tinytorch.backends import cpu_kernels as ck
 
 RNG = np.random.default_rng(0)

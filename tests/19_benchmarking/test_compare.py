@@ -3,8 +3,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import pytest  # noqa: E402
-
 from _fakes import FakeMachine  # noqa: E402
+
 from tinytorch.utils.benchmark import BenchmarkError, Compare, Measurement, compare, plot  # noqa: E402
 
 

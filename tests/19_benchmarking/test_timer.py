@@ -1,7 +1,7 @@
 """Timer: one block on an injected clock, the refusals, the warm-up and the stopping rule."""
 import pytest
-
 from _fakes import FakeClock, FakeWork
+
 from tinytorch.utils.benchmark import MIN_BLOCKS, BenchmarkError, Measurement, Timer, environment
 
 

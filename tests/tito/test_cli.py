@@ -1,5 +1,4 @@
 """The tito CLI, run for real on a throwaway copy of the course."""
-import json
 import re
 import subprocess
 import sys

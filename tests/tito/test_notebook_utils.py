@@ -1,6 +1,5 @@
 """Helpers the notebooks share: timing and the optional PyTorch comparison."""
 import pytest
-
 from threadpoolctl import threadpool_info
 
 from tinytorch.utils.timing import median_time, pinned_threads, time_samples

@@ -1,10 +1,10 @@
 """Nothing a student typed is lost, nothing is left half done, two commands at once are safe."""
 import os
 import re
-from pathlib import Path
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import nbformat
 import pytest

@@ -4,6 +4,14 @@ The functions are written in module 03 (tinytorch/nn/layers.py, where Linear use
 this file only gathers them under PyTorch's name.
 """
 from tinytorch.nn.layers import (  # noqa: F401
-    calculate_gain, uniform_, normal_, constant_, zeros_, ones_,
-    xavier_uniform_, xavier_normal_, kaiming_uniform_, kaiming_normal_,
+    calculate_gain,
+    constant_,
+    kaiming_normal_,
+    kaiming_uniform_,
+    normal_,
+    ones_,
+    uniform_,
+    xavier_normal_,
+    xavier_uniform_,
+    zeros_,
 )
