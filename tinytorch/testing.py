@@ -167,9 +167,13 @@ def run_fresh(code, timeout=120, **environment):
     environment: how a test sees what a fresh process does (at import, without a GPU, ...)."""
     import os
     import subprocess
+    import tempfile
 
     env = dict(os.environ, **environment)
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+    # Started in a neutral folder: `python -c` puts its working directory first on the path, and
+    # the course folder there would shadow the package under test (Python 3.10 has no -P).
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=tempfile.gettempdir())
     return proc.stdout, proc.stderr
 
 

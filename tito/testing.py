@@ -417,7 +417,7 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
                 named = " or ".join(f"`{c}`" for c in candidates)
                 stub, where = chosen, f"{section}{named} ({module.notebook_rel})"
                 if len(candidates) > 1:
-                    where += (": the failing tests point at these about equally (the likeliest first), so tito "
+                    where += (": the failing tests point at these about equally, so tito "
                               "cannot tell which one is wrong")
                 order = (module.slug, position[chosen])
             is_unit = unit is not None and unit[0] == stub

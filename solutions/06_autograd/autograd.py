@@ -1301,6 +1301,16 @@ check(_y.grad_fn.inputs is not None, "retain_graph=True keeps the graph", got=_y
 assert_raises(RuntimeError, backward, Tensor([1.0, 2.0], requires_grad=True).exp(), match="scalar",
               what="backward() of a non-scalar tensor without gradient=")
 
+BACKWARD_RULES["test_stop"] = lambda node, g: (None,)  # a rule that sends its input no gradient
+try:
+    _x = Tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
+    _e = _x.exp()
+    backward(tt.apply("test_stop", lambda t: t.numpy() * 1.0, _e), np.ones(2))
+finally:
+    del BACKWARD_RULES["test_stop"]
+check(_e.grad_fn.inputs is None, "a node that received no gradient (exp, behind a rule that sent it none) "
+      "is skipped, and still freed: every node reached is freed", got=dict(inputs_freed=_e.grad_fn.inputs is None))
+
 _x = Tensor([0.5, 1.5], dtype=np.float64, requires_grad=True)  # p feeds the root directly AND through log(p)
 for _what, _make in [("p * log(p)", lambda p: p * p.log()), ("log(p) * p", lambda p: p.log() * p)]:
     _x.grad = None

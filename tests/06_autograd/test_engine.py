@@ -217,6 +217,19 @@ def test_run_backward_frees_a_shared_subgraph_for_the_next_backward():
         (h * 2).sum().backward()
 
 
+def test_run_backward_frees_a_node_that_received_no_gradient(custom_rules):
+    """A rule may send no gradient to an input that requires one (a stop): the node behind
+    that input is skipped, and freed all the same."""
+    custom_rules("test_stop", lambda node, grad: (None,))
+    x = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
+    e = x.exp()
+    stopped = tt.apply("test_stop", lambda t: t.numpy() * 1.0, e)
+    stopped.backward(tt.ones(2, dtype=tt.float64))
+    assert x.grad is None, "no gradient passed the stop"
+    assert e.grad_fn.inputs is None and e.grad_fn.output is None, \
+        "the exp node, which received no gradient, is freed too (every node reached is freed)"
+
+
 def test_run_backward_into_a_freed_graph_raises_before_any_gradient_arrives():
     x = tt.tensor([1.0, 2.0], requires_grad=True)
     h = x.exp()

@@ -21,6 +21,15 @@ def test_numerical_grad_is_a_central_difference():
     assert numerical_grad(lambda: float(z ** 3), z).shape == ()
 
 
+def test_numerical_grad_puts_back_every_value_exactly():
+    """Undoing a nudge by arithmetic (x + eps - eps) does not always give back the same float:
+    each value must be restored from a saved copy."""
+    x = np.array([0.1, 0.7, 3.3, 1e5 + 0.3, -2.9])
+    original = x.copy()
+    numerical_grad(lambda: float(np.sum(x ** 2)), x, eps=1e-6)
+    assert x.tobytes() == original.tobytes(), f"x after numerical_grad: {x!r}, before: {original!r}"
+
+
 def test_numerical_grad_nudges_a_non_contiguous_array_in_place():
     """gradcheck's inputs can be views (a transposed leaf): a reshaped copy would nudge
     nothing f reads, and every derivative would come out 0."""
