@@ -445,26 +445,7 @@ print("✓ address formula: ordinal 17 of (2, 3, 4) is", ordinal_to_index(17, (2
 # PyTorch where `torch.transpose` and `Tensor.transpose` are the same op). That is why
 # the class can be written in one cell now, while its views, indexing and arithmetic are
 # filled in step by step below. Read through it once; the comments say why each piece is
-# there.
-#
-# <details><summary>Hint 1</summary>
-#
-# The storage must be one-dimensional and must *be* the array's memory, not a copy of it.
-# Which numpy operation flattens a C-contiguous array without copying?
-# </details>
-#
-# <details><summary>Hint 2</summary>
-#
-# Where in its storage does a brand-new tensor start? Which function of section 2 gives
-# the strides of a row-major layout?
-# </details>
-#
-# <details><summary>The approach</summary>
-#
-# Flatten the array into a 1-D view of the same memory for the storage; take the shape
-# from the array as a tuple of Python ints; compute the strides from that shape with your
-# contiguous-strides function; start at offset 0.
-# </details>
+# there. The hints for `_init_storage` come with its code, a little further down.
 
 # %%
 #| export
@@ -585,8 +566,26 @@ _DEVICE_WORDS = ("cpu", "cuda", "gpu", "mps", "xla", "meta")  # strings that nam
 # %% [markdown]
 # First the storage and layout: the constructor, `_init_storage` (yours), and the two
 # ways to make a tensor without going through `__init__`: `_from_array` for a computed
-# result and `_view` for a view. (The hints for `_init_storage` are in the section
-# above.)
+# result and `_view` for a view.
+#
+# <details><summary>Hint 1 (_init_storage)</summary>
+#
+# The storage must be one-dimensional and must *be* the array's memory, not a copy of it.
+# Which numpy operation flattens a C-contiguous array without copying?
+# </details>
+#
+# <details><summary>Hint 2 (_init_storage)</summary>
+#
+# Where in its storage does a brand-new tensor start? Which function of section 2 gives
+# the strides of a row-major layout?
+# </details>
+#
+# <details><summary>The approach (_init_storage)</summary>
+#
+# Flatten the array into a 1-D view of the same memory for the storage; take the shape
+# from the array as a tuple of Python ints; compute the strides from that shape with your
+# contiguous-strides function; start at offset 0.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "tensor-storage", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
