@@ -1,17 +1,11 @@
 """Shared test setup: make sure the package under test is the one tito built."""
 import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import settings
-
-if sys.version_info < (3, 11) and os.environ.get("PYTHONSAFEPATH"):
-    # Python 3.10 ignores PYTHONSAFEPATH, so `python -m pytest` put the working directory (the
-    # course folder, with the student's tinytorch/) ahead of the package tito asked for.
-    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
 
 
 def _load_sibling(name):

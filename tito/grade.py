@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tito import build, gradebook, notebook, sandbox, scan
+from tito import build, gradebook, notebook, sandbox, scan, testing
 from tito.course import Module, find_root, resolve
 from tito.errors import TitoError
 from tito.locks import locked, write_atomic
@@ -222,7 +222,7 @@ def _test_folder(root: Path, module: Module, dest: Path) -> Path:
 
 
 def _pytest_args(tests: Path, module: Module) -> list[str]:
-    return [sys.executable, "-m", "pytest", str(tests / "tests" / module.slug), "-q", "--tb=no", "-p", "no:junitxml",
+    return [*testing.pytest_command(), str(tests / "tests" / module.slug), "-q", "--tb=no", "-p", "no:junitxml",
             "-c", str(tests / "pytest.ini"), "--rootdir", str(tests)]
 
 

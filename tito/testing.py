@@ -62,6 +62,16 @@ def _course_of(package_parent: Path) -> Path:
     return package_parent
 
 
+def pytest_command() -> list[str]:
+    """How tito starts pytest: with nothing from its working directory on sys.path, so the
+    course folder (the student's tinytorch/) never shadows the package under test. Python
+    3.11+ honours PYTHONSAFEPATH (suite_env); 3.10 ignores it, so the launcher drops the
+    entry `python -c` puts there."""
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-m", "pytest"]
+    return [sys.executable, "-c", "import sys; sys.path.remove(''); import pytest; sys.exit(pytest.console_main())"]
+
+
 def suite_env(package_parent: Path) -> dict:
     """The environment of a test run against the package in `package_parent`."""
     env = dict(os.environ)
@@ -215,7 +225,7 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "report.xml"
         cmd = [
-            sys.executable, "-m", "pytest", str(module.tests_path), "-q",
+            *pytest_command(), str(module.tests_path), "-q",
             "--tb=short" if verbose else "--tb=no", "-rN" if not verbose else "-rfE",
             "-p", "no:cacheprovider", f"--junitxml={xml}", "-o", "junit_family=xunit1", *extra_args,
         ]

@@ -310,7 +310,7 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     tito_tests = None
     if not only:  # tito's own tests run alongside the module checks
         # in TITO_TEST_WORKERS processes (pytest-xdist): most of them wait on the CLI they run
-        tito_tests = _Background("tito's tests", [sys.executable, "-m", "pytest", str(root / "tests" / "tito"), "-q",
+        tito_tests = _Background("tito's tests", [*testing.pytest_command(), str(root / "tests" / "tito"), "-q",
                                                    "-p", "no:cacheprovider", "-n", str(TITO_TEST_WORKERS),
                                                    "--dist", "load"], root, t0, finished,
                                  env={k: v for k, v in os.environ.items() if k != "TINYTORCH_PARITY"})
@@ -395,7 +395,7 @@ def _parity_drift(root, solutions, t0, finished):
     suites = [str(m.tests_path) for m in available_modules(root) if m.tests_path.is_dir()]
     script = (
         "import subprocess, sys\n"
-        "failed = [s for s in sys.argv[1:] if subprocess.run([sys.executable, '-m', 'pytest', s, '-q', '-p',"
+        f"failed = [s for s in sys.argv[1:] if subprocess.run([*{testing.pytest_command()!r}, s, '-q', '-p',"
         f" 'no:cacheprovider', '-o', 'timeout={SLOW_CHECK_TIMEOUT_S}']).returncode not in (0, 5)]\n"
         "print(f'{len(sys.argv) - 1 - len(failed)} of {len(sys.argv) - 1} modules match'"
         " + (': drift in ' + ', '.join(failed) if failed else ''))\n"
