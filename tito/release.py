@@ -206,12 +206,14 @@ def _student_copy_outputs(module: Module) -> dict[Path, str]:
     return outputs
 
 
-def release_outputs(module: Module) -> dict[Path, str]:
-    """Every file `tito release` writes for one module, as {path: text}. In a student copy
-    (no solutions): the released notebook and its stub package files, as they were released."""
-    if not module.solution_path.is_file() and is_student_copy(module.root):
-        return _student_copy_outputs(module)
-    solution = notebook.read_solution(module.solution_path)
+def release_outputs(module: Module, solution=None) -> dict[Path, str]:
+    """Every file `tito release` writes for one module, as {path: text}, from `solution` (the
+    module's solution notebook, read here when not given). In a student copy (no solutions):
+    the released notebook and its stub package files, as they were released."""
+    if solution is None:
+        if not module.solution_path.is_file() and is_student_copy(module.root):
+            return _student_copy_outputs(module)
+        solution = notebook.read_solution(module.solution_path)
     student = student_notebook(solution, module)
     outputs = {module.notebook_path: notebook_text(student)}
     chunks = notebook.export_chunks(student, module.notebook_rel)
@@ -227,8 +229,7 @@ def release_outputs(module: Module) -> dict[Path, str]:
     if readme.is_file():
         outputs[module.notebook_path.parent / "README.md"] = readme.read_text(encoding="utf-8")
     package = module.root / "tinytorch"
-    chunks = notebook.export_chunks(student, module.notebook_rel)
-    for target, group in notebook.group_by_target(chunks).items():
+    for target, group in grouped.items():
         outputs[notebook.target_path(package, target)] = notebook.render(group, module.notebook_rel)
     return outputs
 
@@ -291,11 +292,12 @@ def release(check: bool = False) -> int:
     outputs = readme_output(root)
     notebooks = {}
     for module in available_modules(root):
-        repeated = repeated_headings(notebook.read_solution(module.solution_path))
+        solution = notebook.read_solution(module.solution_path)
+        repeated = repeated_headings(solution)
         if repeated:
             raise TitoError(f"{module.solution_path.relative_to(root).as_posix()} has these headings more than "
                             f"once: {'; '.join(repeated)}. Give each section its own title, or remove the copy.")
-        outputs.update(release_outputs(module))
+        outputs.update(release_outputs(module, solution))
         notebooks[module.notebook_path] = module
     for path, text in outputs.items():
         current = path.read_text(encoding="utf-8") if path.is_file() else None
