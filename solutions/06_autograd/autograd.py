@@ -647,23 +647,18 @@ print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).rave
 # of the vector $(a, b)$, elementwise with broadcasting. Its partial derivatives are
 #
 # $$\frac{\partial y}{\partial a} = \frac{a}{\sqrt{a^2+b^2}} = \frac{a}{y}, \qquad
-# \frac{\partial y}{\partial b} = \frac{b}{y} ,$$
+# \frac{\partial y}{\partial b} = \frac{b}{y} .$$
 #
-# so its rule would be
+# Turning those into a rule takes three decisions, and they are the same for every op
+# below. Make them for `hypot` before you read on (the answers are in Hint 3 and the
+# approach):
 #
-# ```python
-# @backward_rule("hypot")
-# def _hypot_backward(node, grad):
-#     a, b = node.inputs
-#     y = node.output                       # the saved output spares a second square root
-#     return (unbroadcast(grad * a.numpy() / y, a.shape),
-#             unbroadcast(grad * b.numpy() / y, b.shape))
-# ```
-#
-# Three lessons carry over to every rule: each input's entry is the upstream gradient times
-# *its own* partial derivative; that product has the output's shape and must be folded to
-# the input's; and a partial derivative that can be written with the saved output (or
-# input) should be — backward then recomputes nothing.
+# 1. `a` has shape `(3, 1)` and `b` has shape `(1, 4)`. What shape does "upstream gradient
+#    times $a / y$" have, and what shape must the entry for `a` have? Which numbers must be
+#    combined, and how (section 5)?
+# 2. The partial derivative can be written with the inputs alone, $a / \sqrt{a^2+b^2}$, or
+#    with the output, $a / y$. The node holds both. Which one does less work in backward?
+# 3. The rule returns one entry per input: in which order?
 #
 # **Your turn.** For each of the six ops below — `a + b`, `a - b`, `a * b`, `a / b`,
 # `exp(a)`, `log(a)` — write the partial derivatives on paper first, decide what each
@@ -692,9 +687,11 @@ print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).rave
 #
 # <details><summary>The approach</summary>
 #
-# Each rule is the worked example with other partial derivatives: the unary ops return a
-# one-element tuple, the binary ones fold each input's product back to that input's own
-# shape, in the order of `node.inputs`. For `exp`, ask what the node already holds before
+# For `hypot`: the product has the output's shape `(3, 4)`; the entry for `a` adds it over
+# the axis `a` was stretched along, back to `(3, 1)` (that is `unbroadcast`); `a / y` reuses
+# the square root forward already took; and the entries follow `node.inputs`. The six ops
+# below make the same three decisions with their own partial derivatives; a unary op
+# returns a one-element tuple. For `exp`, ask what the node already holds before
 # computing anything: the cheapest derivative is the one that is already there.
 # </details>
 
@@ -2263,12 +2260,8 @@ def _amax_backward(node, grad):
 
 @backward_rule("max", "min")
 def _max_dim_backward(node, grad):
-    x = node.inputs[0]
-    dim = node.attrs["dim"]
-    g = grad if node.attrs["keepdim"] else np.expand_dims(grad, dim)
-    out = np.zeros(x.shape, dtype=grad.dtype)
-    np.put_along_axis(out, node.attrs["indices"], g, axis=dim)
-    return (out,)
+    # max(dim) keeps one position per slice: topk's rule with k = 1, once the dim is back
+    return _topk_backward(node, grad if node.attrs["keepdim"] else np.expand_dims(grad, node.attrs["dim"]))
 
 
 @backward_rule("cat")
@@ -2573,16 +2566,18 @@ def _mse_loss_backward(node, grad):
 
 @backward_rule("binary_cross_entropy_with_logits")
 def _bce_with_logits_backward(node, grad):
-    x, y = (t.numpy() for t in node.inputs)
+    from tinytorch.nn.activations import _sigmoid_forward  # module 02's stable sigmoid
+    from tinytorch.nn.losses import _bce_with_logits_forward  # module 04's stable loss
+
+    x, y = node.inputs
     w, pw = node.attrs["weight"], node.attrs["pos_weight"]
-    e = np.exp(-np.abs(x))
-    sig = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-    tail = np.log1p(e)
+    sig, xv, yv = _sigmoid_forward(x), x.numpy(), y.numpy()
     if pw is None:
-        dx, dy = sig - y, -x
-    else:
-        dx = (1 - y) * sig - pw * y * (1 - sig)
-        dy = pw * (np.maximum(-x, 0) + tail) - (np.maximum(x, 0) + tail)
+        dx, dy = sig - yv, -xv
+    else:  # the loss of a positive target, log(1 + e^-x), is module 04's loss at target 1
+        positive = _bce_with_logits_forward(x, Tensor(np.ones_like(xv)), None, None, "none")
+        dx = (1 - yv) * sig - pw * yv * (1 - sig)
+        dy = (pw - 1) * positive - xv
     if w is not None:
         dx, dy = dx * w, dy * w
     reduction = node.attrs["reduction"]
@@ -3001,32 +2996,29 @@ my_softplus_design = ""  # e.g. "saves ..., because ..."; not graded
 # machine-dependent, and on a busy machine they scatter: compare within one run of the
 # cell, and run it again if a figure looks odd.
 
-# %% [markdown]
-# The next cell is folded: it holds the two designs written out, so open it only once yours
-# passes its check (in Jupyter, click the bar or the "…" beside the cell).
+# %%
+# The two other designs, built from module 02's sigmoid and module 04's loss (softplus(x)
+# is the loss of a logit x whose target is 0).
+def _softplus_value(x):
+    return F.binary_cross_entropy_with_logits(x, Tensor(np.zeros(x.shape), dtype=x.dtype), reduction="none")
 
-# %% jupyter={"source_hidden": true}
-class _SavesInput(Function):  # one of the designs the check accepts: save x, recompute the slope
+
+class _SavesInput(Function):  # saves x; backward recomputes the slope from it
     @staticmethod
     def forward(ctx, x):
-        xv = x.numpy()
         ctx.save_for_backward(x)
-        return Tensor(np.maximum(xv, 0) + np.log1p(np.exp(-np.abs(xv))), dtype=x.dtype)
+        return _softplus_value(x)
 
     @staticmethod
     def backward(ctx, grad):
-        xv = ctx.saved_tensors[0].numpy()
-        e = np.exp(-np.abs(xv))  # never overflows
-        return grad * Tensor(np.where(xv >= 0, 1 / (1 + e), e / (1 + e)), dtype=grad.dtype)
+        return grad * F.sigmoid(ctx.saved_tensors[0])
 
 
-class _SavesSlope(Function):  # the other: compute the slope in forward, from the same exponential
+class _SavesSlope(Function):  # computes the slope in forward and saves it; backward multiplies
     @staticmethod
     def forward(ctx, x):
-        xv = x.numpy()
-        e = np.exp(-np.abs(xv))
-        ctx.save_for_backward(Tensor(np.where(xv >= 0, 1 / (1 + e), e / (1 + e)), dtype=x.dtype))
-        return Tensor(np.maximum(xv, 0) + np.log1p(e), dtype=x.dtype)
+        ctx.save_for_backward(F.sigmoid(x))
+        return _softplus_value(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -3063,8 +3055,7 @@ for _label, _cls in [("yours", Softplus), ("saves x", _SavesInput), ("saves the 
 #
 # Saving `x` (or the output, which the node keeps as well) adds nothing: those arrays stay
 # alive until backward whatever you save, and backward recomputes the slope from them
-# (stably: an exponential of a non-positive number, a division, a selection) every time
-# it runs. Saving the slope adds one array of `x`'s size for every softplus in the
+# (with module 02's stable sigmoid) every time it runs. Saving the slope adds one array of `x`'s size for every softplus in the
 # network, from its forward until its backward; in exchange its backward is a single
 # multiplication, and its forward does the extra work of computing the slope (the
 # measurement above shows how much that costs on this machine). Neither is wrong. Where activation memory limits the batch size, the free
@@ -3855,6 +3846,92 @@ check(_losses[-1] < 0.5 * _losses[0], "the loss at least halves in 300 steps",
       got=round(_losses[-1], 3), expected=f"< {0.5 * _losses[0]:.3f}")
 check(_acc > 0.8, "training accuracy on the spirals above 80%", got=_acc)
 print(f"✓ the loss went down from {_losses[0]:.3f} to {_losses[-1]:.3f}; training accuracy {_acc:.0%}")
+
+# %% [markdown]
+# ### What reaches the first layer
+#
+# The spirals trained with ReLU between the layers. Put a sigmoid there instead, stack ten
+# hidden layers, and the first layers barely move, for a reason you can read off your
+# engine: walking back through one hidden layer, the upstream gradient is multiplied
+# elementwise by the activation's derivative, then by $W^\top$. With module 03's Xavier
+# initialisation, the product with $W^\top$ roughly keeps a vector's size, so the
+# activation's derivative decides what survives each layer.
+#
+# **Predict before you run.** From the sigmoid rule you derived in section 11: what is the
+# largest value $\sigma'(z)$ can take? So by what factor, at most, does one sigmoid layer
+# scale the gradient's size, and how much smaller than the last hidden layer's weight
+# gradient is the first one's, ten layers back? And with ReLU (and Kaiming
+# initialisation, which module 03 scaled for it)?
+
+# %%
+my_sigmoid_factor_per_layer = None  # e.g. 0.5; not graded
+my_sigmoid_first_over_last = None   # e.g. 1e-3; not graded
+
+# %% [markdown]
+# The next cell builds both ten-layer networks (width 64, random inputs and labels: the
+# effect belongs to the network, not the data), runs one backward with your engine, and
+# plots the size (Frobenius norm) of each layer's weight gradient.
+
+# %%
+def _deep_net(activation, init, depth=10, width=64):
+    layers = []
+    for _ in range(depth):
+        layer = nn.Linear(width, width)
+        init(layer.weight)
+        nn.init.zeros_(layer.bias)
+        layers += [layer, activation()]
+    return nn.Sequential(*layers, nn.Linear(width, 3))
+
+
+def _weight_grad_norms(net, x, y):
+    """The Frobenius norm of each Linear layer's weight gradient after one backward."""
+    net.zero_grad()
+    backward(F.cross_entropy(net(x), y))
+    return np.array([np.linalg.norm(m.weight.grad.numpy()) for m in net if isinstance(m, nn.Linear)])
+
+
+with preserved_state():
+    tt.manual_seed(0)
+    _rng = np.random.default_rng(0)
+    _xs, _ys = Tensor(_rng.standard_normal((300, 64)).astype(np.float32)), Tensor(_rng.integers(0, 3, 300))
+    _flow = {"sigmoid, Xavier": _weight_grad_norms(_deep_net(nn.Sigmoid, nn.init.xavier_uniform_), _xs, _ys),
+             "ReLU, Kaiming": _weight_grad_norms(_deep_net(nn.ReLU, lambda w: nn.init.kaiming_uniform_(
+                 w, nonlinearity="relu")), _xs, _ys)}
+_fig, _ax = plt.subplots(figsize=(6.5, 3.2))
+for _label, _norms in _flow.items():
+    _ax.semilogy(range(1, 11), _norms[:10], "o-", label=_label)
+    _hidden = _norms[:10]
+    _per_layer = (_hidden[0] / _hidden[-1]) ** (1 / 9)
+    print(f"{_label:16s} first / last hidden layer: {_hidden[0] / _hidden[-1]:.1e}; "
+          f"per layer: x{_per_layer:.2f}")
+_ax.set_xlabel("hidden layer (1 = nearest the input)")
+_ax.set_ylabel("norm of the weight gradient")
+_ax.set_title("One backward through ten hidden layers")
+_ax.legend()
+_fig.tight_layout()
+plt.show()
+if my_sigmoid_factor_per_layer is not None:
+    _seen = (_flow["sigmoid, Xavier"][0] / _flow["sigmoid, Xavier"][9]) ** (1 / 9)
+    print(f"your factor per sigmoid layer: {my_sigmoid_factor_per_layer}; measured: {_seen:.2f}")
+
+# %% [markdown]
+# <details><summary>What the figures say, once you have compared them with your prediction</summary>
+#
+# $\sigma'(z) = \sigma(z)(1 - \sigma(z))$ is at most $1/4$, at $z = 0$, and smaller
+# everywhere else. With the product through $W^\top$ keeping the size, each sigmoid layer
+# scales the gradient by at most about a quarter, so ten layers back the weight gradient
+# is some $4^{-9} \approx 4 \cdot 10^{-6}$ of the last hidden layer's or less: the
+# figure above is of that order. A learning rate large enough to move the first layer
+# would wreck the last one. ReLU's derivative is 1 wherever a unit is active, and Kaiming
+# initialisation doubles the weights' variance to make up for the half of the units that
+# are not, so the gradient keeps its size from layer to layer: the ReLU curve stays within
+# a small factor. That is why deep networks use ReLU-like activations, variance-preserving
+# initialisation (module 03), residual connections that give the gradient a path around
+# each layer (module 13) and normalisation. Watching these norms during training is the
+# first thing to do when a deep model does not learn; PyTorch users read `p.grad.norm()`
+# per parameter after backward, or register a hook (`tensor.register_hook`) that sees the
+# gradient on its way through.
+# </details>
 
 # %% [markdown]
 # ## 17. How PyTorch does it
