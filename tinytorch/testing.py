@@ -202,19 +202,34 @@ class _Spy(np.ndarray):
         return result
 
     def dot(self, other, *args, **kwargs):
-        result = self.view(np.ndarray).dot(np.asarray(other), *args, **kwargs)
+        other = other.view(np.ndarray) if isinstance(other, _Spy) else other
+        result = self.view(np.ndarray).dot(other, *args, **kwargs)
         _Spy.log.append(("dot", (self.shape, getattr(other, "shape", ())), result.shape))
         return result.view(_Spy)
 
 
+def _keeping_spies(convert):
+    """np.asarray or np.array, except that a spy converted (to another dtype, say) stays a spy."""
+    def converted(a, *args, **kwargs):
+        result = convert(a, *args, **kwargs)
+        return result.view(_Spy) if isinstance(a, _Spy) and type(result) is np.ndarray else result
+    return converted
+
+
 def spied(fn, *arrays):
     """(fn's result, the numpy computations it made) for fn run on spying copies of
-    `arrays`: each computation as (name, operand shapes, result shape).
+    `arrays`: each computation as (name, operand shapes, result shape). A copy made with
+    np.asarray or np.array (widening int8 to int32, say) is still watched.
 
     Why: a contract such as "one matrix product" is about how a result is computed, which
     comparing values cannot see."""
     _Spy.log = []
-    result = fn(*(np.asarray(a).view(_Spy) for a in arrays))
+    plain = np.asarray, np.array
+    np.asarray, np.array = (_keeping_spies(c) for c in plain)
+    try:
+        result = fn(*(plain[0](a).view(_Spy) for a in arrays))
+    finally:
+        np.asarray, np.array = plain
     return result, list(_Spy.log)
 
 

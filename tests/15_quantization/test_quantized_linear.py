@@ -53,8 +53,7 @@ def test_int8_linear_multiplies_the_stored_integers(wz):
     products = [e for e in log if e[0] in ("matmul", "dot", "einsum", "tensordot", "inner")]
     assert not shifted, (f"elementwise arithmetic on the whole (7, 33) input or (5, 33) weight: {shifted}; the "
                          f"zero points must not be subtracted before the product (9-bit operands), but expanded out")
-    assert products, ("no matrix product of the integer arrays was seen; widen them with .astype "
-                      "(np.asarray/np.array(..., dtype) copies hide them from the check)")
+    assert products, "no matrix product of the integer arrays was seen"
 
 
 def test_int8_linear_zero_points_on_both_sides_cancel():
