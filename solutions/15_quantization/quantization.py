@@ -45,6 +45,9 @@
 #   arithmetic between its layers;
 # - quantize a trained model (`quantize_model`: observe, calibrate, swap each `Linear` for a
 #   `QuantizedLinear` that stores a real `int8` array) and report the accuracy drop;
+# - derive the **noise** that rounding adds and the signal-to-noise ratio it predicts per
+#   bit, and fold a **batch norm** into the convolution before it, as deployment does
+#   before quantizing a CNN;
 # - write **fake quantization** with a **straight-through** gradient and fine-tune a model
 #   *quantization-aware*, and compare it with post-training quantization.
 #
@@ -2149,6 +2152,109 @@ print(f"max |logit difference| {np.abs(_int_logits - _float_path).max():.2e}")
 # </details>
 
 # %% [markdown]
+# ### Before quantizing a CNN: fold the batch norm into the convolution
+#
+# A convolutional network (module 09) puts a `BatchNorm2d` after most convolutions. At
+# inference, in eval mode, batch norm uses its running statistics: per output channel it
+# subtracts a constant, divides by a constant and applies its own affine map, every one
+# of them fixed. A chain of fixed affine maps is one affine map, and a convolution followed
+# by a per-channel affine map is a convolution. Deployment folds each pair into one
+# convolution before quantizing: one layer to run instead of two, one output range to
+# observe, one grid to round to, and no float batch norm left between two integer layers.
+#
+# Write `fuse_conv_bn_eval(conv, bn)` (PyTorch: `torch.nn.utils.fusion.fuse_conv_bn_eval`).
+# Start from batch norm's eval-mode definition (module 09): for channel $c$ with running
+# mean $\mu_c$, running variance $v_c$, weight $\gamma_c$, bias $\beta_c$ and `eps`,
+#
+# $$\text{bn}(z)_c = \gamma_c \, \frac{z_c - \mu_c}{\sqrt{v_c + \epsilon}} + \beta_c ,$$
+#
+# and $z_c$ is output channel $c$ of the convolution, $z = W * x + b$. **Derive** the weight
+# and the bias of the one convolution that computes $\text{bn}(W * x + b)$: which of
+# $W$'s axes does channel $c$ own, and what happens to $b$? Then think about what can go
+# wrong: a convolution without a bias, a batch norm without its affine parameters
+# (`affine=False`), and a batch norm still in training mode.
+#
+# <details><summary>Hint 1</summary>
+#
+# Write $\text{bn}(z)_c = a_c z_c + d_c$ with two constants per channel. Convolution is
+# linear in $W$ for a fixed $x$: $a_c \, (W * x)_c$ is a convolution with which weights?
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "fuse-conv-bn", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def fuse_conv_bn_eval(conv, bn):
+    """A new Conv2d equal to bn(conv(x)) for eval-mode layers (torch.nn.utils.fusion.fuse_conv_bn_eval).
+
+    Contract: `conv` a Conv2d and `bn` a BatchNorm2d over conv's out_channels, both in eval
+    mode, bn tracking running statistics. Returns a new Conv2d, in eval mode, with conv's
+    channels, kernel size, stride and padding and a bias (even if conv had none), whose
+    output equals bn(conv(x)) to float32 rounding for every input; conv and bn are left as
+    they were. Raises ValueError if either is in training mode (batch norm would use each
+    batch's own statistics, which no fixed weight can), if bn has no running statistics,
+    or if the channel counts differ.
+    """
+    from tinytorch.nn.conv import Conv2d
+
+    # Idea: per output channel, batch norm is one multiplication and one addition.
+    ### BEGIN SOLUTION
+    if conv.training or bn.training:
+        raise ValueError("fuse_conv_bn_eval: both layers must be in eval mode (call .eval() first): in "
+                         "training mode batch norm normalises with each batch's own statistics")
+    if bn.running_mean is None:
+        raise ValueError("fuse_conv_bn_eval: the batch norm keeps no running statistics "
+                         "(track_running_stats=False), so in eval mode it still uses each batch's")
+    if bn.num_features != conv.out_channels:
+        raise ValueError(f"fuse_conv_bn_eval: the batch norm has {bn.num_features} channels and the "
+                         f"convolution {conv.out_channels} outputs")
+    w = conv.weight.numpy().astype(np.float64)
+    b = np.zeros(conv.out_channels) if conv.bias is None else conv.bias.numpy().astype(np.float64)
+    gamma = np.ones(bn.num_features) if bn.weight is None else bn.weight.numpy().astype(np.float64)
+    beta = np.zeros(bn.num_features) if bn.bias is None else bn.bias.numpy().astype(np.float64)
+    a = gamma / np.sqrt(bn.running_var.numpy().astype(np.float64) + bn.eps)
+    fused = Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+                   bias=True, dtype=conv.weight.dtype)
+    with no_grad():
+        fused.weight.copy_(Tensor((w * a[:, None, None, None]).astype(fused.weight.dtype)))
+        fused.bias.copy_(Tensor(((b - bn.running_mean.numpy()) * a + beta).astype(fused.bias.dtype)))
+    return fused.eval()
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-fuse-conv-bn", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def _conv_bn_pair(bias=True, affine=True, seed=0):
+    with preserved_state():
+        tinytorch.manual_seed(seed)
+        conv = nn.Conv2d(3, 5, 3, stride=1, padding=1, bias=bias)
+        bn = nn.BatchNorm2d(5, affine=affine)
+        with tinytorch.no_grad():  # running statistics far from (0, 1), and an affine map that is not the identity
+            for _ in range(20):
+                bn(conv(tinytorch.randn(4, 3, 6, 6) * 3 + 1))
+            if affine:
+                bn.weight.copy_(tinytorch.rand(5) * 2 + 0.5)
+                bn.bias.copy_(tinytorch.randn(5))
+            bn.running_var.copy_(bn.running_var * tinytorch.tensor([1.0, 1.0, 1.0, 1.0, 0.0]) + 1e-6)  # eps matters
+    return conv.eval(), bn.eval()
+
+
+_xc = tinytorch.randn(2, 3, 7, 7)
+for _bias, _affine, _label in [(True, True, "conv with bias, affine batch norm"),
+                               (False, True, "conv without bias"), (True, False, "batch norm with affine=False")]:
+    _conv, _bn = _conv_bn_pair(_bias, _affine)
+    _w0 = _conv.weight.numpy().copy()
+    with tinytorch.no_grad():
+        _want = _bn(_conv(_xc)).numpy()
+        _fused = fuse_conv_bn_eval(_conv, _bn)
+        _got = _fused(_xc).numpy()
+    assert_close(_got, _want, rtol=1e-4, atol=1e-5, what=f"{_label}: fused(x) against bn(conv(x))")
+    assert_equal(_conv.weight.numpy(), _w0, f"{_label}: the convolution's own weight is unchanged")
+_conv, _bn = _conv_bn_pair()
+assert_raises(ValueError, fuse_conv_bn_eval, _conv.train(), _bn, match="eval",
+              what="fusing a convolution in training mode")
+assert_raises(ValueError, fuse_conv_bn_eval, _conv.eval(), _bn.train(), match="eval",
+              what="fusing a batch norm in training mode")
+print(f"✓ fuse_conv_bn_eval; largest difference from bn(conv(x)): {np.abs(_got - _want).max():.1e}")
+
+# %% [markdown]
 # ## 11. A systems look: is int8 faster here?
 #
 # int8 moves 4x fewer bytes, and CPUs with VNNI (x86) or dot-product instructions (ARM)
@@ -2430,6 +2536,8 @@ if torch is not None:
 # - Quantizing inverts $\hat x = s(q - z)$: steps from zero, rounded half to even, shifted
 #   by $z$, saturated; inside the range the error is at most $s/2$. **Per channel** gives
 #   each output row its own scale, for free in the matmul.
+# - The **noise model** you derived predicts the SQNR measured from 3 bits up, and says
+#   what one more bit, and an outlier that doubles the range, are worth.
 # - **Observers** calibrate activation ranges from data: min/max keeps every value, a
 #   percentile clips the tail for a finer step on the bulk.
 # - **`QuantizedLinear`**: expanding $\sum_k (q_x - z_x)(q_W - z_W)$ leaves one int8 ×
@@ -2446,6 +2554,9 @@ if torch is not None:
 #   costs the digits MLP about nothing at 8 bits and a lot once the grid is too coarse
 #   (where that starts, the sweep measured); there, **QAT** with fake quantization and the
 #   **straight-through** gradient recovers part or all of the loss.
+# - **Folding** an eval-mode batch norm into the convolution before it leaves one
+#   convolution (you derived its weight and bias), so a quantized CNN has one layer, one
+#   range and one grid where it had two.
 #
 # Run `tito test module 15` to check your work. Module 16 shrinks models the other way:
 # fewer weights instead of fewer bits.
