@@ -930,7 +930,9 @@ def _needs_node(out, inputs):
     """Whether `apply` records a Node for the result `out` of an op on `inputs`.
 
     Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
-    grad mode is on, `out` has a floating dtype and at least one input requires grad.
+    backward could ever send a gradient through this op, as PyTorch decides it (grad mode,
+    the dtypes that carry gradients, the inputs that ask for them); the check and the tests
+    try each condition on its own.
     """
     # Idea: record only where a gradient could flow.
     # YOUR CODE HERE
@@ -1151,8 +1153,8 @@ def _transpose_view(t, dim0, dim1):
     """Forward of transpose.
 
     Contract: `t` a Tensor, `dim0`/`dim1` valid non-negative dims (may be equal). Returns
-    `t._view(...)` over the same storage: shape and strides with entries dim0 and dim1
-    exchanged, offset unchanged. Copies nothing.
+    `t._view(...)` over the same storage whose element [..., i, ..., j, ...] is t's element
+    [..., j, ..., i, ...] (positions dim0 and dim1). Copies nothing.
     """
     # Idea: swapping two dims swaps their sizes and their strides, nothing else.
     # YOUR CODE HERE
@@ -1291,7 +1293,7 @@ def _unsqueeze_view(t, dim):
     Contract: `0 <= dim <= t.ndim`. Returns a view over the same storage and offset with a
     size-1 dimension at position `dim`, whose stride is PyTorch's choice (see the text).
     """
-    # Idea: the new dimension's stride spans what the dimension after it spans.
+    # Idea: what stride would a fresh tensor of the new shape have there? Say it with t's own fields.
     # YOUR CODE HERE
     raise NotImplementedError('_unsqueeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1633,7 +1635,7 @@ def _check_writable(t, check_grad=True):
     elements of t share one memory location (an expanded view): the message says so, with
     the word "memory", and suggests .contiguous() or .clone().
     """
-    # Idea: a stride of 0 along a dimension of size > 1 means many elements, one cell.
+    # Idea: the address formula says when two different multi-indices give one address.
     # YOUR CODE HERE
     raise NotImplementedError('_check_writable() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 

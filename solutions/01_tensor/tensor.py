@@ -231,10 +231,11 @@ class ShapeError(RuntimeError, ValueError):
 #
 # <details><summary>The approach</summary>
 #
-# Walk the dimensions from last to first, keeping a running product of the sizes seen so
-# far; that product, before you multiply in the current size, is the current stride.
-# Count a size-0 dimension as 1 in the product. Collect the strides in the order you meet
-# them and turn them around at the end, as a tuple of Python ints.
+# A stride answers "how far apart in memory are two elements whose index differs by one
+# in this dimension, and only there?". Between them lie whole copies of everything to the
+# right of that dimension, so each stride follows from the one to its right, and the last
+# dimension's from nothing at all. Decide what a size-0 dimension must contribute so that
+# the strides stay the ones PyTorch reports.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "contiguous-strides", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -317,9 +318,9 @@ __all__ = ["index_to_position", "ordinal_to_index", "broadcast_strides",
 #
 # <details><summary>The approach (index_to_position)</summary>
 #
-# Keep a running position that starts at the offset, and add, for each dimension, the index
-# along it times that dimension's stride. Loop over the dimensions by number so that the
-# same code works for tuples, lists and (in module 17) numpy arrays.
+# The formula is a sum with one term per dimension, starting from where element
+# `[0, 0, ...]` lives. Write it so that it does not care whether it is given tuples, lists
+# or (in module 17) numpy arrays, and does not touch any index it was not given.
 # </details>
 #
 # <details><summary>Hint 1 (ordinal_to_index)</summary>
@@ -336,9 +337,10 @@ __all__ = ["index_to_position", "ordinal_to_index", "broadcast_strides",
 #
 # <details><summary>The approach (ordinal_to_index)</summary>
 #
-# Make a list of zeros, one per dimension. Walk the dimensions from last to first: the
-# remainder of the ordinal divided by that size is the index there, and the quotient is
-# what is left for the dimensions further left.
+# It is the address formula run backwards on contiguous strides: the last dimension
+# changes fastest, so it is the lowest digit of the ordinal, and what is left once that
+# digit is taken away counts steps of the dimension before. Decide where the digits go
+# so that the list comes out in the dimensions' order.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "address-formula", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -397,6 +399,8 @@ for _shape in [(2, 3, 4), (5,), (3, 1, 2), ()]:
     for _k in range(int(np.prod(_shape))):
         assert_equal(tuple(ordinal_to_index(_k, _shape)), tuple(int(i) for i in np.unravel_index(_k, _shape)),
                      f"ordinal_to_index({_k}, {_shape}) against np.unravel_index")
+check(isinstance(ordinal_to_index(5, (2, 3)), list), "ordinal_to_index returns a list (its contract)",
+      got=type(ordinal_to_index(5, (2, 3))).__name__)
 # The two are inverses for a contiguous layout: ordinal -> index -> position gives the ordinal back.
 _shape = (3, 4, 2)
 assert_equal([index_to_position(ordinal_to_index(k, _shape), contiguous_strides(_shape), 0) for k in range(24)],
@@ -582,9 +586,10 @@ _DEVICE_WORDS = ("cpu", "cuda", "gpu", "mps", "xla", "meta")  # strings that nam
 #
 # <details><summary>The approach (_init_storage)</summary>
 #
-# Flatten the array into a 1-D view of the same memory for the storage; take the shape
-# from the array as a tuple of Python ints; compute the strides from that shape with your
-# contiguous-strides function; start at offset 0.
+# A tensor that owns its memory is the simplest layout there is: all four fields
+# follow from the array alone. The contract asks for two things that are easy to miss:
+# the storage must be the *same* memory as the array (no copy; what does `.base` say?),
+# and the shape and strides must be plain Python ints.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "tensor-storage", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1448,9 +1453,10 @@ print("✓ Tensor storage and layout:", (_x.shape, _x._strides, _x._offset))
 #
 # <details><summary>The approach</summary>
 #
-# Require all three: grad mode is on (the module-level flag), the output's dtype is a
-# floating kind, and at least one input requires grad (one is enough: `w * 3` with a
-# constant 3 still needs a gradient for `w`).
+# A node is worth recording only when some gradient could ever flow through it.
+# Ask, for each of the three conditions, what a node would cost and what backward could
+# do with it if that condition failed; then decide whether one input that requires grad
+# is enough, or all of them must.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "dispatch", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1498,7 +1504,9 @@ def _needs_node(out, inputs):
     """Whether `apply` records a Node for the result `out` of an op on `inputs`.
 
     Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
-    grad mode is on, `out` has a floating dtype and at least one input requires grad.
+    backward could ever send a gradient through this op, as PyTorch decides it (grad mode,
+    the dtypes that carry gradients, the inputs that ask for them); the check and the tests
+    try each condition on its own.
     """
     # Idea: record only where a gradient could flow.
     ### BEGIN SOLUTION
@@ -1732,13 +1740,12 @@ def _through_modes(depth, op, fn, args, kwargs):
 # `t._view(shape, strides, offset)`. Nothing is copied, so a view costs the same for a
 # 2×2 matrix and a 10,000×10,000 one, and writing into a view writes into the original.
 #
-# - **transpose(dim0, dim1)** swaps two entries of the shape *and* the same two entries of
-#   the strides. Check with the picture in section 1: swapping `(2, 3)`/`(3, 1)` gives
-#   `(3, 2)`/`(1, 3)`, and element `[j, i]` lands at `j·1 + i·3`, which is where `X[i, j]`
-#   lives.
+# - **transpose(dim0, dim1)**: element `[..., i, ..., j, ...]` of the result is element
+#   `[..., j, ..., i, ...]` of the input. Which fields of the layout must change, and how?
+#   Test your answer on the picture in section 1: the transpose of the `(2, 3)` tensor with
+#   strides `(3, 1)` must find `X[i, j]` at index `[j, i]`.
 # - **permute(*dims)** generalises this: output dimension `k` is input dimension
-#   `dims[k]`, so the new shape is `[shape[d] for d in dims]` and the new strides are
-#   `[strides[d] for d in dims]`.
+#   `dims[k]`.
 #
 # The offset never changes: element `[0, 0, ...]` is still the same element.
 #
@@ -1791,8 +1798,9 @@ def _shape_arg(args):
 #
 # <details><summary>The approach (transpose)</summary>
 #
-# Make mutable copies of the shape and the strides, exchange the entries at the two dims in
-# both, and build a view over the same storage with the same offset.
+# A view is a new reading of the same memory. After the swap, stepping along `dim0` must
+# move through memory exactly as stepping along `dim1` did before, and where element
+# `[0, 0, ...]` lives has not changed.
 # </details>
 #
 # <details><summary>Hint 1 (permute)</summary>
@@ -1803,8 +1811,8 @@ def _shape_arg(args):
 #
 # <details><summary>The approach (permute)</summary>
 #
-# Build the new shape and the new strides by reading the input's entries in the order given
-# by `dims`, and make a view with them at the same offset.
+# The same reasoning as transpose, for any reordering: work out which input dimension
+# each output dimension *is*, and what it brings with it.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "transpose-permute", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1821,8 +1829,8 @@ def _transpose_view(t, dim0, dim1):
     """Forward of transpose.
 
     Contract: `t` a Tensor, `dim0`/`dim1` valid non-negative dims (may be equal). Returns
-    `t._view(...)` over the same storage: shape and strides with entries dim0 and dim1
-    exchanged, offset unchanged. Copies nothing.
+    `t._view(...)` over the same storage whose element [..., i, ..., j, ...] is t's element
+    [..., j, ..., i, ...] (positions dim0 and dim1). Copies nothing.
     """
     # Idea: swapping two dims swaps their sizes and their strides, nothing else.
     ### BEGIN SOLUTION
@@ -1877,6 +1885,9 @@ _z = Tensor(np.arange(60)).as_strided((4, 4), (12, 3), 14)  # numpy: arange(60).
 assert_equal((_z.T.shape, _z.T.stride(), _z.T.storage_offset()), ((4, 4), (3, 12), 14), "T of an offset, stepped view")
 assert_equal(_z.T.numpy(), np.arange(60).reshape(5, 12)[1:, 2::3].T, "T of an offset, stepped view: values")
 assert_equal(_z.permute(1, 0).stride(), (3, 12), "permute(1, 0) of the same view")
+_zt = _z.transpose(0, 1)  # the method itself (.T goes through permute)
+assert_equal((_zt.stride(), _zt.storage_offset()), ((3, 12), 14), "transpose(0, 1) of the offset, stepped view")
+assert_equal(_zt.numpy(), np.arange(60).reshape(5, 12)[1:, 2::3].T, "transpose(0, 1) of the same view: values")
 print("✓ transpose, permute, T, mT: y.permute(2, 0, 1).stride() =", _p.stride())
 
 # %% [markdown]
@@ -1912,10 +1923,9 @@ print("✓ transpose, permute, T, mT: y.permute(2, 0, 1).stride() =", _p.stride(
 #
 # <details><summary>The approach (_is_contiguous)</summary>
 #
-# An empty tensor is contiguous. Otherwise walk the dimensions from last to first with the
-# stride a row-major layout expects there (1 for the last); skip size-1 dimensions; any
-# other dimension must have exactly the expected stride, and then the expected stride grows
-# by that dimension's size.
+# A layout is row-major when each stride is what section 2 would compute for that shape.
+# Only strides that are ever stepped along matter: which dimensions are never stepped
+# along, and which tensors have no element to step to at all?
 # </details>
 #
 # <details><summary>Hint 1 (_infer_shape)</summary>
@@ -1926,10 +1936,10 @@ print("✓ transpose, permute, T, mT: y.permute(2, 0, 1).stride() =", _p.stride(
 #
 # <details><summary>The approach (_infer_shape)</summary>
 #
-# Refuse more than one `-1` and any other negative size. Multiply the sizes that are not
-# `-1`. With a `-1`, it becomes `numel` divided by that product, which must be possible
-# (non-zero product, no remainder); without one, the product must equal `numel`. Every
-# error names the shape asked for and `numel`.
+# The product of the sizes must be `numel`, so one unknown size can be solved for, and
+# the errors are the ways that equation has no solution or is not a question: too many
+# unknowns, sizes that cannot be sizes, a product that does not divide (think of
+# `numel == 0` too). Every error names the shape asked for and `numel`.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "view-reshape", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1989,10 +1999,10 @@ def _infer_shape(shape, numel):
 #
 # <details><summary>The approach (the forwards)</summary>
 #
-# `view`: refuse a non-contiguous tensor with a RuntimeError that says it is not contiguous
-# and what to do instead; otherwise a view with row-major strides for the new shape at the
-# same offset. `reshape`: the same view when the tensor is contiguous; otherwise gather its
-# elements into a fresh row-major numpy array and reshape that (apply gives it storage).
+# Both rest on one question: when is the same storage, read row-major with new
+# contiguous strides, already the right answer? When it is, both return a view. When it is
+# not, `view` must refuse with a message that says what to do instead, and `reshape` must
+# produce the elements in row-major order somewhere new.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "view-forwards", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2060,7 +2070,8 @@ for _shape, _strides, _expected in [((2, 3), (3, 1), True), ((3, 2), (1, 3), Fal
     assert_equal(_is_contiguous(_shape, _strides), _expected, f"_is_contiguous({_shape}, {_strides})")
 assert_equal(_infer_shape((2, -1), 6), (2, 3), "_infer_shape((2, -1), 6)")
 assert_equal(_infer_shape((6,), 6), (6,), "_infer_shape((6,), 6)")
-for _bad in [((4, -1), 6), ((-1, -1), 6), ((5,), 6), ((-2, 3), 6)]:
+for _bad in [((4, -1), 6), ((-1, -1), 6), ((5,), 6), ((-2, 3), 6),
+             ((0, -1), 0)]:  # no elements and a 0 beside the -1: every size would do, so none is inferred
     assert_raises(ShapeError, _infer_shape, *_bad, match=str(_bad[1]), what=f"_infer_shape{_bad}")
 _x = Tensor(np.arange(12.0))
 _v = _x.view(3, -1)
@@ -2094,11 +2105,10 @@ print("✓ contiguity, view, reshape, flatten: x.view(3, -1).stride() =", _v.str
 #   them as `dims` for module 06), and the forward that drops them.
 # - `unsqueeze(dim)` inserts a size-1 dimension so that the result has it at position
 #   `dim` (`dim` may be `-1`: at the end). Its stride is never used for stepping, so any
-#   value would read the right elements; PyTorch picks the one that keeps a contiguous tensor
-#   contiguous *with the strides a fresh tensor of the new shape would have*: the number of
-#   elements one step of the dimension right after it spans (that dimension's stride times
-#   its size), or 1 when the new dimension is the last. We do the same, and the tests
-#   compare strides with PyTorch's.
+#   value would read the right elements; PyTorch picks the one that gives a contiguous
+#   tensor *the strides a fresh tensor of the new shape would have*, and uses the same
+#   rule on any layout. Work the rule out from the examples below; the tests compare
+#   strides with PyTorch's.
 #
 # Example: a `(3,)` tensor with stride `(1,)`: `unsqueeze(0)` gives shape `(1, 3)` with
 # strides `(3, 1)`, `unsqueeze(1)` gives `(3, 1)` with `(1, 1)`. On a stepped view with
@@ -2116,9 +2126,9 @@ print("✓ contiguity, view, reshape, flatten: x.view(3, -1).stride() =", _v.str
 #
 # <details><summary>The approach (_squeeze_dims)</summary>
 #
-# With no dim, collect every position whose size is 1. Otherwise accept one int or a
-# sequence of ints, wrap each with `_wrap_dim` (a 0-d tensor has nothing to wrap), drop the
-# duplicates, sort, and keep only those whose size is 1.
+# The dims arrive in any of PyTorch's accepted forms; bring them to one form first
+# (numbers counted from the front, each once, in order), then decide which of them may
+# actually be removed.
 # </details>
 #
 # <details><summary>Hint (the forwards)</summary>
@@ -2129,9 +2139,10 @@ print("✓ contiguity, view, reshape, flatten: x.view(3, -1).stride() =", _v.str
 #
 # <details><summary>The approach (the forwards)</summary>
 #
-# Squeeze: keep the (size, stride) pairs whose position is not listed. Unsqueeze: choose the
-# new stride as described above (look at the dimension that will follow the new one, if
-# there is one), then splice size 1 and that stride in at `dim`.
+# Squeezing a size-1 dimension changes no address: the dimension is never stepped along.
+# Unsqueezing inserts one that is never stepped along either, so its stride is free as far
+# as the values go; the question is which stride makes the new tensor's `stride()` and
+# `is_contiguous()` what PyTorch reports.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "squeeze-unsqueeze", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2184,7 +2195,7 @@ def _unsqueeze_view(t, dim):
     Contract: `0 <= dim <= t.ndim`. Returns a view over the same storage and offset with a
     size-1 dimension at position `dim`, whose stride is PyTorch's choice (see the text).
     """
-    # Idea: the new dimension's stride spans what the dimension after it spans.
+    # Idea: what stride would a fresh tensor of the new shape have there? Say it with t's own fields.
     ### BEGIN SOLUTION
     stride = t._strides[dim] * t.shape[dim] if dim < t.ndim else 1
     shape = t.shape[:dim] + (1,) + t.shape[dim:]
@@ -2262,11 +2273,11 @@ print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _st
 #
 # <details><summary>The approach</summary>
 #
-# Keep a result, starting from the empty shape, and fold each shape into it. For one fold,
-# pad the shorter shape on the left with 1s to the same length, then go through the pairs
-# of sizes: equal sizes stay, a 1 gives way to the other size, anything else is an error
-# whose message names the two shapes (the folded result and the new one), the dimension
-# counted from the right as a negative number, both sizes, and the rule.
+# Two shapes first: line them up at their right ends, and for each pair of sizes decide
+# whether they agree and what the result's size is. Several shapes are the same question
+# asked again with the result so far. The error message is part of the contract: it names
+# the two shapes being combined, the dimension counted from the right, both sizes and the
+# rule.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "broadcast-shapes", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2363,11 +2374,10 @@ for _a, _b in _it.product([(), (1,), (3,), (2, 1), (2, 3), (1, 3, 1), (4, 1, 3)]
 #
 # <details><summary>The approach</summary>
 #
-# Refuse a target with fewer dimensions. The first `len(sizes) - len(shape)` target sizes
-# are new leading dimensions: each gets its size (it must be explicit and non-negative) and
-# stride 0. Each remaining target size meets an existing dimension: `-1` or the same size
-# keeps size and stride; a size-1 dimension may take any size, with stride 0; anything else
-# is an error naming both shapes and the dimension.
+# Line the target up with the tensor at their right ends. The dimensions the target adds
+# on the left, and the size-1 dimensions it stretches, are read again and again for every
+# step along them: what stride does that mean? The dimensions it keeps keep their layout.
+# The errors are the pairs of sizes that cannot be reached this way.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "expand", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2501,10 +2511,9 @@ print("a (3,) broadcast:    ", layout_of(_base, np.broadcast_to(_base[:3], (2, 3
 #
 # <details><summary>The approach (broadcast_strides)</summary>
 #
-# Refuse an input with more dimensions than the output, or a size that is neither 1 nor
-# the output's size there (name both shapes). Start from a list of zeros, one per output
-# dimension; for each input dimension, find its output position by aligning the ends, and
-# copy its stride there unless its size is 1.
+# The same alignment as `expand`, but onto an output shape that is already decided: for
+# each output dimension, does the input have a matching dimension, and does stepping
+# along it move through the input's memory or not?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "broadcast-strides", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2556,18 +2565,17 @@ def _numel(shape):
 #
 # <details><summary>The approach (map and zip)</summary>
 #
-# Compute each input's broadcast strides once, before the loop. Then, for every ordinal of
-# the output: its multi-index, the output position from the output's strides and offset,
-# each input position from that input's broadcast strides and its own offset; store `fn`
-# of the input value(s) at the output position.
+# For every element of the output, in any order: where it lives, and where each input
+# element it is computed from lives. Section 3 turns an ordinal into a multi-index, and
+# one multi-index is enough for every array once their strides agree on shapes. Anything
+# that depends only on the layouts belongs before the loop.
 # </details>
 #
 # <details><summary>The approach (reduce)</summary>
 #
-# For every ordinal of the *output*: take its multi-index, start an accumulator at
-# `start`, and let the index at `dim` run over the input's size there, folding each input
-# value into the accumulator with `fn`. Then set the index at `dim` back to 0 (the only
-# index the output has there) before you compute where the result goes.
+# Each output element is a fold over one line of the input, along `dim`. Find the input
+# elements of that line from the output element's multi-index, and remember that the
+# output has size 1 along `dim` when you compute where the result goes.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "strided-loops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2717,13 +2725,13 @@ print("✓ strided_reduce: sum over dim 1 of a (2, 3, 4) ->", _b3.sum(axis=1, ke
 # regular grid of elements, so it is a *view*. For each index item, walking the input
 # dimensions left to right:
 #
-# - an **int** `i` (negative counts from the end) fixes that dimension: the offset grows
-#   by `i * stride` and the dimension disappears;
-# - a **slice** `start:stop:step` keeps the dimension: it picks the elements
-#   `start, start + step, ...` before `stop`, so the new dimension starts `start` elements
-#   further into the old one (the offset grows by `start * stride`, when the slice is not
-#   empty), and one step along it is `step` steps along the old one;
-# - **`None`** inserts a new dimension of size 1 (stride 0), consuming no input dimension.
+# - an **int** `i` (negative counts from the end) fixes that dimension, which disappears
+#   from the result;
+# - a **slice** `start:stop:step` keeps the dimension, and picks the elements
+#   `start, start + step, ...` before `stop`;
+# - **`None`** inserts a new dimension of size 1, consuming no input dimension.
+#
+# For each kind, work out what it does to the shape, the strides and the offset.
 #
 # `x[1, ::2]` on a `(3, 4)` tensor with strides `(4, 1)`: offset `1·4 = 4`, then a slice of
 # size 2 and stride 2 — shape `(2,)`, strides `(2,)`, offset 4: elements 4 and 6.
@@ -2818,10 +2826,10 @@ def _normalize_basic_index(items, ndim):
 #
 # <details><summary>The approach (_slice_layout)</summary>
 #
-# Let `slice.indices(size)` give the clamped start, stop and step. The length is the
-# length of the range they describe. The new stride is the old stride times the step. The
-# offset grows by start times the old stride, but only when the slice picks at least one
-# element (an empty slice may have a start past the end).
+# Python already knows how to clamp a slice to a size (`slice.indices`), and how many
+# elements a range has. What is left is the layout: the first selected element's address,
+# and how far apart consecutive selected elements are. Think about a slice that selects
+# nothing.
 # </details>
 #
 # <details><summary>Hint 1 (_basic_index)</summary>
@@ -2833,12 +2841,10 @@ def _normalize_basic_index(items, ndim):
 #
 # <details><summary>The approach (_basic_index)</summary>
 #
-# Start from the tensor's offset and empty shape and strides. `None`: append size 1 with
-# stride 0. An int: check it lies in `-size .. size-1` (else an IndexError naming the
-# index, the dimension and its size), wrap a negative one, add it times the stride to the
-# offset, and append nothing. A slice: append the length and stride from `_slice_layout`
-# and add its offset change. Move to the next input dimension after an int or a slice. End
-# with one `_view`.
+# Walk the index items and the tensor's dimensions together. Each kind of item does one
+# thing to the result's layout: one keeps a dimension (changed), one removes a dimension
+# (but moves where element `[0, ...]` lives), one adds a dimension that consumes nothing.
+# Which input dimension does the next item refer to? The result is one view.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "basic-indexing", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -3108,9 +3114,9 @@ def _apply_quietly(op, forward, *inputs):
 #
 # <details><summary>The approach</summary>
 #
-# Broadcast the two shapes with your function (and let its error propagate). Take the
-# numpy views of both tensors; convert each to the result dtype only when it differs (a
-# conversion copies); return the ufunc applied to the two.
+# Decide the result's shape and dtype with the rules you already wrote, then let numpy
+# loop over the views of the storage. A conversion to the result dtype copies, so make one
+# only where it changes something.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "elementwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -3229,10 +3235,9 @@ print("✓ elementwise ops: (2, 3) + (3,) =", (_a + _b).tolist())
 #    leaf tensors that require grad; we refuse them on any tensor that requires grad while
 #    grad mode is on. (Optimizers update parameters with grad mode off — module 06's
 #    `no_grad()` — and that is allowed.)
-# 2. **Overlapping memory.** An expanded tensor has stride 0 in some dimension of size > 1:
-#    several of its elements *are the same memory cell*. Writing `x.add_(1)` would add 1
-#    to that cell several times (or once — it depends on the loop order). PyTorch refuses,
-#    and so do we.
+# 2. **Overlapping memory.** Some views (section 11's `expand` makes them) have several
+#    elements that *are the same memory cell*. Writing `x.add_(1)` would add 1 to that cell
+#    several times (or once — it depends on the loop order). PyTorch refuses, and so do we.
 #
 # Your part is that check, `_check_writable(t)`. The provided `_inplace` also refuses a
 # result dtype that cannot be stored back (`int_tensor.div_(2)` would need floats) and
@@ -3247,10 +3252,10 @@ print("✓ elementwise ops: (2, 3) + (3,) =", (_a + _b).tolist())
 #
 # <details><summary>The approach</summary>
 #
-# First, when asked to check grad, refuse a tensor that requires grad while grad mode is
-# on. Then look at each dimension: one with stride 0 and more than one element means
-# several elements share one memory cell; refuse, naming the shape and strides and
-# suggesting `.contiguous()` or `.clone()`.
+# Two independent reasons to refuse, and the caller can switch off the first. For the
+# second, the address formula answers the question: when do two different multi-indices
+# give the same address, and which layouts make that happen? The message names the shape
+# and the strides and says what to do instead.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "inplace", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -3263,7 +3268,7 @@ def _check_writable(t, check_grad=True):
     elements of t share one memory location (an expanded view): the message says so, with
     the word "memory", and suggests .contiguous() or .clone().
     """
-    # Idea: a stride of 0 along a dimension of size > 1 means many elements, one cell.
+    # Idea: the address formula says when two different multi-indices give one address.
     ### BEGIN SOLUTION
     if check_grad and t.requires_grad and is_grad_enabled():
         raise RuntimeError(
@@ -3339,8 +3344,11 @@ assert_equal(_p.tolist(), [0.5, 1.5], "sub_ with grad mode off")
 _check_writable(_p, check_grad=False)  # check_grad=False skips the autograd rule
 _e = Tensor([1.0]).expand(3)
 assert_raises(RuntimeError, _e.fill_, 0.0, match="memory", what="fill_ on an expanded view (stride 0)")
-_one = Tensor([[5.0]]).expand(1, 1)  # stride 0 but size 1: one element, one cell: allowed
-_check_writable(_one)
+_one = Tensor(5.0).expand(1)  # a new leading dimension: stride 0, but one element in one cell
+assert_equal(_one.stride(), (0,), "Tensor(5.0).expand(1): the new dimension has stride 0")
+_check_writable(_one)  # allowed
+_col = Tensor([[1.0], [2.0], [3.0]]).expand(3, 4)  # the shared cells are along the *last* dimension
+assert_raises(RuntimeError, _col.add_, 1.0, match="memory", what="add_ on a (3, 1) column expanded to (3, 4)")
 _check_writable(Tensor(np.zeros((2, 3))).T)  # a transposed view has no shared cells
 assert_raises(RuntimeError, Tensor([1, 2]).div_, 2, what="div_ on an int tensor (provided check)")
 _g = Tensor(np.arange(6.0).reshape(2, 3))
@@ -3381,9 +3389,8 @@ print("✓ in-place ops:", _x.tolist())
 #
 # <details><summary>The approach</summary>
 #
-# `None` means every dimension. Otherwise accept one int or a sequence; wrap each entry
-# with `_wrap_dim`; a position seen twice is a ShapeError naming it ("appears multiple
-# times"); return the positions sorted, as a tuple.
+# Bring `dim` from its accepted forms to one (positions counted from the front, sorted),
+# and refuse what would make the reduction ambiguous, naming it.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "reductions", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -3510,12 +3517,10 @@ print("✓ reductions: _reduction_dims((2, 0), 3) =", _reduction_dims((2, 0), 3)
 #
 # <details><summary>The approach</summary>
 #
-# Refuse a 0-d operand. Promote a 1-D first operand to a row and a 1-D second operand to a
-# column. Compare the last size of the first with the second-to-last of the second (an
-# error naming both shapes and both sizes). Broadcast everything before the last two
-# dimensions with `broadcast_shapes`, re-raising its error with both full shapes in the
-# message. The result is that batch shape, then the rows of the first (unless it was 1-D),
-# then the columns of the second (unless it was 1-D).
+# Separate the two kinds of dimensions first: the last two take part in the product,
+# everything before them is batch and follows the broadcasting rules you wrote. 1-D
+# operands are PyTorch's special case: promote them to matrices for the rule, and take the
+# promotion back out of the result. The errors name both full shapes.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -3887,8 +3892,9 @@ print(full((2,), True), zeros_like(_a).shape, randint(0, 10, (5,)).dtype)
 #
 # <details><summary>The approach</summary>
 #
-# Keep a record keyed by the identity of each tensor's storage; after going through all
-# the tensors, add up the bytes of the storages recorded. No tensors gives 0.
+# Memory is counted per storage, not per tensor: several tensors may share one, and a
+# view's storage may be much larger than the view. How do you tell whether two tensors
+# share a storage, and count it once?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "memory-footprint", "locked": false, "schema_version": 3, "solution": true, "task": false}

@@ -101,6 +101,23 @@ def test_refused_on_expanded_views():
     assert ok.tolist() == [[1.0], [1.0], [1.0]]
 
 
+def test_shared_cells_found_in_any_dimension():
+    column = tt.tensor([[1.0], [2.0], [3.0]]).expand(3, 4)  # stride 0 in the last dimension
+    assert column.stride() == (1, 0)
+    with pytest.raises(RuntimeError, match="memory"):
+        column.add_(1)
+    middle = tt.tensor([[[1.0, 2.0]]]).expand(1, 5, 2)  # stride 0 in the middle dimension
+    with pytest.raises(RuntimeError, match="memory"):
+        middle.mul_(2)
+
+
+def test_stride_zero_along_a_size_one_dimension_is_writable():
+    one = tt.tensor(5.0).expand(1)  # a new leading dimension of size 1: stride 0, one element, one cell
+    assert one.stride() == (0,)
+    one.add_(1.0)
+    assert one.tolist() == [6.0]
+
+
 def test_dtype_that_cannot_be_stored_back():
     i = tt.tensor([1, 2, 3])
     with pytest.raises(RuntimeError, match="cast"):

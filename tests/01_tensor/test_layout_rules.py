@@ -116,6 +116,18 @@ def test_infer_shape_errors_name_shape_and_size():
     assert T._infer_shape((2, -1, 1), 6) == (2, 3, 1)
 
 
+def test_infer_shape_of_an_empty_tensor_refuses_an_undetermined_minus_one():
+    with pytest.raises(ValueError, match="0"):
+        T._infer_shape((0, -1), 0)  # any size would do: PyTorch calls it ambiguous
+
+
+def test_transpose_keeps_the_offset_of_a_view():
+    x = tt.arange(12).reshape(3, 4)[1:]
+    t = x.transpose(0, 1)
+    assert (t.shape, t.stride(), t.storage_offset()) == ((4, 2), (1, 4), 4)
+    assert t.tolist() == [[4, 8], [5, 9], [6, 10], [7, 11]]
+
+
 def test_int_index_wraps_negative_and_reports_dimension():
     x = tt.arange(12).reshape(3, 4)
     assert x[-1].storage_offset() == 8 and x[-1].tolist() == [8, 9, 10, 11]

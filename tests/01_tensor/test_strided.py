@@ -61,6 +61,7 @@ def test_ordinal_to_index_known_values():
     assert list(S.ordinal_to_index(3, (4,))) == [3]
     assert list(S.ordinal_to_index(0, ())) == []
     assert list(S.ordinal_to_index(4, (3, 2))) == [2, 0], "row-major (C) order, not column-major"
+    assert type(S.ordinal_to_index(4, (3, 2))) is list, "a list, as the contract says (the loops assign into it)"
 
 
 @settings(max_examples=30, deadline=None)
