@@ -159,7 +159,26 @@ def dequantize(qtensor):
     return qtensor.dequantize()
 
 
-# -- cell 16 (per-channel) --
+# -- cell 16 (noise-model) --
+def _rounding_mse(scale):
+    """Contract: scale a positive float or numpy array. Returns the expected squared
+    rounding error (float, or an array of scale's shape) of values spread evenly over a
+    grid of step `scale`, inside its range."""
+    # Idea: average e² over one step.
+    # YOUR CODE HERE
+    raise NotImplementedError('_rounding_mse() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
+
+
+def _predicted_sqnr_db(signal_power, lo, hi, bits):
+    """Contract: signal_power > 0 (the mean of x²); lo < hi the grid's end values; bits an
+    int from 2 to 8. Returns the SQNR in dB (a float) that the noise model predicts for
+    that signal on a `bits`-bit affine grid from lo to hi."""
+    # Idea: the grid's step, then the ratio of the two powers.
+    # YOUR CODE HERE
+    raise NotImplementedError('_predicted_sqnr_db() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
+
+
+# -- cell 20 (per-channel) --
 def _per_channel_minmax(x, axis):
     """Contract: x a numpy array with ndim >= 1, axis an int in -ndim..ndim-1 (negative
     counts from the end). Returns (min_val, max_val), float32 numpy arrays of shape
@@ -179,7 +198,7 @@ def _channel_broadcast(values, axis, ndim):
     raise NotImplementedError('_channel_broadcast() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 19 --
+# -- cell 23 --
 def quantize_per_channel(input, scales, zero_points, axis, dtype="qint8"):
     """torch.quantize_per_channel: scales[c] and zero_points[c] for channel c along `axis`."""
     if dtype != "qint8":
@@ -195,7 +214,7 @@ def quantize_per_channel(input, scales, zero_points, axis, dtype="qint8"):
     return QTensor(q, scales, zero_points, axis=axis % x.ndim)
 
 
-# -- cell 24 (minmax-observer) --
+# -- cell 28 (minmax-observer) --
 class MinMaxObserver(Module):
     """Records the running min and max of what passes through (torch.ao.quantization.MinMaxObserver).
 
@@ -248,7 +267,7 @@ class PerChannelMinMaxObserver(MinMaxObserver):
         return _per_channel_minmax(x, self.ch_axis)
 
 
-# -- cell 27 (percentile-observer) --
+# -- cell 31 (percentile-observer) --
 class PercentileObserver(MinMaxObserver):
     """Range from the (100 - p)th and pth percentiles, averaged over batches (per tensor)."""
 
@@ -273,7 +292,7 @@ class PercentileObserver(MinMaxObserver):
         return f"percentile={self.percentile}, " + super().extra_repr()
 
 
-# -- cell 33 (int8-linear) --
+# -- cell 37 (int8-linear) --
 def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, w_zero_point, bias=None):
     """The integer core of QuantizedLinear.
 
@@ -295,7 +314,7 @@ def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, w_zero_point, bias=No
     raise NotImplementedError('_int8_linear() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 36 --
+# -- cell 40 --
 def _weight_qparams(weight, weight_observer):
     """(observer, scales (out,), zero points (out,) or None when they are all 0)."""
     observer = weight_observer()
@@ -373,7 +392,7 @@ class QuantizedLinear(Module):
                 f"input_scale={self.input_scale.item():.4g}, input_zero_point={self.input_zero_point.item()}")
 
 
-# -- cell 41 (requantize) --
+# -- cell 45 (requantize) --
 def _quantize_multiplier(multiplier):
     """Contract: multiplier a positive finite float or float64 numpy array (one per output
     channel). Returns (m, shift), int64 numpy arrays of its shape, with 2^30 <= m < 2^31
@@ -398,7 +417,7 @@ def _requantize(acc, multiplier, shift, zero_point, quant_min=QINT8_MIN, quant_m
     raise NotImplementedError('_requantize() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 44 (fake-quantize) --
+# -- cell 48 (fake-quantize) --
 class FakeQuantizeFunction(Function):
     """Quantize-then-dequantize with a straight-through gradient."""
 
@@ -426,7 +445,7 @@ class FakeQuantizeFunction(Function):
         raise NotImplementedError('FakeQuantizeFunction.backward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 46 --
+# -- cell 50 --
 def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
     """torch.fake_quantize_per_tensor_affine, with the straight-through gradient."""
     if not float(scale) > 0:
@@ -448,7 +467,7 @@ def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min=Q
                                       int(quant_min), int(quant_max))
 
 
-# -- cell 51 (swap-modules) --
+# -- cell 55 (swap-modules) --
 QConfig = namedtuple("QConfig", ["activation", "weight"])  # torch.ao.quantization.QConfig: observer factories
 default_qconfig = QConfig(activation=MinMaxObserver, weight=_default_weight_observer)
 
@@ -476,7 +495,7 @@ class ObservedLinear(Module):
         return self.linear(self.activation_post_process(input))
 
 
-# -- cell 54 (quantize-model) --
+# -- cell 58 (quantize-model) --
 def _batch_inputs(batch):
     """The model's input from a loader's batch: (inputs, targets) pairs or bare inputs."""
     return batch[0] if isinstance(batch, (tuple, list)) else batch
@@ -503,7 +522,26 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     raise NotImplementedError('quantize_model() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 77 --
+# -- cell 78 (fuse-conv-bn) --
+def fuse_conv_bn_eval(conv, bn):
+    """A new Conv2d equal to bn(conv(x)) for eval-mode layers (torch.nn.utils.fusion.fuse_conv_bn_eval).
+
+    Contract: `conv` a Conv2d and `bn` a BatchNorm2d over conv's out_channels, both in eval
+    mode, bn tracking running statistics. Returns a new Conv2d, in eval mode, with conv's
+    channels, kernel size, stride and padding and a bias (even if conv had none), whose
+    output equals bn(conv(x)) to float32 rounding for every input; conv and bn are left as
+    they were. Raises ValueError if either is in training mode (batch norm would use each
+    batch's own statistics, which no fixed weight can), if bn has no running statistics,
+    or if the channel counts differ.
+    """
+    from tinytorch.nn.conv import Conv2d
+
+    # Idea: per output channel, batch norm is one multiplication and one addition.
+    # YOUR CODE HERE
+    raise NotImplementedError('fuse_conv_bn_eval() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
+
+
+# -- cell 84 --
 class FakeQuantize(Module):
     """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
     training mode (and in eval mode until it has seen data); fresh=True re-observes every

@@ -688,12 +688,8 @@ def _amax_backward(node, grad):
 
 @backward_rule("max", "min")
 def _max_dim_backward(node, grad):
-    x = node.inputs[0]
-    dim = node.attrs["dim"]
-    g = grad if node.attrs["keepdim"] else np.expand_dims(grad, dim)
-    out = np.zeros(x.shape, dtype=grad.dtype)
-    np.put_along_axis(out, node.attrs["indices"], g, axis=dim)
-    return (out,)
+    # max(dim) keeps one position per slice: topk's rule with k = 1, once the dim is back
+    return _topk_backward(node, grad if node.attrs["keepdim"] else np.expand_dims(grad, node.attrs["dim"]))
 
 
 @backward_rule("cat")
@@ -828,16 +824,18 @@ def _mse_loss_backward(node, grad):
 
 @backward_rule("binary_cross_entropy_with_logits")
 def _bce_with_logits_backward(node, grad):
-    x, y = (t.numpy() for t in node.inputs)
+    from tinytorch.nn.activations import _sigmoid_forward  # module 02's stable sigmoid
+    from tinytorch.nn.losses import _bce_with_logits_forward  # module 04's stable loss
+
+    x, y = node.inputs
     w, pw = node.attrs["weight"], node.attrs["pos_weight"]
-    e = np.exp(-np.abs(x))
-    sig = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-    tail = np.log1p(e)
+    sig, xv, yv = _sigmoid_forward(x), x.numpy(), y.numpy()
     if pw is None:
-        dx, dy = sig - y, -x
-    else:
-        dx = (1 - y) * sig - pw * y * (1 - sig)
-        dy = pw * (np.maximum(-x, 0) + tail) - (np.maximum(x, 0) + tail)
+        dx, dy = sig - yv, -xv
+    else:  # the loss of a positive target, log(1 + e^-x), is module 04's loss at target 1
+        positive = _bce_with_logits_forward(x, Tensor(np.ones_like(xv)), None, None, "none")
+        dx = (1 - yv) * sig - pw * yv * (1 - sig)
+        dy = (pw - 1) * positive - xv
     if w is not None:
         dx, dy = dx * w, dy * w
     reduction = node.attrs["reduction"]
@@ -940,7 +938,7 @@ class Softplus(Function):
         raise NotImplementedError('Softplus.backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 84 (logsumexp-function) --
+# -- cell 83 (logsumexp-function) --
 class LogSumExp(Function):
     """log(sum(exp(x), dim)) as one op: `LogSumExp.apply(x, dim, keepdim)` (torch.logsumexp).
 
@@ -972,7 +970,7 @@ def logsumexp(x, dim, keepdim=False):
     return LogSumExp.apply(x, dim, keepdim)
 
 
-# -- cell 90 --
+# -- cell 89 --
 def _short(value, limit=40):
     if isinstance(value, np.ndarray):
         return f"<array {value.shape}>"
@@ -1041,7 +1039,7 @@ def format_graph(tensor, names=None, max_depth=25):
     return "\n".join(lines)
 
 
-# -- cell 92 --
+# -- cell 91 --
 def print_graph(tensor, names=None, max_depth=25):
     """Print format_graph(tensor): ops, shapes, attrs and leaves as an indented tree."""
     print(format_graph(tensor, names, max_depth))
