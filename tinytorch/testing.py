@@ -15,7 +15,8 @@ import tracemalloc
 import numpy as np
 
 __all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
-           "weak_ref", "run_fresh", "spied", "one_gemm_problems"]
+           "weak_ref", "run_fresh", "spied", "one_gemm_problems", "parallel_write_clashes",
+           "divergent_barriers", "multiply_written"]
 
 
 def _as_numpy(value):
@@ -287,3 +288,192 @@ def peak_bytes(fn, *args):
     finally:
         if started:
             tracemalloc.stop()
+
+
+class _Writes:
+    """Which parallel iteration wrote each memory address, and the addresses two of them wrote."""
+
+    def __init__(self):
+        self.iteration, self.owner, self.clashes, self.clashed = None, {}, [], set()
+
+    def note(self, addresses, array):
+        if self.iteration is None:
+            return
+        for address in addresses:
+            first = self.owner.setdefault(address, self.iteration)
+            if first != self.iteration and address not in self.clashed and len(self.clashes) < 20:
+                self.clashed.add(address)
+                self.clashes.append((array.shape, _element(array, address), first, self.iteration))
+
+
+def _addresses(array):
+    """The byte address of each element of `array`, an int64 array of its shape."""
+    start = array.__array_interface__["data"][0]
+    grids = np.ix_(*(np.arange(n) for n in array.shape)) if array.ndim else ()
+    return start + sum((g * s for g, s in zip(grids, array.strides)), np.zeros(array.shape, dtype=np.int64))
+
+
+def _element(array, address):
+    """The index in `array` of the element at a byte address (for the message)."""
+    found = np.argwhere(_addresses(array) == address)
+    return tuple(int(i) for i in found[0]) if len(found) else None
+
+
+class _Watched(np.ndarray):
+    """An array whose element writes are noted, with the parallel iteration that made them."""
+
+    writes: _Writes | None = None
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        writes = _Watched.writes
+        if writes is None or writes.iteration is None:
+            return
+        start, strides = self.__array_interface__["data"][0], self.strides
+        if isinstance(key, (int, np.integer)):
+            key = (key,)
+        if isinstance(key, tuple) and len(key) == self.ndim and all(isinstance(k, (int, np.integer)) for k in key):
+            index = [int(k) + (n if k < 0 else 0) for k, n in zip(key, self.shape)]
+            writes.note([start + sum(i * s for i, s in zip(index, strides))], self)
+            return
+        writes.note(np.asarray(_addresses(self.view(np.ndarray)))[key].ravel().tolist(), self)
+
+
+class _WatchingNumpy:
+    """numpy, except that the arrays a kernel creates are watched."""
+
+    _MAKERS = ("zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like")
+
+    def __getattr__(self, name):
+        made = getattr(np, name)
+        if name not in self._MAKERS:
+            return made
+        return lambda *args, **kwargs: made(*args, **kwargs).view(_Watched)
+
+
+def parallel_write_clashes(kernel, *args):
+    """(the kernel's result, the clashes) for a numba kernel run as Python on `args`, its
+    `prange` loop's iterations one after another: each clash is (shape of the array,
+    element index, first iteration, second iteration), an element of an argument or of an
+    array the kernel made that two iterations of the outermost `prange` loop both wrote.
+
+    Why: a data race may be rare on a given machine, or impossible on one core; two
+    iterations that write one element are a race on every machine, and this sees them on
+    every run. (A scalar accumulated in a `prange` loop is no clash: numba makes it a
+    reduction, each thread with its own copy.)"""
+    import types
+
+    py = getattr(kernel, "py_func", kernel)
+    writes = _Writes()
+
+    def watched_prange(*bounds):
+        if writes.iteration is not None:  # a nested prange runs as a plain loop
+            yield from range(*bounds)
+            return
+        try:
+            for i in range(*bounds):
+                writes.iteration = i
+                yield i
+        finally:
+            writes.iteration = None
+
+    scope = dict(py.__globals__, prange=watched_prange, np=_WatchingNumpy())
+    run = types.FunctionType(py.__code__, scope, py.__name__, py.__defaults__, py.__closure__)
+    previous, _Watched.writes = _Watched.writes, writes
+    try:
+        result = run(*(a.view(_Watched) if isinstance(a, np.ndarray) else a for a in args))
+    finally:
+        _Watched.writes = previous
+    if isinstance(result, np.ndarray):
+        result = result.view(np.ndarray)
+    return result, writes.clashes
+
+
+def divergent_barriers(launch):
+    """Run `launch()` (which launches CUDA kernels) and return the blocks in which not every
+    thread passed the same `cuda.syncthreads()` calls in the same order: one entry per such
+    block, (block index, a thread, the kernel lines of its barriers, thread 0's lines), at
+    most five. None when numba's CUDA simulator is not in use: only simulated threads can
+    be watched.
+
+    Why: a barrier that some threads of a block skip (inside an `if`, or after an early
+    `return`) is undefined behaviour on a GPU, where it may hang or compute garbage; the
+    simulator lets it pass once the other threads have exited, so the values cannot tell."""
+    import threading
+
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return None
+    from numba.cuda.simulator.kernel import BlockThread
+
+    passed, lock = {}, threading.Lock()
+    original_run, original_sync = BlockThread.run, BlockThread.syncthreads
+
+    def key(thread):
+        return (tuple(thread.blockIdx), tuple(thread.threadIdx))
+
+    def run(self):
+        with lock:
+            passed.setdefault(key(self), [])
+        return original_run(self)
+
+    def syncthreads(self):
+        line = sys._getframe(2).f_lineno  # the kernel's line: it called the simulator's cuda.syncthreads
+        with lock:
+            passed.setdefault(key(self), []).append(line)
+        return original_sync(self)
+
+    BlockThread.run, BlockThread.syncthreads = run, syncthreads
+    try:
+        launch()
+    finally:
+        BlockThread.run, BlockThread.syncthreads = original_run, original_sync
+    blocks = {}
+    for (block, thread), lines in sorted(passed.items()):
+        blocks.setdefault(block, []).append((thread, lines))
+    found = []
+    for block, threads in blocks.items():
+        first_thread, first_lines = threads[0]
+        for thread, lines in threads[1:]:
+            if lines != first_lines:
+                found.append((block, thread, lines, first_lines))
+                break
+        if len(found) == 5:
+            break
+    return found
+
+
+def multiply_written(launch):
+    """Run `launch()` (which launches CUDA kernels) and return the elements of the kernels'
+    arrays that more than one thread wrote: (array shape, element index, number of threads),
+    at most five. None when numba's CUDA simulator is not in use.
+
+    Why: "each element is written by exactly one thread" is a contract the values cannot
+    check (a redundant write of the same value leaves them right) and the speed of the
+    kernel depends on (the redundant threads do the work again)."""
+    import threading
+
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return None
+    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
+
+    writers, lock = {}, threading.Lock()
+    original = FakeWithinKernelCUDAArray.__setitem__
+
+    def setitem(self, index, value):
+        thread = threading.current_thread()
+        key = tuple(int(i) for i in (index if isinstance(index, tuple) else (index,)))
+        with lock:
+            who = writers.setdefault((id(self._item), np.shape(self._item), key), set())
+            who.add((tuple(getattr(thread, "blockIdx", ())), tuple(getattr(thread, "threadIdx", ()))))
+        return original(self, index, value)
+
+    FakeWithinKernelCUDAArray.__setitem__ = setitem
+    try:
+        launch()
+    finally:
+        FakeWithinKernelCUDAArray.__setitem__ = original
+    return [(shape, key, len(who)) for (_, shape, key), who in writers.items() if len(who) > 1][:5]

@@ -1,8 +1,10 @@
-"""tinytorch.testing.spied, the helper that check cells and tests use to see how a result was computed."""
+"""tinytorch.testing's tools that see how a result was computed: spied (the numpy operations)
+and parallel_write_clashes (the writes of a numba prange loop's iterations)."""
 import numpy as np
 import pytest
+from numba import njit, prange
 
-from tinytorch.testing import spied
+from tinytorch.testing import parallel_write_clashes, spied
 
 
 @pytest.mark.parametrize("widen", [lambda a: a.astype(np.int32), lambda a: np.asarray(a, dtype=np.int32),
@@ -20,3 +22,101 @@ def test_numpy_is_restored_even_when_the_function_raises():
         spied(lambda a: 1 / 0, np.ones(2))
     assert (np.asarray, np.array) == (asarray, array)
     assert type(np.asarray(np.ones(2))) is np.ndarray
+
+
+@njit(parallel=True)
+def _chunk_sums(x, n_chunks, into_first):
+    n = x.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    partials = np.zeros(n_chunks)
+    for c in prange(n_chunks):
+        for i in range(c * size, min(c * size + size, n)):
+            partials[0 if into_first else c] += x[i]
+    return partials.sum()
+
+
+@njit(parallel=True)
+def _scalar_sum(x):
+    total = 0.0
+    for i in prange(x.shape[0]):
+        total += x[i]  # numba privatises this: a reduction, no race
+    return total
+
+
+@njit(parallel=True)
+def _rows_plus(x, out, k_parallel):
+    for i in range(x.shape[0]) if k_parallel else prange(x.shape[0]):
+        for k in prange(x.shape[1]) if k_parallel else range(x.shape[1]):
+            out[i, :] += x[i, k]
+    return out
+
+
+def test_a_shared_slot_is_a_clash_and_own_slots_are_not():
+    x = np.arange(50.0)
+    total, clashes = parallel_write_clashes(_chunk_sums, x, 5, True)
+    assert total == x.sum() and clashes == [((5,), (0,), 0, 1)]  # one element, reported once
+    assert parallel_write_clashes(_chunk_sums, x, 5, False) == (x.sum(), [])
+
+
+def test_a_scalar_reduction_is_not_a_clash():
+    assert parallel_write_clashes(_scalar_sum, np.ones(10)) == (10.0, [])
+
+
+def test_writes_into_an_argument_through_a_slice_are_seen():
+    x = np.ones((3, 4))
+    out, clashes = parallel_write_clashes(_rows_plus, x, np.zeros((3, 2)), True)
+    assert clashes[0][:2] == ((3, 2), (0, 0)) and clashes[0][2:] == (0, 1)
+    out, clashes = parallel_write_clashes(_rows_plus, x, np.zeros((3, 2)), False)
+    assert clashes == [] and type(out) is np.ndarray
+    np.testing.assert_array_equal(out, np.full((3, 2), 4.0))
+
+
+_SIMULATED_KERNELS = """
+import numpy as np
+from numba import cuda
+from tinytorch.testing import divergent_barriers, multiply_written
+
+@cuda.jit
+def tree(x, barrier_inside_if):
+    buf = cuda.shared.array(8, dtype=np.float64)
+    t = cuda.threadIdx.x
+    buf[t] = x[t]
+    cuda.syncthreads()
+    half = 4
+    while half > 0:
+        if t < half:
+            buf[t] += buf[t + half]
+            if barrier_inside_if:
+                cuda.syncthreads()
+        if not barrier_inside_if:
+            cuda.syncthreads()
+        half //= 2
+    if t == 0:
+        x[0] = buf[0]
+
+@cuda.jit
+def doubled(a, out, step_by_block):
+    start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    step = cuda.blockDim.x if step_by_block else cuda.gridDim.x * cuda.blockDim.x
+    for i in range(start, out.shape[0], step):
+        out[i] = 2 * a[i]
+
+for inside in (False, True):
+    x = np.arange(8.0)
+    print("barriers", inside, divergent_barriers(lambda: tree[1, 8](x, inside)), x[0])
+for by_block in (False, True):
+    out = np.zeros(12)
+    print("writes", by_block, multiply_written(lambda: doubled[3, 4](np.arange(12.0), out, by_block))[:1])
+"""
+
+
+def test_barriers_and_writes_are_watched_under_the_cuda_simulator():
+    from tinytorch.testing import run_fresh
+
+    out, err = run_fresh(_SIMULATED_KERNELS, NUMBA_ENABLE_CUDASIM="1")
+    assert out.splitlines() == [
+        "barriers False [] 28.0",
+        "barriers True [((0, 0, 0), (1, 0, 0), [11, 17, 17], [11, 17, 17, 17])] 28.0",
+        "writes False []",
+        "writes True [((12,), (4,), 2)]",
+    ], err
