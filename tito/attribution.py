@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import difflib
 import json
+import os
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
@@ -52,6 +53,32 @@ def first_group(outcome: testing.Outcome) -> tuple[str, ...]:
         return ()
     first = min(outcome.details, key=lambda f: f.order)
     return first.candidates or ((first.stub,) if first.stub else ())
+
+
+COMPILERS = {"njit", "jit", "vectorize", "guvectorize", "stencil"}  # numba's decorators
+
+
+def _cuda_simulated() -> bool:
+    """Whether the tests run CUDA kernels in numba's simulator, as Python (module 17's
+    conftest: when asked to, or when there is no NVIDIA GPU)."""
+    flag = os.environ.get("NUMBA_ENABLE_CUDASIM")
+    return flag == "1" if flag is not None else shutil.which("nvidia-smi") is None
+
+
+def compiled_stubs(module: Module, text: str) -> set[str]:
+    """The student functions that numba compiles: compiled code calls them without a Python
+    frame, so a trace of the tests cannot say which tests run them. (`cuda.jit` kernels
+    count only on a real GPU: the simulator runs them as Python.)"""
+    names, found = set(stub_names(module)), set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+            for decorator in node.decorator_list:
+                call = decorator.func if isinstance(decorator, ast.Call) else decorator
+                name = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", "")
+                on_gpu = isinstance(call, ast.Attribute) and getattr(call.value, "id", "") == "cuda"
+                if name in COMPILERS and not (on_gpu and _cuda_simulated()):
+                    found.add(node.name)
+    return found
 
 
 def stub_spans(module: Module, text: str) -> dict[str, tuple[int, int]]:
@@ -137,7 +164,10 @@ def run_mutant(root, solutions, module: Module, mutant: mutants.Mutant,
     the tests the mutant can change run (selection), the others keep their reference result."""
     text = module.solution_path.read_text(encoding="utf-8")
     mutated = mutants.apply(module, mutant, text)
-    chosen = selection(ref, touched(module, text, mutated)) if ref is not None else None
+    functions = touched(module, text, mutated)
+    if functions and functions & compiled_stubs(module, text):
+        functions = None  # compiled code enters them unseen: every test may run them
+    chosen = selection(ref, functions) if ref is not None else None
     variant = mutants.build_variant(root, solutions, module, mutant, mutated)
     try:
         if chosen is None:
