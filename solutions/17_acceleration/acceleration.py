@@ -103,7 +103,8 @@ import numpy as np
 import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, divergent_barriers,
+                               multiply_written, parallel_write_clashes, preserved_state)
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
@@ -148,9 +149,9 @@ __all__ = ["strided_position", "strided_map", "strided_zip", "strided_reduce", "
 # That is exactly how module 01 wrote the loops, so they carry over almost unchanged.
 #
 # Your part is the heart of every loop: one function that goes from an **ordinal** straight
-# to a **storage position**, without building the multi-index as a list. Walk the dimensions
-# from the last (fastest) to the first: the ordinal modulo the size is that dimension's
-# index; dividing by the size moves on to the next dimension.
+# to a **storage position**, without building the multi-index as a list. Module 01 gave you
+# both halves (`ordinal_to_index`, then `index_to_position`); fuse them so that no list is
+# ever made: which quantity does each dimension's index feed, and when is it needed?
 #
 # <details><summary>Hint 1</summary>
 #
@@ -166,9 +167,10 @@ __all__ = ["strided_position", "strided_map", "strided_zip", "strided_reduce", "
 #
 # <details><summary>The approach</summary>
 #
-# Start the position at the offset. For each dimension from the last to the first: the
-# remaining ordinal modulo the dimension's size is the index there; add index times stride
-# to the position; integer-divide the remaining ordinal by the size. Return the position.
+# Each index is computed once and used once, in the order in which the ordinal gives them
+# up (lowest digit first), so a running position and what is left of the ordinal are all
+# the state the loop needs. Think about a 0-d tensor and about a stride that is 0 or
+# negative: the formula needs no special case for them.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "strided-position", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -182,7 +184,7 @@ def strided_position(ordinal, shape, strides, offset):
     offset + sum_d index_d * strides[d], where index is ordinal's multi-index in `shape`.
     Compiled with numba (nopython): no lists, no Python objects.
     """
-    # Idea: peel the index off the ordinal one dimension at a time, fastest first.
+    # Idea: module 01's two functions, fused: no multi-index is ever stored.
     ### BEGIN SOLUTION
     position = offset
     for d in range(shape.shape[0] - 1, -1, -1):
@@ -376,9 +378,9 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 #
 # <details><summary>The approach</summary>
 #
-# Allocate the output. In a parallel loop over the rows and a plain loop over the columns,
-# add the column's bias to the element, apply the GELU formula to that one number, and store
-# it. Return the output.
+# One pass means that each element is read once and its result written once, with
+# everything in between done on one number in registers: no temporary arrays. The parallel
+# loop goes where each of its iterations owns a whole part of the output.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "bias-gelu", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -418,6 +420,9 @@ for _shape in [(5, 7), (1, 1), (3, 64)]:
 _y = bias_gelu(np.array([[-1.0, 0.0, 2.0]], dtype=np.float32), np.array([0.0, 1.0, -1.0], dtype=np.float32))
 assert_close(_y, [[-0.15865526, 0.8413447, 0.8413447]], rtol=1e-6, what="GELU(-1), GELU(1), GELU(1)")
 assert_equal(bias_gelu(np.zeros((0, 3), np.float32), np.zeros(3, np.float32)).shape, (0, 3), "an empty batch")
+_, _clashes = parallel_write_clashes(bias_gelu, _x[:, :5], _b[:5])
+check(not _clashes, "no two iterations of bias_gelu's prange loop write the same element (section 3 shows why "
+      "that matters); got lists (array shape, element, first iteration, second iteration)", got=_clashes)
 print("✓ bias_gelu equals GELU(x + b); GELU(-1), GELU(1) =", _y[0, :2])
 
 # %% [markdown]
@@ -484,28 +489,85 @@ print("bias_gelu with n threads: " + ", ".join(f"{n}: {t * 1e3:.2f} ms ({_scalin
 # ## 3. A parallel reduction without races
 #
 # Summing in parallel is harder than mapping: every element contributes to *one* number.
-# If every thread adds into the same accumulator, two threads read the same old value and
-# one update is lost (a **race**). The cure is to give each thread its own **partial sum**:
-# split the array into `n_chunks` contiguous chunks, sum each chunk in its own `prange`
-# iteration into its own slot of a partials array, then add the few partials at the end.
-# The same two-level idea (per-worker partials, then a small final reduction) is how the
-# GPU reduction of section 8 works.
+# Here is the first kernel everyone writes, and it is wrong:
+
+# %%
+@njit(parallel=True)
+def racy_sum(x):
+    total = np.zeros(1)
+    for i in prange(x.shape[0]):
+        total[0] += x[i]
+    return total[0]
+
+
+# %% [markdown]
+# `total[0] += x[i]` is three steps: read `total[0]`, add, write it back. Two threads that
+# read the same old value both write back their own sum, and one addition is lost: a
+# **data race**. Whether you see it depends on the machine: how many cores numba may use,
+# and how the threads happen to interleave. Predict: on this machine, in how many of 20 runs
+# over 3 million elements is the result wrong?
+
+# %%
+predicted_wrong_runs = None  # your number, out of 20
+
+# %%
+_xr = np.random.default_rng(4).standard_normal(3_000_000)
+_exact = np.sum(_xr)
+_wrong = sum(abs(racy_sum(_xr) - _exact) > 1e-9 * np.abs(_xr).sum() for _ in range(20))
+print(f"racy_sum with {numba.config.NUMBA_NUM_THREADS} thread(s) available: wrong in {_wrong} of 20 runs "
+      f"| your prediction: {predicted_wrong_runs}")
+
+# %% [markdown]
+# On one core the threads never overlap, and the race never shows; on several it shows in
+# some runs, not all. A test that runs a kernel once therefore proves nothing about races.
+# The checks of this notebook look for the cause instead. `parallel_write_clashes` (from
+# `tinytorch.testing`) runs a kernel as plain Python, one `prange` iteration after another,
+# and records which iteration wrote each element; two iterations that write the same
+# element are a race on any machine, on every run:
+
+# %%
+_, _clashes = parallel_write_clashes(racy_sum, np.arange(6.0))
+print("(array shape, element, first iteration, second iteration):", _clashes)
+
+# %% [markdown]
+# One kernel looks like a race and is not:
+#
+# ```python
+# total = 0.0
+# for i in prange(n):
+#     total += x[i]
+# ```
+#
+# A **scalar** updated with `+=` in a `prange` loop is recognised by numba as a
+# **reduction**: each thread gets its own private copy, and numba adds the copies at the
+# end. That is correct and fast, but it is numba's work, not yours, and it does not carry
+# over to anything but a scalar (an array slot, as above, races) or to a GPU. Write the
+# reduction without it: `parallel_sum(x, n_chunks)` splits the work among `n_chunks`
+# parallel iterations, and no two of them may write the same memory. Then the check runs
+# it under `parallel_write_clashes`.
 #
 # Accumulate in float64: a float32 running sum of a million values loses digits (each
-# addition rounds to 24 bits), and the partials already reorder the additions, so the
-# result should not depend on rounding luck.
+# addition rounds to 24 bits).
 #
 # <details><summary>Hint 1</summary>
 #
-# Chunk c covers elements from c·size to (c+1)·size, with size = ceil(n / n_chunks); the
-# last chunk may be shorter, or even empty.
+# If no two iterations may share an accumulator, how many accumulators do you need, and
+# what is left to do once every iteration has finished with its own?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `n` elements among `n_chunks` iterations: with $\lceil n / n_\text{chunks} \rceil$ each,
+# the last ones get fewer, possibly none. Where does iteration `c` start and stop?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Make a float64 array of n_chunks zeros. In a parallel loop over the chunks, compute the
-# chunk's start and end (clipped to n), and add its elements into that chunk's slot. Return
-# the sum of the partials.
+# Every iteration gets something of its own to write, and nobody else writes it; the
+# final combination of the few per-iteration results runs after the parallel loop, on
+# one thread, so it needs no protection. Contiguous pieces keep each iteration's reads in
+# consecutive cache lines. The same two levels, private partial results and then a small
+# final reduction, are how the GPU reduction of section 9 works.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "parallel-sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -543,6 +605,10 @@ assert_equal(parallel_sum(np.zeros(0, np.float32), 4), 0.0, "the sum of nothing"
 _ones = np.ones(3_000_000, dtype=np.float32) * np.float32(0.1)
 assert_close(parallel_sum(_ones, 64), 3_000_000 * float(np.float32(0.1)), rtol=1e-9,
              what="3e6 times 0.1: float64 partials keep the digits")
+_, _clashes = parallel_write_clashes(parallel_sum, _v[:100], 8)
+check(not _clashes, "no two iterations of parallel_sum's prange loop write the same element (a race on a "
+      "machine with several cores); got lists (array shape, element, first iteration, second iteration)",
+      got=_clashes)
 print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 64))
 
 # %% [markdown]
@@ -562,8 +628,9 @@ print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 6
 #   that the tile of B being reused stays in the fast cache (L1/L2) while all the rows of
 #   the A tile use it, instead of streaming all of B from memory once per row of A.
 #
-# Parallelise the outermost loop over rows (or row blocks) of C: each thread then writes
-# its own rows, so no two threads ever write the same element.
+# Parallelise one loop of each with `prange`, chosen so that no two of its iterations ever
+# write the same element of C (section 3); the checks run both under
+# `parallel_write_clashes`.
 #
 # One numba detail matters for speed: the compiler vectorises an inner loop only when it can
 # see that the indices are in range and non-negative. A loop `for j in range(m)` over whole
@@ -573,24 +640,28 @@ print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 6
 #
 # <details><summary>Hint 1 (i-k-j)</summary>
 #
-# C starts at zero and each (i, p) pair adds A[i, p] times row p of B into row i of C.
+# Write $C_{ij} = \sum_p A_{ip} B_{pj}$. Which index must the innermost loop run over so
+# that consecutive iterations touch consecutive memory in both B and C? What must C hold
+# before the first addition?
 # </details>
 #
 # <details><summary>Hint 2 (blocked)</summary>
 #
-# Loop over blocks first (row block in parallel, then k block, then column block), then run
-# the i-k-j loops inside the block, with every range clipped to the matrix edge (the last
-# block is partial when a size is not a multiple of `block`).
+# Each of the three loops splits in two: one over tiles, one within a tile. Of the three
+# loops over tiles, which may run in parallel without two iterations adding into the same
+# element of C? (The check tells you if two do.) And where does the last tile end when a
+# size is not a multiple of `block`?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# i-k-j: allocate a zero C of A's dtype; for each row i (in parallel), for each p, read
-# A[i, p] once, then for each j add it times B[p, j] into C[i, j]. Blocked: the same three
-# inner loops, but over the index ranges of one (row block, k block, column block) triple,
-# with the row blocks as the parallel loop. Inside a tile, take the tile's part of row i of C
-# and of row p of B as slices (views, no copy) and let the innermost loop run from 0 over
-# their length.
+# i-k-j is the textbook loops in another order: C is accumulated instead of written once,
+# so it has to start from something, and the value of A that the innermost loop keeps
+# reusing belongs in a local variable. The parallel loop must be one whose iterations own
+# disjoint parts of C. Blocked is the same computation with every loop split into tiles;
+# the tile loops' order decides which tile stays in cache while it is reused, and the
+# in-tile loops keep the i-k-j order. The vectorisation detail above decides how the
+# innermost loop is written: over a slice's own indices, from 0.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-cpu", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -673,6 +744,13 @@ for _n, _k, _m in [(7, 5, 3), (1, 1, 1), (33, 70, 65), (4, 0, 3)]:
         assert_close(matmul_blocked(_a, _b, _blk), _a @ _b, rtol=1e-4, atol=1e-4,
                      what=f"matmul_blocked block={_blk}, {(_n, _k)} @ {(_k, _m)}")
 check(matmul_ikj(_a, _b).dtype == np.float32, "the product keeps A's dtype", got=matmul_ikj(_a, _b).dtype)
+_a, _b = _rng.standard_normal((9, 6)).astype(np.float32), _rng.standard_normal((6, 5)).astype(np.float32)
+for _what, _run in [("matmul_ikj", lambda: parallel_write_clashes(matmul_ikj, _a, _b)),
+                    ("matmul_blocked (block 2)", lambda: parallel_write_clashes(matmul_blocked, _a, _b, 2))]:
+    _c, _clashes = _run()
+    check(not _clashes, f"no two iterations of {_what}'s prange loop write the same element of C; got lists "
+          "(array shape, element, first iteration, second iteration)", got=_clashes)
+    assert_close(_c, _a @ _b, rtol=1e-4, atol=1e-4, what=f"{_what} run one iteration after another")
 print("✓ i-k-j and blocked matmuls equal numpy; e.g. a (33, 70) @ (70, 65) with blocks of 16")
 
 # %% [markdown]
@@ -711,10 +789,10 @@ print(f"measured t(ijk)/t(ikj) = {_times['ijk'] / _times['ikj']:.1f} | your pred
 #
 # Module 09 turned a convolution into one matrix product by copying each input window into
 # a column (`im2col`) with strided views. The same gather as an explicit loop makes the
-# index arithmetic visible: output row $r = (c \cdot k_h + u) \cdot k_w + v$ (channel, then
-# kernel row, then kernel column), output column $l = i \cdot W_{out} + j$, and the value is
-# the input at row $i \cdot s + u - p$, column $j \cdot s + v - p$, or 0 where that falls in
-# the padding. Same layout as module 09 and as `torch.nn.functional.unfold`.
+# index arithmetic yours: for each output entry, which input pixel (or padding) does it
+# hold? The layout is module 09's and `torch.nn.functional.unfold`'s: one row per
+# (channel, kernel row, kernel column), in that order, one column per output position,
+# in row-major order.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -723,10 +801,10 @@ print(f"measured t(ijk)/t(ikj) = {_times['ijk'] / _times['ikj']:.1f} | your pred
 #
 # <details><summary>The approach</summary>
 #
-# Compute the output sizes and allocate zeros of shape (N, C·kh·kw, H_out·W_out). For each
-# image (in parallel), channel, kernel row and kernel column (that fixes the output row), and
-# each output position (that fixes the output column), compute the input row and column;
-# copy the input value when both are inside the image, leave the zero otherwise.
+# Fix a kernel tap (a channel, a kernel row, a kernel column): that is one output row, and
+# as the output position moves by one, the input position it reads moves by the stride.
+# Padding is an input position outside the image, which reads as 0. The parallel loop goes
+# where its iterations own disjoint parts of the output.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "im2col", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -780,6 +858,9 @@ for _kh, _kw, _s, _p in [(3, 3, 1, 0), (3, 2, 2, 1), (1, 1, 1, 0), (5, 4, 1, 0),
 _one = im2col(np.ones((1, 1, 2, 2), np.float32), 2, 2, 1, 1)
 assert_equal(_one[0, 0].tolist(), [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0],
              "2x2 kernel on a padded 2x2 image: kernel tap (0, 0) only sees the image from position (1, 1)")
+_, _clashes = parallel_write_clashes(im2col, _x[:, :2, :4, :3], 2, 2, 1, 1)
+check(not _clashes, "no two iterations of im2col's prange loop write the same element of the columns; got lists "
+      "(array shape, element, first iteration, second iteration)", got=_clashes)
 print("✓ im2col equals unfold; tap (0, 0) over a padded 2x2 image:", _one[0, 0])
 
 # %% [markdown]
@@ -812,9 +893,12 @@ print(f"sum of {_imgs.size:,} floats: parallel_sum {_t_nb_sum * 1e3:.2f} ms | np
 # small factor of each other; which one wins depends on the cache sizes (both ran on one
 # thread). The explicit loop has one advantage numpy's views lack: it could
 # fuse more work (the padding, a dtype cast, the next layer's layout) into the same pass.
-# On one thread the parallel sum does what `np.sum` does plus the bookkeeping of its
-# chunks, so expect it about as fast or a little slower; with more threads, on an array
-# large enough that waking the workers (tens of microseconds) is paid back, it pulls ahead.
+# The parallel sum is slower than `np.sum` on one thread, by several times on most
+# machines (the figure above): each chunk's loop is one chain of dependent additions, every
+# add waiting for the previous one's result, and numba may not reorder them into several
+# independent chains (that changes the rounding) unless `fastmath=True` allows it. numpy's
+# sum keeps several partial sums at once (pairwise summation, vectorised). Give the kernel
+# cores and it wins back what it lost by spreading the chains over threads.
 
 # %% [markdown]
 # ## 6. The roofline: which kernels are limited by memory, which by arithmetic?
@@ -1041,10 +1125,11 @@ def _unary(op, v):
 # - the **guard**: the grid has a whole number of blocks, so the last one usually sticks out
 #   past the end of the array; those threads must not write;
 # - the **grid-stride loop**: the launcher caps the number of blocks (`MAX_BLOCKS`), so an
-#   array can have more elements than the grid has threads. Each thread starts at its global
-#   number and steps by the total number of threads in the grid, `gridDim.x · blockDim.x`,
-#   until it passes the end. Consecutive threads still touch consecutive elements on every
-#   step, so the reads stay coalesced.
+#   array can have more elements than the grid has threads, and some threads must handle
+#   several elements. Which ones, so that every element is handled by exactly one thread,
+#   and so that on every step consecutive threads of a warp touch consecutive elements
+#   (coalesced reads)? `cuda.gridDim` and `cuda.blockDim` give the grid's and the block's
+#   sizes.
 #
 # The operation itself is provided: `_unary(op, v)` and `_binary(op, a, b)` are *device
 # functions* (callable from a kernel, not from the host) selected by an op code (`EXP`,
@@ -1063,10 +1148,10 @@ def _unary(op, v):
 #
 # <details><summary>The approach</summary>
 #
-# Compute the thread's global number from the block index, the block size and the thread
-# index, and the grid's total thread count from the grid size and the block size. Loop from
-# the global number to the array's length in steps of the total, applying the device
-# function to the element(s) at each position and storing into the output there.
+# Number the grid's threads 0, 1, 2, ... and deal the elements out to them like cards:
+# element i goes to the thread whose number is i modulo the number of threads. What each
+# thread then visits is a `range`, and nothing else is needed: the guard is the range's
+# stop.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "map-zip-kernels", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1078,7 +1163,7 @@ def map_kernel(x, out, op):
     Contract: works for any length (0 included) with any grid: each element is written by
     exactly one thread, none outside the array.
     """
-    # Idea: each thread starts at its own global number and strides by the grid's size.
+    # Idea: deal the elements out to the grid's threads like cards.
     ### BEGIN SOLUTION
     start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     stride = cuda.gridDim.x * cuda.blockDim.x
@@ -1148,46 +1233,60 @@ assert_close(elementwise(DIV, np.ones((2, 3), np.float32), np.array([1.0, 2.0, 4
              [[1.0, 0.5, 0.25]] * 2, what="zip DIV with a broadcast row")
 assert_close(elementwise(ADD, np.float32(1.5), np.float32(2.0)), 3.5, what="a 1-element zip")
 assert_equal(elementwise(NEG, np.zeros((0, 4), np.float32)).shape, (0, 4), "an empty map")
+for _what, _run in [("map_kernel", lambda: elementwise(EXP, _a[:BLOCK * 3 + 1])),
+                    ("zip_kernel", lambda: elementwise(MUL, _a[:BLOCK * 3 + 1], _b[:BLOCK * 3 + 1]))]:
+    _twice = multiply_written(_run)
+    if _twice is None:
+        print(f"({_what}: on a real GPU the writes cannot be watched; the simulator counts them)")
+        continue
+    check(not _twice, f"{_what}: each output element is written by exactly one thread (a value written again "
+          "by other threads is right, and wasted work); got lists (array shape, element, threads that wrote it)",
+          got=_twice)
 print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elementwise(EXP, _a)[0])
 
 # %% [markdown]
 # ## 9. A shared-memory block reduction
 #
 # A sum on the GPU cannot have every thread add into one number (that is section 3's race,
-# with thousands of threads). The classic answer is a **tree inside each block**:
+# with thousands of threads). The classic answer is a **tree inside each block**: the
+# block's `BLOCK` values sit in its **shared memory** (`cuda.shared.array`, on-chip, ~100×
+# faster than global memory, visible to the block's threads only), and in each step half of
+# the values still in play are combined into the other half, until one is left after
+# $\log_2(\text{BLOCK})$ steps. Each block thus turns `BLOCK` elements into one, and the
+# launcher (provided) repeats the launch on the partial results until one number per row is
+# left. The kernel works on the rows of a 2-D array at once: the grid's `.y` index is the
+# row, its `.x` index the block along the row.
 #
-# 1. each thread loads one element into the block's **shared memory** (`cuda.shared.array`,
-#    on-chip, ~100× faster than global memory, visible to the block's threads only); a
-#    thread past the end loads the *identity* (0 for a sum, $-\infty$ for a max);
-# 2. `cuda.syncthreads()`: wait until every thread of the block has stored its value;
-# 3. the first half of the threads combine their value with the one `half` places away;
-#    sync; halve; repeat until one value is left, after $\log_2(\text{BLOCK})$ steps;
-# 4. thread 0 writes the block's result.
-#
-# Each block thus turns `BLOCK` elements into one, and the launcher (provided) repeats the
-# launch on the partial results until one number per row is left. The kernel works on the
-# rows of a 2-D array at once: the grid's `.y` index is the row, its `.x` index the block
-# along the row. Why sync *between* steps: a thread reading `buf[t + half]` needs the value
-# its neighbour wrote in the previous step, not the one before.
+# Design it before you write it. Which thread combines which two values in a step, so that
+# no value is read in the same step as it is overwritten? What must a thread whose element
+# lies past the row's end contribute, for a sum and for a max? Where must the block wait
+# (`cuda.syncthreads()`: no thread passes until every thread of the block has arrived), and
+# which threads must reach each of those waits? The shared buffer holds float64 whatever
+# the input's dtype: it is an accumulator. The check runs your kernel with every barrier
+# watched (section 3's idea, for a GPU): every thread of a block must pass the same
+# barriers in the same order.
 #
 # <details><summary>Hint 1</summary>
 #
-# The element a thread loads is at column blockIdx.x · BLOCK + threadIdx.x of row
-# blockIdx.y. The shared buffer has BLOCK entries, one per thread.
+# One value per thread: thread `t` of block `k` starts with column `k · BLOCK + t` of its
+# row. Draw the tree for BLOCK = 8 on paper: which slots are written in each step?
 # </details>
 #
 # <details><summary>Hint 2</summary>
 #
-# `_combine(op, a, b)` (provided) adds or takes the max; `_identity(op)` gives 0 or -inf.
-# Every thread of the block must reach every `syncthreads()`: keep it outside the `if`.
+# `_combine(op, a, b)` (provided) adds or takes the max; `_identity(op)` gives the value
+# that changes nothing. A thread with nothing to combine in a step still has a barrier to
+# reach.
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Allocate the shared buffer; store the element (or the identity past the row's end) at the
-# thread's slot; sync. Then, with `half` starting at BLOCK / 2: threads below `half` combine
-# their slot with the slot `half` above; sync; halve `half`; stop after `half` = 1. Finally
-# thread 0 writes slot 0 into the output at (row, block).
+# Pairing each slot of the lower half with the slot half a buffer above it keeps the
+# active threads contiguous (whole warps stay busy or idle together) and never reads a slot
+# that the same step writes. A barrier is needed wherever a thread is about to read a
+# value another thread wrote, and every thread of the block must arrive at it, including
+# those with nothing to do; the last step leaves the block's result in one slot for one
+# thread to write out.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "block-reduce", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1198,9 +1297,11 @@ def block_reduce_kernel(x, out, op):
 
     Contract: `x` (R, N) and `out` (R, ceil(N / BLOCK)) device arrays; launched with BLOCK
     threads per block on a grid of (ceil(N / BLOCK), R) blocks. out[r, k] = the SUM (op 0) or
-    MAX (op 1) of x[r, k*BLOCK : (k+1)*BLOCK], elements past N count as the identity.
+    MAX (op 1) of x[r, k*BLOCK : (k+1)*BLOCK], elements past N count as the identity. The
+    shared buffer is float64 (an accumulator, whatever x's dtype). Every thread of a block
+    passes the same cuda.syncthreads() calls.
     """
-    # Idea: halve the number of active threads each step; sync between the steps.
+    # Idea: a tree in shared memory, one level per step; everybody waits between levels.
     ### BEGIN SOLUTION
     buf = cuda.shared.array(BLOCK, dtype=np.float64)
     t = cuda.threadIdx.x
@@ -1259,6 +1360,19 @@ def reduce(x, dims, keepdim, op):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-block-reduce", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def check_barriers(launch, what):
+    """Every thread of every block passes the same cuda.syncthreads() calls, in order, while
+    launch() runs (under the simulator; a real GPU cannot be watched this way)."""
+    divergent = divergent_barriers(launch)
+    if divergent is None:
+        print(f"({what}: on a real GPU the barriers cannot be watched; the simulator checks them)")
+        return
+    check(not divergent, f"{what}: every thread of a block passes the same cuda.syncthreads() calls in the same "
+          "order (a barrier inside an `if` that some threads skip, or after some threads have returned, is "
+          "undefined behaviour on a GPU: it may hang, or let threads read shared memory before it is written); "
+          "got lists (block, a thread, the kernel lines of its barriers, the first thread's lines)", got=divergent)
+
+
 _rng = np.random.default_rng(10)
 _m = _rng.standard_normal((3, BLOCK * 3 + 5)).astype(np.float32)  # three and a bit blocks per row
 assert_close(reduce_rows(_m, SUM), _m.sum(axis=1), rtol=1e-5, atol=1e-5, what="row sums over 3+ blocks")
@@ -1271,6 +1385,7 @@ assert_close(reduce_rows(np.array([[4.0]], np.float32), SUM), [4.0], what="a sin
 _t3 = _rng.standard_normal((2, 3, 5)).astype(np.float32)
 assert_close(reduce(_t3, (0, 2), False, SUM), _t3.sum(axis=(0, 2)), rtol=1e-5, atol=1e-5, what="sum over dims (0, 2)")
 assert_close(reduce(_t3, (1,), True, MAX), _t3.max(axis=1, keepdims=True), what="max over dim 1, keepdim")
+check_barriers(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM), "block_reduce_kernel")
 print("✓ block reduction equals numpy; row sums:", reduce_rows(_m, SUM))
 
 # %% [markdown]
@@ -1285,12 +1400,13 @@ print("✓ block reduction equals numpy; row sums:", reduce_rows(_m, SUM))
 # $\tfrac{2k}{8k} = 0.25$ FLOP/byte, as low as a sum, although the whole matmul has
 # intensity $n/6$. Every element of A is read again by each of the $m$ threads of its row.
 #
-# **Tiling** fixes that. The threads of a TILE×TILE block cooperate: in each step they load
-# one TILE×TILE tile of A and one of B into shared memory (each thread loads *one* element of
-# each), `syncthreads()`, then each thread does TILE multiply-adds from shared memory, and
-# `syncthreads()` again before the next tiles overwrite these. Each element loaded from
-# global memory is now used TILE times: the intensity rises by a factor TILE (16×16 tiles:
-# 4 FLOP/byte). Tiles that hang over the matrix edge load zeros, which add nothing.
+# **Tiling** fixes that. The threads of a TILE×TILE block cooperate: the block walks along
+# its band of rows of A and its band of columns of B one TILE×TILE tile at a time, staging
+# each pair of tiles in shared memory, where every element is used TILE times instead of
+# once (16×16 tiles: 4 FLOP/byte). Design the step: which element of each tile does
+# thread (ty, tx) load (one of each, so that together the block loads both tiles), when
+# must the block wait, and what does a tile that hangs over the matrix edge hold? The
+# check watches the barriers, as in section 9.
 #
 # The picture shows one block's work: the block owns a TILE×TILE tile of C (dark); in step t
 # it stages tile t of its band of rows of A and tile t of its band of columns of B (dark)
@@ -1334,19 +1450,20 @@ plt.show()
 #
 # <details><summary>Hint 2 (tiled)</summary>
 #
-# In step t, thread (ty, tx) of the block loads A[row, t·TILE + tx] and B[t·TILE + ty, col]
-# (or 0 outside the matrices); afterwards it reads row ty of the A tile and column tx of the
-# B tile. The number of steps is ceil(k / TILE).
+# After the loads, thread (ty, tx) needs row ty of the A tile and column tx of the B tile.
+# Choose the loads so that the block's threads fill both tiles exactly, and so that
+# consecutive tx read consecutive addresses of global memory. How many steps does the walk
+# along k take when k is not a multiple of TILE?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Naive: compute (col, row) from the grid, return when outside C, else loop over p adding
-# A[row, p]·B[p, col] into a local accumulator and store it. Tiled: allocate two TILE×TILE
-# shared float32 arrays; for each step, each thread stores its element of the A tile and of the
-# B tile (zero when out of range), sync, adds the TILE products of its row of the A tile and
-# column of the B tile into its accumulator, sync. After the loop, threads inside C store the
-# accumulator. No thread may return early in the tiled kernel: all must reach every sync.
+# Naive: one thread, one output element, one dot product kept in a register; threads
+# outside C have nothing to do. Tiled: the same dot product, split into TILE-long pieces
+# whose operands come from shared memory. Two waits per step: one before anybody reads a
+# freshly loaded tile, one before anybody overwrites it with the next. A thread outside C
+# still loads (zeros) and still waits: its block needs it. The shared tiles are float32, as
+# the inputs.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-kernels", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1448,6 +1565,8 @@ _x3 = _rng.standard_normal((2, 3, 4)).astype(np.float32)
 _w4 = _rng.standard_normal((4, 2)).astype(np.float32)
 assert_close(matmul(_x3, _w4), _x3 @ _w4, rtol=1e-5, atol=1e-5, what="a batch of rows (2, 3, 4) @ (4, 2)")
 assert_close(matmul(_w4[:, 0], _w4), _w4[:, 0] @ _w4, rtol=1e-5, atol=1e-5, what="a 1-D vector @ a matrix")
+check_barriers(lambda: matmul(_rng.standard_normal((TILE + 1, 3)).astype(np.float32),
+                              _rng.standard_normal((3, 2)).astype(np.float32)), "matmul_tiled_kernel (edge tiles)")
 print("✓ naive and tiled matmul kernels equal numpy; e.g. (9, 7) @ (7, 5), tiles of", TILE)
 
 # %% [markdown]
@@ -1476,9 +1595,10 @@ print("your prediction for 16 MiB:", predicted_transfer_ms if predicted_transfer
       "ms", "| simulated: these are host memory copies" if SIMULATED else "| on the GPU's bus")
 
 # %% [markdown]
-# Under the simulator the "device" is host memory, so these are memory copies at roughly the
-# copy bandwidth of section 6; on a GPU they are bus transfers, and a small tensor pays a
-# fixed latency of some microseconds per copy on top. The lesson is the same either way:
+# Under the simulator the "device" is host memory, so these are memory copies plus the
+# simulator's own bookkeeping per array (well below section 6's copy bandwidth); on a GPU
+# they are bus transfers, and a small tensor pays a fixed latency of some microseconds per
+# copy on top. The lesson is the same either way:
 # keep data on the device between ops. PyTorch does: a CUDA tensor's storage is device
 # memory, and its ops launch kernels on it without copying. tinytorch's `cuda` device
 # (next section) keeps it simple instead: a tensor's storage stays a numpy array (a host
@@ -1799,12 +1919,12 @@ print(f"✓ an MLP step on cuda equals the cpu step: loss {_lg:.6f} (cuda) vs {_
 # is not counted) and `cuda.synchronize()` before each clock reading (launches are
 # asynchronous).
 #
-# No GPU was available in the session that wrote this module, so no figures are given here;
-# the maintainer adds them, dated and labelled with the GPU, when the cell has run on one.
-# What to expect in shape: the tiled kernel several times faster than the naive one at
+# On a machine without an NVIDIA GPU the cell says so and measures nothing. What to expect
+# in shape, where it runs: the tiled kernel several times faster than the naive one at
 # n = 2048 (TILE-fold fewer global loads), both far ahead of a CPU BLAS for large n, and
 # both well behind cuBLAS (PyTorch's `torch.matmul` on cuda), which adds register tiling,
-# tensor cores and double buffering.
+# tensor cores and double buffering. Predict the tiled kernel's speed-up over the naive
+# one before you run it on a GPU.
 
 # %%
 def gpu_matmul_seconds(n=2048):

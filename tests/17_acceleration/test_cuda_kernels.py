@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tinytorch.cuda import kernels as K
+from tinytorch.testing import divergent_barriers, multiply_written
 
 RNG = np.random.default_rng(1)
 # more elements than the capped grid has threads (the grid-stride loop), and a partial block
@@ -83,3 +84,35 @@ def test_matmul_tiled_kernel_other_shapes():
     np.testing.assert_allclose(K.matmul(w[:, 0], w), w[:, 0] @ w, rtol=1e-5, atol=1e-5, err_msg="1-D @ 2-D")
     with pytest.raises(TypeError, match="float32"):
         K.matmul(w.astype(np.float64), w)
+
+
+def _same_barriers(launch):
+    divergent = divergent_barriers(launch)
+    if divergent is None:
+        pytest.skip("barriers are watched under numba's CUDA simulator only (this run uses a real GPU)")
+    return divergent
+
+
+@pytest.mark.parametrize("n", [K.BLOCK + 3, 2 * K.BLOCK])
+def test_block_reduce_kernel_threads_pass_the_same_barriers(n):
+    """A syncthreads() that only some threads of a block reach is undefined behaviour on a GPU."""
+    x = RNG.standard_normal((2, n)).astype(np.float32)
+    assert _same_barriers(lambda: K.reduce_rows(x, K.SUM)) == [], "threads of one block passed different barriers"
+
+
+def test_matmul_tiled_kernel_threads_pass_the_same_barriers():
+    """Edge tiles included: threads outside C still take part in loading the tiles and in every barrier."""
+    a = RNG.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
+    b = RNG.standard_normal((K.TILE + 1, 3)).astype(np.float32)
+    assert _same_barriers(lambda: K.matmul(a, b)) == [], "threads of one block passed different barriers"
+
+
+@pytest.mark.parametrize("op,second", [(K.EXP, False), (K.ADD, True)], ids=["map", "zip"])
+def test_elementwise_kernels_write_each_element_once(op, second):
+    """One thread per element: a redundant write leaves the values right and wastes the work."""
+    n = K.BLOCK * 3 + 1
+    x = RNG.standard_normal(n).astype(np.float32)
+    twice = multiply_written(lambda: K.elementwise(op, x, x if second else None))
+    if twice is None:
+        pytest.skip("writes are counted under numba's CUDA simulator only (this run uses a real GPU)")
+    assert twice == [], f"elements written by several threads (shape, element, threads): {twice}"

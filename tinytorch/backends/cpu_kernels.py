@@ -30,7 +30,7 @@ def strided_position(ordinal, shape, strides, offset):
     offset + sum_d index_d * strides[d], where index is ordinal's multi-index in `shape`.
     Compiled with numba (nopython): no lists, no Python objects.
     """
-    # Idea: peel the index off the ordinal one dimension at a time, fastest first.
+    # Idea: module 01's two functions, fused: no multi-index is ever stored.
     # YOUR CODE HERE
     raise NotImplementedError('strided_position() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
@@ -115,7 +115,7 @@ def bias_gelu(x, bias):
     raise NotImplementedError('bias_gelu() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 27 (parallel-sum) --
+# -- cell 34 (parallel-sum) --
 @njit(parallel=True, cache=CACHE)
 def parallel_sum(x, n_chunks):
     """The sum of the 1-D array `x`, as a float64, computed by `n_chunks` parallel workers.
@@ -129,7 +129,7 @@ def parallel_sum(x, n_chunks):
     raise NotImplementedError('parallel_sum() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 30 (matmul-cpu) --
+# -- cell 37 (matmul-cpu) --
 @njit(cache=CACHE)
 def matmul_ijk(a, b):
     """C = A @ B with the textbook loop order (inner loop down a column of B): the baseline."""
@@ -170,7 +170,7 @@ def matmul_blocked(a, b, block=64):
     raise NotImplementedError('matmul_blocked() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 36 (im2col) --
+# -- cell 43 (im2col) --
 @njit(parallel=True, cache=CACHE)
 def im2col(x, kh, kw, stride=1, padding=0):
     """The column matrix of a batch of images (torch.nn.functional.unfold's layout).

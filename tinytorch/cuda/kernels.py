@@ -2,7 +2,7 @@
 # Each block names the notebook cell it came from.
 
 
-# -- cell 51 --
+# -- cell 58 --
 """CUDA kernels with numba's CUDA target (module 17) and the `cuda` device backend: map, zip,
 a shared-memory block reduction, naive and tiled matmuls, and the registration of the ops
 an MLP needs (forward and backward) in module 01's kernel registry."""
@@ -68,7 +68,7 @@ def _unary(op, v):
     return v
 
 
-# -- cell 53 (map-zip-kernels) --
+# -- cell 60 (map-zip-kernels) --
 @cuda.jit
 def map_kernel(x, out, op):
     """out[i] = _unary(op, x[i]) for every i (1-D device arrays of one length).
@@ -76,7 +76,7 @@ def map_kernel(x, out, op):
     Contract: works for any length (0 included) with any grid: each element is written by
     exactly one thread, none outside the array.
     """
-    # Idea: each thread starts at its own global number and strides by the grid's size.
+    # Idea: deal the elements out to the grid's threads like cards.
     # YOUR CODE HERE
     raise NotImplementedError('map_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
@@ -92,7 +92,7 @@ def zip_kernel(a, b, out, op):
     raise NotImplementedError('zip_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 55 --
+# -- cell 62 --
 def _grid(n):
     """Blocks for n elements: enough to cover them, at most MAX_BLOCKS (then threads loop)."""
     return max(1, min(-(-n // BLOCK), MAX_BLOCKS))
@@ -119,21 +119,23 @@ def elementwise(op, a, b=None, dtype=None):
     return out.copy_to_host().reshape(a.shape)
 
 
-# -- cell 58 (block-reduce) --
+# -- cell 65 (block-reduce) --
 @cuda.jit
 def block_reduce_kernel(x, out, op):
     """Reduce each block's BLOCK elements of each row of `x` with a shared-memory tree.
 
     Contract: `x` (R, N) and `out` (R, ceil(N / BLOCK)) device arrays; launched with BLOCK
     threads per block on a grid of (ceil(N / BLOCK), R) blocks. out[r, k] = the SUM (op 0) or
-    MAX (op 1) of x[r, k*BLOCK : (k+1)*BLOCK], elements past N count as the identity.
+    MAX (op 1) of x[r, k*BLOCK : (k+1)*BLOCK], elements past N count as the identity. The
+    shared buffer is float64 (an accumulator, whatever x's dtype). Every thread of a block
+    passes the same cuda.syncthreads() calls.
     """
-    # Idea: halve the number of active threads each step; sync between the steps.
+    # Idea: a tree in shared memory, one level per step; everybody waits between levels.
     # YOUR CODE HERE
     raise NotImplementedError('block_reduce_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 60 --
+# -- cell 67 --
 def reduce_rows(x, op):
     """SUM or MAX of each row of the 2-D numpy array x, on the device; a (R,) numpy array."""
     rows, n = x.shape
@@ -164,7 +166,7 @@ def reduce(x, dims, keepdim, op):
     return result
 
 
-# -- cell 65 (matmul-kernels) --
+# -- cell 72 (matmul-kernels) --
 @cuda.jit
 def matmul_naive_kernel(a, b, c):
     """c = a @ b, one thread per element of c, every operand read from global memory.
@@ -189,7 +191,7 @@ def matmul_tiled_kernel(a, b, c):
     raise NotImplementedError('matmul_tiled_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 67 --
+# -- cell 74 --
 def _launch_matmul(kernel, a, b):
     a = np.ascontiguousarray(a, dtype=np.float32)
     b = np.ascontiguousarray(b, dtype=np.float32)
@@ -221,7 +223,7 @@ def matmul(a, b):
     return c.reshape(shape)
 
 
-# -- cell 73 --
+# -- cell 80 --
 def _zip_op(code):
     def kernel(x, y):
         dt = _result_dtype(x, y)
@@ -297,7 +299,7 @@ def _to_device_copy(x, device):
     return elementwise(COPY, x.numpy())
 
 
-# -- cell 75 --
+# -- cell 82 --
 def _unbroadcast(g, shape):
     """Sum g over the dims broadcasting added or stretched, so it gets `shape` (device sums)."""
     lead = g.ndim - len(shape)
@@ -382,7 +384,7 @@ def _nll_loss_backward(node, g):
     return (out.copy_to_host().reshape(x.shape),)
 
 
-# -- cell 77 --
+# -- cell 84 --
 _LAYOUT_OPS = ("permute", "transpose", "view", "reshape", "squeeze", "unsqueeze", "expand",
                "as_strided", "getitem", "flatten")
 _LAYOUT_RULES = ("PermuteBackward", "TransposeBackward", "ViewBackward", "ReshapeBackward",

@@ -1,0 +1,49 @@
+"""The prange kernels keep the contract that makes them race-free: no two iterations of the parallel loop
+write the same element. Each kernel runs as Python, one iteration after another, under
+tinytorch.testing.parallel_write_clashes, so a race fails on any machine and on every run."""
+import numpy as np
+import pytest
+
+from tinytorch.backends import cpu_kernels as ck
+from tinytorch.testing import parallel_write_clashes
+
+RNG = np.random.default_rng(7)
+A, B = RNG.standard_normal((7, 5)), RNG.standard_normal((5, 6))
+IMAGES = RNG.standard_normal((3, 2, 4, 5))
+
+
+def _clashes_and_value(kernel, *args):
+    result, clashes = parallel_write_clashes(kernel, *args)
+    return clashes, result
+
+
+@pytest.mark.parametrize("n,chunks", [(37, 4), (5, 8), (64, 1)])
+def test_parallel_sum_iterations_write_their_own_memory(n, chunks):
+    x = RNG.standard_normal(n)
+    clashes, total = _clashes_and_value(ck.parallel_sum, x, chunks)
+    assert clashes == [], f"two iterations wrote one element (shape, element, iterations): {clashes[:3]}"
+    assert total == pytest.approx(float(np.sum(x)), rel=1e-12)
+
+
+def test_bias_gelu_iterations_write_their_own_rows():
+    clashes, _ = _clashes_and_value(ck.bias_gelu, A, A[0])
+    assert clashes == [], f"two iterations wrote one element (shape, element, iterations): {clashes[:3]}"
+
+
+def test_matmul_ikj_iterations_write_their_own_rows_of_c():
+    clashes, c = _clashes_and_value(ck.matmul_ikj, A, B)
+    assert clashes == [], f"two iterations wrote one element of C (shape, element, iterations): {clashes[:3]}"
+    np.testing.assert_allclose(c, A @ B, rtol=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 2, 4])
+def test_matmul_blocked_iterations_write_their_own_rows_of_c(block):
+    clashes, c = _clashes_and_value(ck.matmul_blocked, A, B, block)
+    assert clashes == [], f"two iterations wrote one element of C (shape, element, iterations): {clashes[:3]}"
+    np.testing.assert_allclose(c, A @ B, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kh,kw,stride,padding", [(2, 2, 1, 1), (3, 2, 2, 0)])
+def test_im2col_iterations_write_their_own_columns(kh, kw, stride, padding):
+    clashes, _ = _clashes_and_value(ck.im2col, IMAGES, kh, kw, stride, padding)
+    assert clashes == [], f"two iterations wrote one element (shape, element, iterations): {clashes[:3]}"
