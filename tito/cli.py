@@ -19,15 +19,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="command")
 
-    sub.add_parser("status", help="table of the twenty modules: available, exported, last test")
+    sub.add_parser("status", help="table of the twenty modules: available, exported, last test").set_defaults(
+        run=_status)
 
     e = sub.add_parser("export", help="write a module's exported notebook cells into the tinytorch package")
+    e.set_defaults(run=_export)
     e.add_argument("module", nargs="?", help="module number or name, e.g. 01 or tensor")
     e.add_argument("--all", action="store_true", help="every available module")
     e.add_argument("--solutions", action="store_true",
                    help="build from the reference solutions into build/solutions (your files are untouched)")
 
     t = sub.add_parser("test", help="export a module, then run its tests: `tito test module 01`")
+    t.set_defaults(run=_test)
     t.add_argument("target", nargs="*", help="`module NN`, `NN`, or a name like `tensor`")
     t.add_argument("--all", action="store_true", help="every available module, in order")
     t.add_argument("--solutions", action="store_true",
@@ -37,20 +40,25 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failing test (as in pytest)")
 
     m = sub.add_parser("module", help="start or reset a module's notebook")
+    m.set_defaults(run=_say("say `tito module start NN`, `tito module reset NN` or `tito module restore NN`."))
     msub = m.add_subparsers(dest="action", metavar="action")
     ms = msub.add_parser("start", help="print the notebook's path (and optionally open Jupyter)")
+    ms.set_defaults(run=_module_start)
     ms.add_argument("module")
     ms.add_argument("--launch", action="store_true", help="start Jupyter Lab on the notebook (it prints the URL)")
     mr = msub.add_parser("reset", help="back up your notebook, then restore the released one and its stubs")
+    mr.set_defaults(run=_module_reset)
     mr.add_argument("module")
     mr.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     mo = msub.add_parser("restore", help="list your notebook backups, or restore one")
+    mo.set_defaults(run=_module_restore)
     mo.add_argument("module")
     mo.add_argument("backup", nargs="?", help="the backup's file name (from the list)")
     mo.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
     r = sub.add_parser("release", help="(instructors) regenerate student notebooks and stub package files, "
                                         "or write a student copy of the course (--student-repo DIR)")
+    r.set_defaults(run=_release)
     r.add_argument("--check", action="store_true", help="only check that committed files are up to date")
     r.add_argument("--student-repo", metavar="DIR",
                    help="write a copy of the course for students to DIR: no solutions, hidden tests or "
@@ -61,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     g = sub.add_parser("grade", help="(instructors) autograde submissions of a module, sandboxed; writes grades.csv",
                        description="tito grade setup: check that grading works here (nbgrader, the sandbox). "
                                    "tito grade MODULE SUBMISSIONS: grade every student folder in SUBMISSIONS.")
+    g.set_defaults(run=_grade)
     g.add_argument("module", help="the module to grade, or `setup`")
     g.add_argument("submissions", nargs="?", help="folder with one subfolder per student holding the module's .ipynb")
     g.add_argument("--course-dir", help="nbgrader course folder to use (default: build/grading)")
@@ -79,29 +88,35 @@ def _parser() -> argparse.ArgumentParser:
                    help="grade without the sandbox (student code runs with your rights: trusted code only)")
 
     b = sub.add_parser("bench", help="benchmark the reference build against PyTorch CPU (ratios per workload)")
+    b.set_defaults(run=_bench)
     b.add_argument("--quick", action="store_true", help="a few rounds and small sizes: seconds, not minutes")
     b.add_argument("--threads", type=int, default=1, help="threads for both frameworks (default 1)")
     b.add_argument("--json", metavar="FILE", help="also write the results and the environment record to FILE")
     b.add_argument("--mine", action="store_true", help="also run the workloads on your own tinytorch/")
     b.add_argument("--only", nargs="+", metavar="WORKLOAD", help="run only these workloads")
 
-    sub.add_parser("doctor", help="check your environment and say what to fix")
+    sub.add_parser("doctor", help="check your environment and say what to fix").set_defaults(run=_doctor)
     v = sub.add_parser("verify", help="(maintainers, CI) check the whole course: solutions pass, stubs fail, "
                                       "release is current, notebooks run, tito's own tests")
+    v.set_defaults(run=_verify)
     v.add_argument("modules", nargs="*", help="check only these modules (skips the course-wide checks)")
     v.add_argument("--no-mutants", action="store_true", help="skip the mutant checks (quicker, while writing)")
 
     ml = sub.add_parser("milestone", help="run landmark results (perceptron, XOR, LeNet, a transformer, ...) "
                                           "with your own tinytorch: `tito milestone list`")
+    ml.set_defaults(run=_say("say `tito milestone list` or `tito milestone run NAME` (NAME or `all`)."))
     mlsub = ml.add_subparsers(dest="action", metavar="action")
-    mlsub.add_parser("list", help="every milestone: its target, the modules it needs, whether you can run it")
+    mlsub.add_parser("list", help="every milestone: its target, the modules it needs, whether you can run it"
+                     ).set_defaults(run=_milestone_list)
     mlr = mlsub.add_parser("run", help="train one milestone (or `all`), print its result against its target, "
                                        "save its plot under build/milestones/")
+    mlr.set_defaults(run=_milestone_run)
     mlr.add_argument("name", help="a milestone's name (see `tito milestone list`), or `all`")
     mlr.add_argument("--solutions", action="store_true",
                      help="run on the reference solutions (built into build/solutions) instead of your package")
 
     bk = sub.add_parser("book", help="build the course website (Jupyter Book, offline) into build/book/html")
+    bk.set_defaults(run=_book)
     bksub = bk.add_subparsers(dest="action", metavar="action")
     bkb = bksub.add_parser("build", help="one chapter per module from its student notebook with the reference's "
                                          "outputs, the milestones, this command reference; prints index.html")
@@ -115,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
 
     mu = sub.add_parser("mutants", help="(authors) check that a module's typical-mistake mutants are caught "
                                         "by its tests and its graded check cells")
+    mu.set_defaults(run=_mutants)
     mu.add_argument("module")
     mu.add_argument("names", nargs="*", help="only these mutants (by name)")
     mu.add_argument("--tests", action="store_true",
@@ -130,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return _run(args, parser)
+        return args.run(args, parser)
     except TitoError as exc:
         print(f"tito: {exc.message}", file=sys.stderr)
         return exc.exit_code
@@ -144,94 +160,143 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _run(args, parser) -> int:
+# Each subcommand's handler: (args, parser) -> exit code. Each imports what it needs when
+# it runs, so that `tito --help` loads nothing but argparse.
+
+def _status(args, parser) -> int:
     from tito import commands
 
-    if args.command == "status":
-        return commands.status()
-    if args.command == "export":
-        return commands.export(args.module, all_modules=args.all, solutions=args.solutions)
-    if args.command == "test":
-        target = list(args.target)
-        if target and target[0] == "module":
-            target = target[1:]
-        if len(target) > 1:
-            raise TitoError(f"test one module at a time (got {' '.join(target)}), or use --all.")
-        pytest_args = (("-k", args.k) if args.k else ()) + (("-x",) if args.exitfirst else ())
-        return commands.test(target[0] if target else None, all_modules=args.all, solutions=args.solutions,
-                             verbose=args.verbose, pytest_args=pytest_args)
-    if args.command == "module":
-        if args.action == "start":
-            return commands.module_start(args.module, launch=args.launch)
-        if args.action == "reset":
-            return commands.module_reset(args.module, yes=args.yes)
-        if args.action == "restore":
-            return commands.module_restore(args.module, args.backup, yes=args.yes)
-        raise TitoError("say `tito module start NN`, `tito module reset NN` or `tito module restore NN`.")
-    if args.command == "milestone":
-        from tito import milestones
+    return commands.status()
 
-        if args.action == "list":
-            return milestones.list_command()
-        if args.action == "run":
-            return milestones.run_command(args.name, solutions=args.solutions)
-        raise TitoError("say `tito milestone list` or `tito milestone run NAME` (NAME or `all`).")
-    if args.command == "book":
-        from tito.book import book_command
 
-        return book_command(args.action, getattr(args, "modules", None), getattr(args, "jobs", 2),
-                            getattr(args, "no_milestones", False), getattr(args, "check", False))
-    if args.command == "release":
-        from tito.release import release, student_release
+def _export(args, parser) -> int:
+    from tito import commands
 
-        if args.student_repo:
-            if args.check:
-                raise TitoError("--check and --student-repo do not go together: check the checkout with "
-                                "`tito release --check`, then write the copy.")
-            from pathlib import Path
+    return commands.export(args.module, all_modules=args.all, solutions=args.solutions)
 
-            return student_release(Path(args.student_repo), force=args.force)
-        if args.force:
-            raise TitoError("--force only goes with --student-repo DIR.")
-        return release(check=args.check)
-    if args.command in ("grade", "verify", "mutants"):  # instructors' and authors' commands
-        from tito.course import find_root, require_solutions
 
-        require_solutions(find_root(), f"`tito {args.command}`")
-    if args.command == "grade":
+def _test(args, parser) -> int:
+    from tito import commands
+
+    target = list(args.target)
+    if target and target[0] == "module":
+        target = target[1:]
+    if len(target) > 1:
+        raise TitoError(f"test one module at a time (got {' '.join(target)}), or use --all.")
+    pytest_args = (("-k", args.k) if args.k else ()) + (("-x",) if args.exitfirst else ())
+    return commands.test(target[0] if target else None, all_modules=args.all, solutions=args.solutions,
+                         verbose=args.verbose, pytest_args=pytest_args)
+
+
+def _module_start(args, parser) -> int:
+    from tito import commands
+
+    return commands.module_start(args.module, launch=args.launch)
+
+
+def _module_reset(args, parser) -> int:
+    from tito import commands
+
+    return commands.module_reset(args.module, yes=args.yes)
+
+
+def _module_restore(args, parser) -> int:
+    from tito import commands
+
+    return commands.module_restore(args.module, args.backup, yes=args.yes)
+
+
+def _say(message):
+    """A handler for a command given without its action: say which actions there are."""
+    def handler(args, parser) -> int:
+        raise TitoError(message)
+    return handler
+
+
+def _milestone_list(args, parser) -> int:
+    from tito import milestones
+
+    return milestones.list_command()
+
+
+def _milestone_run(args, parser) -> int:
+    from tito import milestones
+
+    return milestones.run_command(args.name, solutions=args.solutions)
+
+
+def _book(args, parser) -> int:
+    from tito.book import book_command
+
+    return book_command(args.action, getattr(args, "modules", None), getattr(args, "jobs", 2),
+                        getattr(args, "no_milestones", False), getattr(args, "check", False))
+
+
+def _release(args, parser) -> int:
+    from tito.release import release, student_release
+
+    if args.student_repo:
+        if args.check:
+            raise TitoError("--check and --student-repo do not go together: check the checkout with "
+                            "`tito release --check`, then write the copy.")
         from pathlib import Path
 
-        from tito.grade import grade, setup
+        return student_release(Path(args.student_repo), force=args.force)
+    if args.force:
+        raise TitoError("--force only goes with --student-repo DIR.")
+    return release(check=args.check)
 
-        if args.module == "setup":
-            return setup()
-        if args.submissions is None:
-            parser.error("tito grade MODULE SUBMISSIONS: say which folder holds the submissions")
-        return grade(args.module, Path(args.submissions), Path(args.course_dir) if args.course_dir else None,
-                     args.timeout, jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox, budget=args.budget,
-                     resume=args.resume, assignment=args.assignment, deadline=args.deadline)
-    if args.command == "bench":
-        from pathlib import Path
 
-        from tito.bench import bench
+def _require_solutions(args) -> None:
+    """The instructors' and authors' commands need the course's solutions."""
+    from tito.course import find_root, require_solutions
 
-        return bench(quick=args.quick, threads=args.threads, json_path=Path(args.json) if args.json else None,
-                     mine=args.mine, only=args.only)
-    if args.command == "doctor":
-        from tito.doctor import doctor
+    require_solutions(find_root(), f"`tito {args.command}`")
 
-        return doctor()
-    if args.command == "verify":
-        from tito.verify import verify
 
-        return verify(args.modules or None, with_mutants=not args.no_mutants)
-    if args.command == "mutants":
-        from tito.verify import mutants_command
+def _grade(args, parser) -> int:
+    _require_solutions(args)
+    from pathlib import Path
 
-        halves = tuple(h for h in ("tests", "checks") if getattr(args, h)) or ("tests", "checks")
-        return mutants_command(args.module, args.names, halves)
-    parser.print_help()
-    return 2
+    from tito.grade import grade, setup
+
+    if args.module == "setup":
+        return setup()
+    if args.submissions is None:
+        parser.error("tito grade MODULE SUBMISSIONS: say which folder holds the submissions")
+    return grade(args.module, Path(args.submissions), Path(args.course_dir) if args.course_dir else None,
+                 args.timeout, jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox, budget=args.budget,
+                 resume=args.resume, assignment=args.assignment, deadline=args.deadline)
+
+
+def _bench(args, parser) -> int:
+    from pathlib import Path
+
+    from tito.bench import bench
+
+    return bench(quick=args.quick, threads=args.threads, json_path=Path(args.json) if args.json else None,
+                 mine=args.mine, only=args.only)
+
+
+def _doctor(args, parser) -> int:
+    from tito.doctor import doctor
+
+    return doctor()
+
+
+def _verify(args, parser) -> int:
+    _require_solutions(args)
+    from tito.verify import verify
+
+    return verify(args.modules or None, with_mutants=not args.no_mutants)
+
+
+def _mutants(args, parser) -> int:
+    _require_solutions(args)
+    from tito.verify import mutants_command
+
+    halves = tuple(h for h in ("tests", "checks") if getattr(args, h)) or ("tests", "checks")
+    return mutants_command(args.module, args.names, halves)
 
 
 if __name__ == "__main__":
