@@ -16,7 +16,7 @@ import numpy as np
 
 __all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
            "weak_ref", "run_fresh", "spied", "one_gemm_problems", "parallel_write_clashes",
-           "divergent_barriers", "multiply_written"]
+           "divergent_barriers", "multiply_written", "global_reads"]
 
 
 def _as_numpy(value):
@@ -477,3 +477,34 @@ def multiply_written(launch):
     finally:
         FakeWithinKernelCUDAArray.__setitem__ = original
     return [(shape, key, len(who)) for (_, shape, key), who in writers.items() if len(who) > 1][:5]
+
+
+def global_reads(launch):
+    """Run `launch()` (which launches CUDA kernels) and return how many elements the kernels
+    read from their array arguments (global memory; shared memory is not counted). None when
+    numba's CUDA simulator is not in use.
+
+    Why: a tiled kernel's point is to read global memory TILE times less often than the
+    naive one; its values cannot show whether it does."""
+    import threading
+
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return None
+    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
+
+    reads, lock = [0], threading.Lock()
+    original = FakeWithinKernelCUDAArray.__getitem__
+
+    def getitem(self, index):
+        with lock:
+            reads[0] += 1
+        return original(self, index)
+
+    FakeWithinKernelCUDAArray.__getitem__ = getitem
+    try:
+        launch()
+    finally:
+        FakeWithinKernelCUDAArray.__getitem__ = original
+    return reads[0]

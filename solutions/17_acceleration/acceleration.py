@@ -103,7 +103,7 @@ import numpy as np
 import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
-from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, divergent_barriers,
+from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, divergent_barriers, global_reads,
                                multiply_written, parallel_write_clashes, preserved_state)
 from tinytorch.utils.timing import median_time
 
@@ -1567,6 +1567,15 @@ assert_close(matmul(_x3, _w4), _x3 @ _w4, rtol=1e-5, atol=1e-5, what="a batch of
 assert_close(matmul(_w4[:, 0], _w4), _w4[:, 0] @ _w4, rtol=1e-5, atol=1e-5, what="a 1-D vector @ a matrix")
 check_barriers(lambda: matmul(_rng.standard_normal((TILE + 1, 3)).astype(np.float32),
                               _rng.standard_normal((3, 2)).astype(np.float32)), "matmul_tiled_kernel (edge tiles)")
+_sq = _rng.standard_normal((2 * TILE, 2 * TILE)).astype(np.float32)
+_reads = {"naive": global_reads(lambda: matmul_naive(_sq, _sq)), "tiled": global_reads(lambda: matmul(_sq, _sq))}
+if _reads["naive"] is None:
+    print("(on a real GPU the global reads cannot be counted; the simulator counts them)")
+else:
+    check(_reads["tiled"] * TILE <= _reads["naive"], f"the tiled kernel reads global memory {TILE} times less "
+          f"often than the naive one (each loaded element used TILE times from shared memory); "
+          f"got the reads of both, on a {2 * TILE} x {2 * TILE} product", got=_reads)
+    print(f"global reads on a {2 * TILE} x {2 * TILE} product: naive {_reads['naive']}, tiled {_reads['tiled']}")
 print("✓ naive and tiled matmul kernels equal numpy; e.g. (9, 7) @ (7, 5), tiles of", TILE)
 
 # %% [markdown]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tinytorch.cuda import kernels as K
-from tinytorch.testing import divergent_barriers, multiply_written
+from tinytorch.testing import divergent_barriers, global_reads, multiply_written
 
 RNG = np.random.default_rng(1)
 # more elements than the capped grid has threads (the grid-stride loop), and a partial block
@@ -116,3 +116,14 @@ def test_elementwise_kernels_write_each_element_once(op, second):
     if twice is None:
         pytest.skip("writes are counted under numba's CUDA simulator only (this run uses a real GPU)")
     assert twice == [], f"elements written by several threads (shape, element, threads): {twice}"
+
+
+def test_matmul_tiled_kernel_reads_global_memory_tile_times_less_than_the_naive_one():
+    """Each element a block loads into shared memory is used TILE times: that is the point of tiling."""
+    a = RNG.standard_normal((2 * K.TILE, 3 * K.TILE)).astype(np.float32)
+    b = RNG.standard_normal((3 * K.TILE, K.TILE)).astype(np.float32)
+    naive, tiled = global_reads(lambda: K.matmul_naive(a, b)), global_reads(lambda: K.matmul(a, b))
+    if naive is None:
+        pytest.skip("global reads are counted under numba's CUDA simulator only (this run uses a real GPU)")
+    assert naive == 2 * 3 * K.TILE * (2 * K.TILE * K.TILE), "the naive kernel reads 2k elements per output"
+    assert tiled * K.TILE <= naive, f"tiled kernel: {tiled} global reads, naive: {naive}"
