@@ -13,6 +13,7 @@ from tinytorch.autograd import no_grad
 from tinytorch.nn.activations import log_softmax
 from tinytorch.nn.conv import Conv2d
 from tinytorch.nn.layers import Linear, Module, Sequential
+from tinytorch.profiler import count_parameters  # module 14's: each shared Parameter once
 
 __all__ = ["neuron_importance", "channels_to_keep", "shrink_linear", "shrink_conv2d", "prune_neurons",
            "distillation_loss", "low_rank_factors", "low_rank_linear", "low_rank_model",
@@ -130,11 +131,6 @@ def prune_neurons(model, amount, p=1):
 # -- cell 33 --
 def _unique(tensors):
     return list({id(t): t for t in tensors if t is not None}.values())
-
-
-def count_parameters(model):
-    """Trainable numbers, each shared Parameter once."""
-    return sum(p.numel() for p in _unique(model.parameters()))
 
 
 def count_nonzero(model):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinytorch._tensor import Tensor, broadcast_shapes
+from tinytorch.nn.conv import _pair  # module 09's: an int or a pair -> a pair of ints
 from tinytorch.utils.dispatch import DispatchMode
 from tinytorch.utils.timing import median_time
 
@@ -22,11 +23,6 @@ __all__ = ["parameter_counts", "count_parameters", "matmul_flops", "conv2d_flops
            "BACKWARD_FLOP_RULES", "op_flops", "output_bytes", "FunctionEvent",
            "FunctionEventAvg", "EventList", "profile", "saved_activation_bytes",
            "training_memory", "peak_memory", "latency", "layer_report"]
-
-
-def _pair(v):
-    """An int or a pair -> a pair of ints (PyTorch's convention for stride, padding, kernel)."""
-    return (int(v), int(v)) if isinstance(v, (int, np.integer)) else (int(v[0]), int(v[1]))
 
 
 # -- cell 9 (parameter-counts) --
@@ -146,8 +142,8 @@ FLOP_RULES.update({
     "mean": lambda ins, out, a: _numel(ins[0]) + _numel(out),
     "matmul": lambda ins, out, a: matmul_flops(ins[0], ins[1]),
     "conv2d": lambda ins, out, a: conv2d_flops(ins[0], ins[1], a["stride"], a["padding"], bias=len(ins) == 3),
-    "max_pool2d": lambda ins, out, a: _numel(out) * _numel(_pair(a["kernel_size"])),
-    "avg_pool2d": lambda ins, out, a: _numel(out) * (_numel(_pair(a["kernel_size"])) + 1),
+    "max_pool2d": lambda ins, out, a: _numel(out) * _numel(_pair(a["kernel_size"], "kernel_size", "max_pool2d")),
+    "avg_pool2d": lambda ins, out, a: _numel(out) * (_numel(_pair(a["kernel_size"], "kernel_size", "avg_pool2d")) + 1),
     "softmax": lambda ins, out, a: softmax_flops(ins[0], a["dim"]),
     "log_softmax": lambda ins, out, a: softmax_flops(ins[0], a["dim"], log=True),
     "layer_norm": lambda ins, out, a: layer_norm_flops(ins[0], a["normalized_shape"], affine=len(ins) > 1),

@@ -234,7 +234,7 @@ from tinytorch.autograd import no_grad
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW",
     "LRScheduler", "StepLR", "CosineAnnealingLR", "LinearLR", "LambdaLR", "SequentialLR",
-    "state_nbytes", "training_memory",
+    "state_nbytes", "optimizer_memory",
 ]
 
 _SET_ERROR = ("optimizer parameters need to be organized in ordered collections, but the "
@@ -1641,7 +1641,7 @@ predicted_state_mib = {  # your numbers, in MiB: replace each None
 #
 # - `state_nbytes(optimizer)`: the bytes of every Tensor in `optimizer.state`; numbers such
 #   as the step count are not counted;
-# - `training_memory(optimizer)`: a dict with the bytes of the `"params"` (each parameter of
+# - `optimizer_memory(optimizer)`: a dict with the bytes of the `"params"` (each parameter of
 #   every group once), of the existing `"grads"` (only those that are not `None`), of the
 #   `"state"`, and their `"total"`.
 #
@@ -1654,7 +1654,7 @@ predicted_state_mib = {  # your numbers, in MiB: replace each None
 # <details><summary>The approach</summary>
 #
 # `state_nbytes`: sum the byte sizes of the values of every parameter's buffer dict that
-# are Tensors. `training_memory`: collect the parameters of every group, sum their sizes,
+# are Tensors. `optimizer_memory`: collect the parameters of every group, sum their sizes,
 # sum the sizes of the gradients that exist, take the state from `state_nbytes`, and add
 # the three for the total.
 # </details>
@@ -1673,7 +1673,7 @@ def state_nbytes(optimizer):
     ### END SOLUTION
 
 
-def training_memory(optimizer):
+def optimizer_memory(optimizer):
     """{"params": bytes, "grads": bytes, "state": bytes, "total": bytes} for the optimizer.
 
     Contract: ints; "grads" counts only gradients that exist (not None); "total" is the sum.
@@ -1705,11 +1705,11 @@ with preserved_state():
             _p.grad = zeros_like(_p)
         _opt.step()
         assert_equal(state_nbytes(_opt), _ratio * _pbytes, f"{_label}: state bytes after one step")
-        assert_equal(training_memory(_opt), {"params": _pbytes, "grads": _pbytes, "state": _ratio * _pbytes,
-                                             "total": (2 + _ratio) * _pbytes}, f"{_label}: training_memory")
+        assert_equal(optimizer_memory(_opt), {"params": _pbytes, "grads": _pbytes, "state": _ratio * _pbytes,
+                                             "total": (2 + _ratio) * _pbytes}, f"{_label}: optimizer_memory")
         _opt.zero_grad()
-        assert_equal(training_memory(_opt)["grads"], 0, f"{_label}: grads after zero_grad()")
-print(f"✓ state_nbytes, training_memory; e.g. AMSGrad state = {state_nbytes(_opt)} bytes for {_pbytes} of weights")
+        assert_equal(optimizer_memory(_opt)["grads"], 0, f"{_label}: grads after zero_grad()")
+print(f"✓ state_nbytes, optimizer_memory; e.g. AMSGrad state = {state_nbytes(_opt)} bytes for {_pbytes} of weights")
 
 # %% [markdown]
 # Now measure. Two independent measurements: the accounting above, and `tracemalloc`, which
@@ -1752,7 +1752,7 @@ for _name, _factory in _factories.items():
     _opt.step()
     _after, _peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    _mem_rows.append((_name, training_memory(_opt), _after - _before, _peak - _before))
+    _mem_rows.append((_name, optimizer_memory(_opt), _after - _before, _peak - _before))
 _n_params = sum(p.numel() for p in make_mlp().parameters())
 print(f"MLP with {_n_params:,} float32 parameters = {_n_params * 4 / 2**20:.2f} MiB of weights\n")
 print(f"{'optimizer':15s} {'your guess':>11s} {'state (MiB)':>12s} {'state/weights':>14s} "
@@ -1824,7 +1824,7 @@ for _name, _factory in _factories.items():
     give_grads(_model)
     _opt = _factory(_model.parameters())
     _step_times[_name] = median_time(_opt.step)
-    _traffic = training_memory(_opt)["params"]
+    _traffic = optimizer_memory(_opt)["params"]
     print(f"{_name:15s} {_step_times[_name] * 1e3:7.2f} ms per step   "
           f"(~{_traffic / _step_times[_name] / 1e9:5.2f} GB of weights updated per second)")
 print(f"\nAdam / SGD step time: measured {_step_times['Adam'] / _step_times['SGD']:.1f}x, "

@@ -142,6 +142,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinytorch._tensor import Tensor, broadcast_shapes
+from tinytorch.nn.conv import _pair  # module 09's: an int or a pair -> a pair of ints
 from tinytorch.utils.dispatch import DispatchMode
 from tinytorch.utils.timing import median_time
 
@@ -151,10 +152,6 @@ __all__ = ["parameter_counts", "count_parameters", "matmul_flops", "conv2d_flops
            "FunctionEventAvg", "EventList", "profile", "saved_activation_bytes",
            "training_memory", "peak_memory", "latency", "layer_report"]
 
-
-def _pair(v):
-    """An int or a pair -> a pair of ints (PyTorch's convention for stride, padding, kernel)."""
-    return (int(v), int(v)) if isinstance(v, (int, np.integer)) else (int(v[0]), int(v[1]))
 
 # %% [markdown]
 # ## 2. Parameters, each counted once
@@ -353,7 +350,7 @@ def conv2d_flops(input_shape, weight_shape, stride=1, padding=0, bias=True):
     if C != Cw:
         raise ValueError(f"conv2d_flops: input {tuple(input_shape)} has {C} channels but the "
                          f"weight {tuple(weight_shape)} expects {Cw}")
-    (sh, sw), (ph, pw) = _pair(stride), _pair(padding)
+    (sh, sw), (ph, pw) = _pair(stride, "stride", "conv2d_flops"), _pair(padding, "padding", "conv2d_flops")
     Ho = (H + 2 * ph - kh) // sh + 1
     Wo = (W + 2 * pw - kw) // sw + 1
     flops = 2 * C_out * (C * kh * kw) * (N * Ho * Wo)
@@ -536,8 +533,8 @@ FLOP_RULES.update({
     "mean": lambda ins, out, a: _numel(ins[0]) + _numel(out),
     "matmul": lambda ins, out, a: matmul_flops(ins[0], ins[1]),
     "conv2d": lambda ins, out, a: conv2d_flops(ins[0], ins[1], a["stride"], a["padding"], bias=len(ins) == 3),
-    "max_pool2d": lambda ins, out, a: _numel(out) * _numel(_pair(a["kernel_size"])),
-    "avg_pool2d": lambda ins, out, a: _numel(out) * (_numel(_pair(a["kernel_size"])) + 1),
+    "max_pool2d": lambda ins, out, a: _numel(out) * _numel(_pair(a["kernel_size"], "kernel_size", "max_pool2d")),
+    "avg_pool2d": lambda ins, out, a: _numel(out) * (_numel(_pair(a["kernel_size"], "kernel_size", "avg_pool2d")) + 1),
     "softmax": lambda ins, out, a: softmax_flops(ins[0], a["dim"]),
     "log_softmax": lambda ins, out, a: softmax_flops(ins[0], a["dim"], log=True),
     "layer_norm": lambda ins, out, a: layer_norm_flops(ins[0], a["normalized_shape"], affine=len(ins) > 1),
@@ -1375,7 +1372,7 @@ def layer_formula(module, in_shape, out_shape):
     if isinstance(module, nn.ReLU):
         return "1 per element", n_out
     if isinstance(module, nn.MaxPool2d):
-        kh, kw = _pair(module.kernel_size)
+        kh, kw = _pair(module.kernel_size, "kernel_size", type(module).__name__)
         return f"{kh * kw} compares per output", n_out * kh * kw
     return "data movement: 0", 0
 

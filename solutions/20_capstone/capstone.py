@@ -261,7 +261,7 @@ class NumbaConv2d(nn.Module):
 
     def forward(self, x):
         a = np.ascontiguousarray(x.numpy(), dtype=self._w2d.dtype)
-        (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, _pair(self.stride), _pair(self.padding)
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, self.stride, self.padding  # Conv2d keeps them as pairs
         if sh != sw or ph != pw:
             raise ValueError("NumbaConv2d: the numba im2col takes one stride and one padding for both axes")
         n, _, h, w = a.shape
@@ -277,10 +277,6 @@ class NumbaConv2d(nn.Module):
 
     def extra_repr(self):
         return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, numba"
-
-
-def _pair(v):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
 
 
 # %% [markdown]

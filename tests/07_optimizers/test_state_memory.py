@@ -1,10 +1,10 @@
-"""Optimizer-state memory accounting: state_nbytes and training_memory."""
+"""Optimizer-state memory accounting: state_nbytes and optimizer_memory."""
 import numpy as np
 import pytest
 
 import tinytorch as tt
 from tinytorch.optim import SGD, Adam, AdamW
-from tinytorch.optim.optimizers import state_nbytes, training_memory
+from tinytorch.optim.optimizers import optimizer_memory, state_nbytes
 
 FACTORIES = [
     ("sgd", lambda ps: SGD(ps, lr=0.1), 0),
@@ -37,7 +37,7 @@ def test_state_bytes_per_parameter_byte(name, factory, ratio):
     opt.step()
     expected = sum(v.numpy().nbytes for s in opt.state.values() for v in s.values() if isinstance(v, tt.Tensor))
     assert state_nbytes(opt) == expected == ratio * weights
-    report = training_memory(opt)
+    report = optimizer_memory(opt)
     assert report == {"params": weights, "grads": weights, "state": ratio * weights,
                       "total": (2 + ratio) * weights}
 
@@ -48,12 +48,12 @@ def test_only_parameters_with_gradients_get_state_and_count_grads():
     ps[1].grad = tt.zeros_like(ps[1])
     opt.step()
     assert state_nbytes(opt) == 2 * ps[1].numpy().nbytes
-    report = training_memory(opt)
+    report = optimizer_memory(opt)
     assert report["params"] == nbytes(p.numpy() for p in ps)
     assert report["grads"] == ps[1].numpy().nbytes
     assert report["total"] == report["params"] + report["grads"] + report["state"]
     opt.zero_grad()
-    assert training_memory(opt)["grads"] == 0 and training_memory(opt)["state"] == 2 * ps[1].numpy().nbytes
+    assert optimizer_memory(opt)["grads"] == 0 and optimizer_memory(opt)["state"] == 2 * ps[1].numpy().nbytes
 
 
 def test_numbers_in_the_state_are_not_counted():

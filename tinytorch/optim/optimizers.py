@@ -15,7 +15,7 @@ from tinytorch.autograd import no_grad
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW",
     "LRScheduler", "StepLR", "CosineAnnealingLR", "LinearLR", "LambdaLR", "SequentialLR",
-    "state_nbytes", "training_memory",
+    "state_nbytes", "optimizer_memory",
 ]
 
 _SET_ERROR = ("optimizer parameters need to be organized in ordered collections, but the "
@@ -414,11 +414,11 @@ def state_nbytes(optimizer):
     raise NotImplementedError('state_nbytes() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
-def training_memory(optimizer):
+def optimizer_memory(optimizer):
     """{"params": bytes, "grads": bytes, "state": bytes, "total": bytes} for the optimizer.
 
     Contract: ints; "grads" counts only gradients that exist (not None); "total" is the sum.
     """
     # Idea: three kinds of memory per parameter: the weights, their gradient, their state.
     # YOUR CODE HERE
-    raise NotImplementedError('training_memory() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
+    raise NotImplementedError('optimizer_memory() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
