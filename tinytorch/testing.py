@@ -16,7 +16,7 @@ import numpy as np
 
 __all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
            "weak_ref", "run_fresh", "spied", "one_gemm_problems", "parallel_write_clashes",
-           "divergent_barriers", "multiply_written", "global_reads"]
+           "divergent_barriers", "multiply_written", "global_reads", "held_bytes"]
 
 
 def _as_numpy(value):
@@ -30,7 +30,7 @@ def _as_numpy(value):
 
 def _show(value, limit=300):
     text = repr(value)
-    if isinstance(value, np.ndarray) or hasattr(value, "shape"):
+    if isinstance(value, np.ndarray) or (hasattr(value, "shape") and not isinstance(value, np.dtype)):
         arr = _as_numpy(value)
         text = np.array2string(arr, threshold=20, edgeitems=3, precision=6)
         text = f"{text} (shape {tuple(arr.shape)}, dtype {arr.dtype})"
@@ -508,3 +508,13 @@ def global_reads(launch):
     finally:
         FakeWithinKernelCUDAArray.__getitem__ = original
     return reads[0]
+
+
+def held_bytes(obj):
+    """The size of `obj` with everything it holds, in bytes (its pickle's length).
+
+    Why: a contract such as "keeps a summary, not every batch" is about what an object holds
+    on to, which its results cannot show."""
+    import pickle
+
+    return len(pickle.dumps(obj))

@@ -362,7 +362,8 @@ _s, _z = _calculate_qparams(_f(-1e-9), _f(1e-8), symmetric=False)
 assert_equal((float(_s), int(_z)), (float(np.float32(EPS)), -128),
              "affine [-1e-9, 1e-8], a range narrower than EPS steps: (scale, zero point), PyTorch's. The scale is "
              "floored at EPS, and the zero point must be the one of that floored scale (0.0 on the grid you return)")
-assert_raises(ValueError, _calculate_qparams, _f(2.0), _f(1.0), False, match="min")
+assert_raises(ValueError, _calculate_qparams, _f(2.0), _f(1.0), False, match=r"min_val.*2\.0.*max_val.*1\.0",
+              what="min 2.0 above max 1.0: the message names min_val and max_val and shows both")
 print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {float(_TORCH_QPARAMS[0][3]):.6f}, zero point -64")
 
 # %% [markdown]
@@ -919,6 +920,8 @@ class PerChannelMinMaxObserver(MinMaxObserver):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-minmax-observer", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import held_bytes
+
 _obs = MinMaxObserver()
 assert_raises(RuntimeError, _obs.calculate_qparams, match="no data")
 _b1 = np.array([[0.5, 2.0], [-1.0, 1.0]], dtype=np.float32)
@@ -941,6 +944,14 @@ _pc(_b1)
 _pc(_b2)
 assert_equal(_pc.min_val, np.array([-1.0, -0.5], dtype=np.float32), "per-channel running minima (columns)")
 assert_equal(_pc.max_val, np.array([3.0, 2.0], dtype=np.float32), "per-channel running maxima")
+_long = MinMaxObserver()  # calibration may run thousands of batches: the observer keeps a summary, not them
+_long(np.zeros(1000, np.float32))
+_size_1 = held_bytes(_long)
+for _i in range(20):
+    _long(np.random.default_rng(_i).standard_normal(1000).astype(np.float32))
+check(held_bytes(_long) < _size_1 + 1000, "the observer's size after 21 batches of 1,000 values is its size "
+      "after one: it keeps what it needs of the batches, not the batches", got=f"{_size_1} bytes (pickled) after one "
+      f"batch, {held_bytes(_long)} after 21")
 print(f"✓ MinMaxObserver.forward; observed range [{float(_obs.min_val)}, {float(_obs.max_val)}]")
 
 # %% [markdown]

@@ -4,6 +4,7 @@ import pytest
 
 from tinytorch import Tensor
 from tinytorch.ao import quantization as Q
+from tinytorch.testing import held_bytes
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -119,3 +120,15 @@ def test_percentileobserver_forward_percentiles_of_all_values_of_a_2d_batch():
                                            f"over all 1200 of its values")
     s, z = obs.calculate_qparams()
     assert np.shape(s) == () and np.shape(z) == (), "one scale and zero point per tensor"
+
+
+@pytest.mark.parametrize("make", [Q.MinMaxObserver, lambda: Q.PerChannelMinMaxObserver(ch_axis=1)],
+                         ids=["per-tensor", "per-channel"])
+def test_minmaxobserver_forward_keeps_a_summary_not_the_batches(make):
+    """Calibration may run thousands of batches: what the observer holds does not grow with them."""
+    obs = make()
+    obs(np.zeros((10, 6), np.float32))
+    after_one = held_bytes(obs)
+    for batch in _batches(seed=3, n=20):
+        obs(batch)
+    assert held_bytes(obs) < after_one + 500, f"{after_one} bytes after one batch, {held_bytes(obs)} after 21"

@@ -86,8 +86,10 @@ def test_calculate_qparams_zero_range_uses_eps():
 
 
 def test_calculate_qparams_rejects_min_above_max():
-    with pytest.raises(ValueError, match="min"):
+    with pytest.raises(ValueError, match=r"min_val.*2\.0.*max_val.*1\.0"):  # names both, shows both
         Q._calculate_qparams(np.float32(2.0), np.float32(1.0), False)
+    with pytest.raises(ValueError, match=r"min_val.*max_val"):
+        Q._calculate_qparams(np.array([0.0, 3.0], np.float32), np.array([1.0, 2.0], np.float32), False)
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
