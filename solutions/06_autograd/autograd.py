@@ -1276,6 +1276,16 @@ for _ in range(60):
 backward(_y)
 assert_equal(_d.grad.item(), 2.0 ** 60, "gradient through 60 stacked diamonds")
 
+_leaf = Tensor([1.0, 2.0], requires_grad=True)  # a root that is itself a leaf: its gradient is the seed
+backward(_leaf, np.array([3.0, 4.0]))
+check(_leaf.grad is not None and _leaf.grad.tolist() == [3.0, 4.0],
+      "backward(x, gradient) of a leaf x: the sink receives each root with its own gradient", got=_leaf.grad)
+_kept = Tensor([1.0, 2.0], requires_grad=True) * 2.0  # a non-leaf root that asked to keep its gradient
+_kept.retain_grad()
+backward(_kept, np.array([1.0, -1.0]))
+check(_kept.grad is not None and _kept.grad.tolist() == [1.0, -1.0],
+      "a root that called retain_grad() gets its own gradient (the seed)", got=_kept.grad)
+
 _x = Tensor([1.0, 2.0], requires_grad=True)
 _h = _x.exp()
 _y = _h * _h
@@ -1576,6 +1586,12 @@ _v = np.array([[0.5, -1.0], [2.0, 0.25]])
 _ng = numerical_grad(lambda: float(np.sum(_v ** 3)), _v)
 assert_close(_ng, 3 * _v ** 2, rtol=1e-8, atol=1e-8, what="numerical gradient of sum(v**3)")  # a one-sided
 assert_equal(_v, np.array([[0.5, -1.0], [2.0, 0.25]]), "v after numerical_grad (restored)")  # difference is off by 3v*eps
+_tiny = np.array([2.36432494e-08, -3.76337096e-07, 0.1, 0.7])  # (v - eps) + eps is not v for the first two
+_tiny_before = _tiny.copy()
+numerical_grad(lambda: float(np.sum(_tiny ** 2)), _tiny)
+_moved = [f"{b!r} became {a!r}" for a, b in zip(_tiny, _tiny_before) if a.tobytes() != b.tobytes()]
+check(not _moved, "after numerical_grad every value of x is exactly what it was, to the last bit (restore the "
+      "saved value: undoing the nudge by arithmetic rounds, most visibly near 0)", got="; ".join(_moved))
 assert_equal(_ng.dtype, np.dtype(np.float64), "dtype of the numerical gradient")
 _s = np.array(1.5)  # a 0-d array
 assert_close(numerical_grad(lambda: float(np.sin(_s)), _s), np.cos(1.5), rtol=1e-8, atol=1e-8, what="d sin(s)/ds at a 0-d s")
@@ -3584,9 +3600,10 @@ for p in model.parameters():
 # ### Time: backward versus forward
 #
 # **Predict first**: how many times longer than the forward pass is the backward pass of
-# this MLP? Count the matrix products each `Linear` needs forward and backward (your
-# matmul rule of section 10 says how many a backward makes), and remember that the first
-# layer's input is data.
+# this MLP? Count the floating-point operations of the matrix products each `Linear`
+# needs forward and backward (your matmul rule of section 10 says which products a
+# backward makes, and the layers differ in size, so count FLOPs, not products), and
+# remember that the first layer's input is data.
 #
 # How the cell measures, and why: it uses a batch of 1024 (so that the matrix products,
 # which your count is about, outweigh Python's fixed cost per node), limits numpy's BLAS

@@ -24,7 +24,7 @@ def test_numerical_grad_is_a_central_difference():
 def test_numerical_grad_puts_back_every_value_exactly():
     """Undoing a nudge by arithmetic (x + eps - eps) does not always give back the same float:
     each value must be restored from a saved copy."""
-    x = np.array([0.1, 0.7, 3.3, 1e5 + 0.3, -2.9])
+    x = np.array([0.1, 0.7, 3.3, 1e5 + 0.3, -2.9, 2.36432494e-08, -3.76337096e-07])  # near 0: (v - eps) + eps != v
     original = x.copy()
     numerical_grad(lambda: float(np.sum(x ** 2)), x, eps=1e-6)
     assert x.tobytes() == original.tobytes(), f"x after numerical_grad: {x!r}, before: {original!r}"
