@@ -178,6 +178,28 @@ def run_fresh(code, timeout=120, **environment):
     return proc.stdout, proc.stderr
 
 
+def use_cuda_simulator_unless_gpu():
+    """Call before numba is imported. Turns numba's CUDA simulator on (NUMBA_ENABLE_CUDASIM=1)
+    unless the caller already chose or `nvidia-smi -L` lists a GPU, and returns whether it is
+    on. Module 17's notebook and its tests both ask here, so both run kernels on the same
+    device."""
+    import os
+    import shutil
+    import subprocess
+
+    if "NUMBA_ENABLE_CUDASIM" not in os.environ:
+        gpu = False
+        if shutil.which("nvidia-smi") is not None:
+            try:
+                listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+                gpu = listed.returncode == 0 and "GPU" in listed.stdout
+            except (OSError, subprocess.SubprocessError):
+                gpu = False
+        if not gpu:
+            os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
 class _Spy(np.ndarray):
     """An array that notes each numpy computation it takes part in, as (name, operand
     shapes, result shape). `@`, np.matmul and the other ufuncs (their reductions: `.sum()` is

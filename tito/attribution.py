@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import difflib
 import json
-import os
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
@@ -58,17 +57,11 @@ def first_group(outcome: testing.Outcome) -> tuple[str, ...]:
 COMPILERS = {"njit", "jit", "vectorize", "guvectorize", "stencil"}  # numba's decorators
 
 
-def _cuda_simulated() -> bool:
-    """Whether the tests run CUDA kernels in numba's simulator, as Python (module 17's
-    conftest: when asked to, or when there is no NVIDIA GPU)."""
-    flag = os.environ.get("NUMBA_ENABLE_CUDASIM")
-    return flag == "1" if flag is not None else shutil.which("nvidia-smi") is None
-
-
 def compiled_stubs(module: Module, text: str) -> set[str]:
-    """The student functions that numba compiles: compiled code calls them without a Python
-    frame, so a trace of the tests cannot say which tests run them. (`cuda.jit` kernels
-    count only on a real GPU: the simulator runs them as Python.)"""
+    """The student functions that numba compiles for the CPU: compiled code calls them without
+    a Python frame, so a trace of the tests cannot say which tests run them. (`cuda.jit`
+    kernels need no entry: numba's simulator runs them as Python, so the trace sees every
+    launch, and on a real GPU no test is seen entering them, so `selection` runs every test.)"""
     names, found = set(stub_names(module)), set()
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
@@ -76,7 +69,7 @@ def compiled_stubs(module: Module, text: str) -> set[str]:
                 call = decorator.func if isinstance(decorator, ast.Call) else decorator
                 name = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", "")
                 on_gpu = isinstance(call, ast.Attribute) and getattr(call.value, "id", "") == "cuda"
-                if name in COMPILERS and not (on_gpu and _cuda_simulated()):
+                if name in COMPILERS and not on_gpu:
                     found.add(node.name)
     return found
 

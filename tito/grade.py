@@ -182,6 +182,8 @@ c.Autograde.autograde_preprocessors = [StopAtFirstTimeout, IgnorePattern, ClearM
 # Feedback shows no hidden test, and no script, handler or frame from the student's outputs.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
 c.HTMLExporter.sanitize_html = True
+# A kernel slow to start on a loaded machine is not the student's fault (nbclient waits 60 s).
+c.Execute.startup_timeout = 300
 '''
 
 

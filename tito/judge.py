@@ -1,10 +1,10 @@
 """pytest plugin for graded test runs: the verdicts are decided where student code never runs.
 
 Loaded with `-p tito.judge` in the process that runs the module's tests (the judge). At the
-first request (after the conftest files ran, whose additions to the environment it is then
-given) it starts the answerer, the process that imports the student's package (sandboxed by
-`tito grade`; the command is in $TITO_ANSWERER, a JSON object {"argv": [...], "env": {...},
-"cwd": ...} whose argv holds "{read}" and "{write}" for the pipe ends), and every
+first request it starts the answerer, the process that imports the student's package
+(sandboxed by `tito grade`; the command is in $TITO_ANSWERER, a JSON object {"argv": [...],
+"env": {...}, "cwd": ...} whose argv holds "{read}" and "{write}" for the pipe ends). What the
+conftest files add to the environment reaches it before each test file is imported. Every
 `import tinytorch...` in the judge gives a stand-in whose uses are requests to it
 (tito/remote.py). The assertion helpers of `tinytorch.testing` run here, from the course's
 own copy ($TITO_TRUSTED_TESTING); those that measure or change the package's process
@@ -43,8 +43,7 @@ def _die_with_parent() -> None:
 
 
 def _start(conn: remote.Connection) -> tuple[int, int]:
-    """Start the answerer (at the first request: after the tests' conftest files set up the
-    environment, whose additions it is then given) and return the judge's pipe ends."""
+    """Start the answerer (at the first request) and return the judge's pipe ends."""
     spec = json.loads(os.environ["TITO_ANSWERER"])
     to_answerer, from_judge = os.pipe()
     to_judge, from_answerer = os.pipe()
@@ -54,7 +53,6 @@ def _start(conn: remote.Connection) -> tuple[int, int]:
     os.close(to_answerer)
     os.close(from_answerer)
     _state["proc"] = proc
-    _state["pending_environ"] = {key: value for key, value in os.environ.items() if _state["environ"].get(key) != value}
     return to_judge, from_judge
 
 
@@ -102,16 +100,19 @@ def _where_it_runs(here, there, conn):
     return meter
 
 
-def _first_request_environ() -> None:
-    pending = _state.pop("pending_environ", None)
+def _send_environ() -> None:
+    """Give the answerer what the tests' set-up added to the environment since it last heard
+    (it keeps what it has: the additions are defaults)."""
+    pending = {key: value for key, value in os.environ.items() if _state["environ"].get(key) != value}
     if pending:
+        _state["environ"] = dict(os.environ)
         _state["conn"].request("environ", None, pending)
 
 
 def _install() -> None:
     _state["environ"] = dict(os.environ)
 
-    conn = remote.Connection(None, None, "j", on_break=_stop, start=_start, started=_first_request_environ)
+    conn = remote.Connection(None, None, "j", on_break=_stop, start=_start, started=_send_environ)
     _state["conn"] = conn
     trusted = os.environ.get("TITO_TRUSTED_TESTING")
     finder = remote.PackageFinder(conn, {f"{remote.PACKAGE}.testing": trusted} if trusted else {},
@@ -122,6 +123,13 @@ def _install() -> None:
 
 
 _install()
+
+
+def pytest_collectstart(collector):
+    """A conftest may import the package (starting the answerer) before it sets up the
+    environment: its additions reach the answerer before the next test file is imported."""
+    if "proc" in _state and _state["conn"].broken is None:
+        _send_environ()
 
 
 @pytest.hookimpl(hookwrapper=True)

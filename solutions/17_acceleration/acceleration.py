@@ -64,29 +64,16 @@
 
 # %%
 import os
-import shutil
-import subprocess
 import tempfile
 
+from tinytorch.testing import use_cuda_simulator_unless_gpu
 
-def _has_nvidia_gpu():
-    """True when `nvidia-smi -L` lists a GPU (asked without importing numba)."""
-    if shutil.which("nvidia-smi") is None:
-        return False
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return out.returncode == 0 and "GPU" in out.stdout
-
-
-if "NUMBA_ENABLE_CUDASIM" not in os.environ and not _has_nvidia_gpu():
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # no GPU here: numba's CUDA simulator
+simulated = use_cuda_simulator_unless_gpu()  # before numba loads; the tests decide the same way
 # numba's cache (cache=True) goes to a temporary folder, not next to this notebook; the
 # "workqueue" threading layer is numba's own, and safe when a process forks (as graders do).
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(tempfile.gettempdir(), "tinytorch-numba-cache"))
 os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
-print("CUDA simulator:", os.environ["NUMBA_ENABLE_CUDASIM"] == "1")
+print("CUDA simulator:", simulated)
 
 # %%
 import math

@@ -6,25 +6,12 @@ numba's on-disk cache goes to the build folder, never into the course tree, and 
 "workqueue" threading layer is used (safe when a process forks).
 """
 import os
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
+from tinytorch.testing import use_cuda_simulator_unless_gpu
 
-def _has_nvidia_gpu():
-    """True when `nvidia-smi -L` lists a GPU (asked without importing numba)."""
-    if shutil.which("nvidia-smi") is None:
-        return False
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return out.returncode == 0 and "GPU" in out.stdout
-
-
-if "NUMBA_ENABLE_CUDASIM" not in os.environ and not _has_nvidia_gpu():
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+use_cuda_simulator_unless_gpu()
 _build = os.environ.get("TITO_BUILD_DIR") or str(Path(__file__).resolve().parents[2] / "build")
 if not os.access(Path(_build).parent if not Path(_build).exists() else _build, os.W_OK):
     _build = tempfile.gettempdir()
