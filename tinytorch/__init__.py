@@ -14,7 +14,8 @@ from tinytorch.autograd import enable_grad, no_grad  # noqa: E402  (module 06)
 from tinytorch import autograd  # noqa: E402
 from tinytorch import optim  # noqa: E402  (module 07)
 from tinytorch import text  # noqa: E402  (module 10)
-from tinytorch.training import save, load  # noqa: E402  (module 08)
+from tinytorch.serialization import save, load  # noqa: E402  (module 08)
+from tinytorch import serialization  # noqa: E402
 from tinytorch import profiler  # noqa: E402  (module 14)
 from tinytorch import compression  # noqa: E402  (module 16)
 from tinytorch import ao  # noqa: E402  (module 15)

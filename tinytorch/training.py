@@ -3,30 +3,20 @@
 
 
 # -- cell 7 --
-"""Training (module 08): metrics, the training step and loop (with a tqdm progress bar), a
-History that plots itself, Dropout, gradient clipping and safe checkpoints (safetensors, the
-format PyTorch users share weights in), with save_checkpoint / load_checkpoint for resuming."""
-import json
+"""Training (module 08): metrics, the training step and loop (with a tqdm progress bar) and
+a History that plots itself. The module's other pieces live under PyTorch's file names:
+nn/dropout.py, nn/utils/clip_grad.py and serialization.py (checkpoints)."""
 import math
-import os
-import sys
 import time
 
 import numpy as np
-import safetensors
-import safetensors.numpy
 from tqdm.auto import tqdm  # a widget in Jupyter, a text bar in a terminal
 
-from tinytorch._tensor import Tensor, apply, rand, stack, tensor
-from tinytorch.autograd import backward_rule, no_grad
-from tinytorch.nn.layers import Module
+from tinytorch._tensor import Tensor
+from tinytorch.autograd import no_grad
+from tinytorch.nn.utils.clip_grad import clip_grad_norm_
 
-__all__ = [
-    "accuracy", "confusion_matrix", "METRICS",
-    "train_step", "train_epoch", "evaluate", "fit", "History",
-    "dropout", "Dropout", "clip_grad_norm_", "clip_grad_value_", "save", "load",
-    "save_checkpoint", "load_checkpoint",
-]
+__all__ = ["accuracy", "confusion_matrix", "METRICS", "train_step", "train_epoch", "evaluate", "fit", "History"]
 
 
 def _numpy(x):
@@ -232,193 +222,3 @@ def fit(model, loss_fn, optimizer, train_loader, val_loader=None, epochs=1, sche
     # Idea: an epoch is train, then measure, then move the schedule, then write it down.
     # YOUR CODE HERE
     raise NotImplementedError('fit() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-
-# -- cell 30 (dropout) --
-def _check_p(p):
-    return f"dropout probability has to be between 0 and 1, but got {p}"
-
-
-def _dropout_forward(x, mask, p):
-    return x.numpy() * mask
-
-
-def dropout(input, p=0.5, training=True):
-    """Inverted dropout (torch.nn.functional.dropout).
-
-    Contract: ValueError with `_check_p(p)`'s message unless 0 <= p <= 1; TypeError (naming
-    the dtype) for a non-floating input. Not training, or p == 0: returns `input` itself.
-    Otherwise a new tensor recorded as the op "dropout" with attrs mask (numpy, the input's
-    dtype: 0 where dropped, 1/(1-p) where kept) and p; each element is dropped independently
-    with probability p, drawn from tinytorch's generator (tt.manual_seed reproduces it).
-    """
-    # Idea: drop with probability p, and scale the survivors so that the mean is unchanged.
-    # YOUR CODE HERE
-    raise NotImplementedError('dropout() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-
-@backward_rule("dropout")
-def _dropout_backward(node, grad):
-    """y = x * mask (the mask already holds 0 or 1/(1-p)). Contract: returns (dL/dx,)."""
-    # Idea: the op is a multiplication by a constant.
-    # YOUR CODE HERE
-    raise NotImplementedError('_dropout_backward() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-
-class Dropout(Module):
-    """Randomly zero elements with probability p in training mode; identity in eval mode
-    (torch.nn.Dropout)."""
-
-    def __init__(self, p=0.5):
-        """Contract: ValueError with `_check_p(p)`'s message unless 0 <= p <= 1; self.p = float(p)."""
-        super().__init__()
-        # YOUR CODE HERE
-        raise NotImplementedError('Dropout.__init__() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-    def forward(self, input):
-        return dropout(input, self.p, self.training)
-
-    def extra_repr(self):
-        return f"p={self.p}"
-
-
-# -- cell 37 (clip) --
-def _grads(parameters):
-    """The existing .grad tensors of `parameters` (one Tensor or an iterable of them)."""
-    if isinstance(parameters, Tensor):
-        parameters = [parameters]
-    return [p.grad for p in parameters if p.grad is not None]
-
-
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
-    """Scale all gradients together so that their total norm is at most max_norm
-    (torch.nn.utils.clip_grad_norm_).
-
-    Contract: the total norm is the `norm_type`-norm (inf: the largest |g|) of all gradients
-    taken as one vector. Every gradient is multiplied in place by min(1, max_norm / (total +
-    1e-6)), so their direction is kept. Returns the total norm *before* clipping, a 0-d
-    Tensor (0.0 when there are no gradients). RuntimeError when the total is not finite and
-    error_if_nonfinite is true (the message says the norm is non-finite).
-    """
-    grads = _grads(parameters)
-    max_norm, norm_type = float(max_norm), float(norm_type)
-    # Idea: one norm for all parameters together, one factor for all of them.
-    # YOUR CODE HERE
-    raise NotImplementedError('clip_grad_norm_() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-
-def clip_grad_value_(parameters, clip_value):
-    """Clamp every gradient element into [-clip_value, clip_value], in place
-    (torch.nn.utils.clip_grad_value_). Contract: returns None; the .grad tensors are the
-    same objects afterwards."""
-    grads = _grads(parameters)
-    clip_value = float(clip_value)
-    # Idea: each element on its own, cut at ±clip_value.
-    # YOUR CODE HERE
-    raise NotImplementedError('clip_grad_value_() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-
-# -- cell 42 (checkpoint) --
-_FORMAT, _VERSION = "tinytorch-checkpoint", 2
-_STORABLE = "biuf"  # dtype kinds safetensors stores: bool, int, unsigned int, float
-
-
-def _unique(arrays, path):
-    """A tensor name for a new array: its path without the leading "/" ("value" at the top
-    level), made unique."""
-    key = path.strip("/") or "value"
-    base, i = key, 1
-    while key in arrays:
-        key, i = f"{base}#{i}", i + 1
-    return key
-
-
-def _pack(obj, arrays, path=""):
-    """JSON-able description of obj (the table above); its tensors and arrays are copied
-    into `arrays` (key -> numpy array). Contract: TypeError, naming the path and the type,
-    for anything the table does not list (a dict key that is not str or int included)."""
-    # Idea: the structure goes to JSON, the numbers to arrays, linked by the keys.
-    # YOUR CODE HERE
-    raise NotImplementedError('_pack() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-
-def _unpack(desc, arrays):
-    """The inverse of _pack. Contract: ValueError for a description of an unknown kind."""
-    # Idea: the tag says what to rebuild; the key says where its numbers are.
-    # YOUR CODE HERE
-    raise NotImplementedError('_unpack() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-
-# -- cell 44 --
-def _metadata(data):
-    """The "__metadata__" dict of the safetensors bytes `data` (already validated)."""
-    n = int.from_bytes(data[:8], "little")
-    return json.loads(data[8:8 + n]).get("__metadata__") or {}
-
-
-def save(obj, f):
-    """Save tensors, arrays and plain data (dicts, lists, tuples, numbers, strings, None) to
-    `f` (a path or a binary file) in safetensors format: no pickle (unlike torch.save).
-    A model's state_dict saved alone has tensors named like its parameters, so PyTorch's
-    safetensors.torch.load_file + load_state_dict read it."""
-    arrays = {}
-    structure = _pack(obj, arrays)
-    metadata = {"format": _FORMAT, "version": str(_VERSION), "structure": json.dumps(structure)}
-    data = safetensors.numpy.save(arrays, metadata=metadata)
-    if hasattr(f, "write"):
-        f.write(data)
-        return
-    path = os.fspath(f)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)  # atomic: a crash mid-save never destroys the previous checkpoint
-
-
-def load(f):
-    """Load what save() wrote, or any safetensors file (as a dict name -> Tensor); refuses
-    everything else, pickles included (tinytorch never unpickles)."""
-    name = getattr(f, "name", f)
-    if hasattr(f, "read"):
-        data = f.read()
-    else:
-        with open(f, "rb") as handle:
-            data = handle.read()
-    try:
-        arrays = safetensors.numpy.load(data)
-        metadata = _metadata(data)
-    except (safetensors.SafetensorError, ValueError) as exc:
-        raise ValueError(f"load: {name} is not a safetensors file ({exc}); tinytorch reads only "
-                         f"safetensors and never unpickles") from exc
-    if "structure" not in metadata:  # a plain safetensors file, e.g. a PyTorch state_dict:
-        structure = {"dict": [[key, {"tensor": key}] for key in arrays]}  # a dict of its tensors
-        return _unpack(structure, arrays)
-    if metadata.get("format") != _FORMAT or int(metadata.get("version", 0)) > _VERSION:
-        raise ValueError(f"load: {name} has format {metadata.get('format')!r} version "
-                         f"{metadata.get('version')!r}; this tinytorch reads {_FORMAT!r} up to "
-                         f"version {_VERSION}")
-    return _unpack(json.loads(metadata["structure"]), arrays)
-
-
-# -- cell 47 (save-checkpoint) --
-def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra):
-    """Save what a resumed run needs to `f` (a path or a binary file), with save().
-
-    Contract: the saved dict has "model" (model.state_dict()), "extra" (the keyword
-    arguments), and "optimizer", "scheduler", "history" (their state_dict()) for each of
-    those given (not None).
-    """
-    # Idea: a run's state is the state of each object that changes during training.
-    # YOUR CODE HERE
-    raise NotImplementedError('save_checkpoint() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
-
-
-def load_checkpoint(f, model, optimizer=None, scheduler=None, history=None):
-    """Restore, in place, the objects given from a file written by save_checkpoint.
-
-    Contract: returns the saved extra keyword arguments as a dict. ValueError, naming the
-    part, when an object is given whose part is not in the file.
-    """
-    # Idea: each object gets back exactly what it saved.
-    # YOUR CODE HERE
-    raise NotImplementedError('load_checkpoint() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')

@@ -52,9 +52,11 @@
 # ## How this notebook works
 #
 # Cells marked `#| export` become `tinytorch/training.py` when you run `tito export 08`
-# (or `tito test module 08`). `tinytorch.nn` re-exports `Dropout`, `tinytorch.nn.functional`
-# re-exports `dropout`, `tinytorch.nn.utils` has `clip_grad_norm_`, and `tinytorch.save` /
-# `tinytorch.load` are the checkpoint functions — PyTorch's names. Fill in the cells with
+# (or `tito test module 08`); a cell marked `#| export nn.dropout` goes to
+# `tinytorch/nn/dropout.py`, and so on, as in PyTorch's own layout: `Dropout` in
+# `nn/dropout.py` (`tinytorch.nn.Dropout`, `tinytorch.nn.functional.dropout`), clipping in
+# `nn/utils/clip_grad.py` (`tinytorch.nn.utils.clip_grad_norm_`) and checkpoints in
+# `serialization.py` (`tinytorch.save`, `tinytorch.load`). Fill in the cells with
 # `# YOUR CODE HERE`, then run the check cell right below each one.
 
 # %%
@@ -152,30 +154,20 @@ plt.show()
 
 # %%
 #| export
-"""Training (module 08): metrics, the training step and loop (with a tqdm progress bar), a
-History that plots itself, Dropout, gradient clipping and safe checkpoints (safetensors, the
-format PyTorch users share weights in), with save_checkpoint / load_checkpoint for resuming."""
-import json
+"""Training (module 08): metrics, the training step and loop (with a tqdm progress bar) and
+a History that plots itself. The module's other pieces live under PyTorch's file names:
+nn/dropout.py, nn/utils/clip_grad.py and serialization.py (checkpoints)."""
 import math
-import os
-import sys
 import time
 
 import numpy as np
-import safetensors
-import safetensors.numpy
 from tqdm.auto import tqdm  # a widget in Jupyter, a text bar in a terminal
 
-from tinytorch._tensor import Tensor, apply, rand, stack, tensor
-from tinytorch.autograd import backward_rule, no_grad
-from tinytorch.nn.layers import Module
+from tinytorch._tensor import Tensor
+from tinytorch.autograd import no_grad
+from tinytorch.nn.utils.clip_grad import clip_grad_norm_
 
-__all__ = [
-    "accuracy", "confusion_matrix", "METRICS",
-    "train_step", "train_epoch", "evaluate", "fit", "History",
-    "dropout", "Dropout", "clip_grad_norm_", "clip_grad_value_", "save", "load",
-    "save_checkpoint", "load_checkpoint",
-]
+__all__ = ["accuracy", "confusion_matrix", "METRICS", "train_step", "train_epoch", "evaluate", "fit", "History"]
 
 
 def _numpy(x):
@@ -1091,8 +1083,20 @@ print(f"best validation loss {hist_plain.best('val_loss')[1]:.3f} at epoch {hist
 # check, then store `p`.
 # </details>
 
+# %%
+#| export nn.dropout
+"""Dropout (module 08), mirroring torch.nn.Dropout and torch.nn.functional.dropout, with the
+backward rule of its op "dropout"."""
+import numpy as np
+
+from tinytorch._tensor import apply, rand
+from tinytorch.autograd import backward_rule
+from tinytorch.nn.layers import Module
+
+__all__ = ["dropout", "Dropout"]
+
 # %% nbgrader={"grade": false, "grade_id": "dropout", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
+#| export nn.dropout
 def _check_p(p):
     return f"dropout probability has to be between 0 and 1, but got {p}"
 
@@ -1299,8 +1303,18 @@ plt.show()
 # place, by their clamped values.
 # </details>
 
+# %%
+#| export nn.utils.clip_grad
+"""Gradient clipping (module 08), mirroring torch.nn.utils.clip_grad."""
+import math
+
+from tinytorch._tensor import Tensor, stack, tensor
+from tinytorch.autograd import no_grad
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+
 # %% nbgrader={"grade": false, "grade_id": "clip", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
+#| export nn.utils.clip_grad
 def _grads(parameters):
     """The existing .grad tensors of `parameters` (one Tensor or an iterable of them)."""
     if isinstance(parameters, Tensor):
@@ -1502,8 +1516,24 @@ _ = pickle.loads(_payload)
 # `TypeError`. `_unpack` reverses each case, returning plain values unchanged.
 # </details>
 
+# %%
+#| export serialization
+"""Saving and loading (module 08), mirroring torch.serialization: `save` and `load` over
+safetensors (the format PyTorch users share weights in, which runs no code when read), and
+save_checkpoint / load_checkpoint for resuming a run."""
+import json
+import os
+
+import numpy as np
+import safetensors
+import safetensors.numpy
+
+from tinytorch._tensor import Tensor, tensor
+
+__all__ = ["save", "load", "save_checkpoint", "load_checkpoint"]
+
 # %% nbgrader={"grade": false, "grade_id": "checkpoint", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
+#| export serialization
 _FORMAT, _VERSION = "tinytorch-checkpoint", 2
 _STORABLE = "biuf"  # dtype kinds safetensors stores: bool, int, unsigned int, float
 
@@ -1591,7 +1621,7 @@ def _unpack(desc, arrays):
 # `state_dict` for `load_state_dict`.
 
 # %%
-#| export
+#| export serialization
 def _metadata(data):
     """The "__metadata__" dict of the safetensors bytes `data` (already validated)."""
     n = int.from_bytes(data[:8], "little")
@@ -1706,7 +1736,7 @@ print(f"✓ checkpoints; e.g. arrays stored as {sorted(_arrays)}")
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "save-checkpoint", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
+#| export serialization
 def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra):
     """Save what a resumed run needs to `f` (a path or a binary file), with save().
 

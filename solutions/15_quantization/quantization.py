@@ -1859,7 +1859,7 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-quantize-model", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-from tinytorch.training import Dropout
+from tinytorch.nn import Dropout
 
 with preserved_state():
     tinytorch.manual_seed(1)
@@ -1978,7 +1978,7 @@ print(f"the two models predict the same class for {100 * _agree:.1f} % of the te
 # calibrated on other data, must give exactly `int8_model`'s outputs once loaded.
 
 # %%
-from tinytorch.training import load_checkpoint, save_checkpoint
+from tinytorch.serialization import load_checkpoint, save_checkpoint
 
 _files = {}
 for _name, _model in (("float32", float_model), ("int8", int8_model)):

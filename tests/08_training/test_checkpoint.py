@@ -12,7 +12,8 @@ import tinytorch as tt
 from tinytorch import nn
 from tinytorch.optim import SGD, Adam
 from tinytorch.optim.lr_scheduler import StepLR
-from tinytorch.training import History, load, load_checkpoint, save, save_checkpoint, train_step
+from tinytorch.serialization import load, load_checkpoint, save, save_checkpoint
+from tinytorch.training import History, train_step
 
 
 def _batches(n=6, seed=0):

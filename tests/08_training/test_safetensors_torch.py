@@ -18,7 +18,7 @@ RTOL, ATOL = 1e-4, 1e-5
 def test_a_checkpoint_is_readable_by_pytorch(torch, tmp_path):
     """A whole checkpoint is a safetensors file too: PyTorch sees its tensors by path."""
     safetensors_torch = torch_reference.companion_module(torch, "safetensors.torch")
-    from tinytorch.training import save_checkpoint
+    from tinytorch.serialization import save_checkpoint
     tt.manual_seed(0)
     model = nn.Linear(3, 2)
     save_checkpoint(tmp_path / "run.ckpt", model, epoch=4)

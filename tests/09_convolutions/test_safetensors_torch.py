@@ -13,7 +13,7 @@ import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
 from tinytorch import nn
-from tinytorch.training import load, save
+from tinytorch.serialization import load, save
 
 RTOL, ATOL = 1e-4, 1e-5
 

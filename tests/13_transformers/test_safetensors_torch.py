@@ -11,7 +11,7 @@ import numpy as np
 import torch_reference  # registered by tests/conftest.py
 
 import tinytorch as tt
-from tinytorch.training import load, save
+from tinytorch.serialization import load, save
 
 RTOL, ATOL = 1e-4, 1e-5
 

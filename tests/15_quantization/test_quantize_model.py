@@ -8,8 +8,9 @@ import tinytorch as tt
 from tinytorch import Tensor, nn
 from tinytorch.ao import quantization as Q
 from tinytorch.data import DataLoader, Digits, TensorDataset
+from tinytorch.nn import Dropout
 from tinytorch.optim import Adam
-from tinytorch.training import Dropout, evaluate, fit
+from tinytorch.training import evaluate, fit
 
 
 def test_swap_modules_nested():

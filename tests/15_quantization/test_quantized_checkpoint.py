@@ -8,7 +8,7 @@ import safetensors.numpy
 import tinytorch as tt
 from tinytorch import nn
 from tinytorch.ao import quantization as Q
-from tinytorch.training import load_checkpoint, save_checkpoint
+from tinytorch.serialization import load_checkpoint, save_checkpoint
 
 
 def _mlp(seed):

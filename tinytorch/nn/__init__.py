@@ -5,7 +5,7 @@ from tinytorch.nn import functional, init  # noqa: E402
 from tinytorch.nn.conv import Conv2d, MaxPool2d, AvgPool2d, BatchNorm2d, Flatten  # module 09
 from tinytorch.nn.embedding import Embedding, SinusoidalPositionalEncoding, PositionalEncoding, LearnedPositionalEmbedding  # module 11
 from tinytorch.nn.attention import MultiheadAttention  # module 12
-from tinytorch.training import Dropout  # module 08
+from tinytorch.nn.dropout import Dropout  # module 08
 from tinytorch.nn import utils  # noqa: E402
 from tinytorch.nn.transformer import LayerNorm, TransformerBlock, GPT, GPTConfig  # module 13
 from tinytorch.nn import prune  # noqa: E402  (module 16)

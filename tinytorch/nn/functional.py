@@ -7,5 +7,5 @@ from tinytorch.nn.losses import mse_loss, binary_cross_entropy_with_logits, nll_
 from tinytorch.nn.conv import conv2d, max_pool2d, avg_pool2d, batch_norm, pad  # module 09
 from tinytorch.nn.embedding import embedding  # module 11
 from tinytorch.nn.attention import scaled_dot_product_attention  # module 12
-from tinytorch.training import dropout  # module 08
+from tinytorch.nn.dropout import dropout  # module 08
 from tinytorch.nn.transformer import layer_norm  # module 13

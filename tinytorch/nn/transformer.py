@@ -18,7 +18,7 @@ from tinytorch.nn.attention import MultiheadAttention, _kv_cache_module, causal_
 from tinytorch.nn.embedding import Embedding
 from tinytorch.nn.layers import GELU, Linear, Module, ModuleList, Parameter, normal_, zeros_
 from tinytorch.nn.losses import cross_entropy
-from tinytorch.training import Dropout
+from tinytorch.nn.dropout import Dropout
 
 __all__ = ["layer_norm", "LayerNorm", "FeedForward", "MLP", "TransformerBlock", "GPTConfig", "GPT"]
 
