@@ -45,9 +45,10 @@
 # ## How this notebook works
 #
 # Cells marked `#| export` become `tinytorch/nn/layers.py` when you run `tito export 03`
-# (or `tito test module 03`). `tinytorch.nn` re-exports the classes (`tinytorch.nn.Linear`)
-# and `tinytorch.nn.init` the initialisation functions, as in PyTorch. Fill in the cells
-# with `# YOUR CODE HERE`, then run the check cell below each.
+# (or `tito test module 03`); cells marked `#| export nn.init` become `tinytorch/nn/init.py`,
+# the initialisation functions, as in PyTorch's layout. `tinytorch.nn` re-exports the
+# classes (`tinytorch.nn.Linear`). Fill in the cells with `# YOUR CODE HERE`, then run the
+# check cell below each.
 
 # %%
 #| default_exp nn.layers
@@ -163,22 +164,20 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 
 # %% nbgrader={"grade": false, "grade_id": "parameter", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
-"""Layers (module 03): Parameter, Module, Linear, Sequential, activation layers and the
-initialisation functions that tinytorch.nn.init re-exports."""
+"""Layers (module 03): Parameter, Module, Linear, Sequential and the activation layers."""
 import math
 from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, _check_dtype, is_grad_enabled, rand, randn, set_grad_enabled, zeros
+from tinytorch._tensor import Tensor, _check_dtype, zeros
 from tinytorch._tensor import _DEVICE_WORDS, _to_device, device as _device_type
 from tinytorch.nn.activations import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, tanh
+from tinytorch.nn.init import _calculate_fan_in_and_fan_out, _no_grad_copy_, kaiming_uniform_, uniform_
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "Identity",
     "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "Softmax", "LogSoftmax",
-    "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
-    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
 ]
 
 
@@ -902,8 +901,19 @@ print("✓ train / eval: flags", [m.training for m in _outer.modules()])
 # `finally` restores the remembered mode; return the tensor.
 # </details>
 
+# %%
+#| export nn.init
+"""Weight initialisation (module 03), mirroring torch.nn.init: in-place fills that are not
+recorded, drawn from tinytorch's generator, and the gains and fans they are scaled by."""
+import math
+
+from tinytorch._tensor import is_grad_enabled, rand, randn, set_grad_enabled
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+
 # %% nbgrader={"grade": false, "grade_id": "no-grad-copy", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
+#| export nn.init
 def _no_grad_copy_(tensor, values):
     """Write `values` into `tensor`'s own memory without recording (init, loading).
 
@@ -1264,7 +1274,7 @@ print("✓ repr")
 # The provided building blocks:
 
 # %%
-#| export
+#| export nn.init
 def uniform_(tensor, a=0.0, b=1.0):
     """Fill `tensor` in place with samples from U(a, b); returns it."""
     u = rand(tensor.shape, dtype=tensor.dtype).numpy()
@@ -1322,7 +1332,7 @@ def ones_(tensor):
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "gain-and-fans", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
+#| export nn.init
 def calculate_gain(nonlinearity, param=None):
     """The recommended gain for an activation (torch.nn.init.calculate_gain).
 
@@ -1415,7 +1425,7 @@ print("✓ calculate_gain and fans: (3, 5) ->", _calculate_fan_in_and_fan_out(ze
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "xavier", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
+#| export nn.init
 def xavier_uniform_(tensor, gain=1.0):
     """Glorot uniform (torch.nn.init.xavier_uniform_).
 
@@ -1489,7 +1499,7 @@ print(f"✓ xavier: uniform bound {_bound:.4f}, normal std {_w.numpy().std():.4f
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "kaiming", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
+#| export nn.init
 def _kaiming_std(tensor, a, mode, nonlinearity):
     """The Kaiming standard deviation.
 

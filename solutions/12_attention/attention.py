@@ -206,7 +206,8 @@ import numpy as np
 
 from tinytorch._tensor import ShapeError, Tensor, broadcast_shapes, rand, where, zeros
 from tinytorch.nn.activations import softmax
-from tinytorch.nn.layers import Linear, Module, Parameter, constant_, xavier_uniform_
+from tinytorch.nn.init import constant_, xavier_uniform_
+from tinytorch.nn.layers import Linear, Module, Parameter
 
 __all__ = ["causal_mask", "apply_attn_mask", "attention_weights", "scaled_dot_product_attention",
            "split_heads", "merge_heads", "MultiheadAttention"]

@@ -259,7 +259,8 @@ from tinytorch.autograd import backward_rule, no_grad
 from tinytorch.data.dataloader import _numpy_rng
 from tinytorch.nn.attention import MultiheadAttention, _kv_cache_module, causal_mask
 from tinytorch.nn.embedding import Embedding
-from tinytorch.nn.layers import GELU, Linear, Module, ModuleList, Parameter, normal_, zeros_
+from tinytorch.nn.init import normal_, zeros_
+from tinytorch.nn.layers import GELU, Linear, Module, ModuleList, Parameter
 from tinytorch.nn.losses import cross_entropy
 from tinytorch.nn.dropout import Dropout
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from tinytorch._tensor import ShapeError, Tensor, apply, ones, tensor, zeros
 from tinytorch.autograd import backward_rule
-from tinytorch.nn.layers import Module, Parameter, _calculate_fan_in_and_fan_out, kaiming_uniform_, uniform_
+from tinytorch.nn.init import _calculate_fan_in_and_fan_out, kaiming_uniform_, uniform_
+from tinytorch.nn.layers import Module, Parameter
 
 __all__ = [
     "conv_output_size", "im2col", "col2im",

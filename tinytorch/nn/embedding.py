@@ -11,7 +11,8 @@ import numpy as np
 
 from tinytorch._tensor import Tensor, apply, arange, float32, int64, zeros
 from tinytorch.autograd import backward_rule, no_grad
-from tinytorch.nn.layers import Module, Parameter, normal_
+from tinytorch.nn.init import normal_
+from tinytorch.nn.layers import Module, Parameter
 
 __all__ = [
     "embedding", "Embedding",

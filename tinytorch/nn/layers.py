@@ -3,22 +3,20 @@
 
 
 # -- cell 7 (parameter) --
-"""Layers (module 03): Parameter, Module, Linear, Sequential, activation layers and the
-initialisation functions that tinytorch.nn.init re-exports."""
+"""Layers (module 03): Parameter, Module, Linear, Sequential and the activation layers."""
 import math
 from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, _check_dtype, is_grad_enabled, rand, randn, set_grad_enabled, zeros
+from tinytorch._tensor import Tensor, _check_dtype, zeros
 from tinytorch._tensor import _DEVICE_WORDS, _to_device, device as _device_type
 from tinytorch.nn.activations import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, tanh
+from tinytorch.nn.init import _calculate_fan_in_and_fan_out, _no_grad_copy_, kaiming_uniform_, uniform_
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "Identity",
     "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "Softmax", "LogSoftmax",
-    "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
-    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
 ]
 
 
@@ -379,21 +377,7 @@ def _train(module, mode):
     raise NotImplementedError('_train() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 29 (no-grad-copy) --
-def _no_grad_copy_(tensor, values):
-    """Write `values` into `tensor`'s own memory without recording (init, loading).
-
-    Contract: `values` is anything `Tensor.copy_` accepts (broadcastable to tensor's shape;
-    cast to its dtype). The tensor keeps its storage and stays a leaf (no grad_fn); the
-    grad mode afterwards is what it was before, also when the copy raises (the error then
-    propagates). Returns `tensor`.
-    """
-    # Idea: switch recording off around the copy, and always switch it back.
-    # YOUR CODE HERE
-    raise NotImplementedError('_no_grad_copy_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-
-# -- cell 32 (state-dict) --
+# -- cell 33 (state-dict) --
 def _state_dict(module, prefix, keep_vars):
     """Module.state_dict.
 
@@ -408,7 +392,7 @@ def _state_dict(module, prefix, keep_vars):
     raise NotImplementedError('_state_dict() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 35 (load-state-dict) --
+# -- cell 36 (load-state-dict) --
 def _load_state_dict(module, state_dict, strict):
     """Module.load_state_dict.
 
@@ -426,7 +410,7 @@ def _load_state_dict(module, state_dict, strict):
     raise NotImplementedError('_load_state_dict() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 38 (module-repr) --
+# -- cell 39 (module-repr) --
 def _addindent(text, spaces):
     """Indent every line of `text` but the first by `spaces` spaces."""
     lines = text.split("\n")
@@ -442,111 +426,7 @@ def _module_repr(module):
     raise NotImplementedError('_module_repr() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
 
 
-# -- cell 41 --
-def uniform_(tensor, a=0.0, b=1.0):
-    """Fill `tensor` in place with samples from U(a, b); returns it."""
-    u = rand(tensor.shape, dtype=tensor.dtype).numpy()
-    return _no_grad_copy_(tensor, a + (b - a) * u)
-
-
-def normal_(tensor, mean=0.0, std=1.0):
-    """Fill `tensor` in place with samples from N(mean, std**2); returns it."""
-    z = randn(tensor.shape, dtype=tensor.dtype).numpy()
-    return _no_grad_copy_(tensor, mean + std * z)
-
-
-def constant_(tensor, val):
-    """Fill `tensor` in place with `val`; returns it."""
-    return _no_grad_copy_(tensor, val)
-
-
-def zeros_(tensor):
-    """Fill `tensor` with 0 in place; returns it."""
-    return _no_grad_copy_(tensor, 0)
-
-
-def ones_(tensor):
-    """Fill `tensor` with 1 in place; returns it."""
-    return _no_grad_copy_(tensor, 1)
-
-
-# -- cell 43 (gain-and-fans) --
-def calculate_gain(nonlinearity, param=None):
-    """The recommended gain for an activation (torch.nn.init.calculate_gain).
-
-    Contract: "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-    "conv_transpose2d", "conv_transpose3d" and "sigmoid" -> 1; "tanh" -> 5/3;
-    "relu" -> sqrt(2); "selu" -> 3/4; "leaky_relu" -> sqrt(2 / (1 + slope**2)) with
-    slope = param (0.01 when None). Raises ValueError for a slope that is not an int or
-    float (bools included), and for any other name (the message names it).
-    """
-    # Idea: the gain undoes what the activation does to E[x^2].
-    # YOUR CODE HERE
-    raise NotImplementedError('calculate_gain() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-
-def _calculate_fan_in_and_fan_out(tensor):
-    """(fan_in, fan_out) of a weight tensor.
-
-    Contract: `tensor` has shape (out, in, *kernel). Returns (in * k, out * k), Python
-    ints, with k the product of the kernel sizes (1 for a 2-D weight). Raises ValueError
-    for a tensor with fewer than 2 dimensions (the message says so, and gives the shape).
-    """
-    # Idea: fan_in counts the inputs one output sums over.
-    # YOUR CODE HERE
-    raise NotImplementedError('_calculate_fan_in_and_fan_out() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-
-# -- cell 46 (xavier) --
-def xavier_uniform_(tensor, gain=1.0):
-    """Glorot uniform (torch.nn.init.xavier_uniform_).
-
-    Contract: fills `tensor` (2 or more dims) in place, unrecorded, with U(-b, b) draws
-    whose variance is gain**2 times Xavier's; returns it. A tensor with no elements is
-    returned unchanged; fewer than 2 dims raise the fans' ValueError.
-    """
-    # Idea: the variance uses the average of fan_in and fan_out.
-    # YOUR CODE HERE
-    raise NotImplementedError('xavier_uniform_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-
-def xavier_normal_(tensor, gain=1.0):
-    """Glorot normal (torch.nn.init.xavier_normal_): as xavier_uniform_, with N(0, std**2)."""
-    # Idea: the same variance as xavier_uniform_, from a normal distribution.
-    # YOUR CODE HERE
-    raise NotImplementedError('xavier_normal_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-
-# -- cell 49 (kaiming) --
-def _kaiming_std(tensor, a, mode, nonlinearity):
-    """The Kaiming standard deviation.
-
-    Contract: returns calculate_gain(nonlinearity, a) / sqrt(fan), fan the fan_in or the
-    fan_out of `tensor` as `mode` says. Raises ValueError for any other mode (the message
-    names the mode given and the two allowed).
-    """
-    # Idea: which fan to keep constant is a choice: forward signal or backward gradient.
-    # YOUR CODE HERE
-    raise NotImplementedError('_kaiming_std() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-
-def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
-    """He uniform (torch.nn.init.kaiming_uniform_): U(-b, b) with the Kaiming variance, in
-    place and unrecorded; returns the tensor (unchanged when it has no elements)."""
-    # Idea: a uniform distribution with the Kaiming standard deviation.
-    # YOUR CODE HERE
-    raise NotImplementedError('kaiming_uniform_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-
-def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
-    """He normal (torch.nn.init.kaiming_normal_): N(0, std**2) with the Kaiming std, in
-    place and unrecorded; returns the tensor (unchanged when it has no elements)."""
-    # Idea: a normal distribution with the Kaiming standard deviation.
-    # YOUR CODE HERE
-    raise NotImplementedError('kaiming_normal_() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-
-# -- cell 52 (linear) --
+# -- cell 53 (linear) --
 class Linear(Module):
     """y = x @ W.T + b over the last dimension (torch.nn.Linear); W has shape (out, in)."""
 
@@ -581,7 +461,7 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-# -- cell 55 (sequential) --
+# -- cell 56 (sequential) --
 class Sequential(Module):
     """Modules applied one after the other (torch.nn.Sequential)."""
 
@@ -623,7 +503,7 @@ class Sequential(Module):
         return self
 
 
-# -- cell 58 (modulelist) --
+# -- cell 59 (modulelist) --
 class ModuleList(Module):
     """A list of modules registered as children "0", "1", ... (torch.nn.ModuleList)."""
 
@@ -668,7 +548,7 @@ class ModuleList(Module):
         return iter(self._modules.values())
 
 
-# -- cell 61 --
+# -- cell 62 --
 class Identity(Module):
     """Returns its input unchanged (torch.nn.Identity); accepts and ignores any arguments."""
 
@@ -714,7 +594,7 @@ class Tanh(Module):
         return tanh(input)
 
 
-# -- cell 63 --
+# -- cell 64 --
 class GELU(Module):
     """gelu as a layer (torch.nn.GELU); approximate is "none" or "tanh"."""
 
