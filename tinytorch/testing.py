@@ -317,6 +317,7 @@ class _Writes:
 
     def __init__(self):
         self.iteration, self.owner, self.clashes, self.clashed = None, {}, [], set()
+        self.trips = 0  # iterations of the outermost prange loops
 
     def note(self, addresses, array):
         if self.iteration is None:
@@ -383,6 +384,24 @@ def parallel_write_clashes(kernel, *args):
     iterations that write one element are a race on every machine, and this sees them on
     every run. (A scalar accumulated in a `prange` loop is no clash: numba makes it a
     reduction, each thread with its own copy.)"""
+    result, writes = _run_watched(kernel, args)
+    return result, writes.clashes
+
+
+def prange_trips(kernel, *args):
+    """(the kernel's result, how many iterations its `prange` loops ran in all, a prange
+    nested in another counting as a plain loop) for a numba kernel run as Python on `args`.
+
+    Why: a `prange` over every element with a scalar `+=` is a reduction that numba writes
+    for you; a kernel asked to split its work among `n_chunks` workers shows that it did by
+    running `n_chunks` parallel iterations."""
+    result, writes = _run_watched(kernel, args)
+    return result, writes.trips
+
+
+def _run_watched(kernel, args):
+    """Run a numba kernel as Python on `args`, its outermost `prange` loops one iteration
+    after another, noting each iteration's writes: (result, _Writes)."""
     import types
 
     py = getattr(kernel, "py_func", kernel)
@@ -395,6 +414,7 @@ def parallel_write_clashes(kernel, *args):
         try:
             for i in range(*bounds):
                 writes.iteration = i
+                writes.trips += 1
                 yield i
         finally:
             writes.iteration = None
@@ -408,7 +428,7 @@ def parallel_write_clashes(kernel, *args):
         _Watched.writes = previous
     if isinstance(result, np.ndarray):
         result = result.view(np.ndarray)
-    return result, writes.clashes
+    return result, writes
 
 
 def divergent_barriers(launch):

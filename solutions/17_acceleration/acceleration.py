@@ -91,7 +91,7 @@ import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
 from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, divergent_barriers, global_reads,
-                               multiply_written, parallel_write_clashes, preserved_state)
+                               multiply_written, parallel_write_clashes, prange_trips, preserved_state)
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
@@ -596,6 +596,10 @@ _, _clashes = parallel_write_clashes(parallel_sum, _v[:100], 8)
 check(not _clashes, "no two iterations of parallel_sum's prange loop write the same element (a race on a "
       "machine with several cores); got lists (array shape, element, first iteration, second iteration)",
       got=_clashes)
+_, _trips = prange_trips(parallel_sum, _v[:100], 8)
+check(_trips == 8, "parallel_sum(x, 8) splits the work among 8 parallel iterations (a prange over every "
+      "element with a scalar += is numba's reduction, not yours); got the prange loop's iteration count",
+      got=_trips, expected=8)
 print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 64))
 
 # %% [markdown]

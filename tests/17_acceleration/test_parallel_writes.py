@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tinytorch.backends import cpu_kernels as ck
-from tinytorch.testing import parallel_write_clashes
+from tinytorch.testing import parallel_write_clashes, prange_trips
 
 RNG = np.random.default_rng(7)
 A, B = RNG.standard_normal((7, 5)), RNG.standard_normal((5, 6))
@@ -23,6 +23,14 @@ def test_parallel_sum_iterations_write_their_own_memory(n, chunks):
     clashes, total = _clashes_and_value(ck.parallel_sum, x, chunks)
     assert clashes == [], f"two iterations wrote one element (shape, element, iterations): {clashes[:3]}"
     assert total == pytest.approx(float(np.sum(x)), rel=1e-12)
+
+
+@pytest.mark.parametrize("n,chunks", [(37, 4), (5, 8), (64, 1)])
+def test_parallel_sum_splits_the_work_among_n_chunks_iterations(n, chunks):
+    _, trips = prange_trips(ck.parallel_sum, RNG.standard_normal(n), chunks)
+    assert trips == chunks, (f"parallel_sum(x, {chunks}) ran {trips} parallel iterations: it must split the work "
+                             f"among n_chunks of them (a prange over every element with a scalar += is numba's "
+                             f"reduction, not yours)")
 
 
 def test_bias_gelu_iterations_write_their_own_rows():

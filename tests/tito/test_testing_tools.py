@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numba import njit, prange
 
-from tinytorch.testing import parallel_write_clashes, spied
+from tinytorch.testing import parallel_write_clashes, prange_trips, spied
 
 
 @pytest.mark.parametrize("widen", [lambda a: a.astype(np.int32), lambda a: np.asarray(a, dtype=np.int32),
@@ -60,6 +60,13 @@ def test_a_shared_slot_is_a_clash_and_own_slots_are_not():
 
 def test_a_scalar_reduction_is_not_a_clash():
     assert parallel_write_clashes(_scalar_sum, np.ones(10)) == (10.0, [])
+
+
+def test_prange_trips_counts_the_outermost_parallel_iterations():
+    assert prange_trips(_scalar_sum, np.ones(10)) == (10.0, 10)  # one per element
+    assert prange_trips(_chunk_sums, np.arange(50.0), 5, False) == (1225.0, 5)  # one per chunk
+    assert prange_trips(_rows_plus, np.ones((3, 4)), np.zeros((3, 2)), True)[1] == 12  # 3 runs of a prange(4)
+    assert prange_trips(_rows_plus, np.ones((3, 4)), np.zeros((3, 2)), False)[1] == 3  # its inner range: not counted
 
 
 def test_writes_into_an_argument_through_a_slice_are_seen():
