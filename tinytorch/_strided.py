@@ -43,11 +43,13 @@ def ordinal_to_index(ordinal, shape):
 def broadcast_strides(shape, strides, out_shape):
     """The strides that read a tensor of (shape, strides) with the larger shape `out_shape`.
 
-    Contract: returns a list of ints, one per dimension of `out_shape`, 0 wherever the input
-    lacks the dimension or has size 1 there. Raises ValueError, naming both shapes, when
-    `shape` does not broadcast to `out_shape`.
+    Contract: returns a list of ints, one per dimension of `out_shape`: reading the input
+    at every multi-index of `out_shape` with these strides (and its own offset) gives
+    numpy's broadcast of it. Raises ValueError, naming both shapes, when `shape` does not
+    broadcast to `out_shape`.
     """
-    # Idea: align on the right; a missing or size-1 dimension is read with stride 0.
+    # Idea: align on the right. Along a dimension the input lacks, or has size 1, which of
+    # its elements must every index of the output read, and what stride does that?
     # YOUR CODE HERE
     raise NotImplementedError('broadcast_strides() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 

@@ -43,8 +43,8 @@ class ShapeError(RuntimeError, ValueError):
 def contiguous_strides(shape):
     """Row-major strides, in elements, for a tensor of `shape`.
 
-    Contract: `shape` is a tuple of non-negative ints (possibly empty). Returns a tuple of
-    Python ints, one per dimension (`()` for a 0-d shape). A size-0 dimension must not zero
+    Contract: `shape` is a sequence of non-negative ints, Python or numpy (possibly empty).
+    Returns a tuple of Python ints, one per dimension (`()` for a 0-d shape). A size-0 dimension must not zero
     the other strides (it counts as size 1).
     """
     # Idea: a stride is how many storage elements one step along that dimension skips.
@@ -1156,7 +1156,8 @@ def _transpose_view(t, dim0, dim1):
     `t._view(...)` over the same storage whose element [..., i, ..., j, ...] is t's element
     [..., j, ..., i, ...] (positions dim0 and dim1). Copies nothing.
     """
-    # Idea: swapping two dims swaps their sizes and their strides, nothing else.
+    # Idea: write the address formula for out[..., i, ..., j, ...] and for t[..., j, ..., i, ...]
+    # and make the two equal for every index.
     # YOUR CODE HERE
     raise NotImplementedError('_transpose_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1176,7 +1177,7 @@ def _permute_view(t, dims):
     Contract: `dims` is a permutation of 0..t.ndim-1 (checked by the wrapper). Returns a view
     over the same storage and offset in which output dimension k is input dimension dims[k].
     """
-    # Idea: a dimension carries its size and its stride with it wherever it goes.
+    # Idea: as for transpose: equate the address of out[index] with that of the t element it names.
     # YOUR CODE HERE
     raise NotImplementedError('_permute_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1209,11 +1210,13 @@ def _infer_shape(shape, numel):
 def _view_forward(t, shape):
     """Forward of view: never a copy.
 
-    Contract: `shape` is resolved (no -1, right numel). Returns a view of t's storage with
-    row-major strides for `shape` at t's offset. Raises RuntimeError when t is not
-    contiguous; the message says so and points to .contiguous() or .reshape().
+    Contract: `shape` is resolved (no -1, right numel). Returns a tensor of `shape` sharing
+    t's storage whose elements, read in row-major order, are t's elements in row-major
+    order. Raises RuntimeError when t is not contiguous; the message says so and points to
+    .contiguous() or .reshape().
     """
-    # Idea: a contiguous tensor's storage already is the row-major order of any shape.
+    # Idea: for a contiguous t, where in storage is its k-th element (row-major)? Which
+    # strides put the k-th element of the new shape at the same place?
     # YOUR CODE HERE
     raise NotImplementedError('_view_forward() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1306,8 +1309,9 @@ def broadcast_shapes(*shapes):
     """
     shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(map(int, s)) for s in shapes]
     # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
-    # ShapeError when two sizes clash; the message says "cannot broadcast", names both
-    # shapes, the dimension (negative, -1 = last), both sizes, and the rule that failed.
+    # ShapeError when two sizes clash; the message says "cannot broadcast", names the shape
+    # broadcast so far and the one that clashes with it, the dimension (negative, -1 =
+    # last), both sizes, and the rule that failed.
     # Idea: align on the right; a 1 stretches, any other mismatch is an error.
     # YOUR CODE HERE
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
@@ -1563,7 +1567,8 @@ def _elementwise_forward(np_fn, a, b, dtype):
     Returns the numpy array `np_fn(a, b)` computed in `dtype`, with the broadcast shape.
     Raises broadcast_shapes' ShapeError (naming both shapes) when the shapes clash.
     """
-    # Idea: check the shapes with your rule first, then let numpy loop over the two views.
+    # Idea: numpy broadcasts by itself; what must happen first so that a clash raises *your*
+    # error, and in which dtype must numpy compute?
     # YOUR CODE HERE
     raise NotImplementedError('_elementwise_forward() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1633,7 +1638,9 @@ def _check_writable(t, check_grad=True):
     Contract: returns None when writing is safe. Raises RuntimeError (1) when `check_grad`
     and t requires grad while grad mode is on: the message mentions grad; (2) when several
     elements of t share one memory location (an expanded view): the message says so, with
-    the word "memory", and suggests .contiguous() or .clone().
+    the word "memory", and suggests .contiguous() or .clone(). Like PyTorch, it need not
+    find overlaps that only `as_strided` with non-zero strides can make (a search for those
+    would cost more than the write).
     """
     # Idea: the address formula says when two different multi-indices give one address.
     # YOUR CODE HERE
@@ -2009,9 +2016,8 @@ def memory_footprint(*tensors):
     Why: views share storage, so summing nbytes over-counts them, and a slice can keep a
     much larger storage alive; this is the number that matters for "will it fit?".
     """
-    # Contract: `tensors` are Tensors (none: 0). Returns an int: the sum of `nbytes` of the
-    # distinct storage objects they use (two tensors share one exactly when
-    # `a._storage is b._storage`).
+    # Contract: `tensors` are Tensors (none: 0). Returns an int: the bytes of memory behind
+    # them, each block of memory counted once however many of the tensors view it.
     # Idea: memory is held by storages, not by tensors.
     # YOUR CODE HERE
     raise NotImplementedError('memory_footprint() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')

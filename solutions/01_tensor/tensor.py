@@ -243,8 +243,8 @@ class ShapeError(RuntimeError, ValueError):
 def contiguous_strides(shape):
     """Row-major strides, in elements, for a tensor of `shape`.
 
-    Contract: `shape` is a tuple of non-negative ints (possibly empty). Returns a tuple of
-    Python ints, one per dimension (`()` for a 0-d shape). A size-0 dimension must not zero
+    Contract: `shape` is a sequence of non-negative ints, Python or numpy (possibly empty).
+    Returns a tuple of Python ints, one per dimension (`()` for a 0-d shape). A size-0 dimension must not zero
     the other strides (it counts as size 1).
     """
     # Idea: a stride is how many storage elements one step along that dimension skips.
@@ -1832,7 +1832,8 @@ def _transpose_view(t, dim0, dim1):
     `t._view(...)` over the same storage whose element [..., i, ..., j, ...] is t's element
     [..., j, ..., i, ...] (positions dim0 and dim1). Copies nothing.
     """
-    # Idea: swapping two dims swaps their sizes and their strides, nothing else.
+    # Idea: write the address formula for out[..., i, ..., j, ...] and for t[..., j, ..., i, ...]
+    # and make the two equal for every index.
     ### BEGIN SOLUTION
     shape, strides = list(t.shape), list(t._strides)
     shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
@@ -1856,7 +1857,7 @@ def _permute_view(t, dims):
     Contract: `dims` is a permutation of 0..t.ndim-1 (checked by the wrapper). Returns a view
     over the same storage and offset in which output dimension k is input dimension dims[k].
     """
-    # Idea: a dimension carries its size and its stride with it wherever it goes.
+    # Idea: as for transpose: equate the address of out[index] with that of the t element it names.
     ### BEGIN SOLUTION
     shape = tuple(t.shape[d] for d in dims)
     strides = tuple(t._strides[d] for d in dims)
@@ -2010,11 +2011,13 @@ def _infer_shape(shape, numel):
 def _view_forward(t, shape):
     """Forward of view: never a copy.
 
-    Contract: `shape` is resolved (no -1, right numel). Returns a view of t's storage with
-    row-major strides for `shape` at t's offset. Raises RuntimeError when t is not
-    contiguous; the message says so and points to .contiguous() or .reshape().
+    Contract: `shape` is resolved (no -1, right numel). Returns a tensor of `shape` sharing
+    t's storage whose elements, read in row-major order, are t's elements in row-major
+    order. Raises RuntimeError when t is not contiguous; the message says so and points to
+    .contiguous() or .reshape().
     """
-    # Idea: a contiguous tensor's storage already is the row-major order of any shape.
+    # Idea: for a contiguous t, where in storage is its k-th element (row-major)? Which
+    # strides put the k-th element of the new shape at the same place?
     ### BEGIN SOLUTION
     if not t.is_contiguous():
         raise RuntimeError(
@@ -2224,6 +2227,7 @@ check(_v.unsqueeze(-1).is_contiguous(), "unsqueeze keeps a contiguous tensor con
 _step = Tensor(np.arange(6.0)).as_strided((3,), (2,), 0)  # elements 0, 2, 4: stride 2
 assert_equal(_step.unsqueeze(0).stride(), (6, 2), "unsqueeze(0) of a stride-2 view: stride 2 * 3")
 assert_equal(_step.unsqueeze(0).tolist(), [[0.0, 2.0, 4.0]], "unsqueeze(0) of a stride-2 view: values")
+assert_equal(_step.unsqueeze(1).stride(), (2, 1), "unsqueeze(1), at the end, of a stride-2 view")
 _m = Tensor(np.zeros((2, 3))).T  # shape (3, 2), strides (1, 3)
 assert_equal(_m.unsqueeze(1).stride(), (1, 6, 3), "unsqueeze(1) of a transposed (3, 2): 3 * 2")
 assert_equal(_v.unsqueeze(1).numpy(), np.array([[1.0], [2.0], [3.0]], dtype=np.float32), "unsqueeze(1) values")
@@ -2289,8 +2293,9 @@ def broadcast_shapes(*shapes):
     """
     shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(map(int, s)) for s in shapes]
     # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
-    # ShapeError when two sizes clash; the message says "cannot broadcast", names both
-    # shapes, the dimension (negative, -1 = last), both sizes, and the rule that failed.
+    # ShapeError when two sizes clash; the message says "cannot broadcast", names the shape
+    # broadcast so far and the one that clashes with it, the dimension (negative, -1 =
+    # last), both sizes, and the rule that failed.
     # Idea: align on the right; a 1 stretches, any other mismatch is an error.
     ### BEGIN SOLUTION
     result = shapes[0] if shapes else ()
@@ -2328,10 +2333,11 @@ _e = assert_raises(ShapeError, broadcast_shapes, (2, 3), (4,), match="cannot bro
                    what="broadcast_shapes((2, 3), (4,))")
 for _part in ["(2, 3)", "(4,)", "-1", "3", "4"]:
     check(_part in str(_e), f"the message names {_part!r} (both shapes, the dimension, both sizes)", got=str(_e))
-_e = assert_raises(ShapeError, broadcast_shapes, (3, 2), (3, 1), (4, 2), match="cannot broadcast",
-                   what="broadcast_shapes((3, 2), (3, 1), (4, 2))")
+_e = assert_raises(ShapeError, broadcast_shapes, (3, 1), (3, 2), (4, 2), match="cannot broadcast",
+                   what="broadcast_shapes((3, 1), (3, 2), (4, 2))")
 check("-2" in str(_e) and "(3, 2)" in str(_e) and "(4, 2)" in str(_e),
-      "with three shapes, the message names the shape folded so far, the new one and dimension -2", got=str(_e))
+      "with three shapes, the message names the shape folded so far ((3, 1) with (3, 2) is (3, 2)), the new "
+      "one and dimension -2", got=str(_e))
 assert_raises(ShapeError, broadcast_shapes, (2, 1, 3), (2, 4), what="(2, 1, 3) and (2, 4): compared from the right")
 print("✓ broadcast_shapes((2, 1, 4), (3, 1)) =", broadcast_shapes((2, 1, 4), (3, 1)))
 ### BEGIN HIDDEN TESTS
@@ -2463,10 +2469,10 @@ print("✓ expand: (3,) -> (4, 3) has strides", _b.expand(4, 3).stride())
 # as plain functions over flat storages, tuples and ints (no `Tensor` inside); module 17
 # writes the same loops again for numba's compiler and checks them against these.
 #
-# All three loops have the same skeleton. Count `ordinal = 0, 1, ..., numel(out) - 1`; turn
-# it into the output's multi-index with `ordinal_to_index`; find the storage position of
-# that element in the output *and in each input* with `index_to_position`, each tensor
-# with its own strides and offset; read, compute, write.
+# You have every piece already: `ordinal_to_index` turns a count into a multi-index,
+# `index_to_position` turns a multi-index into a place in one tensor's storage, and
+# `broadcast_strides` makes a smaller input readable at the output's indices. The design
+# question is what each loop iterates over and whose strides and offset each lookup uses.
 #
 # - `strided_map(fn, out..., in...)`: `out[i] = fn(in[i])` for every multi-index `i`.
 # - `strided_zip(fn, out..., a..., b...)`: `out[i] = fn(a[i], b[i])`, where `a` and `b`
@@ -2521,11 +2527,13 @@ print("a (3,) broadcast:    ", layout_of(_base, np.broadcast_to(_base[:3], (2, 3
 def broadcast_strides(shape, strides, out_shape):
     """The strides that read a tensor of (shape, strides) with the larger shape `out_shape`.
 
-    Contract: returns a list of ints, one per dimension of `out_shape`, 0 wherever the input
-    lacks the dimension or has size 1 there. Raises ValueError, naming both shapes, when
-    `shape` does not broadcast to `out_shape`.
+    Contract: returns a list of ints, one per dimension of `out_shape`: reading the input
+    at every multi-index of `out_shape` with these strides (and its own offset) gives
+    numpy's broadcast of it. Raises ValueError, naming both shapes, when `shape` does not
+    broadcast to `out_shape`.
     """
-    # Idea: align on the right; a missing or size-1 dimension is read with stride 0.
+    # Idea: align on the right. Along a dimension the input lacks, or has size 1, which of
+    # its elements must every index of the output read, and what stride does that?
     ### BEGIN SOLUTION
     lead = len(out_shape) - len(shape)
     if lead < 0:
@@ -2669,6 +2677,9 @@ _check_map("a (4,) read as (3, 4) (broadcast)", _base, _base[8:12], out_shape=(3
 _out = np.zeros(12)
 strided_map(lambda v: -v, _out, (4, 3), (1, 4), 0, _base, (4, 3), (3, 1), 0)
 assert_equal(_out.reshape(3, 4), -_base[:12].reshape(4, 3).T, "strided_map into a transposed output")
+_out = np.zeros(8)
+strided_map(lambda v: -v, _out, (3,), (2,), 1, _base, (3,), (1,), 0)
+assert_equal(_out, [0, 0, 0, -1, 0, -2, 0, 0], "strided_map into an output at offset 1 with stride 2")
 print("✓ strided_map: a (2, 1) input read as (2, 3) uses strides", broadcast_strides((2, 1), (1, 1), (2, 3)))
 
 # %% nbgrader={"grade": true, "grade_id": "test-strided-zip", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -2690,6 +2701,10 @@ _check_zip("a reversed view + a 0-d value", _base, _m[::-1, 0], _base[59:].resha
 _check_zip("a (2, 3, 4) permuted + (3, 1)", _base, _base[:24].reshape(4, 2, 3).transpose(1, 2, 0), _m[:3, 11:])
 assert_raises(ValueError, strided_zip, lambda x, y: x + y, np.zeros(6), (2, 3), (3, 1), 0,
               _base, (2, 3), (3, 1), 0, _base, (2,), (1,), 0, what="(2, 3) zip (2,) must not broadcast")
+_out = np.zeros(8)
+strided_zip(lambda x, y: x + y, _out, (2, 2), (1, 4), 2, _base, (2, 2), (2, 1), 0, _base, (2,), (1,), 10)
+assert_equal(_out, [0, 0, 10, 12, 0, 0, 12, 14], "strided_zip into a transposed output at offset 2 "
+             "(out[i, j] lives at 2 + i + 4j)")
 print("✓ strided_zip: (3, 1) + (1, 4) ->", np.broadcast_shapes((3, 1), (1, 4)))
 
 # %% nbgrader={"grade": true, "grade_id": "test-strided-reduce", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -2714,6 +2729,10 @@ _check_reduce("an empty dim", _base, _m[:, 3:3], 1)
 _out = np.zeros(1)
 strided_reduce(lambda acc, v: acc * 10 + v, 0, _out, (1,), (1,), 0, np.array([1.0, 2.0, 3.0]), (3,), (1,), 0, 0)
 assert_equal(_out[0], 123.0, "the fold visits index 0, 1, 2 in order")
+_out = np.zeros(8)
+strided_reduce(lambda acc, v: acc + v, 0.0, _out, (2, 1), (3, 1), 1, _base, (2, 3), (3, 1), 0, 1)
+assert_equal(_out, [0, 3, 0, 0, 12, 0, 0, 0], "strided_reduce into a (2, 1) output at offset 1 with strides "
+             "(3, 1) (out[i, 0] lives at 1 + 3i)")
 print("✓ strided_reduce: sum over dim 1 of a (2, 3, 4) ->", _b3.sum(axis=1, keepdims=True).shape)
 
 # %% [markdown]
@@ -3128,7 +3147,8 @@ def _elementwise_forward(np_fn, a, b, dtype):
     Returns the numpy array `np_fn(a, b)` computed in `dtype`, with the broadcast shape.
     Raises broadcast_shapes' ShapeError (naming both shapes) when the shapes clash.
     """
-    # Idea: check the shapes with your rule first, then let numpy loop over the two views.
+    # Idea: numpy broadcasts by itself; what must happen first so that a clash raises *your*
+    # error, and in which dtype must numpy compute?
     ### BEGIN SOLUTION
     broadcast_shapes(a.shape, b.shape)
     x, y = a.numpy(), b.numpy()
@@ -3235,7 +3255,7 @@ print("✓ elementwise ops: (2, 3) + (3,) =", (_a + _b).tolist())
 #    leaf tensors that require grad; we refuse them on any tensor that requires grad while
 #    grad mode is on. (Optimizers update parameters with grad mode off — module 06's
 #    `no_grad()` — and that is allowed.)
-# 2. **Overlapping memory.** Some views (section 11's `expand` makes them) have several
+# 2. **Overlapping memory.** Some views (section 9's `expand` makes them) have several
 #    elements that *are the same memory cell*. Writing `x.add_(1)` would add 1 to that cell
 #    several times (or once — it depends on the loop order). PyTorch refuses, and so do we.
 #
@@ -3266,7 +3286,9 @@ def _check_writable(t, check_grad=True):
     Contract: returns None when writing is safe. Raises RuntimeError (1) when `check_grad`
     and t requires grad while grad mode is on: the message mentions grad; (2) when several
     elements of t share one memory location (an expanded view): the message says so, with
-    the word "memory", and suggests .contiguous() or .clone().
+    the word "memory", and suggests .contiguous() or .clone(). Like PyTorch, it need not
+    find overlaps that only `as_strided` with non-zero strides can make (a search for those
+    would cost more than the write).
     """
     # Idea: the address formula says when two different multi-indices give one address.
     ### BEGIN SOLUTION
@@ -3349,6 +3371,8 @@ assert_equal(_one.stride(), (0,), "Tensor(5.0).expand(1): the new dimension has 
 _check_writable(_one)  # allowed
 _col = Tensor([[1.0], [2.0], [3.0]]).expand(3, 4)  # the shared cells are along the *last* dimension
 assert_raises(RuntimeError, _col.add_, 1.0, match="memory", what="add_ on a (3, 1) column expanded to (3, 4)")
+_rows = Tensor([1.0, 2.0]).expand(3, 2)  # ... and here along the *first* dimension
+assert_raises(RuntimeError, _rows.mul_, 2.0, match="memory", what="mul_ on a (2,) row expanded to (3, 2)")
 _check_writable(Tensor(np.zeros((2, 3))).T)  # a transposed view has no shared cells
 assert_raises(RuntimeError, Tensor([1, 2]).div_, 2, what="div_ on an int tensor (provided check)")
 _g = Tensor(np.arange(6.0).reshape(2, 3))
@@ -3905,9 +3929,8 @@ def memory_footprint(*tensors):
     Why: views share storage, so summing nbytes over-counts them, and a slice can keep a
     much larger storage alive; this is the number that matters for "will it fit?".
     """
-    # Contract: `tensors` are Tensors (none: 0). Returns an int: the sum of `nbytes` of the
-    # distinct storage objects they use (two tensors share one exactly when
-    # `a._storage is b._storage`).
+    # Contract: `tensors` are Tensors (none: 0). Returns an int: the bytes of memory behind
+    # them, each block of memory counted once however many of the tensors view it.
     # Idea: memory is held by storages, not by tensors.
     ### BEGIN SOLUTION
     seen = {}

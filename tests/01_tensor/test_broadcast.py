@@ -28,6 +28,13 @@ def test_broadcast_shapes_error_names_both_shapes_dim_and_rule():
     assert "equal" in msg and "1" in msg
 
 
+def test_broadcast_shapes_error_names_the_shape_broadcast_so_far():
+    with pytest.raises(ValueError) as info:
+        tt.broadcast_shapes((3, 1), (3, 2), (4, 2))
+    msg = str(info.value)
+    assert "(3, 2)" in msg and "(4, 2)" in msg and "-2" in msg, msg
+
+
 def test_broadcast_shapes_error_dimension_counts_from_right():
     with pytest.raises(ValueError) as info:
         tt.broadcast_shapes((2, 5, 3), (4, 3))

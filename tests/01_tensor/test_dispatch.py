@@ -165,7 +165,8 @@ def test_apply_directly():
     alias = tt.apply("alias", lambda x: x.numpy(), w)  # a forward returning a numpy VIEW
     assert not np.shares_memory(alias.numpy(), w.numpy())
     # ... or the very array that owns the input's memory, or the storage itself
-    assert w._storage.base is not None and w._storage.base.base is None
+    assert w._storage.base is not None and w._storage.base.base is None, \
+        "this test needs _init_storage to keep the array it was given (its storage is a view of it)"
     for grab in (lambda x: x._storage.base, lambda x: x._storage):
         out = tt.apply("grab", grab, w)
         assert not np.shares_memory(out.numpy(), w.numpy())

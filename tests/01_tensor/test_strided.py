@@ -164,6 +164,14 @@ def test_strided_zip_broadcast_cases(a_view, b_view):
     np.testing.assert_array_equal(out.reshape(out_shape), a * 1000.0 + b)
 
 
+def test_strided_zip_writes_into_a_strided_output():
+    buf = np.zeros(30)
+    # output: a transposed (4, 3) view of buf[2:14] reshaped (3, 4), i.e. strides (1, 4), offset 2
+    S.strided_zip(lambda x, y: x - y, buf, (4, 3), (1, 4), 2, BASE, (4, 3), (3, 1), 5, BASE, (3,), (1,), 40)
+    np.testing.assert_array_equal(buf[2:14].reshape(3, 4).T, BASE[5:17].reshape(4, 3) - BASE[40:43])
+    assert (buf[:2] == 0).all() and (buf[14:] == 0).all(), "nothing outside the output view is written"
+
+
 def test_strided_zip_refuses_shapes_that_do_not_broadcast():
     with pytest.raises(ValueError):
         S.strided_zip(lambda x, y: x + y, np.zeros(6), (2, 3), (3, 1), 0,
@@ -187,6 +195,14 @@ def test_strided_reduce_on_any_view_equals_numpy(data):
     dim = data.draw(st.integers(0, view.ndim - 1))
     np.testing.assert_array_equal(run_reduce(view, dim), view.sum(axis=dim, keepdims=True))
     np.testing.assert_array_equal(run_reduce(view, dim, fn=max, start=-np.inf), view.max(axis=dim, keepdims=True))
+
+
+def test_strided_reduce_writes_into_a_strided_output():
+    buf = np.zeros(20)
+    # input (3, 4) at offset 5 summed over dim 1 into a (3, 1) output with stride 3, offset 4
+    S.strided_reduce(lambda acc, v: acc + v, 0.0, buf, (3, 1), (3, 1), 4, BASE, (3, 4), (4, 1), 5, 1)
+    np.testing.assert_array_equal(buf[4:13:3], BASE[5:17].reshape(3, 4).sum(axis=1))
+    assert np.count_nonzero(buf) == 3, "only the three output elements are written"
 
 
 def test_strided_reduce_every_dim_of_a_permuted_view():

@@ -42,6 +42,13 @@ def test_storage_is_flat_and_contiguous():
     np.testing.assert_array_equal(t._storage, [1, 2, 3, 4, 5, 6])
 
 
+def test_storage_wraps_a_computed_array_without_copying_it():
+    arr = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    t = tt.Tensor._from_array(arr)
+    assert np.shares_memory(t._storage, arr), \
+        "_init_storage copied the array: a fresh C-contiguous result must become the storage as it is"
+
+
 def test_stride_and_size_with_dim():
     t = tt.zeros(2, 3, 4)
     assert t.stride(0) == 12 and t.stride(-1) == 1
