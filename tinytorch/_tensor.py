@@ -1261,7 +1261,8 @@ def _squeeze_dims(shape, dim):
 
     Contract: `dim` is None, an int or a sequence of ints (negative count from the end).
     Returns a sorted tuple of distinct non-negative positions whose size is 1: all of them
-    for None, else those among `dim`. Raises IndexError (from _wrap_dim) for a dim out of range.
+    for None, else those among `dim`. Raises IndexError (from _wrap_dim) for a dim out of range;
+    as in PyTorch, a 0-d tensor accepts dim 0 and -1 (and removes nothing).
     """
     # Idea: only a size-1 dimension can go, and only if it was asked for.
     # YOUR CODE HERE
@@ -1428,8 +1429,8 @@ def _basic_index(t, index):
 
 def _unsqueeze_strides(t, view, index):
     """Give each dimension that a `None` inserted the stride PyTorch gives it. PyTorch
-    applies the index left to right and a `None` is an unsqueeze there: its stride is size
-    times stride of the next input dimension not yet indexed (1 when none is left). A size-1
+    applies the index left to right and a `None` is an unsqueeze there: its stride is the one
+    section 8's unsqueeze gives, read off the next input dimension not yet indexed. A size-1
     dimension is never stepped along, so only `stride()` sees the difference."""
     strides, out_dim, in_dim = list(view._strides), 0, 0
     for item in index:

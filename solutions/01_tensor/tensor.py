@@ -2155,7 +2155,8 @@ def _squeeze_dims(shape, dim):
 
     Contract: `dim` is None, an int or a sequence of ints (negative count from the end).
     Returns a sorted tuple of distinct non-negative positions whose size is 1: all of them
-    for None, else those among `dim`. Raises IndexError (from _wrap_dim) for a dim out of range.
+    for None, else those among `dim`. Raises IndexError (from _wrap_dim) for a dim out of range;
+    as in PyTorch, a 0-d tensor accepts dim 0 and -1 (and removes nothing).
     """
     # Idea: only a size-1 dimension can go, and only if it was asked for.
     ### BEGIN SOLUTION
@@ -2212,6 +2213,7 @@ for _shape, _dim, _expected in [((1, 2, 1, 3), None, (0, 2)), ((1, 2, 1, 3), 0, 
                                 ((1, 2, 1, 3), 1, ()),   # size 2: kept, no error
                                 ((1, 2, 1, 3), (2, 0, -4), (0, 2)), ((), None, ())]:
     assert_equal(_squeeze_dims(_shape, _dim), _expected, f"_squeeze_dims({_shape}, dim={_dim})")
+assert_equal(_squeeze_dims((), 0), (), "_squeeze_dims((), 0): a 0-d tensor accepts dim 0 (and -1), as in PyTorch")
 assert_raises(IndexError, _squeeze_dims, (2, 1), 2, what="_squeeze_dims((2, 1), 2)")
 _x = Tensor(np.arange(6.0).reshape(1, 2, 1, 3))
 assert_equal((_x.squeeze().shape, _x.squeeze().stride()), ((2, 3), (3, 1)), "x.squeeze() of (1, 2, 1, 3)")
@@ -2224,6 +2226,9 @@ _v = Tensor([1.0, 2.0, 3.0])
 assert_equal((_v.unsqueeze(0).shape, _v.unsqueeze(0).stride()), ((1, 3), (3, 1)), "unsqueeze(0) of a (3,) tensor")
 assert_equal((_v.unsqueeze(-1).shape, _v.unsqueeze(1).stride()), ((3, 1), (1, 1)), "unsqueeze(-1) / unsqueeze(1)")
 check(_v.unsqueeze(-1).is_contiguous(), "unsqueeze keeps a contiguous tensor contiguous")
+_off = Tensor(np.arange(6.0)).as_strided((4,), (1,), 2)  # a view at offset 2
+assert_equal((_off.unsqueeze(0).storage_offset(), _off.unsqueeze(0).tolist()), (2, [[2.0, 3.0, 4.0, 5.0]]),
+             "unsqueeze(0) of a view at offset 2 keeps the offset")
 _step = Tensor(np.arange(6.0)).as_strided((3,), (2,), 0)  # elements 0, 2, 4: stride 2
 assert_equal(_step.unsqueeze(0).stride(), (6, 2), "unsqueeze(0) of a stride-2 view: stride 2 * 3")
 assert_equal(_step.unsqueeze(0).tolist(), [[0.0, 2.0, 4.0]], "unsqueeze(0) of a stride-2 view: values")
@@ -2918,8 +2923,8 @@ def _basic_index(t, index):
 
 def _unsqueeze_strides(t, view, index):
     """Give each dimension that a `None` inserted the stride PyTorch gives it. PyTorch
-    applies the index left to right and a `None` is an unsqueeze there: its stride is size
-    times stride of the next input dimension not yet indexed (1 when none is left). A size-1
+    applies the index left to right and a `None` is an unsqueeze there: its stride is the one
+    section 8's unsqueeze gives, read off the next input dimension not yet indexed. A size-1
     dimension is never stepped along, so only `stride()` sees the difference."""
     strides, out_dim, in_dim = list(view._strides), 0, 0
     for item in index:
@@ -3369,6 +3374,9 @@ assert_raises(RuntimeError, _e.fill_, 0.0, match="memory", what="fill_ on an exp
 _one = Tensor(5.0).expand(1)  # a new leading dimension: stride 0, but one element in one cell
 assert_equal(_one.stride(), (0,), "Tensor(5.0).expand(1): the new dimension has stride 0")
 _check_writable(_one)  # allowed
+_row = Tensor([1.0, 2.0, 3.0]).expand(1, 3)  # stride 0 on a size-1 dimension: three elements, three cells
+assert_equal(_row.stride(), (0, 1), "Tensor([1, 2, 3]).expand(1, 3)")
+_check_writable(_row)  # allowed
 _col = Tensor([[1.0], [2.0], [3.0]]).expand(3, 4)  # the shared cells are along the *last* dimension
 assert_raises(RuntimeError, _col.add_, 1.0, match="memory", what="add_ on a (3, 1) column expanded to (3, 4)")
 _rows = Tensor([1.0, 2.0]).expand(3, 2)  # ... and here along the *first* dimension

@@ -78,7 +78,9 @@ def test_unsqueeze_strides_match_pytorch_on_non_contiguous_views(torch):
         o, t = make(ours), make(theirs)
         for d in range(-o.ndim - 1, o.ndim + 1):
             u = o.unsqueeze(d)
-            assert u.stride() == t.unsqueeze(d).stride(), (d, o.shape, o.stride())
+            assert u.stride() == t.unsqueeze(d).stride(), \
+                f"unsqueeze({d}) of shape {o.shape}, strides {o.stride()}: got strides {u.stride()}, " \
+                f"PyTorch gives {t.unsqueeze(d).stride()}"
             np.testing.assert_array_equal(u.numpy(), t.unsqueeze(d).numpy())
 
 

@@ -26,6 +26,21 @@ def test_contiguous_strides_known_values(shape, expected):
     assert t.is_contiguous()
 
 
+def test_contiguous_strides_are_python_ints_even_for_a_numpy_shape():
+    from tinytorch._tensor import contiguous_strides
+
+    strides = contiguous_strides(np.array([2, 3, 4]))
+    assert strides == (12, 4, 1) and all(type(s) is int for s in strides), \
+        f"strides must be a tuple of Python ints, got {strides!r} ({[type(s).__name__ for s in strides]})"
+
+
+def test_reduction_dims_are_sorted_and_non_negative():
+    from tinytorch._tensor import _reduction_dims
+
+    assert _reduction_dims((2, -3), 3) == (0, 2), "dims come back sorted and non-negative"
+    assert _reduction_dims(-1, 2) == (1,)
+
+
 @pytest.mark.parametrize("shape", [(3,), (2, 5), (3, 4, 5), (2, 1, 3, 2)])
 def test_contiguous_strides_match_numpy(shape):
     arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)

@@ -32,6 +32,15 @@ def test_permute_values_and_errors():
         x.permute(0, 1, 3)
 
 
+def test_permute_keeps_the_offset_of_a_view():
+    arr = np.arange(24.0).reshape(4, 6)
+    v = tt.tensor(arr)[1:, ::2]  # offset 6, strides (6, 2)
+    p = v.permute(1, 0)
+    assert p.storage_offset() == 6, f"permute of a view at offset 6 moved it to {p.storage_offset()}"
+    np.testing.assert_array_equal(p.numpy(), arr[1:, ::2].T)
+    np.testing.assert_array_equal(v.T.numpy(), arr[1:, ::2].T)
+
+
 def test_module_level_transpose_and_permute():
     arr = np.arange(6.0).reshape(2, 3)
     x = tt.tensor(arr)
