@@ -552,6 +552,42 @@ def global_reads(launch):
     return reads[0]
 
 
+class _GarbageNumpy:
+    """numpy, except that `empty` returns memory filled with garbage: NaN for floats, the
+    largest value for integers (what a GPU's uninitialised memory may hold)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(shape, dtype=float, *args, **kwargs):
+        out = np.empty(shape, dtype, *args, **kwargs)
+        kind = out.dtype.kind
+        out.fill(np.nan if kind in "fc" else np.iinfo(out.dtype).max if kind in "iu" else 1)
+        return out
+
+
+def with_garbage_shared_memory(launch):
+    """`launch()`'s result (it launches CUDA kernels) when every `cuda.shared.array` and
+    `cuda.local.array` starts filled with garbage (NaN, or an integer type's largest value).
+    None when numba's CUDA simulator is not in use.
+
+    Why: nothing initialises shared memory on a GPU. A kernel that reads a slot it never
+    wrote can pass on the simulator's fresh memory, often zeros, and give NaN on a GPU."""
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return None
+    from numba.cuda.simulator import kernelapi
+
+    original = kernelapi.np
+    kernelapi.np = _GarbageNumpy()
+    try:
+        return launch()
+    finally:
+        kernelapi.np = original
+
+
 def held_bytes(obj):
     """The size of `obj` with everything it holds, in bytes (its pickle's length).
 

@@ -91,7 +91,8 @@ import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
 from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, divergent_barriers, global_reads,
-                               multiply_written, parallel_write_clashes, prange_trips, preserved_state)
+                               multiply_written, parallel_write_clashes, peak_bytes, prange_trips, preserved_state,
+                               with_garbage_shared_memory)
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
@@ -148,16 +149,15 @@ __all__ = ["strided_position", "strided_map", "strided_zip", "strided_reduce", "
 #
 # <details><summary>Hint 2</summary>
 #
-# You never need the whole index at once: each dimension's index is used once, multiplied by
-# that dimension's stride, and added to a running position.
+# In Hint 1's example, at the moment you know the last index (1), what else do you know,
+# and what could you do with that index straight away instead of storing it?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Each index is computed once and used once, in the order in which the ordinal gives them
-# up (lowest digit first), so a running position and what is left of the ordinal are all
-# the state the loop needs. Think about a 0-d tensor and about a stride that is 0 or
-# negative: the formula needs no special case for them.
+# Ask of each index: when is it produced, and when is it last needed? If the answer is
+# "the same moment", nothing needs to be stored. Then test the idea on a 0-d tensor and on
+# a stride that is 0 or negative: does it need a special case?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "strided-position", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -410,6 +410,10 @@ assert_equal(bias_gelu(np.zeros((0, 3), np.float32), np.zeros(3, np.float32)).sh
 _, _clashes = parallel_write_clashes(bias_gelu, _x[:, :5], _b[:5])
 check(not _clashes, "no two iterations of bias_gelu's prange loop write the same element (section 3 shows why "
       "that matters); got lists (array shape, element, first iteration, second iteration)", got=_clashes)
+_x = _rng.standard_normal((32, 64)).astype(np.float32)
+_peak = peak_bytes(bias_gelu.py_func, _x, _b[:1].repeat(64))  # the kernel run as Python: numpy's allocations show
+check(_peak < 1.5 * _x.nbytes, f"bias_gelu holds no temporary array the size of x (one pass: read x, write y); "
+      f"got the most bytes it held at once, for an output of {_x.nbytes} bytes", got=_peak)
 print("✓ bias_gelu equals GELU(x + b); GELU(-1), GELU(1) =", _y[0, :2])
 
 # %% [markdown]
@@ -544,8 +548,8 @@ print("(array shape, element, first iteration, second iteration):", _clashes)
 #
 # <details><summary>Hint 2</summary>
 #
-# `n` elements among `n_chunks` iterations: with $\lceil n / n_\text{chunks} \rceil$ each,
-# the last ones get fewer, possibly none. Where does iteration `c` start and stop?
+# Split 10 elements among 4 iterations, then 5 elements among 8. Which piece size leaves
+# nothing out, and where does iteration `c` start and stop when the array ends first?
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -1134,15 +1138,15 @@ def _unary(op, v):
 #
 # <details><summary>Hint 2</summary>
 #
-# `range(start, stop, step)` works inside a kernel; the stop is the array's length.
+# Draw 10 elements and a grid of 4 threads. Which elements must thread 1 handle so that
+# on every step the 4 threads touch 4 neighbouring elements? What happens at element 10?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Number the grid's threads 0, 1, 2, ... and deal the elements out to them like cards:
-# element i goes to the thread whose number is i modulo the number of threads. What each
-# thread then visits is a `range`, and nothing else is needed: the guard is the range's
-# stop.
+# Find the one rule that names thread t's elements for any grid size and any array length,
+# and ask whether a thread ever needs an `if` to stay inside the array, or whether the rule
+# already stops it.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "map-zip-kernels", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1247,6 +1251,11 @@ print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elem
 # launcher (provided) repeats the launch on the partial results until one number per row is
 # left. The kernel works on the rows of a 2-D array at once: the grid's `.y` index is the
 # row, its `.x` index the block along the row.
+#
+# `cuda.shared.array(shape, dtype)` declares the block's buffer inside the kernel. Its
+# shape must be known when the kernel is compiled, so it is a constant (`BLOCK`, a
+# module-level int), never `cuda.blockDim.x`, which is known only at launch; every thread
+# of the block sees the same buffer, and nothing initialises it.
 #
 # Design it before you write it. Which thread combines which two values in a step, so that
 # no value is read in the same step as it is overwritten? What must a thread whose element
@@ -1377,6 +1386,9 @@ _t3 = _rng.standard_normal((2, 3, 5)).astype(np.float32)
 assert_close(reduce(_t3, (0, 2), False, SUM), _t3.sum(axis=(0, 2)), rtol=1e-5, atol=1e-5, what="sum over dims (0, 2)")
 assert_close(reduce(_t3, (1,), True, MAX), _t3.max(axis=1, keepdims=True), what="max over dim 1, keepdim")
 check_barriers(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM), "block_reduce_kernel")
+_twice = multiply_written(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM))
+check(not _twice, "each block's result is written by one thread (the others' writes are wasted work); got "
+      "(array shape, element, number of threads that wrote it)", got=_twice)
 print("✓ block reduction equals numpy; row sums:", reduce_rows(_m, SUM))
 
 # %% [markdown]
@@ -1449,12 +1461,12 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# Naive: one thread, one output element, one dot product kept in a register; threads
-# outside C have nothing to do. Tiled: the same dot product, split into TILE-long pieces
-# whose operands come from shared memory. Two waits per step: one before anybody reads a
-# freshly loaded tile, one before anybody overwrites it with the next. A thread outside C
-# still loads (zeros) and still waits: its block needs it. The shared tiles are float32, as
-# the inputs.
+# Naive: one thread, one output element, one dot product kept in a register. Tiled: the
+# same dot product, split into TILE-long pieces whose operands come from shared memory.
+# For each step, list who writes a tile and who reads it, and ask where a thread could read
+# a slot before it is written, or overwrite one that a slower thread still reads. Then ask
+# the same of a thread outside C and of the part of an edge tile that lies outside A or B:
+# what must it load, and must it wait? The shared tiles are float32, as the inputs.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-kernels", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1567,6 +1579,12 @@ else:
           f"often than the naive one (each loaded element used TILE times from shared memory); "
           f"got the reads of both, on a {2 * TILE} x {2 * TILE} product", got=_reads)
     print(f"global reads on a {2 * TILE} x {2 * TILE} product: naive {_reads['naive']}, tiled {_reads['tiled']}")
+_a = _rng.standard_normal((TILE + 2, TILE - 1)).astype(np.float32)  # k < TILE: the first tile is an edge tile
+_b = _rng.standard_normal((TILE - 1, 3)).astype(np.float32)
+_garbage = with_garbage_shared_memory(lambda: matmul(_a, _b))
+if _garbage is not None:  # a GPU's shared memory starts as whatever it held: here NaN
+    assert_close(_garbage, _a @ _b, rtol=1e-5, atol=1e-5, what="tiled kernel with shared memory starting as NaN "
+                 "(every slot an edge tile reads must be written first, zeros outside A and B)")
 print("✓ naive and tiled matmul kernels equal numpy; e.g. (9, 7) @ (7, 5), tiles of", TILE)
 
 # %% [markdown]
@@ -1596,7 +1614,8 @@ print("your prediction for 16 MiB:", predicted_transfer_ms if predicted_transfer
 
 # %% [markdown]
 # Under the simulator the "device" is host memory, so these are memory copies plus the
-# simulator's own bookkeeping per array (well below section 6's copy bandwidth); on a GPU
+# simulator's own bookkeeping per array (compare them with section 6's copy bandwidth
+# yourself: small copies may even beat it while they fit in a cache); on a GPU
 # they are bus transfers, and a small tensor pays a fixed latency of some microseconds per
 # copy on top. The lesson is the same either way:
 # keep data on the device between ops. PyTorch does: a CUDA tensor's storage is device

@@ -6,6 +6,7 @@ import pytest
 from numba import njit
 
 from tinytorch.backends import cpu_kernels as ck
+from tinytorch.testing import peak_bytes
 
 RNG = np.random.default_rng(0)
 
@@ -83,6 +84,14 @@ def test_bias_gelu_empty_batch():
     assert got.shape == (0, 3), f"an empty batch keeps its shape (0, 3), got {got.shape}"
     np.testing.assert_allclose(ck.bias_gelu(np.array([[-1.0, 0.0, 2.0]], np.float32), b),
                                [[-0.15865526, 0.8413447, 0.8413447]], rtol=1e-6, err_msg="GELU(-1), GELU(1), GELU(1)")
+
+
+def test_bias_gelu_is_one_pass_with_no_temporary_array():
+    """Fusion is the point: the kernel (run as Python, where numpy's allocations show) holds
+    the output and nothing else of x's size."""
+    x = RNG.standard_normal((32, 64)).astype(np.float32)
+    peak = peak_bytes(ck.bias_gelu.py_func, x, np.ones(64, np.float32))
+    assert peak < 1.5 * x.nbytes, f"bias_gelu held {peak} bytes at once for an output of {x.nbytes}: a temporary array"
 
 
 @pytest.mark.parametrize("n,chunks", [(10_007, 64), (10, 3), (5, 8), (1, 1)])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tinytorch.cuda import kernels as K
-from tinytorch.testing import divergent_barriers, global_reads, multiply_written
+from tinytorch.testing import divergent_barriers, global_reads, multiply_written, with_garbage_shared_memory
 
 RNG = np.random.default_rng(1)
 # more elements than the capped grid has threads (the grid-stride loop), and a partial block
@@ -86,6 +86,26 @@ def test_matmul_tiled_kernel_other_shapes():
         K.matmul(w.astype(np.float64), w)
 
 
+@pytest.mark.parametrize("n,k,m", [(9, K.TILE - 1, 5), (K.TILE + 2, 1, 3)])  # k < TILE: an edge tile first
+def test_matmul_tiled_kernel_reads_no_shared_slot_it_did_not_write(n, k, m):
+    """Nothing initialises shared memory on a GPU: an edge tile's slots outside A or B must be written too."""
+    a = RNG.standard_normal((n, k)).astype(np.float32)
+    b = RNG.standard_normal((k, m)).astype(np.float32)
+    c = with_garbage_shared_memory(lambda: K.matmul(a, b))
+    if c is None:
+        pytest.skip("shared memory is filled with garbage under numba's CUDA simulator only (this run uses a GPU)")
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5,
+                               err_msg=f"tiled kernel {(n, k)} @ {(k, m)} with shared memory starting as NaN")
+
+
+def test_block_reduce_kernel_reads_no_shared_slot_it_did_not_write():
+    x = RNG.standard_normal((2, K.BLOCK + 3)).astype(np.float32)
+    total = with_garbage_shared_memory(lambda: K.reduce_rows(x, K.SUM))
+    if total is None:
+        pytest.skip("shared memory is filled with garbage under numba's CUDA simulator only (this run uses a GPU)")
+    np.testing.assert_allclose(total, x.sum(axis=1), rtol=1e-5, err_msg="row sums with shared memory starting as NaN")
+
+
 def _same_barriers(launch):
     divergent = divergent_barriers(launch)
     if divergent is None:
@@ -116,6 +136,14 @@ def test_elementwise_kernels_write_each_element_once(op, second):
     if twice is None:
         pytest.skip("writes are counted under numba's CUDA simulator only (this run uses a real GPU)")
     assert twice == [], f"elements written by several threads (shape, element, threads): {twice}"
+
+
+def test_block_reduce_kernel_writes_each_result_once():
+    x = RNG.standard_normal((2, K.BLOCK + 3)).astype(np.float32)
+    twice = multiply_written(lambda: K.reduce_rows(x, K.SUM))
+    if twice is None:
+        pytest.skip("writes are counted under numba's CUDA simulator only (this run uses a real GPU)")
+    assert twice == [], f"block results written by several threads (shape, element, threads): {twice}"
 
 
 def test_matmul_tiled_kernel_reads_global_memory_tile_times_less_than_the_naive_one():

@@ -81,7 +81,7 @@ def test_writes_into_an_argument_through_a_slice_are_seen():
 _SIMULATED_KERNELS = """
 import numpy as np
 from numba import cuda
-from tinytorch.testing import divergent_barriers, multiply_written
+from tinytorch.testing import divergent_barriers, multiply_written, with_garbage_shared_memory
 
 @cuda.jit
 def tree(x, barrier_inside_if):
@@ -108,12 +108,25 @@ def doubled(a, out, step_by_block):
     for i in range(start, out.shape[0], step):
         out[i] = 2 * a[i]
 
+@cuda.jit
+def first_slot(out, write_first):
+    buf = cuda.shared.array(4, dtype=np.float32)
+    if write_first:
+        buf[cuda.threadIdx.x] = 1.0
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        out[0] = buf[0]
+
 for inside in (False, True):
     x = np.arange(8.0)
     print("barriers", inside, divergent_barriers(lambda: tree[1, 8](x, inside)), x[0])
 for by_block in (False, True):
     out = np.zeros(12)
     print("writes", by_block, multiply_written(lambda: doubled[3, 4](np.arange(12.0), out, by_block))[:1])
+for write_first in (True, False):
+    out = np.zeros(1)
+    with_garbage_shared_memory(lambda: first_slot[1, 4](out, write_first))
+    print("garbage", write_first, out[0])
 """
 
 
@@ -126,4 +139,6 @@ def test_barriers_and_writes_are_watched_under_the_cuda_simulator():
         "barriers True [((0, 0, 0), (1, 0, 0), [11, 17, 17], [11, 17, 17, 17])] 28.0",
         "writes False []",
         "writes True [((12,), (4,), 2)]",
+        "garbage True 1.0",
+        "garbage False nan",
     ], err
