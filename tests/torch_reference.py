@@ -469,7 +469,10 @@ def _differs(mine, theirs) -> str | None:
             return None
         return None if np.array_equal(mine, theirs) else "values differ"
     if isinstance(mine, float) and isinstance(theirs, float):
-        same = (math.isnan(mine) and math.isnan(theirs)) or math.isclose(mine, theirs, rel_tol=1e-12, abs_tol=1e-14)
+        # .item() of a float32 tensor is a Python float that float32 holds exactly: it drifts as float32 does
+        single = all(float(np.float32(v)) == v for v in (mine, theirs))
+        rtol, atol = DRIFT[np.dtype(np.float32 if single else np.float64)]
+        same = (math.isnan(mine) and math.isnan(theirs)) or math.isclose(mine, theirs, rel_tol=rtol, abs_tol=atol)
         return None if same else f"{mine!r} against {theirs!r}"
     if isinstance(mine, (list, tuple)) and isinstance(theirs, (list, tuple)) and len(mine) == len(theirs):
         for m, t in zip(mine, theirs):
