@@ -372,19 +372,22 @@ class Session:
                    for i, p in enumerate(files) if p.is_file() and p.read_bytes() != before[p]}
         if written:
             extras["files"] = written
-        return self._answer(digest, kind, result, extras)
+        return self._answer(digest, kind, result, extras, _float_source_dtype(real, kind))
 
     def _keep_array(self, array) -> int:
         self.arrays.append(array)
         return len(self.arrays) - 1
 
-    def _answer(self, digest, kind, result, extras):
+    def _answer(self, digest, kind, result, extras, source_dtype=None):
         if kind == "iter":
             self._keep([digest, {"items": len(result)}, extras])
             return [self._answer(f"{digest}[{i}]", "item", item, {}) for i, item in enumerate(result)]
         value, plain = _plain(result)
         if plain:
-            self._keep([digest, {"value": _encode(value, self.arrays)}, extras])
+            answer = {"value": _encode(value, self.arrays)}
+            if source_dtype is not None:
+                answer["dtype"] = source_dtype
+            self._keep([digest, answer, extras])
             return value
         self._keep([digest, {"object": type(result).__qualname__}, extras])
         return _Proxy(self, len(self.events), result)
@@ -422,7 +425,8 @@ class Session:
         problem = self._same_inputs(index, mine[0], inputs)
         a, b = mine[1], theirs[1]
         if problem is None and "value" in a and "value" in b:
-            problem = _differs(_decode(a["value"], self.arrays), _decode(b["value"], self.stored_arrays))
+            problem = _differs(_decode(a["value"], self.arrays), _decode(b["value"], self.stored_arrays),
+                               a.get("dtype", b.get("dtype")))
             problem = problem and f"step {index} ({mine[0]}): live PyTorch answers differently: {problem}"
         elif problem is None and (set(a) != set(b) or ("items" in a and a != b)
                                   or ("raised" in a and a["raised"][0] != b["raised"][0])):
@@ -457,7 +461,19 @@ class Session:
         return _Proxy(self, index + 1)
 
 
-def _differs(mine, theirs) -> str | None:
+def _float_source_dtype(real, kind) -> str | None:
+    """The dtype of the tensor whose numbers an answer holds as Python floats (`.item()`,
+    `.tolist()`, `float(t)`), if it is a floating one: a float32 tensor's numbers drift as
+    float32 does, though Python holds them in float64."""
+    source = getattr(real, "__self__", None) if kind == "call" else real
+    dtype = str(getattr(source, "dtype", "")).removeprefix("torch.")
+    return dtype if dtype in {str(d) for d in DRIFT} else None
+
+
+def _differs(mine, theirs, float_dtype=None) -> str | None:
+    """Why a value differs from the stored one (None if it does not). Arrays drift as their
+    dtype does; Python floats as `float_dtype`, the dtype of the tensor they came from
+    (float64 when they came from no tensor)."""
     if isinstance(mine, np.ndarray) or isinstance(theirs, np.ndarray) or isinstance(mine, np.generic):
         mine, theirs = np.asarray(mine), np.asarray(theirs)
         if mine.shape != theirs.shape or mine.dtype != theirs.dtype:
@@ -469,20 +485,18 @@ def _differs(mine, theirs) -> str | None:
             return None
         return None if np.array_equal(mine, theirs) else "values differ"
     if isinstance(mine, float) and isinstance(theirs, float):
-        # .item() of a float32 tensor is a Python float that float32 holds exactly: it drifts as float32 does
-        single = all(float(np.float32(v)) == v for v in (mine, theirs))
-        rtol, atol = DRIFT[np.dtype(np.float32 if single else np.float64)]
+        rtol, atol = DRIFT[np.dtype(float_dtype or np.float64)]
         same = (math.isnan(mine) and math.isnan(theirs)) or math.isclose(mine, theirs, rel_tol=rtol, abs_tol=atol)
         return None if same else f"{mine!r} against {theirs!r}"
     if isinstance(mine, (list, tuple)) and isinstance(theirs, (list, tuple)) and len(mine) == len(theirs):
         for m, t in zip(mine, theirs):
-            problem = _differs(m, t)
+            problem = _differs(m, t, float_dtype)
             if problem:
                 return problem
         return None
     if isinstance(mine, dict) and isinstance(theirs, dict) and mine.keys() == theirs.keys():
         for key in mine:
-            problem = _differs(mine[key], theirs[key])
+            problem = _differs(mine[key], theirs[key], float_dtype)
             if problem:
                 return problem
         return None

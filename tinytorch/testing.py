@@ -4,6 +4,12 @@ Why: a check that fails with a bare `AssertionError` tells a student nothing. Th
 was checked, what came out and what was expected, so a failing cell teaches. They are
 hand-written plumbing shared by every notebook (not part of any module's exercise), and they
 import nothing from the modules, so they work on a package where modules are still stubs.
+
+Beside the assertions sit the measurements those checks need (computations made, memory held,
+parallel writes, barriers reached) and one setup decision, `use_cuda_simulator_unless_gpu`.
+That decision lives here because module 17's notebook and its tests must make it the same way,
+before numba is imported, and this is the one course file that both load that early: in a
+graded run the judge loads it from the course's copy, never the student's.
 """
 from __future__ import annotations
 
@@ -298,7 +304,10 @@ def python_steps(fn, *args):
 
 
 def peak_bytes(fn, *args):
-    """The most memory (bytes) fn(*args) held allocated at any moment while it ran."""
+    """The most memory (bytes) fn(*args) held allocated at any moment while it ran. A numba
+    kernel runs as its Python function, where numpy's allocations show; compiled code's
+    allocations would not."""
+    fn = getattr(fn, "py_func", fn)
     started = not tracemalloc.is_tracing()
     if started:
         tracemalloc.start()

@@ -411,7 +411,7 @@ _, _clashes = parallel_write_clashes(bias_gelu, _x[:, :5], _b[:5])
 check(not _clashes, "no two iterations of bias_gelu's prange loop write the same element (section 3 shows why "
       "that matters); got lists (array shape, element, first iteration, second iteration)", got=_clashes)
 _x = _rng.standard_normal((32, 64)).astype(np.float32)
-_peak = peak_bytes(bias_gelu.py_func, _x, _b[:1].repeat(64))  # the kernel run as Python: numpy's allocations show
+_peak = peak_bytes(bias_gelu, _x, _b[:1].repeat(64))
 check(_peak < 1.5 * _x.nbytes, f"bias_gelu holds no temporary array the size of x (one pass: read x, write y); "
       f"got the most bytes it held at once, for an output of {_x.nbytes} bytes", got=_peak)
 print("✓ bias_gelu equals GELU(x + b); GELU(-1), GELU(1) =", _y[0, :2])

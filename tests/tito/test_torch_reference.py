@@ -96,6 +96,25 @@ def test_check_mode_catches_a_stored_answer_that_drifted(tmp_path):
     scenario(clean.root, x, tmp_path / "checked.pt")
 
 
+@pytest.mark.parametrize("dtype,moved_by,accepted", [
+    (torch.float32, np.spacing(np.float32(0.5)), True),   # one float32 ulp: another CPU's float32 sum
+    (torch.float64, np.spacing(np.float32(0.5)), False),  # 0.5 is a float32 number, but this one is float64
+    (torch.float64, np.spacing(0.5), True)])
+def test_check_mode_lets_a_python_float_drift_as_the_tensor_it_came_from(dtype, moved_by, accepted):
+    """`.item()` gives a Python float either way; it may drift only as its tensor's dtype does."""
+    session = ref.Session("t::f", "record", None, [], torch)
+    session.root.tensor([0.25, 0.25], dtype=dtype).sum().item()
+    assert session.events[-1][1]["dtype"] == str(dtype).removeprefix("torch.")
+    events = [list(e) for e in session.events]
+    events[-1][1] = dict(events[-1][1], value={"float": repr(0.5 + float(moved_by))})
+    check = ref.Session("t::f", "check", events, session.arrays, torch)
+    if accepted:
+        check.root.tensor([0.25, 0.25], dtype=dtype).sum().item()
+    else:
+        with pytest.raises(ref.ReferenceMismatch, match="live PyTorch answers differently"):
+            check.root.tensor([0.25, 0.25], dtype=dtype).sum().item()
+
+
 def test_a_test_without_stored_answers_fails_and_says_how_to_record():
     replay = ref.Session("tests/x/test_y.py::test_z", "replay", None, [])
     with pytest.raises(ref.ReferenceMismatch, match=r"TINYTORCH_PARITY=record pytest tests/x/test_y.py"):
