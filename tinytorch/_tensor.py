@@ -462,7 +462,7 @@ class _TensorPython:
     def __repr__(self):
         arr = self.numpy()
         if arr.ndim == 0:
-            body = np.array2string(arr.reshape(1), separator=", ")[1:-1]
+            body = np.array2string(arr.reshape(1), separator=", ")[1:-1].strip()
         else:
             body = np.array2string(arr, separator=", ", prefix="tensor(")
         extras = []
@@ -872,9 +872,12 @@ class _TensorMoreOps:
         return topk(self, k, dim, largest, sorted)
 
 
-# -- cell 35 --
+# -- cell 36 --
+from tinytorch._tensor_extras import _TensorExtras
+
+
 class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _TensorViews,
-             _TensorOperators, _TensorMath, _TensorReductions, _TensorMoreOps):
+             _TensorOperators, _TensorMath, _TensorReductions, _TensorMoreOps, _TensorExtras):
     """An n-dimensional array: a flat numpy storage seen through shape, strides and offset.
 
     Why: separating *layout* (shape/strides/offset) from *memory* (storage) is what makes
@@ -886,7 +889,7 @@ class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _Tenso
     __array_ufunc__ = None
 
 
-# -- cell 38 (dispatch) --
+# -- cell 39 (dispatch) --
 _grad_enabled = True
 _DEVICES_IN_USE = set()  # device types that some tensor was ever moved to ("cuda"; module 17)
 _KERNELS = {}  # (op or backward-rule name, device type) -> kernel; filled by backends
@@ -899,10 +902,23 @@ def is_grad_enabled():
     return _grad_enabled
 
 
-def set_grad_enabled(mode):
-    """Switch graph recording on or off globally (module 06 builds no_grad() on this)."""
-    global _grad_enabled
-    _grad_enabled = bool(mode)
+class set_grad_enabled:
+    """Switch graph recording on or off globally (module 06 builds no_grad() on this).
+
+    As in PyTorch, the call switches at once, and `with set_grad_enabled(False):` also
+    restores the mode that was on before when the block ends."""
+
+    def __init__(self, mode):
+        global _grad_enabled
+        self._prev, _grad_enabled = _grad_enabled, bool(mode)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc_info):
+        global _grad_enabled
+        _grad_enabled = self._prev
+        return False
 
 
 class Node:
@@ -977,7 +993,7 @@ def apply(op, forward, *inputs, **attrs):
     return out
 
 
-# -- cell 42 --
+# -- cell 43 --
 class DispatchMode:
     """Code that sees every op on its way through the dispatcher: forward ops in `apply` and,
     once module 06 exists, backward rules in its `call_rule`.
@@ -1107,7 +1123,7 @@ def _through_modes(depth, op, fn, args, kwargs):
         _DISPATCH_MODES[depth - 1:] = inside
 
 
-# -- cell 44 --
+# -- cell 45 --
 def _wrap_dim(dim, ndim):
     """Turn a possibly negative dim into 0..ndim-1, with PyTorch's error when out of range."""
     if type(dim) is int and -ndim <= dim < ndim:  # the common case, checked cheaply
@@ -1140,7 +1156,7 @@ def _shape_arg(args):
     return tuple(out)
 
 
-# -- cell 46 (transpose-permute) --
+# -- cell 47 (transpose-permute) --
 def transpose(input, dim0, dim1):
     """Swap dimensions dim0 and dim1: a zero-copy view (PyTorch's torch.transpose)."""
     d0, d1 = _wrap_dim(dim0, input.ndim), _wrap_dim(dim1, input.ndim)
@@ -1182,7 +1198,7 @@ def _permute_view(t, dims):
     raise NotImplementedError('_permute_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 49 (view-reshape) --
+# -- cell 50 (view-reshape) --
 def _is_contiguous(shape, strides):
     """Whether the layout (shape, strides) is row-major without gaps.
 
@@ -1206,7 +1222,7 @@ def _infer_shape(shape, numel):
     raise NotImplementedError('_infer_shape() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 51 (view-forwards) --
+# -- cell 52 (view-forwards) --
 def _view_forward(t, shape):
     """Forward of view: never a copy.
 
@@ -1255,7 +1271,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shape)
 
 
-# -- cell 54 (squeeze-unsqueeze) --
+# -- cell 55 (squeeze-unsqueeze) --
 def _squeeze_dims(shape, dim):
     """The positions that squeeze(dim) removes from a tensor of `shape`.
 
@@ -1302,7 +1318,7 @@ def _unsqueeze_view(t, dim):
     raise NotImplementedError('_unsqueeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 57 (broadcast-shapes) --
+# -- cell 58 (broadcast-shapes) --
 def broadcast_shapes(*shapes):
     """The shape that `shapes` broadcast to, or a ShapeError naming the two shapes that clash.
 
@@ -1318,7 +1334,7 @@ def broadcast_shapes(*shapes):
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 60 (expand) --
+# -- cell 61 (expand) --
 def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
@@ -1344,7 +1360,7 @@ def broadcast_to(input, shape):
     return _expand(input, _shape_arg((shape,)) if not isinstance(shape, int) else (shape,))
 
 
-# -- cell 72 --
+# -- cell 73 --
 def _is_int_index(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
@@ -1400,7 +1416,7 @@ def _normalize_basic_index(items, ndim):
     return tuple(out)
 
 
-# -- cell 74 (basic-indexing) --
+# -- cell 75 (basic-indexing) --
 def _slice_layout(item, size, stride):
     """The layout of one slice of a dimension with `size` and `stride`.
 
@@ -1475,7 +1491,7 @@ def _setitem(t, index, value):
     t.numpy()[np_index] = src
 
 
-# -- cell 77 --
+# -- cell 78 --
 def _is_scalar(x):
     return isinstance(x, (bool, int, float, np.bool_, np.number))
 
@@ -1560,7 +1576,7 @@ def _apply_quietly(op, forward, *inputs):
         _FP_ERRORS.reset(quiet)
 
 
-# -- cell 79 (elementwise) --
+# -- cell 80 (elementwise) --
 def _elementwise_forward(np_fn, a, b, dtype):
     """Forward of a binary op.
 
@@ -1632,7 +1648,7 @@ def _masked_fill(t, mask, value):
     return where(mask, value, t)
 
 
-# -- cell 82 (inplace) --
+# -- cell 83 (inplace) --
 def _check_writable(t, check_grad=True):
     """Refuse an unsafe in-place write into `t`.
 
@@ -1690,7 +1706,7 @@ def _inplace(t, np_fn, other, cast=False, alpha=1):
     return t
 
 
-# -- cell 85 (reductions) --
+# -- cell 86 (reductions) --
 def _reduction_dims(dim, ndim):
     """Normalise a reduction's `dim` for a tensor with `ndim` dimensions.
 
@@ -1753,7 +1769,7 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
     return apply(op, lambda x: np_fn(x.numpy(), axis=d, keepdims=keepdim), t)
 
 
-# -- cell 88 (matmul) --
+# -- cell 89 (matmul) --
 def _matmul_shape(a_shape, b_shape):
     """Result shape of a @ b with numpy's matmul rules.
 
@@ -1780,7 +1796,7 @@ def matmul(input, other):
     return apply("matmul", forward, a, b)
 
 
-# -- cell 91 --
+# -- cell 92 --
 def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
@@ -1815,7 +1831,7 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
-# -- cell 93 --
+# -- cell 94 --
 def tril(input, diagonal=0):
     """The lower triangle of the last two dims (entries above `diagonal` zeroed)."""
     if input.ndim < 2:
@@ -1906,67 +1922,74 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _ordered("topk", input, int(k), dim, largest)
 
 
-# -- cell 95 --
-def tensor(data, dtype=None, requires_grad=False):
+# -- cell 96 --
+def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
-    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+    if device is None:
+        return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+    return _made(Tensor(data, dtype=dtype).numpy(), requires_grad, device)
 
 
-def _filled(size, value, dtype, requires_grad):
-    shape = _shape_arg(size)
-    dt = float32 if dtype is None else _check_dtype(dtype)
-    t = Tensor._from_array(np.full(shape, value, dtype=dt))
+def _made(array, requires_grad, where):
+    """A new leaf tensor holding `array`, on device `where` (the CPU when None): every
+    factory takes PyTorch's `device=`."""
+    t = Tensor._from_array(array)
+    if where is not None:
+        t = _to_device(t, where)
     t.requires_grad = requires_grad
     return t
 
 
-def zeros(*size, dtype=None, requires_grad=False):
+def _filled(size, value, dtype, requires_grad, device=None):
+    dt = float32 if dtype is None else _check_dtype(dtype)
+    return _made(np.full(_shape_arg(size), value, dtype=dt), requires_grad, device)
+
+
+def zeros(*size, dtype=None, requires_grad=False, device=None):
     """A tensor of zeros (float32 unless `dtype`)."""
-    return _filled(size, 0, dtype, requires_grad)
+    return _filled(size, 0, dtype, requires_grad, device)
 
 
-def ones(*size, dtype=None, requires_grad=False):
+def ones(*size, dtype=None, requires_grad=False, device=None):
     """A tensor of ones (float32 unless `dtype`)."""
-    return _filled(size, 1, dtype, requires_grad)
+    return _filled(size, 1, dtype, requires_grad, device)
 
 
-def full(size, fill_value, dtype=None, requires_grad=False):
+def full(size, fill_value, dtype=None, requires_grad=False, device=None):
     """A tensor filled with `fill_value`; the dtype follows the value (bool, int64, float32)."""
     if dtype is None:
         dtype = _result_dtype(fill_value)
     return _filled((size,) if isinstance(size, (int, np.integer)) else (tuple(size),),
-                   fill_value, dtype, requires_grad)
+                   fill_value, dtype, requires_grad, device)
 
 
-def zeros_like(input, dtype=None, requires_grad=False):
-    """Zeros with the shape (and dtype, unless given) of `input`."""
-    return _filled((input.shape,), 0, input.dtype if dtype is None else dtype, requires_grad)
+def zeros_like(input, dtype=None, requires_grad=False, device=None):
+    """Zeros with the shape (and dtype and device, unless given) of `input`."""
+    return _filled((input.shape,), 0, input.dtype if dtype is None else dtype, requires_grad,
+                   getattr(input, "device", None) if device is None else device)
 
 
-def ones_like(input, dtype=None, requires_grad=False):
-    """Ones with the shape (and dtype, unless given) of `input`."""
-    return _filled((input.shape,), 1, input.dtype if dtype is None else dtype, requires_grad)
+def ones_like(input, dtype=None, requires_grad=False, device=None):
+    """Ones with the shape (and dtype and device, unless given) of `input`."""
+    return _filled((input.shape,), 1, input.dtype if dtype is None else dtype, requires_grad,
+                   getattr(input, "device", None) if device is None else device)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
     """Values start, start+step, ... below end; int64 for int arguments, else float32."""
     if end is None:
         start, end = 0, start
     if dtype is None:
         dtype = _result_dtype(start, end, step)
-    t = Tensor._from_array(np.arange(start, end, step, dtype=_check_dtype(dtype)))
-    t.requires_grad = requires_grad
-    return t
+    return _made(np.arange(start, end, step, dtype=_check_dtype(dtype)), requires_grad, device)
 
 
-def eye(n, m=None, dtype=None, requires_grad=False):
+def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     """The n x m identity matrix (float32 unless `dtype`)."""
-    t = Tensor._from_array(np.eye(n, m, dtype=float32 if dtype is None else _check_dtype(dtype)))
-    t.requires_grad = requires_grad
-    return t
+    return _made(np.eye(n, m, dtype=float32 if dtype is None else _check_dtype(dtype)), requires_grad, device)
 
 
-# -- cell 97 --
+# -- cell 98 --
 _rng = np.random.default_rng()
 
 
@@ -1983,21 +2006,17 @@ def _float_dtype(dtype):
     return dt
 
 
-def rand(*size, dtype=None, requires_grad=False):
+def rand(*size, dtype=None, requires_grad=False, device=None):
     """Uniform samples from [0, 1)."""
-    t = Tensor._from_array(_rng.random(_shape_arg(size), dtype=_float_dtype(dtype)))
-    t.requires_grad = requires_grad
-    return t
+    return _made(_rng.random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
-def randn(*size, dtype=None, requires_grad=False):
+def randn(*size, dtype=None, requires_grad=False, device=None):
     """Standard normal samples (mean 0, variance 1)."""
-    t = Tensor._from_array(_rng.standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)))
-    t.requires_grad = requires_grad
-    return t
+    return _made(_rng.standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
-def randint(low, high=None, size=None, dtype=None):
+def randint(low, high=None, size=None, dtype=None, device=None):
     """Uniform integers in [low, high) (int64). randint(high, size) means low = 0."""
     if size is None:
         if high is None:
@@ -2006,11 +2025,11 @@ def randint(low, high=None, size=None, dtype=None):
     elif high is None:
         low, high = 0, low
     dt = int64 if dtype is None else _check_dtype(dtype)
-    return Tensor._from_array(_rng.integers(low, high, size=_shape_arg((size,)) if not
-                                            isinstance(size, int) else (size,)).astype(dt))
+    shape = _shape_arg((size,)) if not isinstance(size, int) else (size,)
+    return _made(_rng.integers(low, high, size=shape).astype(dt), False, device)
 
 
-# -- cell 100 (memory-footprint) --
+# -- cell 101 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 

@@ -906,7 +906,7 @@ class _TensorPython:
     def __repr__(self):
         arr = self.numpy()
         if arr.ndim == 0:
-            body = np.array2string(arr.reshape(1), separator=", ")[1:-1]
+            body = np.array2string(arr.reshape(1), separator=", ")[1:-1].strip()
         else:
             body = np.array2string(arr, separator=", ", prefix="tensor(")
         extras = []
@@ -1342,10 +1342,19 @@ class _TensorMoreOps:
         return topk(self, k, dim, largest, sorted)
 
 
+# %% [markdown]
+# The class joins the groups above. The last group, `_TensorExtras`, is not yours to write: it
+# holds PyTorch's other spellings of what these ops already do (`eq`, `split`, `view_as`,
+# `new_zeros`, ...), written once over your methods, so that PyTorch code finds the names it
+# uses.
+
 # %%
 #| export
+from tinytorch._tensor_extras import _TensorExtras
+
+
 class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _TensorViews,
-             _TensorOperators, _TensorMath, _TensorReductions, _TensorMoreOps):
+             _TensorOperators, _TensorMath, _TensorReductions, _TensorMoreOps, _TensorExtras):
     """An n-dimensional array: a flat numpy storage seen through shape, strides and offset.
 
     Why: separating *layout* (shape/strides/offset) from *memory* (storage) is what makes
@@ -1473,10 +1482,23 @@ def is_grad_enabled():
     return _grad_enabled
 
 
-def set_grad_enabled(mode):
-    """Switch graph recording on or off globally (module 06 builds no_grad() on this)."""
-    global _grad_enabled
-    _grad_enabled = bool(mode)
+class set_grad_enabled:
+    """Switch graph recording on or off globally (module 06 builds no_grad() on this).
+
+    As in PyTorch, the call switches at once, and `with set_grad_enabled(False):` also
+    restores the mode that was on before when the block ends."""
+
+    def __init__(self, mode):
+        global _grad_enabled
+        self._prev, _grad_enabled = _grad_enabled, bool(mode)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc_info):
+        global _grad_enabled
+        _grad_enabled = self._prev
+        return False
 
 
 class Node:
@@ -3778,63 +3800,70 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
 # %%
 #| export
-def tensor(data, dtype=None, requires_grad=False):
+def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
-    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+    if device is None:
+        return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+    return _made(Tensor(data, dtype=dtype).numpy(), requires_grad, device)
 
 
-def _filled(size, value, dtype, requires_grad):
-    shape = _shape_arg(size)
-    dt = float32 if dtype is None else _check_dtype(dtype)
-    t = Tensor._from_array(np.full(shape, value, dtype=dt))
+def _made(array, requires_grad, where):
+    """A new leaf tensor holding `array`, on device `where` (the CPU when None): every
+    factory takes PyTorch's `device=`."""
+    t = Tensor._from_array(array)
+    if where is not None:
+        t = _to_device(t, where)
     t.requires_grad = requires_grad
     return t
 
 
-def zeros(*size, dtype=None, requires_grad=False):
+def _filled(size, value, dtype, requires_grad, device=None):
+    dt = float32 if dtype is None else _check_dtype(dtype)
+    return _made(np.full(_shape_arg(size), value, dtype=dt), requires_grad, device)
+
+
+def zeros(*size, dtype=None, requires_grad=False, device=None):
     """A tensor of zeros (float32 unless `dtype`)."""
-    return _filled(size, 0, dtype, requires_grad)
+    return _filled(size, 0, dtype, requires_grad, device)
 
 
-def ones(*size, dtype=None, requires_grad=False):
+def ones(*size, dtype=None, requires_grad=False, device=None):
     """A tensor of ones (float32 unless `dtype`)."""
-    return _filled(size, 1, dtype, requires_grad)
+    return _filled(size, 1, dtype, requires_grad, device)
 
 
-def full(size, fill_value, dtype=None, requires_grad=False):
+def full(size, fill_value, dtype=None, requires_grad=False, device=None):
     """A tensor filled with `fill_value`; the dtype follows the value (bool, int64, float32)."""
     if dtype is None:
         dtype = _result_dtype(fill_value)
     return _filled((size,) if isinstance(size, (int, np.integer)) else (tuple(size),),
-                   fill_value, dtype, requires_grad)
+                   fill_value, dtype, requires_grad, device)
 
 
-def zeros_like(input, dtype=None, requires_grad=False):
-    """Zeros with the shape (and dtype, unless given) of `input`."""
-    return _filled((input.shape,), 0, input.dtype if dtype is None else dtype, requires_grad)
+def zeros_like(input, dtype=None, requires_grad=False, device=None):
+    """Zeros with the shape (and dtype and device, unless given) of `input`."""
+    return _filled((input.shape,), 0, input.dtype if dtype is None else dtype, requires_grad,
+                   getattr(input, "device", None) if device is None else device)
 
 
-def ones_like(input, dtype=None, requires_grad=False):
-    """Ones with the shape (and dtype, unless given) of `input`."""
-    return _filled((input.shape,), 1, input.dtype if dtype is None else dtype, requires_grad)
+def ones_like(input, dtype=None, requires_grad=False, device=None):
+    """Ones with the shape (and dtype and device, unless given) of `input`."""
+    return _filled((input.shape,), 1, input.dtype if dtype is None else dtype, requires_grad,
+                   getattr(input, "device", None) if device is None else device)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
     """Values start, start+step, ... below end; int64 for int arguments, else float32."""
     if end is None:
         start, end = 0, start
     if dtype is None:
         dtype = _result_dtype(start, end, step)
-    t = Tensor._from_array(np.arange(start, end, step, dtype=_check_dtype(dtype)))
-    t.requires_grad = requires_grad
-    return t
+    return _made(np.arange(start, end, step, dtype=_check_dtype(dtype)), requires_grad, device)
 
 
-def eye(n, m=None, dtype=None, requires_grad=False):
+def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     """The n x m identity matrix (float32 unless `dtype`)."""
-    t = Tensor._from_array(np.eye(n, m, dtype=float32 if dtype is None else _check_dtype(dtype)))
-    t.requires_grad = requires_grad
-    return t
+    return _made(np.eye(n, m, dtype=float32 if dtype is None else _check_dtype(dtype)), requires_grad, device)
 
 
 # %% [markdown]
@@ -3858,21 +3887,17 @@ def _float_dtype(dtype):
     return dt
 
 
-def rand(*size, dtype=None, requires_grad=False):
+def rand(*size, dtype=None, requires_grad=False, device=None):
     """Uniform samples from [0, 1)."""
-    t = Tensor._from_array(_rng.random(_shape_arg(size), dtype=_float_dtype(dtype)))
-    t.requires_grad = requires_grad
-    return t
+    return _made(_rng.random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
-def randn(*size, dtype=None, requires_grad=False):
+def randn(*size, dtype=None, requires_grad=False, device=None):
     """Standard normal samples (mean 0, variance 1)."""
-    t = Tensor._from_array(_rng.standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)))
-    t.requires_grad = requires_grad
-    return t
+    return _made(_rng.standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
-def randint(low, high=None, size=None, dtype=None):
+def randint(low, high=None, size=None, dtype=None, device=None):
     """Uniform integers in [low, high) (int64). randint(high, size) means low = 0."""
     if size is None:
         if high is None:
@@ -3881,8 +3906,8 @@ def randint(low, high=None, size=None, dtype=None):
     elif high is None:
         low, high = 0, low
     dt = int64 if dtype is None else _check_dtype(dtype)
-    return Tensor._from_array(_rng.integers(low, high, size=_shape_arg((size,)) if not
-                                            isinstance(size, int) else (size,)).astype(dt))
+    shape = _shape_arg((size,)) if not isinstance(size, int) else (size,)
+    return _made(_rng.integers(low, high, size=shape).astype(dt), False, device)
 
 
 # %%
