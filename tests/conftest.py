@@ -1,6 +1,7 @@
 """Shared test setup: make sure the package under test is the one tito built."""
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -193,6 +194,36 @@ def _frames(tb):
     return found
 
 
+def _recurring_last(frames):
+    """`frames` with the frame of the function that recurs most moved last, where tito looks
+    first: a recursion too deep or too long is the fault of the function that keeps calling
+    itself, not of whatever it called last. Unchanged when no function is on the stack 3 times."""
+    names = [frame.rsplit(":", 1)[-1] for frame in frames]
+    counts = {name: names.count(name) for name in set(names)}
+    name = max(counts, key=counts.get, default=None)
+    if name is None or counts[name] < 3:
+        return frames
+    last = max(i for i, n in enumerate(names) if n == name)
+    return frames[:10] + [frames[last]]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A RecursionError's traceback holds a thousand frames, some without a line number,
+    which pytest cannot format (it stops with an INTERNALERROR). Keep its package frames for
+    tito, and give pytest a short error that names the function that recurs."""
+    try:
+        return (yield)
+    except RecursionError as error:
+        frames = _recurring_last(_frames(error.__traceback__))
+        pyfuncitem._tito_frames = frames
+        where = frames[-1].rsplit(":", 1)[-1] if frames else "the test"
+        raise RecursionError(
+            f"maximum recursion depth exceeded: `{where}` kept calling itself (directly or through other "
+            f"functions) until Python's limit of {sys.getrecursionlimit()} nested calls. A deep input needs "
+            f"a loop over a stack of your own, not recursion.") from None
+
+
 def _message(excinfo):
     """The whole message: pytest's assertion explanation, pytest.raises's expected/actual
     lines, and notes such as hypothesis's falsifying example."""
@@ -216,8 +247,10 @@ def pytest_runtest_makereport(item, call):
         item._tito_call_passed = report.passed  # the parity drift check counts a whole run's questions
     if call.excinfo is None or not report.failed:
         return
-    frames = _frames(call.excinfo.tb)
     message = _message(call.excinfo)
+    frames = getattr(item, "_tito_frames", None) or _frames(call.excinfo.tb)
+    if message.startswith("Failed: Timeout"):
+        frames = _recurring_last(frames)
     # junit reads the properties from the item when the test finishes
     if frames:
         item.user_properties.append(("tinytorch_frames", "|".join(frames)))

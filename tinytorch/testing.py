@@ -52,6 +52,16 @@ def _fail(what, got, expected, why=""):
     raise AssertionError("\n".join(lines))
 
 
+def _differing(a, e, limit=3):
+    """The first differing elements at full precision, when the arrays print alike (a value
+    one rounding away from the expected one looks the same at six digits)."""
+    if _show(a) != _show(e) or a.dtype.kind not in "fc" or e.dtype.kind not in "fc":
+        return ""
+    at = [index for index in zip(*np.nonzero(~((a == e) | (np.isnan(a) & np.isnan(e)))))][:limit]
+    listed = "; ".join(f"at {tuple(int(i) for i in index)}: {a[index].item()!r} against {e[index].item()!r}" for index in at)
+    return f", though they print alike: {listed}" if listed else ""
+
+
 def assert_equal(actual, expected, what=""):
     """`actual == expected` exactly (numbers, tuples, strings, or arrays and tensors
     elementwise, with the same shape); on failure the message shows both."""
@@ -60,7 +70,7 @@ def assert_equal(actual, expected, what=""):
         if a.shape != e.shape:
             _fail(what, actual, expected, f"the shapes differ: {a.shape} against {e.shape}")
         if not np.array_equal(a, e):
-            _fail(what, actual, expected, "the values differ")
+            _fail(what, actual, expected, "the values differ" + _differing(a, e))
         return
     if type(expected) is tuple and type(actual) is not tuple:
         _fail(what, actual, expected, f"expected a tuple, got a {type(actual).__name__}")

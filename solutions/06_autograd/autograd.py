@@ -111,7 +111,9 @@
 #
 # In the picture, the black number under each box is its forward value for $w=2, x=3,
 # b=1, y=5$, and the red number above each box is the gradient $\partial L/\partial(\text{that
-# value})$ that backward computes, working from right to left.
+# value})$ that backward computes, working from right to left. The picture gives $x$ its
+# gradient too; in section 2's code $x$ is data (it does not require grad), and backward
+# computes nothing for it.
 
 # %%
 import gc
@@ -256,8 +258,9 @@ print("w is a leaf:", w.is_leaf, "| loss is a leaf:", loss.is_leaf, "| x require
 #
 # <details><summary>Hint 2</summary>
 #
-# `self._prev` is a list used as a stack: the last mode remembered is the first one to
-# restore. Module 01's `is_grad_enabled()` reads the mode and `set_grad_enabled()` sets it.
+# In `with c: with c: ...`, the inner `__enter__` runs before the outer `__exit__`. If every
+# entry left the mode it found in the same single place, what would the outer exit find
+# there? Which structure gives each exit the value of its own entry, in reverse order?
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -571,8 +574,8 @@ def call_rule(node, grad):
 # <details><summary>Hint 2</summary>
 #
 # There are two kinds: leading dimensions that the input does not have at all, and
-# dimensions where the input has size 1 but `grad` does not. The first kind must disappear;
-# the second must stay, with size 1 (numpy's reductions have a switch that keeps them).
+# dimensions where the input has size 1 but `grad` does not. Look at the pictures above:
+# which kind is still in the input's shape, and with which size?
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -622,10 +625,10 @@ for _shape, _expected in [
     ((1, 1, 1), _g.sum(keepdims=True)),             # every dim stretched, all kept
     ((), _g.sum()),                                 # a scalar: sum everything
 ]:
-    assert_equal(unbroadcast(_g, _shape), np.asarray(_expected),
+    assert_equal(_outcome(lambda: unbroadcast(_g, _shape)), np.asarray(_expected),
                  f"unbroadcast of a (2, 3, 4) gradient to {_shape}")
 _g1 = np.arange(6.0).reshape(1, 6)  # a size-1 dim that was NOT stretched stays as it is
-assert_equal(unbroadcast(_g1, (1, 6)), _g1, "unbroadcast of a (1, 6) gradient to (1, 6)")
+assert_equal(_outcome(lambda: unbroadcast(_g1, (1, 6))), _g1, "unbroadcast of a (1, 6) gradient to (1, 6)")
 print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).ravel())
 
 # %% [markdown]
@@ -1081,9 +1084,10 @@ print("✓ topological_order:", [n.op for n in _order])
 #
 # <details><summary>Hint 3</summary>
 #
-# Gradient arrays may be shared with other rules, or read-only broadcast views (`sum`'s
-# rule returns one): add them with a fresh result, never in place. Only the `.grad`
-# buffer, which the sink owns, may be added into in place.
+# Gradient arrays may be shared with other rules, or read-only broadcast views (a rule
+# may stretch a small array to a big shape without copying it, as you will see in
+# section 10): add them with a fresh result, never in place. Only the `.grad` buffer,
+# which the sink owns, may be added into in place.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -1348,6 +1352,10 @@ check(_got is None, "a second gradient that is a read-only broadcast view is acc
 check(_t.grad is _first, "the second gradient is added into the same .grad Tensor object",
       got="a new Tensor object in t.grad (code that holds the first one no longer sees the sum)")
 assert_equal(_t.grad.numpy(), np.array([11.0, 21.0]), "t.grad after a second gradient [1, 1]: the sum")
+_t32 = Tensor([1.0, 2.0], dtype=np.float32, requires_grad=True)  # rules compute in float64 at times
+_accumulate_grad(_t32, np.array([0.5, 0.25]))
+assert_equal(_t32.grad.dtype, _t32.dtype, "the dtype of .grad for a float32 tensor that received a float64 gradient "
+             "(.grad always has its tensor's dtype)")
 print("✓ the engine: w.grad =", _w.grad.item(), "b.grad =", _b.grad.item(), "| shared node ran once on", _calls[0])
 
 # %% [markdown]
@@ -1647,8 +1655,8 @@ print("✓ numerical_grad and gradcheck: d(v³)/dv =", _ng.ravel())
 # <details><summary>Hint 3</summary>
 #
 # Once you know where each output element came from, you need "add these gradients into
-# those positions, repeats included". numpy has a counting function with weights that does
-# exactly that in one vectorised call (and `np.add.at` does it more slowly).
+# those positions, repeats included". Counting how often each position occurs is a close
+# cousin of that: what would a count be if each occurrence added a weight instead of 1?
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -1954,9 +1962,9 @@ print("✓ linear_weight_grad of a (3, 4, 5) and g (3, 4, 2): seen", _seen)
 # <details><summary>Hint 1</summary>
 #
 # `sum`: your derivation says each element of `x` receives the upstream gradient of the
-# output it went into. With `keepdim=False` the reduced dimensions are gone from `grad`:
-# put them back as size 1, and numpy can stretch the result to `x`'s shape without
-# copying it.
+# output it went into. With `keepdim=False` the reduced dimensions are gone from `grad`.
+# Which shape of `grad` would broadcast against `x`'s shape so that each element meets the
+# right entry, and can you get there, and to `x`'s shape, without copying?
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -2016,8 +2024,8 @@ def _mean_backward(node, grad):
 def _matmul_backward(node, grad):
     """y = a @ b with numpy's rules: 1-D operands (promoted to a row or a column, the extra
     dim dropped), and batch dims that broadcast against each other, (2, 1, 3, 4) @ (5, 4, 2)
-    included. Returns (grad_a, grad_b), of a's and b's shapes; None is allowed for an
-    input that does not require grad (and saves its product). When a has batch dims and b
+    included. Returns (grad_a, grad_b), of a's and b's shapes; None for an input that
+    does not require grad, whose product is never computed (§15 measures the saving). When a has batch dims and b
     is one matrix (a batched Linear layer), b's gradient is one 2-D matrix product over all
     rows, as in linear_weight_grad (no batched product, nothing summed afterwards)."""
     # Idea: your 2-D derivation; the shapes are the work.
@@ -2061,8 +2069,17 @@ _up = _rng.standard_normal((2, 3, 5))
                                     "the matmul rule's weight gradient for a (2, 3, 4) batch @ a (4, 5) matrix",
                                     expected=[("matmul", ((4, 6), (6, 5)), (4, 5))])
 check(_ra is None, "no gradient for an input that does not require grad", got=_ra)
+check(len([e for e in _seen if e[0] in ("matmul", "dot", "tensordot", "einsum")]) == 1,
+      "the rule makes one product, for the weight alone: a is data, and computing its gradient (even to "
+      "throw it away) is a wasted matmul", got=_seen, expected=[("matmul", ((4, 6), (6, 5)), (4, 5))])
 assert_close(_rb, _weight_grad_by_definition(_A.numpy(), _up), rtol=1e-10, atol=1e-12,
              what="the weight gradient of a (2, 3, 4) batch @ a (4, 5) matrix, against the definition")
+_W = Tensor(_rng.standard_normal((4, 5)))  # a frozen weight: only the input needs a gradient
+_X = Tensor(_rng.standard_normal((3, 4)), requires_grad=True)
+(_rx, _rw), _seen_x = spied(lambda g: call_rule((_X @ _W).grad_fn, g), _rng.standard_normal((3, 5)))
+check(_rw is None and len([e for e in _seen_x if e[0] in ("matmul", "dot", "tensordot", "einsum")]) == 1,
+      "x @ W with a frozen W: one product, for x's gradient, and None for W's (no product made for it)",
+      got=(None if _rw is None else "an array", _seen_x), expected=(None, [("matmul", ((3, 5), (5, 4)), (3, 4))]))
 print("✓ sum, mean and matmul rules; weight gradient of a (2, 3, 4) batch @ a (4, 5) matrix:", _seen)
 
 # %% [markdown]
@@ -2112,8 +2129,8 @@ print("✓ sum, mean and matmul rules; weight gradient of a (2, 3, 4) batch @ a 
 # <details><summary>The approach (cumsum)</summary>
 #
 # The gradient of a running sum is a running sum of the upstream gradient taken in the
-# opposite direction. A view that reverses the axis before and after lets the forward
-# direction do that work, so the rule costs one cumulative sum, like the forward.
+# opposite direction. numpy only runs forward; the rule can still cost one cumulative sum,
+# like the forward, and no copy.
 # </details>
 #
 # <details><summary>Hint 1 (sort and topk)</summary>
@@ -2126,8 +2143,7 @@ print("✓ sum, mean and matmul rules; weight gradient of a (2, 3, 4) batch @ a 
 #
 # The rule is the indexing rule of section 9 in a special form: the saved indices are the
 # labels, and along `dim` each label occurs once, so no counting is needed — the gradient
-# is a zero array with each upstream entry placed at its label (numpy has a function that
-# puts values along an axis at given indices).
+# is a zero array with each upstream entry placed at its label.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-more-ops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2470,10 +2486,10 @@ def _log_softmax_backward(node, grad):
 #
 # <details><summary>Hint 3 (nll_loss)</summary>
 #
-# Ignored targets are not valid class indices: replace them by a harmless class before
-# using them as indices, and give those samples weight 0. A 1-D input is a batch of one.
-# Placing one value per sample along the class axis (axis 1, also for
-# $(N, C, d_1, \dots)$) is what numpy's `put_along_axis` does.
+# Ignored targets are not valid class indices (-100 would index from the end). How can
+# those samples still go through the same indexing as the others and yet contribute
+# nothing? A 1-D input is a batch of one. The class axis is axis 1, also for
+# $(N, C, d_1, \dots)$.
 # </details>
 #
 # <details><summary>The approach (nll_loss)</summary>
@@ -2608,7 +2624,8 @@ _x = Tensor(_rng.standard_normal((4, 5)), requires_grad=True)
 for _what, _fn in [("relu", F.relu), ("sigmoid", F.sigmoid), ("tanh", F.tanh), ("gelu", F.gelu),
                    ("leaky_relu", lambda x: F.leaky_relu(x, 0.1)),
                    ("softmax(dim=1)", lambda x: F.softmax(x, dim=1)),
-                   ("log_softmax(dim=0)", lambda x: F.log_softmax(x, dim=0))]:
+                   ("log_softmax(dim=0)", lambda x: F.log_softmax(x, dim=0)),
+                   ("log_softmax(dim=-1)", lambda x: F.log_softmax(x, dim=-1))]:
     check_gradcheck(_fn, [_x], f"gradcheck of {_what} on a (4, 5) input")
 _costs = {op: check_rule_costs(op, lambda x: getattr(F, op)(x, dim=1), f"{op}'s rule", loops=False)
           for op in ("softmax", "log_softmax")}
@@ -2882,9 +2899,9 @@ print("recorded:", _ye.grad_fn, _ye.grad_fn.attrs["ctx"], "| gradcheck:", gradch
 #
 # <details><summary>Hint 2</summary>
 #
-# $\text{softplus}(x) = \log(e^0 + e^x)$ is a log-sum-exp of two numbers: shift by the
-# larger of the two, and keep the digits of $\log(1 + \text{tiny})$ with numpy's `log1p`.
-# Module 04 wrote exactly this. Inside `forward` grad recording is off, so tinytorch ops
+# $\text{softplus}(x) = \log(e^0 + e^x)$ is a log-sum-exp of two numbers. Where did you
+# meet that before, and how did you keep it from overflowing, and from losing the digits
+# of $\log(1 + \text{tiny})$? Inside `forward` grad recording is off, so tinytorch ops
 # (module 02's stable ones included) and numpy cost no graph there.
 # </details>
 #
@@ -3670,10 +3687,11 @@ print("your prediction (input not requiring grad):",
 # forward and two backward (the weight gradient and the input gradient) — except that the
 # first layer's input is data, and `_matmul_backward` skips its gradient, which is why
 # the ratio is lower when the input does not require grad (a prediction of 1.25 against
-# 2). Expect the measured ratios near those two, usually a little off: BLAS runs some
-# matrix shapes faster than others (the backward matmuls multiply transposed operands),
-# and the elementwise ops and Python's overhead per node add a cost of their own, which
-# weighs more the smaller the batch. With BLAS threads not pinned on a busy machine,
+# 2). Expect the measured ratios above those two, and steadily so (repeat the run: the
+# quartiles stay tight), not scattered around them: the FLOP count leaves out work that
+# only the backward pass does. BLAS runs the transposed operands of the backward matmuls
+# at a different speed, and each node's rule adds elementwise work and Python overhead of
+# its own, which weighs more the smaller the batch. With BLAS threads not pinned on a busy machine,
 # ratios far from the prediction, even below 1, are possible: the threads of one matrix
 # product wait for each other, and whichever pass is unlucky looks slow.
 # </details>
@@ -3930,6 +3948,9 @@ plt.show()
 if my_sigmoid_factor_per_layer is not None:
     _seen = (_flow["sigmoid, Xavier"][0] / _flow["sigmoid, Xavier"][9]) ** (1 / 9)
     print(f"your factor per sigmoid layer: {my_sigmoid_factor_per_layer}; measured: {_seen:.2f}")
+if my_sigmoid_first_over_last is not None:
+    _seen = _flow["sigmoid, Xavier"][0] / _flow["sigmoid, Xavier"][9]
+    print(f"your first / last for sigmoid: {my_sigmoid_first_over_last}; measured: {_seen:.1e}")
 
 # %% [markdown]
 # <details><summary>What the figures say, once you have compared them with your prediction</summary>

@@ -79,7 +79,8 @@ def softplus_strictly(x, upstream):
 def test_softplus_forward_values_gradcheck_and_what_it_saves():
     x = leaf((2, 5), 5)
     y = Softplus.apply(x)
-    np.testing.assert_allclose(y.numpy(), np.logaddexp(0.0, x.numpy()), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(y.numpy(), np.logaddexp(0.0, x.numpy()), rtol=1e-12, atol=1e-15,
+                               err_msg="Softplus.forward's value: log(1 + e^x)")
     assert y.shape == x.shape and y.dtype == x.dtype
     assert y.grad_fn is not None and y.grad_fn.op == "function"
     saved = y.grad_fn.attrs["ctx"].saved_tensors
@@ -93,7 +94,8 @@ def test_softplus_backward_gives_the_gradient_for_any_upstream():
     x = leaf((3, 4), 15)
     upstream = np.random.default_rng(16).standard_normal((3, 4))
     _, _, got = softplus_strictly(x, upstream)
-    np.testing.assert_allclose(got, upstream / (1 + np.exp(-x.numpy())), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got, upstream / (1 + np.exp(-x.numpy())), rtol=1e-12, atol=1e-15,
+                               err_msg="the gradient Softplus.backward gives: upstream times the slope sigmoid(x)")
 
 
 @pytest.mark.parametrize("dtype, big", [("float64", 1000.0), ("float32", 100.0)])

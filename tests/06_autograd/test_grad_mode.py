@@ -55,13 +55,22 @@ def test_enable_grad_inside_no_grad_and_nesting():
     np.testing.assert_array_equal(w.grad.numpy(), np.full((2, 3), 2.0))
 
 
-def test_same_context_object_entered_twice():
+def test_grad_mode_enter_and_exit_with_the_same_object_entered_twice():
+    """Each exit restores the mode its own entry found, also when one object is entered again
+    before it exits: the two methods share what __enter__ keeps for __exit__."""
     ctx = tt.no_grad()
-    with ctx:
+    try:
         with ctx:
-            assert not tt.is_grad_enabled()
-        assert not tt.is_grad_enabled()
-    assert tt.is_grad_enabled()
+            with ctx:
+                assert not tt.is_grad_enabled()
+            assert not tt.is_grad_enabled(), "after the inner exit, grad mode is the outer block's: off"
+        assert tt.is_grad_enabled(), "after the outer exit, grad mode is what it was before: on"
+    except AssertionError:
+        raise
+    except Exception as exc:  # a crash in either method is this contract's failure, not the other's
+        pytest.fail(f"entering one no_grad() object twice, then leaving it twice, raised {type(exc).__name__}: {exc}")
+    finally:
+        tt.set_grad_enabled(True)
 
 
 def test_mode_restored_after_exception():
@@ -100,6 +109,35 @@ def test_an_exception_inside_the_block_propagates_and_the_mode_is_restored(kind,
             with getattr(tt, kind)():
                 raise Boom("raised inside the block")
         assert tt.is_grad_enabled() is start, f"grad mode after a {kind}() block that raised"
+    finally:
+        tt.set_grad_enabled(True)
+
+
+@pytest.mark.parametrize("kind, start", [("no_grad", True), ("enable_grad", False)])
+def test_grad_mode_enter_switches_the_mode_and_returns_the_context_object(kind, start):
+    """__enter__ alone (the mode is put back by hand, not by __exit__)."""
+    tt.set_grad_enabled(start)
+    ctx = getattr(tt, kind)()
+    try:
+        bound = ctx.__enter__()
+        assert tt.is_grad_enabled() is (not start), f"grad mode after {kind}().__enter__()"
+        assert bound is ctx, f"{kind}().__enter__() must return the context object (what `with ... as c` binds), " \
+                             f"got {bound!r}"
+    finally:
+        tt.set_grad_enabled(True)
+
+
+@pytest.mark.parametrize("start", [True, False])
+def test_grad_mode_exit_restores_the_mode_and_lets_the_exception_through(start):
+    """__exit__ after one __enter__, told that the block raised."""
+    tt.set_grad_enabled(start)
+    ctx = tt.no_grad()
+    try:
+        ctx.__enter__()
+        tt.set_grad_enabled(False)  # whatever __enter__ did, the block ran with grad mode off
+        swallowed = ctx.__exit__(KeyError, KeyError("raised in the block"), None)
+        assert not swallowed, f"__exit__ returned {swallowed!r}: a true value tells Python to swallow the exception"
+        assert tt.is_grad_enabled() is start, "__exit__ must restore the mode its __enter__ found"
     finally:
         tt.set_grad_enabled(True)
 

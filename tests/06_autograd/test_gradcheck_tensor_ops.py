@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 import tinytorch as tt
+from tinytorch import autograd
 from tinytorch.autograd import gradcheck
+from tinytorch.testing import spied
 
 
 def leaf(shape, seed, low=None, high=None):
@@ -186,6 +188,21 @@ def test_matmul_with_only_one_side_requiring_grad():
     data = tt.tensor(np.random.default_rng(15).standard_normal((2, 4, 3)))
     assert gradcheck(lambda w: (data @ w).mT, [a])
     assert gradcheck(lambda w: w @ data, [a])
+
+
+@pytest.mark.parametrize("frozen", ["a", "b"])
+def test_matmul_backward_makes_no_product_for_an_input_without_requires_grad(frozen):
+    """Only the inputs that require grad get a gradient, and only theirs is computed: a
+    network's first input is data, a frozen weight is a constant."""
+    rng = np.random.default_rng(16)
+    a = tt.tensor(rng.standard_normal((3, 4)), requires_grad=frozen != "a")
+    b = tt.tensor(rng.standard_normal((4, 5)), requires_grad=frozen != "b")
+    (ga, gb), log = spied(lambda g: autograd.engine.call_rule((a @ b).grad_fn, g), rng.standard_normal((3, 5)))
+    products = [e for e in log if e[0] in ("matmul", "dot", "tensordot", "einsum")]
+    assert (ga is None) == (frozen == "a") and (gb is None) == (frozen == "b"), \
+        f"with {frozen} not requiring grad, its gradient must be None (got grad_a {type(ga).__name__}, " \
+        f"grad_b {type(gb).__name__})"
+    assert len(products) == 1, f"one product, for the input that requires grad; the rule made {products}"
 
 
 def test_cat_and_stack():

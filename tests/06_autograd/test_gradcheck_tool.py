@@ -27,7 +27,9 @@ def test_numerical_grad_puts_back_every_value_exactly():
     x = np.array([0.1, 0.7, 3.3, 1e5 + 0.3, -2.9, 2.36432494e-08, -3.76337096e-07])  # near 0: (v - eps) + eps != v
     original = x.copy()
     numerical_grad(lambda: float(np.sum(x ** 2)), x, eps=1e-6)
-    assert x.tobytes() == original.tobytes(), f"x after numerical_grad: {x!r}, before: {original!r}"
+    moved = [f"{before!r} became {after!r}" for after, before in zip(x.tolist(), original.tolist())
+             if np.float64(after).tobytes() != np.float64(before).tobytes()]
+    assert not moved, f"after numerical_grad, values of x moved (restore each from a saved copy): {'; '.join(moved)}"
 
 
 def test_numerical_grad_nudges_a_non_contiguous_array_in_place():

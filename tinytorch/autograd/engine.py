@@ -615,8 +615,8 @@ def _mean_backward(node, grad):
 def _matmul_backward(node, grad):
     """y = a @ b with numpy's rules: 1-D operands (promoted to a row or a column, the extra
     dim dropped), and batch dims that broadcast against each other, (2, 1, 3, 4) @ (5, 4, 2)
-    included. Returns (grad_a, grad_b), of a's and b's shapes; None is allowed for an
-    input that does not require grad (and saves its product). When a has batch dims and b
+    included. Returns (grad_a, grad_b), of a's and b's shapes; None for an input that
+    does not require grad, whose product is never computed (§15 measures the saving). When a has batch dims and b
     is one matrix (a batched Linear layer), b's gradient is one 2-D matrix product over all
     rows, as in linear_weight_grad (no batched product, nothing summed afterwards)."""
     # Idea: your 2-D derivation; the shapes are the work.
