@@ -22,7 +22,8 @@ import numpy as np
 
 __all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
            "weak_ref", "run_fresh", "spied", "one_gemm_problems", "parallel_write_clashes",
-           "divergent_barriers", "multiply_written", "global_reads", "held_bytes"]
+           "divergent_barriers", "multiply_written", "global_reads", "held_bytes", "element_reads",
+           "reuse_distances"]
 
 
 def _as_numpy(value):
@@ -337,6 +338,7 @@ class _Writes:
     def __init__(self):
         self.iteration, self.owner, self.clashes, self.clashed = None, {}, [], set()
         self.trips = 0  # iterations of the outermost prange loops
+        self.reads = []  # the byte address of every single element read, in order
 
     def note(self, addresses, array):
         if self.iteration is None:
@@ -361,10 +363,29 @@ def _element(array, address):
     return tuple(int(i) for i in found[0]) if len(found) else None
 
 
+def _single_element(array, key):
+    """The byte address of `array[key]` when `key` picks one element, else None."""
+    if isinstance(key, (int, np.integer)):
+        key = (key,)
+    if not (isinstance(key, tuple) and len(key) == array.ndim and all(isinstance(k, (int, np.integer)) for k in key)):
+        return None
+    index = [int(k) + (n if k < 0 else 0) for k, n in zip(key, array.shape)]
+    return array.__array_interface__["data"][0] + sum(i * s for i, s in zip(index, array.strides))
+
+
 class _Watched(np.ndarray):
-    """An array whose element writes are noted, with the parallel iteration that made them."""
+    """An array whose element writes are noted, with the parallel iteration that made them,
+    and whose single-element reads are noted in order."""
 
     writes: _Writes | None = None
+
+    def __getitem__(self, key):
+        writes = _Watched.writes
+        if writes is not None:
+            address = _single_element(self, key)
+            if address is not None:
+                writes.reads.append(address)
+        return super().__getitem__(key)
 
     def __setitem__(self, key, value):
         super().__setitem__(key, value)
@@ -416,6 +437,35 @@ def prange_trips(kernel, *args):
     running `n_chunks` parallel iterations."""
     result, writes = _run_watched(kernel, args)
     return result, writes.trips
+
+
+def element_reads(kernel, *args, of):
+    """(the kernel's result, the elements of `args[of]` it read one at a time, in the order
+    it read them, as flat indices) for a numba kernel run as Python on `args`, its `prange`
+    loops one iteration after another. `args[of]` must be C-contiguous.
+
+    Why: a loop order or a blocking is about *when* each element is read, which no result
+    shows: neighbours read one after the other use every float of a cache line, and a
+    small reuse distance (`reuse_distances`) means the element is still in cache."""
+    target = args[of]
+    if not (isinstance(target, np.ndarray) and target.flags.c_contiguous):
+        raise TypeError("element_reads watches a C-contiguous numpy array")
+    result, writes = _run_watched(kernel, args)
+    start = target.__array_interface__["data"][0]
+    inside = [a - start for a in writes.reads if start <= a < start + target.nbytes]
+    return result, [offset // target.itemsize for offset in inside]
+
+
+def reuse_distances(reads):
+    """For each read of an element read before: how many reads happened since its previous
+    read (a list, in the order of the reads). Small distances mean the element is read again
+    while it is still in cache."""
+    last, distances = {}, []
+    for time, element in enumerate(reads):
+        if element in last:
+            distances.append(time - last[element])
+        last[element] = time
+    return distances
 
 
 def _run_watched(kernel, args):

@@ -90,9 +90,9 @@ import numpy as np
 import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
-from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, divergent_barriers, global_reads,
-                               multiply_written, parallel_write_clashes, peak_bytes, prange_trips, preserved_state,
-                               with_garbage_shared_memory)
+from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, divergent_barriers, element_reads,
+                               global_reads, multiply_written, parallel_write_clashes, peak_bytes, prange_trips,
+                               preserved_state, reuse_distances, with_garbage_shared_memory)
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
@@ -746,7 +746,18 @@ for _what, _run in [("matmul_ikj", lambda: parallel_write_clashes(matmul_ikj, _a
     check(not _clashes, f"no two iterations of {_what}'s prange loop write the same element of C; got lists "
           "(array shape, element, first iteration, second iteration)", got=_clashes)
     assert_close(_c, _a @ _b, rtol=1e-4, atol=1e-4, what=f"{_what} run one iteration after another")
-print("✓ i-k-j and blocked matmuls equal numpy; e.g. a (33, 70) @ (70, 65) with blocks of 16")
+_a, _b = _rng.standard_normal((8, 12)).astype(np.float32), _rng.standard_normal((12, 12)).astype(np.float32)
+for _what, _extra in [("matmul_ikj", ()), ("matmul_blocked (block 4)", (4,))]:
+    _, _reads = element_reads(matmul_ikj if _extra == () else matmul_blocked, _a, _b, *_extra, of=1)
+    _along = float(np.mean(np.diff(_reads) == 1))
+    check(_along > 0.5, f"{_what}: the innermost loop runs along a row of B, so most reads of B come right after "
+          f"their neighbour in memory (i-j-k: none do)", got=f"{_along:.0%} of consecutive reads", expected="over 50%")
+_reuse = float(np.median(reuse_distances(_reads)))
+check(_reuse <= 2 * 4 * 4, "matmul_blocked (block 4) reads an element of B again while its 4 x 4 tile is in use: "
+      "the median number of reads of B between two reads of one element is at most 2 x 16 (plain i-k-j over this "
+      "(12, 12) B: all 144)", got=_reuse, expected="at most 32")
+print("✓ i-k-j and blocked matmuls equal numpy; e.g. a (33, 70) @ (70, 65) with blocks of 16; median reuse of B "
+      "with 4 x 4 tiles:", _reuse)
 
 # %% [markdown]
 # ### Systems look: does loop order matter?

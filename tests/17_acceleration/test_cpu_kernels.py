@@ -6,7 +6,7 @@ import pytest
 from numba import njit
 
 from tinytorch.backends import cpu_kernels as ck
-from tinytorch.testing import peak_bytes
+from tinytorch.testing import element_reads, peak_bytes, reuse_distances
 
 RNG = np.random.default_rng(0)
 
@@ -129,6 +129,31 @@ def test_matmul_blocked_equals_numpy(n, k, m, block):
     b = RNG.standard_normal((k, m)).astype(np.float32)
     np.testing.assert_allclose(ck.matmul_blocked(a, b, block), a @ b, rtol=1e-4, atol=1e-4,
                                err_msg=f"matmul_blocked block={block}, {(n, k)} @ {(k, m)}")
+
+
+def _b_reads(kernel, *extra):
+    """The reads of B by kernel(A, B, *extra) for an (8, 12) @ (12, 12) product, in order."""
+    a = RNG.standard_normal((8, 12)).astype(np.float32)
+    b = RNG.standard_normal((12, 12)).astype(np.float32)
+    return element_reads(kernel, a, b, *extra, of=1)[1]
+
+
+@pytest.mark.parametrize("name", ["matmul_ikj", "matmul_blocked"])
+def test_matmul_inner_loop_runs_along_rows_of_b(name):
+    """Neighbours in memory read one after the other: every float of a cache line is used."""
+    reads = _b_reads(getattr(ck, name), *((4,) if name == "matmul_blocked" else ()))
+    along = float(np.mean(np.diff(reads) == 1))
+    assert along > 0.5, (f"{name}: only {along:.0%} of consecutive reads of B are neighbours in memory; the "
+                         f"innermost loop must run along a row of B (i-k-j), not down a column (i-j-k: 0%)")
+
+
+def test_matmul_blocked_reads_b_again_while_its_tile_is_in_cache():
+    """With 4 x 4 tiles an element of B is read again after about 16 reads; row by row, after
+    all 144 of B."""
+    reuse = float(np.median(reuse_distances(_b_reads(ck.matmul_blocked, 4))))
+    assert reuse <= 2 * 4 * 4, (f"matmul_blocked(block=4): a median of {reuse:.0f} reads of B between two reads of "
+                                f"one element (at most 32 when a 4 x 4 tile of B is reused while in cache; plain "
+                                f"i-k-j over a (12, 12) B: 144)")
 
 
 @pytest.mark.parametrize("kh,kw,stride,padding", [(3, 3, 1, 0), (3, 2, 2, 1), (1, 1, 1, 0), (5, 4, 1, 0), (2, 2, 3, 2)])
