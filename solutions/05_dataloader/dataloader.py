@@ -610,7 +610,10 @@ def _numpy_rng(generator):
 #
 # - `_index_batches()`: **one epoch of indices**, a Python generator that yields lists of
 #   indices, every sample exactly once, in batches of `batch_size` (the last one short, or
-#   dropped with `drop_last`), shuffled or in order.
+#   dropped with `drop_last`), shuffled or in order. A PyTorch program may instead hand the
+#   loader a `sampler=` (an iterable of indices, such as `RandomSampler(dataset)` or a
+#   `SubsetRandomSampler` over a validation split, in `tinytorch.data`): then its indices
+#   are the epoch's order.
 # - `__iter__()`: the batches themselves, each one the `collate_fn` of its samples.
 # - `__len__()`: the number of batches per epoch, $\lceil N/B \rceil$ or $\lfloor N/B \rfloor$.
 #
@@ -637,8 +640,9 @@ def _numpy_rng(generator):
 #
 # <details><summary>The approach</summary>
 #
-# In `_index_batches`, read N, take a permutation of 0..N−1 from `_numpy_rng(...)` when
-# shuffling (else 0..N−1 in order), then step through it in strides of `batch_size`,
+# In `_index_batches`, read N, take the sampler's indices when there is a sampler, else a
+# permutation of 0..N−1 from `_numpy_rng(...)` when shuffling (else 0..N−1 in order), then
+# step through it in strides of `batch_size`,
 # yielding each slice as a list of Python ints, except a short final slice when `drop_last`
 # is set. `__iter__` loops over those index lists, reads each sample from the dataset and
 # yields the `collate_fn` of the list of samples. `__len__` is the floor of N / B with
@@ -652,33 +656,49 @@ class DataLoader:
     epoch), an optional drop of the last short batch, and a collate step (torch DataLoader).
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None,
-                 generator=None):
+    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 generator=None, *, prefetch_factor=None, persistent_workers=False):
         if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle: the sampler decides the order")
+        if batch_sampler is not None:
+            raise ValueError("tinytorch's DataLoader takes no batch_sampler: DataLoader(dataset, sampler=s, "
+                             "batch_size=b, drop_last=d) gives the batches of BatchSampler(s, b, d)")
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"num_workers option should be non-negative, got {num_workers!r}")
         _numpy_rng(generator)  # fail now, not at the first epoch, on a wrong generator
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
+        self.sampler = sampler  # an iterable of indices that decides the order (tinytorch.data.sampler)
         self.drop_last = bool(drop_last)
         self.collate_fn = default_collate if collate_fn is None else collate_fn
         self.generator = generator
+        # PyTorch's worker and memory options are accepted so that its programs run; tinytorch
+        # loads every batch in this process, in order, and has no pinned memory.
+        self.num_workers, self.pin_memory = num_workers, bool(pin_memory)
 
     def _index_batches(self):
         """One epoch of batches of indices.
 
-        Contract: a generator of lists of Python ints. Together they hold each index in
-        0..len(dataset)-1 exactly once (drop_last: all but the last N mod B), in batches of
-        batch_size, the last one shorter unless drop_last. Without shuffle the order is
-        0..N-1; with shuffle it is a permutation drawn from _numpy_rng(self.generator)
+        Contract: a generator of lists of Python ints. Together they hold each index of the
+        epoch's order exactly once (drop_last: all but the last N mod B), in that order, in
+        batches of batch_size, the last one shorter unless drop_last. The order: the indices
+        `self.sampler` yields when there is one (it draws its own randomness), else 0..N-1
+        without shuffle, else a permutation of 0..N-1 drawn from _numpy_rng(self.generator)
         when the epoch starts, so each epoch has a fresh order and equal seeds give equal
-        epochs.
+        epochs. N is len(dataset).
         """
-        # Idea: an epoch is a permutation, drawn when the epoch starts, cut into batches.
+        # Idea: an epoch is an order, drawn when the epoch starts, cut into batches.
         ### BEGIN SOLUTION
         n = len(self.dataset)
-        order = _numpy_rng(self.generator).permutation(n) if self.shuffle else np.arange(n)
-        for start in range(0, n, self.batch_size):
+        if self.sampler is not None:
+            order = np.array(list(self.sampler), dtype=np.int64)
+        else:
+            order = _numpy_rng(self.generator).permutation(n) if self.shuffle else np.arange(n)
+        for start in range(0, len(order), self.batch_size):
             indices = order[start:start + self.batch_size]
             if len(indices) < self.batch_size and self.drop_last:
                 return
@@ -701,11 +721,12 @@ class DataLoader:
         """Batches per epoch.
 
         Contract: an int, equal to the number of batches one epoch yields:
-        ceil(N / batch_size), or floor(N / batch_size) with drop_last (0 for N = 0).
+        ceil(N / batch_size), or floor(N / batch_size) with drop_last (0 for N = 0), where
+        N is len(self.sampler) when there is a sampler, else len(dataset).
         """
         # Idea: count the batches without making them.
         ### BEGIN SOLUTION
-        n = len(self.dataset)
+        n = len(self.dataset) if self.sampler is None else len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         ### END SOLUTION
 
@@ -756,6 +777,11 @@ with preserved_state():
     tinytorch.manual_seed(123)
     check(sum(_epoch(DataLoader(_dsN, batch_size=3, shuffle=True, generator=Generator().manual_seed(0))), [])
           == sum(_e1, []), "a loader with its own generator ignores the global seed")
+_order = [7, 2, 2, 9, 0, 5, 3]  # a sampler decides the order: any iterable of indices
+_loader = DataLoader(_dsN, batch_size=3, sampler=_order)
+assert_equal(sum(_epoch(_loader), []), _order, "the indices of an epoch with sampler=[7, 2, 2, 9, 0, 5, 3] "
+             "(the sampler's order, repeats included)")
+assert_equal(len(_loader), 3, "len(loader) with a sampler of 7 indices and batch_size=3")
 print("✓ DataLoader; one shuffled epoch:", _e1)
 
 # %% [markdown]

@@ -172,3 +172,41 @@ def test_epoch_properties(n, batch_size, shuffle, drop_last, seed):
     assert all(len(b) == batch_size for b in batches[:-1])
     if batches:
         assert 1 <= len(batches[-1]) <= batch_size
+
+
+@pytest.mark.parametrize("batch_size, drop_last", [(3, False), (3, True), (4, False), (10, False)])
+def test_index_batches_follow_the_samplers_order(batch_size, drop_last):
+    """With sampler=, the epoch's order is the sampler's indices (repeats and a subset
+    included), cut into batches as usual; len() counts the sampler's indices."""
+    order = [7, 2, 2, 9, 0, 5, 3]
+    loader = DataLoader(Range(10), batch_size=batch_size, sampler=order, drop_last=drop_last)
+    batches = epoch(loader)
+    kept = len(order) - (len(order) % batch_size if drop_last else 0)
+    assert flat(batches) == order[:kept], f"batches {batches} do not follow the sampler's order {order}"
+    assert all(len(b) == batch_size for b in batches[:-1] if b)
+
+
+@pytest.mark.parametrize("batch_size, drop_last, expected", [(3, False, 3), (3, True, 2), (10, False, 1)])
+def test_dataloader_len_counts_the_samplers_indices(batch_size, drop_last, expected):
+    loader = DataLoader(Range(10), batch_size=batch_size, sampler=[7, 2, 2, 9, 0, 5, 3], drop_last=drop_last)
+    assert len(loader) == expected, f"len(loader) with a sampler of 7 indices of a 10-sample dataset, " \
+                                    f"batch_size {batch_size}, drop_last {drop_last}"
+
+
+def test_a_random_sampler_gives_a_new_permutation_each_epoch():
+    from tinytorch.data import RandomSampler
+
+    loader = DataLoader(Range(12), batch_size=5, sampler=RandomSampler(Range(12), generator=Generator().manual_seed(3)))
+    first, second = flat(epoch(loader)), flat(epoch(loader))
+    assert sorted(first) == sorted(second) == list(range(12))
+    assert first != second, "the sampler is asked for a new order each epoch"
+    assert len(loader) == 3
+
+
+def test_sampler_and_shuffle_are_exclusive_and_the_worker_options_are_accepted():
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        DataLoader(Range(4), sampler=[0, 1], shuffle=True)
+    with pytest.raises(ValueError, match="batch_sampler"):
+        DataLoader(Range(4), batch_sampler=[[0, 1]])
+    loader = DataLoader(Range(5), batch_size=2, num_workers=2, pin_memory=True, persistent_workers=True)
+    assert epoch(loader) == [[0, 1], [2, 3], [4]], "num_workers and pin_memory change nothing"

@@ -168,29 +168,42 @@ class DataLoader:
     epoch), an optional drop of the last short batch, and a collate step (torch DataLoader).
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None,
-                 generator=None):
+    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 generator=None, *, prefetch_factor=None, persistent_workers=False):
         if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle: the sampler decides the order")
+        if batch_sampler is not None:
+            raise ValueError("tinytorch's DataLoader takes no batch_sampler: DataLoader(dataset, sampler=s, "
+                             "batch_size=b, drop_last=d) gives the batches of BatchSampler(s, b, d)")
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"num_workers option should be non-negative, got {num_workers!r}")
         _numpy_rng(generator)  # fail now, not at the first epoch, on a wrong generator
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
+        self.sampler = sampler  # an iterable of indices that decides the order (tinytorch.data.sampler)
         self.drop_last = bool(drop_last)
         self.collate_fn = default_collate if collate_fn is None else collate_fn
         self.generator = generator
+        # PyTorch's worker and memory options are accepted so that its programs run; tinytorch
+        # loads every batch in this process, in order, and has no pinned memory.
+        self.num_workers, self.pin_memory = num_workers, bool(pin_memory)
 
     def _index_batches(self):
         """One epoch of batches of indices.
 
-        Contract: a generator of lists of Python ints. Together they hold each index in
-        0..len(dataset)-1 exactly once (drop_last: all but the last N mod B), in batches of
-        batch_size, the last one shorter unless drop_last. Without shuffle the order is
-        0..N-1; with shuffle it is a permutation drawn from _numpy_rng(self.generator)
+        Contract: a generator of lists of Python ints. Together they hold each index of the
+        epoch's order exactly once (drop_last: all but the last N mod B), in that order, in
+        batches of batch_size, the last one shorter unless drop_last. The order: the indices
+        `self.sampler` yields when there is one (it draws its own randomness), else 0..N-1
+        without shuffle, else a permutation of 0..N-1 drawn from _numpy_rng(self.generator)
         when the epoch starts, so each epoch has a fresh order and equal seeds give equal
-        epochs.
+        epochs. N is len(dataset).
         """
-        # Idea: an epoch is a permutation, drawn when the epoch starts, cut into batches.
+        # Idea: an epoch is an order, drawn when the epoch starts, cut into batches.
         # YOUR CODE HERE
         raise NotImplementedError('DataLoader._index_batches() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
@@ -208,7 +221,8 @@ class DataLoader:
         """Batches per epoch.
 
         Contract: an int, equal to the number of batches one epoch yields:
-        ceil(N / batch_size), or floor(N / batch_size) with drop_last (0 for N = 0).
+        ceil(N / batch_size), or floor(N / batch_size) with drop_last (0 for N = 0), where
+        N is len(self.sampler) when there is a sampler, else len(dataset).
         """
         # Idea: count the batches without making them.
         # YOUR CODE HERE
