@@ -23,7 +23,7 @@ import numpy as np
 __all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
            "weak_ref", "run_fresh", "spied", "one_gemm_problems", "parallel_write_clashes",
            "divergent_barriers", "multiply_written", "global_reads", "held_bytes", "element_reads",
-           "reuse_distances"]
+           "reuse_distances", "coalesced_share"]
 
 
 def _as_numpy(value):
@@ -402,8 +402,17 @@ class _Watched(np.ndarray):
         writes.note(np.asarray(_addresses(self.view(np.ndarray)))[key].ravel().tolist(), self)
 
 
+def _garbage_filled(out):
+    """`out`, filled with what uninitialised memory may hold: NaN for floats, an integer
+    type's largest value."""
+    kind = out.dtype.kind
+    out.fill(np.nan if kind in "fc" else np.iinfo(out.dtype).max if kind in "iu" else 1)
+    return out
+
+
 class _WatchingNumpy:
-    """numpy, except that the arrays a kernel creates are watched."""
+    """numpy, except that the arrays a kernel creates are watched, and `empty` memory starts
+    as garbage (NaN, or an integer type's largest value), as compiled code may find it."""
 
     _MAKERS = ("zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like")
 
@@ -411,7 +420,12 @@ class _WatchingNumpy:
         made = getattr(np, name)
         if name not in self._MAKERS:
             return made
-        return lambda *args, **kwargs: made(*args, **kwargs).view(_Watched)
+
+        def make(*args, **kwargs):
+            out = made(*args, **kwargs)
+            return (_garbage_filled(out) if name.startswith("empty") else out).view(_Watched)
+
+        return make
 
 
 def parallel_write_clashes(kernel, *args):
@@ -621,6 +635,53 @@ def global_reads(launch):
     return reads[0]
 
 
+def coalesced_share(launch):
+    """Run `launch()` (which launches 1-D CUDA kernels) and return the share of its global
+    reads that are coalesced: of each two neighbouring threads of a warp (32 threads) that
+    both make their s-th read of an array, how often the second reads the element right
+    after the first's. None when numba's CUDA simulator is not in use.
+
+    Why: a warp's 32 reads of one step become one memory transaction when they touch
+    neighbouring addresses, and up to 32 when they do not; the values are the same either
+    way, and the simulator runs no faster for it."""
+    import threading
+
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return None
+    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
+
+    reads, lock = {}, threading.Lock()  # (array, block, thread) -> the flat indices it read, in order
+    original = FakeWithinKernelCUDAArray.__getitem__
+
+    def getitem(self, index):
+        key = index if isinstance(index, tuple) else (index,)
+        shape = np.shape(self._item)
+        if len(key) == len(shape) and all(isinstance(i, (int, np.integer)) for i in key):
+            thread = threading.current_thread()
+            who = (id(self._item), tuple(getattr(thread, "blockIdx", ())), tuple(getattr(thread, "threadIdx", ())))
+            flat = int(np.ravel_multi_index(tuple(int(i) % n for i, n in zip(key, shape)), shape)) if shape else 0
+            with lock:
+                reads.setdefault(who, []).append(flat)
+        return original(self, index)
+
+    FakeWithinKernelCUDAArray.__getitem__ = getitem
+    try:
+        launch()
+    finally:
+        FakeWithinKernelCUDAArray.__getitem__ = original
+    pairs = coalesced = 0
+    for (array, block, thread), seen in reads.items():
+        if not thread or thread[0] % 32 == 31:  # the last thread of a warp has no right neighbour in it
+            continue
+        after = reads.get((array, block, (thread[0] + 1,) + thread[1:]))
+        for mine, theirs in zip(seen, after or []):
+            pairs += 1
+            coalesced += theirs == mine + 1
+    return coalesced / pairs if pairs else 1.0
+
+
 class _GarbageNumpy:
     """numpy, except that `empty` returns memory filled with garbage: NaN for floats, the
     largest value for integers (what a GPU's uninitialised memory may hold)."""
@@ -630,10 +691,7 @@ class _GarbageNumpy:
 
     @staticmethod
     def empty(shape, dtype=float, *args, **kwargs):
-        out = np.empty(shape, dtype, *args, **kwargs)
-        kind = out.dtype.kind
-        out.fill(np.nan if kind in "fc" else np.iinfo(out.dtype).max if kind in "iu" else 1)
-        return out
+        return _garbage_filled(np.empty(shape, dtype, *args, **kwargs))
 
 
 def with_garbage_shared_memory(launch):

@@ -29,8 +29,9 @@ import pytest
 
 from tito import remote
 
-_MEASURES = ("python_steps", "peak_bytes", "spied", "parallel_write_clashes", "prange_trips",
-             "divergent_barriers", "multiply_written", "global_reads", "with_garbage_shared_memory", "held_bytes")
+_MEASURES = ("python_steps", "peak_bytes", "spied", "parallel_write_clashes", "prange_trips", "element_reads",
+             "divergent_barriers", "multiply_written", "global_reads", "coalesced_share", "with_garbage_shared_memory",
+             "held_bytes")
 _RUN_THERE = (*_MEASURES, "preserved_state", "hidden_module", "weak_ref", "run_fresh")
 _state: dict = {}
 
@@ -90,12 +91,12 @@ def _looked_up(module, name):
 def _where_it_runs(here, there, conn):
     """A meter of a function's work, taken in the process that does the work: the package's
     functions, and the tests' functions that call the package, are measured there."""
-    def meter(fn, *args):
+    def meter(fn, *args, **kwargs):
         if isinstance(fn, remote.Proxy):
-            return there(fn, *args)
+            return there(fn, *args, **kwargs)
         before = conn.requests
-        result = here(fn, *args)
-        return there(fn, *args) if conn.requests != before else result
+        result = here(fn, *args, **kwargs)
+        return there(fn, *args, **kwargs) if conn.requests != before else result
     meter.__name__ = here.__name__
     return meter
 

@@ -85,19 +85,33 @@ import matplotlib
 if "ipykernel" not in sys.modules:  # running as a plain script: draw off-screen
     matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numba
 import numpy as np
 
 import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
-from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, divergent_barriers, element_reads,
-                               global_reads, multiply_written, parallel_write_clashes, peak_bytes, prange_trips,
-                               preserved_state, reuse_distances, with_garbage_shared_memory)
+from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, coalesced_share, divergent_barriers,
+                               element_reads, global_reads, multiply_written, parallel_write_clashes, peak_bytes,
+                               prange_trips, preserved_state, reuse_distances, with_garbage_shared_memory)
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
 
 reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
+
+
+def check_barriers(launch, what):
+    """Every thread of every block passes the same cuda.syncthreads() calls, in order, while
+    launch() runs (under the simulator; a real GPU cannot be watched this way)."""
+    divergent = divergent_barriers(launch)
+    if divergent is None:
+        print(f"({what}: on a real GPU the barriers cannot be watched; the simulator checks them)")
+        return
+    check(not divergent, f"{what}: every thread of a block passes the same cuda.syncthreads() calls in the same "
+          "order (a barrier inside an `if` that some threads skip, or after some threads have returned, is "
+          "undefined behaviour on a GPU: it may hang, or let threads read shared memory before it is written); "
+          "got lists (block, a thread, the kernel lines of its barriers, the first thread's lines)", got=divergent)
 
 # %% [markdown]
 # The package file starts with its imports. `njit` compiles a function the first time it
@@ -302,6 +316,10 @@ _st, _sh, _ss, _so = _layout(_base.reshape(4, 6).T)
 _red = np.zeros(6)
 strided_reduce(_add, 0.0, _red, (6, 1), (1, 1), 0, _st, _sh, _ss, _so, 1)
 assert_close(_red, _base.reshape(4, 6).T.sum(axis=1), what="compiled strided_reduce over dim 1 of a transpose")
+_deep = _ints((2,) * 40)  # 40 dimensions: a stored multi-index would hold 40 numbers
+_held = peak_bytes(strided_position, 12345, _deep, _ints((1,) * 40), 0)  # run as Python: allocations show
+check(_held < 800, "strided_position stores no multi-index (no list, no array): on a 40-dimensional shape it holds "
+      "a few numbers at a time; got the most bytes it held at once, run as Python", got=_held, expected="under 800")
 print("✓ compiled strided loops equal numpy; row sums of the transpose:", _red)
 
 # %% [markdown]
@@ -347,8 +365,8 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 # a register: read $x_{ij}$ once, write $y_{ij}$ once. PyTorch's compiler (`torch.compile`)
 # does this automatically; here you do it by hand.
 #
-# Three numba options: `parallel=True` with `prange` over the rows (each thread owns whole
-# rows, so no two threads write the same element); `fastmath=True`, which lets the compiler
+# Three numba options: `parallel=True` with a `prange` loop (over which index, so that no two
+# threads ever write the same element?); `fastmath=True`, which lets the compiler
 # reorder and vectorise floating-point arithmetic, safe here because every element is
 # computed on its own (no long sum whose rounding would change with the order); `cache=True`,
 # which stores the machine code on disk so the next process does not compile again.
@@ -464,8 +482,6 @@ print(f"numpy, unfused: {_t_unfused * 1e3:.2f} ms | fused numba kernel: {_t_fuse
 # with 1, 2, ... threads, up to the cores numba may use on this machine.
 
 # %%
-import numba
-
 _scaling = {n: median_time(lambda: bias_gelu(_X, _B), threads=n)
             for n in range(1, min(numba.config.NUMBA_NUM_THREADS, 8) + 1)}
 print("bias_gelu with n threads: " + ", ".join(f"{n}: {t * 1e3:.2f} ms ({_scaling[1] / t:.1f}x)"
@@ -625,13 +641,14 @@ print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 6
 #
 # Parallelise one loop of each with `prange`, chosen so that no two of its iterations ever
 # write the same element of C (section 3); the checks run both under
-# `parallel_write_clashes`.
+# `parallel_write_clashes`. numba's `prange` takes no step: `prange(0, n, block)` does not
+# compile, so a parallel loop over tiles counts tiles, not starting rows.
 #
 # One numba detail matters for speed: the compiler vectorises an inner loop only when it can
 # see that the indices are in range and non-negative. A loop `for j in range(m)` over whole
 # rows is fine; a loop `for j in range(j0, j1)` inside a tile is not (numba must handle
-# negative indices, which wrap around as in Python), so inside a tile, loop from 0 over
-# slices of the rows.
+# negative indices, which wrap around as in Python). How can the innermost loop of a tile
+# start from 0?
 #
 # <details><summary>Hint 1 (i-k-j)</summary>
 #
@@ -656,7 +673,7 @@ print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 6
 # disjoint parts of C. Blocked is the same computation with every loop split into tiles;
 # the tile loops' order decides which tile stays in cache while it is reused, and the
 # in-tile loops keep the i-k-j order. The vectorisation detail above decides how the
-# innermost loop is written: over a slice's own indices, from 0.
+# innermost loop is written.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-cpu", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -684,7 +701,7 @@ def matmul_ikj(a, b):
     (n, m) array of that dtype equal to a @ b within float tolerance (zeros when k == 0).
     Rows of C are computed in parallel.
     """
-    # Idea: keep A[i, p] in a register and stream row p of B into row i of C.
+    # Idea: which operand can the innermost loop walk contiguously, and what stays fixed?
     ### BEGIN SOLUTION
     n, k = a.shape
     m = b.shape[1]
@@ -821,8 +838,10 @@ def im2col(x, kh, kw, stride=1, padding=0):
 
     Contract: `x` a 4-D array (N, C, H, W); kh, kw, stride >= 1 and padding >= 0 ints, with
     the padded image at least one kernel large. Returns an (N, C*kh*kw, H_out*W_out) array of
-    x's dtype: row (c*kh + u)*kw + v, column i*W_out + j holds x[n, c, i*stride + u - padding,
-    j*stride + v - padding], 0 where that position lies in the padding.
+    x's dtype. Its rows run over (channel, kernel row, kernel column) and its columns over the
+    output positions, both row-major; an entry is the input pixel that this kernel offset
+    sees when the kernel sits at this output position (module 09's conv2d, with its stride
+    and padding), 0 where that pixel lies in the padding.
     """
     # Idea: each (output row, output column) pair names one input pixel, or the padding.
     ### BEGIN SOLUTION
@@ -1135,7 +1154,8 @@ def _unary(op, v):
 #   several elements. Which ones, so that every element is handled by exactly one thread,
 #   and so that on every step consecutive threads of a warp touch consecutive elements
 #   (coalesced reads)? `cuda.gridDim` and `cuda.blockDim` give the grid's and the block's
-#   sizes.
+#   sizes (numba also has shorthands: `cuda.grid(1)` is a thread's global number and
+#   `cuda.gridsize(1)` the number of threads in the grid).
 #
 # The operation itself is provided: `_unary(op, v)` and `_binary(op, a, b)` are *device
 # functions* (callable from a kernel, not from the host) selected by an op code (`EXP`,
@@ -1248,6 +1268,11 @@ for _what, _run in [("map_kernel", lambda: elementwise(EXP, _a[:BLOCK * 3 + 1]))
     check(not _twice, f"{_what}: each output element is written by exactly one thread (a value written again "
           "by other threads is right, and wasted work); got lists (array shape, element, threads that wrote it)",
           got=_twice)
+_share = coalesced_share(lambda: elementwise(MUL, _a, _b))  # more elements than threads: each thread reads several
+if _share is not None:
+    check(_share > 0.9, "zip_kernel's reads are coalesced: at each step, neighbouring threads of a warp read "
+          "neighbouring elements (one memory transaction per warp, not 32); got the share of such reads",
+          got=f"{_share:.0%}", expected="over 90%")
 print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elementwise(EXP, _a)[0])
 
 # %% [markdown]
@@ -1371,19 +1396,6 @@ def reduce(x, dims, keepdim, op):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-block-reduce", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-def check_barriers(launch, what):
-    """Every thread of every block passes the same cuda.syncthreads() calls, in order, while
-    launch() runs (under the simulator; a real GPU cannot be watched this way)."""
-    divergent = divergent_barriers(launch)
-    if divergent is None:
-        print(f"({what}: on a real GPU the barriers cannot be watched; the simulator checks them)")
-        return
-    check(not divergent, f"{what}: every thread of a block passes the same cuda.syncthreads() calls in the same "
-          "order (a barrier inside an `if` that some threads skip, or after some threads have returned, is "
-          "undefined behaviour on a GPU: it may hang, or let threads read shared memory before it is written); "
-          "got lists (block, a thread, the kernel lines of its barriers, the first thread's lines)", got=divergent)
-
-
 _rng = np.random.default_rng(10)
 _m = _rng.standard_normal((3, BLOCK * 3 + 5)).astype(np.float32)  # three and a bit blocks per row
 assert_close(reduce_rows(_m, SUM), _m.sum(axis=1), rtol=1e-5, atol=1e-5, what="row sums over 3+ blocks")
@@ -1393,6 +1405,8 @@ assert_close(reduce_rows(-np.abs(_m[:, :7]) - 1, MAX), (-np.abs(_m[:, :7]) - 1).
 assert_close(reduce_rows(np.ones((1, 2 * BLOCK + 1), np.float32), SUM), [2 * BLOCK + 1.0],
              what=f"{2 * BLOCK + 1} ones: two launches, the partial sums reduced again")
 assert_close(reduce_rows(np.array([[4.0]], np.float32), SUM), [4.0], what="a single element")
+assert_equal(reduce_rows(np.array([[2**40 + 1, 2**40 + 3, 5]], np.int64), SUM), np.array([2**41 + 9]),
+             "the sum of int64 values near 2**40 (exact in a float64 buffer; a float32 one keeps 24 bits)")
 _t3 = _rng.standard_normal((2, 3, 5)).astype(np.float32)
 assert_close(reduce(_t3, (0, 2), False, SUM), _t3.sum(axis=(0, 2)), rtol=1e-5, atol=1e-5, what="sum over dims (0, 2)")
 assert_close(reduce(_t3, (1,), True, MAX), _t3.max(axis=1, keepdims=True), what="max over dim 1, keepdim")
@@ -1570,6 +1584,9 @@ def matmul(a, b):
 
 # %% nbgrader={"grade": true, "grade_id": "test-matmul-kernels", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 _rng = np.random.default_rng(11)
+check_barriers(lambda: matmul(_rng.standard_normal((TILE + 1, 3)).astype(np.float32),  # first: a thread that
+                              _rng.standard_normal((3, 2)).astype(np.float32)),  # skips one also gives wrong values
+               "matmul_tiled_kernel (edge tiles)")
 for _n, _k, _m in [(9, 7, 5), (1, 1, 1), (TILE, TILE, TILE), (2 * TILE + 1, 3, TILE + 2), (3, 0, 2)]:
     _a = _rng.standard_normal((_n, _k)).astype(np.float32)
     _b = _rng.standard_normal((_k, _m)).astype(np.float32)
@@ -1579,8 +1596,6 @@ _x3 = _rng.standard_normal((2, 3, 4)).astype(np.float32)
 _w4 = _rng.standard_normal((4, 2)).astype(np.float32)
 assert_close(matmul(_x3, _w4), _x3 @ _w4, rtol=1e-5, atol=1e-5, what="a batch of rows (2, 3, 4) @ (4, 2)")
 assert_close(matmul(_w4[:, 0], _w4), _w4[:, 0] @ _w4, rtol=1e-5, atol=1e-5, what="a 1-D vector @ a matrix")
-check_barriers(lambda: matmul(_rng.standard_normal((TILE + 1, 3)).astype(np.float32),
-                              _rng.standard_normal((3, 2)).astype(np.float32)), "matmul_tiled_kernel (edge tiles)")
 _sq = _rng.standard_normal((2 * TILE, 2 * TILE)).astype(np.float32)
 _reads = {"naive": global_reads(lambda: matmul_naive(_sq, _sq)), "tiled": global_reads(lambda: matmul(_sq, _sq))}
 if _reads["naive"] is None:

@@ -86,6 +86,13 @@ def test_bias_gelu_empty_batch():
                                [[-0.15865526, 0.8413447, 0.8413447]], rtol=1e-6, err_msg="GELU(-1), GELU(1), GELU(1)")
 
 
+def test_strided_position_stores_no_multi_index():
+    """A list or array of the indices costs an allocation per element in a compiled loop."""
+    deep = np.full(40, 2, np.int64)
+    held = peak_bytes(ck.strided_position, 12345, deep, np.ones(40, np.int64), 0)
+    assert held < 800, f"strided_position held {held} bytes at once on a 40-dimensional shape: a stored multi-index"
+
+
 def test_bias_gelu_is_one_pass_with_no_temporary_array():
     """Fusion is the point: the kernel (run as Python, where numpy's allocations show) holds
     the output and nothing else of x's size."""

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 
 from tinytorch.cuda import kernels as K
-from tinytorch.testing import divergent_barriers, global_reads, multiply_written, with_garbage_shared_memory
+from tinytorch.testing import (
+    coalesced_share,
+    divergent_barriers,
+    global_reads,
+    multiply_written,
+    with_garbage_shared_memory,
+)
 
 RNG = np.random.default_rng(1)
 # more elements than the capped grid has threads (the grid-stride loop), and a partial block
@@ -49,6 +55,13 @@ def test_block_reduce_kernel_equals_numpy(shape, op):
     want = x.sum(axis=1) if op == K.SUM else x.max(axis=1)
     np.testing.assert_allclose(K.reduce_rows(x, op), want, rtol=1e-5, atol=1e-5,
                                err_msg=f"{'sum' if op == K.SUM else 'max'} of the rows of a {shape} array")
+
+
+def test_block_reduce_kernel_sums_int64_exactly():
+    """The shared buffer is a float64 accumulator: int64 values near 2**40 add up exactly."""
+    x = np.array([[2**40 + 1, 2**40 + 3, 5], [-(2**45), 7, 2**45]], np.int64)
+    got = K.reduce_rows(x, K.SUM)
+    assert got.tolist() == [2**41 + 9, 7], f"int64 row sums: expected {[2**41 + 9, 7]}, got {got.tolist()}"
 
 
 def test_block_reduce_kernel_over_dims():
@@ -136,6 +149,19 @@ def test_elementwise_kernels_write_each_element_once(op, second):
     if twice is None:
         pytest.skip("writes are counted under numba's CUDA simulator only (this run uses a real GPU)")
     assert twice == [], f"elements written by several threads (shape, element, threads): {twice}"
+
+
+@pytest.mark.parametrize("op,second", [(K.EXP, False), (K.MUL, True)], ids=["map", "zip"])
+def test_elementwise_kernels_reads_are_coalesced(op, second):
+    """More elements than threads: at each step the threads of a warp read neighbouring elements."""
+    n = K.BLOCK * K.MAX_BLOCKS * 2 + 3
+    x = RNG.standard_normal(n).astype(np.float32)
+    share = coalesced_share(lambda: K.elementwise(op, x, x if second else None))
+    if share is None:
+        pytest.skip("reads are watched under numba's CUDA simulator only (this run uses a real GPU)")
+    kernel = "zip_kernel" if second else "map_kernel"
+    assert share > 0.9, (f"{kernel}: {share:.0%} of neighbouring threads' reads at one step touch neighbouring "
+                         f"elements; with a grid-stride loop all do (a contiguous chunk per thread: none)")
 
 
 def test_block_reduce_kernel_writes_each_result_once():

@@ -41,7 +41,8 @@ def test_bias_gelu_iterations_write_their_own_rows():
 def test_matmul_ikj_iterations_write_their_own_rows_of_c():
     clashes, c = _clashes_and_value(ck.matmul_ikj, A, B)
     assert clashes == [], f"two iterations wrote one element of C (shape, element, iterations): {clashes[:3]}"
-    np.testing.assert_allclose(c, A @ B, rtol=1e-12)
+    np.testing.assert_allclose(c, A @ B, rtol=1e-12, err_msg="C, run as Python (where np.empty memory holds NaN, "
+                               "as compiled code may find it: C must start from zeros)")
 
 
 @pytest.mark.parametrize("block", [1, 2, 4])

@@ -153,7 +153,7 @@ def matmul_ikj(a, b):
     (n, m) array of that dtype equal to a @ b within float tolerance (zeros when k == 0).
     Rows of C are computed in parallel.
     """
-    # Idea: keep A[i, p] in a register and stream row p of B into row i of C.
+    # Idea: which operand can the innermost loop walk contiguously, and what stays fixed?
     # YOUR CODE HERE
     raise NotImplementedError('matmul_ikj() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
@@ -177,8 +177,10 @@ def im2col(x, kh, kw, stride=1, padding=0):
 
     Contract: `x` a 4-D array (N, C, H, W); kh, kw, stride >= 1 and padding >= 0 ints, with
     the padded image at least one kernel large. Returns an (N, C*kh*kw, H_out*W_out) array of
-    x's dtype: row (c*kh + u)*kw + v, column i*W_out + j holds x[n, c, i*stride + u - padding,
-    j*stride + v - padding], 0 where that position lies in the padding.
+    x's dtype. Its rows run over (channel, kernel row, kernel column) and its columns over the
+    output positions, both row-major; an entry is the input pixel that this kernel offset
+    sees when the kernel sits at this output position (module 09's conv2d, with its stride
+    and padding), 0 where that pixel lies in the padding.
     """
     # Idea: each (output row, output column) pair names one input pixel, or the padding.
     # YOUR CODE HERE
