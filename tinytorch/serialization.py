@@ -75,9 +75,32 @@ def save(obj, f):
     os.replace(tmp, path)  # atomic: a crash mid-save never destroys the previous checkpoint
 
 
-def load(f):
+def load(f, map_location=None, weights_only=None, **pickle_options):
     """Load what save() wrote, or any safetensors file (as a dict name -> Tensor); refuses
-    everything else, pickles included (tinytorch never unpickles)."""
+    everything else, pickles included (tinytorch never unpickles).
+
+    PyTorch's keywords, for its programs: every load is weights-only (`weights_only` changes
+    nothing), and `map_location` (a device or its name) puts the tensors on that device."""
+    if pickle_options:
+        raise TypeError(f"load() takes no {', '.join(sorted(pickle_options))}: tinytorch never unpickles")
+    loaded = _load(f)
+    if map_location is None or str(map_location) == "cpu":
+        return loaded
+    return _moved(loaded, map_location)
+
+
+def _moved(obj, where):
+    """`obj` with every Tensor in it moved to the device `where` (dicts, lists, tuples walked)."""
+    if isinstance(obj, Tensor):
+        return obj.to(where)
+    if isinstance(obj, dict):
+        return {key: _moved(value, where) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_moved(value, where) for value in obj)
+    return obj
+
+
+def _load(f):
     name = getattr(f, "name", f)
     if hasattr(f, "read"):
         data = f.read()

@@ -449,12 +449,14 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
 def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=()) -> list[str]:
     """The student functions a failure points at, most likely first; more than one only
     when they are nearly as suspect (NEARLY). In order: a backward rule the engine's message names;
-    else, of the student's functions this test ran, the ones the whole run suspects most
+    the function that recursed too deep; else, of the student's functions this test ran, the ones the whole run suspects most
     (the traceback's own function, or the unit the test is named after, when it is nearly
     as suspect); else the traceback's function; else the unit."""
     named = _RULE.search(message)
     if named and f"_{named.group(1)}_backward" in position:
         return [f"_{named.group(1)}_backward"]
+    if message.startswith("RecursionError") and frame_stub in position:
+        return [frame_stub]  # the function that kept calling itself (tests/conftest.py puts it last)
     if ran and scores:
         top = max(scores.get(n, 0.0) for n in ran)
         for preferred in (frame_stub, unit_stub):

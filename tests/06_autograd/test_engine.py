@@ -303,13 +303,16 @@ def test_a_leaf_can_be_the_root():
     assert x.grad.tolist() == [3.0, 4.0]
 
 
-def test_retain_grad_on_intermediate_tensors():
+def test_run_backward_sends_intermediate_tensors_to_the_sink_for_retain_grad():
+    """The sink gets every (input, gradient) a rule produces, non-leaves included: it is the
+    sink, not the engine, that decides who keeps a .grad."""
     x = tt.tensor([1.0, 2.0, 3.0], requires_grad=True)
     h = x * 2
     h.retain_grad()
     k = h * h
     k.sum().backward()
-    np.testing.assert_allclose(h.grad.numpy(), 2 * h.numpy())
+    assert h.grad is not None, "h = x * 2 called h.retain_grad(), so it has a .grad after backward"
+    np.testing.assert_allclose(h.grad.numpy(), 2 * h.numpy(), err_msg="h.grad = d(sum(h * h))/dh = 2h")
     assert k.grad is None, "a non-leaf keeps no .grad unless retain_grad() was called"
     np.testing.assert_allclose(x.grad.numpy(), 8 * x.numpy())
 

@@ -86,10 +86,15 @@ def test_softplus_forward_values_gradcheck_and_what_it_saves():
     saved = y.grad_fn.attrs["ctx"].saved_tensors
     assert len(saved) == 1, "softplus saves exactly one tensor (which one is the student's design)"
     assert saved[0] is not None and as_array(saved[0]).shape == x.shape, "the saved tensor has x's shape"
-    assert gradcheck(Softplus.apply, [x])
 
 
-def test_softplus_backward_gives_the_gradient_for_any_upstream():
+def test_softplus_forward_and_backward_pass_gradcheck():
+    """What forward saves and how backward uses it are one design: a wrong gradient may be
+    either's fault."""
+    assert gradcheck(Softplus.apply, [leaf((2, 5), 5)])
+
+
+def test_softplus_forward_and_backward_give_the_gradient_for_any_upstream():
     """Whatever forward saved, backward(ctx, grad) is grad times softplus' slope."""
     x = leaf((3, 4), 15)
     upstream = np.random.default_rng(16).standard_normal((3, 4))

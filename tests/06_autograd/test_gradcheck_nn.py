@@ -47,7 +47,8 @@ def test_relu_gradient_at_exactly_zero_is_zero():
     x = tt.tensor(np.array([[-1.5, 0.0, 2.0], [0.0, 3.0, -0.0]]), requires_grad=True)
     upstream = np.array([[5.0, 7.0, 11.0], [13.0, 17.0, 19.0]])
     F.relu(x).backward(tt.tensor(upstream))
-    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 0.0, 11.0], [0.0, 17.0, 0.0]])
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 0.0, 11.0], [0.0, 17.0, 0.0]],
+                                  err_msg="relu's gradient: upstream where x > 0, and 0 at x = 0 and x = -0")
     x.grad = None
     tt.nn.ReLU()(x).sum().backward()  # the layer and the method record the same op
     np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])

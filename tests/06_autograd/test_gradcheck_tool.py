@@ -12,11 +12,14 @@ def test_numerical_grad_is_a_central_difference():
     got = numerical_grad(lambda: float(np.sum(np.sin(x) * x[0, 0])), x, eps=1e-6)
     expected = np.cos(x) * x[0, 0]
     expected[0, 0] += np.sin(x).sum()
-    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
-    np.testing.assert_array_equal(x, original)
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9,
+                               err_msg="numerical_grad of sum(sin(x) * x[0, 0]) against its derivative")
+    assert got.dtype == np.float64, f"numerical_grad returns a float64 array, got {got.dtype}"
+    np.testing.assert_array_equal(x, original, err_msg="x after numerical_grad: every value put back")
     # central, not one-sided: exact for a quadratic even with a large eps
     y = np.array([1.0, 3.0])
-    np.testing.assert_allclose(numerical_grad(lambda: float(np.sum(y ** 2)), y, eps=0.5), 2 * y)
+    np.testing.assert_allclose(numerical_grad(lambda: float(np.sum(y ** 2)), y, eps=0.5), 2 * y,
+                               err_msg="central, not one-sided: exact for y**2 even with eps = 0.5")
     z = np.array(2.0)  # 0-d arrays work too
     assert numerical_grad(lambda: float(z ** 3), z).shape == ()
 

@@ -167,6 +167,20 @@ def test_loaded_tensors_are_copies():
     assert load(buf)["t"].tolist() == [1.0, 2.0]
 
 
+def test_load_takes_pytorchs_keywords(tmp_path):
+    """PyTorch programs load with map_location= and weights_only=; every tinytorch load is
+    weights-only, and a pickle option is refused by name."""
+    path = tmp_path / "w.safetensors"
+    save({"w": tt.tensor([[1.0, 2.0]]), "steps": [1, (2, 3)]}, str(path))
+    for keywords in ({"map_location": "cpu"}, {"map_location": tt.device("cpu"), "weights_only": True},
+                     {"weights_only": False}):
+        back = load(str(path), **keywords)
+        assert back["w"].tolist() == [[1.0, 2.0]] and back["steps"] == [1, (2, 3)], f"load(..., **{keywords})"
+        assert str(back["w"].device) == "cpu"
+    with pytest.raises(TypeError, match="pickle_module"):
+        load(str(path), pickle_module=pickle)
+
+
 class _Boom:
     def __reduce__(self):
         return (_mark_loaded, ())

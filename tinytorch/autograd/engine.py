@@ -294,7 +294,7 @@ def topological_order(roots):
     part is walked once). Raises module 06's "backward through the graph a second time"
     RuntimeError when it meets a freed node (next_nodes does that for you).
     """
-    # Idea: a node is finished after everything below it; reverse the order of finishing.
+    # Idea: at which moment of the walk may a node take its place, relative to the nodes below it?
     # YOUR CODE HERE
     raise NotImplementedError('topological_order() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -493,7 +493,7 @@ def gradcheck(fn, inputs, eps=1e-6, tol=1e-6, raise_exception=True, seed=0):
                 if diff.size else ()
             msg = (f"gradcheck failed for input {i} (shape {t.shape}): relative error {error:.3g} "
                    f">= tol {tol:g}. Worst element {tuple(int(k) for k in worst)}: analytical "
-                   f"(backward) {a[worst]!r}, numerical (central difference) {n[worst]!r}.")
+                   f"(backward) {float(a[worst])!r}, numerical (central difference) {float(n[worst])!r}.")
             if raise_exception:
                 raise GradcheckError(msg)
             return False

@@ -7,7 +7,8 @@ environment before numba is first imported (module 17's notebook and tests do th
 they find no GPU).
 """
 
-__all__ = ["is_available", "is_simulator", "device_count", "get_device_name", "synchronize"]
+__all__ = ["is_available", "is_simulator", "device_count", "get_device_name", "synchronize", "manual_seed",
+           "manual_seed_all"]
 
 
 def _numba_cuda():
@@ -53,6 +54,15 @@ def synchronize():
     """Wait until every kernel launched so far has finished (launches are asynchronous)."""
     _lazy_init()
     _numba_cuda().synchronize()
+
+
+def manual_seed(seed):
+    """PyTorch seeds the GPU's own generators here. tinytorch draws every random number on the
+    CPU, from the generator `tinytorch.manual_seed` resets, so there is nothing to seed: this
+    exists so that PyTorch programs that call it run unchanged."""
+
+
+manual_seed_all = manual_seed
 
 
 def _lazy_init():
