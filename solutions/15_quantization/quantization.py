@@ -756,6 +756,7 @@ _lo, _hi = _per_channel_minmax(_w, 1)
 assert_equal(_lo, np.array([-10.0, -6.0, -2.0], dtype=np.float32), "min over axes 0 and 2, axis=1")
 assert_equal(_per_channel_minmax(_w, -1)[1], np.array([10.0, 11.0, 12.0, 13.0], dtype=np.float32),
              "axis=-1 is the last axis")
+assert_equal(_lo.dtype, np.dtype(np.float32), "the dtype of the minima of float32 data (x's own dtype)")
 assert_equal(_channel_broadcast(np.array([1, 2, 3]), 1, 3).shape, (1, 3, 1), "(C,) along axis 1 of 3-d")
 assert_equal(_channel_broadcast(np.array([1, 2]), 0, 2).shape, (2, 1), "(C,) along the rows of a matrix")
 assert_equal(_channel_broadcast(np.array([1, 2, 3, 4]), -1, 3).shape, (1, 1, 4), "axis=-1")
@@ -1500,6 +1501,8 @@ _err = np.abs(_m * 2.0 ** -_r - _reals) * 2.0 ** (_r + 1)    # in units of half 
 check(np.all(_err <= 1), "m / 2^shift is the nearest 31-bit fixed-point number to each value (error <= half a unit)",
       got=_err, expected="<= 1 everywhere")
 assert_raises(ValueError, _quantize_multiplier, 0.0, match="0")
+for _bad in (-0.5, float("inf"), float("nan")):
+    assert_raises(ValueError, _quantize_multiplier, _bad, what=f"_quantize_multiplier({_bad}): not positive and finite")
 _acc = np.array([-5, -3, -1, 1, 3, 5, 6, 1000, -1000])
 assert_equal(_requantize(_acc, 2 ** 30, 31, 0), np.array([-2, -1, 0, 1, 2, 3, 3, 127, -128], np.int8),
              "times 0.5 (2^30 / 2^31): halves go up (-2.5 -> -2, 0.5 -> 1, 2.5 -> 3); beyond the grid, saturated")
@@ -1787,6 +1790,9 @@ assert_equal(_kinds, ["ObservedLinear", "Linear"] * 4, "each Linear now sits ins
 assert_equal(type(_net[2][2]).__name__, "ObservedLinear", "a nested Sequential's Linear is swapped in place")
 assert_equal(_swap_modules(_net, nn.ReLU, lambda m: nn.Identity()), 2, "works for any class")
 assert_equal(_swap_modules(nn.Linear(2, 2), nn.Linear, ObservedLinear), 0, "the module itself is not swapped")
+_mixed = nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sequential(nn.Sigmoid(), nn.Linear(2, 2)))
+assert_equal(_swap_modules(_mixed, (nn.ReLU, nn.Sigmoid), lambda m: nn.Identity()), 2,
+             "a tuple of classes: any of them is swapped (convert swaps (ObservedLinear, QATLinear))")
 print(f"✓ _swap_modules; {_n} Linear layers observed in", [n for n, m in _net.named_modules()
                                                          if isinstance(m, ObservedLinear)])
 

@@ -26,6 +26,16 @@ def test_swap_modules_nested():
     assert Q._swap_modules(single, nn.Linear, Q.ObservedLinear) == 0, "the root module itself is not swapped"
 
 
+def test_swap_modules_takes_a_tuple_of_classes_and_subclasses():
+    class MyReLU(nn.ReLU):
+        pass
+
+    net = nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sequential(MyReLU(), nn.Sigmoid()))
+    n = Q._swap_modules(net, (nn.ReLU, nn.Sigmoid), lambda m: nn.Identity())
+    assert n == 3, f"a ReLU, a subclass of ReLU and a Sigmoid are instances of (ReLU, Sigmoid): 3 swaps, got {n}"
+    assert isinstance(net[1], nn.Tanh), "a module of another class stays"
+
+
 def _small_model(seed=1):
     tt.manual_seed(seed)
     return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), Dropout(0.5), nn.Sequential(nn.Linear(16, 3)))
@@ -157,7 +167,10 @@ def test_quantize_model_then_qat_convert_matches_fake_quant(digits):
     qat.eval()
     with tt.no_grad():
         fake = qat(Xt).numpy()
-    real = Q.convert(qat)(Xt).numpy()
+    converted = Q.convert(qat)
+    kinds = {type(m).__name__ for _, m in converted.named_modules()}
+    assert "QuantizedLinear" in kinds and "QATLinear" not in kinds, f"convert left the QAT layers in place: {kinds}"
+    real = converted(Xt).numpy()
     # float rounding may push a rare hidden value across a rounding boundary: compare row by row
     same = np.all(np.abs(real - fake) <= 1e-4 + 1e-4 * np.abs(fake), axis=1)
     assert same.mean() >= 0.97, (f"the fake-quantized model should compute what its integer conversion computes: "
