@@ -22,13 +22,18 @@ from tinytorch import ao  # noqa: E402  (module 15)
 from tinytorch import cuda  # noqa: E402  (module 17: the GPU backend, imports numba lazily)
 
 # PyTorch's other names for module 01's dtypes.
+import builtins as _builtins  # noqa: E402
+
 from tinytorch._tensor import bool_, float32, float64, int16, int32, int64  # noqa: E402
 long, int, short, double, float, bool = int64, int32, int16, float64, float32, bool_  # noqa: A001
 from tinytorch.functional import *  # noqa: F401,F403,E402  (PyTorch's top-level spellings of the ops)
 from tinytorch.functional import __all__ as _functional_all  # noqa: E402
 from tinytorch._out_of_scope import compile  # noqa: E402
 
-__all__ += [*_functional_all, "long", "int", "short", "double", "float", "bool", "compile"]
+# `from tinytorch import *` must not replace Python's own max, sum, float, ...: those stay
+# tinytorch.max and so on, as in PyTorch's programs, which spell them torch.max.
+__all__ += [name for name in [*_functional_all, "long", "int", "short", "double", "float", "bool", "compile"]
+            if not hasattr(_builtins, name)]
 
 
 def __getattr__(name):

@@ -40,3 +40,12 @@ def test_what_the_course_leaves_out_says_so():
         warnings.simplefilter("always")
         assert tt.compile(model) is model
     assert any("unchanged" in str(w.message) for w in caught)
+
+
+def test_a_star_import_replaces_no_python_builtin():
+    """`from tinytorch import *` in a notebook must leave sum, max, float, ... Python's own."""
+    import builtins
+
+    shadowed = sorted(name for name in tt.__all__ if hasattr(builtins, name))
+    assert not shadowed, f"tinytorch.__all__ would replace these builtins on a star import: {shadowed}"
+    assert tt.max is not builtins.max and tt.float is tt.float32, "they stay reachable as tinytorch.max, ..."
