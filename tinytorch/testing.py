@@ -569,6 +569,26 @@ def divergent_barriers(launch):
     return found
 
 
+def _watching_kernel_arrays(launch, method, watch):
+    """Run `launch()` with the simulator's in-kernel arrays calling `watch(array, index,
+    thread)` before each `method` ("__getitem__" or "__setitem__") does its work."""
+    import threading
+
+    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
+
+    original = getattr(FakeWithinKernelCUDAArray, method)
+
+    def watched(self, index, *value):
+        watch(self, index, threading.current_thread())
+        return original(self, index, *value)
+
+    setattr(FakeWithinKernelCUDAArray, method, watched)
+    try:
+        launch()
+    finally:
+        setattr(FakeWithinKernelCUDAArray, method, original)
+
+
 def multiply_written(launch):
     """Run `launch()` (which launches CUDA kernels) and return the elements of the kernels'
     arrays that more than one thread wrote: (array shape, element index, number of threads),
@@ -583,24 +603,15 @@ def multiply_written(launch):
 
     if not config.ENABLE_CUDASIM:
         return None
-    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
-
     writers, lock = {}, threading.Lock()
-    original = FakeWithinKernelCUDAArray.__setitem__
 
-    def setitem(self, index, value):
-        thread = threading.current_thread()
+    def note(array, index, thread):
         key = tuple(int(i) for i in (index if isinstance(index, tuple) else (index,)))
         with lock:
-            who = writers.setdefault((id(self._item), np.shape(self._item), key), set())
+            who = writers.setdefault((id(array._item), np.shape(array._item), key), set())
             who.add((tuple(getattr(thread, "blockIdx", ())), tuple(getattr(thread, "threadIdx", ()))))
-        return original(self, index, value)
 
-    FakeWithinKernelCUDAArray.__setitem__ = setitem
-    try:
-        launch()
-    finally:
-        FakeWithinKernelCUDAArray.__setitem__ = original
+    _watching_kernel_arrays(launch, "__setitem__", note)
     return [(shape, key, len(who)) for (_, shape, key), who in writers.items() if len(who) > 1][:5]
 
 
@@ -617,21 +628,13 @@ def global_reads(launch):
 
     if not config.ENABLE_CUDASIM:
         return None
-    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
-
     reads, lock = [0], threading.Lock()
-    original = FakeWithinKernelCUDAArray.__getitem__
 
-    def getitem(self, index):
+    def note(array, index, thread):
         with lock:
             reads[0] += 1
-        return original(self, index)
 
-    FakeWithinKernelCUDAArray.__getitem__ = getitem
-    try:
-        launch()
-    finally:
-        FakeWithinKernelCUDAArray.__getitem__ = original
+    _watching_kernel_arrays(launch, "__getitem__", note)
     return reads[0]
 
 
@@ -650,27 +653,18 @@ def coalesced_share(launch):
 
     if not config.ENABLE_CUDASIM:
         return None
-    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
-
     reads, lock = {}, threading.Lock()  # (array, block, thread) -> the flat indices it read, in order
-    original = FakeWithinKernelCUDAArray.__getitem__
 
-    def getitem(self, index):
+    def note(array, index, thread):
         key = index if isinstance(index, tuple) else (index,)
-        shape = np.shape(self._item)
+        shape = np.shape(array._item)
         if len(key) == len(shape) and all(isinstance(i, (int, np.integer)) for i in key):
-            thread = threading.current_thread()
-            who = (id(self._item), tuple(getattr(thread, "blockIdx", ())), tuple(getattr(thread, "threadIdx", ())))
+            who = (id(array._item), tuple(getattr(thread, "blockIdx", ())), tuple(getattr(thread, "threadIdx", ())))
             flat = int(np.ravel_multi_index(tuple(int(i) % n for i, n in zip(key, shape)), shape)) if shape else 0
             with lock:
                 reads.setdefault(who, []).append(flat)
-        return original(self, index)
 
-    FakeWithinKernelCUDAArray.__getitem__ = getitem
-    try:
-        launch()
-    finally:
-        FakeWithinKernelCUDAArray.__getitem__ = original
+    _watching_kernel_arrays(launch, "__getitem__", note)
     pairs = coalesced = 0
     for (array, block, thread), seen in reads.items():
         if not thread or thread[0] % 32 == 31:  # the last thread of a warp has no right neighbour in it
