@@ -207,6 +207,12 @@ def _recurring_last(frames):
     return frames[:10] + [frames[last]]
 
 
+def _readable(qualname):
+    """`_run_backward.<locals>.push` as a student reads it: `push` (inside `_run_backward`)."""
+    outer, _, inner = qualname.rpartition(".<locals>.")
+    return f"`{inner}` (inside `{outer}`)" if outer else f"`{qualname}`"
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_pyfunc_call(pyfuncitem):
     """A RecursionError's traceback holds a thousand frames, some without a line number,
@@ -217,9 +223,9 @@ def pytest_pyfunc_call(pyfuncitem):
     except RecursionError as error:
         frames = _recurring_last(_frames(error.__traceback__))
         pyfuncitem._tito_frames = frames
-        where = frames[-1].rsplit(":", 1)[-1] if frames else "the test"
+        where = _readable(frames[-1].rsplit(":", 1)[-1]) if frames else "the test"
         raise RecursionError(
-            f"maximum recursion depth exceeded: `{where}` kept calling itself (directly or through other "
+            f"maximum recursion depth exceeded: {where} kept calling itself (directly or through other "
             f"functions) until Python's limit of {sys.getrecursionlimit()} nested calls. A deep input needs "
             f"a loop over a stack of your own, not recursion.") from None
 

@@ -72,14 +72,14 @@ masked_fill = _forward_to_method("masked_fill")
 
 def max(input, dim=None, keepdim=False):
     """`input.max(dim, keepdim)`; with a tensor as second argument, `maximum(input, other)`."""
-    if dim is not None and not isinstance(dim, int):
+    if dim is not None and not isinstance(dim, (int, np.integer)):
         return input.maximum(dim)
     return input.max(dim, keepdim)
 
 
 def min(input, dim=None, keepdim=False):
     """`input.min(dim, keepdim)`; with a tensor as second argument, `minimum(input, other)`."""
-    if dim is not None and not isinstance(dim, int):
+    if dim is not None and not isinstance(dim, (int, np.integer)):
         return input.minimum(dim)
     return input.min(dim, keepdim)
 

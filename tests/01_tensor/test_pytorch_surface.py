@@ -94,6 +94,8 @@ SURFACE = {
     "max(dim)": lambda m: [part.numpy() for part in m.max(_numbers(m), 1)],
     "max(dim).indices": lambda m: m.max(_numbers(m), dim=0).indices.numpy(),
     "max(a, b)": lambda m: m.max(_numbers(m), m.ones(5)).numpy(),
+    "max(numpy int dim)": lambda m: m.max(_numbers(m), np.int64(1)).values.numpy(),
+    "min(numpy int dim)": lambda m: m.min(_numbers(m), np.int64(0)).indices.numpy(),
     "min(dim, keepdim)": lambda m: m.min(_numbers(m), 1, True).values.numpy(),
     "min(a, b)": lambda m: m.min(_numbers(m), m.zeros(2, 1)).numpy(),
     "std": lambda m: m.std(_numbers(m), dim=1).numpy(),
