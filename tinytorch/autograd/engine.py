@@ -303,11 +303,10 @@ def topological_order(roots):
 def free_node(node):
     """Release what `node` keeps alive: the graph below it is used up.
 
-    Contract: afterwards the node keeps none of its saved inputs, attrs or output alive,
-    and reads as freed: node.inputs, node.attrs and node.output are None (that is how
-    next_nodes and call_rule recognise a freed node).
+    Contract: afterwards the node holds no reference to anything it saved for its rule,
+    and next_nodes and call_rule (read them: both are above) treat it as freed.
     """
-    # Idea: the saved tensors are the graph's memory; drop every reference to them.
+    # Idea: what does the node save, and how do next_nodes and call_rule tell a freed node?
     # YOUR CODE HERE
     raise NotImplementedError('free_node() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -580,11 +579,10 @@ def linear_weight_grad(a, g):
     Contract: `a` is a numpy array of shape (..., n, k), `g` (the upstream gradient of Y)
     of shape (..., n, m) with the same leading dims (one or more of them, at least one
     row); either may be non-contiguous. Returns the (k, m) gradient of W (shared by every
-    batch entry), computed as ONE 2-D matrix product over all rows: no batched
-    matmul, no product per batch entry or per row, nothing summed afterwards (the check
-    and the tests watch which numpy operations it makes).
+    batch entry). Cost: exactly one 2-D matrix product and nothing summed after it; no
+    batched matmul, no loop (the check and the tests watch which numpy operations it makes).
     """
-    # Idea: the batch boundaries do not matter: all rows of all matrices are one long matrix.
+    # Idea: write dW as a sum over batch entries and rows: which of those sums can one product do?
     # YOUR CODE HERE
     raise NotImplementedError('linear_weight_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
