@@ -81,16 +81,20 @@ def _digits_cnn_step(lib):
                           nn.functional.cross_entropy)
 
 
-def _gpt_step(lib, torch_side):
+def _gpt_step(lib, torch_side, d_model=64, n_layers=2, batch=16, approximate="tanh"):
     rng = np.random.default_rng(3)
-    vocab, T, B = 65, 64, 16
+    vocab, T, B = 65, 64, batch
     if torch_side:
         sys.path.insert(0, str(HERE))
         from torch_gpt import TorchGPT
 
-        model = TorchGPT(vocab, block_size=T, d_model=64, n_heads=4, n_layers=2)
+        model = TorchGPT(vocab, block_size=T, d_model=d_model, n_heads=4, n_layers=n_layers, approximate=approximate)
     else:
-        model = lib.nn.GPT(lib.nn.GPTConfig(vocab_size=vocab, block_size=T, d_model=64, n_heads=4, n_layers=2))
+        model = lib.nn.GPT(lib.nn.GPTConfig(vocab_size=vocab, block_size=T, d_model=d_model, n_heads=4,
+                                            n_layers=n_layers))
+        for layer in model.modules():
+            if isinstance(layer, lib.nn.GELU):
+                layer.approximate = approximate
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
     idx = lib.tensor(rng.integers(0, vocab, (B, T)).astype(np.int64))
     targets = lib.tensor(rng.integers(0, vocab, (B, T)).astype(np.int64))
@@ -100,6 +104,16 @@ def _gpt_step(lib, torch_side):
         _, loss = model(idx, targets)
         loss.backward()
         opt.step()
+    return step
+
+
+def _gelu_fwd_bwd(lib):
+    rng = np.random.default_rng(6)
+    x = lib.tensor(rng.standard_normal((256, 1024)).astype(np.float32), requires_grad=True)
+
+    def step():
+        x.grad = None
+        lib.nn.functional.gelu(x).sum().backward()
     return step
 
 
@@ -159,6 +173,11 @@ WORKLOADS = [
      "digits CNN training step, batch 64, two conv blocks, Adam", ("<=", 2.0)),
     ("gpt_step", both(_gpt_step),
      "GPT training step, 2 layers, d 64, 4 heads, T 64, batch 16, AdamW", ("<=", 2.5)),
+    ("nanogpt_step", both(lambda lib, t: _gpt_step(lib, t, d_model=128, n_layers=4, batch=8, approximate="none")),
+     "GPT of nanoGPT's shape: training step, 4 layers, d 128, 4 heads, T 64, batch 8, exact GELU, tied head, AdamW",
+     ("<=", 2.5)),
+    ("gelu_exact", both(lambda lib, t: _gelu_fwd_bwd(lib)),
+     "exact (erf) GELU forward+backward on 256x1024 float32", ("<=", 2.0)),
     ("autograd_overhead", both(lambda lib, t: _autograd_overhead(lib)),
      "autograd overhead: 2,000 tiny elementwise ops on 16 floats, forward+backward", ("<=", 2.5)),
     ("numba_matmul", numba_matmul,
@@ -182,7 +201,7 @@ def run(names, quick, out_path):
     from tqdm.auto import tqdm  # a dependency of the course
 
     chosen = [w for w in WORKLOADS if not names or w[0] in names]
-    bar = tqdm(chosen, desc="tito bench", unit="workload", file=sys.stderr)
+    bar = tqdm(chosen, desc="tito bench", unit="workload", file=sys.stderr, disable=None)  # no frames in a log
     for name, make, what, (sense, target) in bar:
         bar.set_postfix_str(name)
         row = {"name": name, "what": what, "target": f"{sense} {target:g}", "ran": False}

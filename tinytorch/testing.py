@@ -90,9 +90,13 @@ def assert_close(actual, expected, *, rtol=1e-5, atol=1e-6, what=""):
     bad &= ~((a64 == e64) | (np.isnan(a64) & np.isnan(e64)))  # equal infinities and NaNs are equal
     if bad.any():
         where = np.unravel_index(int(np.argmax(np.where(bad, np.abs(a64 - e64), -1))), a.shape) if a.ndim else ()
+        first = np.unravel_index(int(np.argmax(bad)), a.shape) if a.ndim else ()
+        also = "" if first == where else (
+            f"; the first (in row-major order) at index {tuple(int(i) for i in first)}: "
+            f"{float(a64[first])!r} against {float(e64[first])!r}")
         _fail(what, actual, expected,
               f"{int(bad.sum())} of {a.size} element(s) differ; worst at index {tuple(int(i) for i in where)}: "
-              f"{a64[where]!r} against {e64[where]!r} (rtol={rtol}, atol={atol})")
+              f"{float(a64[where])!r} against {float(e64[where])!r}{also} (rtol={rtol}, atol={atol})")
 
 
 def check(condition, what, got=None, expected=None):
@@ -468,6 +472,29 @@ def element_reads(kernel, *args, of):
     start = target.__array_interface__["data"][0]
     inside = [a - start for a in writes.reads if start <= a < start + target.nbytes]
     return result, [offset // target.itemsize for offset in inside]
+
+
+def simd_float_ops(kernel, *args):
+    """How many arithmetic instructions on vectors of floats (SIMD: several multiply-adds in
+    one instruction) the machine code of a numba kernel holds, compiled for `args`: 0 when
+    the compiler vectorised none of its loops, or for a function that is not compiled.
+
+    Why: a loop the compiler vectorises runs 4 to 16 times as many multiply-adds per cycle;
+    whether it could is decided by how the loop is written (for example, indices it cannot
+    prove non-negative stop it), and the compiled code shows it on every machine, where a
+    timing would depend on the machine and its load."""
+    import re
+
+    from numba import njit
+
+    if not hasattr(kernel, "py_func"):
+        return 0  # a plain Python function: the interpreter runs it one number at a time
+    options = {key: value for key, value in kernel.targetoptions.items() if key not in ("cache", "nopython")}
+    kernel = njit(**options)(kernel.py_func)  # compiled afresh: code loaded from numba's cache cannot be read
+    kernel(*args)
+    pattern = re.compile(r"= (?:fadd|fsub|fmul|fdiv)\b[^\n]*<\d+ x (?:float|double)>"
+                         r"|@llvm\.(?:fma|fmuladd)\.v\d+f(?:32|64)\(")
+    return sum(len(pattern.findall(ir)) for ir in kernel.inspect_llvm().values())
 
 
 def reuse_distances(reads):

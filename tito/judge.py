@@ -31,7 +31,7 @@ from tito import remote
 
 _MEASURES = ("python_steps", "peak_bytes", "spied", "parallel_write_clashes", "prange_trips", "element_reads",
              "divergent_barriers", "multiply_written", "global_reads", "coalesced_share", "with_garbage_shared_memory",
-             "held_bytes")
+             "held_bytes", "simd_float_ops")
 _RUN_THERE = (*_MEASURES, "preserved_state", "hidden_module", "weak_ref", "run_fresh")
 _state: dict = {}
 

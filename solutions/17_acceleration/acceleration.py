@@ -93,7 +93,8 @@ from tinytorch import Tensor, nn
 from tinytorch import _strided
 from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, coalesced_share, divergent_barriers,
                                element_reads, global_reads, multiply_written, parallel_write_clashes, peak_bytes,
-                               prange_trips, preserved_state, reuse_distances, with_garbage_shared_memory)
+                               prange_trips, preserved_state, reuse_distances, simd_float_ops,
+                               with_garbage_shared_memory)
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
@@ -470,13 +471,38 @@ print(f"numpy, unfused: {_t_unfused * 1e3:.2f} ms | fused numba kernel: {_t_fuse
       predicted_fusion_speedup if predicted_fusion_speedup is not None else "none given")
 
 # %% [markdown]
+# Now the same fusion with almost no arithmetic: bias + ReLU, $y = \max(x + b, 0)$. numpy
+# makes two passes (`x + b`, then `maximum`), the fused kernel one, and each element costs a
+# comparison instead of an erf. Before you run the cell: will the ratio be larger or smaller
+# than for GELU, and why?
+
+# %%
+@njit(cache=CACHE)
+def _bias_relu(x, bias):  # the fused pass, the same loop as yours with a cheaper body
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            v = x[i, j] + bias[j]
+            out[i, j] = v if v > 0 else 0.0
+    return out
+
+
+assert_close(_bias_relu(_X, _B), np.maximum(_X + _B, 0), what="fused bias + ReLU against numpy")
+_t_relu_fused = median_time(lambda: _bias_relu(_X, _B))
+_t_relu_unfused = median_time(lambda: np.maximum(_X + _B, np.float32(0)))
+print(f"bias + ReLU: numpy {_t_relu_unfused * 1e3:.2f} ms | fused {_t_relu_fused * 1e3:.2f} ms | "
+      f"ratio {_t_relu_unfused / _t_relu_fused:.1f}x (bias + GELU: {_t_unfused / _t_fused:.1f}x)")
+
+# %% [markdown]
 # Every timing in this notebook runs on **one thread**: `median_time` pins numpy's BLAS and
 # numba's parallel loops to one thread while it measures (`pinned_threads` in
 # `tinytorch.utils.timing`), so that a busy machine slows both sides of a comparison
-# alike. The fused kernel should still win, on one core against one core: it touches
-# memory twice per element instead of about a dozen times. By how much depends on the
-# processor: the erf evaluation costs the same in both, and the slower it is next to a
-# memory access, the closer the ratio comes to 1.
+# alike. Fusion saves memory traffic and nothing else: the erf costs the same fused or not.
+# So the ratio says which of the two dominated. Where an element's arithmetic is an erf,
+# the saved passes are a small part of the time and the ratio stays near 1; where it is a
+# comparison, the passes over memory *are* the time, and removing one of two (plus the
+# temporary `x + b`, which numpy must allocate and write) shows. Section 6 puts both
+# kernels on one chart.
 #
 # What `prange` adds on top is the number of cores. The cell below times the fused kernel
 # with 1, 2, ... threads, up to the cores numba may use on this machine.
@@ -769,6 +795,11 @@ for _what, _extra in [("matmul_ikj", ()), ("matmul_blocked (block 4)", (4,))]:
     _along = float(np.mean(np.diff(_reads) == 1))
     check(_along > 0.5, f"{_what}: the innermost loop runs along a row of B, so most reads of B come right after "
           f"their neighbour in memory (i-j-k: none do)", got=f"{_along:.0%} of consecutive reads", expected="over 50%")
+for _what, _fn, _extra in [("matmul_ikj", matmul_ikj, ()), ("matmul_blocked (block 4)", matmul_blocked, (4,))]:
+    _simd = simd_float_ops(_fn, _a, _b, *_extra)
+    check(_simd > 0, f"{_what}: numba vectorised the innermost loop (see the vectorisation note above): its "
+          "compiled code holds SIMD arithmetic, several multiply-adds in one instruction", got=_simd,
+          expected="at least one vector instruction")
 _reuse = float(np.median(reuse_distances(_reads)))
 check(_reuse <= 2 * 4 * 4, "matmul_blocked (block 4) reads an element of B again while its 4 x 4 tile is in use: "
       "the median number of reads of B between two reads of one element is at most 2 x 16 (plain i-k-j over this "
@@ -961,7 +992,8 @@ print(f"measured peak (best BLAS sgemm) {PEAK / 1e9:.1f} GFLOP/s; ridge point at
 # Now the kernels of sections 2-5, each at its intensity. FLOPs and bytes are counted from
 # the formulas: for bias + GELU, the six operations of $\tfrac12 v (1 + \operatorname{erf}(v /
 # \sqrt2))$ with $v = x + b$, counting the erf call as one (it is really a short polynomial),
-# on 8 bytes per element (read x, write y); for the sum, 1 FLOP on 4 bytes; for the matmuls,
+# on 8 bytes per element (read x, write y); for bias + ReLU, 2 operations on 8 bytes fused
+# and on 16 unfused (numpy writes and reads back the temporary `x + b`); for the sum, 1 FLOP on 4 bytes; for the matmuls,
 # $2n^3$ FLOPs on the $3 \cdot 4n^2$ bytes of A, B and C (the minimum traffic; a kernel
 # without reuse moves far more). The GFLOP/s are measured.
 
@@ -971,6 +1003,8 @@ def _kernel_points():
     parallel_sum(_v, 64)
     pts = [("bias_gelu (fused)", 6 / 8, 6 * _X.size / median_time(lambda: bias_gelu(_X, _B))),
            ("numpy unfused gelu", 6 / (8 * 6), 6 * _X.size / median_time(lambda: _unfused(_X, _B))),
+           ("bias + ReLU (fused)", 2 / 8, 2 * _X.size / median_time(lambda: _bias_relu(_X, _B))),
+           ("numpy unfused ReLU", 2 / 16, 2 * _X.size / median_time(lambda: np.maximum(_X + _B, np.float32(0)))),
            ("parallel_sum", 1 / 4, _v.size / median_time(lambda: parallel_sum(_v, 64)))]
     for name in ("ijk", "ikj", "blocked", "numpy"):
         pts.append((f"matmul {name} (n={_N})", 2 * _N ** 3 / (12 * _N ** 2), _flops / _times[name]))
@@ -981,7 +1015,7 @@ def draw_roofline(ax, points):
     intensity = np.logspace(-2, 3, 200)
     ax.loglog(intensity, np.minimum(PEAK, intensity * BANDWIDTH) / 1e9, "k-", lw=2, label="roofline")
     ax.axvline(PEAK / BANDWIDTH, color="gray", ls=":", lw=1)
-    markers = "os^vD<>p"
+    markers = "os^vD<>ph*"
     for (name, i, f), mk in zip(points, markers):
         ax.loglog(i, f / 1e9, mk, ms=8, label=f"{name}: {f / 1e9:.1f} GFLOP/s")
     ax.set_xlabel("arithmetic intensity (FLOP per byte)")
@@ -1005,7 +1039,10 @@ plt.show()
 # arithmetic. Both GELUs usually sit well below the roof, and that is a lesson about the
 # model itself: the erf we counted as one operation is really a polynomial of a dozen or so,
 # so the true intensity is higher and the kernel is limited by arithmetic, not memory. A
-# roofline is only as good as its FLOP count. The matmuls share one intensity (the minimum
+# roofline is only as good as its FLOP count. The two ReLUs are the honest memory-bound
+# pair, their FLOP count right: fusion moves the point right (half the bytes for the same
+# work) and, where memory is what limits them, up by about as much (the ratio printed in
+# section 2). The matmuls share one intensity (the minimum
 # traffic), so their vertical spread is cache behaviour: i-j-k far below the roof, since it
 # really moves much more than the minimum; BLAS at the roof (it defined the peak). Points
 # can sit above the slanted line when their data fits in cache, whose bandwidth is higher
@@ -1268,11 +1305,13 @@ for _what, _run in [("map_kernel", lambda: elementwise(EXP, _a[:BLOCK * 3 + 1]))
     check(not _twice, f"{_what}: each output element is written by exactly one thread (a value written again "
           "by other threads is right, and wasted work); got lists (array shape, element, threads that wrote it)",
           got=_twice)
-_share = coalesced_share(lambda: elementwise(MUL, _a, _b))  # more elements than threads: each thread reads several
-if _share is not None:
-    check(_share > 0.9, "zip_kernel's reads are coalesced: at each step, neighbouring threads of a warp read "
-          "neighbouring elements (one memory transaction per warp, not 32); got the share of such reads",
-          got=f"{_share:.0%}", expected="over 90%")
+for _what, _run in [("map_kernel", lambda: elementwise(EXP, _a)),  # more elements than threads:
+                    ("zip_kernel", lambda: elementwise(MUL, _a, _b))]:  # each thread reads several
+    _share = coalesced_share(_run)
+    if _share is not None:
+        check(_share > 0.9, f"{_what}'s reads are coalesced: at each step, neighbouring threads of a warp read "
+              "neighbouring elements (one memory transaction per warp, not 32); got the share of such reads",
+              got=f"{_share:.0%}", expected="over 90%")
 print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elementwise(EXP, _a)[0])
 
 # %% [markdown]

@@ -6,7 +6,7 @@ import pytest
 from numba import njit
 
 from tinytorch.backends import cpu_kernels as ck
-from tinytorch.testing import element_reads, peak_bytes, reuse_distances
+from tinytorch.testing import element_reads, peak_bytes, reuse_distances, simd_float_ops
 
 RNG = np.random.default_rng(0)
 
@@ -161,6 +161,24 @@ def test_matmul_blocked_reads_b_again_while_its_tile_is_in_cache():
     assert reuse <= 2 * 4 * 4, (f"matmul_blocked(block=4): a median of {reuse:.0f} reads of B between two reads of "
                                 f"one element (at most 32 when a 4 x 4 tile of B is reused while in cache; plain "
                                 f"i-k-j over a (12, 12) B: 144)")
+
+
+def _assert_vectorised(name, *extra):
+    """The compiler vectorises the innermost loop only where it can prove the indices are in
+    range and non-negative: a loop from 0 over a row or a tile's row, not range(j0, j1)."""
+    a = RNG.standard_normal((8, 12)).astype(np.float32)
+    ops = simd_float_ops(getattr(ck, name), a, a[:, :8].T.copy(), *extra)
+    assert ops > 0, (f"{name}: numba compiled the kernel without a single SIMD (vector) arithmetic instruction, "
+                     f"so its innermost loop does one multiply-add per instruction; a loop `for j in range(j0, "
+                     f"j1)` indexing C and B directly is the usual cause: let the innermost loop run from 0")
+
+
+def test_matmul_ikj_inner_loop_compiles_to_simd_instructions():
+    _assert_vectorised("matmul_ikj")
+
+
+def test_matmul_blocked_inner_loop_compiles_to_simd_instructions():
+    _assert_vectorised("matmul_blocked", 4)
 
 
 @pytest.mark.parametrize("kh,kw,stride,padding", [(3, 3, 1, 0), (3, 2, 2, 1), (1, 1, 1, 0), (5, 4, 1, 0), (2, 2, 3, 2)])

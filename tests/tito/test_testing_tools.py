@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numba import njit, prange
 
-from tinytorch.testing import parallel_write_clashes, prange_trips, spied
+from tinytorch.testing import assert_close, parallel_write_clashes, prange_trips, spied
 
 
 @pytest.mark.parametrize("widen", [lambda a: a.astype(np.int32), lambda a: np.asarray(a, dtype=np.int32),
@@ -49,6 +49,16 @@ def _rows_plus(x, out, k_parallel):
         for k in prange(x.shape[1]) if k_parallel else range(x.shape[1]):
             out[i, :] += x[i, k]
     return out
+
+
+def test_assert_close_names_the_worst_and_the_first_mismatch():
+    expected = np.zeros((3, 4))
+    expected[1, 2], expected[2, 3] = 1.0, 5.0
+    with pytest.raises(AssertionError) as caught:
+        assert_close(np.zeros((3, 4)), expected, what="a kernel's output")
+    message = str(caught.value)
+    assert "2 of 12 element(s) differ; worst at index (2, 3): 0.0 against 5.0" in message
+    assert "the first (in row-major order) at index (1, 2): 0.0 against 1.0" in message
 
 
 def test_a_shared_slot_is_a_clash_and_own_slots_are_not():

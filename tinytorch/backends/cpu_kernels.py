@@ -115,7 +115,7 @@ def bias_gelu(x, bias):
     raise NotImplementedError('bias_gelu() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 34 (parallel-sum) --
+# -- cell 36 (parallel-sum) --
 @njit(parallel=True, cache=CACHE)
 def parallel_sum(x, n_chunks):
     """The sum of the 1-D array `x`, as a float64, computed by `n_chunks` parallel workers.
@@ -129,7 +129,7 @@ def parallel_sum(x, n_chunks):
     raise NotImplementedError('parallel_sum() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 37 (matmul-cpu) --
+# -- cell 39 (matmul-cpu) --
 @njit(cache=CACHE)
 def matmul_ijk(a, b):
     """C = A @ B with the textbook loop order (inner loop down a column of B): the baseline."""
@@ -170,7 +170,7 @@ def matmul_blocked(a, b, block=64):
     raise NotImplementedError('matmul_blocked() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 43 (im2col) --
+# -- cell 45 (im2col) --
 @njit(parallel=True, cache=CACHE)
 def im2col(x, kh, kw, stride=1, padding=0):
     """The column matrix of a batch of images (torch.nn.functional.unfold's layout).

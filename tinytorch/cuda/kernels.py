@@ -2,7 +2,7 @@
 # Each block names the notebook cell it came from.
 
 
-# -- cell 58 --
+# -- cell 60 --
 """CUDA kernels with numba's CUDA target (module 17) and the `cuda` device backend: map, zip,
 a shared-memory block reduction, naive and tiled matmuls, and the registration of the ops
 an MLP needs (forward and backward) in module 01's kernel registry."""
@@ -68,7 +68,7 @@ def _unary(op, v):
     return v
 
 
-# -- cell 60 (map-zip-kernels) --
+# -- cell 62 (map-zip-kernels) --
 @cuda.jit
 def map_kernel(x, out, op):
     """out[i] = _unary(op, x[i]) for every i (1-D device arrays of one length).
@@ -92,7 +92,7 @@ def zip_kernel(a, b, out, op):
     raise NotImplementedError('zip_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 62 --
+# -- cell 64 --
 def _grid(n):
     """Blocks for n elements: enough to cover them, at most MAX_BLOCKS (then threads loop)."""
     return max(1, min(-(-n // BLOCK), MAX_BLOCKS))
@@ -119,7 +119,7 @@ def elementwise(op, a, b=None, dtype=None):
     return out.copy_to_host().reshape(a.shape)
 
 
-# -- cell 65 (block-reduce) --
+# -- cell 67 (block-reduce) --
 @cuda.jit
 def block_reduce_kernel(x, out, op):
     """Reduce each block's BLOCK elements of each row of `x` with a shared-memory tree.
@@ -135,7 +135,7 @@ def block_reduce_kernel(x, out, op):
     raise NotImplementedError('block_reduce_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 67 --
+# -- cell 69 --
 def reduce_rows(x, op):
     """SUM or MAX of each row of the 2-D numpy array x, on the device; a (R,) numpy array."""
     rows, n = x.shape
@@ -166,7 +166,7 @@ def reduce(x, dims, keepdim, op):
     return result
 
 
-# -- cell 72 (matmul-kernels) --
+# -- cell 74 (matmul-kernels) --
 @cuda.jit
 def matmul_naive_kernel(a, b, c):
     """c = a @ b, one thread per element of c, every operand read from global memory.
@@ -191,7 +191,7 @@ def matmul_tiled_kernel(a, b, c):
     raise NotImplementedError('matmul_tiled_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 74 --
+# -- cell 76 --
 def _launch_matmul(kernel, a, b):
     a = np.ascontiguousarray(a, dtype=np.float32)
     b = np.ascontiguousarray(b, dtype=np.float32)
@@ -223,7 +223,7 @@ def matmul(a, b):
     return c.reshape(shape)
 
 
-# -- cell 80 --
+# -- cell 82 --
 def _zip_op(code):
     def kernel(x, y):
         dt = _result_dtype(x, y)
@@ -299,7 +299,7 @@ def _to_device_copy(x, device):
     return elementwise(COPY, x.numpy())
 
 
-# -- cell 82 --
+# -- cell 84 --
 def _unbroadcast(g, shape):
     """Sum g over the dims broadcasting added or stretched, so it gets `shape` (device sums)."""
     lead = g.ndim - len(shape)
@@ -384,7 +384,7 @@ def _nll_loss_backward(node, g):
     return (out.copy_to_host().reshape(x.shape),)
 
 
-# -- cell 84 --
+# -- cell 86 --
 _LAYOUT_OPS = ("permute", "transpose", "view", "reshape", "squeeze", "unsqueeze", "expand",
                "as_strided", "getitem", "flatten")
 _LAYOUT_RULES = ("PermuteBackward", "TransposeBackward", "ViewBackward", "ReshapeBackward",
