@@ -22,7 +22,8 @@ def index_to_position(index, strides, offset):
     tensor; strides may be 0 or negative), `offset` an int. Returns an int. No bounds
     checks: the caller passes valid indices.
     """
-    # Idea: start where element [0, 0, ...] lives; each dimension adds index times stride.
+    # Idea: find the position of [1, 2] in a (3, 4) tensor with offset 5 by hand first; then say
+    # what you did for any index.
     # YOUR CODE HERE
     raise NotImplementedError('index_to_position() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -34,7 +35,7 @@ def ordinal_to_index(ordinal, shape):
     list of ints, one per dimension (`[]` for shape `()`), with the last index moving fastest
     (C order, as `np.unravel_index`).
     """
-    # Idea: the ordinal is a number whose digits are the indices, in bases given by the sizes.
+    # Idea: which index of a (3, 4) tensor is element 7? Do it by hand, then for shape (2, 3, 4).
     # YOUR CODE HERE
     raise NotImplementedError('ordinal_to_index() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -84,7 +85,7 @@ def strided_zip(fn, out_storage, out_shape, out_strides, out_offset,
     Contract: as strided_map, with two inputs whose shapes broadcast to `out_shape`
     (ValueError otherwise). Returns None.
     """
-    # Idea: broadcasting is reading an input with stride 0 along the dimensions it lacks.
+    # Idea: as strided_map, once each input is described with the output's dimensions.
     # YOUR CODE HERE
     raise NotImplementedError('strided_zip() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 

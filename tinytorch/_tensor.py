@@ -1343,7 +1343,7 @@ def _expand_layout(shape, strides, sizes):
     has fewer dims, a new leading dim has a negative size, or a dimension of size other than
     1 would change; the message names both shapes.
     """
-    # Idea: a grown size-1 dimension reads the same element at every index: stride 0.
+    # Idea: along a grown size-1 dimension, every index must read one and the same element.
     # YOUR CODE HERE
     raise NotImplementedError('_expand_layout() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1426,7 +1426,8 @@ def _slice_layout(item, size, stride):
     far (in storage elements) its first element lies from the old dimension's element 0
     (0 when the slice is empty).
     """
-    # Idea: the new dimension starts at element `start` and moves `step` old steps at a time.
+    # Idea: in storage elements, where does the slice's first element lie, and how far apart are
+    # two neighbours of the slice?
     # YOUR CODE HERE
     raise NotImplementedError('_slice_layout() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1438,7 +1439,7 @@ def _basic_index(t, index):
     steps). Returns `t._view(...)` over the same storage. Raises IndexError for an int out
     of range; the message names the index, the dimension and its size.
     """
-    # Idea: an int moves the offset and drops a dim; a slice moves the offset and scales a stride.
+    # Idea: what does an int do to the layout, and what does a slice do (your _slice_layout)?
     # YOUR CODE HERE
     raise NotImplementedError('_basic_index() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 

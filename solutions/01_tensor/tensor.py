@@ -75,9 +75,7 @@
 # | `strides` | elements to skip per step in each dimension | `(3, 1)` |
 # | `offset` | where element `[0, 0, ...]` sits in storage | `0` |
 #
-# and element $(i_0, i_1, \dots, i_{n-1})$ lives at
-#
-# $$\text{position}(i_0, \dots, i_{n-1}) = \text{offset} + \sum_{k=0}^{n-1} i_k \cdot \text{stride}_k .$$
+# These four say where every element lives; section 3 asks you to say how.
 #
 # The key insight of this whole module: **many operations only change `shape`, `strides`
 # and `offset`, never the storage.** Transposing X gives a 3×2 tensor whose element
@@ -206,11 +204,9 @@ class ShapeError(RuntimeError, ValueError):
 # ## 2. Contiguous strides
 #
 # A freshly created tensor is stored row-major ("contiguous"): the last dimension moves
-# fastest. Its strides follow from the shape alone. For shape `(2, 3, 4)` one step along
-# the last dimension moves 1 element, one step along the middle one skips a row of 4, and
-# one step along the first skips a whole 3×4 block:
-#
-# $$\text{strides} = (12,\; 4,\; 1).$$
+# fastest. Its strides follow from the shape alone: X above, of shape `(2, 3)`, has `(3, 1)`.
+# Before you write the function, work out by hand the strides of shape `(2, 3, 4)` and of
+# `(5, 2, 3, 4)`, and say in one sentence what each stride is made of.
 #
 # Two corner cases: a 0-d tensor (a scalar, shape `()`) has strides `()`, and a dimension of
 # size 0 must not turn the other strides into 0: PyTorch counts it as size 1, so that
@@ -278,21 +274,20 @@ print("✓ contiguous_strides((2, 0, 3)) =", contiguous_strides((2, 0, 3)))
 # `tinytorch/_strided.py`, where module 17 finds them: it writes the same loops again for
 # numba's compiler and checks its compiled ones against yours.
 #
-# **The address formula** turns a multi-index into a storage position:
-#
-# $$\text{position}(i_0, \dots, i_{n-1}) = \text{offset} + \sum_{k} i_k \cdot \text{stride}_k .$$
-#
-# Nothing in it assumes a row-major layout: it is just as right for a transposed view
-# (strides `(1, 3)`), a broadcast view (a stride of 0: every index reads the same cell), a
-# slice that starts in the middle of the storage (an offset), or a reversed view (a
-# negative stride: numpy makes those for `a[::-1]`). Example: in a storage of 12 elements,
-# the view with shape `(2, 3)`, strides `(1, 4)` and offset 1 puts element `[1, 2]` at
-# `1 + 1·1 + 2·4 = 10`.
+# **The address formula** turns a multi-index into a storage position, from the four
+# fields of section 1 and nothing else. Derive it before you write it: in a storage of 12
+# elements, where does the view with shape `(2, 3)`, strides `(1, 4)` and offset 1 put
+# element `[1, 2]`? Then say it for any number of dimensions. Your formula must not assume a
+# row-major layout: the same function serves a transposed view (strides `(1, 3)`), a slice
+# that starts in the middle of the storage (an offset), a reversed view (a negative stride:
+# numpy makes those for `a[::-1]`) and the views of later sections, whose strides you have
+# not met yet. The check prints the position it computed for `[1, 2]`.
 #
 # **The inverse** goes the other way round, for the *order* in which we visit elements: the
 # k-th element in row-major order over a shape (its **ordinal**, 0, 1, 2, ...) has which
-# multi-index? Over shape `(2, 3, 4)`, ordinal 17 is `[1, 1, 1]` (17 = 1·12 + 1·4 + 1), and
-# ordinal 5 is `[0, 1, 1]`. This is numpy's `np.unravel_index`. Every loop in section 10
+# multi-index? Over shape `(2, 3, 4)`, which element is ordinal 17, and which is ordinal 5?
+# Find them by hand, then find the rule. (numpy's `np.unravel_index` computes it; your check
+# compares with it.) Every loop in section 10
 # counts `ordinal = 0, 1, ..., numel - 1`, turns the ordinal into a multi-index, and turns
 # the multi-index into a storage position with the address formula, once per tensor.
 #
@@ -352,7 +347,8 @@ def index_to_position(index, strides, offset):
     tensor; strides may be 0 or negative), `offset` an int. Returns an int. No bounds
     checks: the caller passes valid indices.
     """
-    # Idea: start where element [0, 0, ...] lives; each dimension adds index times stride.
+    # Idea: find the position of [1, 2] in a (3, 4) tensor with offset 5 by hand first; then say
+    # what you did for any index.
     ### BEGIN SOLUTION
     position = offset
     for k in range(len(index)):
@@ -368,7 +364,7 @@ def ordinal_to_index(ordinal, shape):
     list of ints, one per dimension (`[]` for shape `()`), with the last index moving fastest
     (C order, as `np.unravel_index`).
     """
-    # Idea: the ordinal is a number whose digits are the indices, in bases given by the sizes.
+    # Idea: which index of a (3, 4) tensor is element 7? Do it by hand, then for shape (2, 3, 4).
     ### BEGIN SOLUTION
     index = [0] * len(shape)
     for k in range(len(shape) - 1, -1, -1):
@@ -405,7 +401,9 @@ check(isinstance(ordinal_to_index(5, (2, 3)), list), "ordinal_to_index returns a
 _shape = (3, 4, 2)
 assert_equal([index_to_position(ordinal_to_index(k, _shape), contiguous_strides(_shape), 0) for k in range(24)],
              list(range(24)), "position(ordinal_to_index(k)) over contiguous strides")
-print("✓ address formula: ordinal 17 of (2, 3, 4) is", ordinal_to_index(17, (2, 3, 4)))
+print("✓ address formula: [1, 2] of the (2, 3) view with strides (1, 4), offset 1 is at",
+      index_to_position((1, 2), (1, 4), 1), "| ordinal 17 of (2, 3, 4) is", ordinal_to_index(17, (2, 3, 4)),
+      "and ordinal 5 is", ordinal_to_index(5, (2, 3, 4)))
 
 # %% [markdown]
 # ## 4. The Tensor class
@@ -2284,10 +2282,10 @@ print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _st
 # last), since that is how the shapes are aligned. With more than two shapes, fold them
 # left to right, so the message names the shape broadcast so far and the one that failed.
 #
-# How is broadcasting done without copying? With **stride 0**: `expand` turns a size-1
-# dimension into size n by giving it stride 0, so all n positions read the same element.
-# `(3,)` → `(64, 3)` is shape `(64, 3)` with strides `(0, 1)` over the original 3 numbers.
-# (For arithmetic we let numpy broadcast internally, which is the same trick; `expand` gives
+# How is broadcasting done without copying? With a layout: `expand` turns a size-1
+# dimension into size n with no new memory, every one of the n positions reading the same
+# element. `(3,)` → `(64, 3)` becomes shape `(64, 3)` over the original 3 numbers; which
+# strides make that true is the next section's question. (For arithmetic we let numpy broadcast internally, which is the same trick; `expand` gives
 # the same power to any op, and the loops of section 10 use it too.)
 #
 # <details><summary>Hint 1</summary>
@@ -2389,11 +2387,11 @@ for _a, _b in _it.product([(), (1,), (3,), (2, 1), (2, 3), (1, 3, 1), (4, 1, 3)]
 #
 # `expand(*sizes)` returns a view of the tensor with shape `sizes`:
 #
-# - new **leading** dimensions (when `sizes` is longer than the shape) get stride 0 and
-#   any size (but not -1: there is nothing to keep);
+# - new **leading** dimensions (when `sizes` is longer than the shape) may have any size
+#   (but not -1: there is nothing to keep), every index along them seeing the tensor as it is;
 # - for the existing dimensions (aligned on the right), `-1` or the same size keeps size
-#   and stride; a size-1 dimension can grow to any size with **stride 0**; any other change
-#   is an error that names both shapes.
+#   and stride; a size-1 dimension can grow to any size, every index along it reading its
+#   one element; any other change is an error that names both shapes.
 #
 # You write the layout rule as a pure function `_expand_layout(shape, strides, sizes) ->
 # (new_shape, new_strides)`; the provided `_expand` dispatches it with the resolved shape.
@@ -2423,7 +2421,7 @@ def _expand_layout(shape, strides, sizes):
     has fewer dims, a new leading dim has a negative size, or a dimension of size other than
     1 would change; the message names both shapes.
     """
-    # Idea: a grown size-1 dimension reads the same element at every index: stride 0.
+    # Idea: along a grown size-1 dimension, every index must read one and the same element.
     ### BEGIN SOLUTION
     shape, sizes = tuple(shape), tuple(sizes)
     n_new = len(sizes) - len(shape)
@@ -2510,13 +2508,12 @@ print("✓ expand: (3,) -> (4, 3) has strides", _b.expand(4, 3).stride())
 #
 # Each tensor is passed as four arguments: `storage, shape, strides, offset`.
 #
-# **Broadcasting in a loop** is the stride-0 trick of `expand` (section 9) once more: the input's
-# strides, seen with the output's shape, are `broadcast_strides(shape, strides,
-# out_shape)`: aligned on the right, 0 for every dimension the input lacks or has with size
-# 1. With those, the output's multi-index can be used to read the input directly, and the
-# address formula does the rest. Example: a `(3,)` input with stride `(1,)` read as `(2, 3)`
-# has strides `[0, 1]`; a `(2, 1)` input with strides `(1, 1)` read as `(2, 3)` has `[1, 0]`
-# (the size-1 dimension's stride, 1, must become 0).
+# **Broadcasting in a loop** is `expand`'s trick (section 9) once more:
+# `broadcast_strides(shape, strides, out_shape)` gives the input's strides as seen with the
+# output's shape, so that the output's multi-index reads the input directly and the address
+# formula does the rest. Work two cases by hand before you write it: a `(3,)` input with
+# stride `(1,)` read as `(2, 3)`, and a `(2, 1)` input with strides `(1, 1)` read as
+# `(2, 3)` (careful: the size-1 dimension's own stride is not what the output needs).
 #
 # The provided `layout_of(base, view)` below gives the `(shape, strides, offset)` of any
 # numpy view of a 1-D `base` array, in elements. It is how the checks (and the tests) build
@@ -2641,7 +2638,7 @@ def strided_zip(fn, out_storage, out_shape, out_strides, out_offset,
     Contract: as strided_map, with two inputs whose shapes broadcast to `out_shape`
     (ValueError otherwise). Returns None.
     """
-    # Idea: broadcasting is reading an input with stride 0 along the dimensions it lacks.
+    # Idea: as strided_map, once each input is described with the output's dimensions.
     ### BEGIN SOLUTION
     a_strides = broadcast_strides(a_shape, a_strides, out_shape)
     b_strides = broadcast_strides(b_shape, b_strides, out_shape)
@@ -2904,7 +2901,8 @@ def _slice_layout(item, size, stride):
     far (in storage elements) its first element lies from the old dimension's element 0
     (0 when the slice is empty).
     """
-    # Idea: the new dimension starts at element `start` and moves `step` old steps at a time.
+    # Idea: in storage elements, where does the slice's first element lie, and how far apart are
+    # two neighbours of the slice?
     ### BEGIN SOLUTION
     start, stop, step = item.indices(size)
     length = len(range(start, stop, step))
@@ -2919,7 +2917,7 @@ def _basic_index(t, index):
     steps). Returns `t._view(...)` over the same storage. Raises IndexError for an int out
     of range; the message names the index, the dimension and its size.
     """
-    # Idea: an int moves the offset and drops a dim; a slice moves the offset and scales a stride.
+    # Idea: what does an int do to the layout, and what does a slice do (your _slice_layout)?
     ### BEGIN SOLUTION
     shape, strides, offset = [], [], t._offset
     d = 0
