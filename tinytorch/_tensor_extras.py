@@ -105,6 +105,42 @@ class _TensorExtras:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
         return self.transpose(0, 1) if self.ndim == 2 else self
 
+    # where the nonzero elements are, and how large a tensor is
+    def nonzero(self, *, as_tuple=False):
+        """The indices of the nonzero elements, in row-major order: an (n, ndim) int64 tensor,
+        or with `as_tuple` one 1-D int64 tensor per dimension (an index `x[...]` accepts)."""
+        import numpy as np
+
+        import tinytorch._tensor as core
+
+        values = self.detach().cpu().numpy()
+        found = np.nonzero(np.atleast_1d(values))
+        if as_tuple:
+            return tuple(core.tensor(i.astype(np.int64), device=self.device) for i in found)
+        stacked = np.stack(found[:self.ndim], axis=1) if self.ndim else np.zeros((len(found[0]), 0))
+        return core.tensor(stacked.astype(np.int64), device=self.device)
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        """The p-norm over `dim` (every element when None), made of the module's ops so that
+        gradients flow: "fro" and 2 the Euclidean norm, 1 the sum of magnitudes, inf and -inf
+        the largest and smallest magnitude, 0 the count of nonzeros, any other p
+        (sum |x|^p)^(1/p)."""
+        if self.dtype.kind != "f":
+            raise RuntimeError(f"norm(): input dtype should be floating point, but got {self.dtype}")
+        if p == "fro" or p == 2:
+            return (self * self).sum(dim, keepdim).sqrt()
+        if not isinstance(p, numbers.Real):
+            raise ValueError(f"norm(): p must be a number, 'fro', inf or -inf, got {p!r}")
+        if p == float("inf"):
+            return self.abs().amax(dim, keepdim)
+        if p == float("-inf"):
+            return self.abs().amin(dim, keepdim)
+        if p == 0:
+            return (self != 0).to(self.dtype).sum(dim, keepdim)
+        if p == 1:
+            return self.abs().sum(dim, keepdim)
+        return (self.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+
     # new tensors with this one's dtype and device
     def _new(self, factory, size, dtype, requires_grad, *fill):
         import tinytorch._tensor as core

@@ -14,7 +14,7 @@ __all__ = [
     "sum", "mean", "std", "var", "amax", "amin", "argmax", "argmin", "all", "any", "clone",
     "detach", "numel", "split", "chunk", "unbind", "narrow", "select", "t", "eq", "ne", "lt",
     "le", "gt", "ge", "add", "sub", "mul", "div", "masked_fill", "max", "min", "softmax",
-    "log_softmax", "is_tensor", "from_numpy", "randperm", "multinomial",
+    "log_softmax", "is_tensor", "from_numpy", "randperm", "multinomial", "nonzero", "norm", "where",
 ]
 
 
@@ -68,6 +68,20 @@ sub = _forward_to_method("sub")
 mul = _forward_to_method("mul")
 div = _forward_to_method("div")
 masked_fill = _forward_to_method("masked_fill")
+nonzero = _forward_to_method("nonzero")
+norm = _forward_to_method("norm")
+
+
+def where(condition, input=None, other=None):
+    """`where(condition, input, other)`: module 01's elementwise choice. With the condition
+    alone, the indices where it holds, one tensor per dimension (`condition.nonzero(as_tuple=True)`)."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() takes the condition alone, or the condition, input and other")
+    from tinytorch._tensor import where as choose  # module 01
+
+    return choose(condition, input, other)
 
 
 def max(input, dim=None, keepdim=False):

@@ -176,7 +176,7 @@ from tinytorch.nn.activations import gelu, leaky_relu, log_softmax, relu, sigmoi
 from tinytorch.nn.init import _calculate_fan_in_and_fan_out, _no_grad_copy_, kaiming_uniform_, uniform_
 
 __all__ = [
-    "Parameter", "Module", "Linear", "Sequential", "ModuleList", "Identity",
+    "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity",
     "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "Softmax", "LogSoftmax",
 ]
 
@@ -1892,6 +1892,66 @@ with preserved_state():
     assert_equal(len(list(_Stack().parameters())), 6, "parameters of 3 Linear layers held in a ModuleList")
     check("layers.2.bias" in dict(_Stack().named_parameters()), "the dotted name layers.2.bias exists")
 print("✓ ModuleList:", [n for n, _ in _Stack().named_parameters()][-2:])
+
+# %% [markdown]
+# `ModuleDict` is ModuleList's sibling for children you look up by name rather than by
+# position (a model with one head per task, say). It is provided: a dictionary's
+# operations over the same child registry, keys kept in insertion order as PyTorch does.
+
+# %%
+#| export
+class ModuleDict(Module):
+    """Modules registered as children under string keys, in insertion order (torch.nn.ModuleDict)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def pop(self, key):
+        """Remove the child `key` and return it."""
+        return self._modules.pop(key)
+
+    def clear(self):
+        self._modules.clear()
+
+    def update(self, modules):
+        """Add (or replace) children from a mapping or an iterable of (key, module) pairs."""
+        if isinstance(modules, (str, Module)) or not hasattr(modules, "__iter__"):
+            raise TypeError(f"ModuleDict.update should be called with a mapping or an iterable of "
+                            f"(key, module) pairs, got {type(modules).__name__}")
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for pair in pairs:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"ModuleDict.update: each element must be a (key, module) pair, got {pair!r}")
+            self[pair[0]] = pair[1]
 
 # %% [markdown]
 # ## 11. Activation layers

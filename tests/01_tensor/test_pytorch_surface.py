@@ -18,6 +18,12 @@ def _grad_mode_block(m):
     return [inside, (x * 2).requires_grad, m.is_grad_enabled()]
 
 
+def _norm_grad(m):
+    x = _numbers(m).double().requires_grad_()
+    x.norm(dim=1).sum().backward()
+    return x.grad.numpy()
+
+
 SURFACE = {
     # comparisons by name
     "Tensor.eq": lambda m: _numbers(m).eq(m.tensor(2.0)).numpy(),
@@ -95,6 +101,18 @@ SURFACE = {
     "max(dim).indices": lambda m: m.max(_numbers(m), dim=0).indices.numpy(),
     "max(a, b)": lambda m: m.max(_numbers(m), m.ones(5)).numpy(),
     "max(numpy int dim)": lambda m: m.max(_numbers(m), np.int64(1)).values.numpy(),
+    "Tensor.nonzero": lambda m: _numbers(m).gt(0.5).nonzero().numpy(),
+    "nonzero(as_tuple)": lambda m: [i.numpy() for i in m.nonzero(_numbers(m) > 2, as_tuple=True)],
+    "where(condition)": lambda m: [i.numpy() for i in m.where(_numbers(m) > 2)],
+    "where(condition, a, b)": lambda m: m.where(_numbers(m) > 2, _numbers(m), m.zeros(5)).numpy(),
+    "Tensor.norm": lambda m: _numbers(m).norm().numpy(),
+    "Tensor.norm(1, dim)": lambda m: _numbers(m).norm(1, dim=1).numpy(),
+    "Tensor.norm(inf, keepdim)": lambda m: _numbers(m).norm(float("inf"), 0, True).numpy(),
+    "Tensor.norm(-inf)": lambda m: _numbers(m).norm(float("-inf"), 1).numpy(),
+    "Tensor.norm(0)": lambda m: _numbers(m).norm(0, 1).numpy(),
+    "Tensor.norm(3)": lambda m: _numbers(m).double().norm(3).numpy(),
+    "norm(dim)": lambda m: m.norm(_numbers(m).double(), dim=0).numpy(),
+    "norm's gradient": lambda m: _norm_grad(m),
     "min(numpy int dim)": lambda m: m.min(_numbers(m), np.int64(0)).indices.numpy(),
     "min(dim, keepdim)": lambda m: m.min(_numbers(m), 1, True).values.numpy(),
     "min(a, b)": lambda m: m.min(_numbers(m), m.zeros(2, 1)).numpy(),

@@ -1,5 +1,5 @@
 """tinytorch.nn: layers (modules 03, 04, ...) and `functional` ops, mirroring torch.nn."""
-from tinytorch.nn.layers import Parameter, Module, Linear, Sequential, ModuleList, Identity, ReLU, LeakyReLU, Sigmoid, Tanh, GELU, Softmax, LogSoftmax  # module 03
+from tinytorch.nn.layers import Parameter, Module, Linear, Sequential, ModuleList, ModuleDict, Identity, ReLU, LeakyReLU, Sigmoid, Tanh, GELU, Softmax, LogSoftmax  # module 03
 from tinytorch.nn.losses import MSELoss, BCEWithLogitsLoss, NLLLoss, CrossEntropyLoss  # module 04
 from tinytorch.nn import functional, init  # noqa: E402
 from tinytorch.nn.conv import Conv2d, MaxPool2d, AvgPool2d, BatchNorm2d, Flatten  # module 09

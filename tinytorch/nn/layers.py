@@ -15,7 +15,7 @@ from tinytorch.nn.activations import gelu, leaky_relu, log_softmax, relu, sigmoi
 from tinytorch.nn.init import _calculate_fan_in_and_fan_out, _no_grad_copy_, kaiming_uniform_, uniform_
 
 __all__ = [
-    "Parameter", "Module", "Linear", "Sequential", "ModuleList", "Identity",
+    "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity",
     "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "Softmax", "LogSoftmax",
 ]
 
@@ -549,6 +549,61 @@ class ModuleList(Module):
 
 
 # -- cell 62 --
+class ModuleDict(Module):
+    """Modules registered as children under string keys, in insertion order (torch.nn.ModuleDict)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def pop(self, key):
+        """Remove the child `key` and return it."""
+        return self._modules.pop(key)
+
+    def clear(self):
+        self._modules.clear()
+
+    def update(self, modules):
+        """Add (or replace) children from a mapping or an iterable of (key, module) pairs."""
+        if isinstance(modules, (str, Module)) or not hasattr(modules, "__iter__"):
+            raise TypeError(f"ModuleDict.update should be called with a mapping or an iterable of "
+                            f"(key, module) pairs, got {type(modules).__name__}")
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for pair in pairs:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"ModuleDict.update: each element must be a (key, module) pair, got {pair!r}")
+            self[pair[0]] = pair[1]
+
+
+# -- cell 64 --
 class Identity(Module):
     """Returns its input unchanged (torch.nn.Identity); accepts and ignores any arguments."""
 
@@ -594,7 +649,7 @@ class Tanh(Module):
         return tanh(input)
 
 
-# -- cell 64 --
+# -- cell 66 --
 class GELU(Module):
     """gelu as a layer (torch.nn.GELU); approximate is "none" or "tanh"."""
 
