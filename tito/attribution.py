@@ -24,6 +24,7 @@ from pathlib import Path
 from tito import build, mutants, testing
 from tito.course import Module
 from tito.errors import TitoError
+from tito.pyparse import parse
 
 
 def stub_names(module: Module) -> list[str]:
@@ -63,7 +64,7 @@ def compiled_stubs(module: Module, text: str) -> set[str]:
     kernels need no entry: numba's simulator runs them as Python, so the trace sees every
     launch, and on a real GPU no test is seen entering them, so `selection` runs every test.)"""
     names, found = set(stub_names(module)), set()
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
             for decorator in node.decorator_list:
                 call = decorator.func if isinstance(decorator, ast.Call) else decorator
@@ -77,7 +78,7 @@ def compiled_stubs(module: Module, text: str) -> set[str]:
 def stub_spans(module: Module, text: str) -> dict[str, tuple[int, int]]:
     """{student function: (first line, last line)} in the solution `text`."""
     names, spans = set(stub_names(module)), {}
-    stack = [(node, "") for node in ast.parse(text).body]
+    stack = [(node, "") for node in parse(text).body]
     while stack:
         node, prefix = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tito.errors import TitoError
+from tito.pyparse import parse
 
 FIELDS = ("TITLE", "YEAR", "MODULES", "TARGET")
 RUN_TIMEOUT_S = int(os.environ.get("TITO_MILESTONE_TIMEOUT", "1800"))
@@ -72,7 +73,7 @@ def _read(path: Path, root: Path) -> Milestone:
 
     rel = path.relative_to(root).as_posix()
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+        tree = parse(path.read_text(encoding="utf-8"), filename=rel)
     except SyntaxError as exc:
         raise TitoError(f"{rel}, line {exc.lineno}: {exc.msg}; fix the milestone file.") from None
     found = {}

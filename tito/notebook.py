@@ -164,8 +164,10 @@ def top_level_names(code: str) -> set[str]:
     """The functions, classes and variables a cell defines at its top level."""
     import ast
 
+    from tito.pyparse import parse
+
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError:
         return set()
     names = set()

@@ -15,7 +15,8 @@ too deeply nested to parse is itself a finding.
 from __future__ import annotations
 
 import ast
-import threading
+
+from tito.pyparse import parse
 
 # Modules whose import gives a notebook a handle on the grading machinery or the interpreter.
 MODULES = {"builtins", "sys", "gc", "inspect", "ctypes", "atexit", "signal", "importlib", "pytest", "_pytest",
@@ -141,17 +142,10 @@ def _cell_code(source: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 
 
-# CPython 3.11 counts ast.parse's nesting in one place per interpreter, so two grading
-# threads parsing at once (a garbage collection in one lets the other run) fail each other
-# with "SystemError: AST constructor recursion depth mismatch". One parse at a time.
-_PARSING = threading.Lock()
-
-
 def cell_findings(source: str) -> set[str]:
     """What one code cell reaches for (see the module docstring)."""
     try:
-        with _PARSING:
-            tree = ast.parse(_cell_code(source))
+        tree = parse(_cell_code(source))
     except SyntaxError:
         return set()  # it cannot run in the kernel either, nor be exported
     except (RecursionError, MemoryError, ValueError):

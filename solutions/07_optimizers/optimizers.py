@@ -232,7 +232,7 @@ from tinytorch._tensor import Tensor, where, zeros_like
 from tinytorch.autograd import no_grad
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "AdamW",
+    "Optimizer", "SGD", "Adam", "AdamW", "Adadelta",
     "LRScheduler", "StepLR", "CosineAnnealingLR", "LinearLR", "LambdaLR", "SequentialLR",
     "state_nbytes", "optimizer_memory",
 ]
@@ -949,6 +949,45 @@ for _ax, (_name, _h) in zip(axes, _traces.items()):
 axes[0].set_ylabel("weight value")
 fig.tight_layout()
 plt.show()
+
+# %% [markdown]
+# One more adaptive rule, provided because older PyTorch programs still use it: **Adadelta**
+# (Zeiler, 2012) keeps Adam's running mean of squared gradients, and instead of a learning
+# rate in the parameter's units it scales each step by a running RMS of the *previous
+# steps*, so that the step has the parameter's units (the default `lr=1.0` only rescales
+# it). Read it as a second example of the `_update` contract: lazily created state, one
+# rule per parameter, everything in place.
+
+# %%
+#| export
+class Adadelta(Optimizer):
+    """Adadelta: torch.optim.Adadelta's update (rho, eps, weight_decay, maximize)."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, *, maximize=False):
+        if lr is None or lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
+
+    def _update(self, p, grad, state, group):
+        rho, eps = group["rho"], group["eps"]
+        if not state:
+            state["step"] = 0
+            state["square_avg"] = zeros_like(p)
+            state["acc_delta"] = zeros_like(p)
+        state["step"] += 1
+        if group["weight_decay"] != 0:
+            grad = grad + group["weight_decay"] * p
+        square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+        square_avg.mul_(rho).add_(grad * grad, alpha=1 - rho)
+        delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * grad
+        acc_delta.mul_(rho).add_(delta * delta, alpha=1 - rho)
+        p.add_(delta, alpha=-group["lr"])
 
 # %% [markdown]
 # ## 5. Checkpoints: `state_dict` and `load_state_dict`

@@ -13,7 +13,7 @@ from tinytorch._tensor import Tensor, where, zeros_like
 from tinytorch.autograd import no_grad
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "AdamW",
+    "Optimizer", "SGD", "Adam", "AdamW", "Adadelta",
     "LRScheduler", "StepLR", "CosineAnnealingLR", "LinearLR", "LambdaLR", "SequentialLR",
     "state_nbytes", "optimizer_memory",
 ]
@@ -192,7 +192,38 @@ class AdamW(Adam):
                          amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=True)
 
 
-# -- cell 24 (state-dict) --
+# -- cell 24 --
+class Adadelta(Optimizer):
+    """Adadelta: torch.optim.Adadelta's update (rho, eps, weight_decay, maximize)."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, *, maximize=False):
+        if lr is None or lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
+
+    def _update(self, p, grad, state, group):
+        rho, eps = group["rho"], group["eps"]
+        if not state:
+            state["step"] = 0
+            state["square_avg"] = zeros_like(p)
+            state["acc_delta"] = zeros_like(p)
+        state["step"] += 1
+        if group["weight_decay"] != 0:
+            grad = grad + group["weight_decay"] * p
+        square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+        square_avg.mul_(rho).add_(grad * grad, alpha=1 - rho)
+        delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * grad
+        acc_delta.mul_(rho).add_(delta * delta, alpha=1 - rho)
+        p.add_(delta, alpha=-group["lr"])
+
+
+# -- cell 26 (state-dict) --
 def _state_dict(self):
     """Optimizer.state_dict(): {"state": {index: {name: value}}, "param_groups": [{option:
     value, ..., "params": [index, ...]}]}, parameters numbered 0, 1, ... in group order.
@@ -221,7 +252,7 @@ def _load_state_dict(self, state_dict):
     raise NotImplementedError('_load_state_dict() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
-# -- cell 27 (lr-scheduler) --
+# -- cell 29 (lr-scheduler) --
 class LRScheduler:
     """Base class of learning-rate schedulers (torch.optim.lr_scheduler.LRScheduler)."""
 
@@ -267,7 +298,7 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
-# -- cell 29 (schedules) --
+# -- cell 31 (schedules) --
 class StepLR(LRScheduler):
     """Multiply the learning rate by gamma every step_size epochs."""
 
@@ -303,7 +334,7 @@ class CosineAnnealingLR(LRScheduler):
         raise NotImplementedError('CosineAnnealingLR.get_lr() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
-# -- cell 30 (schedules-linear-lambda) --
+# -- cell 32 (schedules-linear-lambda) --
 class LinearLR(LRScheduler):
     """Scale the lr by a factor moving linearly from start_factor to end_factor over
     total_iters epochs, then constant (the usual warm-up)."""
@@ -348,7 +379,7 @@ class LambdaLR(LRScheduler):
         raise NotImplementedError('LambdaLR.get_lr() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
 
-# -- cell 34 (sequential-lr) --
+# -- cell 36 (sequential-lr) --
 class SequentialLR(LRScheduler):
     """Run schedulers one after another, switching at the milestone epochs."""
 
@@ -403,7 +434,7 @@ class SequentialLR(LRScheduler):
         self.__dict__.update(state_dict)
 
 
-# -- cell 44 (memory) --
+# -- cell 46 (memory) --
 def state_nbytes(optimizer):
     """Bytes held by the optimizer's state tensors (momentum buffers, Adam moments, ...).
 
