@@ -241,6 +241,25 @@ def test_run_backward_frees_a_node_that_received_no_gradient(custom_rules):
         "the exp node, which received no gradient, is freed too (every node reached is freed)"
 
 
+def test_run_backward_skips_the_rule_of_a_node_that_received_no_gradient(custom_rules):
+    calls = []
+    custom_rules("test_stop", lambda node, grad: (None,))
+    custom_rules("test_recorded", lambda node, grad: (calls.append(grad.copy()) or (grad,)))
+    x = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
+    below = tt.apply("test_recorded", lambda t: t.numpy() + 0.0, x)
+    stopped = tt.apply("test_stop", lambda t: t.numpy() * 1.0, below)
+    (stopped * 2.0 + x).sum().backward()
+    assert calls == [], "the rule of a node whose only consumer sent no gradient must not run (not even on zeros)"
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])
+
+
+def test_run_backward_adds_the_seeds_of_a_root_given_twice():
+    x = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
+    y = (x * x).sum()
+    (gx,) = autograd.grad([y, y], [x])
+    np.testing.assert_allclose(gx.numpy(), 2 * 2 * x.numpy(), err_msg="grad([y, y], x) is twice dy/dx")
+
+
 def test_run_backward_into_a_freed_graph_raises_before_any_gradient_arrives():
     x = tt.tensor([1.0, 2.0], requires_grad=True)
     h = x.exp()
@@ -366,7 +385,7 @@ def test_autograd_grad_returns_instead_of_accumulating():
     assert autograd.grad(out, [unused, y], allow_unused=True)[0] is None
 
 
-def test_missing_rule_and_wrong_rule_shapes_are_reported(custom_rules):
+def test_run_backward_goes_through_call_rule_which_reports_missing_rules_and_wrong_shapes(custom_rules):
     x = tt.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = tt.apply("test_no_rule", lambda t: t.numpy() + 1, x)
     with pytest.raises(RuntimeError, match="test_no_rule"):

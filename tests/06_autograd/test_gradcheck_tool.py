@@ -24,6 +24,19 @@ def test_numerical_grad_is_a_central_difference():
     assert numerical_grad(lambda: float(z ** 3), z).shape == ()
 
 
+@pytest.mark.parametrize("eps", [0.1, 0.03])
+def test_numerical_grad_steps_by_the_eps_it_is_given(eps):
+    """For a cubic the central difference with step eps is off by exactly eps**2."""
+    v = np.array([[0.5, -1.0], [2.0, 0.25]])
+    got = numerical_grad(lambda: float(np.sum(v ** 3)), v, eps=eps)
+    np.testing.assert_allclose(got, 3 * v ** 2 + eps ** 2, rtol=1e-11, atol=1e-12)
+
+
+def test_numerical_grad_returns_float64_for_a_float32_input():
+    v = np.array([0.5, 2.0], dtype=np.float32)
+    assert numerical_grad(lambda: float(np.sum(v ** 2)), v, eps=1e-2).dtype == np.float64
+
+
 def test_numerical_grad_puts_back_every_value_exactly():
     """Undoing a nudge by arithmetic (x + eps - eps) does not always give back the same float:
     each value must be restored from a saved copy."""

@@ -31,7 +31,7 @@ class _GradMode:
 
     def __new__(cls, func=None):
         self = super().__new__(cls)
-        self._prev = []  # an empty list, yours to use: what __enter__ leaves for __exit__
+        self._saved = None  # yours: whatever __enter__ must leave for its __exit__
         if callable(func):  # used bare, as @no_grad instead of @no_grad()
             return self(func)
         return self
@@ -552,27 +552,7 @@ def _getitem_backward(node, grad):
     raise NotImplementedError('_getitem_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 41 --
-def _storage_positions(shape, strides, offset):
-    """The storage position of every element of a layout, as an int array of `shape`."""
-    pos = np.full(tuple(shape), offset, dtype=np.int64)
-    for d, (n, s) in enumerate(zip(shape, strides)):
-        pos += (np.arange(n) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
-    return pos
-
-
-@backward_rule("as_strided")
-def _as_strided_backward(node, grad):
-    x = node.inputs[0]
-    size = x._storage.size
-    out_pos = _storage_positions(node.attrs["size"], node.attrs["stride"], node.attrs["storage_offset"])
-    per_cell = np.bincount(out_pos.ravel(), weights=np.ravel(grad), minlength=size)
-    in_pos = _storage_positions(x.shape, x.stride(), x.storage_offset())
-    count = np.bincount(in_pos.ravel(), minlength=size)  # > 1 where x itself overlaps
-    return (per_cell[in_pos] / np.maximum(count[in_pos], 1),)
-
-
-# -- cell 44 (linear-weight-grad) --
+# -- cell 41 (linear-weight-grad) --
 def linear_weight_grad(a, g):
     """The gradient of W in Y = A @ W, where A has batch dims and W is one matrix.
 
@@ -587,7 +567,7 @@ def linear_weight_grad(a, g):
     raise NotImplementedError('linear_weight_grad() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 47 (rules-reductions) --
+# -- cell 44 (rules-reductions) --
 @backward_rule("sum")
 def _sum_backward(node, grad):
     """y = x.sum(dim, keepdim) (attrs: dim, a tuple of non-negative ints, every dim of x
@@ -622,7 +602,7 @@ def _matmul_backward(node, grad):
     raise NotImplementedError('_matmul_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 51 (rules-more-ops) --
+# -- cell 48 (rules-more-ops) --
 @backward_rule("cumsum")
 def _cumsum_backward(node, grad):
     """y = x.cumsum(dim) (attrs: dim, a non-negative int). Returns (grad_x,), x's shape."""
@@ -640,7 +620,7 @@ def _topk_backward(node, grad):
     raise NotImplementedError('_topk_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
-# -- cell 56 --
+# -- cell 53 --
 @backward_rule("tril", "triu")
 def _tri_backward(node, grad):
     keep = np.tril if node.op == "tril" else np.triu
@@ -699,6 +679,26 @@ def _cat_backward(node, grad):
 @backward_rule("stack")
 def _stack_backward(node, grad):
     return tuple(np.moveaxis(grad, node.attrs["dim"], 0))
+
+
+# -- cell 56 --
+def _storage_positions(shape, strides, offset):
+    """The storage position of every element of a layout, as an int array of `shape`."""
+    pos = np.full(tuple(shape), offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        pos += (np.arange(n) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return pos
+
+
+@backward_rule("as_strided")
+def _as_strided_backward(node, grad):
+    x = node.inputs[0]
+    size = x._storage.size
+    out_pos = _storage_positions(node.attrs["size"], node.attrs["stride"], node.attrs["storage_offset"])
+    per_cell = np.bincount(out_pos.ravel(), weights=np.ravel(grad), minlength=size)
+    in_pos = _storage_positions(x.shape, x.stride(), x.storage_offset())
+    count = np.bincount(in_pos.ravel(), minlength=size)  # > 1 where x itself overlaps
+    return (per_cell[in_pos] / np.maximum(count[in_pos], 1),)
 
 
 # -- cell 59 (rules-nn) --
