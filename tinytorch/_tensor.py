@@ -679,6 +679,14 @@ class _TensorMath:
         """Square root, elementwise (ints give float32)."""
         return _unary("sqrt", np.sqrt, self, to_float=True)
 
+    def sin(self):
+        """Sine, elementwise, in radians (ints give float32)."""
+        return _unary("sin", np.sin, self, to_float=True)
+
+    def cos(self):
+        """Cosine, elementwise, in radians (ints give float32)."""
+        return _unary("cos", np.cos, self, to_float=True)
+
     def clamp(self, min=None, max=None):
         """Limit values to [min, max] (either bound may be None). ReLU is clamp(min=0)."""
         return _clamp(self, min, max)

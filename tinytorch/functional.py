@@ -10,7 +10,7 @@ teaches it. Hand-written: no student writes this file.
 import numpy as np
 
 __all__ = [
-    "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "neg", "clamp", "clip", "pow",
+    "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "neg", "clamp", "clip", "pow",
     "sum", "mean", "std", "var", "amax", "amin", "argmax", "argmin", "all", "any", "clone",
     "detach", "numel", "split", "chunk", "unbind", "narrow", "select", "t", "eq", "ne", "lt",
     "le", "gt", "ge", "add", "sub", "mul", "div", "masked_fill", "max", "min", "softmax",
@@ -31,6 +31,8 @@ abs = _forward_to_method("abs")
 exp = _forward_to_method("exp")
 log = _forward_to_method("log")
 sqrt = _forward_to_method("sqrt")
+sin = _forward_to_method("sin")
+cos = _forward_to_method("cos")
 tanh = _forward_to_method("tanh")
 sigmoid = _forward_to_method("sigmoid")
 relu = _forward_to_method("relu")

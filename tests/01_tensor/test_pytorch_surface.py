@@ -24,6 +24,12 @@ def _norm_grad(m):
     return x.grad.numpy()
 
 
+def _cos_sin_grad(m):
+    x = _numbers(m).double().requires_grad_()
+    (m.cos(x) * m.sin(2 * x)).sum().backward()
+    return x.grad.numpy()
+
+
 SURFACE = {
     # comparisons by name
     "Tensor.eq": lambda m: _numbers(m).eq(m.tensor(2.0)).numpy(),
@@ -101,6 +107,10 @@ SURFACE = {
     "max(dim).indices": lambda m: m.max(_numbers(m), dim=0).indices.numpy(),
     "max(a, b)": lambda m: m.max(_numbers(m), m.ones(5)).numpy(),
     "max(numpy int dim)": lambda m: m.max(_numbers(m), np.int64(1)).values.numpy(),
+    "Tensor.sin": lambda m: (_numbers(m) * 0.7).sin().numpy(),
+    "Tensor.cos": lambda m: _numbers(m).double().cos().numpy(),
+    "sin(int)": lambda m: m.sin(m.arange(4)).numpy(),
+    "cos(x) * sin(2x), its gradient": lambda m: _cos_sin_grad(m),
     "Tensor.nonzero": lambda m: _numbers(m).gt(0.5).nonzero().numpy(),
     "nonzero(as_tuple)": lambda m: [i.numpy() for i in m.nonzero(_numbers(m) > 2, as_tuple=True)],
     "where(condition)": lambda m: [i.numpy() for i in m.where(_numbers(m) > 2)],

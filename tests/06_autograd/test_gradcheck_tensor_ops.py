@@ -38,6 +38,7 @@ def test_python_numbers_and_reflected_operators():
 @pytest.mark.parametrize("name, fn, positive", [
     ("neg", lambda t: -t, False), ("exp", lambda t: t.exp(), False),
     ("log", lambda t: t.log(), True), ("sqrt", lambda t: t.sqrt(), True),
+    ("sin", lambda t: t.sin(), False), ("cos", lambda t: t.cos(), False),
     ("abs", lambda t: t.abs(), False), ("pow scalar", lambda t: t ** 3, False),
     ("pow fractional", lambda t: t ** 0.5, True), ("pow negative", lambda t: t ** -2.0, True),
     ("clamp both", lambda t: t.clamp(-0.5, 0.6), False), ("clamp min", lambda t: t.clamp(min=0.1), False),

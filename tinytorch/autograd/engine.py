@@ -235,6 +235,16 @@ def _sqrt_backward(node, grad):
     return (grad / (2 * node.output),)
 
 
+@backward_rule("sin")
+def _sin_backward(node, grad):
+    return (grad * np.cos(node.inputs[0].numpy()),)
+
+
+@backward_rule("cos")
+def _cos_backward(node, grad):
+    return (-grad * np.sin(node.inputs[0].numpy()),)
+
+
 @backward_rule("to", "contiguous", "clone")
 def _identity_backward(node, grad):
     return (grad,)
