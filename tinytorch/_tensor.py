@@ -1256,9 +1256,41 @@ def _reshape_forward(t, shape):
     raise NotImplementedError('_reshape_forward() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
+def _view_strides(shape, strides, new_shape):
+    """Strides that show a NON-contiguous layout (shape, strides) with `new_shape`, element
+    for element in row-major order, or None when none exist. PyTorch's rule for view(): a
+    run of dimensions that memory keeps in step (each stride the next one's stride times its
+    size) is one chunk, which the new shape may split or merge freely, never across chunks."""
+    new_strides = [0] * len(new_shape)
+    k = len(new_shape) - 1  # the next new dimension to give a stride, from the right
+    base = strides[-1] if strides else 1  # the stride of the current chunk's last dimension
+    chunk = seen = 1  # elements in the current chunk, and in the new dimensions laid onto it
+    for d in range(len(shape) - 1, -1, -1):
+        chunk *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != chunk * base):  # the chunk ends here
+            while k >= 0 and (seen < chunk or new_shape[k] == 1):
+                new_strides[k] = seen * base
+                seen *= new_shape[k]
+                k -= 1
+            if seen != chunk:
+                return None
+            if d > 0:
+                base, chunk, seen = strides[d - 1], 1, 1
+    while k >= 0 and new_shape[k] == 1:  # leading size-1 dimensions: any stride will do
+        new_strides[k] = seen * base
+        k -= 1
+    return tuple(new_strides) if k < 0 else None
+
+
 def _view_op(input, *shape):
-    """Tensor.view: resolve the shape, then dispatch."""
+    """Tensor.view: resolve the shape, then dispatch. A non-contiguous tensor may still be
+    viewed where PyTorch allows it (_view_strides): nanoGPT's `q.view(B, T, H, C // H)`
+    of a slice of the last dimension."""
     shape = _infer_shape(_shape_arg(shape), input.numel())
+    if input.numel() > 0 and input.ndim > 0 and not _is_contiguous(input.shape, input._strides):
+        strides = _view_strides(input.shape, input._strides, shape)
+        if strides is not None:
+            return apply("view", lambda t, shape: t._view(shape, strides, t._offset), input, shape=shape)
     return apply("view", _view_forward, input, shape=shape)
 
 

@@ -14,7 +14,7 @@ __all__ = [
     "sum", "mean", "std", "var", "amax", "amin", "argmax", "argmin", "all", "any", "clone",
     "detach", "numel", "split", "chunk", "unbind", "narrow", "select", "t", "eq", "ne", "lt",
     "le", "gt", "ge", "add", "sub", "mul", "div", "masked_fill", "max", "min", "softmax",
-    "log_softmax", "is_tensor", "from_numpy", "randperm", "multinomial", "nonzero", "norm", "where",
+    "log_softmax", "is_tensor", "from_numpy", "linspace", "randperm", "multinomial", "nonzero", "norm", "where",
 ]
 
 
@@ -126,6 +126,15 @@ def from_numpy(array):
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     return Tensor._from_array(array)
+
+
+def linspace(start, end, steps, *, dtype=None, requires_grad=False, device=None):
+    """`steps` numbers evenly spaced from `start` to `end`, both included (float32 unless `dtype`)."""
+    import tinytorch._tensor as core
+
+    values = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
+    return core.tensor(values.astype(core.float32 if dtype is None else core._check_dtype(dtype)),
+                       requires_grad=requires_grad, device=device)
 
 
 def randperm(n, dtype=None, requires_grad=False, device=None):

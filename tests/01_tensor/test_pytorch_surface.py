@@ -24,6 +24,11 @@ def _norm_grad(m):
     return x.grad.numpy()
 
 
+def _viewed(t, *shape):
+    v = t.view(*shape)
+    return [v.numpy(), list(v.stride()), v.storage_offset()]
+
+
 def _cos_sin_grad(m):
     x = _numbers(m).double().requires_grad_()
     (m.cos(x) * m.sin(2 * x)).sum().backward()
@@ -111,6 +116,13 @@ SURFACE = {
     "Tensor.cos": lambda m: _numbers(m).double().cos().numpy(),
     "sin(int)": lambda m: m.sin(m.arange(4)).numpy(),
     "cos(x) * sin(2x), its gradient": lambda m: _cos_sin_grad(m),
+    "view(slice of the last dim)": lambda m: _viewed(m.arange(24.0).reshape(2, 12)[:, :8], 2, 2, 4),
+    "view(merge dims in step)": lambda m: _viewed(m.arange(144.0).reshape(2, 3, 4, 6)[:, 1:], 2, -1),
+    "view(split a transposed dim)": lambda m: _viewed(m.arange(144.0).reshape(2, 3, 4, 6).transpose(0, 1), 3, 2, 2, 12),
+    "view(size-1 dims, non-contiguous)": lambda m: _viewed(m.arange(144.0).reshape(2, 3, 4, 6)[..., :3], 1, 2, 3, 4, 3, 1),
+    "view(nanoGPT heads)": lambda m: _viewed(m.arange(96.0).reshape(2, 4, 12).split(4, dim=2)[1], 2, 4, 2, 2),
+    "linspace": lambda m: m.linspace(-1.5, 2.0, 8, dtype=m.float64).numpy(),
+    "linspace(float32)": lambda m: m.linspace(0, 1, 5).numpy(),
     "Tensor.nonzero": lambda m: _numbers(m).gt(0.5).nonzero().numpy(),
     "nonzero(as_tuple)": lambda m: [i.numpy() for i in m.nonzero(_numbers(m) > 2, as_tuple=True)],
     "where(condition)": lambda m: [i.numpy() for i in m.where(_numbers(m) > 2)],
