@@ -18,21 +18,9 @@ def _grad_mode_block(m):
     return [inside, (x * 2).requires_grad, m.is_grad_enabled()]
 
 
-def _norm_grad(m):
-    x = _numbers(m).double().requires_grad_()
-    x.norm(dim=1).sum().backward()
-    return x.grad.numpy()
-
-
 def _viewed(t, *shape):
     v = t.view(*shape)
     return [v.numpy(), list(v.stride()), v.storage_offset()]
-
-
-def _cos_sin_grad(m):
-    x = _numbers(m).double().requires_grad_()
-    (m.cos(x) * m.sin(2 * x)).sum().backward()
-    return x.grad.numpy()
 
 
 SURFACE = {
@@ -115,7 +103,6 @@ SURFACE = {
     "Tensor.sin": lambda m: (_numbers(m) * 0.7).sin().numpy(),
     "Tensor.cos": lambda m: _numbers(m).double().cos().numpy(),
     "sin(int)": lambda m: m.sin(m.arange(4)).numpy(),
-    "cos(x) * sin(2x), its gradient": lambda m: _cos_sin_grad(m),
     "view(slice of the last dim)": lambda m: _viewed(m.arange(24.0).reshape(2, 12)[:, :8], 2, 2, 4),
     "view(merge dims in step)": lambda m: _viewed(m.arange(144.0).reshape(2, 3, 4, 6)[:, 1:], 2, -1),
     "view(split a transposed dim)": lambda m: _viewed(m.arange(144.0).reshape(2, 3, 4, 6).transpose(0, 1), 3, 2, 2, 12),
@@ -134,7 +121,6 @@ SURFACE = {
     "Tensor.norm(0)": lambda m: _numbers(m).norm(0, 1).numpy(),
     "Tensor.norm(3)": lambda m: _numbers(m).double().norm(3).numpy(),
     "norm(dim)": lambda m: m.norm(_numbers(m).double(), dim=0).numpy(),
-    "norm's gradient": lambda m: _norm_grad(m),
     "min(numpy int dim)": lambda m: m.min(_numbers(m), np.int64(0)).indices.numpy(),
     "min(dim, keepdim)": lambda m: m.min(_numbers(m), 1, True).values.numpy(),
     "min(a, b)": lambda m: m.min(_numbers(m), m.zeros(2, 1)).numpy(),

@@ -30,6 +30,9 @@ EXPRESSIONS = {
     "indexing and views": lambda m, a, b: (a.T[1:, [0, 0, 2]] * b[None, :3].mT).sum() + a[:, ::2].reshape(-1).max(),
     "softmax attention-like": lambda m, a, b: (m.softmax(a @ a.T / 2.0, dim=-1) @ (a * b)).sum(),
     "log-sum-exp": lambda m, a, b: ((a - a.amax(1, keepdim=True)).exp().sum(1).log() + a.amax(1)).sum(),
+    "norms (2, 1, 3, inf)": lambda m, a, b: (a.norm(dim=1) + a.norm(1, dim=0)[:3].sum() + (a * b).norm(3)
+                                             + b.norm(float("inf"))).sum(),
+    "sin and cos": lambda m, a, b: (a.sin() * (2 * b).cos() + a.cos().sin()).sum(),
     "cat stack where": lambda m, a, b: (m.stack([a.sum(0), b]) * m.cat([b[None], a[:1]], 0)).sum()
     + m.where(a > 0, a, b).sum(),
 }
