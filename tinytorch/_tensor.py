@@ -954,9 +954,8 @@ def _needs_node(out, inputs):
     """Whether `apply` records a Node for the result `out` of an op on `inputs`.
 
     Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
-    backward could ever send a gradient through this op, as PyTorch decides it (grad mode,
-    the dtypes that carry gradients, the inputs that ask for them); the check and the tests
-    try each condition on its own.
+    backward could ever send a gradient through this op, as PyTorch decides it; the check
+    and the tests try each of PyTorch's conditions on its own.
     """
     # Idea: record only where a gradient could flow.
     # YOUR CODE HERE

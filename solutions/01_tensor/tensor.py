@@ -291,7 +291,9 @@ print("✓ contiguous_strides((2, 0, 3)) =", contiguous_strides((2, 0, 3)))
 # counts `ordinal = 0, 1, ..., numel - 1`, turns the ordinal into a multi-index, and turns
 # the multi-index into a storage position with the address formula, once per tensor.
 #
-# The cell below starts the new package file.
+# The cell below starts the new package file. It imports nothing, and the functions you
+# write into it must not need anything either (no `np.`): the notebook has numpy at hand,
+# the exported file does not, and module 17 compiles these loops as they are.
 
 # %%
 #| export _strided
@@ -401,6 +403,9 @@ check(isinstance(ordinal_to_index(5, (2, 3)), list), "ordinal_to_index returns a
 _shape = (3, 4, 2)
 assert_equal([index_to_position(ordinal_to_index(k, _shape), contiguous_strides(_shape), 0) for k in range(24)],
              list(range(24)), "position(ordinal_to_index(k)) over contiguous strides")
+_outside = sorted({n for _f in (index_to_position, ordinal_to_index) for n in _f.__code__.co_names} & {"np", "numpy", "math"})
+check(not _outside, "index_to_position and ordinal_to_index use only plain Python: tinytorch/_strided.py, where "
+      "they are exported, imports nothing (no numpy)", got=_outside, expected=[])
 print("✓ address formula: [1, 2] of the (2, 3) view with strides (1, 4), offset 1 is at",
       index_to_position((1, 2), (1, 4), 1), "| ordinal 17 of (2, 3, 4) is", ordinal_to_index(17, (2, 3, 4)),
       "and ordinal 5 is", ordinal_to_index(5, (2, 3, 4)))
@@ -1532,9 +1537,8 @@ def _needs_node(out, inputs):
     """Whether `apply` records a Node for the result `out` of an op on `inputs`.
 
     Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
-    backward could ever send a gradient through this op, as PyTorch decides it (grad mode,
-    the dtypes that carry gradients, the inputs that ask for them); the check and the tests
-    try each condition on its own.
+    backward could ever send a gradient through this op, as PyTorch decides it; the check
+    and the tests try each of PyTorch's conditions on its own.
     """
     # Idea: record only where a gradient could flow.
     ### BEGIN SOLUTION
@@ -2801,6 +2805,10 @@ _out = np.zeros(8)
 strided_reduce(lambda acc, v: acc + v, 0.0, _out, (2, 1), (3, 1), 1, _base, (2, 3), (3, 1), 0, 1)
 assert_equal(_out, [0, 3, 0, 0, 12, 0, 0, 0], "strided_reduce into a (2, 1) output at offset 1 with strides "
              "(3, 1) (out[i, 0] lives at 1 + 3i)")
+_outside = sorted({n for _f in (broadcast_strides, strided_map, strided_zip, strided_reduce) for n in _f.__code__.co_names}
+                  & {"np", "numpy", "math"})
+check(not _outside, "the strided loops use only plain Python: tinytorch/_strided.py, where they are exported, "
+      "imports nothing (no numpy)", got=_outside, expected=[])
 print("✓ strided_reduce: sum over dim 1 of a (2, 3, 4) ->", _b3.sum(axis=1, keepdims=True).shape)
 
 # %% [markdown]

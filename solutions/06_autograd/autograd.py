@@ -2741,6 +2741,7 @@ SWEEP = {
     "pow": (lambda p, b: p ** b, [_pos, _b]), "neg": (lambda a: -a, [_a]),
     "abs": (lambda p: (p - 1.2).abs(), [_pos]), "exp": (lambda a: a.exp(), [_a]),
     "log": (lambda p: p.log(), [_pos]), "sqrt": (lambda p: p.sqrt(), [_pos]),
+    "sin": (lambda a: a.sin(), [_a]), "cos": (lambda a: a.cos(), [_a]),
     "clamp": (lambda a: a.clamp(-0.5, 0.5), [_a]),
     "where": (lambda a, b: tt.where(a.detach() > 0, a, b), [_a, _b]),
     "to": (lambda a: a.to(tt.float32).to(tt.float64) * 0 + a, [_a]), "contiguous": (lambda a: a.T.contiguous(), [_a]),
