@@ -112,7 +112,8 @@ def check_barriers(launch, what):
     check(not divergent, f"{what}: every thread of a block passes the same cuda.syncthreads() calls in the same "
           "order (a barrier inside an `if` that some threads skip, or after some threads have returned, is "
           "undefined behaviour on a GPU: it may hang, or let threads read shared memory before it is written); "
-          "got lists (block, a thread, the kernel lines of its barriers, the first thread's lines)", got=divergent)
+          "got lists (block, a thread, the line numbers of the barriers it passed, counted in the cell that "
+          "defines the kernel, and those of the block's first thread)", got=divergent)
 
 # %% [markdown]
 # The package file starts with its imports. `njit` compiles a function the first time it
@@ -317,10 +318,11 @@ _st, _sh, _ss, _so = _layout(_base.reshape(4, 6).T)
 _red = np.zeros(6)
 strided_reduce(_add, 0.0, _red, (6, 1), (1, 1), 0, _st, _sh, _ss, _so, 1)
 assert_close(_red, _base.reshape(4, 6).T.sum(axis=1), what="compiled strided_reduce over dim 1 of a transpose")
-_deep = _ints((2,) * 40)  # 40 dimensions: a stored multi-index would hold 40 numbers
-_held = peak_bytes(strided_position, 12345, _deep, _ints((1,) * 40), 0)  # run as Python: allocations show
-check(_held < 800, "strided_position stores no multi-index (no list, no array): on a 40-dimensional shape it holds "
-      "a few numbers at a time; got the most bytes it held at once, run as Python", got=_held, expected="under 800")
+_deep = _ints((2,) * 400)  # 400 dimensions: a stored multi-index would hold 400 numbers, 3 KiB or more
+_held = peak_bytes(strided_position, 12345, _deep, _ints((1,) * 400), 0)  # run as Python: allocations show
+check(_held < 2000, "strided_position stores no multi-index (no list, no array): on a 400-dimensional shape it "
+      "holds a few numbers at a time; got the most bytes it held at once, run as Python", got=_held,
+      expected="under 2000 (a list or an array of 400 indices takes over 3000)")
 print("✓ compiled strided loops equal numpy; row sums of the transpose:", _red)
 
 # %% [markdown]
@@ -976,7 +978,7 @@ print(f"sum of {_imgs.size:,} floats: parallel_sum {_t_nb_sum * 1e3:.2f} ms | np
 predicted_bandwidth_gbs = None  # your number: GB/s for a large copy on this machine
 
 # %%
-_big = np.ones(2 ** 23, dtype=np.float32)  # 32 MiB: far larger than the caches
+_big = np.ones(2 ** 23, dtype=np.float32)  # 32 MiB: more than any core's L2; a server's L3 may hold it (lscpu)
 _dst = np.empty_like(_big)
 _t_copy = median_time(lambda: np.copyto(_dst, _big))
 BANDWIDTH = 2 * _big.nbytes / _t_copy  # bytes per second, read + write
@@ -1659,10 +1661,10 @@ print("✓ naive and tiled matmul kernels equal numpy; e.g. (9, 7) @ (7, 5), til
 # (`cuda.to_device`, "host to device") and the result back (`copy_to_host`). On a real GPU
 # these copies cross the PCIe or NVLink bus, typically 10-50 GB/s, while the GPU's own memory
 # delivers 1-5 TB/s: a kernel that needs a fraction of a millisecond can wait longer for its
-# data. How many milliseconds for 16 MB, there and back?
+# data. How many milliseconds for 16 MiB, there and back?
 
 # %%
-predicted_transfer_ms = None  # your number: ms to send 16 MB to the device and back
+predicted_transfer_ms = None  # your number: ms to send 16 MiB to the device and back
 
 # %%
 def transfer_seconds(n_bytes):

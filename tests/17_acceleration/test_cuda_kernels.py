@@ -119,25 +119,31 @@ def test_block_reduce_kernel_reads_no_shared_slot_it_did_not_write():
     np.testing.assert_allclose(total, x.sum(axis=1), rtol=1e-5, err_msg="row sums with shared memory starting as NaN")
 
 
-def _same_barriers(launch):
+def _assert_same_barriers(launch, kernel):
     divergent = divergent_barriers(launch)
     if divergent is None:
         pytest.skip("barriers are watched under numba's CUDA simulator only (this run uses a real GPU)")
-    return divergent
+    if divergent:
+        block, thread, lines, first_lines = divergent[0]
+        raise AssertionError(
+            f"{kernel}: threads of one block passed different cuda.syncthreads() calls: in block {block}, thread "
+            f"{thread} passed barriers at lines {lines} of tinytorch/cuda/kernels.py, the block's first thread at "
+            f"lines {first_lines} (a barrier inside an `if`, or after a `return`, that some threads skip); "
+            f"{len(divergent)} such thread(s) in all")
 
 
 @pytest.mark.parametrize("n", [K.BLOCK + 3, 2 * K.BLOCK])
 def test_block_reduce_kernel_threads_pass_the_same_barriers(n):
     """A syncthreads() that only some threads of a block reach is undefined behaviour on a GPU."""
     x = RNG.standard_normal((2, n)).astype(np.float32)
-    assert _same_barriers(lambda: K.reduce_rows(x, K.SUM)) == [], "threads of one block passed different barriers"
+    _assert_same_barriers(lambda: K.reduce_rows(x, K.SUM), "block_reduce_kernel")
 
 
 def test_matmul_tiled_kernel_threads_pass_the_same_barriers():
     """Edge tiles included: threads outside C still take part in loading the tiles and in every barrier."""
     a = RNG.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
     b = RNG.standard_normal((K.TILE + 1, 3)).astype(np.float32)
-    assert _same_barriers(lambda: K.matmul(a, b)) == [], "threads of one block passed different barriers"
+    _assert_same_barriers(lambda: K.matmul(a, b), "matmul_tiled_kernel")
 
 
 @pytest.mark.parametrize("op,second", [(K.EXP, False), (K.ADD, True)], ids=["map", "zip"])
