@@ -2141,7 +2141,7 @@ for _shape, _strides, _expected in [((2, 3), (3, 1), True), ((3, 2), (1, 3), Fal
     assert_equal(_is_contiguous(_shape, _strides), _expected, f"_is_contiguous({_shape}, {_strides})")
 assert_equal(_infer_shape((2, -1), 6), (2, 3), "_infer_shape((2, -1), 6)")
 assert_equal(_infer_shape((6,), 6), (6,), "_infer_shape((6,), 6)")
-for _bad in [((4, -1), 6), ((-1, -1), 6), ((5,), 6), ((-2, 3), 6),
+for _bad in [((4, -1), 6), ((-1, -1), 6), ((5,), 6), ((-2, 3), 6), ((-2, -1), 6),
              ((0, -1), 0)]:  # no elements and a 0 beside the -1: every size would do, so none is inferred
     assert_raises(ShapeError, _infer_shape, *_bad, match=str(_bad[1]), what=f"_infer_shape{_bad}")
 _x = Tensor(np.arange(12.0))
@@ -2158,6 +2158,8 @@ _r = _xt.reshape(12)
 assert_equal(_r.numpy(), np.arange(12.0).reshape(3, 4).T.reshape(12), "reshape of a non-contiguous tensor: values")
 check(_r._storage is not _x._storage, "reshape of a non-contiguous tensor copies")
 check(_x.reshape(2, 6)._storage is _x._storage, "reshape of a contiguous tensor is a view")
+assert_equal((_off.reshape(3, 2).storage_offset(), _off.reshape(3, 2).tolist()), (6, [[6.0, 7.0], [8.0, 9.0], [10.0, 11.0]]),
+             "reshape of a contiguous view keeps its offset")
 _c = _xt.contiguous()
 assert_equal((_c.is_contiguous(), _c.stride()), (True, (3, 1)), "contiguous() of the transposed tensor")
 check(_x.contiguous() is _x, "contiguous() of a contiguous tensor is the tensor itself")
@@ -2298,11 +2300,11 @@ _off = Tensor(np.arange(6.0)).as_strided((4,), (1,), 2)  # a view at offset 2
 assert_equal((_off.unsqueeze(0).storage_offset(), _off.unsqueeze(0).tolist()), (2, [[2.0, 3.0, 4.0, 5.0]]),
              "unsqueeze(0) of a view at offset 2 keeps the offset")
 _step = Tensor(np.arange(6.0)).as_strided((3,), (2,), 0)  # elements 0, 2, 4: stride 2
-assert_equal(_step.unsqueeze(0).stride(), (6, 2), "unsqueeze(0) of a stride-2 view: stride 2 * 3")
+assert_equal(_step.unsqueeze(0).stride(), (6, 2), "unsqueeze(0) of a stride-2 view of size 3")
 assert_equal(_step.unsqueeze(0).tolist(), [[0.0, 2.0, 4.0]], "unsqueeze(0) of a stride-2 view: values")
 assert_equal(_step.unsqueeze(1).stride(), (2, 1), "unsqueeze(1), at the end, of a stride-2 view")
 _m = Tensor(np.zeros((2, 3))).T  # shape (3, 2), strides (1, 3)
-assert_equal(_m.unsqueeze(1).stride(), (1, 6, 3), "unsqueeze(1) of a transposed (3, 2): 3 * 2")
+assert_equal(_m.unsqueeze(1).stride(), (1, 6, 3), "unsqueeze(1) of a transposed (3, 2)")
 assert_equal(_v.unsqueeze(1).numpy(), np.array([[1.0], [2.0], [3.0]], dtype=np.float32), "unsqueeze(1) values")
 print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _step.unsqueeze(0).stride())
 
@@ -2801,6 +2803,8 @@ _check_reduce("an empty dim", _base, _m[:, 3:3], 1)
 _out = np.zeros(1)
 strided_reduce(lambda acc, v: acc * 10 + v, 0, _out, (1,), (1,), 0, np.array([1.0, 2.0, 3.0]), (3,), (1,), 0, 0)
 assert_equal(_out[0], 123.0, "the fold visits index 0, 1, 2 in order")
+strided_reduce(lambda acc, v: acc + v, 100.0, _out, (1,), (1,), 0, np.array([1.0, 2.0, 3.0]), (3,), (1,), 0, 0)
+assert_equal(_out[0], 106.0, "a fold starts from `start` (100 + 1 + 2 + 3), not from the first element")
 _out = np.zeros(8)
 strided_reduce(lambda acc, v: acc + v, 0.0, _out, (2, 1), (3, 1), 1, _base, (2, 3), (3, 1), 0, 1)
 assert_equal(_out, [0, 3, 0, 0, 12, 0, 0, 0], "strided_reduce into a (2, 1) output at offset 1 with strides "
@@ -3066,6 +3070,9 @@ for _idx in [0, -1, (1, 2), (slice(1, None), slice(None, None, 3)), (None, 1), (
 _t = _x.T[1:, 2]  # an index of a transposed view: strides (1, 4), then offset 1 + 2*4
 assert_equal((_t.shape, _t.stride(), _t.storage_offset()), ((3,), (1,), 9), "x.T[1:, 2]: (shape, strides, offset)")
 assert_equal(_t.numpy(), _a.T[1:, 2], "x.T[1:, 2] values")
+for _what, _got, _want in [("x[1][2]", _x[1][2], _a[1][2]), ("x[1:][0]", _x[1:][0], _a[1:][0]),
+                           ("x[:, 1:][1, ::2]", _x[:, 1:][1, ::2], _a[:, 1:][1, ::2])]:
+    assert_equal(_got.numpy(), _want, f"{_what}: an index of a view that starts at a non-zero offset")
 _e = assert_raises(IndexError, _x.__getitem__, 3, what="x[3] on a (3, 4) tensor")
 check("3" in str(_e) and "dimension 0" in str(_e), "the message names the index and the dimension", got=str(_e))
 assert_raises(IndexError, _x.__getitem__, (0, -5), match="dimension 1", what="x[0, -5] on a (3, 4) tensor")
@@ -4174,9 +4181,9 @@ report("strided_map / numpy", round(t_loop / t_numpy), predicted_loop_over_numpy
 #   tensors share memory.
 # - `transpose`, `permute`, `expand` (stride 0), `view`, basic indexing and `narrow` are
 #   views; `reshape` is a view when it can be; advanced indexing copies; `contiguous()`
-#   copies only when needed. PyTorch's `view` accepts more layouts than ours: it succeeds
-#   whenever the new shape can be expressed with strides (e.g. splitting one dimension of a
-#   transposed tensor).
+#   copies only when needed. PyTorch's `view` also works on a non-contiguous tensor whenever
+#   the new shape can be expressed with strides (splitting one dimension of a transposed
+#   tensor, say); tinytorch's does too, through the provided `_view_strides` of section 7.
 # - **The loops.** PyTorch's CPU kernels run elementwise ops and reductions through
 #   `TensorIterator`, the C++ counterpart of your `strided_map`/`strided_zip`/
 #   `strided_reduce`: it broadcasts the operands' strides (stride 0, as yours do), then

@@ -41,6 +41,12 @@ def test_basic_indexing_on_a_transposed_view():
         np.testing.assert_array_equal(x[idx].numpy(), ref[idx])
 
 
+def test_basic_index_of_a_view_that_starts_at_a_non_zero_offset():
+    x = tt.tensor(ARR)
+    for first, second in [(1, 2), (slice(1, None), 0), ((slice(None), slice(2, None)), (1, slice(None, None, 2)))]:
+        np.testing.assert_array_equal(x[first][second].numpy(), ARR[first][second])
+
+
 def test_view_write_through():
     x = tt.zeros(3, 4)
     row = x[1]

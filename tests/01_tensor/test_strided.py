@@ -215,6 +215,8 @@ def test_strided_reduce_folds_in_index_order_and_handles_empty_dims():
     out = np.zeros(1)
     S.strided_reduce(lambda acc, v: acc * 10 + v, 0, out, (1,), (1,), 0, np.array([1.0, 2.0, 3.0]), (3,), (1,), 0, 0)
     assert out[0] == 123.0
+    S.strided_reduce(lambda acc, v: acc + v, 100.0, out, (1,), (1,), 0, np.array([1.0, 2.0, 3.0]), (3,), (1,), 0, 0)
+    assert out[0] == 106.0, "the fold starts from `start`, not from the first element"
     out = np.full(3, np.nan)
     S.strided_reduce(lambda acc, v: acc + v, 5.0, out, (3, 1), (1, 1), 0, BASE, (3, 0), (4, 1), 0, 1)
     np.testing.assert_array_equal(out, [5.0, 5.0, 5.0])
