@@ -103,6 +103,7 @@ SURFACE = {
     "Tensor.sin": lambda m: (_numbers(m) * 0.7).sin().numpy(),
     "Tensor.cos": lambda m: _numbers(m).double().cos().numpy(),
     "sin(int)": lambda m: m.sin(m.arange(4)).numpy(),
+    "cos(x)": lambda m: m.cos(_numbers(m).double()).numpy(),
     "view(slice of the last dim)": lambda m: _viewed(m.arange(24.0).reshape(2, 12)[:, :8], 2, 2, 4),
     "view(merge dims in step)": lambda m: _viewed(m.arange(144.0).reshape(2, 3, 4, 6)[:, 1:], 2, -1),
     "view(split a transposed dim)": lambda m: _viewed(m.arange(144.0).reshape(2, 3, 4, 6).transpose(0, 1), 3, 2, 2, 12),
