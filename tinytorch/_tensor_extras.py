@@ -128,7 +128,14 @@ class _TensorExtras:
         if self.dtype.kind != "f":
             raise RuntimeError(f"norm(): input dtype should be floating point, but got {self.dtype}")
         if p == "fro" or p == 2:
-            return (self * self).sum(dim, keepdim).sqrt()
+            # one op, not sqrt of a sum of squares: its rule gives the zero vector the
+            # gradient 0 (PyTorch's choice) where sqrt's rule would divide by zero
+            import numpy as np
+
+            import tinytorch._tensor as core
+
+            return core._reduce("norm", lambda a, axis, keepdims: np.sqrt(np.sum(a * a, axis=axis, keepdims=keepdims)),
+                                self, dim, keepdim)
         if not isinstance(p, numbers.Real):
             raise ValueError(f"norm(): p must be a number, 'fro', inf or -inf, got {p!r}")
         if p == float("inf"):

@@ -2301,6 +2301,16 @@ def _amax_backward(node, grad):
     return (np.where(winners, _keep_reduced(grad, node.attrs) / count, 0.0),)
 
 
+@backward_rule("norm")
+def _norm_backward(node, grad):
+    # Tensor.norm()'s Euclidean norm (a provided spelling): x / ||x|| per slice, and 0 for an
+    # all-zero slice, where the norm has no derivative (PyTorch's subgradient)
+    x = node.inputs[0].numpy()
+    norm = _keep_reduced(node.output, node.attrs)
+    safe = np.where(norm == 0, 1, norm)
+    return (np.where(norm == 0, 0, _keep_reduced(grad, node.attrs) * x / safe),)
+
+
 @backward_rule("max", "min")
 def _max_dim_backward(node, grad):
     # max(dim) keeps one position per slice: topk's rule with k = 1, once the dim is back

@@ -149,6 +149,7 @@ REDUCTIONS = {
     "min": lambda t: t.min(), "max dim": lambda t: t.max(dim=1).values,
     "min dim keepdim": lambda t: t.min(dim=-1, keepdim=True).values,
     "sum axis alias": lambda t: t.sum(axis=0, keepdims=True),
+    "norm all": lambda t: t.norm(), "norm dim keepdim": lambda t: t.norm(dim=1, keepdim=True),
 }
 
 

@@ -93,6 +93,8 @@ def test_subgradients_at_kinks_follow_pytorch(torch):
         (lambda x: x.max(), lambda x: x.max()),
         (lambda x: x.min(), lambda x: x.min()),
         (lambda x: (x.abs() ** 1.5).sum(), lambda x: (x.abs() ** 1.5).sum()),
+        (lambda x: (x * (x > 2.5)).norm(dim=1).sum() + (x * 0).norm(), lambda x: (x * (x > 2.5)).norm(dim=1).sum()
+         + (x * 0).norm()),
     ]
     for ours, theirs in cases:
         x, tx = pair(torch, data)
