@@ -3000,12 +3000,12 @@ def _basic_index(t, index):
 def _unsqueeze_strides(t, view, index):
     """Give each dimension that a `None` inserted the stride PyTorch gives it. PyTorch
     applies the index left to right and a `None` is an unsqueeze there: its stride is the one
-    section 8's unsqueeze gives, read off the next input dimension not yet indexed. A size-1
+    your section 8 unsqueeze gives at the next input dimension not yet indexed. A size-1
     dimension is never stepped along, so only `stride()` sees the difference."""
     strides, out_dim, in_dim = list(view._strides), 0, 0
     for item in index:
         if item is None:
-            strides[out_dim] = t.shape[in_dim] * t._strides[in_dim] if in_dim < t.ndim else 1
+            strides[out_dim] = _unsqueeze_view(t, in_dim)._strides[in_dim]
             out_dim += 1
         elif isinstance(item, slice):
             out_dim, in_dim = out_dim + 1, in_dim + 1
