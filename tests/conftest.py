@@ -155,20 +155,18 @@ def _fresh_global_state():
     numpy's random state as it found them: one bug fails its own tests, not dozens of others."""
     try:
         import tinytorch._tensor as _t
+        import tinytorch.random as _random
     except Exception:  # a broken package is reported by the tests themselves
         yield
         return
-    rng = getattr(_t, "_rng", None)
-    rng_state = rng.bit_generator.state if rng is not None else None
+    rng_state = _random.get_rng_state()
     np_state = np.random.get_state()
     _t._grad_enabled = True
     try:
         yield
     finally:
         _t._grad_enabled = True
-        if rng is not None:
-            _t._rng = rng
-            rng.bit_generator.state = rng_state
+        _random.set_rng_state(rng_state)
         np.random.set_state(np_state)
 
 

@@ -9,6 +9,11 @@ from tinytorch._tensor import __all__ as _tensor_all
 
 __all__ = list(_tensor_all)
 
+from tinytorch import random  # noqa: E402  (module 01: torch.random)
+from tinytorch.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402
+
+__all__ += ["Generator", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state"]
+
 from tinytorch import data, nn  # noqa: E402  (subpackages fill in as modules arrive)
 from tinytorch.autograd import enable_grad, no_grad  # noqa: E402  (module 06)
 from tinytorch import autograd  # noqa: E402

@@ -8,11 +8,13 @@ from collections import namedtuple
 
 import numpy as np
 
+import tinytorch.random as _random
+
 __all__ = [
     "Tensor", "Node", "apply", "is_grad_enabled", "set_grad_enabled",
     "float32", "float64", "int64", "bool_", "int8", "uint8", "int16", "int32",
     "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "arange", "eye",
-    "manual_seed", "rand", "randn", "randint",
+    "rand", "randn", "randint",
     "broadcast_shapes", "broadcast_to", "transpose", "permute", "reshape", "flatten",
     "squeeze", "unsqueeze", "where", "matmul", "cat", "stack", "memory_footprint",
     "ShapeError", "tril", "triu", "maximum", "minimum", "flip", "roll", "cumsum", "sort", "topk",
@@ -2029,16 +2031,7 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     return _made(np.eye(n, m, dtype=float32 if dtype is None else _check_dtype(dtype)), requires_grad, device)
 
 
-# -- cell 98 --
-_rng = np.random.default_rng()
-
-
-def manual_seed(seed):
-    """Reseed the one generator behind rand/randn/randint (reproducible runs)."""
-    global _rng
-    _rng = np.random.default_rng(seed)
-
-
+# -- cell 99 --
 def _float_dtype(dtype):
     dt = float32 if dtype is None else _check_dtype(dtype)
     if dt.kind != "f":
@@ -2048,12 +2041,12 @@ def _float_dtype(dtype):
 
 def rand(*size, dtype=None, requires_grad=False, device=None):
     """Uniform samples from [0, 1)."""
-    return _made(_rng.random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(_random._numpy_rng(None).random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randn(*size, dtype=None, requires_grad=False, device=None):
     """Standard normal samples (mean 0, variance 1)."""
-    return _made(_rng.standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(_random._numpy_rng(None).standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None):
@@ -2066,10 +2059,10 @@ def randint(low, high=None, size=None, dtype=None, device=None):
         low, high = 0, low
     dt = int64 if dtype is None else _check_dtype(dtype)
     shape = _shape_arg((size,)) if not isinstance(size, int) else (size,)
-    return _made(_rng.integers(low, high, size=shape).astype(dt), False, device)
+    return _made(_random._numpy_rng(None).integers(low, high, size=shape).astype(dt), False, device)
 
 
-# -- cell 101 (memory-footprint) --
+# -- cell 102 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 

@@ -137,19 +137,17 @@ def preserved_state():
     random state when the block ends, even when it raises: one failing check must not
     break the cells after it."""
     import tinytorch._tensor as _t  # at call time: the module may still be a stub at import
+    import tinytorch.random as _random
 
     grad_mode = getattr(_t, "_grad_enabled", None)
-    rng = getattr(_t, "_rng", None)
-    rng_state = rng.bit_generator.state if rng is not None else None
+    rng_state = _random.get_rng_state()
     np_state = np.random.get_state()
     try:
         yield
     finally:
         if grad_mode is not None:
             _t._grad_enabled = grad_mode
-        if rng is not None:
-            _t._rng = rng
-            rng.bit_generator.state = rng_state
+        _random.set_rng_state(rng_state)
         np.random.set_state(np_state)
 
 

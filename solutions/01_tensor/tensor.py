@@ -170,11 +170,13 @@ from collections import namedtuple
 
 import numpy as np
 
+import tinytorch.random as _random
+
 __all__ = [
     "Tensor", "Node", "apply", "is_grad_enabled", "set_grad_enabled",
     "float32", "float64", "int64", "bool_", "int8", "uint8", "int16", "int32",
     "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "arange", "eye",
-    "manual_seed", "rand", "randn", "randint",
+    "rand", "randn", "randint",
     "broadcast_shapes", "broadcast_to", "transpose", "permute", "reshape", "flatten",
     "squeeze", "unsqueeze", "where", "matmul", "cat", "stack", "memory_footprint",
     "ShapeError", "tril", "triu", "maximum", "minimum", "flip", "roll", "cumsum", "sort", "topk",
@@ -3924,19 +3926,100 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
 
 
 # %% [markdown]
-# Random tensors, all drawn from one generator that `manual_seed` resets:
+# Random tensors, all drawn from one generator that `manual_seed` resets. Like PyTorch's
+# `torch.random`, the generator lives in its own package file, `tinytorch/random.py`:
+# a `Generator` owns one random stream (module 05's shuffling and module 08's dropout take
+# one too), and `default_generator` is the one every call without a generator draws from.
 
 # %%
-#| export
-_rng = np.random.default_rng()
+#| export random
+"""Random numbers, mirroring torch.random: the Generator, the default one that rand,
+randn, randint, dropout and shuffling draw from when given none, and its seed and state."""
+import numpy as np
+
+__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
+           "get_rng_state", "set_rng_state"]
+
+
+class Generator:
+    """A seedable source of random numbers of its own (torch.Generator); wraps numpy's.
+
+    Why: two generators seeded alike give the same numbers whatever else the program draws
+    meanwhile, so a data loader's shuffling can be reproduced on its own."""
+
+    default_seed = 67280421310721  # torch.Generator()'s default seed: unseeded is still fixed
+
+    def __init__(self):
+        self.manual_seed(self.default_seed)
+
+    def manual_seed(self, seed):
+        """Reseed; returns self, so `Generator().manual_seed(0)` works."""
+        self._seed = int(seed)
+        self._rng = np.random.default_rng(self._seed)
+        return self
+
+    def seed(self):
+        """Reseed from the operating system's entropy; returns the new seed."""
+        self.manual_seed(np.random.SeedSequence().entropy % 2**63)
+        return self._seed
+
+    def initial_seed(self):
+        """The seed last given to manual_seed."""
+        return self._seed
+
+    def get_state(self):
+        """The complete state (a dict), e.g. to checkpoint and later resume a run."""
+        return self._rng.bit_generator.state
+
+    def set_state(self, state):
+        """Restore a state from get_state(); returns self."""
+        self._rng.bit_generator.state = state
+        return self
+
+    def __repr__(self):
+        return f"Generator(initial_seed={self._seed})"
+
+
+default_generator = Generator()
 
 
 def manual_seed(seed):
-    """Reseed the one generator behind rand/randn/randint (reproducible runs)."""
-    global _rng
-    _rng = np.random.default_rng(seed)
+    """Reseed the default generator (reproducible runs); returns it, as PyTorch does."""
+    return default_generator.manual_seed(seed)
 
 
+def seed():
+    """Reseed the default generator from the operating system's entropy; returns the seed."""
+    return default_generator.seed()
+
+
+def initial_seed():
+    """The default generator's seed."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    """The default generator's state (a dict here; PyTorch gives a byte tensor), for
+    set_rng_state to restore: a test or a checkpoint puts the random stream back."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    """Restore the default generator's state from get_rng_state()."""
+    default_generator.set_state(new_state)
+
+
+def _numpy_rng(generator):
+    """The numpy generator to draw from: `generator`'s own, or the default one's."""
+    if generator is None:
+        return default_generator._rng
+    if isinstance(generator, Generator):
+        return generator._rng
+    raise TypeError(f"generator must be a tinytorch.Generator or None, not {type(generator).__name__}")
+
+
+# %%
+#| export
 def _float_dtype(dtype):
     dt = float32 if dtype is None else _check_dtype(dtype)
     if dt.kind != "f":
@@ -3946,12 +4029,12 @@ def _float_dtype(dtype):
 
 def rand(*size, dtype=None, requires_grad=False, device=None):
     """Uniform samples from [0, 1)."""
-    return _made(_rng.random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(_random._numpy_rng(None).random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randn(*size, dtype=None, requires_grad=False, device=None):
     """Standard normal samples (mean 0, variance 1)."""
-    return _made(_rng.standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(_random._numpy_rng(None).standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None):
@@ -3964,7 +4047,7 @@ def randint(low, high=None, size=None, dtype=None, device=None):
         low, high = 0, low
     dt = int64 if dtype is None else _check_dtype(dtype)
     shape = _shape_arg((size,)) if not isinstance(size, int) else (size,)
-    return _made(_rng.integers(low, high, size=shape).astype(dt), False, device)
+    return _made(_random._numpy_rng(None).integers(low, high, size=shape).astype(dt), False, device)
 
 
 # %%

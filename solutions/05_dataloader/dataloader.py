@@ -190,8 +190,8 @@ from importlib import resources
 
 import numpy as np
 
-import tinytorch._tensor as _tensor_module
 from tinytorch._tensor import Tensor, cat, stack, tensor, zeros
+from tinytorch.random import Generator, _numpy_rng
 
 __all__ = [
     "Dataset", "TensorDataset", "Subset", "random_split", "stratified_split",
@@ -554,58 +554,16 @@ print("✓ default_collate: (x, y) -> X", _b[0].shape, "Y", _b[1].tolist())
 # ## 5. The DataLoader
 #
 # Now the loop of section 1 in code. First the random numbers. Like `torch.Generator`,
-# our **`Generator`** is an object that owns its own random stream: two generators seeded
-# alike produce the same numbers, whatever else the program draws meanwhile. It wraps a
-# numpy `Generator` (`np.random.default_rng`); `manual_seed(s)` reseeds it and returns the
-# generator itself, so `Generator().manual_seed(0)` is a one-liner. When no generator is
-# given, the loader draws from tinytorch's **global** generator, the one behind
-# `tinytorch.rand` and reseeded by `tinytorch.manual_seed` (module 01): a program that calls
-# `manual_seed(0)` once at the top is reproducible from end to end. The provided helper
-# `_numpy_rng(generator)` returns the numpy generator to draw from in both cases.
-
-# %%
-#| export
-class Generator:
-    """A seedable source of random numbers of its own (torch.Generator); wraps numpy's."""
-
-    default_seed = 67280421310721  # torch.Generator()'s default seed: unseeded is still fixed
-
-    def __init__(self):
-        self.manual_seed(self.default_seed)
-
-    def manual_seed(self, seed):
-        """Reseed; returns self, so `Generator().manual_seed(0)` works."""
-        self._seed = int(seed)
-        self._rng = np.random.default_rng(self._seed)
-        return self
-
-    def initial_seed(self):
-        """The seed last given to manual_seed."""
-        return self._seed
-
-    def get_state(self):
-        """The complete state (a dict), e.g. to checkpoint and later resume a run."""
-        return self._rng.bit_generator.state
-
-    def set_state(self, state):
-        """Restore a state from get_state(); returns self."""
-        self._rng.bit_generator.state = state
-        return self
-
-    def __repr__(self):
-        return f"Generator(initial_seed={self._seed})"
-
-
-def _numpy_rng(generator):
-    """The numpy generator to draw from: `generator`'s own, or tinytorch's global one."""
-    if generator is None:
-        return _tensor_module._rng  # read at call time: tinytorch.manual_seed replaces it
-    if isinstance(generator, Generator):
-        return generator._rng
-    raise TypeError(f"generator must be a tinytorch.data.Generator or None, not {type(generator).__name__}")
-
-
-# %% [markdown]
+# **`tinytorch.Generator`** (provided in module 01, in `tinytorch/random.py`) is an object
+# that owns its own random stream: two generators seeded alike produce the same numbers,
+# whatever else the program draws meanwhile. It wraps a numpy `Generator`
+# (`np.random.default_rng`); `manual_seed(s)` reseeds it and returns the generator itself,
+# so `Generator().manual_seed(0)` is a one-liner. When no generator is given, the loader
+# draws from tinytorch's **default** generator, the one behind `tinytorch.rand` and reseeded
+# by `tinytorch.manual_seed`: a program that calls `manual_seed(0)` once at the top is
+# reproducible from end to end. The provided helper `_numpy_rng(generator)` returns the
+# numpy generator to draw from in both cases.
+#
 # You write the DataLoader in three small methods:
 #
 # - `_index_batches()`: **one epoch of indices**, a Python generator that yields lists of

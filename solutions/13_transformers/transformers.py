@@ -256,7 +256,7 @@ import numpy as np
 
 from tinytorch._tensor import Tensor, apply, arange, ones, zeros
 from tinytorch.autograd import backward_rule, no_grad
-from tinytorch.data.dataloader import _numpy_rng
+from tinytorch.random import _numpy_rng
 from tinytorch.nn.attention import MultiheadAttention, _kv_cache_module, causal_mask
 from tinytorch.nn.embedding import Embedding
 from tinytorch.nn.init import normal_, zeros_

@@ -9,8 +9,8 @@ from importlib import resources
 
 import numpy as np
 
-import tinytorch._tensor as _tensor_module
 from tinytorch._tensor import Tensor, cat, stack, tensor, zeros
+from tinytorch.random import Generator, _numpy_rng
 
 __all__ = [
     "Dataset", "TensorDataset", "Subset", "random_split", "stratified_split",
@@ -121,48 +121,7 @@ def default_collate(batch):
     raise NotImplementedError('default_collate() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
-# -- cell 18 --
-class Generator:
-    """A seedable source of random numbers of its own (torch.Generator); wraps numpy's."""
-
-    default_seed = 67280421310721  # torch.Generator()'s default seed: unseeded is still fixed
-
-    def __init__(self):
-        self.manual_seed(self.default_seed)
-
-    def manual_seed(self, seed):
-        """Reseed; returns self, so `Generator().manual_seed(0)` works."""
-        self._seed = int(seed)
-        self._rng = np.random.default_rng(self._seed)
-        return self
-
-    def initial_seed(self):
-        """The seed last given to manual_seed."""
-        return self._seed
-
-    def get_state(self):
-        """The complete state (a dict), e.g. to checkpoint and later resume a run."""
-        return self._rng.bit_generator.state
-
-    def set_state(self, state):
-        """Restore a state from get_state(); returns self."""
-        self._rng.bit_generator.state = state
-        return self
-
-    def __repr__(self):
-        return f"Generator(initial_seed={self._seed})"
-
-
-def _numpy_rng(generator):
-    """The numpy generator to draw from: `generator`'s own, or tinytorch's global one."""
-    if generator is None:
-        return _tensor_module._rng  # read at call time: tinytorch.manual_seed replaces it
-    if isinstance(generator, Generator):
-        return generator._rng
-    raise TypeError(f"generator must be a tinytorch.data.Generator or None, not {type(generator).__name__}")
-
-
-# -- cell 20 (dataloader) --
+# -- cell 18 (dataloader) --
 class DataLoader:
     """Iterate over a dataset in batches: optional seeded shuffling (a new permutation each
     epoch), an optional drop of the last short batch, and a collate step (torch DataLoader).
@@ -229,7 +188,7 @@ class DataLoader:
         raise NotImplementedError('DataLoader.__len__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
-# -- cell 25 (random-split) --
+# -- cell 23 (random-split) --
 class Subset(Dataset):
     """The samples of `dataset` at `indices`, in that order (torch.utils.data.Subset)."""
 
@@ -265,7 +224,7 @@ def random_split(dataset, lengths, generator=None):
     raise NotImplementedError('random_split() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
-# -- cell 28 (stratified-split) --
+# -- cell 26 (stratified-split) --
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_SPLIT_SEED = 0
 
@@ -285,7 +244,7 @@ def stratified_split(labels, test_fraction=0.2, seed=0):
     raise NotImplementedError('stratified_split() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
 
 
-# -- cell 31 (digits) --
+# -- cell 29 (digits) --
 class Digits(Dataset):
     """The 8x8 handwritten digits: samples (image float32 (1, 8, 8) in [0, 1], label int64).
 
@@ -320,7 +279,7 @@ class Digits(Dataset):
         return f"Digits({'train' if self.train else 'test'}: {len(self)} images of shape (1, 8, 8))"
 
 
-# -- cell 34 (transforms) --
+# -- cell 32 (transforms) --
 def _as_image(x):
     """A Tensor with at least 2 dimensions (..., H, W)."""
     x = x if isinstance(x, Tensor) else tensor(x)
@@ -373,7 +332,7 @@ class Normalize:
         return f"Normalize(mean={self.mean.tolist()}, std={self.std.tolist()})"
 
 
-# -- cell 37 (transforms-random) --
+# -- cell 35 (transforms-random) --
 class RandomHorizontalFlip:
     """Mirror the image left-right (last dimension) with probability p."""
 

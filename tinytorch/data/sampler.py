@@ -8,7 +8,7 @@ one). Hand-written: no student writes this file.
 """
 import numpy as np
 
-from tinytorch.data.dataloader import _numpy_rng
+from tinytorch.random import _numpy_rng
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
