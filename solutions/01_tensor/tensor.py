@@ -170,7 +170,7 @@ from collections import namedtuple
 
 import numpy as np
 
-import tinytorch.random as _random
+from tinytorch.random import _numpy_rng
 
 __all__ = [
     "Tensor", "Node", "apply", "is_grad_enabled", "set_grad_enabled",
@@ -4029,12 +4029,12 @@ def _float_dtype(dtype):
 
 def rand(*size, dtype=None, requires_grad=False, device=None):
     """Uniform samples from [0, 1)."""
-    return _made(_random._numpy_rng(None).random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(_numpy_rng(None).random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randn(*size, dtype=None, requires_grad=False, device=None):
     """Standard normal samples (mean 0, variance 1)."""
-    return _made(_random._numpy_rng(None).standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(_numpy_rng(None).standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None):
@@ -4047,7 +4047,7 @@ def randint(low, high=None, size=None, dtype=None, device=None):
         low, high = 0, low
     dt = int64 if dtype is None else _check_dtype(dtype)
     shape = _shape_arg((size,)) if not isinstance(size, int) else (size,)
-    return _made(_random._numpy_rng(None).integers(low, high, size=shape).astype(dt), False, device)
+    return _made(_numpy_rng(None).integers(low, high, size=shape).astype(dt), False, device)
 
 
 # %%

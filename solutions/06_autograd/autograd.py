@@ -3098,7 +3098,7 @@ my_softplus_design = ""  # e.g. "saves ..., because ..."; not graded
 
 # %% [markdown]
 # The cells below measure three designs on a `(1000, 1000)` float64 input (7.6 MiB): yours,
-# one that saves the input `x`, and one that saves the slope. For each it prints the memory
+# one that saves the input `x`, and one that saves the slope (both built from your code). For each it prints the memory
 # its saved tensor adds to what the node keeps anyway (the node holds forward's input and
 # output whatever you save), and the fastest of several runs of its forward and of its
 # backward. **What to expect:** the memory figures are exact (0 or 7.6 MiB); the times are
@@ -3106,28 +3106,33 @@ my_softplus_design = ""  # e.g. "saves ..., because ..."; not graded
 # cell, and run it again if a figure looks odd.
 
 # %%
-# The two other designs, built from module 02's sigmoid and module 04's loss (softplus(x)
-# is the loss of a logit x whose target is 0).
-def _softplus_value(x):
-    return F.binary_cross_entropy_with_logits(x, Tensor(np.zeros(x.shape), dtype=x.dtype), reduction="none")
+# The two other designs, built from your own Softplus so that they give away nothing and
+# work whatever you saved. One keeps only x and, in backward, runs your forward and backward
+# again (recomputation: the idea behind activation checkpointing). The other runs your
+# backward once already in forward, on a gradient of ones, and keeps the slope it returns.
+def _your_slope_times(x, grad):
+    """`grad` times softplus's slope at x: your forward, then your backward, on a fresh ctx."""
+    ctx = FunctionCtx()
+    Softplus.forward(ctx, x)
+    return Softplus.backward(ctx, grad)
 
 
-class _SavesInput(Function):  # saves x; backward recomputes the slope from it
+class _SavesInput(Function):  # keeps x; backward recomputes from it
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _softplus_value(x)
+        return Softplus.forward(FunctionCtx(), x)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * F.sigmoid(ctx.saved_tensors[0])
+        return _your_slope_times(ctx.saved_tensors[0], grad)
 
 
-class _SavesSlope(Function):  # computes the slope in forward and saves it; backward multiplies
+class _SavesSlope(Function):  # computes the slope in forward and keeps it; backward multiplies
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(F.sigmoid(x))
-        return _softplus_value(x)
+        ctx.save_for_backward(_your_slope_times(x, Tensor(np.ones(x.shape), dtype=x.dtype)))
+        return Softplus.forward(FunctionCtx(), x)
 
     @staticmethod
     def backward(ctx, grad):
