@@ -2777,7 +2777,7 @@ SWEEP = {
     "topk": (lambda a: a.topk(2, dim=1).values, [_a]), "tril": (lambda a: a.tril(), [_a]),
     "triu": (lambda a: a.triu(1), [_a]), "maximum": (lambda a, b: tt.maximum(a, b), [_a, _b]),
     "minimum": (lambda a, b: tt.minimum(a, b), [_a, _b]), "flip": (lambda a: a.flip(0, 1), [_a]),
-    "roll": (lambda a: a.roll(1, 1), [_a]),
+    "roll": (lambda a: a.roll(1, 1), [_a]), "norm": (lambda a: a.norm(dim=1) + a.norm(), [_a]),
 }
 for _op, (_fn, _inputs) in SWEEP.items():
     check_gradcheck(_fn, _inputs, f"gradcheck of {_op}")

@@ -78,7 +78,7 @@ from matplotlib.patches import Rectangle
 import tinytorch
 from tinytorch import Tensor
 from tinytorch.autograd import gradcheck
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state, python_steps
 
 from tinytorch.utils.reload import reload_on_export
 
@@ -508,6 +508,8 @@ _xp = np.arange(2 * 3 * 6 * 7.0).reshape(2, 3, 6, 7)
 _v = _windows(_xp, (3, 2), (2, 1))
 assert_equal(_v.shape, (2, 3, 3, 2, 2, 6), "_windows shape (N, C, kh, kw, H_out, W_out) for k=(3,2), s=(2,1)")
 check(np.shares_memory(_v, _xp), "_windows must be a view of xp (as_strided), not a copy")
+check(not _v.flags.writeable, "_windows must be read-only (writeable=False): the windows overlap, so one write "
+      "through the view would change several windows at once")
 _ref = np.empty_like(np.asarray(_v))
 for _u in range(3):
     for _w in range(2):
@@ -580,6 +582,10 @@ for (_n, _ch, _u, _w, _i, _j) in [(0, 0, 0, 0, 0, 0), (1, 2, 2, 1, 2, 4), (1, 0,
     assert_equal(_c6[_n, (_ch * 3 + _u) * 2 + _w, _i * _Wo + _j], _xp6[_n, _ch, _i * 2 + _u, _j + _w],
                  f"rectangular k=(3,2), s=(2,1), p=(1,0): entry (n={_n}, c={_ch}, u={_u}, v={_w}, i={_i}, j={_j})")
 assert_equal(im2col(Tensor(_x6.astype(np.float32)), 2).dtype, np.dtype(np.float32), "im2col keeps the dtype")
+_steps = [python_steps(im2col, np.zeros((1, 2, _n, _n)), 3) for _n in (6, 20)]  # 16 and 324 output positions
+check(_steps[1] <= _steps[0] + 10, "im2col runs no Python loop over output positions: the Python lines it runs "
+      "must not grow with the image (numpy's loops count none)",
+      got=f"{_steps[0]} steps for a 6x6 image, {_steps[1]} for 20x20", expected="the same count for both")
 print("✓ im2col: the red window as a column:", _c[0, :, 0])
 
 # %% [markdown]
@@ -591,14 +597,13 @@ print("✓ im2col: the red window as a column:", _c[0, :, 0])
 # reshaped to `(N, C_out, H_out, W_out)`.
 #
 # **Mind the memory order.** The columns are laid out image by image, and so is the output.
-# `np.matmul` with the 2-D weight and the 3-D columns broadcasts the weight over the batch:
-# one GEMM per image, each reading one contiguous `(C·kh·kw, L)` block and writing one
-# contiguous `(C_out, L)` block, so the result is already `(N, C_out, L)` in the output's
-# order. `np.tensordot` would make one big GEMM of it, but only after copying the columns
-# into a `(C·kh·kw, N·L)` matrix, and its `(C_out, N, L)` result needs a transpose, which
-# the final reshape copies again. Those copies can cost more than the arithmetic: the
-# systems look at the end of this notebook times both layouts, for the forward and for the
-# weight gradient below.
+# There is more than one way to contract a `(C_out, C·kh·kw)` matrix with a
+# `(N, C·kh·kw, L)` stack, and they differ in what they copy: one big GEMM needs the
+# columns of all images side by side first, and gives its result in an order the output
+# does not have. Before you choose, work out for your contraction which arrays it reads and
+# writes contiguously and where a copy or a transpose is hidden. The systems look at the
+# end of this notebook times two layouts, for the forward and for the weight gradient
+# below; predict there which wins.
 #
 # Write `_conv2d_forward(x, weight, bias, stride, padding)`; it receives Tensors (as every
 # `forward` given to `apply` does) and returns a numpy array.
@@ -724,6 +729,10 @@ assert_close(conv2d(Tensor(_xx), Tensor(_ww), stride=(2, 1), padding=(1, 0)), _r
              what="conv2d with stride (2, 1) and padding (1, 0): each dimension uses its own stride and padding")
 _y32 = conv2d(Tensor(np.ones((1, 1, 4, 4), np.float32)), Tensor(np.ones((2, 1, 3, 3), np.float32)))
 assert_equal(_y32.dtype, np.dtype(np.float32), "float32 in, float32 out")
+_y32b = conv2d(Tensor(np.ones((1, 1, 4, 4), np.float32)), Tensor(np.ones((2, 1, 3, 3), np.float32)),
+               Tensor(np.ones(2, np.float32)))
+assert_equal(_y32b.dtype, np.dtype(np.float32), "float32 in with a float32 bias, float32 out (the bias must not "
+             "promote the result to float64)")
 _t = conv2d(Tensor(_xx), Tensor(_ww, requires_grad=True), padding=1)
 assert_equal(_t.grad_fn.op, "conv2d", "one op recorded")
 assert_equal(_t.grad_fn.attrs["padding"], (1, 1), "its padding attribute, as a pair")
@@ -936,6 +945,10 @@ for (_k, _s, _p) in [(2, 1, 0), (3, 2, 1), ((3, 2), (1, 2), (2, 0))]:
     assert_equal(_back.shape, _xx.shape, f"col2im shape, k={_k}, s={_s}, p={_p}")
     assert_close(np.sum(_xx * _back), np.sum(_cx * _yy), rtol=1e-10, atol=1e-10,
                  what=f"the adjoint identity <x, col2im(y)> = <im2col(x), y>, k={_k}, s={_s}, p={_p}")
+_steps = [python_steps(col2im, np.zeros((1, 2 * 9, (_n - 2) ** 2)), (_n, _n), 3) for _n in (6, 20)]
+check(_steps[1] <= _steps[0] + 10, "col2im runs no Python loop over output positions (only over the kh·kw kernel "
+      "offsets): the Python lines it runs must not grow with the image",
+      got=f"{_steps[0]} steps for a 6x6 image, {_steps[1]} for 20x20", expected="the same count for both")
 print("✓ col2im (the adjoint of im2col); window counts of a 4x4 image:\n", col2im(im2col(np.ones((1, 1, 4, 4)), 2), (4, 4), 2)[0, 0])
 
 # %% [markdown]
@@ -1173,14 +1186,14 @@ assert_equal(_max_pool2d_indices(_xm, (2, 2), (2, 2), (0, 0))[0, 0], np.array([[
              "2x2 windows, stride 2: the maxima 5, 8, 9, 7 sit at flat positions h*4 + w")
 assert_equal(_max_pool2d_indices(_xm, (3, 3), (1, 1), (0, 0))[0, 0], np.array([[6, 6], [12, 6]]),
              "3x3 windows, stride 1: overlapping windows can share their winner (8 at position 6)")
-assert_equal(_max_pool2d_indices(-_xm, (3, 3), (2, 2), (1, 1))[0, 0], np.array([[0, 3], [8, 7]]),
-             "negative values with padding 1: the padding must never win (pad with -inf)")
-assert_equal(_max_pool2d_indices(_xm, (3, 2), (1, 2), (1, 0))[0, 0], np.array([[1, 6], [1, 6], [12, 6], [12, 11]]),
-             "a rectangular 3x2 kernel, stride (1, 2), padding (1, 0)")
 _tie = np.zeros((1, 1, 2, 4))
 _tie[0, 0, :, 2:] = 3.0                                         # the second window: four equal maxima
 assert_equal(_max_pool2d_indices(_tie, (2, 2), (2, 2), (0, 0))[0, 0], np.array([[0, 2]]),
              "ties: the FIRST maximum of each window in reading order (like PyTorch)")
+assert_equal(_max_pool2d_indices(-_xm, (3, 3), (2, 2), (1, 1))[0, 0], np.array([[0, 3], [8, 7]]),
+             "negative values with padding 1: the padding must never win (pad with -inf)")
+assert_equal(_max_pool2d_indices(_xm, (3, 2), (1, 2), (1, 0))[0, 0], np.array([[1, 6], [1, 6], [12, 6], [12, 11]]),
+             "a rectangular 3x2 kernel, stride (1, 2), padding (1, 0)")
 assert_equal(_max_pool2d_indices(_xm, (2, 2), (2, 2), (0, 0)).dtype, np.dtype(np.int64), "indices are int64")
 print("✓ _max_pool2d_indices: 2x2 winners of the example at", _max_pool2d_indices(_xm, (2, 2), (2, 2), (0, 0))[0, 0].tolist())
 
@@ -1507,19 +1520,27 @@ assert_equal(_me, _rm1, "eval returns a copy: changing the buffer later must not
 print("✓ _norm_stats: running_var after one step", np.round(_rv, 4))
 
 # %% [markdown]
-# ### The backward
+# ### The backward: derive it
 #
-# In eval mode μ and σ² are constants, so `x̄ = ȳ·γ/√(σ²+ε)`. In training they depend on
-# `x`, and the chain rule through μ and σ² (per channel, with means over the `M` values)
-# gives the well-known form
+# In eval mode μ and σ² are constants, so `x̄ = ȳ·γ/√(σ²+ε)`. In training they are computed
+# from `x` itself, so every input reaches every output of its channel, and that backward is
+# yours to derive. A plan that keeps the algebra short (per channel; every mean is over the
+# channel's `M` values; $s = 1/\sqrt{\sigma^2+\varepsilon}$):
 #
-# $$\bar x = \frac{\gamma}{\sqrt{\sigma^2+\varepsilon}}\Big(\bar y - \operatorname{mean}(\bar y)
-#   - \hat x \cdot \operatorname{mean}(\bar y\,\hat x)\Big),$$
+# 1. Name the gradient that arrives at $\hat x = (x - \mu)\,s$: it is $\hat g = \gamma\,\bar y$.
+# 2. $x_k$ reaches $\hat x_m$ three ways: directly (only when $m = k$), through $\mu$, and
+#    through $\sigma^2 = \operatorname{mean}\big((x-\mu)^2\big)$, on which $s$ depends. Write
+#    $\partial\mu/\partial x_k$ and $\partial\sigma^2/\partial x_k$ first (the second is
+#    simpler than it looks: what is $\operatorname{mean}(x - \mu)$?).
+# 3. Add the three paths up. The result is $s$ times $\hat g$ minus two corrections, each a
+#    per-channel mean of something times a per-element factor.
 #
-# and in both modes `γ̄ = Σ ȳ·x̂` and `β̄ = Σ ȳ` over the `M` values. The two subtracted
-# terms are the gradient flowing through the mean and through the variance: a gradient that
-# is constant per channel, or proportional to x̂, is removed — the normalisation is blind
-# to those changes of its input.
+# Two facts to test your result on paper before you code it. Adding a constant to every
+# value of a channel changes no output, so your $\bar x$ must sum to 0 over each channel.
+# Scaling a channel's values about their mean changes no $\hat x$ either (up to ε), so
+# $\sum \bar x\,\hat x$ must be about 0 per channel too. The two corrections remove exactly
+# those two directions from $s\,\hat g$: the normalisation is blind to them. The check cell
+# tests both facts and runs gradcheck; `γ̄` and `β̄` (in both modes) are one line each.
 #
 # The provided `batch_norm` checks its arguments, gets the statistics from your
 # `_norm_stats`, and dispatches the op `"batch_norm"` with attributes `mean`, `invstd`
@@ -1531,18 +1552,24 @@ print("✓ _norm_stats: running_var after one step", np.round(_rv, 4))
 #
 # Every per-channel vector (`mean`, `invstd`, `weight`, `bias`) must be reshaped to the
 # channel shape before it meets `x`. Recompute `x̂` in the backward from the saved mean and
-# invstd. In the formula, `γ·ȳ` is the gradient of `x̂`, and `mean` is over the reduction
-# axes, kept as size-1 axes so that it broadcasts back.
+# invstd. A per-channel mean in the backward is over the reduction axes, kept as size-1 axes
+# so that it broadcasts back.
+# </details>
+#
+# <details><summary>Hint 2 (the derivatives of step 2)</summary>
+#
+# $\partial\mu/\partial x_k = 1/M$. For the variance, $\partial\sigma^2/\partial x_k =
+# \frac{2}{M}(x_k - \mu)$: the term through μ vanishes because $\operatorname{mean}(x-\mu) = 0$.
+# And $\partial s/\partial\sigma^2 = -\tfrac12 s^3$.
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Forward: normalise with the saved mean and invstd, scale by the weight, shift by the bias.
-# Backward: recompute `x̂`; the gradient of `x̂` is the upstream gradient times the weight;
-# in training subtract from it its per-channel mean and `x̂` times the per-channel mean of
-# (gradient of `x̂` times `x̂`), then multiply by invstd; in eval just multiply it by invstd.
-# The weight gradient is the sum of upstream gradient times `x̂`, the bias gradient the sum
-# of the upstream gradient, both over the reduction axes. Return the three.
+# Recompute `x̂` and the gradient arriving at it. In eval that gradient times invstd is the
+# answer. In training, take your derived form: the two corrections are the part of that
+# gradient that is constant over the channel and the part proportional to `x̂`; remove both,
+# then scale by invstd. The weight and bias gradients are sums over every axis except the
+# channel axis, of the upstream gradient weighted by what multiplies γ and β in the forward.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "batch-norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1551,8 +1578,9 @@ def _batch_norm_forward(x, weight, bias, *, mean, invstd, training, eps):
     """Forward of the op "batch_norm".
 
     Contract: x a Tensor (N, C, *); weight, bias Tensors (C,); mean, invstd numpy (C,)
-    arrays of x's dtype. Returns a numpy array of x's shape:
-    y = (x − mean)·invstd·weight + bias, each per-channel vector broadcast along channel axis 1.
+    arrays of x's dtype (the statistics chosen by _norm_stats, invstd = 1/sqrt(var + eps)).
+    Returns a numpy array of x's shape: each channel normalised with its mean and invstd,
+    then scaled by its weight and shifted by its bias (PyTorch's batch_norm).
     """
     # Idea: a per-channel affine map; the statistics are already chosen.
     ### BEGIN SOLUTION
@@ -1642,10 +1670,28 @@ _b = Tensor(_rng.standard_normal(3), requires_grad=True)
 assert_close(_x.grad, np.zeros_like(_xx), atol=1e-9,
              what="training: a gradient constant per channel flows into the mean and is removed, so x̄ = 0")
 assert_close(_b.grad, np.full(3, 40.0), rtol=1e-12, what="bias gradient: Σ ȳ over the 40 values of each channel")
+_x2 = Tensor(_xx, requires_grad=True)                     # the two facts of the derivation, any upstream gradient
+(batch_norm(_x2, None, None, _g, _b, training=True, eps=0.0) * Tensor(_rng.standard_normal(_xx.shape))).sum().backward()
+_xhat = (_xx - _xx.mean(axis=(0, 2, 3), keepdims=True)) / _xx.std(axis=(0, 2, 3), keepdims=True)
+assert_close(_x2.grad.numpy().sum(axis=(0, 2, 3)), np.zeros(3), atol=1e-9,
+             what="training: x̄ sums to 0 over each channel (a constant added to a channel changes nothing)")
+assert_close((_x2.grad.numpy() * _xhat).sum(axis=(0, 2, 3)), np.zeros(3), atol=1e-9,
+             what="training: Σ x̄·x̂ = 0 per channel (scaling a channel about its mean changes nothing)")
 gradcheck(lambda x, g, b: batch_norm(x, None, None, g, b, training=True), [_x, _g, _b])  # raises when wrong
 gradcheck(lambda x, g, b: batch_norm(x, _rm, _rv, g, b, training=False), [_x, _g, _b])
 print("✓ batch_norm (train and eval) passes gradcheck; eval output channel means",
       np.round(_ye.numpy().mean(axis=(0, 2, 3)), 3))
+
+# %% [markdown]
+# <details><summary>The form you should have found (open it once your check passes)</summary>
+#
+# $$\bar x = s\Big(\hat g - \operatorname{mean}(\hat g) - \hat x\cdot\operatorname{mean}(\hat g\,\hat x)\Big),
+#   \qquad \hat g = \gamma\,\bar y,\quad s = \frac{1}{\sqrt{\sigma^2+\varepsilon}},$$
+#
+# with `γ̄ = Σ ȳ·x̂` and `β̄ = Σ ȳ`. The subtracted terms are the projections of $\hat g$ onto
+# "constant per channel" and onto $\hat x$ (whose mean square is 1): the path through μ
+# gives the first, the path through σ² the second.
+# </details>
 
 # %% [markdown]
 # ## 9. The layers
@@ -2037,8 +2083,10 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# What did the first layer learn? Its 16 filters are 3×3 images; plotted, several look like
-# small edge and stroke detectors.
+# What did the first layer learn? Its 16 filters are 3×3 images, plotted below. On 8×8
+# digits after a few epochs, most look like noise with some structure; a few may show a
+# light-dark split (a crude edge detector). Large networks trained on natural images learn
+# far cleaner edge and colour filters in their first layer.
 
 # %%
 _f = model[0].weight.numpy()[:, 0]
@@ -2154,9 +2202,10 @@ print("(no prediction written)" if predicted_faster_layout is None
 # one on the log-log plot). Whether the large layers reach a much higher rate depends on
 # the BLAS library: with several threads they usually do; with one thread (for example
 # `OPENBLAS_NUM_THREADS=1`) the rate may hardly change, and the im2col copy, which grows
-# with the layer too, can even pull it down. The backward is usually one to three times the forward:
-# twice the matrix multiplies, plus col2im and recomputing the columns, minus whatever fixed
-# overhead the two share. The BLAS library, its thread count, the cache sizes and the load
+# with the layer too, can even pull it down. Expect the backward to cost more than the
+# forward, by a factor the cell above measured on this machine: it does twice the matrix
+# multiplies, recomputes the columns, and scatters with col2im, which touches every entry of
+# the column matrix once more. The BLAS library, its thread count, the cache sizes and the load
 # of the machine all move these numbers. The time of a whole network is roughly its FLOPs
 # divided by such a rate — module 14 builds a profiler on exactly this reasoning.
 #

@@ -336,17 +336,19 @@ plt.show()
 # <details><summary>Hint 2</summary>
 #
 # The causal case needs the sizes $L$ and $S$: they are the scores' last two dimensions.
-# A float mask is not a choice between two values, it is a bias: it enters by addition, and
-# it must be turned into a Tensor of the scores' dtype first.
+# A float mask is not a choice between two values, it is a bias: it enters by addition. It
+# may be a *learned* bias (a table of relative-position scores, ALiBi's slopes) that
+# requires grad. Of the forms you hold — the caller's Tensor, and `_mask_array`'s numpy
+# copy of its numbers — which one keeps that bias in the graph?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
 # If `is_causal`, build the causal mask for the scores' last two sizes and fill $-\infty$
 # where it is False (numpy's `~` negates a boolean array). Then, if a mask was given, get
-# it through `_mask_array`; if it is boolean, fill $-\infty$ where it is False; if it is
-# floating, add it to the scores. Return the scores; with no mask at all they come back
-# unchanged.
+# it through `_mask_array` (which also raises the errors); a boolean mask decides where the
+# $-\infty$ go, a floating one is added — as the caller's own Tensor when it is one, so that
+# a learned bias receives its gradient. With no mask at all the scores come back unchanged.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "apply-attn-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -373,7 +375,8 @@ def apply_attn_mask(scores, attn_mask=None, is_causal=False):
     Contract: `scores` a floating Tensor (..., L, S). `attn_mask` None, or a bool mask (True =
     may attend) or a float mask (added), as a Tensor, array or list broadcasting to the scores;
     `is_causal` adds the causal mask of the last two dims. Returns a new Tensor of the scores'
-    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any).
+    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any). A
+    float mask given as a Tensor that requires grad (a learned bias) gets its gradient.
     Errors: those of `_mask_array` (TypeError for a mask of another dtype, ShapeError naming
     both shapes for a mask that does not broadcast).
     """
@@ -405,6 +408,12 @@ assert_equal(apply_attn_mask(Tensor(_s), is_causal=True).numpy(),
 assert_equal(apply_attn_mask(Tensor(_s)).numpy(), _s, "no mask: scores unchanged")
 assert_raises(ShapeError, apply_attn_mask, Tensor(_s), np.ones((5, 4), dtype=bool), match=r"\(5, 4\)")
 assert_raises(TypeError, apply_attn_mask, Tensor(_s), np.ones((4, 5), dtype=np.int64), match="bool")
+_bias = Tensor(_fm, requires_grad=True)                    # a learned bias: it must receive a gradient
+apply_attn_mask(Tensor(_s), _bias).sum().backward()
+check(_bias.grad is not None, "a float mask Tensor that requires grad gets a gradient (a learned bias must "
+      "stay in the graph: add the Tensor, not a numpy copy of its numbers)", got=_bias.grad)
+assert_close(_bias.grad.numpy(), np.full((2, 1, 5), 4.0), rtol=0,
+             what="the bias's gradient under sum(): each entry was added to 4 queries' scores")
 print("✓ apply_attn_mask; row 0 of the causal scores:", apply_attn_mask(Tensor(_s), is_causal=True).numpy()[0, 0].round(2))
 
 # %% [markdown]
@@ -415,7 +424,7 @@ print("✓ apply_attn_mask; row 0 of the causal scores:", apply_attn_mask(Tensor
 # row is $-\infty$, and the softmax computes $e^{-\infty - (-\infty)} = e^{\text{nan}}$: the
 # row becomes NaN, the NaN spreads to the output, and in the backward pass to every gradient
 # of the batch — one bad row ruins a training step. Older PyTorch returned NaN there (and
-# `nn.MultiheadAttention` still does); PyTorch 2.5's `scaled_dot_product_attention` returns
+# `nn.MultiheadAttention` still does on its path that returns the weights); PyTorch 2.5's `scaled_dot_product_attention` returns
 # **zeros**, and so do we: a query that may attend to nothing receives nothing, and its
 # gradient is zero.
 #
@@ -496,6 +505,8 @@ assert_close(_w.numpy().sum(-1), np.ones((2, 5)), rtol=1e-12, what="each query's
 assert_close(_w.numpy(), _softmax_np(_raw / 2.0), rtol=1e-12, what="softmax(q k^T / √E) with E = 4")
 assert_close(attention_weights(Tensor(_qd), Tensor(_kd), scale=0.3).numpy(), _softmax_np(_raw * 0.3),
              rtol=1e-12, what="an explicit scale=0.3 replaces 1/√E")
+assert_close(attention_weights(Tensor(_qd), Tensor(_kd), scale=0.0).numpy(), np.full((2, 5, 7), 1 / 7),
+             rtol=1e-12, what="scale=0.0 is a scale too (every score 0: uniform weights), not 'no scale given'")
 _bm = _rng.random((5, 7)) < 0.6
 _bm[:, 0] = True                                          # every query may see key 0
 _wm = attention_weights(Tensor(_qd), Tensor(_kd), attn_mask=Tensor(_bm)).numpy()
@@ -683,6 +694,7 @@ _vocab = {w: i for i, w in enumerate(dict.fromkeys(_words))}
 _emb = np.random.default_rng(0).standard_normal((len(_vocab), _D))
 _X = _emb[[_vocab[w] for w in _words]]
 _heads = {
+    # scale 4: sharper than 1/√D, so that the one previous position dominates its row
     "previous-token head (positions)": (_P @ shift_matrix(-1, _D), _P, 4.0),
     "same-token head (embeddings)": (_X, _X, 1.0 / np.sqrt(_D)),
 }
@@ -819,7 +831,9 @@ _m = merge_heads(_y)
 assert_equal(_m.shape, (2, 5, 12), "merge_heads((2, 3, 5, 4)).shape")
 assert_equal(_m.numpy()[1, 2], np.concatenate([_y.numpy()[1, h, 2] for h in range(3)]),
              "token 2 of sequence 1 = its three head outputs side by side")
-assert_equal(_m.numpy(), _y.numpy().transpose(0, 2, 1, 3).reshape(2, 5, 12), "merge_heads of a fresh tensor")
+for _n, _t, _h, _j in [(0, 0, 0, 0), (0, 4, 2, 3), (1, 3, 1, 0), (1, 1, 2, 2)]:
+    assert_equal(_m.numpy()[_n, _t, 4 * _h + _j], _y.numpy()[_n, _h, _t, _j],
+                 f"merged[{_n}, {_t}, 4·{_h} + {_j}] is head {_h}'s feature {_j} of token {_t}")
 check(_m.is_contiguous(), "merge_heads returns a contiguous tensor")
 _x = tinytorch.randn(2, 5, 12)
 assert_equal(merge_heads(split_heads(_x, 3)).numpy(), _x.numpy(), "merge_heads(split_heads(x, 3)) == x")
@@ -840,8 +854,20 @@ _o = _h @ tinytorch.randn(4, 4)                       # any computation gives fr
 _t = _o.transpose(1, 2)
 print("out.transpose(1,2) strides", _t.stride(), "contiguous:", _t.is_contiguous())
 _m = merge_heads(_o)
-print("merge_heads(out)  shape", _m.shape, "strides", _m.stride(),
-      "shares out's memory:", np.shares_memory(_m.numpy(), _o.numpy()), "(reshape had to copy)")
+_shared = np.shares_memory(_m.numpy(), _o.numpy())
+print("merge_heads(out)  shape", _m.shape, "strides", _m.stride(), "shares out's memory:", _shared,
+      "(a view)" if _shared else "(a copy)")
+
+# %% [markdown]
+# <details><summary>Why the merge copies, once you have read the strides above</summary>
+#
+# After the transpose, one token's features are head 0's $d$ numbers, then head 1's, ...;
+# in memory, head 1's block for that token sits $T \cdot d$ elements after head 0's, not $d$.
+# Merging the last two dimensions into one of size $H d$ needs a single stride that steps
+# through both $j$ (stride 1) and $h$ (stride $T d$): no such stride exists unless $T = 1$,
+# so `reshape` has to copy. `split_heads` had the opposite situation: there the features of
+# one token were adjacent, and cutting one dimension into two always works on a view.
+# </details>
 
 # %% [markdown]
 # ### The layer, with PyTorch's parameters
@@ -965,15 +991,18 @@ _kpm[1, 3:] = True                                        # sequence 1: keys 3 a
 _got = _mha_mask_to_sdpa(_kpm, "key_padding", _N, _H)
 assert_equal(_as_scores(_got, _N, _H, _L, _S)[1, 2, 0], np.array([True, True, True, False, False]),
              "key_padding_mask, sequence 1, any head and query: padding keys 3, 4 not allowed")
-assert_equal(_as_scores(_got, _N, _H, _L, _S), np.broadcast_to(~_kpm[:, None, None, :], (_N, _H, _L, _S)),
-             "key_padding_mask (N, S) broadcast over heads and queries, polarity flipped")
+for _n, _h, _i in [(0, 0, 0), (0, 2, 3), (1, 1, 2)]:
+    assert_equal(_as_scores(_got, _N, _H, _L, _S)[_n, _h, _i], np.array([_k not in ((3, 4) if _n else ()) for _k in range(_S)]),
+                 f"key_padding_mask, sequence {_n}, head {_h}, query {_i}: the same row for every head and query")
 _am = np.triu(np.ones((_L, _S), dtype=bool), 1)           # True = forbidden (MHA convention)
 assert_equal(_as_scores(_mha_mask_to_sdpa(_am, "attn", _N, _H), _N, _H, _L, _S),
              np.broadcast_to(~_am, (_N, _H, _L, _S)), "attn_mask (L, S): the same for every sequence and head")
 _ph = np.random.default_rng(8).random((_N * _H, _L, _S)) < 0.4
 _conv = _as_scores(_mha_mask_to_sdpa(_ph, "attn", _N, _H), _N, _H, _L, _S)
 assert_equal(_conv[1, 0], ~_ph[1 * _H + 0], "per-head attn_mask: sequence 1, head 0 is entry 1·H + 0")
-assert_equal(_conv, ~_ph.reshape(_N, _H, _L, _S), "per-head attn_mask (N·H, L, S)")
+for _n in range(_N):
+    for _h in range(_H):
+        assert_equal(_conv[_n, _h], ~_ph[_n * _H + _h], f"per-head attn_mask: sequence {_n}, head {_h} is entry {_n}·H + {_h}")
 _fl = np.random.default_rng(9).standard_normal((_N, _S))
 assert_close(_as_scores(_mha_mask_to_sdpa(_fl, "key_padding", _N, _H), _N, _H, _L, _S),
              np.broadcast_to(_fl[:, None, None, :], (_N, _H, _L, _S)), rtol=0, atol=0,
@@ -1135,7 +1164,9 @@ class MultiheadAttention(Module):
         """Contract: batch-first query (N, L, E), key and value (N, S, E), `mask` None or one mask
         in SDPA's convention broadcasting to (N, H, L, S). Returns (output (N, L, E), weights):
         weights None without need_weights, else (N, L, S) averaged over the heads, or
-        (N, H, L, S) per head when average_attn_weights is False."""
+        (N, H, L, S) per head when average_attn_weights is False. In training with dropout > 0
+        the weights returned are the ones the values were averaged with, after dropout (as
+        PyTorch returns them)."""
         # Idea: H attentions side by side, on slices of the projected features.
         ### BEGIN SOLUTION
         q = split_heads(self._project(query, 0), self.num_heads)
@@ -1173,6 +1204,10 @@ check(np.abs(_mha.in_proj_weight.numpy()).max() <= _bound, "Xavier-uniform: |w| 
       got=np.abs(_mha.in_proj_weight.numpy()).max(), expected=f"<= {_bound:.4f}")
 check(_mha.in_proj_weight.numpy().std() > _bound / 2, "Xavier-uniform: std ≈ bound/√3 (not all zeros)",
       got=_mha.in_proj_weight.numpy().std(), expected=f"≈ {_bound / np.sqrt(3):.4f}")
+_linear_bound = 1 / np.sqrt(12)                            # Linear(E, E)'s own init, kept by out_proj
+check(np.abs(_mha.out_proj.weight.numpy()).max() <= _linear_bound, "out_proj.weight keeps Linear's "
+      "initialisation (|w| <= 1/sqrt(E)); only in_proj_weight is Xavier-uniform",
+      got=np.abs(_mha.out_proj.weight.numpy()).max(), expected=f"<= {_linear_bound:.4f}")
 _nb = MultiheadAttention(8, 2, bias=False)
 check(_nb.in_proj_bias is None and _nb.out_proj.bias is None, "bias=False: no biases at all",
       got=(_nb.in_proj_bias, _nb.out_proj.bias), expected=(None, None))
@@ -1229,6 +1264,10 @@ with preserved_state():
     _drop = MultiheadAttention(12, 3, dropout=0.5, dtype=tinytorch.float64).eval()
     _e1, _e2 = (_drop(Tensor(_xq), Tensor(_xq), Tensor(_xq))[0].numpy() for _ in range(2))
     assert_equal(_e1, _e2, "eval mode: no dropout, two calls agree")
+    _, _wtrain = _drop.train()(Tensor(_xq), Tensor(_xq), Tensor(_xq), average_attn_weights=False)
+    check(np.mean(_wtrain.numpy() == 0) > 0.3, "training with dropout=0.5: the weights returned are the ones "
+          "the values were averaged with, after dropout (about half of them 0), as in PyTorch",
+          got=f"{np.mean(_wtrain.numpy() == 0):.0%} zeros")
     _small = MultiheadAttention(4, 2, dtype=tinytorch.float64)
 _xs = Tensor(_rng.standard_normal((1, 3, 4)), requires_grad=True)
 check(gradcheck(lambda x, w: _small(x, x, x, is_causal=True)[0], [_xs, _small.in_proj_weight]),

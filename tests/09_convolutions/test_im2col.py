@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 import tinytorch as tt
 from tinytorch.nn.conv import _windows, col2im, conv_output_size, im2col
+from tinytorch.testing import python_steps
 
 
 def rand(shape, seed=0):
@@ -113,3 +114,21 @@ def test_col2im_counts_window_memberships():
     np.testing.assert_array_equal(counts, expected)
     strided = col2im(im2col(ones, 2, 2, 0), (4, 5), 2, 2, 0)[0, 0]  # non-overlapping: 0 or 1
     np.testing.assert_array_equal(strided, [[1, 1, 1, 1, 0]] * 4)
+
+
+@pytest.mark.parametrize("fn", ["im2col", "col2im"])
+def test_no_python_loop_runs_over_output_positions(fn):
+    """The module's systems rule: numpy loops over positions, Python at most over kernel offsets."""
+    def steps(n):
+        if fn == "im2col":
+            return python_steps(im2col, np.zeros((1, 2, n, n)), 3)
+        return python_steps(col2im, np.zeros((1, 2 * 9, (n - 2) ** 2)), (n, n), 3)
+
+    small, large = steps(6), steps(20)
+    assert large <= small + 10, (f"{fn} ran {small} Python steps on a 6x6 image and {large} on a 20x20 one: "
+                                 "a Python loop runs over the output positions (vectorise it with numpy)")
+
+
+def test_the_windows_view_is_read_only():
+    view = _windows(np.zeros((1, 1, 5, 5)), (3, 3), (1, 1))
+    assert not view.flags.writeable, "_windows must ask as_strided for writeable=False: the windows overlap"

@@ -33,6 +33,24 @@ def test_apply_attn_mask():
     np.testing.assert_array_equal(apply_attn_mask(tt.tensor(s)).numpy(), s)
 
 
+def test_a_float_mask_tensor_stays_in_the_graph():
+    """A learned attention bias (relative positions, ALiBi) is a float mask that requires grad."""
+    rng = np.random.default_rng(5)
+    bias = tt.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    apply_attn_mask(tt.tensor(rng.standard_normal((2, 4, 5))), bias).sum().backward()
+    assert bias.grad is not None, ("apply_attn_mask must add a float mask Tensor itself (not a numpy copy of "
+                                   "its numbers), so that a learned bias gets its gradient")
+    np.testing.assert_array_equal(bias.grad.numpy(), np.full((4, 5), 2.0),
+                                  err_msg="under sum(), each bias entry was added to the scores of 2 batch entries")
+
+
+def test_an_explicit_scale_of_zero_is_used():
+    rng = np.random.default_rng(6)
+    w = attention_weights(tt.tensor(rng.standard_normal((3, 4))), tt.tensor(rng.standard_normal((5, 4))), scale=0.0)
+    np.testing.assert_allclose(w.numpy(), np.full((3, 5), 0.2), rtol=1e-12,
+                               err_msg="scale=0.0 makes every score 0 (uniform weights); only scale=None means 1/sqrt(E)")
+
+
 def test_attention_weights_equal_formula():
     rng = np.random.default_rng(1)
     q, k = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 6, 8))

@@ -55,7 +55,8 @@ def apply_attn_mask(scores, attn_mask=None, is_causal=False):
     Contract: `scores` a floating Tensor (..., L, S). `attn_mask` None, or a bool mask (True =
     may attend) or a float mask (added), as a Tensor, array or list broadcasting to the scores;
     `is_causal` adds the causal mask of the last two dims. Returns a new Tensor of the scores'
-    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any).
+    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any). A
+    float mask given as a Tensor that requires grad (a learned bias) gets its gradient.
     Errors: those of `_mask_array` (TypeError for a mask of another dtype, ShapeError naming
     both shapes for a mask that does not broadcast).
     """
@@ -163,7 +164,7 @@ def merge_heads(x):
     raise NotImplementedError('merge_heads() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 
 
-# -- cell 35 (mha-masks) --
+# -- cell 36 (mha-masks) --
 def _mha_mask_to_sdpa(mask, kind, N, H):
     """One of MultiheadAttention's masks in scaled_dot_product_attention's convention.
 
@@ -208,7 +209,7 @@ def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
     return Tensor(total)
 
 
-# -- cell 38 --
+# -- cell 39 --
 def _mha_check_inputs(query, key, value, embed_dim, batch_first):
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t.ndim != 3 or t.shape[-1] != embed_dim:
@@ -257,7 +258,7 @@ def _mha_forward(layer, query, key, value, key_padding_mask, need_weights, attn_
     return out, weights
 
 
-# -- cell 40 (mha) --
+# -- cell 41 (mha) --
 class MultiheadAttention(Module):
     """Multi-head attention with PyTorch's parameters (torch.nn.MultiheadAttention):
     in_proj_weight (3E, E), in_proj_bias (3E,), out_proj = Linear(E, E). batch_first=True by
@@ -308,7 +309,9 @@ class MultiheadAttention(Module):
         """Contract: batch-first query (N, L, E), key and value (N, S, E), `mask` None or one mask
         in SDPA's convention broadcasting to (N, H, L, S). Returns (output (N, L, E), weights):
         weights None without need_weights, else (N, L, S) averaged over the heads, or
-        (N, H, L, S) per head when average_attn_weights is False."""
+        (N, H, L, S) per head when average_attn_weights is False. In training with dropout > 0
+        the weights returned are the ones the values were averaged with, after dropout (as
+        PyTorch returns them)."""
         # Idea: H attentions side by side, on slices of the projected features.
         # YOUR CODE HERE
         raise NotImplementedError('MultiheadAttention._attend() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')

@@ -391,8 +391,9 @@ def _batch_norm_forward(x, weight, bias, *, mean, invstd, training, eps):
     """Forward of the op "batch_norm".
 
     Contract: x a Tensor (N, C, *); weight, bias Tensors (C,); mean, invstd numpy (C,)
-    arrays of x's dtype. Returns a numpy array of x's shape:
-    y = (x − mean)·invstd·weight + bias, each per-channel vector broadcast along channel axis 1.
+    arrays of x's dtype (the statistics chosen by _norm_stats, invstd = 1/sqrt(var + eps)).
+    Returns a numpy array of x's shape: each channel normalised with its mean and invstd,
+    then scaled by its weight and shifted by its bias (PyTorch's batch_norm).
     """
     # Idea: a per-channel affine map; the statistics are already chosen.
     # YOUR CODE HERE
@@ -447,7 +448,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                  training=bool(training), eps=eps)
 
 
-# -- cell 56 (layers) --
+# -- cell 57 (layers) --
 class Conv2d(Module):
     """2-D convolution layer over (N, C_in, H, W) inputs (torch.nn.Conv2d).
 
@@ -490,7 +491,7 @@ class Conv2d(Module):
         return s + ("" if self.bias is not None else ", bias=False")
 
 
-# -- cell 59 (batchnorm2d-layer) --
+# -- cell 60 (batchnorm2d-layer) --
 class BatchNorm2d(Module):
     """Batch normalisation over the channels of (N, C, H, W) inputs (torch.nn.BatchNorm2d).
 
@@ -537,7 +538,7 @@ class BatchNorm2d(Module):
                 f"track_running_stats={self.track_running_stats}")
 
 
-# -- cell 62 (flatten-layer) --
+# -- cell 63 (flatten-layer) --
 class Flatten(Module):
     """Merge dims start_dim..end_dim into one (torch.nn.Flatten): (N, C, H, W) -> (N, C·H·W).
 
