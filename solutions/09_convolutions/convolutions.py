@@ -26,8 +26,7 @@
 #
 # By the end of this module you will be able to
 #
-# - explain the **NCHW** layout of a batch of images and derive the output-size formula
-#   ⌊(H + 2p − k)/s⌋ + 1;
+# - explain the **NCHW** layout of a batch of images and derive the output-size formula;
 # - write a convolution as **seven nested loops**, and then as **im2col + one matrix
 #   multiply**, where im2col is a zero-copy **strided view** of the padded input (the
 #   `as_strided` idea from module 01) followed by one reshape;
@@ -113,19 +112,17 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 # - **stride** `s`: how far the window moves between two outputs; `s = 2` halves the size.
 #
 # Along one dimension, the padded input has `H + 2p` cells; the window fits at the start
-# positions `0, s, 2s, …` as long as `start + k ≤ H + 2p`, i.e. at
-#
-# $$H_{out} = \left\lfloor \frac{H + 2p - k}{s} \right\rfloor + 1$$
-#
-# positions. The floor means that leftover rows at the bottom (when `s` does not divide
-# `H + 2p − k`) are simply never visited. The picture shows `H = W = 5, k = 3, p = 1, s = 2`:
-# ⌊(5 + 2 − 3)/2⌋ + 1 = 3.
+# positions `0, s, 2s, …` as long as `start + k ≤ H + 2p`. How many start positions is
+# that, as a formula in `H, p, k, s`? Deriving it is your first exercise (below the
+# picture). Rows left over at the bottom that cannot hold one more whole window are never
+# visited. The picture shows `H = W = 5, k = 3, p = 1, s = 2`, which has 3 positions per
+# dimension; test your formula on it, and on `H = 8, p = 0, k = 3, s = 2`.
 
 # %%
 def draw_conv_geometry(ax, H=5, k=3, p=1, s=2):
     """The padded input grid, two of the kernel's positions, and the output grid."""
     Hp = H + 2 * p
-    Ho = (H + 2 * p - k) // s + 1
+    Ho = len([t for t in range(0, Hp, s) if t + k <= Hp])  # the start positions, counted
     for r in range(Hp):
         for c in range(Hp):
             pad = r < p or c < p or r >= H + p or c >= H + p
@@ -148,7 +145,7 @@ def draw_conv_geometry(ax, H=5, k=3, p=1, s=2):
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title(f"k = {k}, stride = {s}: windows at (0,0) red and (1,2) green; "
-                 f"⌊({H}+2·{p}−{k})/{s}⌋+1 = {Ho}", fontsize=10)
+                 f"{Ho} positions per dimension", fontsize=10)
 
 
 fig, ax = plt.subplots(figsize=(8, 4.2))
@@ -423,9 +420,10 @@ plt.show()
 #
 # $$n\,s_N + c\,s_C + (i s_h + u)\,s_H + (j s_w + v)\,s_W .$$
 #
-# Multiply it out: it is a *linear* function of the six indices `(n, c, u, v, i, j)`. So
-# **all windows at once are one strided view** of shape `(N, C, kh, kw, H_out, W_out)`,
-# whose six strides are the six coefficients of that sum — no copy, no loop. numpy calls
+# Multiply it out and look at its form in the six indices `(n, c, u, v, i, j)`. Module 01's
+# address formula was a sum of each index times its stride; if this one has that form too,
+# then **all windows at once are one strided view** of shape `(N, C, kh, kw, H_out, W_out)`
+# — no copy, no loop — and you can read its six strides off your expansion. numpy calls
 # this `np.lib.stride_tricks.as_strided` (its strides are in **bytes**, as `xp.strides`
 # already are). Ask for a read-only view (`writeable=False`): the windows overlap, so one
 # write would change many windows at once.
@@ -483,7 +481,7 @@ def _windows(xp, kernel_size, stride):
     (N, C, kh, kw, H_out, W_out) with view[n, c, u, v, i, j] == xp[n, c, i·sh + u, j·sw + v].
     Why: this view is im2col without its copy; pooling reduces over it directly.
     """
-    # Idea: a window's element address is linear in (n, c, u, v, i, j): its coefficients are strides.
+    # Idea: write one window element's address as module 01 would; read the strides off it.
     ### BEGIN SOLUTION
     N, C, Hp, Wp = xp.shape
     kh, kw = kernel_size
@@ -1312,9 +1310,9 @@ print("✓ max_pool2d routes each gradient to its argmax; gradient of the 3x3 ex
 #
 # `y = mean(window)`: each element of a `kh × kw` window gets `1/(kh·kw)` of the output's
 # gradient. Padding cells are zeros and count in the mean (`count_include_pad=True`,
-# PyTorch's default), so the divisor is always `kh·kw`. Both directions reuse what you
-# built: the forward needs no copy at all, and the backward is a function you already have,
-# applied to columns that are all equal within a window.
+# PyTorch's default), so the divisor is always `kh·kw`. Both directions can reuse what you
+# built, with no new loop: which of your functions gives every window without a copy, and
+# which one already sends a value per window entry back to the pixel it came from?
 #
 # <details><summary>Hint 1</summary>
 #

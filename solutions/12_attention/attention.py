@@ -459,12 +459,13 @@ print("✓ apply_attn_mask; row 0 of the causal scores:", apply_attn_mask(Tensor
 #
 # <details><summary>The approach</summary>
 #
-# Take the scale ($1/\sqrt{E}$ with $E$ the last dimension of the query, when none is given),
-# compute the scores as the batched product of the query with the key's transpose over its
-# last two dims (`mT`), times the scale, and mask them with `apply_attn_mask`. Find the dead
-# rows from the masked scores' numbers. Give the softmax finite scores (say 0) in the dead
-# rows, softmax over the last dimension, then put the dead rows' weights to 0 with `where`.
-# When no row is dead you can skip both `where`s.
+# Three things are already yours: the scores are dot products of every query with every
+# key (a batched matmul needs the key with its last two dimensions swapped, and module 01
+# has a view for that), the scale decides how peaked the softmax is, and `apply_attn_mask`
+# places the $-\infty$. What is new is the dead row. You can recognise one only after
+# masking, from its numbers; the softmax must never be handed it as it is, and its weights
+# must come out as zeros. Module 01's `where` with a constant condition changes values
+# without cutting the graph of the rows that are alive.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "attention-weights", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -789,7 +790,7 @@ def split_heads(x, num_heads):
     """
     if x.shape[-1] % num_heads != 0:
         raise ShapeError(f"split_heads: the last dimension of {x.shape} is not divisible by num_heads={num_heads}")
-    # Idea: read E as (H, d) in memory order, then move H in front of T.
+    # Idea: which reshape cuts the features (not the sequence), and which view then puts the heads where matmul batches?
     ### BEGIN SOLUTION
     *lead, T, E = x.shape
     return x.reshape(*lead, T, num_heads, E // num_heads).transpose(-3, -2)
@@ -1089,15 +1090,14 @@ def _mha_forward(layer, query, key, value, key_padding_mask, need_weights, attn_
 #
 # <details><summary>The approach</summary>
 #
-# `__init__`: `in_proj_weight` a `Parameter` of shape `(3E, E)`, `in_proj_bias` one of
-# `(3E,)` or `None`, `out_proj` a `Linear(E, E)` with the same `bias` and `dtype`; then
-# `_reset_parameters`. `_reset_parameters`: Xavier-uniform on `in_proj_weight`, and the
-# constant 0 on both biases when there are biases. `_attend`: project query, key and value
-# (indices 0, 1, 2) and split each into `num_heads` heads; compute the weights with your
-# `attention_weights` and the given mask; in training mode with `dropout > 0`, drop
-# weights with `_attention_dropout`; multiply by the values, merge the heads, and apply
-# `out_proj`. Return that with the weights: `None` without `need_weights`, their mean over
-# the head dimension (1) with `average_attn_weights`, else as they are.
+# `__init__` and `_reset_parameters` follow the parameter list above and PyTorch's
+# initialisation: the packed projection, its optional bias, an output `Linear` that shares
+# the `bias` and `dtype` choices, then the reset. `_attend` is the formula of section 5 with
+# your pieces: each of query, key and value gets its own slice of the packed projection
+# (`_project`), then its heads; your `attention_weights` does the rest of one head, for all
+# heads at once. Dropout belongs between the weights and the values, and only in training.
+# What comes back is the merged, projected output, and the weights in the form the caller
+# asked for, the very weights the values were averaged with.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "mha", "locked": false, "schema_version": 3, "solution": true, "task": false}

@@ -146,7 +146,7 @@ def split_heads(x, num_heads):
     """
     if x.shape[-1] % num_heads != 0:
         raise ShapeError(f"split_heads: the last dimension of {x.shape} is not divisible by num_heads={num_heads}")
-    # Idea: read E as (H, d) in memory order, then move H in front of T.
+    # Idea: which reshape cuts the features (not the sequence), and which view then puts the heads where matmul batches?
     # YOUR CODE HERE
     raise NotImplementedError('split_heads() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
 

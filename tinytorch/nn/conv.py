@@ -75,7 +75,7 @@ def _windows(xp, kernel_size, stride):
     (N, C, kh, kw, H_out, W_out) with view[n, c, u, v, i, j] == xp[n, c, i·sh + u, j·sw + v].
     Why: this view is im2col without its copy; pooling reduces over it directly.
     """
-    # Idea: a window's element address is linear in (n, c, u, v, i, j): its coefficients are strides.
+    # Idea: write one window element's address as module 01 would; read the strides off it.
     # YOUR CODE HERE
     raise NotImplementedError('_windows() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
