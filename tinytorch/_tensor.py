@@ -409,7 +409,7 @@ class _TensorAutograd:
         _check_writable(self, check_grad=False)
         np.copyto(self.numpy(), src, casting="unsafe")
 
-    def backward(self, gradient=None, retain_graph=False):
+    def backward(self, gradient=None, retain_graph=False, create_graph=False):
         """Compute gradients of this tensor w.r.t. the leaves (the engine is module 06's)."""
         try:
             from tinytorch.autograd import backward as _backward
@@ -420,7 +420,7 @@ class _TensorAutograd:
                 "backward() needs autograd, which you build in module 06 (06_autograd). "
                 "Module 01 already records the graph (see .grad_fn); module 06 adds the "
                 "engine that walks it.") from exc
-        return _backward(self, gradient, retain_graph=retain_graph)
+        return _backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
 
 
 # -- cell 24 --

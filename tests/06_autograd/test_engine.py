@@ -424,3 +424,15 @@ def test_a_dispatch_mode_sees_the_backward_rules_after_the_forward_ops():
         (w * w).sum().backward()
     assert mode.ops == ["mul", "sum", "SumBackward", "MulBackward"], mode.ops
     np.testing.assert_array_equal(w.grad.numpy(), [2.0, 4.0])
+
+
+def test_create_graph_is_refused_with_its_reason_and_the_plain_call_works():
+    """Second derivatives are out of scope (the rules compute with numpy): one clear error."""
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    with pytest.raises(NotImplementedError, match="create_graph=True"):
+        tt.autograd.grad(y, [x], create_graph=True)
+    with pytest.raises(NotImplementedError, match="higher-order"):
+        y.backward(create_graph=True)
+    (g,) = tt.autograd.grad(y, [x])
+    np.testing.assert_array_equal(g.numpy(), [2.0, 4.0])

@@ -380,19 +380,31 @@ def _seed(tensor, gradient):
     return np.array(g, dtype=tensor.dtype)
 
 
-def backward(tensor, gradient=None, retain_graph=False):
+def _refuse_create_graph(create_graph):
+    """PyTorch's create_graph=True (gradients of gradients) names the reason it is missing."""
+    if create_graph:
+        raise NotImplementedError(
+            "create_graph=True (higher-order gradients: a gradient penalty, Hessian-vector "
+            "products) is out of tinytorch's scope: its backward rules compute with numpy, so a "
+            "gradient is a result, not a recorded graph (module 06, section 17)")
+
+
+def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
     """Accumulate d(tensor)/d(leaf) into every leaf's .grad (Tensor.backward calls this).
 
     `gradient` is dL/d(tensor) when `tensor` has more than one element. The graph is freed
-    afterwards unless `retain_graph=True`.
+    afterwards unless `retain_graph=True`. `create_graph=True` raises NotImplementedError.
     """
+    _refuse_create_graph(create_graph)
     seed = _seed(tensor, gradient)
     _run_backward([tensor], [seed], retain_graph, _accumulate_grad)
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
+def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=False, allow_unused=False):
     """The gradients of `outputs` w.r.t. `inputs`, returned as a tuple of Tensors instead of
-    accumulated into .grad (torch.autograd.grad). Inputs may be leaves or intermediate tensors."""
+    accumulated into .grad (torch.autograd.grad). Inputs may be leaves or intermediate tensors.
+    `create_graph=True` raises NotImplementedError."""
+    _refuse_create_graph(create_graph)
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if grad_outputs is None:
