@@ -40,6 +40,42 @@ class _TensorExtras:
     def ge(self, other):
         return self >= other
 
+    # masks: logical and bitwise operators, for bool and integer tensors as in PyTorch
+    def _bitwise(self, op, np_name, other=None):
+        import numpy as np
+
+        import tinytorch._tensor as core
+
+        operands = [self] if other is None else [self, other]
+        for t in operands:
+            kind = t.dtype.kind if isinstance(t, core.Tensor) else np.asarray(t).dtype.kind
+            if kind not in "biu":
+                raise TypeError(f"{op}: only bool and integer tensors have bitwise operators, got "
+                                f"{getattr(t, 'dtype', type(t).__name__)} (for a float mask, compare: "
+                                f"`x != 0`)")
+        if other is None:
+            return core._unary(op, getattr(np, np_name), self)
+        return core._binary(op, getattr(np, np_name), self, other)
+
+    def __invert__(self):
+        """`~mask`: logical not of a bool tensor, bitwise not of an integer one."""
+        return self._bitwise("bitwise_not", "invert")
+
+    def __and__(self, other):
+        return self._bitwise("bitwise_and", "bitwise_and", other)
+
+    def __or__(self, other):
+        return self._bitwise("bitwise_or", "bitwise_or", other)
+
+    def __xor__(self, other):
+        return self._bitwise("bitwise_xor", "bitwise_xor", other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def logical_not(self):
+        """A bool tensor, True where this one is zero (or False)."""
+        return self == 0
+
     # pieces along one dimension: views made by slicing
     def narrow(self, dim, start, length):
         """The view of `length` entries of dimension `dim` from `start` on."""

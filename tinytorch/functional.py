@@ -17,6 +17,7 @@ __all__ = [
     "detach", "numel", "split", "chunk", "unbind", "narrow", "select", "t", "eq", "ne", "lt",
     "le", "gt", "ge", "add", "sub", "mul", "div", "masked_fill", "max", "min", "softmax",
     "log_softmax", "is_tensor", "from_numpy", "linspace", "randperm", "multinomial", "nonzero", "norm", "where",
+    "logical_not",
 ]
 
 
@@ -62,6 +63,7 @@ narrow = _forward_to_method("narrow")
 select = _forward_to_method("select")
 t = _forward_to_method("t")
 eq = _forward_to_method("eq")
+logical_not = _forward_to_method("logical_not")
 ne = _forward_to_method("ne")
 lt = _forward_to_method("lt")
 le = _forward_to_method("le")

@@ -31,6 +31,16 @@ SURFACE = {
     "Tensor.le": lambda m: _numbers(m).le(m.zeros(5)).numpy(),
     "Tensor.gt": lambda m: _numbers(m).gt(0.5).numpy(),
     "Tensor.ge": lambda m: _numbers(m).ge(2.0).numpy(),
+    # masks: logical and bitwise operators
+    "Tensor.__invert__(bool)": lambda m: (~(_numbers(m) > 1)).numpy(),
+    "Tensor.__invert__(int)": lambda m: (~m.arange(-2, 3)).numpy(),
+    "Tensor.__and__": lambda m: ((_numbers(m) > 0) & (_numbers(m) < 3)).numpy(),
+    "Tensor.__or__": lambda m: ((_numbers(m) > 3) | (_numbers(m) < 0)).numpy(),
+    "Tensor.__xor__": lambda m: ((_numbers(m) > 0) ^ (_numbers(m) > 2)).numpy(),
+    "Tensor.__and__(int)": lambda m: (m.arange(8) & 6).numpy(),
+    "bool & Tensor": lambda m: (True & (_numbers(m) > 0)).numpy(),
+    "Tensor.logical_not": lambda m: _numbers(m).logical_not().numpy(),
+    "torch.logical_not": lambda m: m.logical_not(m.arange(-1, 2)).numpy(),
     # pieces along one dimension
     "Tensor.split(int)": lambda m: [p.numpy() for p in _numbers(m).split(2, dim=1)],
     "Tensor.split(sizes)": lambda m: [p.numpy() for p in _numbers(m).split([1, 4], dim=-1)],
@@ -215,3 +225,10 @@ def test_multinomial_draws_only_where_the_weights_are_positive():
     assert sorted(once.tolist()) == [0, 1, 2], "without replacement every index comes once"
     with pytest.raises(RuntimeError, match="without replacement"):
         tt.multinomial(tt.tensor([1.0, 1.0]), 3)
+
+
+def test_bitwise_operators_refuse_float_tensors_and_suggest_a_comparison():
+    x = tt.tensor([1.0, 0.0])
+    for program in (lambda: ~x, lambda: x & (x > 0), lambda: (x > 0) | x):
+        with pytest.raises(TypeError, match="bool and integer.*x != 0"):
+            program()
