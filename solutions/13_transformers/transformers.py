@@ -210,8 +210,9 @@ plt.show()
 # ### One fused op, and its backward
 #
 # We could write LayerNorm from module 01's ops (`mean`, `-`, `*`, `sqrt`, ...), and
-# autograd would differentiate it. That records about ten graph nodes, each keeping a
-# full-size intermediate alive for the backward pass, and the backward walks all ten.
+# autograd would differentiate it. That records one graph node per op (the graph printed at
+# the end of this section shows the chain), most of them keeping a full-size intermediate
+# alive for the backward pass, and the backward walks every one.
 # Instead we make it **one op, `"layer_norm"`**, with a hand-derived backward rule: one node,
 # and the only things saved are the input and two small per-token statistics, `mean` and
 # `rstd` $= 1/\sqrt{\sigma^2+\varepsilon}$. (PyTorch does the same: `native_layer_norm`
@@ -337,8 +338,8 @@ print("✓ _layer_norm_stats; rstd of token (0, 0):", _r[0, 0, 0].round(4))
 #| export
 def _layer_norm_forward(x, weight, bias, *, normalized_shape, eps, mean, rstd):
     """Contract: x, weight, bias Tensors (weight and bias of shape normalized_shape); mean and
-    rstd numpy arrays from _layer_norm_stats. Returns the numpy array
-    y = (x - mean) * rstd * weight + bias, of x's shape."""
+    rstd numpy arrays from _layer_norm_stats. Returns the numpy array y of x's shape: the
+    formula of the section's start, with these statistics."""
     # Idea: normalise with the saved statistics, then the per-feature affine map.
     ### BEGIN SOLUTION
     xhat = (x.numpy() - mean) * rstd
@@ -389,42 +390,53 @@ assert_raises(RuntimeError, layer_norm, Tensor(_xx), 5, match="normalized_shape"
 print("✓ layer_norm forward; token (0, 0) normalised:", _y.numpy()[0, 0].round(3))
 
 # %% [markdown]
-# **The backward.** For one token, with upstream gradient $\bar y$ and
-# $\bar{\hat x} = \bar y \odot \gamma$: $\hat x$ depends on $x$ directly and through $\mu$
-# and $\sigma$; working through the chain rule (as for BatchNorm in module 09, but over the
-# features of one token instead of over the batch) gives
+# **The backward: you derived it already.** Module 09's batch norm normalises each
+# *channel* over the batch; LayerNorm normalises each *token* over its features. The algebra
+# of 09's derivation does not care which numbers form a group, so the rule is the same
+# rule with the roles of the axes exchanged. Before you write code, fill in the translation
+# on paper:
 #
-# $$\bar x = \text{rstd}\cdot\Big(\bar{\hat x} - \operatorname{mean}(\bar{\hat x})
-#     - \hat x\cdot\operatorname{mean}(\bar{\hat x}\odot\hat x)\Big),$$
+# | | batch norm (module 09) | LayerNorm, `normalized_shape` of `k` dims |
+# |---|---|---|
+# | one group, normalised together | one channel's values over N, H, W | ? |
+# | the means inside $\bar x$ run over | every axis except the channel axis | ? |
+# | $\bar\gamma$, $\bar\beta$ are summed over | every axis except the channel axis | ? |
+# | the statistics are constants (no path through them) | in eval mode | ? |
 #
-# with the means over the normalised dimensions. The two subtracted terms remove the parts of
-# the gradient the normalisation is blind to: shifting all features of a token by the same
-# amount, or scaling them together, does not change $\hat x$. For the parameters,
-# $\bar\gamma = \sum \bar y\odot\hat x$ and $\bar\beta = \sum \bar y$, summed over all the
-# *leading* dimensions (every token of every sequence).
+# Two facts tested your derivation in 09, and they hold here per token: adding the same
+# number to every feature of a token changes no output, so $\bar x$ sums to 0 over each
+# token; scaling a token's features about their mean changes no $\hat x$ (up to ε), so
+# $\sum \bar x\,\hat x \approx 0$ per token too. The check cell tests both for one and for
+# two normalised dimensions, then runs gradcheck.
 #
 # Write the rule registered for `"layer_norm"` (module 06's `backward_rule`): it receives
 # the node (its `inputs` and `attrs`, as saved by the forward) and the upstream gradient.
 #
-# <details><summary>Hint 1</summary>
+# <details><summary>Hint 1 (if module 09's derivation is far away)</summary>
 #
-# Everything the formula needs was saved: $x$ and $\gamma$ are the node's inputs, `mean`
-# and `rstd` its attributes. What is $\hat x$ made of?
+# Name the gradient arriving at $\hat x$: $\hat g = \gamma\,\bar y$. Each $x_k$ reaches
+# $\hat x$ directly, through $\mu$ and through $\sigma^2$ (with $\partial\mu/\partial x_k = 1/d$
+# and $\partial\sigma^2/\partial x_k = \frac2d (x_k - \mu)$). Adding the three paths gives
+# `rstd` times $\hat g$ minus two corrections, each a per-token mean of something times a
+# per-element factor.
 # </details>
 #
 # <details><summary>Hint 2</summary>
 #
 # Two different sets of axes are involved: the **means** in $\bar x$ run over the normalised
-# (trailing) axes, per token; the **sums** for $\bar\gamma$ and $\bar\beta$ run over the
-# leading axes, so that their result has the shape `normalized_shape`.
+# (trailing) axes, per token, kept as size-1 axes so they broadcast back; the **sums** for
+# $\bar\gamma$ and $\bar\beta$ run over the leading axes, so that their result has the shape
+# `normalized_shape`. Everything the rule needs was saved: $x$ and $\gamma$ are the node's
+# inputs, `mean` and `rstd` its attributes.
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Recompute $\hat x$ from $x$, `mean` and `rstd`; form $\bar{\hat x}$ as the upstream
-# gradient times the weight; apply the formula with `keepdims` means over the trailing `k`
-# axes; sum $\bar y \odot \hat x$ and $\bar y$ over the leading axes. Return the three
-# gradients in the order of the inputs: input, weight, bias.
+# Recompute $\hat x$ and $\hat g$. Remove from $\hat g$ the part that is constant over each
+# token and the part proportional to $\hat x$ (09's two corrections, with means over the
+# trailing `k` axes), then scale by `rstd`. The weight and bias gradients are sums over the
+# leading axes of the upstream gradient weighted by what multiplies γ and β in the forward.
+# Return the three gradients in the order of the inputs: input, weight, bias.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "layer-norm-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -464,9 +476,31 @@ _w2 = Tensor(_rng.standard_normal((5, 6)), requires_grad=True)
 check(gradcheck(lambda x, w: layer_norm(x, (5, 6), w), [_x, _w2]),
       "gradcheck of layer_norm over the last two dims")
 check(gradcheck(lambda x: layer_norm(x, 6, eps=0.5), [_x]), "gradcheck with a large eps = 0.5")
+for _k, _shape in ((1, 6), (2, (5, 6))):                  # the two facts of the derivation, per group
+    _xk = Tensor(_xx, requires_grad=True)
+    _wk = Tensor(_rng.standard_normal(_shape) + 1)
+    (layer_norm(_xk, _shape, _wk, eps=0.0) * Tensor(_rng.standard_normal(_xx.shape))).sum().backward()
+    _ax = tuple(range(3 - _k, 3))
+    _xh = (_xx - _xx.mean(_ax, keepdims=True)) / _xx.std(_ax, keepdims=True)
+    assert_close(_xk.grad.numpy().sum(_ax), np.zeros(_xx.shape[:3 - _k]), atol=1e-9,
+                 what=f"normalized_shape of {_k} dim(s): x̄ sums to 0 over each group (a shift of a token changes nothing)")
+    assert_close((_xk.grad.numpy() * _xh).sum(_ax), np.zeros(_xx.shape[:3 - _k]), atol=1e-9,
+                 what=f"normalized_shape of {_k} dim(s): Σ x̄·x̂ = 0 over each group (a scaling about the mean changes nothing)")
 _out.backward(Tensor(np.ones((2, 5, 6))))
 assert_close(_b.grad.numpy(), np.full(6, 10.0), rtol=1e-12, what="bias gradient: sum of ones over 2×5 tokens")
 print("✓ layer_norm backward: one node, gradcheck passes; bias grad", _b.grad.numpy())
+
+# %% [markdown]
+# <details><summary>The form you should have found (open it once your check passes)</summary>
+#
+# $$\bar x = \text{rstd}\cdot\Big(\hat g - \operatorname{mean}(\hat g)
+#     - \hat x\cdot\operatorname{mean}(\hat g\odot\hat x)\Big), \qquad \hat g = \gamma\odot\bar y,$$
+#
+# with the means over the normalised dimensions of each token, and
+# $\bar\gamma = \sum \bar y\odot\hat x$, $\bar\beta = \sum \bar y$ over the leading
+# dimensions (every token of every sequence). It is 09's training-mode rule; LayerNorm has
+# no eval mode, since its statistics always come from the token itself.
+# </details>
 
 # %% [markdown]
 # `LayerNorm` the module owns `weight` and `bias` and calls the function; it is provided.
@@ -601,6 +635,24 @@ _h = tinytorch.nn.functional.gelu(Tensor(_h), approximate="tanh").numpy()
 _ref = _h @ _ff.fc2.weight.numpy().T + _ff.fc2.bias.numpy()
 assert_equal(_ff(_xf).shape, (2, 3, 6), "FeedForward keeps the shape (B, T, d)")
 assert_close(_ff(_xf).numpy(), _ref, rtol=1e-5, atol=1e-6, what="fc2(gelu_tanh(fc1(x)))")
+
+
+class _Spy(Module):
+    """Stands in for a Dropout: passes its input through and keeps a copy of what it saw."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(x.numpy().copy())
+        return x
+
+
+_ff.dropout = _Spy()
+_ff(_xf)
+assert_equal(len(_ff.dropout.seen), 1, "FeedForward calls its dropout once per forward")
+assert_close(_ff.dropout.seen[0], _ref, rtol=1e-5, atol=1e-6, what="what FeedForward's dropout receives: the branch's output")
 print("✓ FeedForward; out[0, 0] =", _ff(_xf).numpy()[0, 0].round(4))
 
 # %% [markdown]
@@ -651,18 +703,17 @@ print(f"measured speed-up of tanh over exact: {_gelu_s['none'] / _gelu_s['tanh']
 #  [F F F F]]
 # ```
 #
-# Then write `TransformerBlock.forward`:
-#
-# $$h = \operatorname{LN}_1(x),\quad x \leftarrow x + \operatorname{Dropout}(\operatorname{Attn}(h, h, h;\ \text{mask})),
-#   \quad x \leftarrow x + \operatorname{FF}(\operatorname{LN}_2(x)).$$
-#
-# `MultiheadAttention` returns a pair `(output, weights)`; pass `need_weights=False`
-# (the weights are not needed, and not computing their average saves time).
+# Then write `TransformerBlock.forward`, the dashed box of section 1's picture, for
+# self-attention (the normalised stream is the query, the key and the value). The block
+# owns one `Dropout` for the attention branch's output (`self.dropout`); the feed-forward
+# branch drops inside `ff`. `MultiheadAttention` returns a pair `(output, weights)`; pass
+# `need_weights=False` (the weights are not needed, and not computing their average saves
+# time).
 #
 # <details><summary>Hint 1</summary>
 #
 # The mask: `causal_mask(T)` is True where attention is allowed. Which boolean operation
-# turns "allowed" into "forbidden"? (numpy's, on the mask's array; wrap the result again.)
+# turns "allowed" into "forbidden"? (Tensors have PyTorch's `~`, `&` and `|` for bool masks.)
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -674,7 +725,7 @@ print(f"measured speed-up of tanh over exact: {_gelu_s['none'] / _gelu_s['tanh']
 #
 # <details><summary>The approach</summary>
 #
-# `_causal_attn_mask`: negate the array of `causal_mask(T)` and wrap it in a `Tensor`.
+# `_causal_attn_mask`: negate `causal_mask(T)` with `~`.
 # `forward`: normalise the stream with `ln1`, run self-attention on that (the same tensor as
 # query, key and value) with the mask and `need_weights=False`, keep the output of the pair,
 # pass it through `dropout` and add it to the stream; then add `ff` of `ln2` of the new
@@ -688,7 +739,7 @@ def _causal_attn_mask(T):
     (forbidden) exactly where key j > query i, strictly above the diagonal."""
     # Idea: the same triangle as module 12's causal_mask, in the layer's other convention.
     ### BEGIN SOLUTION
-    return Tensor(~causal_mask(T).numpy())
+    return ~causal_mask(T)
     ### END SOLUTION
 
 
@@ -733,6 +784,11 @@ _h1 = _blk.ln1(_xb)
 _s1 = _xb + _blk.attn(_h1, _h1, _h1, attn_mask=_causal_attn_mask(5), need_weights=False)[0]
 _ref = _s1 + _blk.ff(_blk.ln2(_s1))
 assert_close(_yb.numpy(), _ref.numpy(), rtol=1e-5, atol=1e-6, what="x + attn(ln1(x)), then x + ff(ln2(x))")
+_blk.dropout = _Spy()                                     # the block's own dropout: on the attention branch
+_blk(_xb)
+assert_equal(len(_blk.dropout.seen), 1, "the block calls self.dropout once per forward")
+assert_close(_blk.dropout.seen[0], (_s1 - _xb).numpy(), rtol=1e-5, atol=1e-6,
+             what="what the block's dropout receives: the attention branch's output, before the addition")
 # causality: changing the input at position 3 leaves positions 0..2 unchanged
 _xb2 = Tensor(_xb.numpy().copy())
 _xb2.numpy()[:, 3] += 1.0
@@ -995,6 +1051,11 @@ for _block in _gpt.blocks:
     _h = _block(_h)
 assert_close(_logits.numpy(), _gpt.ln_f(_h).numpy() @ _gpt.tok_emb.weight.numpy().T, rtol=1e-5, atol=1e-6,
              what="logits = head(ln_f(blocks(tok_emb(idx) + pos_emb(positions))))")
+_gpt.drop = _Spy()
+_gpt(_idx)
+assert_equal(len(_gpt.drop.seen), 1, "GPT.forward calls its dropout `drop` once")
+assert_close(_gpt.drop.seen[0], (_gpt.tok_emb(_idx) + _gpt.pos_emb(tinytorch.arange(8))).numpy(), rtol=1e-6,
+             what="what GPT's `drop` receives: the token plus the position embeddings")
 _logits, _loss = _gpt(_idx[:, :-1], _idx[:, 1:])
 assert_equal(_loss.shape, (), "the loss is a scalar")
 _lp = _logits.numpy() - _logits.numpy().max(-1, keepdims=True)
@@ -1211,6 +1272,28 @@ for _tau in (0.5, 2.0):
 _many = _sample_next(np.random.default_rng(2).standard_normal((6, 9)), 1.0, 100, _rng)
 assert_equal(_many.dtype, np.dtype(np.int64), "the ids are int64")
 assert_equal(_many.shape, (6,), "one id per row; top_k above V means no restriction")
+
+
+class _CountingRng:
+    """A numpy Generator's `random` that records the shape of every call and returns u."""
+
+    def __init__(self, u):
+        self.u, self.calls = u, []
+
+    def random(self, size=None):
+        self.calls.append(None if size is None else tuple(np.atleast_1d(size).tolist()))
+        return np.full(() if size is None else size, self.u)
+
+    def __getattr__(self, name):
+        raise AttributeError(f"the check's generator offers only random(): the contract asks for "
+                             f"exactly one rng.random((B, 1)) per step, not rng.{name}")
+
+
+_crng = _CountingRng(0.5)
+_pick = _sample_next(np.log(np.array([[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]])), 1.0, None, _crng)
+assert_equal(_crng.calls, [(2, 1)], "the rng calls of one step: exactly one rng.random((B, 1)), all rows at once")
+assert_equal(_pick, np.array([2, 1]), "u = 0.5 with probabilities (0.1, 0.2, 0.3, 0.4) and (0.4, 0.3, 0.2, 0.1): "
+             "the token whose interval of [0, 1) holds u")
 print("✓ _sample_next: greedy, top-k, temperature; draws of row 0:", np.bincount(_draws[:, 0], minlength=4))
 
 # %% nbgrader={"grade": true, "grade_id": "test-generate", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -1222,6 +1305,33 @@ _out = _gpt.generate(_prompt, 12, temperature=0.0)
 assert_equal(_out.shape, (1, 15), "3 prompt tokens + 12 new ones")
 assert_equal(_out.dtype, tinytorch.int64, "generate returns int64 ids")
 assert_equal(_out.numpy()[0, :3], np.array([1, 2, 3]), "the prompt is kept")
+
+
+class _Recorder:
+    """A stand-in model with block_size 4 and 7 tokens: it records each context it is shown,
+    and its logits at position t point at the token (sum of the ids up to t) mod 7."""
+
+    def __init__(self):
+        self.config = GPTConfig(vocab_size=7, block_size=4, d_model=2, n_heads=1, n_layers=1)
+        self.seen = []
+
+    def __call__(self, idx, targets=None):
+        ids = idx.numpy()
+        self.seen.append(ids.copy())
+        logits = np.zeros(ids.shape + (7,))
+        np.put_along_axis(logits, (np.cumsum(ids, axis=1) % 7)[..., None], 1.0, axis=-1)
+        return Tensor(logits), None
+
+
+_rec = _Recorder()
+_grown = _generate(_rec, np.array([[1, 2, 3], [4, 5, 6]]), 5, 0.0, None, np.random.default_rng(0))
+assert_equal(_grown.shape, (2, 8), "_generate appends max_new_tokens ids to each row")
+assert_equal(len(_rec.seen), 5, "one model call per new token")
+for _i, _ctx in enumerate(_rec.seen):
+    assert_equal(_ctx, _grown[:, max(0, 3 + _i - 4):3 + _i],
+                 f"new token {_i}: the context shown to the model, the last ≤ block_size = 4 ids so far")
+    assert_equal(_grown[:, 3 + _i], _ctx.sum(axis=1) % 7,
+                 f"new token {_i}: the id the logits of the context's last position point at")
 for _t in (3, 6, 14):                                     # greedy: each token is the argmax at that point
     _ctx = _out.numpy()[:, max(0, _t - 8):_t]              # at most block_size = 8 tokens of context
     assert_equal(_out.numpy()[0, _t], _gpt(Tensor(_ctx))[0].numpy()[0, -1].argmax(),
@@ -1260,10 +1370,11 @@ print(f"train {len(train_data):,d} tokens, validation {len(val_data):,d} tokens"
 # 0.2 million parameters (width 128, 0.8 million, learns more but costs 3-4 times as much
 # per step). The recipe is the standard one for transformers:
 #
-# - **AdamW** (module 07) with weight decay 0.1 on the matrices only: biases, LayerNorm
-#   parameters (and position embeddings, in nanoGPT's convention: everything 1-D) are not
-#   decayed — shrinking a LayerNorm's gain towards 0 is not regularisation, it is damage.
-#   Two parameter groups do that;
+# - **AdamW** (module 07) with weight decay 0.1 on the matrices only: biases and LayerNorm
+#   parameters are not decayed — shrinking a LayerNorm's gain towards 0 is not
+#   regularisation, it is damage. Two parameter groups do that. (nanoGPT decays every
+#   parameter of 2+ dimensions, the position table included; here the position table is
+#   left undecayed as well: a choice, not a rule, and an easy experiment);
 # - a **learning-rate schedule**: a linear **warm-up** (Adam's second-moment estimates are
 #   noisy during the first steps, and large early updates can push a transformer into a bad
 #   region), then a **cosine** decay to a tenth of the peak (one `LambdaLR`);

@@ -29,8 +29,32 @@ def test_causal_attn_mask_shape_and_meaning():
     m = _causal_attn_mask(4).numpy()
     assert m.dtype == bool and m.shape == (4, 4)
     np.testing.assert_array_equal(m, np.triu(np.ones((4, 4), bool), 1))
-    block = nn.TransformerBlock(4, 2, 8)
-    assert block(tt.randn(1, 4, 4)).shape == (1, 4, 4)
+    np.testing.assert_array_equal(_causal_attn_mask(1).numpy(), np.zeros((1, 1), bool))
+
+
+def test_feed_forward_drops_its_output(dropout_spy):
+    tt.manual_seed(0)
+    ff = FeedForward(8, 20)
+    x = tt.randn(2, 3, 8)
+    expected = ff(x).numpy()
+    ff.dropout = dropout_spy()
+    ff(x)
+    assert len(ff.dropout.seen) == 1, "FeedForward calls its dropout once per forward"
+    np.testing.assert_allclose(ff.dropout.seen[0], expected, rtol=1e-6,
+                               err_msg="FeedForward's dropout receives fc2's output, the branch's end")
+
+
+def test_block_drops_the_attention_branch_before_the_addition(dropout_spy):
+    tt.manual_seed(7)
+    block = nn.TransformerBlock(8, 2, 16)
+    x = tt.randn(2, 5, 8)
+    h = block.ln1(x)
+    attended, _ = block.attn(h, h, h, attn_mask=_causal_attn_mask(5), need_weights=False)
+    block.dropout = dropout_spy()
+    block(x)
+    assert len(block.dropout.seen) == 1, "the block calls self.dropout once per forward"
+    np.testing.assert_allclose(block.dropout.seen[0], attended.numpy(), rtol=1e-5, atol=1e-6,
+                               err_msg="the block's dropout receives the attention output, before the residual addition")
 
 
 @pytest.mark.parametrize("B,T,d,h", [(2, 5, 8, 2), (1, 1, 6, 3), (3, 7, 12, 4)])

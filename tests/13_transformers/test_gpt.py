@@ -46,6 +46,16 @@ def test_forward_equals_manual_composition():
     np.testing.assert_allclose(model(x)[0].numpy(), ref, rtol=1e-5, atol=1e-6)
 
 
+def test_embeddings_pass_through_the_dropout(dropout_spy):
+    model = small(seed=3)
+    x = ids(2, 6, 13, 3)
+    model.drop = dropout_spy()
+    model(x)
+    assert len(model.drop.seen) == 1, "GPT.forward calls its dropout `drop` once"
+    np.testing.assert_allclose(model.drop.seen[0], (model.tok_emb(x) + model.pos_emb(tt.arange(6))).numpy(),
+                               rtol=1e-6, err_msg="`drop` receives the token plus the position embeddings")
+
+
 def test_ignore_index_targets():
     model = small(seed=4)
     x, y = ids(2, 8, 13, 4), ids(2, 8, 13, 5)
@@ -119,13 +129,14 @@ def test_initial_loss_is_about_log_vocab(V):
 def test_initialisation_scales():
     model = small(d=64, L=4, T=16, seed=9)
     w = model.blocks[0].ff.fc1.weight.numpy()
-    assert abs(w.std() - 0.02) < 0.002
+    assert abs(w.std() - 0.02) < 0.002, f"an ordinary matrix (fc1) has std 0.02, got {w.std():.4f}"
     proj = model.blocks[1].ff.fc2.weight.numpy()
-    assert abs(proj.std() - 0.02 / math.sqrt(8)) < 0.001
-    assert np.all(model.blocks[0].ff.fc1.bias.numpy() == 0)
-    assert np.all(model.ln_f.weight.numpy() == 1)
+    assert abs(proj.std() - 0.02 / math.sqrt(8)) < 0.001, \
+        f"a residual projection (fc2) with L = 4 has std 0.02/sqrt(8) = 0.0071, got {proj.std():.4f}"
+    assert np.all(model.blocks[0].ff.fc1.bias.numpy() == 0), "biases start at 0"
+    assert np.all(model.ln_f.weight.numpy() == 1), "LayerNorm gains are left at 1"
     logits, _ = model(ids(2, 16, 13, 12))
-    assert np.isfinite(logits.numpy()).all()
+    assert np.isfinite(logits.numpy()).all(), "the initial logits are finite"
 
 
 def test_initialisation_of_every_kind_of_parameter():
@@ -135,10 +146,12 @@ def test_initialisation_of_every_kind_of_parameter():
         assert abs(block.attn.out_proj.weight.numpy().std() - resid) < 0.001, f"block {i} attn.out_proj"
         assert abs(block.ff.fc2.weight.numpy().std() - resid) < 0.001, f"block {i} ff.fc2"
         assert abs(block.attn.in_proj_weight.numpy().std() - 0.02) < 0.002, f"block {i} in_proj_weight"
-        assert np.all(block.attn.in_proj_bias.numpy() == 0) and np.all(block.ff.fc2.bias.numpy() == 0)
-        assert np.all(block.ln1.weight.numpy() == 1) and np.all(block.ln2.bias.numpy() == 0)
-    assert abs(model.tok_emb.weight.numpy().std() - 0.02) < 0.002
-    assert abs(model.pos_emb.weight.numpy().std() - 0.02) < 0.004
+        assert np.all(block.attn.in_proj_bias.numpy() == 0) and np.all(block.ff.fc2.bias.numpy() == 0), \
+            f"block {i}: biases start at 0"
+        assert np.all(block.ln1.weight.numpy() == 1) and np.all(block.ln2.bias.numpy() == 0), \
+            f"block {i}: LayerNorm parameters keep their constructor's values"
+    assert abs(model.tok_emb.weight.numpy().std() - 0.02) < 0.002, "the token table has std 0.02"
+    assert abs(model.pos_emb.weight.numpy().std() - 0.02) < 0.004, "the position table has std 0.02"
 
 
 @pytest.mark.parametrize("tie", [True, False])

@@ -45,8 +45,8 @@ def _layer_norm_stats(x, k, eps):
 # -- cell 13 (layer-norm) --
 def _layer_norm_forward(x, weight, bias, *, normalized_shape, eps, mean, rstd):
     """Contract: x, weight, bias Tensors (weight and bias of shape normalized_shape); mean and
-    rstd numpy arrays from _layer_norm_stats. Returns the numpy array
-    y = (x - mean) * rstd * weight + bias, of x's shape."""
+    rstd numpy arrays from _layer_norm_stats. Returns the numpy array y of x's shape: the
+    formula of the section's start, with these statistics."""
     # Idea: normalise with the saved statistics, then the per-feature affine map.
     # YOUR CODE HERE
     raise NotImplementedError('_layer_norm_forward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
@@ -99,7 +99,7 @@ def _layer_norm_backward(node, grad):
     raise NotImplementedError('_layer_norm_backward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
 
-# -- cell 19 --
+# -- cell 20 --
 class LayerNorm(Module):
     """Layer normalisation over the trailing `normalized_shape` dims (torch.nn.LayerNorm)."""
 
@@ -126,7 +126,7 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-# -- cell 22 (feed-forward) --
+# -- cell 23 (feed-forward) --
 class FeedForward(Module):
     """Position-wise MLP: Linear(d_model, d_ff) → GELU → Linear(d_ff, d_model) → Dropout.
     `approximate` is GELU's: "tanh" (GPT-2's choice, the default here) or "none" (exact)."""
@@ -149,7 +149,7 @@ class FeedForward(Module):
 MLP = FeedForward  # nanoGPT's name for the same thing
 
 
-# -- cell 29 (transformer-block) --
+# -- cell 30 (transformer-block) --
 def _causal_attn_mask(T):
     """Contract: T >= 1. Returns a (T, T) bool Tensor for MultiheadAttention's attn_mask: True
     (forbidden) exactly where key j > query i, strictly above the diagonal."""
@@ -181,7 +181,7 @@ class TransformerBlock(Module):
         raise NotImplementedError('TransformerBlock.forward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
 
-# -- cell 32 --
+# -- cell 33 --
 @dataclass
 class GPTConfig:
     """The hyper-parameters of a GPT."""
@@ -208,7 +208,7 @@ class GPTConfig:
             raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout}")
 
 
-# -- cell 33 (gpt) --
+# -- cell 34 (gpt) --
 class GPT(Module):
     """A decoder-only transformer language model (GPT-2 style, pre-norm)."""
 
@@ -272,7 +272,7 @@ class GPT(Module):
         return _gpt_generate(self, idx, max_new_tokens, temperature, top_k, generator, use_cache)
 
 
-# -- cell 39 (generate) --
+# -- cell 40 (generate) --
 def _sample_next(logits, temperature, top_k, rng):
     """Contract: logits numpy (B, V); temperature >= 0 (0 = greedy); top_k None or int >= 1;
     rng a numpy Generator, called once as rng.random((B, 1)) when sampling. Returns int64
