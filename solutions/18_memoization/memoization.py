@@ -60,7 +60,6 @@
 
 # %%
 import sys
-import time
 
 import matplotlib
 
@@ -327,6 +326,7 @@ print(f"✓ KVCache buffers: {len(_c.key_cache)} layers x (keys, values) of {_c.
 # %% nbgrader={"grade": true, "grade_id": "test-kv-cache-update", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 _rng = np.random.default_rng(0)
 _c = KVCache(2, 2, 3, 6, 4, dtype=tinytorch.float64)
+_memory = [t.numpy() for t in _c.key_cache + _c.value_cache]        # the buffers __init__ allocated
 _k = {i: _rng.standard_normal((2, 3, 6, 4)) for i in range(2)}      # the keys layer i will see
 _v = {i: _rng.standard_normal((2, 3, 6, 4)) for i in range(2)}
 for _i in range(2):                                                  # a prompt of 3 tokens, both layers
@@ -346,6 +346,8 @@ _ak, _ = _c.update(0, Tensor(_k[0][:, :, 5:6]), Tensor(_v[0][:, :, 5:6]))
 assert_equal(_ak.numpy(), _k[0], "the last free slot can be filled (5 + 1 = block_size = 6 tokens)")
 assert_raises(ValueError, _c.update, 0, Tensor(_k[0][:, :, :1]), Tensor(_v[0][:, :, :1]), match="block_size")
 check(np.shares_memory(_ak.numpy(), _c.key_cache[0].numpy()), "all_k is a view of the buffer (no copy)")
+check(all(np.shares_memory(_a, _t.numpy()) for _a, _t in zip(_memory, _c.key_cache + _c.value_cache)),
+      "after 8 updates the cache still writes into the buffers __init__ allocated (no new buffer per update)")
 print("✓ KVCache.update; layer 0 holds", _c.get_seq_length(0), "tokens, layer 1", _c.get_seq_length(1))
 
 # %% [markdown]
@@ -479,8 +481,10 @@ assert_equal(cached_causal_mask(1, 4).numpy(), np.ones((1, 5), dtype=bool),
              "a decoding step (T = 1, 4 cached): the new token sees all 4 and itself")
 assert_equal(cached_causal_mask(4, 0).numpy(), np.tril(np.ones((4, 4), dtype=bool)),
              "the prefill (nothing cached): the square causal mask")
-assert_equal(cached_causal_mask(3, 2).numpy(), np.tril(np.ones((3, 5), dtype=bool), 2),
-             "3 new queries after 2 cached tokens: the bottom-right triangle")
+assert_equal(cached_causal_mask(3, 2).numpy().astype(int), np.array([[1, 1, 1, 0, 0],
+                                                                     [1, 1, 1, 1, 0],
+                                                                     [1, 1, 1, 1, 1]]),
+             "3 new queries after 2 cached tokens (1 = may attend)")
 print("✓ cached_causal_mask(2, 3) =\n", _m.numpy().astype(int))
 
 # %% [markdown]
@@ -566,22 +570,29 @@ with preserved_state():
 _x = Tensor(np.random.default_rng(2).standard_normal((2, 7, 12)))
 _full = _mha(_x, _x, _x, is_causal=True, need_weights=False)[0].numpy()   # the whole sequence at once
 _c = KVCache(n_layers=2, batch_size=2, n_heads=3, block_size=8, head_dim=4, dtype=tinytorch.float64)
-with tinytorch.no_grad():
-    _parts = [cached_attention(_mha, _x[:, :4], _c, 1)]                 # prefill 4 tokens into layer 1
-    assert_equal(_c.get_seq_length(1), 4, "layer 1 holds the 4 prompt tokens")
-    for _t in (4, 5, 6):                                                 # then one token per step
-        _parts.append(cached_attention(_mha, _x[:, _t:_t + 1], _c, 1))
+_c.update(0, Tensor(np.zeros((2, 3, 2, 4))), Tensor(np.zeros((2, 3, 2, 4))))  # layer 0: 2 tokens of another run
+try:
+    with tinytorch.no_grad():
+        _parts = [cached_attention(_mha, _x[:, :4], _c, 1)]             # prefill 4 tokens into layer 1
+        for _a, _b in ((4, 6), (6, 7)):                                  # then a chunk of 2, then 1 token
+            _parts.append(cached_attention(_mha, _x[:, _a:_b], _c, 1))
+except (ShapeError, ValueError) as _err:
+    raise AssertionError(f"cached_attention on layer 1, while layer 0 holds 2 tokens, failed: {_err}. "
+                         f"Which count says where layer 1's new tokens sit?") from _err
 _got = np.concatenate([p.numpy() for p in _parts], axis=1)
 assert_close(_got[:, :4], _full[:, :4], rtol=1e-10, atol=1e-12, what="prefill of 4 tokens vs the full causal attention")
-assert_close(_got, _full, rtol=1e-10, atol=1e-12, what="prefill 4, then 3 single tokens vs the full causal attention")
-assert_equal((_c.get_seq_length(0), _c.get_seq_length(1)), (0, 7), "only layer 1's count moved")
-print("✓ cached_attention: prefill + 3 steps equal full causal attention; out[0, -1, :3] =", _got[0, -1, :3].round(4))
+assert_close(_got, _full, rtol=1e-10, atol=1e-12, what="prefill 4, then 2 tokens, then 1 vs the full causal attention")
+assert_equal((_c.get_seq_length(0), _c.get_seq_length(1)), (2, 7), "only layer 1's count moved")
+print("✓ cached_attention: prefill, a chunk of 2 and a step equal full causal attention; out[0, -1, :3] =", _got[0, -1, :3].round(4))
 
 # %% [markdown]
 # ## 5. The GPT forward pass with a cache
 #
 # A block with a cache is module 13's block with cached attention inside (provided:
 # `cached_block`, which `TransformerBlock.forward(x, kv_cache=..., layer_idx=...)` calls).
+# In this notebook call `cached_block` itself: `block(x, kv_cache=...)` reaches the
+# *package's* copy, which runs your `cached_attention` only once `tito export 18` has
+# written it there.
 # Write `cached_gpt_forward(model, idx, kv_cache)`, which `GPT.forward(idx,
 # kv_cache=cache)` calls: module 13's forward pass for tokens that come **after** the
 # `kv_cache.seq_len` tokens already cached. The provided code reads that count and refuses
@@ -650,9 +661,14 @@ with preserved_state():
 _ids = Tensor(np.random.default_rng(3).integers(0, 13, (2, 11)))
 _ref = _gpt(_ids)[0].numpy()                                          # the whole sequence, no cache
 _c = KVCache.for_model(_gpt, batch_size=2)
-with tinytorch.no_grad():
-    _chunks = [(0, 5), (5, 6), (6, 7), (7, 10), (10, 11)]                # a prompt of 5, steps of 1, a chunk of 3
-    _got = [cached_gpt_forward(_gpt, _ids[:, a:b], _c).numpy() for a, b in _chunks]
+try:
+    with tinytorch.no_grad():
+        _chunks = [(0, 5), (5, 6), (6, 7), (7, 10), (10, 11)]            # a prompt of 5, steps of 1, a chunk of 3
+        _got = [cached_gpt_forward(_gpt, _ids[:, a:b], _c).numpy() for a, b in _chunks]
+except NotImplementedError as _err:
+    raise AssertionError(f"cached_gpt_forward reached an unexported stub ({_err}). `block(x, kv_cache=...)` "
+                         f"runs the package's cached_block, which sees your notebook's code only after "
+                         f"`tito export 18`: call cached_block(block, x, kv_cache, i) here, or export first.") from _err
 for (_a, _b), _lg in zip(_chunks, _got):
     assert_close(_lg, _ref[:, _a:_b], rtol=1e-9, atol=1e-10,
                  what=f"logits of tokens {_a}..{_b - 1} with {_a} cached vs the full forward pass")
@@ -671,8 +687,8 @@ print("✓ cached_gpt_forward: 5 chunks equal the full forward; logits[0, -1, :3
 # 1. **the room check.** Learned positions stop at `block_size`: a cache cannot slide its
 #    window the way module 13's loop crops the context (every cached key was computed at
 #    its own position). So refuse, before any work, a generation that would make the model
-#    read past `block_size`. Count carefully: which tokens does the model actually read? The
-#    last token it generates is sampled, never fed back.
+#    read past `block_size`. Count carefully: which tokens does the model actually read?
+#    The provided `_room_message` takes your count.
 # 2. **prefill**: a cache sized for the model and the batch (`KVCache.for_model`), and the
 #    whole prompt through `cached_gpt_forward` in **one** pass;
 # 3. **decode**: sample the next token from the last position's logits, append it, and
@@ -693,7 +709,7 @@ print("✓ cached_gpt_forward: 5 chunks equal the full forward; logits[0, -1, :3
 # <details><summary>The approach</summary>
 #
 # If the prompt plus every new token but the last would not fit in `block_size`, raise the
-# ValueError with the provided `_room_message`. Make the cache with the batch size of `ids`;
+# ValueError with the provided `_room_message` and that count. Make the cache with the batch size of `ids`;
 # run `cached_gpt_forward` on the whole prompt (wrapped in a Tensor). Then, for each new
 # token: sample the next ids from the last position's logits with `_sample_next`, append
 # them to `ids` as a column; unless this was the last token, run `cached_gpt_forward` on
@@ -702,11 +718,11 @@ print("✓ cached_gpt_forward: 5 chunks equal the full forward; logits[0, -1, :3
 
 # %% nbgrader={"grade": false, "grade_id": "generate-cached", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
-def _room_message(T, max_new_tokens, block_size):
+def _room_message(T, max_new_tokens, positions_read, block_size):
     return (f"generate(use_cache=True): a prompt of {T} tokens and max_new_tokens={max_new_tokens} make "
-            f"the model read {T + max_new_tokens - 1} positions (the last new token is never read), but "
-            f"block_size={block_size}: the cache cannot slide its learned positions. Generate fewer "
-            f"tokens, or use use_cache=False (which crops the context to the last block_size tokens).")
+            f"the model read {positions_read} positions, but block_size={block_size}: the cache cannot "
+            f"slide its learned positions. Generate fewer tokens, or use use_cache=False (which crops "
+            f"the context to the last block_size tokens).")
 
 
 def _generate_cached(model, ids, max_new_tokens, temperature, top_k, rng):
@@ -722,8 +738,9 @@ def _generate_cached(model, ids, max_new_tokens, temperature, top_k, rng):
     block_size = model.config.block_size
     # Idea: fill the cache with the prompt once; then each step feeds only the newest token.
     ### BEGIN SOLUTION
-    if T + max_new_tokens - 1 > block_size:
-        raise ValueError(_room_message(T, max_new_tokens, block_size))
+    read = T + max_new_tokens - 1
+    if read > block_size:
+        raise ValueError(_room_message(T, max_new_tokens, read, block_size))
     cache = KVCache.for_model(model, B)
     logits = cached_gpt_forward(model, Tensor(ids), cache)
     for step in range(max_new_tokens):
@@ -752,7 +769,7 @@ with preserved_state():
     tinytorch.manual_seed(1)
     _gpt = GPT(GPTConfig(vocab_size=13, block_size=10, d_model=16, n_heads=2, n_layers=2)).eval()
 _prompt = np.random.default_rng(4).integers(0, 13, (2, 4))
-_plain = _gpt.generate(Tensor(_prompt), 7, temperature=0.0, use_cache=False).numpy()   # 11 tokens: reads 10
+_plain = _gpt.generate(Tensor(_prompt), 7, temperature=0.0, use_cache=False).numpy()
 _emb = _gpt.tok_emb
 _gpt.tok_emb = _Recorder(_emb)
 try:
@@ -767,8 +784,14 @@ with tinytorch.no_grad():                                                # sampl
     _s1 = _generate_cached(_gpt, _prompt, 5, 1.0, 4, np.random.default_rng(7))
     _s2 = _generate(_gpt, _prompt, 5, 1.0, 4, np.random.default_rng(7))   # module 13's loop
 assert_equal(_s1, _s2, "sampled tokens (temperature 1, top_k 4, the same rng seed) with vs without the cache")
-assert_raises(ValueError, _generate_cached, _gpt, _prompt, 8, 0.0, None, np.random.default_rng(0),
-              match="max_new_tokens")                                      # 4 + 8 - 1 = 11 > 10
+_gpt.tok_emb = _Recorder(_emb)
+try:
+    assert_raises(ValueError, _generate_cached, _gpt, _prompt, 8, 0.0, None, np.random.default_rng(0),
+                  match="max_new_tokens")
+    _shapes = _gpt.tok_emb.shapes
+finally:
+    _gpt.tok_emb = _emb
+assert_equal(_shapes, [], "a refused generation (prompt 4, 8 new, block_size 10) runs no forward pass")
 assert_equal(_generate_cached(_gpt, _prompt, 0, 0.0, None, None), _prompt, "max_new_tokens = 0: the prompt")
 print("✓ _generate_cached: the same greedy tokens, prefill once then 1 token per step:", _cached[0].tolist())
 
@@ -861,15 +884,15 @@ plt.show()
 # projections and MLP, and $O(n^3)$ against $O(n^2)$ for attention.
 #
 # Whole generations, end to end: 200 greedy tokens after a prompt of 16, with module 13's
-# loop and with yours (one run each, so expect some noise):
+# loop and with yours (the median of 3 runs each):
 
 # %%
 _prompt = np.random.default_rng(6).integers(0, 65, (1, 16))
 with tinytorch.no_grad():
     for _name, _loop in (("without the cache", _generate), ("with the cache   ", _generate_cached)):
-        _start = time.perf_counter()
-        _loop(_model, _prompt, 200, 0.0, None, np.random.default_rng(0))
-        print(f"{_name}: 200 tokens in {time.perf_counter() - _start:5.2f} s")
+        _sec = median_time(lambda: _loop(_model, _prompt, 200, 0.0, None, np.random.default_rng(0)),
+                           repeats=3, warmup=0)
+        print(f"{_name}: 200 tokens in {_sec:5.2f} s")
 
 # %% [markdown]
 # Expect a smaller gain here than for the step at $T = 512$: these steps run at

@@ -97,6 +97,16 @@ def test_generate_cached_refuses_to_run_past_block_size():
     assert model.generate(prompt, 0, use_cache=True).shape == (1, 3), "max_new_tokens = 0: the prompt"
 
 
+def test_generate_cached_refuses_before_any_forward_pass():
+    model = small(T=8, seed=6).eval()
+    model.tok_emb = Recorder(model.tok_emb)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        with tt.no_grad():
+            _generate_cached(model, np.array([[1, 2, 3]]), 7, 0.0, None, np.random.default_rng(0))
+    assert model.tok_emb.shapes == [], \
+        f"the room check comes before any work; the model ran on {model.tok_emb.shapes} first"
+
+
 def test_generate_cached_flat_prompt_eval_mode_and_restore():
     model = small(seed=7, dropout=0.5)
     model.train()

@@ -88,3 +88,18 @@ def test_kvcache_update_crop_and_reset_rewind_the_cache():
     cache.reset()
     ak, _ = cache.update(1, tt.full((1, 1, 1, 2), 7.0), tt.ones(1, 1, 1, 2))
     assert ak.shape == (1, 1, 1, 2) and ak.numpy()[0, 0, 0, 0] == 7.0, "after reset the next token goes to slot 0"
+
+
+def test_kvcache_update_writes_in_place_and_returns_views():
+    cache = KVCache(2, 1, 2, 6, 3)
+    allocated = [t.numpy() for t in cache.key_cache + cache.value_cache]
+    for step in range(3):
+        for i in range(2):
+            ak, av = cache.update(i, tt.full((1, 2, 2, 3), float(step)), tt.full((1, 2, 2, 3), float(step)))
+            assert np.shares_memory(ak.numpy(), cache.key_cache[i].numpy()), \
+                "update returns a view of the layer's key buffer, not a copy"
+            assert np.shares_memory(av.numpy(), cache.value_cache[i].numpy()), \
+                "update returns a view of the layer's value buffer, not a copy"
+    for before, t in zip(allocated, cache.key_cache + cache.value_cache):
+        assert np.shares_memory(before, t.numpy()), \
+            "update writes into the buffers __init__ allocated: no new buffer per update"

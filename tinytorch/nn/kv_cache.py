@@ -176,11 +176,11 @@ def cached_gpt_forward(model, idx, kv_cache):
 
 
 # -- cell 30 (generate-cached) --
-def _room_message(T, max_new_tokens, block_size):
+def _room_message(T, max_new_tokens, positions_read, block_size):
     return (f"generate(use_cache=True): a prompt of {T} tokens and max_new_tokens={max_new_tokens} make "
-            f"the model read {T + max_new_tokens - 1} positions (the last new token is never read), but "
-            f"block_size={block_size}: the cache cannot slide its learned positions. Generate fewer "
-            f"tokens, or use use_cache=False (which crops the context to the last block_size tokens).")
+            f"the model read {positions_read} positions, but block_size={block_size}: the cache cannot "
+            f"slide its learned positions. Generate fewer tokens, or use use_cache=False (which crops "
+            f"the context to the last block_size tokens).")
 
 
 def _generate_cached(model, ids, max_new_tokens, temperature, top_k, rng):
