@@ -1468,6 +1468,36 @@ final_train, final_val = estimate_loss(train_data), estimate_loss(val_data)
 print(f"\n{MAX_STEPS} steps in {train_seconds:.1f} s: {tokens_per_second:,.0f} tokens/s (training)")
 print(f"final loss: train {final_train:.3f}, validation {final_val:.3f}")
 
+# %% [markdown]
+# Is that good? Two baselines need no training loop at all: count on the training text,
+# score on the validation text. A **unigram** model predicts each character from its
+# frequency alone; a **bigram** model from the frequency of each character after the
+# previous one (one is added to every count, so that no pair unseen in training gets
+# probability 0). A model that uses more than the previous character must beat the second.
+# **Predict first:** after `MAX_STEPS` = 200 steps, is the GPT's validation loss below the
+# bigram model's?
+
+# %%
+predicted_beats_bigram = None  # your answer: True or False
+
+
+def count_baseline_loss(order):
+    """Validation cross-entropy (nats per character) of a count-based model of `order` 1 or 2."""
+    V, tr, va = tok.vocab_size, train_data.numpy(), val_data.numpy()
+    if order == 1:
+        p = np.bincount(tr, minlength=V) + 1.0
+        return float(-np.log(p[va] / p.sum()).mean())
+    pairs = np.ones((V, V))
+    np.add.at(pairs, (tr[:-1], tr[1:]), 1.0)
+    return float(-np.log(pairs[va[:-1], va[1:]] / pairs[va[:-1]].sum(axis=1)).mean())
+
+
+unigram_loss, bigram_loss = count_baseline_loss(1), count_baseline_loss(2)
+print(f"validation loss: uniform {math.log(tok.vocab_size):.3f}, unigram {unigram_loss:.3f}, "
+      f"bigram {bigram_loss:.3f}, the GPT after {MAX_STEPS} steps {final_val:.3f}")
+print(f"the GPT beats the bigram model: {final_val < bigram_loss}; "
+      + ("no prediction written" if predicted_beats_bigram is None else f"you predicted {predicted_beats_bigram}"))
+
 # %%
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.3))
 ax1.plot(losses, lw=0.8, alpha=0.5, label="batch loss")
@@ -1476,6 +1506,7 @@ if len(losses) >= _k:
     ax1.plot(range(_k - 1, len(losses)), np.convolve(losses, np.ones(_k) / _k, mode="valid"),
              label=f"moving mean ({_k})")
 ax1.axhline(math.log(tok.vocab_size), color="gray", ls=":", label="ln V (uniform guess)")
+ax1.axhline(bigram_loss, color="C2", ls="-.", lw=1, label="bigram counts (validation)")
 ax1.axhline(final_val, color="C3", ls="--", lw=1, label="final validation")
 ax1.set_xlabel("step")
 ax1.set_ylabel("cross-entropy (nats / char)")
