@@ -408,10 +408,22 @@ assert_equal(apply_attn_mask(Tensor(_s), is_causal=True).numpy(),
 assert_equal(apply_attn_mask(Tensor(_s)).numpy(), _s, "no mask: scores unchanged")
 assert_raises(ShapeError, apply_attn_mask, Tensor(_s), np.ones((5, 4), dtype=bool), match=r"\(5, 4\)")
 assert_raises(TypeError, apply_attn_mask, Tensor(_s), np.ones((4, 5), dtype=np.int64), match="bool")
+check(apply_attn_mask(Tensor(_s.astype(np.float32)), _fm).dtype == tinytorch.float32,
+      "a float64 numpy mask on float32 scores: the result stays float32 (the scores' dtype)",
+      got=apply_attn_mask(Tensor(_s.astype(np.float32)), _fm).dtype)
+_sg = Tensor(_s, requires_grad=True)                       # scores in a graph, through a bool mask
+_masked = apply_attn_mask(_sg, Tensor(_bm))
+check(_masked.requires_grad, "scores that require grad still require it after a bool mask (stay in the "
+      "graph: no numpy copy of the scores)", got=_masked.requires_grad)
+_masked.exp().sum().backward()
+assert_close(_sg.grad.numpy(), np.where(_bm, np.exp(_s), 0.0), rtol=1e-12,
+             what="gradient of sum(exp(masked scores)): exp(s) where allowed, 0 where forbidden")
 _bias = Tensor(_fm, requires_grad=True)                    # a learned bias: it must receive a gradient
-apply_attn_mask(Tensor(_s), _bias).sum().backward()
-check(_bias.grad is not None, "a float mask Tensor that requires grad gets a gradient (a learned bias must "
-      "stay in the graph: add the Tensor, not a numpy copy of its numbers)", got=_bias.grad)
+_biased = apply_attn_mask(Tensor(_s), _bias)
+check(_biased.requires_grad, "a float mask Tensor that requires grad keeps the result in its graph (a "
+      "learned bias must stay in the graph: add the Tensor, not a numpy copy of its numbers)",
+      got=_biased.requires_grad)
+_biased.sum().backward()
 assert_close(_bias.grad.numpy(), np.full((2, 1, 5), 4.0), rtol=0,
              what="the bias's gradient under sum(): each entry was added to 4 queries' scores")
 print("✓ apply_attn_mask; row 0 of the causal scores:", apply_attn_mask(Tensor(_s), is_causal=True).numpy()[0, 0].round(2))
@@ -545,7 +557,8 @@ print("✓ attention weights; query 0's weights:", _w.numpy()[0, 0].round(3))
 # %% [markdown]
 # ## 4. Scaled dot-product attention
 #
-# With the weights, attention is one more matmul: $\text{out} = A V$. The provided wrapper
+# With the weights in hand, one step is left: each query's output is its weighted average
+# of the values (section 1). The provided wrapper
 # checks the shapes the way PyTorch's `scaled_dot_product_attention` does — `query
 # (..., L, E)`, `key (..., S, E)`, `value (..., S, E_v)`, with leading (batch, head)
 # dimensions that broadcast — and, like PyTorch, refuses an explicit `attn_mask` together
@@ -642,6 +655,8 @@ assert_close(_out.numpy(), _softmax_np(_raw / 2.0) @ _vd, rtol=1e-12, what="soft
 _oc = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), Tensor(_vd), is_causal=True)
 _wc = _softmax_np(np.where(np.tril(np.ones((5, 6), bool)), _raw / 2.0, -np.inf))
 assert_close(_oc.numpy(), _wc @ _vd, rtol=1e-12, what="is_causal=True, L=5 queries, S=6 keys")
+assert_close(scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), Tensor(_vd), scale=0.3).numpy(),
+             _softmax_np(_raw * 0.3) @ _vd, rtol=1e-12, what="scale=0.3: softmax(q k^T · 0.3) v")
 _pad = np.array([True] * 4 + [False] * 2)                 # keys 4 and 5 are padding
 _v2 = _vd.copy()
 _v2[..., 4:, :] = 1e6                                      # ... whatever their values
@@ -663,6 +678,11 @@ check(np.all(np.isclose(_drop, 0.0) | np.isclose(_drop, 2 * _plain)),
       "dropout_p=0.5: each weight is dropped (0) or kept and doubled")
 check(0.3 < np.mean(_drop == 0) < 0.7, "dropout_p=0.5 drops about half the weights",
       got=np.mean(_drop == 0), expected="between 0.3 and 0.7")
+with preserved_state():                                  # the same draws with real values
+    tinytorch.manual_seed(0)
+    _drop_v = scaled_dot_product_attention(Tensor(_qd), Tensor(_kd), Tensor(_vd), dropout_p=0.5).numpy()
+assert_close(_drop_v, _drop @ _vd, rtol=1e-12,
+             what="dropout acts on the weights, before the values: with the same seed, out = dropped weights @ v")
 assert_raises(ShapeError, scaled_dot_product_attention, Tensor(_qd), Tensor(_kd[..., :3]), Tensor(_vd),
               match=r"\(2, 3, 5, 4\)")
 print("✓ scaled_dot_product_attention; out[0, 0, 0] =", _out.numpy()[0, 0, 0].round(4))
@@ -702,18 +722,18 @@ _heads = {
 fig, axes = plt.subplots(1, 2, figsize=(12, 5))
 for ax, (title, (_qq, _kk, _sc)) in zip(axes, _heads.items()):
     _w = attention_weights(Tensor(_qq), Tensor(_kk), is_causal=True, scale=_sc).numpy()
-    ax.imshow(_w, cmap="Blues", vmin=0, vmax=1)
+    _image = ax.imshow(_w, cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(_T), _words, rotation=60, fontsize=8)
     ax.set_yticks(range(_T), _words, fontsize=8)
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query")
     ax.set_title(title, fontsize=10)
-fig.tight_layout()
+fig.colorbar(_image, ax=axes, shrink=0.8, label="attention weight")
 plt.show()
 
 # %% [markdown]
 # Each row is one query's weights over the keys (they sum to 1; the upper triangle is zero
-# by causality). Left: the bright band just below the diagonal is "look at the previous
+# by causality). Left: the dark band just below the diagonal is "look at the previous
 # token" (the first token has no previous one, so it keeps itself). Right: "the", "cat"
 # find their earlier occurrences; tokens seen for the first time can only attend to
 # themselves. One attention layer could use *both* patterns at once — that is what multiple
@@ -838,7 +858,10 @@ for _n, _t, _h, _j in [(0, 0, 0, 0), (0, 4, 2, 3), (1, 3, 1, 0), (1, 1, 2, 2)]:
 check(_m.is_contiguous(), "merge_heads returns a contiguous tensor")
 _x = tinytorch.randn(2, 5, 12)
 assert_equal(merge_heads(split_heads(_x, 3)).numpy(), _x.numpy(), "merge_heads(split_heads(x, 3)) == x")
-assert_equal(merge_heads(tinytorch.randn(4, 5, 3)).shape, (5, 12), "unbatched (H, T, d) -> (T, E)")
+_u = tinytorch.randn(4, 5, 3)
+assert_equal(merge_heads(_u).shape, (5, 12), "unbatched (H, T, d) -> (T, E)")
+assert_equal(merge_heads(_u).numpy()[2], np.concatenate([_u.numpy()[h, 2] for h in range(4)]),
+             "unbatched: token 2 = its four head outputs side by side")
 print("✓ merge_heads; token (1, 2):", _m.numpy()[1, 2].round(2))
 
 # %% [markdown]
@@ -1382,23 +1405,58 @@ plt.show()
 #
 # ### Never storing the $T \times T$ matrix: the online softmax
 #
-# The output row $i$ needs all of row $i$'s scores, but not all at once. Process the keys in
-# **blocks**, keeping per query only a running maximum $m$, a running denominator $\ell$ and
-# a running (unnormalised) output $o$. When a new block with scores $s$ arrives:
+# Row $i$ of the output needs all of row $i$'s scores, but not all at once. Visit the keys
+# in **blocks** of `block` keys and keep, per query, only three running quantities over the
+# keys seen so far: the largest score $m$, the denominator $\ell = \sum_j e^{s_j - m}$, and
+# the unnormalised output $o = \sum_j e^{s_j - m}\, v_j$. After the last block,
+# $\text{out} = o / \ell$: exactly the softmax-weighted average of the values, while only an
+# $L \times \text{block}$ piece of the scores ever exists.
 #
-# $$m' = \max(m, \max s), \quad \ell' = \ell\, e^{m - m'} + \textstyle\sum e^{s - m'}, \quad
-#   o' = o\, e^{m - m'} + e^{s - m'} V_{\text{block}},$$
+# The catch is in the definitions: $\ell$ and $o$ are sums *relative to* $m$, and a new block
+# can bring a larger maximum $m'$. Derive what must happen to $\ell$ and $o$ so that, after
+# the block, they are the sums relative to $m'$ over the old keys *and* the new ones. (And
+# why keep a maximum at all, instead of summing plain $e^{s_j}$? Think of a score of 1000.)
 #
-# and at the end $\text{out} = o / \ell$. The rescaling by $e^{m - m'}$ corrects what was
-# accumulated with the old maximum, so the result is *exactly* the softmax — while only a
-# $T \times \text{block}$ piece of the scores ever exists. This is the core of
-# **FlashAttention** (which also tiles the queries and keeps the blocks in the GPU's fast
-# on-chip memory). A numpy version, checked against ours:
+# Write `online_softmax_attention(q, k, v, block)` on numpy arrays: one head, no mask, the
+# scale $1/\sqrt{d}$. The check compares it with your `scaled_dot_product_attention` for
+# blocks of 1 key, of sizes that do not divide $S$ and of more than $S$ keys; on scores that
+# grow along the keys (a new maximum in every block) and on scores in the thousands; and it
+# measures the peak memory, in which no $L \times S$ array may appear.
+#
+# <details><summary>Hint 1</summary>
+#
+# Write one old term relative to the new maximum: $e^{s_j - m'} = e^{s_j - m}\,e^{\,?}$.
+# Every old term of $\ell$, and every old term of $o$, changes by the same factor.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Start from $m = -\infty$, $\ell = 0$, $o = 0$. What does your factor give at the first
+# block, and why is that harmless? numpy's `maximum` and `exp` handle $-\infty$ as you
+# would hope.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# For each block: its scores $s$ (queries against the block's keys, scaled); the new maximum
+# per query, $m' = \max(m, \max s)$; multiply $\ell$ and $o$ by $e^{m - m'}$ and add the
+# block's $\sum e^{s - m'}$ to $\ell$ and $e^{s - m'}\,V_\text{block}$ to $o$; then
+# $m \leftarrow m'$. Return $o / \ell$.
+# </details>
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "online-softmax", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
 def online_softmax_attention(q, k, v, block=64):
-    """softmax(q k^T / sqrt(d)) v, visiting the keys block by block (no T x S matrix kept)."""
+    """softmax(q k^T / sqrt(d)) v, visiting the keys `block` at a time.
+
+    Contract: q (L, d), k (S, d), v (S, dv) numpy floating arrays, block >= 1. Returns the
+    (L, dv) array of one head's attention output without a mask, equal to the full softmax
+    to rounding for any scores (also in the thousands), while no array of L x S scores
+    exists: only (L, block) pieces, one at a time.
+    """
     L, d = q.shape
+    # Idea: three running quantities per query, corrected whenever the maximum grows.
+    ### BEGIN SOLUTION
     m = np.full((L, 1), -np.inf)
     ell = np.zeros((L, 1))
     o = np.zeros((L, v.shape[1]))
@@ -1410,12 +1468,50 @@ def online_softmax_attention(q, k, v, block=64):
         o = o * np.exp(m - m_new) + p @ v[start:start + block]
         m = m_new
     return o / ell
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-online-softmax", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def _full_attention(q, k, v):
+    return scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v)).numpy()
 
 
 _rng = np.random.default_rng(6)
-_q, _k, _v = (_rng.standard_normal((512, 64)) for _ in range(3))
-_full = scaled_dot_product_attention(Tensor(_q), Tensor(_k), Tensor(_v)).numpy()
-print("max |online - full|:", np.abs(online_softmax_attention(_q, _k, _v) - _full).max())
+_q, _k, _v = _rng.standard_normal((40, 16)), _rng.standard_normal((48, 16)), _rng.standard_normal((48, 5))
+for _blk in (48, 1, 7, 100):
+    assert_close(online_softmax_attention(_q, _k, _v, block=_blk), _full_attention(_q, _k, _v), rtol=1e-9,
+                 atol=1e-12, what=f"online softmax with blocks of {_blk} keys vs full attention (S = 48)")
+_qg = np.abs(_q)
+_kg = np.linspace(0.0, 3.0, 48)[:, None] * np.ones((48, 16))  # scores grow along the keys
+assert_close(online_softmax_attention(_qg, _kg, _v, block=5), _full_attention(_qg, _kg, _v), rtol=1e-9,
+             atol=1e-12, what="scores growing along the keys: a new maximum in every block")
+_qbig = _q * 600.0                                         # scores in the thousands
+_big = online_softmax_attention(_qbig, _k, _v, block=7)
+check(np.isfinite(_big).all(), "scores in the thousands give finite outputs (no overflow)",
+      got=f"{np.isfinite(_big).mean():.0%} finite")
+assert_close(_big, _full_attention(_qbig, _k, _v), rtol=1e-9, atol=1e-12, what="scores in the thousands")
+_qm, _km, _vm = _rng.standard_normal((512, 16)), _rng.standard_normal((512, 16)), _rng.standard_normal((512, 16))
+tracemalloc.start()
+online_softmax_attention(_qm, _km, _vm, block=32)
+_online_peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+check(_online_peak < 512 * 512 * 8 / 2, "L = S = 512, blocks of 32: the peak memory stays under half of one "
+      "512 x 512 float64 score matrix (1 MiB)", got=f"{_online_peak / 2**20:.2f} MiB")
+print(f"✓ online_softmax_attention; peak {_online_peak / 2**10:.0f} KiB for L = S = 512 "
+      f"(one 512 x 512 float64 matrix: {512 * 512 * 8 / 2**10:.0f} KiB)")
+
+# %% [markdown]
+# <details><summary>The recurrence you should have found (open it once your check passes)</summary>
+#
+# $$m' = \max(m, \max s), \quad \ell' = \ell\, e^{m - m'} + \textstyle\sum e^{s - m'}, \quad
+#   o' = o\, e^{m - m'} + e^{s - m'}\, V_{\text{block}}, \qquad \text{out} = o / \ell.$$
+#
+# The factor $e^{m - m'} \le 1$ re-expresses everything accumulated with the old maximum
+# relative to the new one; at the first block it is $e^{-\infty} = 0$, which multiplies
+# sums that are 0 anyway. This is the core of **FlashAttention**, which also tiles the
+# queries and keeps the blocks in the GPU's fast on-chip memory; its backward recomputes the
+# scores block by block from $m$ and $\ell$ instead of storing the weights.
+# </details>
 
 # %% [markdown]
 # ## 8. What PyTorch does

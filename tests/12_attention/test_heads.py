@@ -44,6 +44,9 @@ def test_unbatched_and_gradients():
     x = tt.tensor(np.random.default_rng(0).standard_normal((4, 6)), requires_grad=True)
     h = split_heads(x, 2)
     assert h.shape == (2, 4, 3)
+    y = tt.tensor(np.random.default_rng(1).standard_normal((3, 4, 2)))
+    np.testing.assert_array_equal(merge_heads(y).numpy(), y.numpy().transpose(1, 0, 2).reshape(4, 6),
+                                  err_msg="unbatched merge: token t = its heads' outputs side by side")
     (merge_heads(h * 2.0) * tt.tensor(np.arange(24.0).reshape(4, 6))).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), 2.0 * np.arange(24.0).reshape(4, 6))
 

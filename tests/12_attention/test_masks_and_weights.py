@@ -124,6 +124,30 @@ def test_dropout():
     assert np.all(zero | np.isclose(dropped, plain / 0.75))
     assert 0.15 < zero.mean() < 0.35
     np.testing.assert_array_equal(F.scaled_dot_product_attention(q, k, eye, dropout_p=1.0).numpy(), 0.0)
+    v = tt.tensor(rng.standard_normal((16, 3)))
+    tt.manual_seed(0)                                      # the same draws, with real values
+    np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, dropout_p=0.25).numpy(),
+                               dropped @ v.numpy(), rtol=1e-12,
+                               err_msg="dropout acts on the weights before the values: out = dropped weights @ v")
+
+
+def test_a_numpy_float_mask_keeps_the_scores_dtype():
+    scores = tt.tensor(np.random.default_rng(3).standard_normal((2, 4, 5)).astype(np.float32))
+    bias = np.random.default_rng(4).standard_normal((4, 5))          # float64
+    out = apply_attn_mask(scores, bias)
+    assert out.dtype == tt.float32, f"a float64 numpy mask must not promote float32 scores, got {out.dtype}"
+    np.testing.assert_allclose(out.numpy(), scores.numpy() + bias.astype(np.float32), rtol=1e-6)
+
+
+def test_scores_stay_in_the_graph_through_a_bool_mask():
+    s = np.random.default_rng(5).standard_normal((3, 4))
+    allowed = np.random.default_rng(6).random((3, 4)) < 0.5
+    scores = tt.tensor(s, requires_grad=True)
+    masked = apply_attn_mask(scores, tt.tensor(allowed))
+    assert masked.requires_grad, "the masked scores must stay in the graph (no numpy copy of the scores)"
+    masked.exp().sum().backward()
+    np.testing.assert_allclose(scores.grad.numpy(), np.where(allowed, np.exp(s), 0.0), rtol=1e-12,
+                               err_msg="gradient through the mask: exp(s) where allowed, 0 where forbidden")
 
 
 def test_mismatched_shapes_raise():

@@ -81,8 +81,9 @@ def test_dropout_only_in_training():
     m.eval()
     a, wa = m(x, x, x)
     b, wb = m(x, x, x)
-    np.testing.assert_array_equal(a.numpy(), b.numpy())
-    np.testing.assert_allclose(wa.numpy().sum(-1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg="eval mode: no dropout, the same output twice")
+    np.testing.assert_allclose(wa.numpy().sum(-1), 1.0, rtol=1e-12,
+                               err_msg="eval mode: the head-averaged weights of each query sum to 1")
     m.train()
     c, wc = m(x, x, x, average_attn_weights=False)
     assert not np.allclose(c.numpy(), a.numpy())

@@ -319,3 +319,18 @@ class MultiheadAttention(Module):
     def extra_repr(self):
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}, "
                 f"bias={self.in_proj_bias is not None}, batch_first={self.batch_first}")
+
+
+# -- cell 51 (online-softmax) --
+def online_softmax_attention(q, k, v, block=64):
+    """softmax(q k^T / sqrt(d)) v, visiting the keys `block` at a time.
+
+    Contract: q (L, d), k (S, d), v (S, dv) numpy floating arrays, block >= 1. Returns the
+    (L, dv) array of one head's attention output without a mask, equal to the full softmax
+    to rounding for any scores (also in the thousands), while no array of L x S scores
+    exists: only (L, block) pieces, one at a time.
+    """
+    L, d = q.shape
+    # Idea: three running quantities per query, corrected whenever the maximum grows.
+    # YOUR CODE HERE
+    raise NotImplementedError('online_softmax_attention() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
