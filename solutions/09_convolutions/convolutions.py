@@ -30,8 +30,8 @@
 # - write a convolution as **seven nested loops**, and then as **im2col + one matrix
 #   multiply**, where im2col is a zero-copy **strided view** of the padded input (the
 #   `as_strided` idea from module 01) followed by one reshape;
-# - **measure** the two: the loops' time, the matmul's time, and the price of im2col — a
-#   column matrix about k² times larger than the input;
+# - **measure** the two: the loops' time, the matmul's time, and the price of im2col, the
+#   column matrix's memory against the input's;
 # - derive the **backward** of a convolution: the weight gradient is another matmul with
 #   the columns, the input gradient goes back through **col2im**, the adjoint of im2col;
 # - build **max pooling** (the gradient is routed to the argmax of each window),
@@ -519,7 +519,9 @@ print("✓ _pad, _windows: window (i=1, j=4) of channel 2 of image 1 is\n", _v[1
 
 # %% [markdown]
 # Then `im2col` is: pad, view, and **one reshape** to `(N, C·kh·kw, L)` — the reshape is the
-# moment the copy happens (the view's memory pattern is not expressible as a plain matrix).
+# moment the copy happens (the view's memory pattern is not expressible as a plain matrix,
+# except in the degenerate case of a 1×1 kernel with stride 1, where the "windows" are the
+# pixels themselves).
 # We use PyTorch's layout for it: `torch.nn.functional.unfold` returns exactly this
 # `(N, C·kh·kw, L)` array, with the rows ordered `(c, u, v)` (channel slowest, kernel column
 # fastest) and the columns `(i, j)` (output row slowest).
@@ -764,7 +766,7 @@ _t_loops, _t_cols = [], []
 for _n in _sizes:
     _xx = _rng.standard_normal((2, 3, _n, _n)).astype(np.float32)
     _ww = _rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
-    _t_loops.append(median_time(lambda: conv2d_loops(_xx, _ww, None, 1, 1), repeats=2))
+    _t_loops.append(median_time(lambda: conv2d_loops(_xx, _ww, None, 1, 1), repeats=3))
     _xt, _wt = Tensor(_xx), Tensor(_ww)
     _t_cols.append(median_time(lambda: conv2d(_xt, _wt, padding=1)))
     print(f"{_n:3d}×{_n:<3d} seven loops {_t_loops[-1] * 1e3:9.2f} ms   im2col+matmul "
@@ -823,7 +825,7 @@ axes[1].loglog(_sizes, _col3_mb, "s-", label="column matrix, 3×3")
 axes[1].loglog(_sizes, _col5_mb, "^-", label="column matrix, 5×5")
 axes[1].set_xlabel("image side (N=32, C=3, float32)")
 axes[1].set_ylabel("MiB")
-axes[1].set_title("memory: the columns are ~k² × the input")
+axes[1].set_title("memory: the columns against the input")
 axes[1].set_xticks(_sizes, [str(s) for s in _sizes], minor=False)
 axes[1].set_xticks([], minor=True)
 axes[1].legend()
@@ -840,21 +842,23 @@ plt.show()
 #
 # ## 6. Backward: the weight gradient is a matmul, the input gradient is col2im
 #
-# Write the forward per image as `Y = W·cols + b` (`Y`: `C_out × L`). Given the upstream
-# gradient `Ȳ = ∂L/∂Y` (same shape), matrix calculus gives
+# Write the forward per image as `Y = W·cols + b` (`Y`: `C_out × L`), and let
+# `Ȳ = ∂L/∂Y` (same shape) arrive from above. You have every rule you need from module 06:
+# a matmul's two gradients, and the gradient of something broadcast. Derive three things on
+# paper before reading on:
 #
-# - **bias**: every position used `b_o`, so `b̄_o = Σ_{n, l} Ȳ_{n,o,l}`;
-# - **weight**: `W̄ = Σ_n Ȳ_n · cols_nᵀ` — a matmul with the *same* columns as the forward
-#   (we recompute them from the saved input rather than keeping 9× the input alive);
-# - **columns**: `cols̄_n = Wᵀ · Ȳ_n`, shape `(C·kh·kw, L)`. But the columns are not the input:
-#   each input pixel was **copied** into up to `kh·kw` columns. A value used several times
-#   gets the **sum** of the gradients of its uses (the same rule as for broadcasting in
-#   module 06). So `x̄` is obtained by adding every entry of `cols̄` back to the pixel it was
-#   copied from: that is **col2im**.
+# - **bias**: `b_o` was added at every position of every image. What is `b̄`?
+# - **weight**: the same `W` multiplied the columns of every image. What is `W̄`, and which
+#   arrays does it need from the forward pass? (They can be recomputed from the saved input
+#   instead of being kept alive: the columns are about `kh·kw` times the input.)
+# - **columns**: what is `cols̄_n`, of shape `(C·kh·kw, L)`? The columns are not the input,
+#   though: each input pixel was **copied** into up to `kh·kw` columns, and a value used
+#   several times gets the **sum** of the gradients of its uses (module 06's rule for
+#   broadcasting). So `x̄` is obtained by adding every entry of `cols̄` back to the pixel it
+#   was copied from: that is **col2im**, and padding pixels, being constants, get nothing.
 #
-# col2im needs no loop over positions either: only a loop over the `kh·kw` kernel offsets
-# (9 iterations for 3×3), each moving a whole slab of values at once. Finally the padding
-# is cut off: padding pixels are constants, their gradient is dropped.
+# col2im must run no Python loop over output positions either. How few Python iterations can
+# it get away with?
 #
 # ### col2im is the adjoint of im2col
 #
@@ -913,7 +917,7 @@ def col2im(cols, input_size, kernel_size, stride=1, padding=0):
     if cols.ndim != 3 or cols.shape[1] % (kh * kw) or cols.shape[2] != Ho * Wo:
         raise ShapeError(f"col2im: expected columns of shape (N, C·{kh}·{kw}, {Ho}·{Wo}) for an input of "
                          f"size {(H, W)}, got {tuple(cols.shape)}")
-    # Idea: each kernel offset (u, v) is one strided slab of the padded image; overlaps ADD.
+    # Idea: undo im2col's copies by adding every entry back to the pixel it came from.
     ### BEGIN SOLUTION
     N, C = cols.shape[0], cols.shape[1] // (kh * kw)
     c6 = cols.reshape(N, C, kh, kw, Ho, Wo)
@@ -995,9 +999,9 @@ def _conv2d_backward(node, grad):
     Contract: node.inputs = (input, weight) or (input, weight, bias), Tensors;
     node.attrs["stride"], node.attrs["padding"] pairs; grad a numpy array
     (N, C_out, H_out, W_out) (read it, never write into it). Returns a tuple with one numpy
-    gradient per input, each of its input's shape: (x̄, W̄) or (x̄, W̄, b̄), with
-    b̄ = Σ Ȳ, W̄ = Σ_n Ȳ_n·cols_nᵀ and x̄ = col2im(Wᵀ·Ȳ); x̄ may be None when the input does
-    not require grad (module 06's rules allow None for such an input).
+    gradient per input, each of its input's shape: (x̄, W̄) or (x̄, W̄, b̄), the gradients
+    of the loss with respect to the input, the weight and the bias (x̄ through col2im); x̄
+    may be None when the input does not require grad (module 06's rules allow None).
     """
     x, w = node.inputs[0].numpy(), node.inputs[1].numpy()
     stride, padding = node.attrs["stride"], node.attrs["padding"]
@@ -1043,8 +1047,11 @@ for (_k, _s, _p) in [(3, 1, 1), (2, 2, 0), ((3, 1), (2, 1), (1, 0))]:
     _x = Tensor(_rng.standard_normal((2, 2, 5, 4)), requires_grad=True)
     _w = Tensor(_rng.standard_normal((3, 2) + _pair(_k, "", "")), requires_grad=True)
     _b = Tensor(_rng.standard_normal(3), requires_grad=True)
-    gradcheck(lambda x, w, b: conv2d(x, w, b, stride=_s, padding=_p), [_x, _w, _b])  # raises when wrong
-    gradcheck(lambda x, w: conv2d(x, w, stride=_s, padding=_p), [_x, _w])
+    for _fn, _ins in ((lambda x, w, b: conv2d(x, w, b, stride=_s, padding=_p), [_x, _w, _b]),
+                      (lambda x, w: conv2d(x, w, stride=_s, padding=_p), [_x, _w])):
+        check(gradcheck(_fn, _ins, raise_exception=False),
+              f"gradcheck of conv2d {'with' if len(_ins) == 3 else 'without'} bias, kernel {_k}, stride {_s}, "
+              f"padding {_p} (run gradcheck(...) on this case alone to see the worst element)")
 print("✓ conv2d backward: bias, weight and input gradients right, gradcheck passes; e.g. bias grad",
       np.round(_bgrad, 3))
 
@@ -1052,6 +1059,15 @@ print("✓ conv2d backward: bias, weight and input gradients right, gradcheck pa
 # The last check is worth a second look: with an all-ones 2×2 kernel and `L = Σ y`, the
 # gradient of each pixel is the number of windows it belongs to — corners 1, edges 2,
 # inside 4. That is col2im counting copies.
+#
+# <details><summary>The three gradients you should have found (open it once your check passes)</summary>
+#
+# `b̄_o = Σ_{n, l} Ȳ_{n,o,l}` (a broadcast's gradient is a sum); `W̄ = Σ_n Ȳ_n · cols_nᵀ`,
+# a matmul with the *same* columns as the forward, summed over the images that shared `W`;
+# and `cols̄_n = Wᵀ · Ȳ_n`, which col2im adds back into `x̄`. Two matmuls the size of the
+# forward's, plus col2im and the recomputed columns: that is what the timing in section 11
+# measures.
+# </details>
 
 # %% [markdown]
 # `conv2d` pads inside im2col. PyTorch also offers padding as an op of its own,
@@ -1300,9 +1316,18 @@ assert_equal(_x.grad.numpy()[0, 0], np.array([[0.0, 0, 0, 0], [0, 0, 1 + 2 + 4, 
 assert_equal(max_pool2d(Tensor(-_xm), 3, stride=2, padding=1).numpy()[0, 0], np.array([[-1.0, 0], [0, -1]]),
              "padding never wins, even against negative values")
 _r = Tensor(np.random.default_rng(4).permutation(2 * 3 * 5 * 6).reshape(2, 3, 5, 6) / 10.0 - 4.5, requires_grad=True)
-gradcheck(lambda x: max_pool2d(x, 2, 2, 1), [_r])              # raises when wrong
-gradcheck(lambda x: max_pool2d(x, (3, 2), (1, 2), (1, 0)), [_r])
-gradcheck(lambda x: max_pool2d(x, 3, 1, 1), [_r])             # overlapping windows
+from types import SimpleNamespace  # noqa: E402  (a stand-in node for calling the rule directly)
+
+_pool_steps = []
+for _n in (4, 16):                                         # 4 and 64 outputs per plane
+    _pool_node = SimpleNamespace(inputs=(Tensor(np.zeros((1, 2, _n, _n))),),
+                                 attrs={"indices": _max_pool2d_indices(np.zeros((1, 2, _n, _n)), (2, 2), (2, 2), (0, 0))})
+    _pool_steps.append(python_steps(_max_pool2d_backward, _pool_node, np.ones((1, 2, _n // 2, _n // 2))))
+check(_pool_steps[1] <= _pool_steps[0] + 10, "the max-pool backward runs no Python loop over output positions",
+      got=f"{_pool_steps[0]} Python steps for a 4x4 image, {_pool_steps[1]} for 16x16", expected="the same count")
+for _k, _s, _p in ((2, 2, 1), ((3, 2), (1, 2), (1, 0)), (3, 1, 1)):  # the last: overlapping windows
+    check(gradcheck(lambda x: max_pool2d(x, _k, _s, _p), [_r], raise_exception=False),
+          f"gradcheck of max_pool2d, kernel {_k}, stride {_s}, padding {_p}")
 print("✓ max_pool2d routes each gradient to its argmax; gradient of the 3x3 example:\n", _x.grad.numpy()[0, 0])
 
 # %% [markdown]
@@ -1355,7 +1380,7 @@ def _avg_pool2d_backward(node, grad):
     """
     x = node.inputs[0]
     kernel_size, stride, padding = node.attrs["kernel_size"], node.attrs["stride"], node.attrs["padding"]
-    # Idea: equal shares in every column, then col2im adds the overlaps.
+    # Idea: the mean's gradient per window entry, sent back by a function you already have.
     ### BEGIN SOLUTION
     N, C, H, W = x.shape
     kh, kw = kernel_size
@@ -1793,18 +1818,22 @@ assert_equal(Conv2d(2, 3, 3, dtype=tinytorch.float64).weight.dtype, np.dtype(np.
 assert_equal(_conv(_xin).shape, (2, 8, 6, 6), "Conv2d(4, 8, (3, 2), padding=1) on 6x5 images")
 assert_close(_conv(_xin), conv2d_loops(_xin.numpy(), _conv.weight.numpy(), _conv.bias.numpy(), 1, 1),
              rtol=1e-4, atol=1e-5, what="Conv2d.forward = the seven loops with the layer's weight and bias")
+with preserved_state():
+    tinytorch.manual_seed(1)
+    _conv2 = Conv2d(4, 3, 3, stride=2, padding=1, bias=False)
+assert_close(_conv2(_xin), conv2d_loops(_xin.numpy(), _conv2.weight.numpy(), None, 2, 1), rtol=1e-4, atol=1e-5,
+             what="Conv2d(4, 3, 3, stride=2, padding=1, bias=False): the layer passes its stride and padding on")
 print("✓ Conv2d:", _conv)
 
 # %% [markdown]
 # **`BatchNorm2d(num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True)`**
 # owns `weight`, `bias` (if `affine`) and three **buffers** (module 03): `running_mean`
 # (zeros), `running_var` (ones) and `num_batches_tracked` (an int64 counter). Buffers are
-# state that is saved in the `state_dict` but never trained (provided). Its `forward`
-# follows PyTorch's: in training mode with tracking, count the batch, and use `momentum` as
-# the averaging factor (or, if `momentum is None`, the cumulative average factor
-# `1 / num_batches_tracked`, so that the running statistics are the plain mean over all
-# batches so far); normalise with the batch statistics when training (or when there are no
-# running statistics), else with the running ones.
+# state that is saved in the `state_dict` but never trained (provided). Its `forward` is
+# PyTorch's, and its contract is in the docstring below; one of its cases is worth working
+# out first: with `momentum=None` PyTorch keeps the **plain mean** of the statistics of all
+# batches so far. Which averaging factor, at the $n$-th batch, turns the running-average
+# update of `_norm_stats` into a plain mean?
 #
 # <details><summary>Hint 1</summary>
 #
@@ -1908,6 +1937,14 @@ for _xk in _xb:
     _cum(_xk)
 assert_close(_cum.running_mean, np.mean([_x.numpy().mean(axis=(0, 2, 3)) for _x in _xb], axis=0), rtol=1e-5,
              atol=1e-6, what="momentum=None: running_mean is the plain average of the batch means")
+_odd = BatchNorm2d(3, eps=0.5, momentum=0.3)
+_yo = _odd(_xb[1]).numpy()
+_pc1 = _xb[1].numpy().transpose(1, 0, 2, 3).reshape(3, -1)
+assert_close(_yo, (_xb[1].numpy() - _pc1.mean(axis=1).reshape(1, 3, 1, 1))
+             / np.sqrt(_pc1.var(axis=1).reshape(1, 3, 1, 1) + 0.5), rtol=1e-4, atol=1e-5,
+             what="BatchNorm2d(3, eps=0.5): the layer passes its eps on")
+assert_close(_odd.running_mean, 0.3 * _pc1.mean(axis=1), rtol=1e-5, atol=1e-6,
+             what="BatchNorm2d(3, momentum=0.3): running_mean after one batch is 0.7·0 + 0.3·batch mean")
 _bn.eval()
 _before = _bn.running_mean.numpy().copy()
 _ye = _bn(_xb[0][:1])
@@ -2104,8 +2141,8 @@ plt.show()
 #
 # $$\text{FLOPs} = 2 \cdot N \cdot C_{out} \cdot H_{out} \cdot W_{out} \cdot C_{in} \cdot k_h k_w$$
 #
-# and the backward about twice that (one matmul for the weight gradient, one for the column
-# gradient, each as large as the forward's, plus col2im). The parameters are only
+# and the backward more than that: count its matmuls from your derivation in section 6, then
+# add what col2im and the recomputed columns cost. The parameters are only
 # `C_out·C_in·k²`: a conv layer does a lot of arithmetic per weight, because each weight is
 # reused at every position.
 #

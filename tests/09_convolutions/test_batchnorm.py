@@ -190,3 +190,44 @@ def test_batchnorm_errors(torch):
     x = tt.randn(2, 3, 5, 5)
     np.testing.assert_allclose(bn(x).numpy(), torch.nn.BatchNorm2d(3)(torch.from_numpy(x.numpy())).detach().numpy(),
                                **TOL[np.float32])
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_backward_rule_alone_matches_central_differences(training):
+    """The rule called directly (no forward, no statistics code), against numpy differences."""
+    from types import SimpleNamespace
+
+    from tinytorch.nn.conv import _batch_norm_backward
+
+    x, w, b = rand((3, 2, 2, 2), seed=1, scale=2.0), rand(2, seed=2, shift=1.0), rand(2, seed=3)
+    upstream = rand(x.shape, seed=4)
+    shape = (1, 2, 1, 1)
+    fixed_mean, fixed_var = np.array([0.3, -0.2]), np.array([1.5, 0.7])
+
+    def loss(xv, wv, bv):
+        if training:  # the statistics follow x
+            mean, var = xv.mean(axis=(0, 2, 3)), xv.var(axis=(0, 2, 3))
+        else:         # eval: constants
+            mean, var = fixed_mean, fixed_var
+        y = (xv - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * wv.reshape(shape) + bv.reshape(shape)
+        return float((y * upstream).sum())
+
+    def numerical(index):
+        args = [x.copy(), w.copy(), b.copy()]
+        grad = np.zeros_like(args[index])
+        for i in np.ndindex(grad.shape):
+            plus, minus = [a.copy() for a in args], [a.copy() for a in args]
+            plus[index][i] += 1e-6
+            minus[index][i] -= 1e-6
+            grad[i] = (loss(*plus) - loss(*minus)) / 2e-6
+        return grad
+
+    mean = x.mean(axis=(0, 2, 3)) if training else fixed_mean
+    var = x.var(axis=(0, 2, 3)) if training else fixed_var
+    node = SimpleNamespace(inputs=(tt.tensor(x), tt.tensor(w), tt.tensor(b)),
+                           attrs={"mean": mean, "invstd": 1.0 / np.sqrt(var + 1e-5), "training": training,
+                                  "eps": 1e-5})
+    got = _batch_norm_backward(node, upstream)
+    for name, index in (("x̄", 0), ("γ̄", 1), ("β̄", 2)):
+        np.testing.assert_allclose(np.asarray(got[index]), numerical(index), rtol=1e-6, atol=1e-7,
+                                   err_msg=f"{'training' if training else 'eval'}: the rule's {name}")

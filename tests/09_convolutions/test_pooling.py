@@ -135,3 +135,34 @@ def test_pooling_errors(torch):
     # a valid call still works
     ref = torch.nn.functional.max_pool2d(torch.from_numpy(x.numpy()), 2)
     np.testing.assert_array_equal(F.max_pool2d(x, 2).numpy(), ref.numpy())
+
+
+def test_max_pool_backward_runs_no_python_loop_over_positions():
+    """The module's systems rule holds for the scatter too: numpy adds, Python does not loop."""
+    from types import SimpleNamespace
+
+    from tinytorch.nn.conv import _max_pool2d_backward, _max_pool2d_indices
+    from tinytorch.testing import python_steps
+
+    def steps(n):
+        x = np.zeros((1, 2, n, n))
+        node = SimpleNamespace(inputs=(tt.tensor(x),), attrs={"indices": _max_pool2d_indices(x, (2, 2), (2, 2), (0, 0))})
+        return python_steps(_max_pool2d_backward, node, np.ones((1, 2, n // 2, n // 2)))
+
+    small, large = steps(4), steps(16)
+    assert large <= small + 10, (f"the max-pool backward ran {small} Python steps on a 4x4 image and {large} on a "
+                                 "16x16 one: a Python loop runs over the output positions (scatter-add with numpy)")
+
+
+def test_max_pool_indices_alone_pick_the_first_of_tied_maxima():
+    """_max_pool2d_indices called directly: on a tie, the first maximum in row-major window order."""
+    from tinytorch.nn.conv import _max_pool2d_indices
+
+    x = np.random.default_rng(5).integers(0, 3, (2, 2, 6, 6)).astype(np.float64)   # many ties
+    got = _max_pool2d_indices(x, (3, 2), (1, 2), (0, 0))
+    expected = np.zeros_like(got)
+    for n, c, i, j in np.ndindex(*got.shape):
+        window = [(x[n, c, i + u, 2 * j + v], (i + u) * 6 + 2 * j + v) for u in range(3) for v in range(2)]
+        best = max(value for value, _ in window)
+        expected[n, c, i, j] = next(index for value, index in window if value == best)
+    np.testing.assert_array_equal(got, expected, err_msg="ties: the first maximum of the window (row by row)")

@@ -185,7 +185,7 @@ def col2im(cols, input_size, kernel_size, stride=1, padding=0):
     if cols.ndim != 3 or cols.shape[1] % (kh * kw) or cols.shape[2] != Ho * Wo:
         raise ShapeError(f"col2im: expected columns of shape (N, C·{kh}·{kw}, {Ho}·{Wo}) for an input of "
                          f"size {(H, W)}, got {tuple(cols.shape)}")
-    # Idea: each kernel offset (u, v) is one strided slab of the padded image; overlaps ADD.
+    # Idea: undo im2col's copies by adding every entry back to the pixel it came from.
     # YOUR CODE HERE
     raise NotImplementedError('col2im() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
@@ -198,9 +198,9 @@ def _conv2d_backward(node, grad):
     Contract: node.inputs = (input, weight) or (input, weight, bias), Tensors;
     node.attrs["stride"], node.attrs["padding"] pairs; grad a numpy array
     (N, C_out, H_out, W_out) (read it, never write into it). Returns a tuple with one numpy
-    gradient per input, each of its input's shape: (x̄, W̄) or (x̄, W̄, b̄), with
-    b̄ = Σ Ȳ, W̄ = Σ_n Ȳ_n·cols_nᵀ and x̄ = col2im(Wᵀ·Ȳ); x̄ may be None when the input does
-    not require grad (module 06's rules allow None for such an input).
+    gradient per input, each of its input's shape: (x̄, W̄) or (x̄, W̄, b̄), the gradients
+    of the loss with respect to the input, the weight and the bias (x̄ through col2im); x̄
+    may be None when the input does not require grad (module 06's rules allow None).
     """
     x, w = node.inputs[0].numpy(), node.inputs[1].numpy()
     stride, padding = node.attrs["stride"], node.attrs["padding"]
@@ -339,7 +339,7 @@ def _avg_pool2d_backward(node, grad):
     """
     x = node.inputs[0]
     kernel_size, stride, padding = node.attrs["kernel_size"], node.attrs["stride"], node.attrs["padding"]
-    # Idea: equal shares in every column, then col2im adds the overlaps.
+    # Idea: the mean's gradient per window entry, sent back by a function you already have.
     # YOUR CODE HERE
     raise NotImplementedError('_avg_pool2d_backward() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
