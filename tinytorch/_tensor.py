@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from tinytorch.random import _numpy_rng
+from tinytorch.random import numpy_generator
 
 __all__ = [
     "Tensor", "Node", "apply", "is_grad_enabled", "set_grad_enabled",
@@ -2041,12 +2041,12 @@ def _float_dtype(dtype):
 
 def rand(*size, dtype=None, requires_grad=False, device=None):
     """Uniform samples from [0, 1)."""
-    return _made(_numpy_rng(None).random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(numpy_generator(None).random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randn(*size, dtype=None, requires_grad=False, device=None):
     """Standard normal samples (mean 0, variance 1)."""
-    return _made(_numpy_rng(None).standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(numpy_generator(None).standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None):
@@ -2059,7 +2059,7 @@ def randint(low, high=None, size=None, dtype=None, device=None):
         low, high = 0, low
     dt = int64 if dtype is None else _check_dtype(dtype)
     shape = _shape_arg((size,)) if not isinstance(size, int) else (size,)
-    return _made(_numpy_rng(None).integers(low, high, size=shape).astype(dt), False, device)
+    return _made(numpy_generator(None).integers(low, high, size=shape).astype(dt), False, device)
 
 
 # -- cell 102 (memory-footprint) --

@@ -145,7 +145,7 @@ def randperm(n, dtype=None, requires_grad=False, device=None):
     """0..n-1 in an order drawn from the generator `manual_seed` resets (int64)."""
     import tinytorch._tensor as core
 
-    order = _random._numpy_rng(None).permutation(n).astype(core.int64 if dtype is None else core._check_dtype(dtype))
+    order = _random.numpy_generator(None).permutation(n).astype(core.int64 if dtype is None else core._check_dtype(dtype))
     return core.tensor(order, requires_grad=requires_grad, device=device)
 
 
@@ -163,6 +163,6 @@ def multinomial(input, num_samples, replacement=False):
                            "inf or nan, or a row that sums to 0)")
     if not replacement and num_samples > rows.shape[1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    drawn = np.stack([_random._numpy_rng(None).choice(rows.shape[1], size=num_samples, replace=replacement, p=row / row.sum())
+    drawn = np.stack([_random.numpy_generator(None).choice(rows.shape[1], size=num_samples, replace=replacement, p=row / row.sum())
                       for row in rows])
     return core.tensor(drawn.reshape(*weights.shape[:-1], num_samples).astype(np.int64), device=input.device)

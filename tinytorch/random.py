@@ -79,8 +79,12 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
-def _numpy_rng(generator):
-    """The numpy generator to draw from: `generator`'s own, or the default one's."""
+def numpy_generator(generator=None):
+    """The numpy generator that `generator` draws with (the default generator's for None).
+
+    Why: every random draw of the package goes through a Generator, so that one seed
+    reproduces a run; numpy code that needs random numbers asks for them here. (No PyTorch
+    counterpart: PyTorch's generators drive its own kernels.)"""
     if generator is None:
         return default_generator._rng
     if isinstance(generator, Generator):

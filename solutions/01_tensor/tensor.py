@@ -170,7 +170,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from tinytorch.random import _numpy_rng
+from tinytorch.random import numpy_generator
 
 __all__ = [
     "Tensor", "Node", "apply", "is_grad_enabled", "set_grad_enabled",
@@ -4009,8 +4009,12 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
-def _numpy_rng(generator):
-    """The numpy generator to draw from: `generator`'s own, or the default one's."""
+def numpy_generator(generator=None):
+    """The numpy generator that `generator` draws with (the default generator's for None).
+
+    Why: every random draw of the package goes through a Generator, so that one seed
+    reproduces a run; numpy code that needs random numbers asks for them here. (No PyTorch
+    counterpart: PyTorch's generators drive its own kernels.)"""
     if generator is None:
         return default_generator._rng
     if isinstance(generator, Generator):
@@ -4029,12 +4033,12 @@ def _float_dtype(dtype):
 
 def rand(*size, dtype=None, requires_grad=False, device=None):
     """Uniform samples from [0, 1)."""
-    return _made(_numpy_rng(None).random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(numpy_generator(None).random(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randn(*size, dtype=None, requires_grad=False, device=None):
     """Standard normal samples (mean 0, variance 1)."""
-    return _made(_numpy_rng(None).standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
+    return _made(numpy_generator(None).standard_normal(_shape_arg(size), dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None):
@@ -4047,7 +4051,7 @@ def randint(low, high=None, size=None, dtype=None, device=None):
         low, high = 0, low
     dt = int64 if dtype is None else _check_dtype(dtype)
     shape = _shape_arg((size,)) if not isinstance(size, int) else (size,)
-    return _made(_numpy_rng(None).integers(low, high, size=shape).astype(dt), False, device)
+    return _made(numpy_generator(None).integers(low, high, size=shape).astype(dt), False, device)
 
 
 # %%

@@ -191,7 +191,7 @@ from importlib import resources
 import numpy as np
 
 from tinytorch._tensor import Tensor, cat, stack, tensor, zeros
-from tinytorch.random import Generator, _numpy_rng
+from tinytorch.random import Generator, numpy_generator
 
 __all__ = [
     "Dataset", "TensorDataset", "Subset", "random_split", "stratified_split",
@@ -561,7 +561,7 @@ print("✓ default_collate: (x, y) -> X", _b[0].shape, "Y", _b[1].tolist())
 # so `Generator().manual_seed(0)` is a one-liner. When no generator is given, the loader
 # draws from tinytorch's **default** generator, the one behind `tinytorch.rand` and reseeded
 # by `tinytorch.manual_seed`: a program that calls `manual_seed(0)` once at the top is
-# reproducible from end to end. The provided helper `_numpy_rng(generator)` returns the
+# reproducible from end to end. The provided helper `numpy_generator(generator)` returns the
 # numpy generator to draw from in both cases.
 #
 # You write the DataLoader in three small methods:
@@ -584,7 +584,7 @@ print("✓ default_collate: (x, y) -> X", _b[0].shape, "Y", _b[1].tolist())
 #
 # <details><summary>Hint 2</summary>
 #
-# Draw from `_numpy_rng(self.generator)` every time: it is the loader's own generator when
+# Draw from `numpy_generator(self.generator)` every time: it is the loader's own generator when
 # one was given, and tinytorch's global one otherwise. Never create a fresh numpy generator
 # from a seed inside the epoch: it would replay the same order forever.
 # </details>
@@ -599,7 +599,7 @@ print("✓ default_collate: (x, y) -> X", _b[0].shape, "Y", _b[1].tolist())
 # <details><summary>The approach</summary>
 #
 # In `_index_batches`, read N, take the sampler's indices when there is a sampler, else a
-# permutation of 0..N−1 from `_numpy_rng(...)` when shuffling (else 0..N−1 in order), then
+# permutation of 0..N−1 from `numpy_generator(...)` when shuffling (else 0..N−1 in order), then
 # step through it in strides of `batch_size`,
 # yielding each slice as a list of Python ints, except a short final slice when `drop_last`
 # is set. `__iter__` loops over those index lists, reads each sample from the dataset and
@@ -626,7 +626,7 @@ class DataLoader:
                              "batch_size=b, drop_last=d) gives the batches of BatchSampler(s, b, d)")
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"num_workers option should be non-negative, got {num_workers!r}")
-        _numpy_rng(generator)  # fail now, not at the first epoch, on a wrong generator
+        numpy_generator(generator)  # fail now, not at the first epoch, on a wrong generator
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
@@ -645,7 +645,7 @@ class DataLoader:
         epoch's order exactly once (drop_last: all but the last N mod B), in that order, in
         batches of batch_size, the last one shorter unless drop_last. The order: the indices
         `self.sampler` yields when there is one (it draws its own randomness), else 0..N-1
-        without shuffle, else a permutation of 0..N-1 drawn from _numpy_rng(self.generator)
+        without shuffle, else a permutation of 0..N-1 drawn from numpy_generator(self.generator)
         when the epoch starts, so each epoch has a fresh order and equal seeds give equal
         epochs. N is len(dataset).
         """
@@ -655,7 +655,7 @@ class DataLoader:
         if self.sampler is not None:
             order = np.array(list(self.sampler), dtype=np.int64)
         else:
-            order = _numpy_rng(self.generator).permutation(n) if self.shuffle else np.arange(n)
+            order = numpy_generator(self.generator).permutation(n) if self.shuffle else np.arange(n)
         for start in range(0, len(order), self.batch_size):
             indices = order[start:start + self.batch_size]
             if len(indices) < self.batch_size and self.drop_last:
@@ -796,7 +796,7 @@ for _xb, _yb in DataLoader(_ds, batch_size=3, shuffle=True, generator=Generator(
 # sample; its length is the number of indices. In `random_split`, if the lengths are
 # fractions, check each lies in [0, 1], floor N times each, and add one to pieces 0, 1,
 # 2, ... in turn until the sizes sum to N. Refuse lengths that are not non-negative whole
-# numbers summing to N. Then draw one permutation of 0..N−1 from `_numpy_rng(generator)`
+# numbers summing to N. Then draw one permutation of 0..N−1 from `numpy_generator(generator)`
 # and return, for each piece, the Subset of the next `k` entries of it.
 # </details>
 
@@ -831,7 +831,7 @@ def random_split(dataset, lengths, generator=None):
     summing to 1 (up to rounding), converted by PyTorch's rule (floor each, then the
     left-over samples one each to pieces 0, 1, ... in turn). Returns one Subset per length,
     of that length: disjoint, together covering 0..N-1, cut from one permutation drawn from
-    _numpy_rng(generator) (same seed, same split). Raises ValueError for a fraction outside
+    numpy_generator(generator) (same seed, same split). Raises ValueError for a fraction outside
     [0, 1] or lengths that do not sum to N (the message names the lengths and N).
     """
     # Idea: one permutation, cut into consecutive pieces.
@@ -850,7 +850,7 @@ def random_split(dataset, lengths, generator=None):
         raise ValueError(f"random_split: the lengths {lengths} must be non-negative ints that sum "
                          f"to the dataset's length {n}, or fractions that sum to 1")
     lengths = [int(k) for k in lengths]
-    order = _numpy_rng(generator).permutation(n)
+    order = numpy_generator(generator).permutation(n)
     ends = np.cumsum(lengths)
     return [Subset(dataset, order[end - k:end]) for end, k in zip(ends, lengths)]
     ### END SOLUTION
@@ -1249,17 +1249,17 @@ class RandomHorizontalFlip:
     def __init__(self, p=0.5, generator=None):
         if not 0 <= p <= 1:
             raise ValueError(f"p must be a probability in [0, 1], got {p}")
-        _numpy_rng(generator)
+        numpy_generator(generator)
         self.p = p
         self.generator = generator
 
     def __call__(self, x):
         """Contract: returns a Tensor: x reversed along its last dimension with probability p
-        (one uniform draw from _numpy_rng(self.generator) per call), else x unchanged."""
+        (one uniform draw from numpy_generator(self.generator) per call), else x unchanged."""
         # Idea: one coin flip per call, biased by p.
         ### BEGIN SOLUTION
         x = _as_image(x)
-        if _numpy_rng(self.generator).random() < self.p:
+        if numpy_generator(self.generator).random() < self.p:
             return x[..., np.arange(x.shape[-1] - 1, -1, -1)]
         return x
         ### END SOLUTION
@@ -1277,7 +1277,7 @@ class RandomCrop:
             raise ValueError(f"size must be an int or (height, width) of positive ints, got {size!r}")
         if int(padding) < 0:
             raise ValueError(f"padding must be >= 0, got {padding}")
-        _numpy_rng(generator)
+        numpy_generator(generator)
         self.padding = int(padding)
         self.generator = generator
 
@@ -1286,7 +1286,7 @@ class RandomCrop:
 
         Contract: returns a Tensor of x's dtype and leading dimensions, with the last two
         of size self.size = (h, w): a window of x padded by `padding` zeros on every side,
-        at a position drawn uniformly (top, then left) from _numpy_rng(self.generator),
+        at a position drawn uniformly (top, then left) from numpy_generator(self.generator),
         every position that fits being possible. Raises ValueError when (h, w) does not fit
         in the padded image (naming both sizes).
         """
@@ -1303,7 +1303,7 @@ class RandomCrop:
         (h, w), (H, W) = self.size, x.shape[-2:]
         if h > H or w > W:
             raise ValueError(f"RandomCrop: a {h}x{w} crop does not fit in the padded image of size {H}x{W}")
-        rng = _numpy_rng(self.generator)
+        rng = numpy_generator(self.generator)
         top = int(rng.integers(0, H - h + 1))
         left = int(rng.integers(0, W - w + 1))
         return x[..., top:top + h, left:left + w]

@@ -170,7 +170,7 @@ from pathlib import Path
 import numpy as np
 
 from tinytorch._tensor import Tensor, int64
-from tinytorch.random import _numpy_rng
+from tinytorch.random import numpy_generator
 
 __all__ = [
     "CharTokenizer", "BPETokenizer", "SPLIT_PATTERN", "pretokenize", "split_on_special",
@@ -1366,7 +1366,7 @@ print(f"✓ save/load: {len(_state['merges'])} merges, a file of {_size:,} bytes
 # fits, and every such start can be drawn) and stacks the windows into
 # `(batch_size, block_size)` int64 tensors. We draw windows at random rather than cutting
 # the text into fixed blocks so that the model sees every offset; the randomness comes from
-# a `Generator` (module 05) through the provided `_numpy_rng(generator)`, so a seed makes it
+# a `Generator` (module 05) through the provided `numpy_generator(generator)`, so a seed makes it
 # reproducible. `encode_corpus` is the step before: a whole text as one 1-D int64 tensor.
 #
 # <details><summary>Hint 1</summary>
@@ -1421,7 +1421,7 @@ def get_batch(data, block_size, batch_size, generator=None):
     if len(arr) < block_size + 1:
         raise ValueError(f"data has {len(arr)} ids; a window of block_size={block_size} plus its "
                          f"shifted target needs at least {block_size + 1}")
-    rng = _numpy_rng(generator)
+    rng = numpy_generator(generator)
     starts = rng.integers(0, len(arr) - block_size, size=batch_size)
     index = starts[:, None] + np.arange(block_size)
     return Tensor(arr[index], dtype=int64), Tensor(arr[index + 1], dtype=int64)

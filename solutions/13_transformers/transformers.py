@@ -257,7 +257,7 @@ import numpy as np
 
 from tinytorch._tensor import Tensor, apply, arange, ones, zeros
 from tinytorch.autograd import backward_rule, no_grad
-from tinytorch.random import _numpy_rng
+from tinytorch.random import numpy_generator
 from tinytorch.nn.attention import MultiheadAttention, _kv_cache_module, causal_mask
 from tinytorch.nn.embedding import Embedding
 from tinytorch.nn.init import normal_, zeros_
@@ -1243,7 +1243,7 @@ def _gpt_generate(model, idx, max_new_tokens, temperature, top_k, generator, use
         raise ValueError(f"generate: top_k must be None or an integer >= 1, got {top_k!r}")
     if not isinstance(idx, Tensor) or idx.ndim not in (1, 2) or idx.dtype.kind not in "iu" or idx.shape[-1] < 1:
         raise ValueError("generate: idx must be a non-empty int64 Tensor of shape (B, T) or (T,)")
-    rng = _numpy_rng(generator)
+    rng = numpy_generator(generator)
     ids = idx.numpy().astype(np.int64).reshape(-1, idx.shape[-1])
     was_training = model.training
     model.eval()  # generation is inference: no dropout

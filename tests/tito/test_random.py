@@ -9,7 +9,7 @@ from tinytorch import random
 
 
 def _draws(generator=None, n=5):
-    return random._numpy_rng(generator).random(n).tolist()
+    return random.numpy_generator(generator).random(n).tolist()
 
 
 def test_the_top_level_names_are_torch_random_s():
@@ -53,4 +53,4 @@ def test_seed_draws_a_fresh_seed_and_reseeds_with_it():
 
 def test_a_wrong_generator_is_refused_by_name():
     with pytest.raises(TypeError, match="generator must be a tinytorch.Generator or None, not int"):
-        random._numpy_rng(3)
+        random.numpy_generator(3)

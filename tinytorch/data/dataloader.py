@@ -10,7 +10,7 @@ from importlib import resources
 import numpy as np
 
 from tinytorch._tensor import Tensor, cat, stack, tensor, zeros
-from tinytorch.random import Generator, _numpy_rng
+from tinytorch.random import Generator, numpy_generator
 
 __all__ = [
     "Dataset", "TensorDataset", "Subset", "random_split", "stratified_split",
@@ -139,7 +139,7 @@ class DataLoader:
                              "batch_size=b, drop_last=d) gives the batches of BatchSampler(s, b, d)")
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"num_workers option should be non-negative, got {num_workers!r}")
-        _numpy_rng(generator)  # fail now, not at the first epoch, on a wrong generator
+        numpy_generator(generator)  # fail now, not at the first epoch, on a wrong generator
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
@@ -158,7 +158,7 @@ class DataLoader:
         epoch's order exactly once (drop_last: all but the last N mod B), in that order, in
         batches of batch_size, the last one shorter unless drop_last. The order: the indices
         `self.sampler` yields when there is one (it draws its own randomness), else 0..N-1
-        without shuffle, else a permutation of 0..N-1 drawn from _numpy_rng(self.generator)
+        without shuffle, else a permutation of 0..N-1 drawn from numpy_generator(self.generator)
         when the epoch starts, so each epoch has a fresh order and equal seeds give equal
         epochs. N is len(dataset).
         """
@@ -216,7 +216,7 @@ def random_split(dataset, lengths, generator=None):
     summing to 1 (up to rounding), converted by PyTorch's rule (floor each, then the
     left-over samples one each to pieces 0, 1, ... in turn). Returns one Subset per length,
     of that length: disjoint, together covering 0..N-1, cut from one permutation drawn from
-    _numpy_rng(generator) (same seed, same split). Raises ValueError for a fraction outside
+    numpy_generator(generator) (same seed, same split). Raises ValueError for a fraction outside
     [0, 1] or lengths that do not sum to N (the message names the lengths and N).
     """
     # Idea: one permutation, cut into consecutive pieces.
@@ -339,13 +339,13 @@ class RandomHorizontalFlip:
     def __init__(self, p=0.5, generator=None):
         if not 0 <= p <= 1:
             raise ValueError(f"p must be a probability in [0, 1], got {p}")
-        _numpy_rng(generator)
+        numpy_generator(generator)
         self.p = p
         self.generator = generator
 
     def __call__(self, x):
         """Contract: returns a Tensor: x reversed along its last dimension with probability p
-        (one uniform draw from _numpy_rng(self.generator) per call), else x unchanged."""
+        (one uniform draw from numpy_generator(self.generator) per call), else x unchanged."""
         # Idea: one coin flip per call, biased by p.
         # YOUR CODE HERE
         raise NotImplementedError('RandomHorizontalFlip.__call__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
@@ -363,7 +363,7 @@ class RandomCrop:
             raise ValueError(f"size must be an int or (height, width) of positive ints, got {size!r}")
         if int(padding) < 0:
             raise ValueError(f"padding must be >= 0, got {padding}")
-        _numpy_rng(generator)
+        numpy_generator(generator)
         self.padding = int(padding)
         self.generator = generator
 
@@ -372,7 +372,7 @@ class RandomCrop:
 
         Contract: returns a Tensor of x's dtype and leading dimensions, with the last two
         of size self.size = (h, w): a window of x padded by `padding` zeros on every side,
-        at a position drawn uniformly (top, then left) from _numpy_rng(self.generator),
+        at a position drawn uniformly (top, then left) from numpy_generator(self.generator),
         every position that fits being possible. Raises ValueError when (h, w) does not fit
         in the padded image (naming both sizes).
         """

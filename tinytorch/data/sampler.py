@@ -8,7 +8,7 @@ one). Hand-written: no student writes this file.
 """
 import numpy as np
 
-from tinytorch.random import _numpy_rng
+from tinytorch.random import numpy_generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -39,7 +39,7 @@ class RandomSampler(Sampler):
     independent draws."""
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
-        _numpy_rng(generator)  # a wrong generator fails now, not at the first epoch
+        numpy_generator(generator)  # a wrong generator fails now, not at the first epoch
         if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
         self.data_source, self.replacement, self.generator = data_source, bool(replacement), generator
@@ -50,7 +50,7 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        rng, n = _numpy_rng(self.generator), len(self.data_source)
+        rng, n = numpy_generator(self.generator), len(self.data_source)
         if self.replacement:
             return iter(rng.integers(0, n, size=self.num_samples).tolist())
         rounds = -(-self.num_samples // n) if n else 0  # more samples than data: whole permutations, then part of one
@@ -65,11 +65,11 @@ class SubsetRandomSampler(Sampler):
     """The given indices, in a new random order each epoch."""
 
     def __init__(self, indices, generator=None):
-        _numpy_rng(generator)
+        numpy_generator(generator)
         self.indices, self.generator = list(indices), generator
 
     def __iter__(self):
-        order = _numpy_rng(self.generator).permutation(len(self.indices))
+        order = numpy_generator(self.generator).permutation(len(self.indices))
         return iter([self.indices[i] for i in order])
 
     def __len__(self):
@@ -85,12 +85,12 @@ class WeightedRandomSampler(Sampler):
             raise ValueError("weights should be a 1-D sequence of non-negative numbers that do not all equal 0")
         if not replacement and num_samples > len(weights):
             raise ValueError("cannot draw more samples than there are weights without replacement")
-        _numpy_rng(generator)
+        numpy_generator(generator)
         self.weights, self.num_samples = weights, int(num_samples)
         self.replacement, self.generator = bool(replacement), generator
 
     def __iter__(self):
-        rng = _numpy_rng(self.generator)
+        rng = numpy_generator(self.generator)
         drawn = rng.choice(len(self.weights), size=self.num_samples, replace=self.replacement,
                            p=self.weights / self.weights.sum())
         return iter(drawn.tolist())

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from tinytorch._tensor import Tensor, int64
-from tinytorch.random import _numpy_rng
+from tinytorch.random import numpy_generator
 
 __all__ = [
     "CharTokenizer", "BPETokenizer", "SPLIT_PATTERN", "pretokenize", "split_on_special",
