@@ -314,9 +314,11 @@ for _i in range(3):
     assert_equal(_c.key_cache[_i].dtype, tinytorch.float32, f"key_cache[{_i}].dtype (the default)")
     assert_equal(_c.key_cache[_i].numpy(), np.zeros((2, 4, 10, 5)), f"key_cache[{_i}] starts at zeros")
 _buffers = [t.numpy() for t in _c.key_cache + _c.value_cache]
-check(not any(np.shares_memory(_a, _b) for _n, _a in enumerate(_buffers) for _b in _buffers[_n + 1:]),
-      "every layer's keys and values have memory of their own (no buffer shared)",
-      got=[id(t) for t in _c.key_cache + _c.value_cache])
+_names = [f"key_cache[{_i}]" for _i in range(3)] + [f"value_cache[{_i}]" for _i in range(3)]
+_shared = [f"{_names[_n]} and {_names[_m]}" for _n in range(6) for _m in range(_n + 1, 6)
+           if np.shares_memory(_buffers[_n], _buffers[_m])]
+check(not _shared, "every layer's keys and values have memory of their own (no buffer shared)",
+      got="shared: " + ", ".join(_shared))
 assert_equal(_c.seq_len, 0, "a new cache holds no token")
 assert_equal(KVCache(2, 1, 2, 4, 3, dtype=tinytorch.float64).value_cache[1].dtype, tinytorch.float64,
              "dtype is passed on")
@@ -340,9 +342,17 @@ for _t in (3, 4):                                                    # two decod
         assert_equal(_ak.numpy(), _k[_i][:, :, :_t + 1], f"layer {_i}, after {_t + 1} tokens: its own keys, oldest first")
         assert_equal(_av.numpy(), _v[_i][:, :, :_t + 1], f"layer {_i}, after {_t + 1} tokens: its own values")
 assert_equal(_c.seq_len, 5, "seq_len after a prompt of 3 and 2 steps")
-assert_raises(ValueError, _c.update, 0, Tensor(_k[0][:, :, :2]), Tensor(_v[0][:, :, :2]), match="block_size")
+_refusal = assert_raises(ValueError, _c.update, 0, Tensor(_k[0][:, :, :2]), Tensor(_v[0][:, :, :2]),
+                         match="block_size")
+check(all(_word in str(_refusal) for _word in ("layer 0", "5", "2", "6")),
+      "the refusal names the layer (0), the tokens cached (5), the new ones (2) and block_size (6)",
+      got=str(_refusal))
 assert_equal(_c.get_seq_length(0), 5, "a refused update leaves the count as it was")
-_ak, _ = _c.update(0, Tensor(_k[0][:, :, 5:6]), Tensor(_v[0][:, :, 5:6]))
+try:
+    _ak, _ = _c.update(0, Tensor(_k[0][:, :, 5:6]), Tensor(_v[0][:, :, 5:6]))
+except ValueError as _err:
+    raise AssertionError(f"layer 0 holds 5 tokens and block_size is 6: one more fits, but update refused it "
+                         f"({_err})") from _err
 assert_equal(_ak.numpy(), _k[0], "the last free slot can be filled (5 + 1 = block_size = 6 tokens)")
 assert_raises(ValueError, _c.update, 0, Tensor(_k[0][:, :, :1]), Tensor(_v[0][:, :, :1]), match="block_size")
 check(np.shares_memory(_ak.numpy(), _c.key_cache[0].numpy()), "all_k is a view of the buffer (no copy)")
@@ -463,8 +473,8 @@ print(f"1024 appends: concatenation {_t_cat * 1e3:.1f} ms, in place {_t_pre * 1e
 def cached_causal_mask(T, past):
     """Contract: T >= 1 new queries, past >= 0 cached tokens. Returns a bool Tensor of shape
     (T, past + T), True where new query i (the token at position past + i) may attend to
-    key j (keys: the past cached tokens, then the T new ones): exactly where j <= past + i.
-    Each new token sees every cached token and itself, never a later new token."""
+    key j (keys: the past cached tokens, then the T new ones): each new token sees every
+    cached token and the new tokens up to itself, never a later new token."""
     # Idea: query i sits at position past + i and sees every key up to and including itself.
     ### BEGIN SOLUTION
     return causal_mask(T, past + T, diagonal=past)
@@ -496,9 +506,11 @@ print("✓ cached_causal_mask(2, 3) =\n", _m.numpy().astype(int))
 # ## 4. Attention with a cache
 #
 # Now one layer's causal self-attention for the new tokens, with module 12's
-# `MultiheadAttention` weights: project the new tokens (the provided `attn._project(x, i)`,
-# $i$ = 0 query, 1 key, 2 value), split the heads, put the new keys and values into the
-# cache, and attend from the new queries to **all** keys and values with the offset mask.
+# `MultiheadAttention` weights (the provided `attn._project(x, i)` applies projection $i$:
+# 0 query, 1 key, 2 value). Module 12's `_attend` did this for a whole sequence; decide
+# what changes when `x` holds only the new tokens and the layer's cache holds the rest:
+# which projections are needed for which tokens, what goes into the cache, and which mask
+# the new queries attend with.
 # `MultiheadAttention.forward(x, x, x, kv_cache=cache, layer_idx=i)` (module 12's hook)
 # lands in the provided `mha_forward_with_cache`, which checks its arguments and calls yours.
 #
@@ -696,8 +708,8 @@ print("✓ cached_gpt_forward: 5 chunks equal the full forward; logits[0, -1, :3
 #
 # <details><summary>Hint 1</summary>
 #
-# With a prompt of $T$ tokens and $n$ new ones, the sequence ends with $T + n$ tokens. The
-# model reads the prompt, and then every new token except the last one.
+# Write out a small case: a prompt of 2 tokens and 3 new ones. List the calls of the model
+# and the positions each call reads. Which of the 5 tokens is never given to the model?
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -785,13 +797,19 @@ with tinytorch.no_grad():                                                # sampl
     _s2 = _generate(_gpt, _prompt, 5, 1.0, 4, np.random.default_rng(7))   # module 13's loop
 assert_equal(_s1, _s2, "sampled tokens (temperature 1, top_k 4, the same rng seed) with vs without the cache")
 _gpt.tok_emb = _Recorder(_emb)
+_refusal = None
 try:
-    assert_raises(ValueError, _generate_cached, _gpt, _prompt, 8, 0.0, None, np.random.default_rng(0),
-                  match="max_new_tokens")
-    _shapes = _gpt.tok_emb.shapes
+    with tinytorch.no_grad():
+        _generate_cached(_gpt, _prompt, 8, 0.0, None, np.random.default_rng(0))
+except ValueError as _err:
+    _refusal = _err
 finally:
+    _shapes = _gpt.tok_emb.shapes
     _gpt.tok_emb = _emb
-assert_equal(_shapes, [], "a refused generation (prompt 4, 8 new, block_size 10) runs no forward pass")
+assert_equal(_shapes, [], "prompt 4, 8 new, block_size 10 does not fit: your room check must refuse it "
+             "before any forward pass (the model ran on these inputs first)")
+check(_refusal is not None and "max_new_tokens" in str(_refusal),
+      "the refusal is your room check's ValueError (with _room_message)", got=_refusal)
 assert_equal(_generate_cached(_gpt, _prompt, 0, 0.0, None, None), _prompt, "max_new_tokens = 0: the prompt")
 print("✓ _generate_cached: the same greedy tokens, prefill once then 1 token per step:", _cached[0].tolist())
 
@@ -836,18 +854,18 @@ _Ts = [32, 64, 128, 256, 512]
 _t_plain, _t_cached = [], []
 _cache = KVCache.for_model(_model, batch_size=1)
 with tinytorch.no_grad():
+    for _T in _Ts:                                                           # without the cache
+        _t_plain.append(median_time(lambda: _model(_seq[:, :_T]), repeats=5, warmup=2))
     cached_gpt_forward(_model, _seq[:, :511], _cache)                       # prefill once, then crop
-    for _T in _Ts:
-        _ctx, _new = _seq[:, :_T], _seq[:, _T - 1:_T]
-
+    for _T in _Ts:                                                           # with it
         def _step_cached():
             _cache.crop(_T - 1)                                              # T - 1 tokens cached
-            cached_gpt_forward(_model, _new, _cache)
+            cached_gpt_forward(_model, _seq[:, _T - 1:_T], _cache)
 
-        _t_plain.append(median_time(lambda: _model(_ctx), repeats=5))
-        _t_cached.append(median_time(_step_cached, repeats=9))
-        print(f"T = {_T:3d}: without the cache {_t_plain[-1] * 1e3:7.2f} ms/token, with it "
-              f"{_t_cached[-1] * 1e3:6.2f} ms/token ({_t_plain[-1] / _t_cached[-1]:5.1f}x)")
+        _t_cached.append(median_time(_step_cached, repeats=9, warmup=2))
+for _T, _tp, _tc in zip(_Ts, _t_plain, _t_cached):
+    print(f"T = {_T:3d}: without the cache {_tp * 1e3:7.2f} ms/token, with it {_tc * 1e3:6.2f} ms/token "
+          f"({_tp / _tc:5.1f}x)")
 for _label, _pred, _meas in [("speedup at T = 512", predicted_speedup_512, _t_plain[-1] / _t_cached[-1]),
                              ("growth 256 -> 512 without the cache", predicted_growth_uncached, _t_plain[-1] / _t_plain[-2]),
                              ("growth 256 -> 512 with the cache", predicted_growth_cached, _t_cached[-1] / _t_cached[-2])]:
@@ -934,6 +952,44 @@ print(f"prefill of 128 tokens: one pass {_t_one * 1e3:.1f} ms, token by token {_
 # FLOPs are about the same; the calls are not. That is why servers split the work into a
 # compute-bound **prefill** and a memory-bound, one-token-at-a-time **decode**.
 #
+# "Memory-bound" is a claim to check with numbers. A decode step of GPT-2 small (124 million
+# parameters in float32, batch 1, 1,024 tokens cached) reads every weight once and the whole
+# cache once, and does one multiply-add (2 FLOPs) per weight plus the new query's row of
+# attention. Its **arithmetic intensity** is FLOPs per byte read. A machine's **balance** is
+# the FLOPs its arithmetic can do per byte its memory can deliver: below the balance, the
+# arithmetic waits for memory. **Predict first**: the intensity of that decode step, and
+# whether it is above or below this CPU's balance.
+
+# %%
+predicted_intensity = None  # your number: FLOPs per byte read, GPT-2 small decode step, batch 1
+
+# %%
+_n_params, _layers, _width, _cached = 124_439_808, 12, 768, 1024
+_bytes_read = 4 * _n_params + 2 * _layers * _cached * _width * 4    # weights, then K and V of every layer
+_flops = 2 * _n_params + 4 * _layers * _cached * _width             # the weights' matmuls, q·K and weights·V
+_intensity = _flops / _bytes_read
+_a = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
+_flops_per_s = 2 * 1024**3 / median_time(lambda: _a @ _a, repeats=3)              # one thread
+_src = np.ones(2**24, dtype=np.float32)                                            # 64 MiB, far past the caches
+_dst = np.empty_like(_src)
+_bytes_per_s = 2 * _src.nbytes / median_time(lambda: np.copyto(_dst, _src), repeats=3)  # read + write
+_balance = _flops_per_s / _bytes_per_s
+print(f"decode step: {_flops / 1e9:.2f} GFLOP over {_bytes_read / 2**20:.0f} MiB read: "
+      f"{_intensity:.2f} FLOP/byte; " + ("no prediction written" if predicted_intensity is None
+                                          else f"you predicted {predicted_intensity}"))
+print(f"this CPU, one thread: {_flops_per_s / 1e9:.1f} GFLOP/s (a 1024² matmul), {_bytes_per_s / 1e9:.1f} GB/s "
+      f"(a 64 MiB copy): balance {_balance:.1f} FLOP/byte")
+print(f"so one decode step is memory-bound by a factor of {_balance / _intensity:.0f}; a batch of B sequences "
+      f"reads the weights once for B tokens, which is why servers batch decoding")
+
+# %% [markdown]
+# The intensity is a count and does not depend on the machine: about half a FLOP per byte.
+# The balance is measured, and every current CPU and GPU has one far above that (a GPU's
+# is tens to hundreds). Batching is the lever: B sequences decoded together reuse each
+# weight B times, so the weights' part of the intensity grows with B until the arithmetic,
+# not the memory, is the limit; the cache's part does not grow, since each sequence reads
+# its own.
+#
 # ## 8. What PyTorch (and Hugging Face) do
 #
 # - Core PyTorch has no cache object; the model libraries do (torchtune's `KVCache`,
@@ -946,8 +1002,10 @@ print(f"prefill of 128 tokens: one pass {_t_one * 1e3:.1f} ms, token by token {_
 #   and `cache.get_seq_length()` are our `update` and `seq_len`.
 # - `F.scaled_dot_product_attention(q, k, v, is_causal=True)` aligns the triangle top-left
 #   when $L \ne S$; decoders pass an explicit mask or `causal_lower_right(L, S)` (section 3).
-#   With one query per step, the fused kernels hardly matter: decoding is limited by
-#   reading the weights and the cache from memory, not by FLOPs.
+#   With one query per step there is little arithmetic to fuse: decoding is limited by
+#   reading the weights and the cache from memory (section 7's last measurement), and the
+#   decode kernels (FlashDecoding's split-KV) exist to spread that reading over the whole
+#   GPU at long contexts.
 # - Serving systems (vLLM's **PagedAttention**) allocate the cache in fixed-size pages on
 #   demand instead of `block_size` up front, so many requests of different lengths share the
 #   memory; prompts with a common prefix share its pages (**prefix caching**).
@@ -996,8 +1054,8 @@ if torch is not None:
 #   returns the filled prefix (views, no copies).
 # - Three details carry every cached decoder: the new tokens' **positions** start at the
 #   cached count; their **causal mask** is the bottom-right triangle (each new token sees
-#   the cache and itself); and the model must never read past `block_size` (the last new
-#   token is never read, so $T + n - 1 \le$ `block_size`).
+#   the cache and itself); and the model must never read past `block_size`, counting only
+#   the tokens it actually reads.
 # - **Prefill** the prompt in one pass, then **decode** one token per step: the same logits
 #   (to rounding) and the same tokens as recomputing everything.
 # - Per token, attention drops from $O(T^2)$ to $O(T)$ and the rest of the model from $O(T)$

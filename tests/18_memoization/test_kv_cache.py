@@ -69,8 +69,11 @@ def test_kvcache_update_layers_are_independent():
 def test_kvcache_update_refuses_to_run_past_block_size():
     cache = KVCache(1, 1, 2, 4, 3)
     cache.update(0, tt.ones(1, 2, 3, 3), tt.ones(1, 2, 3, 3))
-    with pytest.raises(ValueError, match="block_size"):
+    with pytest.raises(ValueError, match="block_size") as refusal:
         cache.update(0, tt.ones(1, 2, 2, 3), tt.ones(1, 2, 2, 3))
+    message = str(refusal.value)
+    assert all(word in message for word in ("layer 0", "3", "2", "4")), \
+        f"the refusal names the layer (0), the tokens cached (3), the new ones (2) and block_size (4): {message!r}"
     assert cache.seq_len == 3, "a refused update must leave the cache as it was"
     ak, _ = cache.update(0, tt.full((1, 2, 1, 3), 2.0), tt.ones(1, 2, 1, 3))  # exactly full is fine
     assert ak.shape == (1, 2, 4, 3) and ak.numpy()[0, 0, 3, 0] == 2.0, "the last slot holds the last token"

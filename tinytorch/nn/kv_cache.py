@@ -106,8 +106,8 @@ class KVCache(_CacheBookkeeping):
 def cached_causal_mask(T, past):
     """Contract: T >= 1 new queries, past >= 0 cached tokens. Returns a bool Tensor of shape
     (T, past + T), True where new query i (the token at position past + i) may attend to
-    key j (keys: the past cached tokens, then the T new ones): exactly where j <= past + i.
-    Each new token sees every cached token and itself, never a later new token."""
+    key j (keys: the past cached tokens, then the T new ones): each new token sees every
+    cached token and the new tokens up to itself, never a later new token."""
     # Idea: query i sits at position past + i and sees every key up to and including itself.
     # YOUR CODE HERE
     raise NotImplementedError('cached_causal_mask() is not implemented yet: write it in modules/18_memoization/memoization.ipynb (module 18, memoization), then run `tito test module 18`.')
