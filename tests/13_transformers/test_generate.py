@@ -188,3 +188,12 @@ def test_generation_runs_in_eval_mode_and_restores_the_mode():
     model.eval()
     logits, _ = model(tt.tensor(a[:, :8]))
     assert a[0, 8] == logits.numpy()[0, -1].argmax()
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_sample_next_at_a_tiny_temperature_does_not_overflow(order):
+    logits = np.array([[10.0, 9.0, 2.0]], dtype=np.float32)[:, ::order].copy()
+    out = _sample_next(logits, 0.01, None, CountingRng(0.99))
+    expected = 0 if order == 1 else 2
+    assert out.tolist() == [expected], (f"temperature 0.01 on logits {logits[0].tolist()}: almost surely token "
+                                        f"{expected}, got {out.tolist()} (exp overflowing to inf gives NaN)")

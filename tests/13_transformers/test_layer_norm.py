@@ -35,10 +35,11 @@ def test_module_matches_torch_values_and_grads(torch, shape, normalized, dtype):
     yt.backward(torch.tensor(g))
     tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-11)
     assert yo.dtype == np.dtype(dtype) and yo.shape == shape
-    np.testing.assert_allclose(yo.numpy(), yt.detach().numpy(), **tol)
-    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), **tol)
-    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), **tol)
-    np.testing.assert_allclose(ours.bias.grad.numpy(), theirs.bias.grad.numpy(), **tol)
+    np.testing.assert_allclose(yo.numpy(), yt.detach().numpy(), **tol, err_msg="the output y (the forward)")
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), **tol, err_msg="the input's gradient x̄")
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), **tol,
+                               err_msg="the weight's gradient γ̄")
+    np.testing.assert_allclose(ours.bias.grad.numpy(), theirs.bias.grad.numpy(), **tol, err_msg="the bias's gradient β̄")
 
 
 @pytest.mark.parametrize("eps", [1e-5, 1e-2])
@@ -51,8 +52,10 @@ def test_functional_matches_torch_without_affine(torch, eps):
     yt = torch.nn.functional.layer_norm(xt, (3, 8), eps=eps)
     yo.backward(tt.tensor(g))
     yt.backward(torch.tensor(g))
-    np.testing.assert_allclose(yo.numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(yo.numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-12,
+                               err_msg="the output y (the forward), no weight or bias")
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12,
+                               err_msg="the input's gradient x̄, no weight or bias")
 
 
 def test_normalises_each_token(torch):
@@ -119,3 +122,21 @@ def test_shape_errors_name_the_shapes():
         F.layer_norm(x, 3)
     with pytest.raises(RuntimeError):
         F.layer_norm(x, 4, weight=tt.ones(3))
+
+
+@pytest.mark.parametrize("normalized", [(6,), (5, 6)])
+def test_layer_norm_forward_alone_uses_the_statistics_it_is_given(normalized):
+    """The forward called directly with given statistics: no statistics code runs."""
+    from tinytorch.nn.transformer import _layer_norm_forward
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 5, 6))
+    axes = tuple(range(3 - len(normalized), 3))
+    mean = x.mean(axes, keepdims=True) + 0.25                   # deliberately not x's own statistics
+    rstd = 1.0 / np.sqrt(x.var(axes, keepdims=True) + 2.0)
+    w, b = rng.standard_normal(normalized), rng.standard_normal(normalized)
+    got = _layer_norm_forward(tt.tensor(x), tt.tensor(w), tt.tensor(b), normalized_shape=normalized, eps=1e-5,
+                              mean=mean, rstd=rstd)
+    np.testing.assert_allclose(np.asarray(got.numpy() if isinstance(got, tt.Tensor) else got),
+                               (x - mean) * rstd * w + b, rtol=1e-12,
+                               err_msg="(x - mean) * rstd, scaled by weight and shifted by bias, with the given mean and rstd")

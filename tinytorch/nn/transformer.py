@@ -181,7 +181,7 @@ class TransformerBlock(Module):
         raise NotImplementedError('TransformerBlock.forward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
 
-# -- cell 33 --
+# -- cell 36 --
 @dataclass
 class GPTConfig:
     """The hyper-parameters of a GPT."""
@@ -208,7 +208,7 @@ class GPTConfig:
             raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout}")
 
 
-# -- cell 34 (gpt) --
+# -- cell 37 (gpt) --
 class GPT(Module):
     """A decoder-only transformer language model (GPT-2 style, pre-norm)."""
 
@@ -272,7 +272,7 @@ class GPT(Module):
         return _gpt_generate(self, idx, max_new_tokens, temperature, top_k, generator, use_cache)
 
 
-# -- cell 40 (generate) --
+# -- cell 43 (generate) --
 def _sample_next(logits, temperature, top_k, rng):
     """Contract: logits numpy (B, V); temperature >= 0 (0 = greedy); top_k None or int >= 1;
     rng a numpy Generator, called once as rng.random((B, 1)) when sampling. Returns int64
