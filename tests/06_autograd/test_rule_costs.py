@@ -100,3 +100,17 @@ def test_the_meters_tell_a_loop_and_a_matrix_from_numpy_work():
     assert peak_bytes(matrix, g_wide) > MEMORY_LIMIT * g_wide.nbytes
     node, grad = node_and_grad("cumsum", SMALL)
     np.testing.assert_allclose(autograd.BACKWARD_RULES["cumsum"](node, grad)[0], vectorised(grad))
+
+
+@pytest.mark.parametrize("op,forward", [("exp", lambda x: x.exp()), ("sigmoid", F.sigmoid), ("tanh", F.tanh)])
+def test_rules_written_with_the_output_need_not_see_the_input(op, forward):
+    """The node saved the output; these three derivatives are functions of it, so the rule
+    recomputes nothing from x: on a node whose input is hidden (NaN), the gradient stays finite."""
+    from types import SimpleNamespace
+
+    x = tt.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    node = forward(x).grad_fn
+    hidden = SimpleNamespace(op=node.op, inputs=(tt.tensor(np.full(3, np.nan)),), output=node.output,
+                             attrs=node.attrs)
+    got = np.asarray(autograd.BACKWARD_RULES[op](hidden, np.ones(3))[0])
+    assert np.isfinite(got).all(), f"{op}'s rule recomputed from the input instead of using the saved output: {got}"

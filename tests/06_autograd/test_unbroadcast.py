@@ -49,3 +49,8 @@ def test_unbroadcast_is_the_adjoint_of_broadcasting(pair, seed):
     assert np.shape(got) == shape
     np.testing.assert_allclose(np.sum(got * s), np.sum(g * np.broadcast_to(s, out_shape)),
                                rtol=1e-10, atol=1e-10)
+
+
+def test_nothing_broadcast_returns_the_gradient_itself():
+    grad = np.arange(24.0).reshape(2, 3, 4)
+    assert unbroadcast(grad, (2, 3, 4)) is grad, "nothing was broadcast: return grad itself, not a copy"
