@@ -74,7 +74,7 @@ def test_fully_padded_sequence_gives_zeros_not_nan():
         assert np.all(np.isfinite(p.grad.numpy()))
 
 
-def test_dropout_only_in_training():
+def test_multihead_attention_attend_drops_only_in_training():
     tt.manual_seed(8)
     m = nn.MultiheadAttention(8, 2, dropout=0.5, dtype=tt.float64)
     x = tt.tensor(np.random.default_rng(9).standard_normal((2, 6, 8)))
@@ -92,7 +92,7 @@ def test_dropout_only_in_training():
                                             f"got {np.mean(wc.numpy() == 0):.0%} zeros")
 
 
-def test_gradcheck_mha():
+def test_multihead_attention_attend_gradcheck():
     tt.manual_seed(10)
     m = nn.MultiheadAttention(6, 3, dtype=tt.float64)
     with tt.no_grad():
