@@ -1584,8 +1584,8 @@ class FakeQuantizeFunction(Function):
         quant_min < quant_max ints. Returns a Tensor of x's shape and x's dtype (float32 in,
         float32 out; float64 in, float64 out; per tensor and per channel alike): each element
         replaced by the real value its quantized integer stands for, with the integers of
-        _quantize (and of PyTorch's fake_quantize_* functions). Saves for backward which
-        elements' integers were in [quant_min, quant_max] before saturation."""
+        _quantize (and of PyTorch's fake_quantize_* functions). Saves for backward what the
+        rule you derived in the prose needs, and nothing of x's size more."""
         # Idea: the values of the int8 model, in float; remember who was clipped.
         ### BEGIN SOLUTION
         a = x.numpy()
@@ -1599,9 +1599,8 @@ class FakeQuantizeFunction(Function):
     @staticmethod
     def backward(ctx, grad):
         """Contract: grad a Tensor of x's shape. Returns (grad_x, None, None, None, None):
-        grad_x of grad's shape and dtype, equal to grad where the forward's integer (before
-        saturation) was inside [quant_min, quant_max], ends included, and 0 elsewhere; as
-        PyTorch's straight-through gradient."""
+        grad_x of grad's shape and dtype, the straight-through gradient you derived in the
+        prose, equal to PyTorch's (the check cell tests the boundary cases)."""
         # Idea: the rounding is invisible to the gradient, the clamp is not.
         ### BEGIN SOLUTION
         (inside,) = ctx.saved_tensors
@@ -1725,8 +1724,8 @@ if torch is not None:
 # <details><summary>Hint 2</summary>
 #
 # The children of the children need the same treatment, and searching a child is the
-# same problem as searching the whole model. And what happens to a loop over a dict when
-# the loop's body assigns into that dict?
+# same problem as searching the whole model. But once a child has been replaced, should
+# the search go on inside the replacement?
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -2279,18 +2278,25 @@ for _bias, _affine, _tiny, _label in [(True, True, False, "conv with bias, affin
     _x_in, _tol = _xc, dict(rtol=1e-4, atol=1e-5)
     if _tiny:
         _conv, _bn, _x_in, _tol = _conv.double(), _bn.double(), _xc.double(), dict(rtol=1e-10, atol=1e-12)
-    _w0 = _conv.weight.numpy().copy()
+    _states = lambda: [*(("conv." + _n, _t) for _n, _t in _conv.state_dict().items()),  # noqa: E731
+                       *(("bn." + _n, _t) for _n, _t in _bn.state_dict().items())]
+    _before = {_n: _t.numpy().copy() for _n, _t in _states()}
     with tinytorch.no_grad():
         _want = _bn(_conv(_x_in)).numpy()
         _fused = fuse_conv_bn_eval(_conv, _bn)
         _got = _fused(_x_in).numpy()
     assert_close(_got, _want, **_tol, what=f"{_label}: fused(x) against bn(conv(x))")
-    assert_equal(_conv.weight.numpy(), _w0, f"{_label}: the convolution's own weight is unchanged")
+    for _n, _t in _states():
+        assert_equal(_t.numpy(), _before[_n], f"{_label}: the caller's {_n} is unchanged (fusing builds a new layer)")
+    check(_conv.bias is None if not _bias else _conv.bias is not _fused.bias,
+          f"{_label}: the fused layer's bias is its own Parameter, not the caller's conv.bias")
 _conv, _bn = _conv_bn_pair()
 assert_raises(ValueError, fuse_conv_bn_eval, _conv.train(), _bn, match="eval",
               what="fusing a convolution in training mode")
 assert_raises(ValueError, fuse_conv_bn_eval, _conv.eval(), _bn.train(), match="eval",
               what="fusing a batch norm in training mode")
+assert_raises(ValueError, fuse_conv_bn_eval, _conv.eval(), nn.BatchNorm2d(5, track_running_stats=False).eval(),
+              match="running", what="fusing a batch norm that keeps no running statistics")
 print(f"✓ fuse_conv_bn_eval; largest difference from bn(conv(x)): {np.abs(_got - _want).max():.1e}")
 
 # %% [markdown]

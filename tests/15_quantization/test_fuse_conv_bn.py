@@ -22,6 +22,18 @@ def _pair(bias=True, affine=True, stride=1, padding=1, dtype=None, seed=0, tiny_
     return conv.eval(), bn.eval()
 
 
+def test_the_inputs_are_left_as_they_were():
+    conv, bn = _pair()
+    before = {k: v.numpy().copy() for k, v in {**conv.state_dict(), **{f"bn.{k}": v for k, v in bn.state_dict().items()}}.items()}
+    fused = fuse_conv_bn_eval(conv, bn)
+    after = {k: v.numpy() for k, v in {**conv.state_dict(), **{f"bn.{k}": v for k, v in bn.state_dict().items()}}.items()}
+    assert before.keys() == after.keys()
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
+    assert fused.weight is not conv.weight
+    assert not conv.training and not bn.training
+
+
 @pytest.mark.parametrize("bias", [True, False], ids=["conv-bias", "no-conv-bias"])
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "no-affine"])
 @pytest.mark.parametrize("stride,padding", [(1, 1), (2, 0)])
@@ -51,18 +63,6 @@ def test_float64_layers_fuse_to_a_float64_conv_exactly_enough():
         fused = fuse_conv_bn_eval(conv, bn)
         np.testing.assert_allclose(fused(x).numpy(), bn(conv(x)).numpy(), rtol=1e-10, atol=1e-12)
     assert fused.weight.dtype == tt.float64
-
-
-def test_the_inputs_are_left_as_they_were():
-    conv, bn = _pair()
-    before = {k: v.numpy().copy() for k, v in {**conv.state_dict(), **{f"bn.{k}": v for k, v in bn.state_dict().items()}}.items()}
-    fused = fuse_conv_bn_eval(conv, bn)
-    after = {k: v.numpy() for k, v in {**conv.state_dict(), **{f"bn.{k}": v for k, v in bn.state_dict().items()}}.items()}
-    assert before.keys() == after.keys()
-    for k in before:
-        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
-    assert fused.weight is not conv.weight
-    assert not conv.training and not bn.training
 
 
 @pytest.mark.parametrize("which", ["conv", "bn"])

@@ -428,8 +428,8 @@ class FakeQuantizeFunction(Function):
         quant_min < quant_max ints. Returns a Tensor of x's shape and x's dtype (float32 in,
         float32 out; float64 in, float64 out; per tensor and per channel alike): each element
         replaced by the real value its quantized integer stands for, with the integers of
-        _quantize (and of PyTorch's fake_quantize_* functions). Saves for backward which
-        elements' integers were in [quant_min, quant_max] before saturation."""
+        _quantize (and of PyTorch's fake_quantize_* functions). Saves for backward what the
+        rule you derived in the prose needs, and nothing of x's size more."""
         # Idea: the values of the int8 model, in float; remember who was clipped.
         # YOUR CODE HERE
         raise NotImplementedError('FakeQuantizeFunction.forward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
@@ -437,9 +437,8 @@ class FakeQuantizeFunction(Function):
     @staticmethod
     def backward(ctx, grad):
         """Contract: grad a Tensor of x's shape. Returns (grad_x, None, None, None, None):
-        grad_x of grad's shape and dtype, equal to grad where the forward's integer (before
-        saturation) was inside [quant_min, quant_max], ends included, and 0 elsewhere; as
-        PyTorch's straight-through gradient."""
+        grad_x of grad's shape and dtype, the straight-through gradient you derived in the
+        prose, equal to PyTorch's (the check cell tests the boundary cases)."""
         # Idea: the rounding is invisible to the gradient, the clamp is not.
         # YOUR CODE HERE
         raise NotImplementedError('FakeQuantizeFunction.backward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
