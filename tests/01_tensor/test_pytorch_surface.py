@@ -40,7 +40,7 @@ SURFACE = {
     "Tensor.__and__(int)": lambda m: (m.arange(8) & 6).numpy(),
     "bool & Tensor": lambda m: (True & (_numbers(m) > 0)).numpy(),
     "Tensor.logical_not": lambda m: _numbers(m).logical_not().numpy(),
-    "torch.logical_not": lambda m: m.logical_not(m.arange(-1, 2)).numpy(),
+    "logical_not": lambda m: m.logical_not(m.arange(-1, 2)).numpy(),
     # pieces along one dimension
     "Tensor.split(int)": lambda m: [p.numpy() for p in _numbers(m).split(2, dim=1)],
     "Tensor.split(sizes)": lambda m: [p.numpy() for p in _numbers(m).split([1, 4], dim=-1)],
