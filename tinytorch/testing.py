@@ -349,7 +349,15 @@ class _Writes:
             first = self.owner.setdefault(address, self.iteration)
             if first != self.iteration and address not in self.clashed and len(self.clashes) < 20:
                 self.clashed.add(address)
-                self.clashes.append((array.shape, _element(array, address), first, self.iteration))
+                whole = _whole(array)  # a write through a row or slice is reported in the array it views
+                self.clashes.append((whole.shape, _element(whole, address), first, self.iteration))
+
+
+def _whole(array):
+    """The kernel's argument, or the array it made, that `array` (a watched view) is part of."""
+    while isinstance(array.base, _Watched):
+        array = array.base
+    return array
 
 
 def _addresses(array):
@@ -483,16 +491,37 @@ def simd_float_ops(kernel, *args):
     timing would depend on the machine and its load."""
     import re
 
+    pattern = re.compile(r"= (?:fadd|fsub|fmul|fdiv)\b[^\n]*<\d+ x (?:float|double)>"
+                         r"|@llvm\.(?:fma|fmuladd)\.v\d+f(?:32|64)\(")
+    return len(pattern.findall(_compiled_ir(kernel, args)))
+
+
+def float64_ops(kernel, *args):
+    """How many operations on float64 values (arithmetic, conversions to float64, calls of
+    float64 math functions) the machine code of a numba kernel holds, compiled for `args`:
+    0 for a kernel that computes in float32 throughout, or for a function that is not compiled.
+
+    Why: one float64 constant promotes every value it touches, so a float32 kernel can run its
+    arithmetic in double precision, at up to twice the cost and half the SIMD width, and
+    still return the right float32 values."""
+    import re
+
+    pattern = re.compile(r"= (?:fadd|fsub|fmul|fdiv|fneg)\b[^\n]* double[ ,]|= fpext [^\n]* to double"
+                         r"|call [^\n]*double @(?!llvm\.lifetime)")
+    return len(pattern.findall(_compiled_ir(kernel, args)))
+
+
+def _compiled_ir(kernel, args):
+    """The LLVM IR of a numba kernel compiled afresh for `args` (code loaded from numba's
+    cache cannot be read); "" for a plain Python function."""
     from numba import njit
 
     if not hasattr(kernel, "py_func"):
-        return 0  # a plain Python function: the interpreter runs it one number at a time
+        return ""  # a plain Python function: the interpreter runs it one number at a time
     options = {key: value for key, value in kernel.targetoptions.items() if key not in ("cache", "nopython")}
-    kernel = njit(**options)(kernel.py_func)  # compiled afresh: code loaded from numba's cache cannot be read
+    kernel = njit(**options)(kernel.py_func)
     kernel(*args)
-    pattern = re.compile(r"= (?:fadd|fsub|fmul|fdiv)\b[^\n]*<\d+ x (?:float|double)>"
-                         r"|@llvm\.(?:fma|fmuladd)\.v\d+f(?:32|64)\(")
-    return sum(len(pattern.findall(ir)) for ir in kernel.inspect_llvm().values())
+    return "\n".join(kernel.inspect_llvm().values())
 
 
 def reuse_distances(reads):
@@ -543,7 +572,7 @@ def divergent_barriers(launch):
     """Run `launch()` (which launches CUDA kernels) and return the blocks in which not every
     thread passed the same `cuda.syncthreads()` calls in the same order: one entry per such
     block, (block index, a thread, the kernel lines of its barriers, thread 0's lines), at
-    most five. None when numba's CUDA simulator is not in use: only simulated threads can
+    most five. Lines are counted in the kernel's source, its first line (the decorator) 1. None when numba's CUDA simulator is not in use: only simulated threads can
     be watched.
 
     Why: a barrier that some threads of a block skip (inside an `if`, or after an early
@@ -569,7 +598,8 @@ def divergent_barriers(launch):
         return original_run(self)
 
     def syncthreads(self):
-        line = sys._getframe(2).f_lineno  # the kernel's line: it called the simulator's cuda.syncthreads
+        kernel = sys._getframe(2)  # the kernel's frame: it called the simulator's cuda.syncthreads
+        line = kernel.f_lineno - kernel.f_code.co_firstlineno + 1  # the same in a notebook cell and a file
         with lock:
             passed.setdefault(key(self), []).append(line)
         return original_sync(self)
@@ -664,10 +694,11 @@ def global_reads(launch):
 
 
 def coalesced_share(launch):
-    """Run `launch()` (which launches 1-D CUDA kernels) and return the share of its global
-    reads that are coalesced: of each two neighbouring threads of a warp (32 threads) that
-    both make their s-th read of an array, how often the second reads the element right
-    after the first's. None when numba's CUDA simulator is not in use.
+    """Run `launch()` (which launches CUDA kernels) and return the share of its global reads
+    that are coalesced: of each two threads of a block that are neighbours in a warp
+    (threadIdx.x and threadIdx.x + 1, the same y and z) and both make their s-th read of an
+    array, how often the second reads the element right after the first's. None when
+    numba's CUDA simulator is not in use.
 
     Why: a warp's 32 reads of one step become one memory transaction when they touch
     neighbouring addresses, and up to 32 when they do not; the values are the same either

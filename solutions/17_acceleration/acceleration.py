@@ -64,14 +64,15 @@
 
 # %%
 import os
-import tempfile
 
 from tinytorch.testing import use_cuda_simulator_unless_gpu
 
 simulated = use_cuda_simulator_unless_gpu()  # before numba loads; the tests decide the same way
-# numba's cache (cache=True) goes to a temporary folder, not next to this notebook; the
-# "workqueue" threading layer is numba's own, and safe when a process forks (as graders do).
-os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(tempfile.gettempdir(), "tinytorch-numba-cache"))
+# numba's cache (cache=True) goes to your own cache folder, not next to this notebook nor
+# into a folder other users share; the "workqueue" threading layer is numba's own, and safe
+# when a process forks (as graders do).
+_cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(_cache_home, "tinytorch", "numba"))
 os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
 print("CUDA simulator:", simulated)
 
@@ -92,7 +93,7 @@ import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
 from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, coalesced_share, divergent_barriers,
-                               element_reads, global_reads, multiply_written, parallel_write_clashes, peak_bytes,
+                               element_reads, float64_ops, global_reads, multiply_written, parallel_write_clashes, peak_bytes,
                                prange_trips, preserved_state, reuse_distances, simd_float_ops,
                                with_garbage_shared_memory)
 from tinytorch.utils.timing import median_time
@@ -112,8 +113,8 @@ def check_barriers(launch, what):
     check(not divergent, f"{what}: every thread of a block passes the same cuda.syncthreads() calls in the same "
           "order (a barrier inside an `if` that some threads skip, or after some threads have returned, is "
           "undefined behaviour on a GPU: it may hang, or let threads read shared memory before it is written); "
-          "got lists (block, a thread, the line numbers of the barriers it passed, counted in the cell that "
-          "defines the kernel, and those of the block's first thread)", got=divergent)
+          "got lists (block, a thread, the lines of the barriers it passed, and those of the block's first thread, "
+          "each line counted in the kernel's source with its @cuda.jit line as 1)", got=divergent)
 
 # %% [markdown]
 # The package file starts with its imports. `njit` compiles a function the first time it
@@ -374,6 +375,11 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 # computed on its own (no long sum whose rounding would change with the order); `cache=True`,
 # which stores the machine code on disk so the next process does not compile again.
 #
+# One more rule: the kernel computes in x's dtype. numba types a Python float such as `0.5`
+# as float64, and a float32 times a float64 is a float64, so one such constant can move the
+# whole element, erf included, to double precision: right values, and a slower kernel. The
+# check reads the compiled code for float64 operations.
+#
 # <details><summary>Hint 1</summary>
 #
 # The bias has one entry per column: element (i, j) gets bias j.
@@ -400,16 +406,18 @@ def bias_gelu(x, bias):
     Contract: `x` a 2-D float array (n, m), `bias` a 1-D array of length m, same dtype.
     Returns a new (n, m) array y with y[i, j] = g(x[i, j] + bias[j]), g(v) = v/2 (1 +
     erf(v / sqrt 2)), equal to torch.nn.functional.gelu(x + bias) within float tolerance.
+    Every operation is done in x's dtype: no float64 arithmetic for float32 input.
     """
     # Idea: one read and one write per element; everything else stays in registers.
     ### BEGIN SOLUTION
     out = np.empty_like(x)
     n, m = x.shape
-    inv_sqrt2 = 1.0 / math.sqrt(2.0)
+    real = x.dtype.type  # constants in x's dtype: a bare 0.5 is a float64 in numba
+    half, one, inv_sqrt2 = real(0.5), real(1.0), real(1.0 / math.sqrt(2.0))
     for i in prange(n):
         for j in range(m):
             v = x[i, j] + bias[j]
-            out[i, j] = 0.5 * v * (1.0 + math.erf(v * inv_sqrt2))
+            out[i, j] = half * v * (one + math.erf(v * inv_sqrt2))
     return out
     ### END SOLUTION
 
@@ -431,6 +439,10 @@ assert_equal(bias_gelu(np.zeros((0, 3), np.float32), np.zeros(3, np.float32)).sh
 _, _clashes = parallel_write_clashes(bias_gelu, _x[:, :5], _b[:5])
 check(not _clashes, "no two iterations of bias_gelu's prange loop write the same element (section 3 shows why "
       "that matters); got lists (array shape, element, first iteration, second iteration)", got=_clashes)
+_f64 = float64_ops(bias_gelu, _x, _b)
+check(_f64 == 0, "bias_gelu on float32 input computes in float32 (a float64 constant promotes every element it "
+      "touches, erf included, to double precision: the same values, slower); got the number of float64 operations "
+      "in its compiled code", got=_f64, expected=0)
 _x = _rng.standard_normal((32, 64)).astype(np.float32)
 _peak = peak_bytes(bias_gelu, _x, _b[:1].repeat(64))
 check(_peak < 1.5 * _x.nbytes, f"bias_gelu holds no temporary array the size of x (one pass: read x, write y); "
@@ -1031,7 +1043,6 @@ _points = _kernel_points()
 fig, ax = plt.subplots(figsize=(8, 5))
 draw_roofline(ax, _points)
 fig.tight_layout()
-fig.savefig(os.path.join(tempfile.gettempdir(), "tinytorch_roofline.png"), dpi=90)
 plt.show()
 
 # %% [markdown]
@@ -1105,7 +1116,6 @@ def draw_thread_grid(ax, rows=9, cols=10, tile=4):
 fig, ax = plt.subplots(figsize=(8, 7))
 draw_thread_grid(ax)
 fig.tight_layout()
-fig.savefig(os.path.join(tempfile.gettempdir(), "tinytorch_thread_grid.png"), dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -1508,7 +1518,6 @@ def draw_tiling(ax, n=6, t_now=1, block=(1, 2)):
 fig, ax = plt.subplots(figsize=(9, 3.4))
 draw_tiling(ax)
 fig.tight_layout()
-fig.savefig(os.path.join(tempfile.gettempdir(), "tinytorch_tiling.png"), dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -1646,6 +1655,11 @@ else:
           f"often than the naive one (each loaded element used TILE times from shared memory); "
           f"got the reads of both, on a {2 * TILE} x {2 * TILE} product", got=_reads)
     print(f"global reads on a {2 * TILE} x {2 * TILE} product: naive {_reads['naive']}, tiled {_reads['tiled']}")
+    _share = coalesced_share(lambda: matmul(_sq, _sq))
+    check(_share > 0.99, "matmul_tiled_kernel's loads are coalesced: threads tx and tx + 1 of a row of the block "
+          "read neighbouring addresses of A and of B at each step (one transaction per warp, not one per "
+          "thread; the values are right either way); got the share of neighbouring reads",
+          got=f"{_share:.0%}", expected="100%")
 _a = _rng.standard_normal((TILE + 2, TILE - 1)).astype(np.float32)  # k < TILE: the first tile is an edge tile
 _b = _rng.standard_normal((TILE - 1, 3)).astype(np.float32)
 _garbage = with_garbage_shared_memory(lambda: matmul(_a, _b))

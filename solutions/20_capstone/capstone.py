@@ -60,9 +60,7 @@
 
 # %%
 import copy
-import os
 import sys
-import tempfile
 import time
 
 import matplotlib
@@ -850,7 +848,6 @@ print(f"\nPareto front: {front}; chosen (fewest bytes within 2 points of the bes
 fig, ax = plt.subplots(figsize=(7.5, 4.4))
 pareto_plot(rows, front, chosen, ax=ax)
 fig.tight_layout()
-fig.savefig(os.path.join(tempfile.gettempdir(), "tinytorch_capstone_pareto.png"), dpi=90)
 plt.show()
 
 # %% [markdown]

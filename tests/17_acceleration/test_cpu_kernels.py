@@ -6,7 +6,7 @@ import pytest
 from numba import njit
 
 from tinytorch.backends import cpu_kernels as ck
-from tinytorch.testing import element_reads, peak_bytes, reuse_distances, simd_float_ops
+from tinytorch.testing import element_reads, float64_ops, peak_bytes, reuse_distances, simd_float_ops
 
 RNG = np.random.default_rng(0)
 
@@ -84,6 +84,13 @@ def test_bias_gelu_empty_batch():
     assert got.shape == (0, 3), f"an empty batch keeps its shape (0, 3), got {got.shape}"
     np.testing.assert_allclose(ck.bias_gelu(np.array([[-1.0, 0.0, 2.0]], np.float32), b),
                                [[-0.15865526, 0.8413447, 0.8413447]], rtol=1e-6, err_msg="GELU(-1), GELU(1), GELU(1)")
+
+
+def test_bias_gelu_computes_float32_in_float32():
+    """A float64 constant promotes the whole element, erf included: the same values, slower."""
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    ops = float64_ops(ck.bias_gelu, x, np.ones(5, np.float32))
+    assert ops == 0, f"bias_gelu on float32 input has {ops} float64 operations in its compiled code, expected none"
 
 
 def test_strided_position_stores_no_multi_index():

@@ -127,8 +127,9 @@ def _assert_same_barriers(launch, kernel):
         block, thread, lines, first_lines = divergent[0]
         raise AssertionError(
             f"{kernel}: threads of one block passed different cuda.syncthreads() calls: in block {block}, thread "
-            f"{thread} passed barriers at lines {lines} of tinytorch/cuda/kernels.py, the block's first thread at "
-            f"lines {first_lines} (a barrier inside an `if`, or after a `return`, that some threads skip); "
+            f"{thread} passed barriers at lines {lines} of {kernel}, the block's first thread at lines "
+            f"{first_lines} (counted from its @cuda.jit line; a barrier inside an `if`, or after a `return`, that "
+            f"some threads skip); "
             f"{len(divergent)} such thread(s) in all")
 
 
@@ -187,3 +188,13 @@ def test_matmul_tiled_kernel_reads_global_memory_tile_times_less_than_the_naive_
         pytest.skip("global reads are counted under numba's CUDA simulator only (this run uses a real GPU)")
     assert naive == 2 * 3 * K.TILE * (2 * K.TILE * K.TILE), "the naive kernel reads 2k elements per output"
     assert tiled * K.TILE <= naive, f"tiled kernel: {tiled} global reads, naive: {naive}"
+
+
+def test_matmul_tiled_kernel_loads_are_coalesced():
+    """Threads tx and tx + 1 load neighbouring elements of A and of B: one transaction per warp."""
+    a = RNG.standard_normal((2 * K.TILE, 2 * K.TILE)).astype(np.float32)
+    share = coalesced_share(lambda: K.matmul(a, a))
+    if share is None:
+        pytest.skip("reads are watched under numba's CUDA simulator only (this run uses a real GPU)")
+    assert share > 0.99, (f"matmul_tiled_kernel: {share:.0%} of the loads of neighbouring threads (tx, tx + 1) "
+                          f"touch neighbouring elements; loading a tile transposed makes them a row apart")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numba import njit, prange
 
-from tinytorch.testing import assert_close, parallel_write_clashes, prange_trips, spied
+from tinytorch.testing import assert_close, float64_ops, parallel_write_clashes, prange_trips, spied
 
 
 @pytest.mark.parametrize("widen", [lambda a: a.astype(np.int32), lambda a: np.asarray(a, dtype=np.int32),
@@ -88,6 +88,42 @@ def test_writes_into_an_argument_through_a_slice_are_seen():
     np.testing.assert_array_equal(out, np.full((3, 2), 4.0))
 
 
+
+@njit(parallel=True)
+def _one_row_written_by_all(c):
+    for i in prange(3):
+        row = c[1]  # a view of c: the clash is reported as an element of c
+        row[2] = i
+    return c
+
+
+def test_a_clash_through_a_row_view_names_the_element_of_the_argument():
+    clashes = parallel_write_clashes(_one_row_written_by_all, np.zeros((6, 5))[2:])[1]
+    assert clashes == [((4, 5), (1, 2), 0, 1)]
+
+
+@njit
+def _scaled_in_float64(x):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 0.1  # a Python float is a float64 in numba
+    return out
+
+
+@njit
+def _scaled_in_its_dtype(x):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[i] * x.dtype.type(0.1)
+    return out
+
+
+def test_float64_ops_sees_a_float64_constant_in_float32_code():
+    x = np.ones(4, np.float32)
+    assert float64_ops(_scaled_in_its_dtype, x) == 0
+    assert float64_ops(_scaled_in_float64, x) > 0
+    assert float64_ops(_scaled_in_float64.py_func, x) == 0  # not compiled: nothing to read
+
 _SIMULATED_KERNELS = """
 import numpy as np
 from numba import cuda
@@ -146,7 +182,7 @@ def test_barriers_and_writes_are_watched_under_the_cuda_simulator():
     out, err = run_fresh(_SIMULATED_KERNELS, NUMBA_ENABLE_CUDASIM="1")
     assert out.splitlines() == [
         "barriers False [] 28.0",
-        "barriers True [((0, 0, 0), (1, 0, 0), [11, 17, 17], [11, 17, 17, 17])] 28.0",
+        "barriers True [((0, 0, 0), (1, 0, 0), [6, 12, 12], [6, 12, 12, 12])] 28.0",
         "writes False []",
         "writes True [((12,), (4,), 2)]",
         "garbage True 1.0",

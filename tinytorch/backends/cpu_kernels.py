@@ -109,6 +109,7 @@ def bias_gelu(x, bias):
     Contract: `x` a 2-D float array (n, m), `bias` a 1-D array of length m, same dtype.
     Returns a new (n, m) array y with y[i, j] = g(x[i, j] + bias[j]), g(v) = v/2 (1 +
     erf(v / sqrt 2)), equal to torch.nn.functional.gelu(x + bias) within float tolerance.
+    Every operation is done in x's dtype: no float64 arithmetic for float32 input.
     """
     # Idea: one read and one write per element; everything else stays in registers.
     # YOUR CODE HERE
