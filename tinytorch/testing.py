@@ -697,7 +697,8 @@ def coalesced_share(launch):
     """Run `launch()` (which launches CUDA kernels) and return the share of its global reads
     that are coalesced: of each two threads of a block that are neighbours in a warp
     (threadIdx.x and threadIdx.x + 1, the same y and z) and both make their s-th read of an
-    array, how often the second reads the element right after the first's. None when
+    array, how often the second reads the element right after the first's (pairs that read
+    the same element, such as a shape both need, are a broadcast and not counted). None when
     numba's CUDA simulator is not in use.
 
     Why: a warp's 32 reads of one step become one memory transaction when they touch
@@ -727,8 +728,9 @@ def coalesced_share(launch):
             continue
         after = reads.get((array, block, (thread[0] + 1,) + thread[1:]))
         for mine, theirs in zip(seen, after or []):
-            pairs += 1
-            coalesced += theirs == mine + 1
+            if theirs != mine:  # one address read by both is a broadcast: one transaction, neither way
+                pairs += 1
+                coalesced += theirs == mine + 1
     return coalesced / pairs if pairs else 1.0
 
 

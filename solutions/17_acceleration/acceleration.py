@@ -1136,6 +1136,9 @@ from numba.core import config as _numba_config
 
 from tinytorch._tensor import LAYOUT_ONLY, _result_dtype, register_kernel
 
+if __name__ != "__main__":  # the package file; in this notebook, section 1's cell defined it
+    from tinytorch.backends.cpu_kernels import strided_position
+
 __all__ = ["SIMULATED", "BLOCK", "TILE", "map_kernel", "zip_kernel", "block_reduce_kernel",
            "matmul_naive_kernel", "matmul_tiled_kernel", "elementwise", "reduce", "matmul",
            "matmul_naive", "register"]
@@ -1148,6 +1151,10 @@ TILE = 4 if SIMULATED else 16  # side of the matmul tiles: TILE x TILE threads p
 ADD, SUB, MUL, DIV, RELU_GRAD = 0, 1, 2, 3, 4  # zip codes: a+b, a-b, a*b, a/b, a if b > 0 else 0
 COPY, NEG, EXP, LOG, RELU = 0, 1, 2, 3, 4  # map codes
 SUM, MAX = 0, 1  # reduction codes
+
+
+# Section 1's strided_position, compiled a second time, for the GPU: a device function.
+_position = cuda.jit(device=True)(getattr(strided_position, "py_func", strided_position))
 
 
 @cuda.jit(device=True)
@@ -1193,8 +1200,16 @@ def _unary(op, v):
 # %% [markdown]
 # ## 8. Elementwise kernels: map and zip
 #
-# The simplest kernels: thread $i$ computes element $i$ of a flat (contiguous, 1-D) array.
-# Two details make them correct for every size:
+# The simplest kernels: thread $i$ computes element $i$ of the output, a flat (contiguous,
+# 1-D) array holding a tensor of shape `shape` in row-major order. The inputs are module
+# 01's strided tensors: a 1-D storage, strides (0 along a broadcast dimension, negative for
+# a flip) and an offset, all in elements, so a transposed, sliced or broadcast input reaches
+# the GPU as it is, without a host copy into the output's layout. Where in its storage does
+# an input keep output element $i$? You answered that in section 1: `strided_position` is
+# compiled once more, for the GPU, as the device function `_position(i, shape, strides,
+# offset)` (provided; `shape` and the strides arrive as int64 device arrays).
+#
+# Two details make the kernels correct for every size:
 #
 # - the **guard**: the grid has a whole number of blocks, so the last one usually sticks out
 #   past the end of the array; those threads must not write;
@@ -1232,41 +1247,45 @@ def _unary(op, v):
 # %% nbgrader={"grade": false, "grade_id": "map-zip-kernels", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export cuda.kernels
 @cuda.jit
-def map_kernel(x, out, op):
-    """out[i] = _unary(op, x[i]) for every i (1-D device arrays of one length).
+def map_kernel(x, x_strides, x_offset, out, shape, op):
+    """out[i] = _unary(op, element i of x) for every row-major ordinal i of `shape`.
 
-    Contract: works for any length (0 included) with any grid: each element is written by
-    exactly one thread, none outside the array.
+    Contract: `out` a 1-D device array of prod(shape) elements; `x` a 1-D device storage read
+    through `x_strides` (int64 device array, in elements, one per dim of `shape`) and
+    `x_offset`. Works for any size (0 included) with any grid: each element of out is written
+    by exactly one thread, none outside the array.
     """
     # Idea: deal the elements out to the grid's threads like cards.
     ### BEGIN SOLUTION
     start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     stride = cuda.gridDim.x * cuda.blockDim.x
     for i in range(start, out.shape[0], stride):
-        out[i] = _unary(op, x[i])
+        out[i] = _unary(op, x[_position(i, shape, x_strides, x_offset)])
     ### END SOLUTION
 
 
 @cuda.jit
-def zip_kernel(a, b, out, op):
-    """out[i] = _binary(op, a[i], b[i]) for every i (1-D device arrays of one length).
+def zip_kernel(a, a_strides, a_offset, b, b_strides, b_offset, out, shape, op):
+    """out[i] = _binary(op, element i of a, element i of b) for every row-major ordinal i of
+    `shape`.
 
-    Contract: as map_kernel.
+    Contract: as map_kernel, with two strided inputs (a broadcast one has stride 0 along
+    the dimensions it is stretched over).
     """
     # Idea: the same indexing as map_kernel, with two inputs.
     ### BEGIN SOLUTION
     start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     stride = cuda.gridDim.x * cuda.blockDim.x
     for i in range(start, out.shape[0], stride):
-        out[i] = _binary(op, a[i], b[i])
+        out[i] = _binary(op, a[_position(i, shape, a_strides, a_offset)], b[_position(i, shape, b_strides, b_offset)])
     ### END SOLUTION
 
 
 # %% [markdown]
-# The launchers (provided). `elementwise` broadcasts the inputs *on the host* first (numpy's
-# `broadcast_arrays` plus a contiguous copy), so that the kernels only ever see flat arrays
-# of one length: simple kernels, at the price of a copy for broadcast inputs. (PyTorch's
-# CUDA kernels take strides instead, module 01's idea on the GPU.)
+# The launchers (provided). `elementwise` sends each input to the device as the memory it
+# views and nothing more, with its strides and offset: a row broadcast over 1000 rows
+# travels as one row, a transpose as the matrix it transposes. PyTorch's CUDA elementwise
+# kernels do the same (its `TensorIterator` hands them strides).
 
 # %%
 #| export cuda.kernels
@@ -1275,25 +1294,39 @@ def _grid(n):
     return max(1, min(-(-n // BLOCK), MAX_BLOCKS))
 
 
-def _flat(x, dtype):
-    return np.ascontiguousarray(x, dtype=dtype).reshape(-1)
+def _strided_operand(x, shape, dtype):
+    """x broadcast to `shape`, as the device sees it: (storage, strides, offset), where the
+    storage is a copy in `dtype` of only the memory the view spans, and strides (0 along a
+    broadcast dim, negative for a flip) and offset are in elements of it."""
+    view = np.broadcast_to(np.asarray(x), shape)
+    if view.size == 0:
+        return cuda.to_device(np.zeros(1, dtype)), cuda.to_device(np.zeros(len(shape), np.int64)), 0
+    item = view.itemsize
+    strides = [s // item for s in view.strides]
+    lowest = tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(view.shape, strides))
+    span = 1 + sum(abs(s) * (n - 1) for n, s in zip(view.shape, strides))
+    memory = np.lib.stride_tricks.as_strided(view[lowest], shape=(span,), strides=(item,))
+    offset = sum((n - 1) * -s for n, s in zip(view.shape, strides) if s < 0)
+    return (cuda.to_device(np.ascontiguousarray(memory, dtype=dtype)),
+            cuda.to_device(np.asarray(strides, dtype=np.int64)), offset)
 
 
 def elementwise(op, a, b=None, dtype=None):
     """map_kernel (b None) or zip_kernel over numpy inputs, broadcast; returns a numpy array.
 
     `dtype`: the result's dtype (default: numpy's promotion of the inputs)."""
+    a = np.asarray(a)
+    shape = a.shape if b is None else np.broadcast_shapes(a.shape, np.shape(b))
+    dtype = np.dtype(dtype or (a.dtype if b is None else np.result_type(a, np.asarray(b))))
+    size = math.prod(shape)
+    out = cuda.device_array(size, dtype=dtype)
+    dims = cuda.to_device(np.asarray(shape, dtype=np.int64))
     if b is None:
-        a = np.asarray(a)
-        dtype = np.dtype(dtype or a.dtype)
-        out = cuda.device_array(a.size, dtype=dtype)
-        map_kernel[_grid(a.size), BLOCK](cuda.to_device(_flat(a, dtype)), out, op)
-        return out.copy_to_host().reshape(a.shape)
-    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
-    dtype = np.dtype(dtype or np.result_type(a, b))
-    out = cuda.device_array(a.size, dtype=dtype)
-    zip_kernel[_grid(a.size), BLOCK](cuda.to_device(_flat(a, dtype)), cuda.to_device(_flat(b, dtype)), out, op)
-    return out.copy_to_host().reshape(a.shape)
+        map_kernel[_grid(size), BLOCK](*_strided_operand(a, shape, dtype), out, dims, op)
+    else:
+        zip_kernel[_grid(size), BLOCK](*_strided_operand(a, shape, dtype), *_strided_operand(b, shape, dtype),
+                                       out, dims, op)
+    return out.copy_to_host().reshape(shape)
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-map-zip-kernels", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -1308,6 +1341,14 @@ assert_close(elementwise(DIV, np.ones((2, 3), np.float32), np.array([1.0, 2.0, 4
              [[1.0, 0.5, 0.25]] * 2, what="zip DIV with a broadcast row")
 assert_close(elementwise(ADD, np.float32(1.5), np.float32(2.0)), 3.5, what="a 1-element zip")
 assert_equal(elementwise(NEG, np.zeros((0, 4), np.float32)).shape, (0, 4), "an empty map")
+_m = np.arange(12, dtype=np.float32).reshape(3, 4)
+for _what, _x in [("a transpose", _m.T), ("a flip (negative stride, an offset)", _m[:, ::-1]),
+                  ("a slice", _m[1:, 1:3]), ("a row broadcast over 3 rows (stride 0)", np.broadcast_to(_m[1], (3, 4)))]:
+    assert_close(elementwise(NEG, _x), -_x, what=f"map NEG on {_what}, read through its strides")
+    _ones = np.ones(_x.shape, np.float32)
+    assert_close(elementwise(SUB, _x, _ones), _x - 1, what=f"zip SUB: {_what} minus ones")
+    assert_close(elementwise(SUB, _ones, _x), 1 - _x, what=f"zip SUB: ones minus {_what}")
+assert_close(elementwise(MUL, _m[::-1], _m[:, :1]), _m[::-1] * _m[:, :1], what="zip MUL: rows flipped, a column broadcast")
 for _what, _run in [("map_kernel", lambda: elementwise(EXP, _a[:BLOCK * 3 + 1])),
                     ("zip_kernel", lambda: elementwise(MUL, _a[:BLOCK * 3 + 1], _b[:BLOCK * 3 + 1]))]:
     _twice = multiply_written(_run)
@@ -2059,8 +2100,9 @@ else:
 #   loops over OpenMP (`at::parallel_for`, the equivalent of `prange`), and BLAS/oneDNN for
 #   matmuls and convolutions. `torch.compile` fuses elementwise chains like bias + GELU
 #   into one generated loop (Inductor writes C++ on CPU, Triton on GPU).
-# - **CUDA kernels**: elementwise kernels take strides (module 01's address formula on the
-#   GPU) and use grid-stride loops and vectorised loads; reductions use the same
+# - **CUDA kernels**: elementwise kernels take strides, as yours do (with an index
+#   arithmetic specialised per dimension count, and 32-bit indices where they fit), and use
+#   grid-stride loops and vectorised loads; reductions use the same
 #   block-level tree plus warp shuffles (`__shfl_down_sync`) instead of shared memory for
 #   the last 32 values; matmuls go to cuBLAS, tiled at several levels (shared memory,
 #   registers, tensor cores).
@@ -2083,7 +2125,8 @@ else:
 # - The roofline says which limit binds: bandwidth for low arithmetic intensity, peak for
 #   high.
 # - On the GPU every thread computes its index from `blockIdx`, `blockDim`, `threadIdx`;
-#   guards and grid-stride loops make kernels size-agnostic; shared memory and
+#   guards and grid-stride loops make kernels size-agnostic; module 01's address formula,
+#   compiled as a device function, lets them read views and broadcasts in place; shared memory and
 #   `syncthreads` let a block cooperate (a tree reduction, a tiled matmul); tiling multiplies
 #   the arithmetic intensity by the tile size; transfers cost more than small kernels.
 # - A device is a property of the data; a per-device kernel registry in the dispatcher lets

@@ -42,6 +42,22 @@ def test_zip_kernel_broadcast_and_empty():
     assert got.shape == (0, 4), f"an empty zip keeps the shape (0, 4), got {got.shape}"
 
 
+
+_M = np.arange(12, dtype=np.float32).reshape(3, 4)
+VIEWS = {"transpose": _M.T, "flip": _M[:, ::-1], "slice": _M[1:, 1:3], "broadcast row": np.broadcast_to(_M[1], (3, 4))}
+
+
+@pytest.mark.parametrize("view", VIEWS.values(), ids=VIEWS.keys())
+def test_map_kernel_reads_a_strided_input_through_its_strides(view):
+    np.testing.assert_allclose(K.elementwise(K.NEG, view), -view, err_msg="map NEG on a strided view")
+
+
+@pytest.mark.parametrize("view", VIEWS.values(), ids=VIEWS.keys())
+def test_zip_kernel_reads_both_strided_inputs_through_their_strides(view):
+    ones = np.ones(view.shape, np.float32)
+    np.testing.assert_allclose(K.elementwise(K.SUB, view, ones), view - 1, err_msg="zip SUB: the view minus ones")
+    np.testing.assert_allclose(K.elementwise(K.SUB, ones, view), 1 - view, err_msg="zip SUB: ones minus the view")
+
 def test_map_kernel_empty():
     got = K.elementwise(K.EXP, np.zeros((2, 0), np.float32))
     assert got.shape == (2, 0), f"an empty map keeps the shape (2, 0), got {got.shape}"

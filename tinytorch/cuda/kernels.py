@@ -14,6 +14,9 @@ from numba.core import config as _numba_config
 
 from tinytorch._tensor import LAYOUT_ONLY, _result_dtype, register_kernel
 
+if __name__ != "__main__":  # the package file; in this notebook, section 1's cell defined it
+    from tinytorch.backends.cpu_kernels import strided_position
+
 __all__ = ["SIMULATED", "BLOCK", "TILE", "map_kernel", "zip_kernel", "block_reduce_kernel",
            "matmul_naive_kernel", "matmul_tiled_kernel", "elementwise", "reduce", "matmul",
            "matmul_naive", "register"]
@@ -26,6 +29,10 @@ TILE = 4 if SIMULATED else 16  # side of the matmul tiles: TILE x TILE threads p
 ADD, SUB, MUL, DIV, RELU_GRAD = 0, 1, 2, 3, 4  # zip codes: a+b, a-b, a*b, a/b, a if b > 0 else 0
 COPY, NEG, EXP, LOG, RELU = 0, 1, 2, 3, 4  # map codes
 SUM, MAX = 0, 1  # reduction codes
+
+
+# Section 1's strided_position, compiled a second time, for the GPU: a device function.
+_position = cuda.jit(device=True)(getattr(strided_position, "py_func", strided_position))
 
 
 @cuda.jit(device=True)
@@ -70,11 +77,13 @@ def _unary(op, v):
 
 # -- cell 62 (map-zip-kernels) --
 @cuda.jit
-def map_kernel(x, out, op):
-    """out[i] = _unary(op, x[i]) for every i (1-D device arrays of one length).
+def map_kernel(x, x_strides, x_offset, out, shape, op):
+    """out[i] = _unary(op, element i of x) for every row-major ordinal i of `shape`.
 
-    Contract: works for any length (0 included) with any grid: each element is written by
-    exactly one thread, none outside the array.
+    Contract: `out` a 1-D device array of prod(shape) elements; `x` a 1-D device storage read
+    through `x_strides` (int64 device array, in elements, one per dim of `shape`) and
+    `x_offset`. Works for any size (0 included) with any grid: each element of out is written
+    by exactly one thread, none outside the array.
     """
     # Idea: deal the elements out to the grid's threads like cards.
     # YOUR CODE HERE
@@ -82,10 +91,12 @@ def map_kernel(x, out, op):
 
 
 @cuda.jit
-def zip_kernel(a, b, out, op):
-    """out[i] = _binary(op, a[i], b[i]) for every i (1-D device arrays of one length).
+def zip_kernel(a, a_strides, a_offset, b, b_strides, b_offset, out, shape, op):
+    """out[i] = _binary(op, element i of a, element i of b) for every row-major ordinal i of
+    `shape`.
 
-    Contract: as map_kernel.
+    Contract: as map_kernel, with two strided inputs (a broadcast one has stride 0 along
+    the dimensions it is stretched over).
     """
     # Idea: the same indexing as map_kernel, with two inputs.
     # YOUR CODE HERE
@@ -98,25 +109,39 @@ def _grid(n):
     return max(1, min(-(-n // BLOCK), MAX_BLOCKS))
 
 
-def _flat(x, dtype):
-    return np.ascontiguousarray(x, dtype=dtype).reshape(-1)
+def _strided_operand(x, shape, dtype):
+    """x broadcast to `shape`, as the device sees it: (storage, strides, offset), where the
+    storage is a copy in `dtype` of only the memory the view spans, and strides (0 along a
+    broadcast dim, negative for a flip) and offset are in elements of it."""
+    view = np.broadcast_to(np.asarray(x), shape)
+    if view.size == 0:
+        return cuda.to_device(np.zeros(1, dtype)), cuda.to_device(np.zeros(len(shape), np.int64)), 0
+    item = view.itemsize
+    strides = [s // item for s in view.strides]
+    lowest = tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(view.shape, strides))
+    span = 1 + sum(abs(s) * (n - 1) for n, s in zip(view.shape, strides))
+    memory = np.lib.stride_tricks.as_strided(view[lowest], shape=(span,), strides=(item,))
+    offset = sum((n - 1) * -s for n, s in zip(view.shape, strides) if s < 0)
+    return (cuda.to_device(np.ascontiguousarray(memory, dtype=dtype)),
+            cuda.to_device(np.asarray(strides, dtype=np.int64)), offset)
 
 
 def elementwise(op, a, b=None, dtype=None):
     """map_kernel (b None) or zip_kernel over numpy inputs, broadcast; returns a numpy array.
 
     `dtype`: the result's dtype (default: numpy's promotion of the inputs)."""
+    a = np.asarray(a)
+    shape = a.shape if b is None else np.broadcast_shapes(a.shape, np.shape(b))
+    dtype = np.dtype(dtype or (a.dtype if b is None else np.result_type(a, np.asarray(b))))
+    size = math.prod(shape)
+    out = cuda.device_array(size, dtype=dtype)
+    dims = cuda.to_device(np.asarray(shape, dtype=np.int64))
     if b is None:
-        a = np.asarray(a)
-        dtype = np.dtype(dtype or a.dtype)
-        out = cuda.device_array(a.size, dtype=dtype)
-        map_kernel[_grid(a.size), BLOCK](cuda.to_device(_flat(a, dtype)), out, op)
-        return out.copy_to_host().reshape(a.shape)
-    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
-    dtype = np.dtype(dtype or np.result_type(a, b))
-    out = cuda.device_array(a.size, dtype=dtype)
-    zip_kernel[_grid(a.size), BLOCK](cuda.to_device(_flat(a, dtype)), cuda.to_device(_flat(b, dtype)), out, op)
-    return out.copy_to_host().reshape(a.shape)
+        map_kernel[_grid(size), BLOCK](*_strided_operand(a, shape, dtype), out, dims, op)
+    else:
+        zip_kernel[_grid(size), BLOCK](*_strided_operand(a, shape, dtype), *_strided_operand(b, shape, dtype),
+                                       out, dims, op)
+    return out.copy_to_host().reshape(shape)
 
 
 # -- cell 67 (block-reduce) --
