@@ -275,6 +275,12 @@ def spied(fn, *arrays):
     return result, list(_Spy.log)
 
 
+def arithmetic(log):
+    """The entries of a `spied` log that computed numbers (numpy ufuncs, their reductions
+    included), leaving out layout and copies (reshape, transpose, broadcast_to, astype)."""
+    return [e for e in log if isinstance(getattr(np, e[0].split(".")[0], None), np.ufunc)]
+
+
 _MATRIX_PRODUCTS = {"matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron"}
 
 

@@ -80,6 +80,7 @@ print("CUDA simulator:", simulated)
 import math
 import sys
 import time
+import types
 
 import matplotlib
 
@@ -92,10 +93,10 @@ import numpy as np
 import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
-from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, coalesced_share, divergent_barriers,
-                               element_reads, float64_ops, global_reads, multiply_written, parallel_write_clashes, peak_bytes,
-                               prange_trips, preserved_state, reuse_distances, simd_float_ops,
-                               with_garbage_shared_memory)
+from tinytorch.testing import (arithmetic, assert_close, assert_equal, assert_raises, check, coalesced_share,
+                               divergent_barriers, element_reads, float64_ops, global_reads, multiply_written,
+                               parallel_write_clashes, peak_bytes, prange_trips, preserved_state, reuse_distances,
+                               simd_float_ops, spied, with_garbage_shared_memory)
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
@@ -1755,9 +1756,10 @@ print("your prediction for 16 MiB:", predicted_transfer_ms if predicted_transfer
 # (`"MulBackward"`). Ops that only compute a new layout over the same memory (transpose,
 # reshape, ...) are registered as `LAYOUT_ONLY`: they run unchanged. An op with no
 # kernel raises `NotImplementedError` naming it, as PyTorch does for a backend that lacks an
-# op. All of this is plumbing, provided; it is built from your kernels only. Here are the
-# forward kernels of what an MLP needs: elementwise ops, matmul, reductions, the ReLU, and
-# the MSE and cross-entropy losses.
+# op. Most of this is plumbing, provided, and built from your kernels only: here are the
+# forward kernels of what an MLP needs (elementwise ops, matmul, reductions, the ReLU, the
+# MSE and negative log-likelihood losses), then their backward rules. One op is yours:
+# `log_softmax`, which cross-entropy needs, forward and backward.
 
 # %%
 #| export cuda.kernels
@@ -1784,13 +1786,6 @@ def _sum(x, dim, keepdim):
 def _mean(x, dim, keepdim):
     n = math.prod(x.shape[d] for d in dim)
     return elementwise(DIV, reduce(x.numpy(), dim, keepdim, SUM), np.array(n, x.dtype), x.dtype)
-
-
-def _log_softmax(x, dim):
-    v = x.numpy()
-    shifted = elementwise(SUB, v, reduce(v, (dim,), True, MAX), v.dtype)  # stable: max subtracted
-    total = reduce(elementwise(EXP, shifted), (dim,), True, SUM).astype(v.dtype)
-    return elementwise(SUB, shifted, elementwise(LOG, total), v.dtype)
 
 
 def _mse_loss(x, y, reduction):
@@ -1902,11 +1897,6 @@ def _mse_loss_backward(node, g):
     return gx, elementwise(NEG, gx)
 
 
-def _log_softmax_backward(node, g):
-    s = reduce(g, (node.attrs["dim"],), True, SUM).astype(g.dtype)
-    return (elementwise(SUB, g, elementwise(MUL, elementwise(EXP, node.output), s, g.dtype), g.dtype),)
-
-
 @cuda.jit
 def _scatter_kernel(values, cols, out):
     """out[r, cols[r]] = values[r] (one thread per row; out starts at zero)."""
@@ -1925,6 +1915,75 @@ def _nll_loss_backward(node, g):
     out = cuda.to_device(np.zeros((rows, x.shape[-1]), dtype=x.dtype))
     _scatter_kernel[_grid(rows), BLOCK](cuda.to_device(values), cuda.to_device(safe.astype(np.int64)), out)
     return (out.copy_to_host().reshape(x.shape),)
+
+# %% [markdown]
+# ### Your turn: log-softmax on the device
+#
+# Cross-entropy on `cuda` needs `log_softmax`, forward and backward, and neither is a single
+# kernel: compose each from the launchers, `elementwise(op, a, b, dtype)` with the op codes
+# and `reduce(x, dims, keepdim, op)` with `SUM` or `MAX` (keep the reduced dim, so that the
+# result broadcasts back against x). Two requirements beyond the values:
+#
+# - every arithmetic step runs on the device: the check watches the host's numpy and
+#   reports any arithmetic done there (a shortcut such as `np.exp(x.numpy())` gives the
+#   right numbers, and on a real GPU it would copy the tensor over the bus and compute on
+#   one CPU core);
+# - the forward is finite for any finite logits: rows near 1000 and rows near -1000, in
+#   the same batch. Module 04 met the same problem on the CPU.
+#
+# The backward rule gets the node (`node.output` is the forward's result as a numpy array,
+# `node.attrs["dim"]` the dim) and the incoming gradient `g`, a numpy array; it returns a
+# tuple with one gradient. Module 06 derived the rule; derive it again if you need to, in
+# terms of the output only.
+
+# %% nbgrader={"grade": false, "grade_id": "cuda-log-softmax", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export cuda.kernels
+def _log_softmax(x, dim):
+    """log_softmax of the tensor x along `dim`, computed on the device: a numpy array of x's
+    shape and dtype, finite for finite logits of any size."""
+    # Idea: the same composition as on the CPU, each step one launch.
+    ### BEGIN SOLUTION
+    v = x.numpy()
+    shifted = elementwise(SUB, v, reduce(v, (dim,), True, MAX), v.dtype)
+    total = reduce(elementwise(EXP, shifted), (dim,), True, SUM).astype(v.dtype)
+    return elementwise(SUB, shifted, elementwise(LOG, total), v.dtype)
+    ### END SOLUTION
+
+
+def _log_softmax_backward(node, g):
+    """The gradient of log_softmax with respect to its input, computed on the device from
+    node.output and g: a 1-tuple holding a numpy array of g's shape and dtype."""
+    # Idea: which sum over the dim does the rule need, and what is softmax in terms of the output?
+    ### BEGIN SOLUTION
+    s = reduce(g, (node.attrs["dim"],), True, SUM).astype(g.dtype)
+    return (elementwise(SUB, g, elementwise(MUL, elementwise(EXP, node.output), s, g.dtype), g.dtype),)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-cuda-log-softmax", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_logits = np.array([[1000.0, 999.0, 998.0, 990.0], [-1000.0, -1001.0, -1002.0, -1010.0],
+                    [0.5, -0.25, 2.0, 0.0]], np.float32)  # one batch: rows near 1000, near -1000, near 0
+for _dim in (1, 0):
+    _want = tinytorch.nn.functional.log_softmax(Tensor(_logits), dim=_dim).numpy()
+    _got, _host = spied(lambda v: _log_softmax(Tensor(v), _dim), _logits)
+    assert_close(_got, _want, rtol=1e-5, atol=1e-5, what=f"_log_softmax over dim {_dim} of logits near 1000, -1000 "
+                 "and 0 (one batch), against the CPU's log_softmax")
+    check(not arithmetic(_host), "_log_softmax computes on the device: no numpy arithmetic on the host (elementwise "
+          "and reduce launch your kernels); got the host's computations (name, operand shapes, result shape)",
+          got=arithmetic(_host)[:4])
+_x = Tensor(_logits, requires_grad=True)
+_g = np.random.default_rng(5).standard_normal(_logits.shape).astype(np.float32)
+tinytorch.nn.functional.log_softmax(_x, dim=1).backward(Tensor(_g))
+_y = tinytorch.nn.functional.log_softmax(Tensor(_logits), dim=1).numpy()
+_back, _host = spied(lambda g, y: _log_softmax_backward(types.SimpleNamespace(attrs={"dim": 1}, output=y,
+                                                                              inputs=(_x,)), g), _g, _y)
+check(isinstance(_back, tuple) and len(_back) == 1, "_log_softmax_backward returns a tuple with one gradient",
+      got=type(_back).__name__)
+assert_close(_back[0], _x.grad.numpy(), rtol=1e-5, atol=1e-5, what="_log_softmax_backward against the CPU's "
+             "gradient of log_softmax over dim 1")
+check(not arithmetic(_host), "_log_softmax_backward computes on the device: no numpy arithmetic on the host; got "
+      "the host's computations", got=arithmetic(_host)[:4])
+print("✓ log_softmax on the device, forward and backward; the row near -1000:", _log_softmax(Tensor(_logits), 1)[1])
 
 # %% [markdown]
 # `register()` puts them all into module 01's registry. `tinytorch.cuda` calls it the first

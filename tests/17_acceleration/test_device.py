@@ -1,11 +1,17 @@
-"""The cuda device: moves, mixed-device errors, Module.to, and an MLP step equal to the CPU's."""
+"""The cuda device: moves, mixed-device errors, Module.to, log_softmax on the device, and an MLP step
+equal to the CPU's."""
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import tinytorch
 from tinytorch import nn
-from tinytorch.testing import run_fresh
+from tinytorch.cuda import kernels as K
+from tinytorch.testing import arithmetic, run_fresh, spied
+
+LOGITS = np.array([[1000.0, 999.0, 998.0, 990.0], [-1000.0, -1001.0, -1002.0, -1010.0],
+                   [0.5, -0.25, 2.0, 0.0]], np.float32)  # rows near 1000, -1000 and 0 in one batch
 
 
 def test_to_cuda_round_trip_keeps_values_and_dtype():
@@ -125,6 +131,27 @@ def test_to_cuda_backward_rules_run_on_cuda():
     np.testing.assert_allclose(got[0], a.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg="gradient of a, through the move back")
     np.testing.assert_allclose(got[1], b.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg="gradient of the broadcast b")
 
+
+@pytest.mark.parametrize("dim", [1, 0])
+def test_log_softmax_on_cuda_is_finite_and_equals_the_cpu(dim):
+    got, host = spied(lambda v: K._log_softmax(tinytorch.tensor(v), dim), LOGITS)
+    want = tinytorch.nn.functional.log_softmax(tinytorch.tensor(LOGITS), dim=dim).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"log_softmax over dim {dim} of logits "
+                               "near 1000, -1000 and 0 in one batch")
+    assert not arithmetic(host), f"_log_softmax computed on the host: {arithmetic(host)[:4]}"
+
+
+def test_log_softmax_backward_on_cuda_equals_the_cpu():
+    x = tinytorch.tensor(LOGITS, requires_grad=True)
+    g = np.random.default_rng(5).standard_normal(LOGITS.shape).astype(np.float32)
+    y = tinytorch.nn.functional.log_softmax(x, dim=1)
+    y.backward(tinytorch.tensor(g))
+    node = SimpleNamespace(attrs={"dim": 1}, output=y.detach().numpy().copy(), inputs=(x,))
+    got, host = spied(lambda g, out: K._log_softmax_backward(SimpleNamespace(attrs=node.attrs, output=out,
+                                                                             inputs=node.inputs), g), g, node.output)
+    assert isinstance(got, tuple) and len(got) == 1, f"a tuple with one gradient, got {type(got).__name__}"
+    np.testing.assert_allclose(got[0], x.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg="gradient of log_softmax, dim 1")
+    assert not arithmetic(host), f"_log_softmax_backward computed on the host: {arithmetic(host)[:4]}"
 
 def test_to_cuda_without_gpu_or_simulator_is_a_clear_error():
     """In a fresh process with the simulator off and the GPUs hidden, asking for cuda fails clearly;
