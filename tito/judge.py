@@ -9,8 +9,9 @@ conftest files add to the environment reaches it before each test file is import
 (tito/remote.py). The assertion helpers of `tinytorch.testing` run here, from the course's
 own copy ($TITO_TRUSTED_TESTING); those that measure or change the package's process
 (python_steps, peak_bytes, spied, parallel_write_clashes, prange_trips,
-divergent_barriers, multiply_written, global_reads, with_garbage_shared_memory,
-held_bytes, preserved_state, hidden_module, weak_ref, run_fresh) are asked of the answerer.
+divergent_barriers, multiply_written, global_reads, coalesced_share, with_garbage_shared_memory,
+held_bytes, simd_float_ops, float64_ops, preserved_state, hidden_module, weak_ref, run_fresh) are
+asked of the answerer.
 
 A test also fails when an assertion failed in one of its functions the package called back,
 even if the package caught it.
@@ -31,7 +32,7 @@ from tito import remote
 
 _MEASURES = ("python_steps", "peak_bytes", "spied", "parallel_write_clashes", "prange_trips", "element_reads",
              "divergent_barriers", "multiply_written", "global_reads", "coalesced_share", "with_garbage_shared_memory",
-             "held_bytes", "simd_float_ops")
+             "held_bytes", "simd_float_ops", "float64_ops")
 _RUN_THERE = (*_MEASURES, "preserved_state", "hidden_module", "weak_ref", "run_fresh")
 _state: dict = {}
 
