@@ -275,6 +275,69 @@ def spied(fn, *arrays):
     return result, list(_Spy.log)
 
 
+def passthrough_spy():
+    """A Module that returns its input unchanged and keeps a copy of each input in `.seen`
+    (it needs module 03's Module, imported when called).
+
+    Why: put in place of a Dropout, it shows which tensor reaches that layer, which the
+    model's outputs cannot show: in eval mode a dropout on the wrong tensor changes nothing."""
+    from tinytorch.nn import Module
+
+    class PassThroughSpy(Module):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def forward(self, x):
+            self.seen.append(x.numpy().copy())
+            return x
+
+    return PassThroughSpy()
+
+
+class CountingRng:
+    """Stands in for a numpy Generator that offers `random` only: each call's shape is noted
+    in `.calls`, and every number it returns is `u`.
+
+    Why: a sampler's contract can say how it draws (one rng.random((B, 1)) per step), and a
+    fixed u says which token that draw must pick."""
+
+    def __init__(self, u):
+        self.u, self.calls = u, []
+
+    def random(self, size=None):
+        self.calls.append(None if size is None else tuple(np.atleast_1d(size).tolist()))
+        return np.full(() if size is None else size, self.u)
+
+    def __getattr__(self, name):
+        raise AttributeError(f"this stand-in generator offers only random(): the contract asks for exactly one "
+                             f"rng.random((B, 1)) per step, not rng.{name}")
+
+
+class ContextRecorder:
+    """A stand-in language model (`config.vocab_size` 7, `config.block_size` 4) that keeps
+    each context it is shown in `.seen`; its logits at position t point at the token (sum of
+    the ids up to t) mod 7, so each generated id says which context and position were used.
+
+    Why: a generation loop's crop and its choice of position are invisible in a real
+    model's output, which any context can explain."""
+
+    def __init__(self):
+        import types
+
+        self.config = types.SimpleNamespace(vocab_size=7, block_size=4)
+        self.seen = []
+
+    def __call__(self, idx, targets=None):
+        from tinytorch import Tensor
+
+        ids = idx.numpy()
+        self.seen.append(ids.copy())
+        logits = np.zeros(ids.shape + (7,))
+        np.put_along_axis(logits, (np.cumsum(ids, axis=1) % 7)[..., None], 1.0, axis=-1)
+        return Tensor(logits), None
+
+
 def arithmetic(log):
     """The entries of a `spied` log that computed numbers (numpy ufuncs, their reductions
     included), leaving out layout and copies (reshape, transpose, broadcast_to, astype)."""

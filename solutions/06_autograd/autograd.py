@@ -266,9 +266,9 @@ print("w is a leaf:", w.is_leaf, "| loss is a leaf:", loss.is_leaf, "| x require
 # <details><summary>The approach</summary>
 #
 # A context manager is two moments, and the only thing that has to travel from the first
-# to the second is the mode that was on before. One attribute would not do: an inner
-# entry of the same object would overwrite what the outer one saved. With a stack, every
-# exit finds the value of its own entry, whatever the nesting. The rest is Python's
+# to the second is the mode that was on before. Follow that value through `with c: with
+# c: ...` and ask where it must live so that each exit finds the value of its own entry,
+# however deep the nesting (one attribute would not do). The rest is Python's
 # protocol: what `__enter__` returns is what `as` binds, and what `__exit__` returns tells
 # Python whether the exception (if any) was dealt with — here nothing was.
 # </details>
@@ -980,14 +980,11 @@ def _where_backward(node, grad):
 #
 # <details><summary>The approach</summary>
 #
-# Think of the recursive version first: visit a node's producers, then emit the node. Every
-# node is emitted after all of its producers, and reversing the emitted list therefore puts
-# every consumer before its producers. An explicit stack must do by hand what Python's call
-# stack did: remember, for each entry, whether you are *arriving* at the node (its
-# producers still to visit) or *coming back* to it (its producers done, so it can be
-# emitted). Arriving must happen once per node — that is what makes a diamond linear —
-# while being pushed may happen many times, so the "seen before?" question belongs to the
-# moment an entry comes off the stack.
+# Think of the recursive version first: visit a node's producers, then emit the node. Why
+# does reversing the emitted list put every consumer before its producers? An explicit
+# stack must then do by hand what Python's call stack did for each open call: work out
+# what that is (Hint 2 names it), and at which moment the "seen before?" question must be
+# asked so that a node pushed twice is still expanded once (Hint 3's `x * x`).
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "topological-order", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1331,7 +1328,8 @@ try:
     _below = tt.apply("test_recorded", lambda t: t.numpy() + 0.0, _x)
     backward(tt.apply("test_stop", lambda t: t.numpy() * 1.0, _below) * 2.0 + _x, np.ones(2))
     _wrong = tt.apply("test_bad_shape", lambda t: t.numpy() * 1.0, Tensor([1.0, 2.0], requires_grad=True))
-    assert_raises(RuntimeError, backward, _wrong, np.ones(2), match="shape", what="backward through a rule that returns "
+    assert_raises(RuntimeError, backward, _wrong, np.ones(2), match="rule of 'test_bad_shape' returned a gradient of shape",
+                  what="backward through a rule that returns "
                   "a gradient of the wrong shape: call_rule refuses it, so every rule must run through call_rule")
 finally:
     for _op in ("test_stop", "test_recorded", "test_bad_shape"):
@@ -1824,7 +1822,8 @@ for _what, _fn, _ins in [
     ("transpose (not square, so a wrong swap fails)", lambda x: x.transpose(0, 2) * Tensor(np.arange(24.0).reshape(4, 3, 2)), [_x]),
     ("transpose(0, 1) of a 3-D tensor", lambda x: x.transpose(0, 1), [_x]),
     ("transpose(0, 0) of a 0-d tensor", lambda x: x[1, 2, 3].transpose(0, 0) * 3.0, [_x]),
-    ("permute (1, 2, 0): its inverse is (2, 0, 1), not itself", lambda x: x.permute(1, 2, 0).reshape(3, 8), [_x]),
+    ("permute (1, 2, 0): its inverse is (2, 0, 1), not itself",
+     lambda x: x.permute(1, 2, 0) * Tensor(np.arange(24.0).reshape(3, 4, 2)), [_x]),
     ("reshape of a non-contiguous tensor (a copy)", lambda x: x.T.reshape(-1), [_x]),
     ("squeeze, unsqueeze, reshape, view", lambda x: x[:, :1].squeeze(1).unsqueeze(0).reshape(8).view(2, 4), [_x]),
     ("expand (3, 1) -> (2, 3, 4)", lambda s: s.expand(2, 3, 4), [_s]),
@@ -2599,7 +2598,9 @@ def _nll_loss_backward(node, grad):
     (N,) or (N, d1, d2, ...)), weight (None or a (C,) numpy array), ignore_index (an int;
     targets equal to it are not class indices), reduction ("mean", "sum" or "none"; with
     "none", `grad` has target's shape, otherwise it is 0-d). Returns (grad_logp,), of
-    logp's shape and a floating dtype; an ignored sample contributes nothing to it.
+    logp's shape and a floating dtype; an ignored sample contributes nothing to it, not
+    even when every sample is ignored (a "mean" over none: the loss is nan, as PyTorch's,
+    and the gradient 0, as PyTorch's).
     """
     # Idea: only the picked log-probabilities appear in the loss.
     ### BEGIN SOLUTION
@@ -2620,7 +2621,7 @@ def _nll_loss_backward(node, grad):
     else:
         g = grad / w.sum()
     out = np.zeros((1,) + x.shape if one_d else x.shape, dtype=np.result_type(grad, np.float32))
-    np.put_along_axis(out, safe[:, None], (-w * g)[:, None], axis=1)
+    np.put_along_axis(out, safe[:, None], np.where(valid, -w * g, 0.0)[:, None], axis=1)
     return (out[0] if one_d else out,)
     ### END SOLUTION
 
@@ -2730,10 +2731,16 @@ _tk = Tensor(np.array([[[0, 2], [1, 1]], [[2, 0], [0, 1]]]))
 for _red in ["mean", "none"]:
     check_gradcheck(lambda x: F.nll_loss(x, _tk, ignore_index=1, reduction=_red), [_xk],
                     f"gradcheck of nll_loss on an (N, C, d1, d2) = (2, 3, 2, 2) input, reduction={_red}")
+_xi = Tensor(_rng.standard_normal((3, 4)), requires_grad=True)
+with np.errstate(invalid="ignore", divide="ignore"):
+    backward(F.nll_loss(_xi, Tensor([-100, -100, -100])))
+assert_equal(_xi.grad.numpy(), np.zeros((3, 4)), "nll_loss's gradient when every target of the batch is ignored "
+             "(a padded batch): the 'mean' loss is 0/0 = nan, as PyTorch's, and the gradient 0, as PyTorch's")
 _x.grad = None
 backward(F.cross_entropy(_x, Tensor([0, 4, 2, 1])))  # your log_softmax rule, then your nll_loss rule
-for _op in ("sigmoid", "tanh"):
-    _blind = _rule_without_the_input(lambda x: getattr(F, _op)(x), [0.5, -1.0, 2.0])
+for _op, _make in [("sigmoid", F.sigmoid), ("tanh", F.tanh), ("softmax", lambda x: F.softmax(x, dim=-1)),
+                   ("log_softmax", lambda x: F.log_softmax(x, dim=-1))]:
+    _blind = _rule_without_the_input(_make, [0.5, -1.0, 2.0])
     check(np.isfinite(_blind).all(), f"{_op}'s rule is written with the output the node holds (nothing "
           f"recomputed from x): called on a node whose input is hidden (NaN), it still gives a finite gradient",
           got=_blind)
@@ -3377,8 +3384,10 @@ print(f"the composite:  {len(topological_order([_composite.grad_fn]))} nodes, ke
 
 # %% [markdown]
 # The composite keeps two arrays of the logits' size (the shifted logits and their
-# exponentials); a fused op that saves its input and its output keeps only the output,
-# one number per row, because the input is alive anyway. Saving the softmax instead costs
+# exponentials); a fused op that saves its input and its output keeps about one number
+# per row (the output; twice that if the saved copy and the returned one are separate
+# arrays, which the printed figure shows), because the input is alive anyway. Saving the
+# softmax instead costs
 # one array of the logits' size and buys a backward without `exp`. Neither is wrong: it is
 # the memory/compute trade every fused op makes, and the reason frameworks fuse
 # log-sum-exp, softmax and cross-entropy at all.

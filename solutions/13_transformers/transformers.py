@@ -291,7 +291,8 @@ def _layer_norm_stats(x, k, eps):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-layer-norm-stats", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+from tinytorch.testing import (ContextRecorder, CountingRng, assert_close, assert_equal, assert_raises, check,
+                               passthrough_spy, preserved_state)
 
 _rng = np.random.default_rng(1)
 _xx = _rng.standard_normal((2, 5, 6)) * 3 + 1
@@ -637,19 +638,7 @@ assert_equal(_ff(_xf).shape, (2, 3, 6), "FeedForward keeps the shape (B, T, d)")
 assert_close(_ff(_xf).numpy(), _ref, rtol=1e-5, atol=1e-6, what="fc2(gelu_tanh(fc1(x)))")
 
 
-class _Spy(Module):
-    """Stands in for a Dropout: passes its input through and keeps a copy of what it saw."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def forward(self, x):
-        self.seen.append(x.numpy().copy())
-        return x
-
-
-_ff.dropout = _Spy()
+_ff.dropout = passthrough_spy()
 _ff(_xf)
 assert_equal(len(_ff.dropout.seen), 1, "FeedForward calls its dropout once per forward")
 assert_close(_ff.dropout.seen[0], _ref, rtol=1e-5, atol=1e-6, what="what FeedForward's dropout receives: the branch's output")
@@ -787,7 +776,7 @@ _h1 = _blk.ln1(_xb)
 _s1 = _xb + _blk.attn(_h1, _h1, _h1, attn_mask=_causal_attn_mask(5), need_weights=False)[0]
 _ref = _s1 + _blk.ff(_blk.ln2(_s1))
 assert_close(_yb.numpy(), _ref.numpy(), rtol=1e-5, atol=1e-6, what="x + attn(ln1(x)), then x + ff(ln2(x))")
-_blk.dropout = _Spy()                                     # the block's own dropout: on the attention branch
+_blk.dropout = passthrough_spy()                                     # the block's own dropout: on the attention branch
 _blk(_xb)
 assert_equal(len(_blk.dropout.seen), 1, "the block calls self.dropout once per forward")
 assert_close(_blk.dropout.seen[0], (_s1 - _xb).numpy(), rtol=1e-5, atol=1e-6,
@@ -1115,7 +1104,7 @@ for _block in _gpt.blocks:
     _h = _block(_h)
 assert_close(_logits.numpy(), _gpt.ln_f(_h).numpy() @ _gpt.tok_emb.weight.numpy().T, rtol=1e-5, atol=1e-6,
              what="logits = head(ln_f(blocks(tok_emb(idx) + pos_emb(positions))))")
-_gpt.drop = _Spy()
+_gpt.drop = passthrough_spy()
 _gpt(_idx)
 assert_equal(len(_gpt.drop.seen), 1, "GPT.forward calls its dropout `drop` once")
 assert_close(_gpt.drop.seen[0], (_gpt.tok_emb(_idx) + _gpt.pos_emb(tinytorch.arange(8))).numpy(), rtol=1e-6,
@@ -1338,31 +1327,16 @@ assert_equal(_many.dtype, np.dtype(np.int64), "the ids are int64")
 assert_equal(_many.shape, (6,), "one id per row; top_k above V means no restriction")
 
 
-class _CountingRng:
-    """A numpy Generator's `random` that records the shape of every call and returns u."""
-
-    def __init__(self, u):
-        self.u, self.calls = u, []
-
-    def random(self, size=None):
-        self.calls.append(None if size is None else tuple(np.atleast_1d(size).tolist()))
-        return np.full(() if size is None else size, self.u)
-
-    def __getattr__(self, name):
-        raise AttributeError(f"the check's generator offers only random(): the contract asks for "
-                             f"exactly one rng.random((B, 1)) per step, not rng.{name}")
-
-
 for _u, _want in ((0.05, [0, 0]), (0.5, [2, 1]), (0.95, [3, 3])):
-    _crng = _CountingRng(_u)
+    _crng = CountingRng(_u)
     _pick = _sample_next(np.log(np.array([[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]])), 1.0, None, _crng)
     assert_equal(_crng.calls, [(2, 1)], "the rng calls of one step: exactly one rng.random((B, 1)), all rows at once")
     assert_equal(_pick, np.array(_want), f"u = {_u} with probabilities (0.1, 0.2, 0.3, 0.4) and "
                  "(0.4, 0.3, 0.2, 0.1): the token whose interval of [0, 1) holds u (intervals in token order)")
 _hot = np.array([[10.0, 9.0, 2.0]], dtype=np.float32)   # exp(10 / 0.01) overflows without care
-assert_equal(_sample_next(_hot, 0.01, None, _CountingRng(0.99)), np.array([0]),
+assert_equal(_sample_next(_hot, 0.01, None, CountingRng(0.99)), np.array([0]),
              "temperature 0.01 on logits (10, 9, 2): almost surely token 0, and no overflow to NaN")
-assert_equal(_sample_next(_hot[:, ::-1].copy(), 0.01, None, _CountingRng(0.99)), np.array([2]),
+assert_equal(_sample_next(_hot[:, ::-1].copy(), 0.01, None, CountingRng(0.99)), np.array([2]),
              "temperature 0.01 on logits (2, 9, 10): almost surely token 2 (a NaN would pick token 0)")
 print("✓ _sample_next: greedy, top-k, temperature; draws of row 0:", np.bincount(_draws[:, 0], minlength=4))
 
@@ -1377,23 +1351,7 @@ assert_equal(_out.dtype, tinytorch.int64, "generate returns int64 ids")
 assert_equal(_out.numpy()[0, :3], np.array([1, 2, 3]), "the prompt is kept")
 
 
-class _Recorder:
-    """A stand-in model with block_size 4 and 7 tokens: it records each context it is shown,
-    and its logits at position t point at the token (sum of the ids up to t) mod 7."""
-
-    def __init__(self):
-        self.config = GPTConfig(vocab_size=7, block_size=4, d_model=2, n_heads=1, n_layers=1)
-        self.seen = []
-
-    def __call__(self, idx, targets=None):
-        ids = idx.numpy()
-        self.seen.append(ids.copy())
-        logits = np.zeros(ids.shape + (7,))
-        np.put_along_axis(logits, (np.cumsum(ids, axis=1) % 7)[..., None], 1.0, axis=-1)
-        return Tensor(logits), None
-
-
-_rec = _Recorder()
+_rec = ContextRecorder()
 _grown = _generate(_rec, np.array([[1, 2, 3], [4, 5, 6]]), 5, 0.0, None, np.random.default_rng(0))
 assert_equal(_grown.shape, (2, 8), "_generate appends max_new_tokens ids to each row")
 assert_equal(len(_rec.seen), 5, "one model call per new token")

@@ -376,10 +376,14 @@ print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {float(_TORCH_QPARAMS[0][
 #
 # - **ties.** Halfway between two grid points, the integer kept is the one whose number of
 #   steps from the real 0, $q - z$, is even (C's `nearbyint`, which PyTorch uses).
-# - **the reciprocal.** PyTorch never divides by $s$: it scales $x$ by the reciprocal of
-#   $s$, rounded to float32. The two differ in the last bit now and then, and a symmetric
-#   grid puts the largest weight of each row exactly on a tie (section 2), where that last
-#   bit decides the rounding. The check has values where the two round apart.
+# - **PyTorch's arithmetic.** In exact arithmetic $2.25 / 0.3 = 7.5$, a tie; in float32 it
+#   is not quite one, and which side it lands on depends on how it is computed. For that
+#   value and four others in the check (with $z = 0$), PyTorch's integers are 8, -8, 13,
+#   28 and 54, while `np.round(x / s)` gives 7, -7, 12, 27 and 55. PyTorch's kernel spends
+#   one float32 multiplication and one rounding on each element: find a computation that
+#   gives its integers, by trying candidates on these five values. It matters beyond
+#   these five: a symmetric grid puts the largest weight of each row exactly on a tie
+#   (section 2), where the last bit decides the rounding.
 # - **saturation.** A value beyond the grid gets the grid's end integer, never a wrapped-around one.
 #
 # **A worked example of the tie rule**, on another grid than the check's: step $s = 0.25$,
@@ -431,9 +435,8 @@ def _quantize(x, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
     q in [quant_min, quant_max] whose grid point scale * (q - zero_point) is nearest x;
     halfway between two grid points, the one with q - zero_point even; beyond the grid,
     its end integer (saturated, never wrapped around). The integers equal PyTorch's
-    (torch.quantize_per_tensor / quantize_per_channel) bit for bit, including the ties
-    that PyTorch decides by scaling x with the float32 reciprocal of the scale, where a
-    true division would round the other way."""
+    (torch.quantize_per_tensor / quantize_per_channel) bit for bit, including the float32
+    near-ties where PyTorch's arithmetic and a true division x / scale round apart."""
     # Idea: invert the grid's definition, then keep the nearest integer the grid has.
     ### BEGIN SOLUTION
     inv_scale = np.float32(1.0) / np.asarray(scale, dtype=np.float32)
@@ -471,7 +474,8 @@ assert_equal(_quantize(np.array([0.75, -0.25, 1.25, 2.25], dtype=np.float32), np
 _xr = np.array([2.25, -4.5, 11.25, 4.125, 1.09], dtype=np.float32)
 _sr = np.array([0.3, 0.6, 0.9, 0.15, 0.02], dtype=np.float32)
 assert_equal(_quantize(_xr, _sr, 0), np.array([8, -8, 13, 28, 54], dtype=np.int8),
-             "PyTorch's integers (x times the float32 reciprocal of s); a true division rounds these the other way")
+             "PyTorch's integers for x = 2.25, -4.5, 11.25, 4.125, 1.09 with s = 0.3, 0.6, 0.9, 0.15, 0.02 in float32 "
+             "(np.round(x / s) gives 7, -7, 12, 27, 55: PyTorch computes with one float32 multiplication)")
 _xh = _dequantize(np.array([-128, 0, 3, 127], dtype=np.int8), np.float32(0.5), 3)
 assert_equal(_xh.dtype, np.dtype(np.float32), "dequantize returns float32")
 assert_equal(_xh, np.array([-65.5, -1.5, 0.0, 62.0], dtype=np.float32),
@@ -652,7 +656,9 @@ for _bits in range(2, 9):
     _measured = 10 * np.log10(np.mean(_sig ** 2) / np.mean(_noise ** 2))
     _rows.append((_bits, _predicted_sqnr_db(float(np.mean(_sig ** 2)), _lo, _hi, _bits), _measured))
 for _bits, _pred, _meas in _rows[1:]:  # from 3 bits up (2 bits: see the note below the table)
-    check(isinstance(_pred, float) and abs(_pred - _meas) < 0.05,
+    check(isinstance(_pred, float), f"{_bits} bits: _predicted_sqnr_db returns a Python float (float(...) of a "
+          "numpy result)", got=type(_pred).__name__)
+    check(abs(_pred - _meas) < 0.05,
           f"{_bits} bits: your predicted SQNR within 0.05 dB of the one measured on 200,000 normal values",
           got=_pred, expected=f"{_meas:.3f} dB (measured)")
 print("bits  predicted  measured (dB)")
@@ -1055,6 +1061,14 @@ _pt = PercentileObserver(99.0)
 _pt(_tail)
 check(float(_pt.max_val) < 1.0, "one outlier in a thousand is clipped by the 99th percentile",
       got=float(_pt.max_val), expected="< 1")
+_long = PercentileObserver(99.0)
+_long(np.zeros(1000, np.float32))
+_size_1 = held_bytes(_long)
+for _i in range(20):
+    _long(np.random.default_rng(_i).standard_normal(1000).astype(np.float32))
+check(held_bytes(_long) < _size_1 + 1000, "the percentile observer's size after 21 batches of 1,000 values is its "
+      "size after one: like MinMaxObserver it keeps a running range and a count, not the batches",
+      got=f"{_size_1} bytes (pickled) after one batch, {held_bytes(_long)} after 21")
 print(f"✓ PercentileObserver.forward; 99th percentile over 3 batches {float(_po.max_val):.3f}")
 
 # %% [markdown]
@@ -1552,15 +1566,15 @@ print(f"✓ _quantize_multiplier, _requantize; 0.0123 ≈ {int(_m[2])} / 2^{int(
 #
 # <details><summary>Hint 1</summary>
 #
-# What does `backward` need to know about each element? Only whether it was inside the
-# range: save that (as a Tensor: `ctx.save_for_backward` takes Tensors), not the input.
+# What does `backward` need to know about each element, and how few bits does that take?
+# (`ctx.save_for_backward` takes Tensors, as PyTorch's does.)
 # </details>
 #
 # <details><summary>Hint 2</summary>
 #
-# The range test is on the integer **before** the clamp: the very integer your `_quantize`
-# computes (PyTorch's reciprocal, its tie rule) just before it saturates, inclusive at
-# both ends; an element whose integer is exactly $q_{max}$ is inside.
+# Which integer decides whether an element was clamped: the one before the clamp or the
+# one after, and computed by which arithmetic? Try it on the element whose integer is
+# exactly $q_{max}$, and on one that rounds to $q_{max}$ from just beyond the grid.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -1663,6 +1677,13 @@ assert_equal(fake_quantize_per_channel_affine(Tensor(_xr), _sr, np.zeros(5, np.i
              "a true division x / s rounds each of these the other way)")
 assert_equal(fake_quantize_per_tensor_affine(Tensor(_xr[:1]), 0.3, 0).numpy(), np.array([8], np.float32) * _sr[:1],
              "per tensor, 2.25 with scale 0.3: PyTorch's integer 8, not the 7 of a true division")
+_xm = Tensor(np.linspace(-3, 3, 1000, dtype=np.float32), requires_grad=True)
+_saved = fake_quantize_per_tensor_affine(_xm, 0.5, 1, -4, 3).grad_fn.attrs["ctx"].saved_tensors
+_saved_bytes = sum(np.asarray(t.numpy() if isinstance(t, Tensor) else t).nbytes for t in _saved if t is not None)
+check(_saved_bytes <= _xm.numpy().size, "FakeQuantizeFunction.forward saves for backward one byte per element at "
+      "most: what the rule needs to know of each element, not x itself (4 bytes each in float32, 8 in float64, kept "
+      "alive until backward runs)", got=f"{_saved_bytes} bytes saved for 1000 float32 elements",
+      expected="at most 1000 bytes")
 print("✓ FakeQuantizeFunction; 3-bit outputs", _yf.numpy(), "gradient", _xf.grad.numpy())
 
 # %% [markdown]
@@ -1809,11 +1830,14 @@ print(f"✓ _swap_modules; {_n} Linear layers observed in", [n for n, m in _net.
 
 # %% [markdown]
 # Now the pipeline. Write `quantize_model(model, calibration_loader, qconfig)`: it returns
-# a **new** model (the float model is left as it was, as `torch.ao.quantization.convert`
-# does with `inplace=False`) in which every `Linear` is a `QuantizedLinear` whose input
-# range was observed on **every** calibration batch. Calibrate in **evaluation mode** (a
-# `Dropout` in training mode would zero and rescale activations, and the observers would
-# record a range the deployed model never sees) and without recording a graph.
+# a model in which every `Linear` is a `QuantizedLinear`, ready to deploy, and the caller
+# keeps the float model it passed in (as `torch.ao.quantization.convert` does with
+# `inplace=False`). The contract lists what the checks hold it to; the design is yours.
+# Before writing it, answer three questions, each of which one line of your code must
+# settle: which inputs must each observer see, so that the range it reports is the one the
+# deployed layer will meet (think of every layer between it and the data, `Dropout`
+# included)? What may the function change of the caller's model, and what can it change
+# instead? And what would calibration cost if autograd recorded it, for nothing?
 #
 # <details><summary>Hint 1</summary>
 #
@@ -2441,7 +2465,7 @@ def convert(model):
 
 
 # %% [markdown]
-# The activation observers are the percentile ones of section 10 (with min/max, the running
+# The activation observers are the percentile ones of section 5 (with min/max, the running
 # range of a QAT observer only grows while the weights move, and at these widths that
 # hurts; try it). The cell below fine-tunes at the widths where section 10's sweep
 # measured a loss of more than a point with those observers (at most three of them, the

@@ -192,3 +192,15 @@ def test_a_loss_of_two_float_dtypes_sends_each_input_a_gradient_of_its_own_dtype
     y = tt.tensor(np.array([0.0, 1.0, 0.5], np.float64), requires_grad=True)
     getattr(tt.nn.functional, loss)(x, y).backward()
     assert (x.grad.dtype, y.grad.dtype) == (np.float32, np.float64), (x.grad.dtype, y.grad.dtype)
+
+
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+def test_a_mean_loss_over_only_ignored_samples_has_a_zero_gradient_like_torch(torch, loss):
+    """Padded batches can hold no real target: the loss is 0/0 = nan, the gradient must not be."""
+    logits = np.random.default_rng(17).standard_normal((3, 4))
+    target = np.array([-100, -100, -100])
+    x = tt.tensor(logits, requires_grad=True)
+    tx = torch.tensor(logits, requires_grad=True)
+    getattr(F, loss)(x, tt.tensor(target)).backward()
+    getattr(torch.nn.functional, loss)(tx, torch.tensor(target)).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy(), err_msg=f"{loss} over three ignored samples")

@@ -102,9 +102,11 @@ def test_the_meters_tell_a_loop_and_a_matrix_from_numpy_work():
     np.testing.assert_allclose(autograd.BACKWARD_RULES["cumsum"](node, grad)[0], vectorised(grad))
 
 
-@pytest.mark.parametrize("op,forward", [("exp", lambda x: x.exp()), ("sigmoid", F.sigmoid), ("tanh", F.tanh)])
+@pytest.mark.parametrize("op,forward", [("exp", lambda x: x.exp()), ("sigmoid", F.sigmoid), ("tanh", F.tanh),
+                                        ("softmax", lambda x: F.softmax(x, dim=-1)),
+                                        ("log_softmax", lambda x: F.log_softmax(x, dim=-1))])
 def test_rules_written_with_the_output_need_not_see_the_input(op, forward):
-    """The node saved the output; these three derivatives are functions of it, so the rule
+    """The node saved the output; these derivatives are functions of it, so the rule
     recomputes nothing from x: on a node whose input is hidden (NaN), the gradient stays finite."""
     from types import SimpleNamespace
 

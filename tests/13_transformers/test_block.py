@@ -8,6 +8,7 @@ from tinytorch import nn
 from tinytorch.autograd import gradcheck
 from tinytorch.nn import functional as F
 from tinytorch.nn.transformer import FeedForward, _causal_attn_mask
+from tinytorch.testing import passthrough_spy
 
 
 def test_feed_forward_matches_numpy():
@@ -32,25 +33,25 @@ def test_causal_attn_mask_shape_and_meaning():
     np.testing.assert_array_equal(_causal_attn_mask(1).numpy(), np.zeros((1, 1), bool))
 
 
-def test_feed_forward_drops_its_output(dropout_spy):
+def test_feed_forward_drops_its_output():
     tt.manual_seed(0)
     ff = FeedForward(8, 20)
     x = tt.randn(2, 3, 8)
     expected = ff(x).numpy()
-    ff.dropout = dropout_spy()
+    ff.dropout = passthrough_spy()
     ff(x)
     assert len(ff.dropout.seen) == 1, "FeedForward calls its dropout once per forward"
     np.testing.assert_allclose(ff.dropout.seen[0], expected, rtol=1e-6,
                                err_msg="FeedForward's dropout receives fc2's output, the branch's end")
 
 
-def test_block_drops_the_attention_branch_before_the_addition(dropout_spy):
+def test_block_drops_the_attention_branch_before_the_addition():
     tt.manual_seed(7)
     block = nn.TransformerBlock(8, 2, 16)
     x = tt.randn(2, 5, 8)
     h = block.ln1(x)
     attended, _ = block.attn(h, h, h, attn_mask=_causal_attn_mask(5), need_weights=False)
-    block.dropout = dropout_spy()
+    block.dropout = passthrough_spy()
     block(x)
     assert len(block.dropout.seen) == 1, "the block calls self.dropout once per forward"
     np.testing.assert_allclose(block.dropout.seen[0], attended.numpy(), rtol=1e-5, atol=1e-6,

@@ -6,6 +6,7 @@ import tinytorch as tt
 from tinytorch import nn
 from tinytorch.data import Generator
 from tinytorch.nn.transformer import _generate, _sample_next
+from tinytorch.testing import ContextRecorder, CountingRng
 
 
 def small(V=13, T=8, seed=0, dropout=0.0):
@@ -53,27 +54,10 @@ def test_context_is_cropped_to_block_size():
                                       err_msg=f"token {t}: the argmax on the last block_size = 8 ids")
 
 
-class Recorder:
-    """A stand-in model (block_size 4, 7 tokens) that records each context it is shown; its
-    logits at position t point at the token (sum of the ids up to t) mod 7, so the next id
-    says which context and which position were used."""
-
-    def __init__(self):
-        self.config = nn.GPTConfig(vocab_size=7, block_size=4, d_model=2, n_heads=1, n_layers=1)
-        self.seen = []
-
-    def __call__(self, idx, targets=None):
-        ids = idx.numpy()
-        self.seen.append(ids.copy())
-        logits = np.zeros(ids.shape + (7,))
-        np.put_along_axis(logits, (np.cumsum(ids, axis=1) % 7)[..., None], 1.0, axis=-1)
-        return tt.tensor(logits), None
-
-
 @pytest.mark.parametrize("prompt_length", [1, 3, 6])
 def test_each_step_shows_the_model_the_last_block_size_ids(prompt_length):
     prompt = np.random.default_rng(prompt_length).integers(0, 7, (2, prompt_length))
-    model = Recorder()
+    model = ContextRecorder()
     out = _generate(model, prompt, 5, 0.0, None, np.random.default_rng(0))
     assert out.shape == (2, prompt_length + 5), "the prompt plus max_new_tokens ids"
     assert len(model.seen) == 5, "one model call per new token"
@@ -83,20 +67,6 @@ def test_each_step_shows_the_model_the_last_block_size_ids(prompt_length):
                                       err_msg=f"new token {i}: the context must be the last <= block_size = 4 ids")
         np.testing.assert_array_equal(out[:, t], context.sum(axis=1) % 7,
                                       err_msg=f"new token {i}: the id from the last position's logits")
-
-
-class CountingRng:
-    """A Generator's `random` that records each call's shape and always returns u."""
-
-    def __init__(self, u):
-        self.u, self.calls = u, []
-
-    def random(self, size=None):
-        self.calls.append(None if size is None else tuple(np.atleast_1d(size).tolist()))
-        return np.full(() if size is None else size, self.u)
-
-    def __getattr__(self, name):
-        raise AttributeError(f"the contract allows one rng.random((B, 1)) per step, not rng.{name}")
 
 
 @pytest.mark.parametrize("u,expected", [(0.05, [0, 0]), (0.5, [2, 1]), (0.95, [3, 3])])

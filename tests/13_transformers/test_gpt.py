@@ -7,6 +7,7 @@ import pytest
 import tinytorch as tt
 from tinytorch import nn
 from tinytorch.optim import AdamW
+from tinytorch.testing import passthrough_spy
 
 
 def small(tie=True, V=13, T=8, d=16, h=2, L=2, d_ff=None, seed=0):
@@ -46,10 +47,10 @@ def test_forward_equals_manual_composition():
     np.testing.assert_allclose(model(x)[0].numpy(), ref, rtol=1e-5, atol=1e-6)
 
 
-def test_embeddings_pass_through_the_dropout(dropout_spy):
+def test_embeddings_pass_through_the_dropout():
     model = small(seed=3)
     x = ids(2, 6, 13, 3)
-    model.drop = dropout_spy()
+    model.drop = passthrough_spy()
     model(x)
     assert len(model.drop.seen) == 1, "GPT.forward calls its dropout `drop` once"
     np.testing.assert_allclose(model.drop.seen[0], (model.tok_emb(x) + model.pos_emb(tt.arange(6))).numpy(),

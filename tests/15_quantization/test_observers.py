@@ -132,3 +132,13 @@ def test_minmaxobserver_forward_keeps_a_summary_not_the_batches(make):
     for batch in _batches(seed=3, n=20):
         obs(batch)
     assert held_bytes(obs) < after_one + 500, f"{after_one} bytes after one batch, {held_bytes(obs)} after 21"
+
+
+def test_percentileobserver_forward_keeps_a_running_range_not_the_batches():
+    """Its state is the mean range so far and the count: it does not grow with the batches."""
+    obs = Q.PercentileObserver(99.0)
+    obs(np.zeros((10, 6), np.float32))
+    after_one = held_bytes(obs)
+    for batch in _batches(seed=4, n=20):
+        obs(batch)
+    assert held_bytes(obs) < after_one + 500, f"{after_one} bytes after one batch, {held_bytes(obs)} after 21"

@@ -68,9 +68,8 @@ def _quantize(x, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
     q in [quant_min, quant_max] whose grid point scale * (q - zero_point) is nearest x;
     halfway between two grid points, the one with q - zero_point even; beyond the grid,
     its end integer (saturated, never wrapped around). The integers equal PyTorch's
-    (torch.quantize_per_tensor / quantize_per_channel) bit for bit, including the ties
-    that PyTorch decides by scaling x with the float32 reciprocal of the scale, where a
-    true division would round the other way."""
+    (torch.quantize_per_tensor / quantize_per_channel) bit for bit, including the float32
+    near-ties where PyTorch's arithmetic and a true division x / scale round apart."""
     # Idea: invert the grid's definition, then keep the nearest integer the grid has.
     # YOUR CODE HERE
     raise NotImplementedError('_quantize() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')

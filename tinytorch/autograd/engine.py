@@ -791,7 +791,9 @@ def _nll_loss_backward(node, grad):
     (N,) or (N, d1, d2, ...)), weight (None or a (C,) numpy array), ignore_index (an int;
     targets equal to it are not class indices), reduction ("mean", "sum" or "none"; with
     "none", `grad` has target's shape, otherwise it is 0-d). Returns (grad_logp,), of
-    logp's shape and a floating dtype; an ignored sample contributes nothing to it.
+    logp's shape and a floating dtype; an ignored sample contributes nothing to it, not
+    even when every sample is ignored (a "mean" over none: the loss is nan, as PyTorch's,
+    and the gradient 0, as PyTorch's).
     """
     # Idea: only the picked log-probabilities appear in the loss.
     # YOUR CODE HERE

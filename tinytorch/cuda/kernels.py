@@ -392,6 +392,8 @@ def _nll_loss_backward(node, g):
     if node.attrs["reduction"] == "mean":
         g = g / w.sum()
     values = elementwise(MUL, -w, g, x.dtype)
+    if node.attrs["reduction"] == "mean" and not w.any():  # every sample ignored: a gradient of 0, as PyTorch's
+        values = np.zeros_like(values)
     out = cuda.to_device(np.zeros((rows, x.shape[-1]), dtype=x.dtype))
     _scatter_kernel[_grid(rows), BLOCK](cuda.to_device(values), cuda.to_device(safe.astype(np.int64)), out)
     return (out.copy_to_host().reshape(x.shape),)
