@@ -1625,8 +1625,9 @@ def _elementwise_forward(np_fn, a, b, dtype):
     Contract: `a`, `b` Tensors; `np_fn` a numpy ufunc; `dtype` the promoted dtype of the
     operands. Returns the numpy array `np_fn(a, b)` with the broadcast shape, computed on
     operands of `dtype` (its own dtype is np_fn's: `dtype` for arithmetic, bool for the
-    comparisons that share this forward). Raises broadcast_shapes' ShapeError (naming both
-    shapes) when the shapes clash.
+    comparisons that share this forward). An operand already of `dtype` is used as it is,
+    never copied. Raises broadcast_shapes' ShapeError (naming both shapes) when the shapes
+    clash.
     """
     # Idea: numpy broadcasts by itself; what must happen first so that a clash raises *your*
     # error, and in which dtype must numpy compute?

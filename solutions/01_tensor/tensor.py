@@ -99,7 +99,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check  # checks that say got/expected
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, peak_bytes  # got/expected checks
 
 
 def draw_layout(ax, title, shape, strides, offset=0, n_storage=6):
@@ -433,9 +433,10 @@ print("✓ address formula: [1, 2] of the (2, 3) view with strides (1, 4), offse
 # would give, with one difference that matters while you are learning: the `ndarray`
 # constructor *checks* that the strides stay inside the buffer, so a wrong stride gives an
 # error instead of reading random memory (or crashing Python). The array it returns shares
-# memory with the storage: writing into it writes into the tensor. (For the two commonest
-# layouts, a 0-d tensor and a tensor that is all of its 1-D storage, it takes a plain numpy
-# view of the storage instead, which is cheaper to make and is the same array.)
+# memory with the storage: writing into it writes into the tensor. (For three common
+# layouts, a 0-d tensor and a 1-D or 2-D tensor that is its whole storage in row-major
+# order, it takes a plain numpy view of the storage instead, which is cheaper to make and is
+# the same array.)
 #
 # **Converting input data.** `tensor([[1, 2], [3, 4]])` must choose a dtype. The provided
 # `_as_array` applies PyTorch's rules: Python floats become float32, Python ints int64,
@@ -3052,14 +3053,16 @@ def _setitem(t, index, value):
 _base = np.arange(30.0)
 _dim = _base[::3]  # size 10, stride 3, offset 0
 for _sl in [slice(None), slice(2, 7), slice(1, None, 3), slice(-4, None), slice(None, 100),
-            slice(None, None, -1), slice(7, 2, -2), slice(-1, -11, -3), slice(5, 5), slice(12, 20)]:
+            slice(None, None, -1), slice(7, 2, -2), slice(-1, -11, -3), slice(5, 5), slice(12, 20),
+            slice(5, 5, 2), slice(7, 3, 2)]:  # empty slices keep step * stride, as numpy's and PyTorch's do
     _n, _stride, _delta = _slice_layout(_sl, 10, 3)
     _ref = layout_of(_base, _dim[_sl])
-    assert_equal((_n, _stride), (_ref[0][0], _ref[1][0]), f"_slice_layout({_sl}, 10, 3): (length, stride)")
-    if _n > 0:
-        assert_equal(_delta, _ref[2], f"_slice_layout({_sl}, 10, 3): offset change")
-    else:
-        assert_equal(_delta, 0, f"_slice_layout({_sl}, 10, 3): an empty slice moves nothing")
+    if _ref[0][0] > 0:
+        assert_equal((_n, _stride, _delta), (_ref[0][0], _ref[1][0], _ref[2]),
+                     f"_slice_layout({_sl}, 10, 3): (length, stride, offset change)")
+    else:  # numpy gives an empty view the old stride; PyTorch keeps step * stride (x[5:5:2].stride() is 2)
+        assert_equal((_n, _stride, _delta), (0, 3 * (_sl.step or 1), 0),
+                     f"_slice_layout({_sl}, 10, 3): an empty slice (length 0, step * stride as PyTorch's, no offset change)")
 _a = np.arange(12.0).reshape(3, 4)
 _x = Tensor(_a)
 _r = _x[1, ::2]
@@ -3232,8 +3235,9 @@ def _elementwise_forward(np_fn, a, b, dtype):
     Contract: `a`, `b` Tensors; `np_fn` a numpy ufunc; `dtype` the promoted dtype of the
     operands. Returns the numpy array `np_fn(a, b)` with the broadcast shape, computed on
     operands of `dtype` (its own dtype is np_fn's: `dtype` for arithmetic, bool for the
-    comparisons that share this forward). Raises broadcast_shapes' ShapeError (naming both
-    shapes) when the shapes clash.
+    comparisons that share this forward). An operand already of `dtype` is used as it is,
+    never copied. Raises broadcast_shapes' ShapeError (naming both shapes) when the shapes
+    clash.
     """
     # Idea: numpy broadcasts by itself; what must happen first so that a clash raises *your*
     # error, and in which dtype must numpy compute?
@@ -3313,8 +3317,15 @@ assert_close(_a + _b, np.float32([[11, 22, 33], [14, 25, 36]]), what="(2, 3) + (
 assert_close(2 - _a, 2 - _a.numpy(), what="2 - a")
 assert_close(_a / _b * 3, _a.numpy() / _b.numpy() * 3, rtol=1e-6, what="a / b * 3")
 assert_equal(((_a * 2.5).dtype, (Tensor([1, 2]) / Tensor([2, 2])).dtype, (Tensor([1, 2]) * 2).dtype),
-             (float32, float32, int64), "dtypes of float32 * 2.5, int / int, int * 2 (provided promotion)")
-assert_equal((_a > 3).numpy(), _a.numpy() > 3, "a > 3 (a bool tensor)")
+             (float32, float32, int64), "dtypes of float32 * 2.5, int / int, int * 2 (promotion chooses the dtype; "
+             "_elementwise_forward computes in it)")
+assert_equal((_a > 3).dtype, np.dtype(np.bool_), "the dtype of a > 3: bool (np_fn's, not the operands' promoted dtype)")
+assert_equal((_a > 3).numpy(), _a.numpy() > 3, "the values of a > 3")
+_big = Tensor(np.ones((256, 256), np.float32))
+_held = peak_bytes(_elementwise_forward, np.add, _big, _big, float32)
+check(_held < 1.5 * _big.nbytes, "_elementwise_forward on two float32 operands of dtype float32 allocates the result "
+      "and nothing else (a cast to the dtype they already have copies them); got the most bytes it held at once, for "
+      f"a result of {_big.nbytes} bytes", got=_held)
 _e = assert_raises(ShapeError, lambda: _a + Tensor([1.0, 2.0]), match="cannot broadcast", what="(2, 3) + (2,)")
 check("(2, 3)" in str(_e) and "(2,)" in str(_e), "the error is broadcast_shapes' message", got=str(_e))
 assert_close(_a.exp().log(), _a.numpy(), rtol=1e-6, what="log(exp(a))")
@@ -3362,8 +3373,8 @@ print("✓ elementwise ops: (2, 3) + (3,) =", (_a + _b).tolist())
 #
 # Two independent reasons to refuse, and the caller can switch off the first. For the
 # second, the address formula answers the question: when do two different multi-indices
-# give the same address, and which layouts make that happen? The message names the shape
-# and the strides and says what to do instead.
+# give the same address, and which layouts make that happen? The message says why the
+# write is refused (shared memory) and what to do instead.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "inplace", "locked": false, "schema_version": 3, "solution": true, "task": false}

@@ -158,3 +158,13 @@ def test_var_std_match_numpy():
     np.testing.assert_allclose(x.var(dim=1, correction=0).numpy(), A.var(axis=1), rtol=1e-5)
     np.testing.assert_allclose(x.std(dim=0, keepdim=True).numpy(), A.std(axis=0, ddof=1, keepdims=True),
                                rtol=1e-5)
+
+
+def test_elementwise_forward_copies_no_operand_already_of_the_dtype():
+    """A cast to the dtype an operand already has copies it: twice the memory traffic of an add."""
+    from tinytorch._tensor import _elementwise_forward
+    from tinytorch.testing import peak_bytes
+
+    x = tt.tensor(np.ones((256, 256), np.float32))
+    held = peak_bytes(_elementwise_forward, np.add, x, x, np.dtype(np.float32))
+    assert held < 1.5 * x.nbytes, f"float32 + float32 held {held} bytes at once for a result of {x.nbytes}"

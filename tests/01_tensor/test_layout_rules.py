@@ -24,13 +24,14 @@ def test_slice_layout_matches_numpy_for_both_step_signs(size, stride, start, sto
     item = slice(start, stop, step)
     n, new_stride, delta = T._slice_layout(item, size, stride)
     shape, strides, offset = layout_of(base, dim[item])
-    assert n == shape[0]
+    where = f"_slice_layout({item}, size={size}, stride={stride})"
+    assert n == shape[0], f"{where}: length {n}, numpy's view has {shape[0]} elements"
     if n > 0:
-        assert new_stride == strides[0] or n == 1
-        assert delta == offset
-        assert base[delta + (n - 1) * new_stride] == dim[item][-1]
+        assert new_stride == strides[0] or n == 1, f"{where}: stride {new_stride}, numpy's view has {strides[0]}"
+        assert delta == offset, f"{where}: offset change {delta}, numpy's view starts {offset} elements in"
+        assert base[delta + (n - 1) * new_stride] == dim[item][-1], f"{where}: the last element is not numpy's"
     else:
-        assert delta == 0
+        assert delta == 0, f"{where}: an empty slice moves nothing, got an offset change of {delta}"
 
 
 @pytest.mark.parametrize("item, expected", [
@@ -40,6 +41,8 @@ def test_slice_layout_matches_numpy_for_both_step_signs(size, stride, start, sto
     (slice(None, None, -1), (10, -3, 27)),
     (slice(-1, -11, -3), (4, -9, 27)),
     (slice(12, 20), (0, 3, 0)),
+    (slice(5, 5, 2), (0, 6, 0)),  # empty, yet its stride is step * stride, as PyTorch's (x[5:5:2].stride())
+    (slice(7, 3, 2), (0, 6, 0)),
 ])
 def test_slice_layout_known_values(item, expected):
     assert T._slice_layout(item, 10, 3) == expected
