@@ -138,3 +138,11 @@ def test_softmax_dim_errors():
         F.log_softmax(x, dim=-4)
     with pytest.raises(TypeError, match="dim"):
         F.softmax(x, None)
+
+
+def test_tanh_forward_is_built_without_np_tanh():
+    """The exercise is the stable form from exp or expm1; np.tanh would skip it."""
+    from tinytorch.testing import spied
+
+    _, calls = spied(lambda v: F.tanh(tt.tensor(v)), np.linspace(-3.0, 3.0, 7))
+    assert "tanh" not in [c[0] for c in calls], f"tanh called np.tanh: {[c[0] for c in calls]}"
