@@ -17,6 +17,7 @@ import contextlib
 import re
 import sys
 import tracemalloc
+import types
 
 import numpy as np
 
@@ -323,8 +324,6 @@ class ContextRecorder:
     model's output, which any context can explain."""
 
     def __init__(self):
-        import types
-
         self.config = types.SimpleNamespace(vocab_size=7, block_size=4)
         self.seen = []
 
@@ -608,8 +607,6 @@ def reuse_distances(reads):
 def _run_watched(kernel, args):
     """Run a numba kernel as Python on `args`, its outermost `prange` loops one iteration
     after another, noting each iteration's writes: (result, _Writes)."""
-    import types
-
     py = getattr(kernel, "py_func", kernel)
     writes = _Writes()
 
@@ -641,8 +638,8 @@ def divergent_barriers(launch):
     """Run `launch()` (which launches CUDA kernels) and return the blocks in which not every
     thread passed the same `cuda.syncthreads()` calls in the same order: one entry per such
     block, (block index, a thread, the kernel lines of its barriers, thread 0's lines), at
-    most five. Lines are counted in the kernel's source, its first line (the decorator) 1. None when numba's CUDA simulator is not in use: only simulated threads can
-    be watched.
+    most five. Lines are counted in the kernel's source, its first line (the decorator) 1.
+    None when numba's CUDA simulator is not in use: only simulated threads can be watched.
 
     Why: a barrier that some threads of a block skip (inside an `if`, or after an early
     `return`) is undefined behaviour on a GPU, where it may hang or compute garbage; the

@@ -388,7 +388,8 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 #
 # <details><summary>Hint 2</summary>
 #
-# `math.erf` works inside `@njit` code. Allocate the output with numpy's `empty_like`.
+# `math.erf` works inside `@njit` code. Allocate the output with numpy's `empty_like`. A
+# number of x's dtype, inside `@njit` as outside: `x.dtype.type(0.5)`.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -1909,11 +1910,9 @@ def _nll_loss_backward(node, g):
     rows = 1 if x.ndim == 1 else x.shape[0]
     w, safe = _nll_weights(node.attrs, rows)
     g = np.asarray(g, dtype=np.float64).reshape(-1)
-    if node.attrs["reduction"] == "mean":
-        g = g / w.sum()
+    if node.attrs["reduction"] == "mean":  # a mean over no sample (all ignored): a gradient of 0, as PyTorch's
+        g = g / w.sum() if w.any() else np.zeros_like(g)
     values = elementwise(MUL, -w, g, x.dtype)
-    if node.attrs["reduction"] == "mean" and not w.any():  # every sample ignored: a gradient of 0, as PyTorch's
-        values = np.zeros_like(values)
     out = cuda.to_device(np.zeros((rows, x.shape[-1]), dtype=x.dtype))
     _scatter_kernel[_grid(rows), BLOCK](cuda.to_device(values), cuda.to_device(safe.astype(np.int64)), out)
     return (out.copy_to_host().reshape(x.shape),)
@@ -1926,10 +1925,10 @@ def _nll_loss_backward(node, g):
 # and `reduce(x, dims, keepdim, op)` with `SUM` or `MAX` (keep the reduced dim, so that the
 # result broadcasts back against x). Two requirements beyond the values:
 #
-# - every arithmetic step runs on the device: the check watches the host's numpy and
-#   reports any arithmetic done there (a shortcut such as `np.exp(x.numpy())` gives the
-#   right numbers, and on a real GPU it would copy the tensor over the bus and compute on
-#   one CPU core);
+# - every arithmetic step runs on the device. A shortcut such as `np.exp(x.numpy())` gives
+#   the right numbers, and on a real GPU it would copy the tensor over the bus and compute
+#   on one CPU core. The check watches the host's numpy for arithmetic on x's data (it
+#   cannot see arithmetic on an array a launch returned: keep those on the device too);
 # - the forward is finite for any finite logits: rows near 1000 and rows near -1000, in
 #   the same batch. Module 04 met the same problem on the CPU.
 #
@@ -1937,6 +1936,19 @@ def _nll_loss_backward(node, g):
 # `node.attrs["dim"]` the dim) and the incoming gradient `g`, a numpy array; it returns a
 # tuple with one gradient. Module 06 derived the rule; derive it again if you need to, in
 # terms of the output only.
+#
+# <details><summary>Hint 1</summary>
+#
+# Write the CPU version first, one numpy call per line, then give each line its launch:
+# which of them is a reduction along `dim`, and which an elementwise op of two arrays that
+# broadcast?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# A row near -1000 and a row near 1000 in one batch: which maximum keeps both rows' `exp`
+# inside the float range, one for the whole batch or one per row?
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "cuda-log-softmax", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export cuda.kernels
@@ -1970,8 +1982,8 @@ for _dim in (1, 0):
     _got, _host = spied(lambda v: _log_softmax(Tensor(v), _dim), _logits)
     assert_close(_got, _want, rtol=1e-5, atol=1e-5, what=f"_log_softmax over dim {_dim} of logits near 1000, -1000 "
                  "and 0 (one batch), against the CPU's log_softmax")
-    check(not arithmetic(_host), "_log_softmax computes on the device: no numpy arithmetic on the host (elementwise "
-          "and reduce launch your kernels); got the host's computations (name, operand shapes, result shape)",
+    check(not arithmetic(_host), "_log_softmax computes on the device: no numpy arithmetic on x's data on the host "
+          "(elementwise and reduce launch your kernels); got the host's computations (name, operand shapes, result shape)",
           got=arithmetic(_host)[:4])
 _x = Tensor(_logits, requires_grad=True)
 _g = np.random.default_rng(5).standard_normal(_logits.shape).astype(np.float32)

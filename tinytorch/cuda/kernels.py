@@ -389,11 +389,9 @@ def _nll_loss_backward(node, g):
     rows = 1 if x.ndim == 1 else x.shape[0]
     w, safe = _nll_weights(node.attrs, rows)
     g = np.asarray(g, dtype=np.float64).reshape(-1)
-    if node.attrs["reduction"] == "mean":
-        g = g / w.sum()
+    if node.attrs["reduction"] == "mean":  # a mean over no sample (all ignored): a gradient of 0, as PyTorch's
+        g = g / w.sum() if w.any() else np.zeros_like(g)
     values = elementwise(MUL, -w, g, x.dtype)
-    if node.attrs["reduction"] == "mean" and not w.any():  # every sample ignored: a gradient of 0, as PyTorch's
-        values = np.zeros_like(values)
     out = cuda.to_device(np.zeros((rows, x.shape[-1]), dtype=x.dtype))
     _scatter_kernel[_grid(rows), BLOCK](cuda.to_device(values), cuda.to_device(safe.astype(np.int64)), out)
     return (out.copy_to_host().reshape(x.shape),)
