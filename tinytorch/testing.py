@@ -259,20 +259,42 @@ def _keeping_spies(convert):
     return converted
 
 
+def _device_array_classes():
+    """The classes of numba's device arrays (real and simulated) that are loaded: none when
+    numba's CUDA support was never imported."""
+    names = ("numba.cuda.cudadrv.devicearray", "DeviceNDArrayBase"), \
+            ("numba.cuda.simulator.cudadrv.devicearray", "FakeCUDAArray")
+    found = {getattr(sys.modules.get(m), c, None) for m, c in names}  # simulated, the first name is the second
+    return [cls for cls in found if cls is not None]
+
+
 def spied(fn, *arrays):
     """(fn's result, the numpy computations it made) for fn run on spying copies of
     `arrays`: each computation as (name, operand shapes, result shape). A copy made with
-    np.asarray or np.array (widening int8 to int32, say) is still watched.
+    np.asarray or np.array (widening int8 to int32, say) is still watched, and so is an
+    array copied back from a CUDA device (`copy_to_host`) while fn runs.
 
-    Why: a contract such as "one matrix product" is about how a result is computed, which
-    comparing values cannot see."""
+    Why: a contract such as "one matrix product" or "computed on the device" is about how a
+    result is computed, which comparing values cannot see."""
     _Spy.log = []
     plain = np.asarray, np.array
     np.asarray, np.array = (_keeping_spies(c) for c in plain)
+    copies = [(cls, cls.copy_to_host) for cls in _device_array_classes()]
+
+    def spying_copy(original):
+        def copy_to_host(self, *args, **kwargs):
+            result = original(self, *args, **kwargs)
+            return result.view(_Spy) if type(result) is np.ndarray else result
+        return copy_to_host
+
+    for cls, original in copies:
+        cls.copy_to_host = spying_copy(original)
     try:
         result = fn(*(plain[0](a).view(_Spy) for a in arrays))
     finally:
         np.asarray, np.array = plain
+        for cls, original in copies:
+            cls.copy_to_host = original
     return result, list(_Spy.log)
 
 
@@ -810,6 +832,142 @@ class _GarbageNumpy:
     @staticmethod
     def empty(shape, dtype=float, *args, **kwargs):
         return _garbage_filled(np.empty(shape, dtype, *args, **kwargs))
+
+
+class _SharedAccesses:
+    """The shared-memory accesses of simulated threads: for each (array, block, step, thread),
+    the flat element indices it read or wrote, in order; a step is the stretch between two
+    barriers (`cuda.syncthreads()`) of that thread."""
+
+    def __init__(self):
+        import threading
+
+        self.lock, self.steps, self.log = threading.Lock(), {}, {}
+
+    def note(self, array, key, writes):
+        import threading
+
+        thread = threading.current_thread()
+        if not hasattr(thread, "thread_id"):  # not a simulated CUDA thread
+            return
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) != array.ndim or not all(isinstance(i, (int, np.integer)) for i in key):
+            return
+        flat = int(np.ravel_multi_index(tuple(int(i) % n for i, n in zip(key, array.shape)), array.shape))
+        with self.lock:
+            step = self.steps.get(thread, 0)
+            entry = self.log.setdefault((id(array), tuple(thread.blockIdx), step, thread.thread_id), [])
+            entry.append((flat, writes, array.itemsize))
+
+    def passed_barrier(self, thread):
+        with self.lock:
+            self.steps[thread] = self.steps.get(thread, 0) + 1
+
+
+class _WatchedShared(np.ndarray):
+    """A simulated shared array that reports each element access to `_WatchedShared.accesses`."""
+
+    accesses: _SharedAccesses = None
+
+    def __getitem__(self, key):
+        _WatchedShared.accesses.note(self, key, False)
+        return np.ndarray.__getitem__(self, key)
+
+    def __setitem__(self, key, value):
+        _WatchedShared.accesses.note(self, key, True)
+        np.ndarray.__setitem__(self, key, value)
+
+
+class _WatchingNumpyForShared:
+    """numpy, except that `empty` (which the simulator's shared arrays come from) returns a
+    _WatchedShared."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(shape, dtype=float, *args, **kwargs):
+        return np.empty(shape, dtype, *args, **kwargs).view(_WatchedShared)
+
+
+def _shared_accesses(launch):
+    """Run `launch()` (which launches CUDA kernels) with shared memory watched: its
+    _SharedAccesses, or None when numba's CUDA simulator is not in use."""
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return None
+    from numba.cuda.simulator import kernelapi
+    from numba.cuda.simulator.kernel import BlockThread
+
+    accesses = _SharedAccesses()
+    original_np, original_sync = kernelapi.np, BlockThread.syncthreads
+
+    def syncthreads(self):
+        accesses.passed_barrier(self)
+        return original_sync(self)
+
+    kernelapi.np, BlockThread.syncthreads, _WatchedShared.accesses = _WatchingNumpyForShared(), syncthreads, accesses
+    try:
+        launch()
+    finally:
+        kernelapi.np, BlockThread.syncthreads, _WatchedShared.accesses = original_np, original_sync, None
+    return accesses
+
+
+def scattered_active_threads(launch):
+    """Run `launch()` (which launches CUDA kernels) and return the steps in which the threads
+    of a block that wrote shared memory were not threads 0, 1, ..., n - 1 (a step is the
+    stretch between two barriers): (block, step, the first of those threads), at most five.
+    None when numba's CUDA simulator is not in use.
+
+    Why: a warp runs its 32 threads together, so a warp with one busy thread takes as long
+    as a full one. When the threads with work in a step are the first n, whole warps finish
+    early; when they are every other thread (or every 2**s-th), every warp stays busy for a
+    few of its threads. The values are the same either way."""
+    accesses = _shared_accesses(launch)
+    if accesses is None:
+        return None
+    writers = {}
+    for (array, block, step, thread), seen in accesses.log.items():
+        if any(writes for _, writes, _ in seen):
+            writers.setdefault((block, step), set()).add(thread)
+    found = [(block, step, sorted(threads)[:8]) for (block, step), threads in sorted(writers.items())
+             if sorted(threads) != list(range(len(threads)))]
+    return found[:5]
+
+
+def bank_conflicts(launch):
+    """Run `launch()` (which launches CUDA kernels) and return its worst shared-memory bank
+    conflict: (n, an example), where n is the most distinct 4-byte words that the threads of
+    one warp touched in one bank with one access (their k-th access in a step: 1 means no
+    conflict), and the example is (block, step, k, the element indices of that access). None
+    when numba's CUDA simulator is not in use.
+
+    Why: shared memory is 32 banks, word w in bank w % 32; a warp's access is served in one
+    pass when its threads touch different banks (or the same word: a broadcast), and in n
+    passes when n different words share a bank. 8-byte elements are served half a warp at a
+    time. The values are the same whatever the conflicts."""
+    accesses = _shared_accesses(launch)
+    if accesses is None:
+        return None
+    groups = {}
+    for (array, block, step, thread), seen in accesses.log.items():
+        for k, (flat, _, itemsize) in enumerate(seen):
+            per_pass = 32 * 4 // max(4, itemsize)  # threads served together: 32 for 4 bytes, 16 for 8
+            key = (array, block, step, k, thread // per_pass)
+            groups.setdefault(key, []).append((thread, flat, itemsize))
+    worst = (1, None)
+    for (array, block, step, k, _), touched in sorted(groups.items(), key=lambda item: item[0][1:]):
+        banks = {}
+        for thread, flat, itemsize in touched:
+            first = flat * itemsize // 4
+            for word in range(first, first + max(1, itemsize // 4)):
+                banks.setdefault(word % 32, set()).add(word)
+        n = max(len(words) for words in banks.values())
+        if n > worst[0]:
+            worst = (n, (block, step, k, [flat for _, flat, _ in sorted(touched)][:8]))
+    return worst
 
 
 def with_garbage_shared_memory(launch):

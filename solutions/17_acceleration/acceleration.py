@@ -93,10 +93,11 @@ import numpy as np
 import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
-from tinytorch.testing import (arithmetic, assert_close, assert_equal, assert_raises, check, coalesced_share,
-                               divergent_barriers, element_reads, float64_ops, global_reads, multiply_written,
-                               parallel_write_clashes, peak_bytes, prange_trips, preserved_state, reuse_distances,
-                               simd_float_ops, spied, with_garbage_shared_memory)
+from tinytorch.testing import (arithmetic, assert_close, assert_equal, assert_raises, bank_conflicts, check,
+                               coalesced_share, divergent_barriers, element_reads, float64_ops, global_reads,
+                               multiply_written, parallel_write_clashes, peak_bytes, prange_trips, preserved_state,
+                               reuse_distances, scattered_active_threads, simd_float_ops, spied,
+                               with_garbage_shared_memory)
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
@@ -161,8 +162,8 @@ __all__ = ["strided_position", "strided_map", "strided_zip", "strided_reduce", "
 #
 # <details><summary>Hint 1</summary>
 #
-# For shape (2, 3), ordinal 4 is index (1, 1): 4 % 3 = 1 for the last dimension, then
-# 4 // 3 = 1, and 1 % 2 = 1 for the first.
+# Run module 01's `ordinal_to_index` by hand for shape (2, 3) and ordinal 4. In which order
+# does it produce the indices, and what is left of the ordinal after each one?
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -320,7 +321,7 @@ _st, _sh, _ss, _so = _layout(_base.reshape(4, 6).T)
 _red = np.zeros(6)
 strided_reduce(_add, 0.0, _red, (6, 1), (1, 1), 0, _st, _sh, _ss, _so, 1)
 assert_close(_red, _base.reshape(4, 6).T.sum(axis=1), what="compiled strided_reduce over dim 1 of a transpose")
-_deep = _ints((2,) * 400)  # 400 dimensions: a stored multi-index would hold 400 numbers, 3 KiB or more
+_deep = _ints((2,) * 40 + (1,) * 360)  # 400 dimensions (2**40 elements): a stored multi-index holds 400 numbers
 _held = peak_bytes(strided_position, 12345, _deep, _ints((1,) * 400), 0)  # run as Python: allocations show
 check(_held < 2000, "strided_position stores no multi-index (no list, no array): on a 400-dimensional shape it "
       "holds a few numbers at a time; got the most bytes it held at once, run as Python", got=_held,
@@ -438,6 +439,11 @@ for _shape in [(5, 7), (1, 1), (3, 64)]:
 _y = bias_gelu(np.array([[-1.0, 0.0, 2.0]], dtype=np.float32), np.array([0.0, 1.0, -1.0], dtype=np.float32))
 assert_close(_y, [[-0.15865526, 0.8413447, 0.8413447]], rtol=1e-6, what="GELU(-1), GELU(1), GELU(1)")
 assert_equal(bias_gelu(np.zeros((0, 3), np.float32), np.zeros(3, np.float32)).shape, (0, 3), "an empty batch")
+_x64, _b64 = _rng.standard_normal((4, 6)) * 3, _rng.standard_normal(6)
+_y64 = bias_gelu(_x64, _b64)
+assert_equal(_y64.dtype, np.dtype(np.float64), "bias_gelu on float64 input returns float64")
+assert_close(_y64, _gelu_reference(_x64 + _b64), rtol=1e-12, atol=1e-14,
+             what="bias_gelu on float64 (4, 6), to double precision (a constant rounded to float32 shows here)")
 _, _clashes = parallel_write_clashes(bias_gelu, _x[:, :5], _b[:5])
 check(not _clashes, "no two iterations of bias_gelu's prange loop write the same element (section 3 shows why "
       "that matters); got lists (array shape, element, first iteration, second iteration)", got=_clashes)
@@ -493,14 +499,10 @@ print(f"numpy, unfused: {_t_unfused * 1e3:.2f} ms | fused numba kernel: {_t_fuse
 # than for GELU, and why?
 
 # %%
-@njit(cache=CACHE)
-def _bias_relu(x, bias):  # the fused pass, the same loop as yours with a cheaper body
-    out = np.empty_like(x)
-    for i in range(x.shape[0]):
-        for j in range(x.shape[1]):
-            v = x[i, j] + bias[j]
-            out[i, j] = v if v > 0 else 0.0
-    return out
+@vectorize(["float32(float32, float32)"])
+def _bias_relu(v, b):  # a compiled ufunc: one pass over x (b broadcasts along its rows), no temporary
+    s = v + b
+    return s if s > 0 else np.float32(0)
 
 
 assert_close(_bias_relu(_X, _B), np.maximum(_X + _B, 0), what="fused bias + ReLU against numpy")
@@ -674,9 +676,10 @@ print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 6
 #
 # - **i-j-k** (provided, `matmul_ijk`): the inner loop runs down a *column* of B, one
 #   cache line per multiply, and uses one float of each line.
-# - **i-k-j** (yours, `matmul_ikj`): hold `A[i, p]` in a register and run the inner loop
-#   along a *row* of B and of C: contiguous, every float of every line used, and the
-#   compiler can vectorise it (SIMD: 8 or 16 multiply-adds per instruction).
+# - **i-k-j** (yours, `matmul_ikj`): the same three loops in the order i, k, j. Where does
+#   its inner loop walk in B and in C, what stays fixed while it runs, and how many floats
+#   of each cache line does it use? An inner loop over contiguous memory is also one the
+#   compiler can vectorise (SIMD: 8 or 16 multiply-adds per instruction).
 # - **blocked** (yours, `matmul_blocked`): i-k-j inside square tiles of `block`×`block`, so
 #   that the tile of B being reused stays in the fast cache (L1/L2) while all the rows of
 #   the A tile use it, instead of streaming all of B from memory once per row of A.
@@ -1015,12 +1018,13 @@ print(f"measured peak (best BLAS sgemm) {PEAK / 1e9:.1f} GFLOP/s; ridge point at
 
 # %%
 def _kernel_points():
-    _v = np.random.default_rng(9).standard_normal(2 ** 22).astype(np.float32)
+    _v = np.random.default_rng(9).standard_normal(2 ** 23).astype(np.float32)  # as large as the copy: past the cache
+    _XL = _v.reshape(-1, 1024)
     parallel_sum(_v, 64)
     pts = [("bias_gelu (fused)", 6 / 8, 6 * _X.size / median_time(lambda: bias_gelu(_X, _B))),
            ("numpy unfused gelu", 6 / (8 * 6), 6 * _X.size / median_time(lambda: _unfused(_X, _B))),
-           ("bias + ReLU (fused)", 2 / 8, 2 * _X.size / median_time(lambda: _bias_relu(_X, _B))),
-           ("numpy unfused ReLU", 2 / 16, 2 * _X.size / median_time(lambda: np.maximum(_X + _B, np.float32(0)))),
+           ("bias + ReLU (fused)", 2 / 8, 2 * _XL.size / median_time(lambda: _bias_relu(_XL, _B))),
+           ("numpy unfused ReLU", 2 / 16, 2 * _XL.size / median_time(lambda: np.maximum(_XL + _B, np.float32(0)))),
            ("parallel_sum", 1 / 4, _v.size / median_time(lambda: parallel_sum(_v, 64)))]
     for name in ("ijk", "ikj", "blocked", "numpy"):
         pts.append((f"matmul {name} (n={_N})", 2 * _N ** 3 / (12 * _N ** 2), _flops / _times[name]))
@@ -1057,11 +1061,12 @@ plt.show()
 # roofline is only as good as its FLOP count. The two ReLUs are the honest memory-bound
 # pair, their FLOP count right: fusion moves the point right (half the bytes for the same
 # work) and, where memory is what limits them, up by about as much (the ratio printed in
-# section 2). The matmuls share one intensity (the minimum
-# traffic), so their vertical spread is cache behaviour: i-j-k far below the roof, since it
-# really moves much more than the minimum; BLAS at the roof (it defined the peak). Points
-# can sit above the slanted line when their data fits in cache, whose bandwidth is higher
-# than the large copy's. On a machine shared with other work the points scatter from run to
+# section 2); they and the sum run on an array as large as the copy that measured the
+# bandwidth, so that they too stream from memory. The matmuls share one intensity (the
+# minimum traffic), so their vertical spread is cache behaviour: i-j-k far below the roof,
+# since it really moves much more than the minimum; BLAS at the roof (it defined the peak).
+# A point measured on data that fits in a cache can sit above the slanted line: a cache's
+# bandwidth is higher than the large copy's. On a machine shared with other work the points scatter from run to
 # run; the ordering of the matmuls rarely changes.
 
 # %% [markdown]
@@ -1185,15 +1190,27 @@ def _identity(op):
     return 0.0 if op == SUM else -math.inf
 
 
+if SIMULATED:  # simulated kernels are Python, whose math.exp and math.log raise where a GPU gives inf or nan
+    def _exp(v):
+        with np.errstate(over="ignore"):
+            return np.exp(v)
+
+    def _log(v):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(v)
+else:
+    _exp, _log = math.exp, math.log
+
+
 @cuda.jit(device=True)
 def _unary(op, v):
     """One map operation on a number."""
     if op == NEG:
         return -v
     if op == EXP:
-        return math.exp(v)
+        return _exp(v)
     if op == LOG:
-        return math.log(v)
+        return _log(v)
     if op == RELU:
         return v if v > 0 else v * 0
     return v
@@ -1396,6 +1413,14 @@ print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elem
 # watched (section 3's idea, for a GPU): every thread of a block must pass the same
 # barriers in the same order.
 #
+# Two costs do not show in the values, and the check watches both. A warp runs its 32
+# threads in lockstep: a warp with one busy thread takes as long as a full one, so in each
+# step the threads with work must be threads 0 to n - 1 of the block, which leaves the
+# other warps free. And shared memory is 32 **banks** (4-byte word $w$ sits in bank
+# $w \bmod 32$; an 8-byte float64 spans two, and is served half a warp at a time): a warp's
+# access takes one pass when its threads touch different banks, and $n$ passes when $n$
+# different words share a bank. Many trees compute the right sum; which of them pass both?
+#
 # <details><summary>Hint 1</summary>
 #
 # One value per thread: thread `t` of block `k` starts with column `k · BLOCK + t` of its
@@ -1411,12 +1436,13 @@ print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elem
 #
 # <details><summary>The approach</summary>
 #
-# Pairing each slot of the lower half with the slot half a buffer above it keeps the
-# active threads contiguous (whole warps stay busy or idle together) and never reads a slot
-# that the same step writes. A barrier is needed wherever a thread is about to read a
-# value another thread wrote, and every thread of the block must arrive at it, including
-# those with nothing to do; the last step leaves the block's result in one slot for one
-# thread to write out.
+# Write down, for BLOCK = 8, which slots each step combines in the tree you drew, then ask
+# three questions of it: which threads have work in each step (the first ones?), which
+# slots do neighbouring threads touch (neighbouring ones?), and can a slot be read in the
+# step that overwrites it? A barrier is needed wherever a thread is about to read a value
+# another thread wrote, and every thread of the block must arrive at it, including those
+# with nothing to do; the last step leaves the block's result in one slot for one thread to
+# write out.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "block-reduce", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1508,6 +1534,15 @@ check_barriers(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM), "block_reduce_kerne
 _twice = multiply_written(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM))
 check(not _twice, "each block's result is written by one thread (the others' writes are wasted work); got "
       "(array shape, element, number of threads that wrote it)", got=_twice)
+_scattered = scattered_active_threads(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM))
+check(not _scattered, "in each step of block_reduce_kernel the threads that write the buffer are threads 0 to n - 1 "
+      "(whole warps finish early; threads spread over every warp keep them all busy); got (block, step after that "
+      "many barriers, its first writing threads)", got=_scattered)
+_conflict = bank_conflicts(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM))
+if _conflict is not None:
+    check(_conflict[0] == 1, "block_reduce_kernel's shared-memory accesses are free of bank conflicts: the threads "
+          "of a warp touch different banks in each access; got the worst (n-way, (block, step, k-th access, the "
+          "slots touched))", got=_conflict, expected="1-way")
 print("✓ block reduction equals numpy; row sums:", reduce_rows(_m, SUM))
 
 # %% [markdown]
@@ -1703,6 +1738,10 @@ else:
           "read neighbouring addresses of A and of B at each step (one transaction per warp, not one per "
           "thread; the values are right either way); got the share of neighbouring reads",
           got=f"{_share:.0%}", expected="100%")
+    _share = coalesced_share(lambda: matmul_naive(_sq, _sq))
+    check(_share > 0.99, "matmul_naive_kernel's reads are coalesced: threads x and x + 1 of a warp own neighbouring "
+          "columns of C, so they read neighbouring elements of a row of B (and one element of A: a broadcast); "
+          "got the share of neighbouring reads", got=f"{_share:.0%}", expected="100%")
 _a = _rng.standard_normal((TILE + 2, TILE - 1)).astype(np.float32)  # k < TILE: the first tile is an edge tile
 _b = _rng.standard_normal((TILE - 1, 3)).astype(np.float32)
 _garbage = with_garbage_shared_memory(lambda: matmul(_a, _b))
@@ -1798,10 +1837,16 @@ def _mse_loss(x, y, reduction):
     return total if reduction == "sum" else elementwise(DIV, total, np.array(max(sq.size, 1), x.dtype), x.dtype)
 
 
+def _row_blocks(rows):
+    """Blocks of BLOCK threads for one thread per row (no cap: the row kernels do not loop)."""
+    return max(1, -(-rows // BLOCK))
+
+
 @cuda.jit
 def _gather_kernel(x, cols, out):
     """out[r] = x[r, cols[r]] (one thread per row)."""
-    for r in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+    r = cuda.grid(1)
+    if r < out.shape[0]:
         out[r] = x[r, cols[r]]
 
 
@@ -1818,7 +1863,7 @@ def _nll_loss(x, target, weight, ignore_index, reduction):
     v = x.numpy().reshape(-1, x.shape[-1])
     w, safe = _nll_weights(dict(target=target, weight=weight, ignore_index=ignore_index), v.shape[0])
     picked = cuda.device_array(v.shape[0], dtype=v.dtype)
-    _gather_kernel[_grid(v.shape[0]), BLOCK](cuda.to_device(np.ascontiguousarray(v)),
+    _gather_kernel[_row_blocks(v.shape[0]), BLOCK](cuda.to_device(np.ascontiguousarray(v)),
                                               cuda.to_device(safe.astype(np.int64)), picked)
     losses = elementwise(MUL, -w.astype(v.dtype), picked.copy_to_host(), v.dtype)
     if reduction == "none":
@@ -1901,7 +1946,8 @@ def _mse_loss_backward(node, g):
 @cuda.jit
 def _scatter_kernel(values, cols, out):
     """out[r, cols[r]] = values[r] (one thread per row; out starts at zero)."""
-    for r in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+    r = cuda.grid(1)
+    if r < values.shape[0]:
         out[r, cols[r]] = values[r]
 
 
@@ -1914,7 +1960,7 @@ def _nll_loss_backward(node, g):
         g = g / w.sum() if w.any() else np.zeros_like(g)
     values = elementwise(MUL, -w, g, x.dtype)
     out = cuda.to_device(np.zeros((rows, x.shape[-1]), dtype=x.dtype))
-    _scatter_kernel[_grid(rows), BLOCK](cuda.to_device(values), cuda.to_device(safe.astype(np.int64)), out)
+    _scatter_kernel[_row_blocks(rows), BLOCK](cuda.to_device(values), cuda.to_device(safe.astype(np.int64)), out)
     return (out.copy_to_host().reshape(x.shape),)
 
 # %% [markdown]
@@ -1927,8 +1973,8 @@ def _nll_loss_backward(node, g):
 #
 # - every arithmetic step runs on the device. A shortcut such as `np.exp(x.numpy())` gives
 #   the right numbers, and on a real GPU it would copy the tensor over the bus and compute
-#   on one CPU core. The check watches the host's numpy for arithmetic on x's data (it
-#   cannot see arithmetic on an array a launch returned: keep those on the device too);
+#   on one CPU core. The check watches the host's numpy for arithmetic on x's data and on
+#   every array a launch copies back;
 # - the forward is finite for any finite logits: rows near 1000 and rows near -1000, in
 #   the same batch. Module 04 met the same problem on the CPU.
 #
@@ -1982,8 +2028,9 @@ for _dim in (1, 0):
     _got, _host = spied(lambda v: _log_softmax(Tensor(v), _dim), _logits)
     assert_close(_got, _want, rtol=1e-5, atol=1e-5, what=f"_log_softmax over dim {_dim} of logits near 1000, -1000 "
                  "and 0 (one batch), against the CPU's log_softmax")
-    check(not arithmetic(_host), "_log_softmax computes on the device: no numpy arithmetic on x's data on the host "
-          "(elementwise and reduce launch your kernels); got the host's computations (name, operand shapes, result shape)",
+    check(not arithmetic(_host), "_log_softmax computes on the device: no numpy arithmetic on the host, on x's data or "
+          "on what a launch returned (elementwise and reduce launch your kernels); got the host's computations (name, "
+          "operand shapes, result shape)",
           got=arithmetic(_host)[:4])
 _x = Tensor(_logits, requires_grad=True)
 _g = np.random.default_rng(5).standard_normal(_logits.shape).astype(np.float32)

@@ -86,6 +86,17 @@ def test_bias_gelu_empty_batch():
                                [[-0.15865526, 0.8413447, 0.8413447]], rtol=1e-6, err_msg="GELU(-1), GELU(1), GELU(1)")
 
 
+def test_bias_gelu_keeps_float64_in_double_precision():
+    """A float64 input gets a float64 result exact to double precision: a constant rounded to
+    float32 (np.float32(0.5 ** 0.5)) is off by about 1e-8."""
+    x, b = RNG.standard_normal((4, 6)) * 3, RNG.standard_normal(6)
+    got = ck.bias_gelu(x, b)
+    assert got.dtype == np.float64, f"bias_gelu on float64 input returned {got.dtype}"
+    v = x + b
+    want = 0.5 * v * (1.0 + np.vectorize(math.erf)(v / math.sqrt(2.0)))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14, err_msg="bias_gelu on float64 (4, 6)")
+
+
 def test_bias_gelu_computes_float32_in_float32():
     """A float64 constant promotes the whole element, erf included: the same values, slower."""
     x = RNG.standard_normal((3, 5)).astype(np.float32)
@@ -95,7 +106,7 @@ def test_bias_gelu_computes_float32_in_float32():
 
 def test_strided_position_stores_no_multi_index():
     """A list or array of the indices costs an allocation per element in a compiled loop."""
-    deep = np.full(400, 2, np.int64)  # a stored multi-index: 400 numbers, over 3000 bytes
+    deep = np.array((2,) * 40 + (1,) * 360, np.int64)  # 2**40 elements; a stored multi-index: 400 numbers, over 3000 bytes
     held = peak_bytes(ck.strided_position, 12345, deep, np.ones(400, np.int64), 0)
     assert held < 2000, f"strided_position held {held} bytes at once on a 400-dimensional shape: a stored multi-index"
 

@@ -5,10 +5,12 @@ import pytest
 
 from tinytorch.cuda import kernels as K
 from tinytorch.testing import (
+    bank_conflicts,
     coalesced_share,
     divergent_barriers,
     global_reads,
     multiply_written,
+    scattered_active_threads,
     with_garbage_shared_memory,
 )
 
@@ -214,3 +216,33 @@ def test_matmul_tiled_kernel_loads_are_coalesced():
         pytest.skip("reads are watched under numba's CUDA simulator only (this run uses a real GPU)")
     assert share > 0.99, (f"matmul_tiled_kernel: {share:.0%} of the loads of neighbouring threads (tx, tx + 1) "
                           f"touch neighbouring elements; loading a tile transposed makes them a row apart")
+
+
+def test_matmul_naive_kernel_reads_are_coalesced():
+    """Threads x and x + 1 own neighbouring columns of C: they read neighbouring elements of B."""
+    a = RNG.standard_normal((2 * K.TILE, 2 * K.TILE)).astype(np.float32)
+    share = coalesced_share(lambda: K.matmul_naive(a, a))
+    if share is None:
+        pytest.skip("reads are watched under numba's CUDA simulator only (this run uses a real GPU)")
+    assert share > 0.99, (f"matmul_naive_kernel: {share:.0%} of the reads of neighbouring threads (x, x + 1) "
+                          f"touch neighbouring elements; with x along the rows of C they are a row apart")
+
+
+def test_block_reduce_kernel_gives_each_step_to_the_first_threads():
+    """The threads with work in a step are 0 .. n - 1: whole warps retire instead of all idling in part."""
+    x = RNG.standard_normal((1, K.BLOCK + 3)).astype(np.float32)
+    scattered = scattered_active_threads(lambda: K.reduce_rows(x, K.SUM))
+    if scattered is None:
+        pytest.skip("shared memory is watched under numba's CUDA simulator only (this run uses a real GPU)")
+    assert scattered == [], ("block_reduce_kernel: in these steps the threads that wrote the buffer were not the "
+                             f"first ones (block, step, first writers): {scattered}")
+
+
+def test_block_reduce_kernel_has_no_bank_conflicts():
+    """Neighbouring threads of a warp touch different banks of shared memory in each access."""
+    x = RNG.standard_normal((1, K.BLOCK + 3)).astype(np.float32)
+    conflict = bank_conflicts(lambda: K.reduce_rows(x, K.SUM))
+    if conflict is None:
+        pytest.skip("shared memory is watched under numba's CUDA simulator only (this run uses a real GPU)")
+    assert conflict[0] == 1, ("block_reduce_kernel: a warp's shared-memory access hit one bank with "
+                              f"{conflict[0]} different words (block, step, k-th access, slots): {conflict[1]}")

@@ -53,6 +53,6 @@ def test_matmul_blocked_iterations_write_their_own_rows_of_c(block):
 
 
 @pytest.mark.parametrize("kh,kw,stride,padding", [(2, 2, 1, 1), (3, 2, 2, 0)])
-def test_im2col_iterations_write_their_own_columns(kh, kw, stride, padding):
+def test_im2col_iterations_write_disjoint_elements(kh, kw, stride, padding):
     clashes, _ = _clashes_and_value(ck.im2col, IMAGES, kh, kw, stride, padding)
     assert clashes == [], f"two iterations wrote one element (shape, element, iterations): {clashes[:3]}"

@@ -61,15 +61,27 @@ def _identity(op):
     return 0.0 if op == SUM else -math.inf
 
 
+if SIMULATED:  # simulated kernels are Python, whose math.exp and math.log raise where a GPU gives inf or nan
+    def _exp(v):
+        with np.errstate(over="ignore"):
+            return np.exp(v)
+
+    def _log(v):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(v)
+else:
+    _exp, _log = math.exp, math.log
+
+
 @cuda.jit(device=True)
 def _unary(op, v):
     """One map operation on a number."""
     if op == NEG:
         return -v
     if op == EXP:
-        return math.exp(v)
+        return _exp(v)
     if op == LOG:
-        return math.log(v)
+        return _log(v)
     if op == RELU:
         return v if v > 0 else v * 0
     return v
@@ -283,10 +295,16 @@ def _mse_loss(x, y, reduction):
     return total if reduction == "sum" else elementwise(DIV, total, np.array(max(sq.size, 1), x.dtype), x.dtype)
 
 
+def _row_blocks(rows):
+    """Blocks of BLOCK threads for one thread per row (no cap: the row kernels do not loop)."""
+    return max(1, -(-rows // BLOCK))
+
+
 @cuda.jit
 def _gather_kernel(x, cols, out):
     """out[r] = x[r, cols[r]] (one thread per row)."""
-    for r in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+    r = cuda.grid(1)
+    if r < out.shape[0]:
         out[r] = x[r, cols[r]]
 
 
@@ -303,7 +321,7 @@ def _nll_loss(x, target, weight, ignore_index, reduction):
     v = x.numpy().reshape(-1, x.shape[-1])
     w, safe = _nll_weights(dict(target=target, weight=weight, ignore_index=ignore_index), v.shape[0])
     picked = cuda.device_array(v.shape[0], dtype=v.dtype)
-    _gather_kernel[_grid(v.shape[0]), BLOCK](cuda.to_device(np.ascontiguousarray(v)),
+    _gather_kernel[_row_blocks(v.shape[0]), BLOCK](cuda.to_device(np.ascontiguousarray(v)),
                                               cuda.to_device(safe.astype(np.int64)), picked)
     losses = elementwise(MUL, -w.astype(v.dtype), picked.copy_to_host(), v.dtype)
     if reduction == "none":
@@ -380,7 +398,8 @@ def _mse_loss_backward(node, g):
 @cuda.jit
 def _scatter_kernel(values, cols, out):
     """out[r, cols[r]] = values[r] (one thread per row; out starts at zero)."""
-    for r in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+    r = cuda.grid(1)
+    if r < values.shape[0]:
         out[r, cols[r]] = values[r]
 
 
@@ -393,7 +412,7 @@ def _nll_loss_backward(node, g):
         g = g / w.sum() if w.any() else np.zeros_like(g)
     values = elementwise(MUL, -w, g, x.dtype)
     out = cuda.to_device(np.zeros((rows, x.shape[-1]), dtype=x.dtype))
-    _scatter_kernel[_grid(rows), BLOCK](cuda.to_device(values), cuda.to_device(safe.astype(np.int64)), out)
+    _scatter_kernel[_row_blocks(rows), BLOCK](cuda.to_device(values), cuda.to_device(safe.astype(np.int64)), out)
     return (out.copy_to_host().reshape(x.shape),)
 
 
