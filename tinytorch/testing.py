@@ -365,20 +365,27 @@ def arithmetic(log):
     return [e for e in log if isinstance(getattr(np, e[0].split(".")[0], None), np.ufunc)]
 
 
-_MATRIX_PRODUCTS = {"matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron"}
+_MATRIX_PRODUCTS = {"matmul", "dot", "vdot", "inner", "outer", "tensordot", "kron"}  # BLAS-backed in numpy
 
 
 def one_gemm_problems(log, weight_shape):
     """What keeps the computations in `log` (from `spied`) from being one matrix product over
-    all rows giving the whole `weight_shape` result: a product of two stacks of matrices
-    (tensordot reshapes to 2-D itself), several products with that result (one per batch
-    entry or row), a sum afterwards. An empty list when there is none."""
+    all rows giving the whole `weight_shape` result (or its transpose): no BLAS product giving it (np.einsum
+    without `optimize` runs numpy's own loops; with it, the product it calls is logged), a
+    product of two stacks of matrices (tensordot reshapes to 2-D itself), several products
+    with that result (one per batch entry or row), a sum afterwards. An empty list when
+    there is none."""
     products = [e for e in log if e[0] in _MATRIX_PRODUCTS]
     problems = [f"a batched product {e}" for e in products
                 if e[0] != "tensordot" and sum(len(s) > 2 for s in e[1]) >= 2]
-    per_part = [e for e in products if tuple(e[2]) == tuple(weight_shape)]
+    per_part = [e for e in products if tuple(e[2]) in (tuple(weight_shape), tuple(weight_shape)[::-1])]  # or its .T
     if len(per_part) > 1:
         problems.append(f"{len(per_part)} products of the {tuple(weight_shape)} shape, not one: {per_part[:3]}")
+    if not per_part:
+        einsums = [e for e in log if e[0] == "einsum"]
+        problems.append(f"no BLAS matrix product gives the {tuple(weight_shape)} result"
+                        + (f" (np.einsum without optimize= loops in numpy's own code, not BLAS: {einsums[:2]})"
+                           if einsums else ""))
     problems += [f"a sum afterwards {e}" for e in log if e[0].endswith(".reduce") and np.prod(e[2]) < np.prod(e[1][0])]
     return problems
 

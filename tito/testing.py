@@ -436,8 +436,8 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
                                            (0, -round(score, 3), order, not is_unit) if order
                                            else (1, 0.0, ("", 0), True), tuple(candidates)))
             outcome.failures.append((name, first + (f"  [at {where}]" if where else "")))
-            if props.get("tito_timeout"):
-                outcome.timeout = outcome.timeout or props["tito_timeout"]
+            if props.get("tito_timeout"):  # name the student's function, not the provided one it was inside
+                outcome.timeout = outcome.timeout or (found and found[1]) or props["tito_timeout"]
         elif case.find("skipped") is not None:
             outcome.skipped += 1
         else:
@@ -449,7 +449,7 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
 def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=()) -> list[str]:
     """The student functions a failure points at, most likely first; more than one only
     when they are nearly as suspect (NEARLY). In order: a backward rule the engine's message names;
-    the function that recursed too deep; else, of the student's functions this test ran, the ones the whole run suspects most
+    the function that recursed too deep, or that was running when a test ran out of time; else, of the student's functions this test ran, the ones the whole run suspects most
     (the traceback's own function, or the unit the test is named after, when it is nearly
     as suspect); else the traceback's function; else the unit."""
     named = _RULE.search(message)
@@ -457,6 +457,8 @@ def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=()) ->
         return [f"_{named.group(1)}_backward"]
     if message.startswith("RecursionError") and frame_stub in position:
         return [frame_stub]  # the function that kept calling itself (tests/conftest.py puts it last)
+    if message.startswith("Failed: Timeout") and frame_stub in position:
+        return [frame_stub]  # the student's function whose loop was running: what it calls is provided or finite
     if ran and scores:
         top = max(scores.get(n, 0.0) for n in ran)
         for preferred in (frame_stub, unit_stub):

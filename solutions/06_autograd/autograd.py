@@ -763,7 +763,7 @@ def _div_backward(node, grad):
 @backward_rule("exp")
 def _exp_backward(node, grad):
     """y = exp(x)."""
-    # Idea: look at what the node already holds before computing anything new.
+    # Idea: the derivative of e^x, and the cost of computing it: an exp per element, or none?
     ### BEGIN SOLUTION
     return (grad * node.output,)
     ### END SOLUTION
@@ -1778,7 +1778,7 @@ def _permute_backward(node, grad):
 @backward_rule("view", "reshape", "squeeze", "unsqueeze")
 def _reshape_backward(node, grad):
     """y = x.view/reshape/squeeze/unsqueeze(...) (also flatten); x may be non-contiguous."""
-    # Idea: did the forward move any element, or only relabel the shape?
+    # Idea: which input element does each output element hold?
     ### BEGIN SOLUTION
     return (grad.reshape(node.inputs[0].shape),)
     ### END SOLUTION
@@ -1788,7 +1788,7 @@ def _reshape_backward(node, grad):
 def _expand_backward(node, grad):
     """y = x.expand(shape) (also broadcast_to, expand_as): new leading dimensions and
     size-1 dimensions stretched."""
-    # Idea: you have met this reuse of elements before (section 5).
+    # Idea: each input element appears in several output places: what does the chain rule do with several uses?
     ### BEGIN SOLUTION
     return (unbroadcast(grad, node.inputs[0].shape),)
     ### END SOLUTION
@@ -1893,7 +1893,8 @@ print("✓ view and indexing rules; x[[1, 1, 1]] sends x[1] the gradient", _ga[1
 # formula in indices, then add the sum over the batch: can the two sums become one?
 #
 # Write `linear_weight_grad(a, g)`, which computes that gradient with **one** ordinary
-# matrix product (one GEMM, in BLAS's name) — no batched product, no sum afterwards.
+# matrix product (one GEMM, in BLAS's name) — no batched product, no sum afterwards, and
+# a product that BLAS computes (`np.einsum` without `optimize=` runs numpy's own loops).
 # Section 15 measures what that buys. Its check compares your result with the gradient
 # computed from the definition (for a function linear in `W`, the derivative along a unit
 # matrix is the function's value there) and hands your function arrays of a small numpy
@@ -1953,8 +1954,8 @@ def _check_one_gemm(fn, arrays, what, weight_shape):
     seen = [e for e in log if e[0] in ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron")
             or e[0].endswith(".reduce")]
     check(not one_gemm_problems(log, weight_shape),
-          f"{what}: one 2-D matrix product gives the whole {weight_shape} gradient "
-          f"(no batched product, no product per batch entry or per row, no sum afterwards)",
+          f"{what}: one 2-D matrix product, computed by BLAS, gives the whole {weight_shape} gradient "
+          f"(no batched product, no product per batch entry or per row, no sum afterwards, no plain einsum)",
           got=seen, expected=f"a single 2-D matmul whose result has shape {weight_shape}, and nothing summed")
     return result, seen
 
@@ -2501,7 +2502,7 @@ def _relu_backward(node, grad):
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
     """y = sigmoid(x)."""
-    # Idea: write σ' through σ itself: the node saved σ.
+    # Idea: differentiate σ(x) = 1 / (1 + e^-x); which arrays does your result need, and which does the node hold?
     ### BEGIN SOLUTION
     s = node.output
     return (grad * s * (1 - s),)
@@ -2511,7 +2512,7 @@ def _sigmoid_backward(node, grad):
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
     """y = tanh(x)."""
-    # Idea: write tanh' through tanh itself: the node saved it.
+    # Idea: differentiate tanh; which arrays does your result need, and which does the node hold?
     ### BEGIN SOLUTION
     t = node.output
     return (grad * (1 - t * t),)
@@ -3145,8 +3146,9 @@ my_softplus_design = ""  # e.g. "saves ..., because ..."; not graded
 # backward, timed round-robin so that no design gets a quieter moment than another.
 # **What to expect:** the memory figures are exact (0 or 7.6 MiB); the times are
 # machine-dependent, and on a busy machine they scatter: compare within one run of the
-# cell, and treat differences under about 20% as noise ("yours" and "saves x" run the same
-# forward code, so their forward times show the noise).
+# cell. "Yours" and "saves x" run the same forward code, so the gap between their forward
+# times is this run's noise (on a machine shared with other work it can reach 40% or more):
+# a difference smaller than that gap says nothing.
 
 # %%
 # The two other designs, built from your own Softplus so that they give away nothing and
@@ -3821,7 +3823,8 @@ print("your prediction (input not requiring grad):",
 # first layer's input is data, and `_matmul_backward` skips its gradient, which is why
 # the ratio is lower when the input does not require grad (a prediction of 1.25 against
 # 2). Expect the measured ratios above those two, and steadily so (repeat the run: the
-# quartiles stay tight), not scattered around them: the FLOP count leaves out work that
+# medians move little, though on a busy machine the middle half of the steps spreads
+# wide), not scattered around them: the FLOP count leaves out work that
 # only the backward pass does. BLAS runs the transposed operands of the backward matmuls
 # at a different speed, and each node's rule adds elementwise work and Python overhead of
 # its own, which weighs more the smaller the batch. With BLAS threads not pinned on a busy machine,

@@ -148,6 +148,29 @@ def test_topological_order_is_valid_and_visits_each_node_once():
     assert reachable == set(order)
 
 
+def test_topological_order_of_two_roots_sharing_a_subgraph():
+    """autograd.grad([y1, y2], ...) walks from several roots: each root's nodes appear, shared ones once."""
+    x = tt.tensor([0.5, 1.5], dtype=tt.float64, requires_grad=True)
+    shared = x.exp()
+    first, second = (shared * 2.0).sum(), (shared.log() * shared).sum()
+    roots = [first.grad_fn, second.grad_fn]
+    order = autograd.topological_order(roots)
+    reachable, stack = set(), list(roots)
+    while stack:
+        node = stack.pop()
+        if node not in reachable:
+            reachable.add(node)
+            stack.extend(t.grad_fn for t in node.inputs if t.grad_fn is not None)
+    assert len(order) == len(set(order)), "each node once"
+    assert set(order) == reachable, (f"the order holds every node reachable from either root: {len(reachable)} "
+                                     f"nodes, got {len(set(order))}")
+    position = {node: k for k, node in enumerate(order)}
+    for node in order:
+        for t in node.inputs:
+            if t.grad_fn is not None:
+                assert position[node] < position[t.grad_fn], "consumers before producers"
+
+
 @pytest.mark.parametrize("direct_first", [True, False])
 def test_topological_order_when_a_node_is_read_directly_and_through_another(direct_first):
     """p = exp(x) is read by the root directly AND through log(p): p must come after log(p),

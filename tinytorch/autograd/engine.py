@@ -211,7 +211,7 @@ def _div_backward(node, grad):
 @backward_rule("exp")
 def _exp_backward(node, grad):
     """y = exp(x)."""
-    # Idea: look at what the node already holds before computing anything new.
+    # Idea: the derivative of e^x, and the cost of computing it: an exp per element, or none?
     # YOUR CODE HERE
     raise NotImplementedError('_exp_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -548,7 +548,7 @@ def _permute_backward(node, grad):
 @backward_rule("view", "reshape", "squeeze", "unsqueeze")
 def _reshape_backward(node, grad):
     """y = x.view/reshape/squeeze/unsqueeze(...) (also flatten); x may be non-contiguous."""
-    # Idea: did the forward move any element, or only relabel the shape?
+    # Idea: which input element does each output element hold?
     # YOUR CODE HERE
     raise NotImplementedError('_reshape_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -557,7 +557,7 @@ def _reshape_backward(node, grad):
 def _expand_backward(node, grad):
     """y = x.expand(shape) (also broadcast_to, expand_as): new leading dimensions and
     size-1 dimensions stretched."""
-    # Idea: you have met this reuse of elements before (section 5).
+    # Idea: each input element appears in several output places: what does the chain rule do with several uses?
     # YOUR CODE HERE
     raise NotImplementedError('_expand_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -750,7 +750,7 @@ def _relu_backward(node, grad):
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
     """y = sigmoid(x)."""
-    # Idea: write σ' through σ itself: the node saved σ.
+    # Idea: differentiate σ(x) = 1 / (1 + e^-x); which arrays does your result need, and which does the node hold?
     # YOUR CODE HERE
     raise NotImplementedError('_sigmoid_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
@@ -758,7 +758,7 @@ def _sigmoid_backward(node, grad):
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
     """y = tanh(x)."""
-    # Idea: write tanh' through tanh itself: the node saved it.
+    # Idea: differentiate tanh; which arrays does your result need, and which does the node hold?
     # YOUR CODE HERE
     raise NotImplementedError('_tanh_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
