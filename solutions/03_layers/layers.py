@@ -106,7 +106,7 @@ _width, _depth = 256, 30
 _x0 = _rng.standard_normal((512, _width))
 fig, ax = plt.subplots(figsize=(7, 3.5))
 for _label, _std in [("std = 0.1 (too small)", 0.1), ("std = 1/√fan_in", 1 / math.sqrt(_width)),
-                     ("std = √(2/fan_in)  (He)", math.sqrt(2 / _width)), ("std = 0.2 (too big)", 0.2)]:
+                     ("He's std (section 8 derives it)", math.sqrt(2 / _width)), ("std = 0.2 (too big)", 0.2)]:
     _x, _stds = _x0, []
     for _ in range(_depth):
         _x = np.maximum(_x @ (_rng.standard_normal((_width, _width)) * _std).T, 0)
@@ -1247,12 +1247,13 @@ print("✓ repr")
 #   (Kaiming) initialisation** (He et al., 2015) compensates for that half: the green
 #   line in section 1.
 #
-# Work out $\sigma_w^2$ in each case before reading on; it is the formula your code will
-# hold. Each activation's correction factor is its **gain**, applied to the standard
-# deviation: $\sigma_w = \text{gain} / \sqrt{\text{fan}}$ for Kaiming, and Xavier's
-# standard deviation times `gain` (PyTorch's gains: 1 for linear and sigmoid, $5/3$ for
-# tanh, $\sqrt 2$ for ReLU, $\sqrt{2/(1 + a^2)}$ for LeakyReLU with slope $a$, $3/4$ for
-# SELU).
+# Work out $\sigma_w$ in each case before reading on: your code will hold it, and the
+# checks compare it with PyTorch's. An activation's **gain** is the factor by which its
+# $\sigma_w$ differs from the first case's: 1 for no activation (and for sigmoid, by
+# PyTorch's convention). Derive the gain of ReLU from the second case, then that of
+# LeakyReLU with negative slope $a$ (it keeps $a \cdot y$ where ReLU keeps 0: what
+# fraction of $\mathrm{Var}(y_\text{prev})$ does $\mathbb{E}[x^2]$ become?). Two gains
+# are PyTorch's constants, not derived here: $5/3$ for tanh and $3/4$ for SELU.
 #
 # ### Fans of a weight tensor
 #
@@ -1305,8 +1306,8 @@ def ones_(tensor):
 # %% [markdown]
 # ### Gains and fans
 #
-# `calculate_gain` is a table lookup (its docstring lists the values); the name list of
-# the linear-like layers is PyTorch's. `_calculate_fan_in_and_fan_out` is where a
+# `calculate_gain` returns your two derived gains and PyTorch's constants; the name list
+# of the linear-like layers is PyTorch's. `_calculate_fan_in_and_fan_out` is where a
 # transposed weight layout would silently swap every initialisation.
 #
 # <details><summary>Hint 1</summary>
@@ -1323,12 +1324,11 @@ def ones_(tensor):
 #
 # <details><summary>The approach</summary>
 #
-# `calculate_gain`: return 1 for the linear-like names and sigmoid, 5/3 for tanh, the
-# square root of 2 for relu, 3/4 for selu; for leaky_relu take the slope (0.01 when
-# `param` is None, refuse non-numbers and bools) and return the square root of 2 over
-# one plus the slope squared; raise for any other name. Fans: refuse fewer than two
-# dimensions; multiply the sizes after the first two into the receptive field; fan_in
-# is the second size times it, fan_out the first size times it.
+# `calculate_gain`: ReLU is LeakyReLU with slope 0, so one derivation serves both; check
+# yours against `relu` giving the He factor before writing the general one. The slope
+# needs validating before it is used, and every other name is an error. Fans: one
+# output sums over one input row of the weight, and every size after the first two
+# multiplies both fans.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "gain-and-fans", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1338,9 +1338,10 @@ def calculate_gain(nonlinearity, param=None):
 
     Contract: "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d" and "sigmoid" -> 1; "tanh" -> 5/3;
-    "relu" -> sqrt(2); "selu" -> 3/4; "leaky_relu" -> sqrt(2 / (1 + slope**2)) with
-    slope = param (0.01 when None). Raises ValueError for a slope that is not an int or
-    float (bools included), and for any other name (the message names it).
+    "selu" -> 3/4 (PyTorch's constants); "relu" and "leaky_relu" (negative slope =
+    param, 0.01 when None) -> the gain that makes the variance argument hold for them,
+    equal to PyTorch's. Raises ValueError for a slope that is not an int or float
+    (bools included), and for any other name (the message names it).
     """
     # Idea: the gain undoes what the activation does to E[x^2].
     ### BEGIN SOLUTION
@@ -1418,10 +1419,10 @@ print("✓ calculate_gain and fans: (3, 5) ->", _calculate_fan_in_and_fan_out(ze
 #
 # <details><summary>The approach</summary>
 #
-# Return an empty tensor at once. Get the fans; the standard deviation is the gain times
-# the square root of two over their sum. The normal initialiser passes it to `normal_`;
-# the uniform one multiplies it by the square root of 3 to get the bound, and passes
-# minus and plus the bound to `uniform_`.
+# Return an empty tensor at once. The variance argument with the average of the two fans
+# in place of $n$ gives the standard deviation (then the gain scales it); the normal
+# initialiser uses it as it is, the uniform one turns it into the bound whose variance is
+# the same.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "xavier", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1479,10 +1480,10 @@ print(f"✓ xavier: uniform bound {_bound:.4f}, normal std {_w.numpy().std():.4f
 # ### Kaiming (He)
 #
 # `kaiming_uniform_(t, a=0, mode="fan_in", nonlinearity="leaky_relu")` and
-# `kaiming_normal_(...)` use $\sigma = \text{gain}/\sqrt{\text{fan}}$, with
-# `gain = calculate_gain(nonlinearity, a)` and `fan` the fan that `mode` names:
+# `kaiming_normal_(...)` use the standard deviation of the variance argument, with
+# `gain = calculate_gain(nonlinearity, a)` and $n$ the fan that `mode` names:
 # `"fan_in"` keeps the forward signal's variance, `"fan_out"` the gradients'. (The
-# default `nonlinearity="leaky_relu"` with `a=0` is exactly ReLU's $\sqrt2$.) The
+# default `nonlinearity="leaky_relu"` with `a=0` is exactly ReLU's gain.) The
 # standard deviation is shared by both functions, so it gets its own helper.
 #
 # <details><summary>Hint 1</summary>
@@ -1493,9 +1494,10 @@ print(f"✓ xavier: uniform bound {_bound:.4f}, normal std {_w.numpy().std():.4f
 #
 # <details><summary>The approach</summary>
 #
-# `_kaiming_std`: refuse a mode other than the two names; get both fans and pick the one
-# the mode names; return the gain over its square root. The normal initialiser passes
-# that to `normal_`; the uniform one turns it into a bound as Xavier's did.
+# `_kaiming_std`: refuse a mode other than the two names before anything else; the mode
+# picks the fan that plays $n$; the rest is your derivation with the gain. The normal
+# initialiser uses the standard deviation as it is; the uniform one turns it into a bound
+# as Xavier's did.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "kaiming", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1503,9 +1505,10 @@ print(f"✓ xavier: uniform bound {_bound:.4f}, normal std {_w.numpy().std():.4f
 def _kaiming_std(tensor, a, mode, nonlinearity):
     """The Kaiming standard deviation.
 
-    Contract: returns calculate_gain(nonlinearity, a) / sqrt(fan), fan the fan_in or the
-    fan_out of `tensor` as `mode` says. Raises ValueError for any other mode (the message
-    names the mode given and the two allowed).
+    Contract: returns the standard deviation of Kaiming's variance argument for the
+    activation's gain (calculate_gain(nonlinearity, a)), with n the fan_in or the fan_out
+    of `tensor` as `mode` says, equal to PyTorch's. Raises ValueError for any other mode
+    (the message names the mode given and the two allowed).
     """
     # Idea: which fan to keep constant is a choice: forward signal or backward gradient.
     ### BEGIN SOLUTION
@@ -1587,9 +1590,9 @@ print("✓ kaiming: default std", round(float(_w.numpy().std()), 5), "vs sqrt(2 
 #
 # <details><summary>Hint 2</summary>
 #
-# With $a = \sqrt5$ the gain is $\sqrt{2/6} = 1/\sqrt3$, so the Kaiming bound
-# $\sqrt3 \cdot \text{gain}/\sqrt{\text{fan\_in}}$ is $1/\sqrt{\text{fan\_in}}$. A layer
-# with `in_features=0` has fan_in 0: its bias bound is 0, not a division by zero.
+# Put $a = \sqrt5$ into your LeakyReLU gain, then the gain into the Kaiming bound: the
+# square roots cancel to something simple in `in_features`. A layer with
+# `in_features=0` has fan_in 0: its bias bound is 0, not a division by zero.
 # </details>
 #
 # <details><summary>The approach</summary>

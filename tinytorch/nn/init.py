@@ -61,9 +61,10 @@ def calculate_gain(nonlinearity, param=None):
 
     Contract: "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d" and "sigmoid" -> 1; "tanh" -> 5/3;
-    "relu" -> sqrt(2); "selu" -> 3/4; "leaky_relu" -> sqrt(2 / (1 + slope**2)) with
-    slope = param (0.01 when None). Raises ValueError for a slope that is not an int or
-    float (bools included), and for any other name (the message names it).
+    "selu" -> 3/4 (PyTorch's constants); "relu" and "leaky_relu" (negative slope =
+    param, 0.01 when None) -> the gain that makes the variance argument hold for them,
+    equal to PyTorch's. Raises ValueError for a slope that is not an int or float
+    (bools included), and for any other name (the message names it).
     """
     # Idea: the gain undoes what the activation does to E[x^2].
     # YOUR CODE HERE
@@ -106,9 +107,10 @@ def xavier_normal_(tensor, gain=1.0):
 def _kaiming_std(tensor, a, mode, nonlinearity):
     """The Kaiming standard deviation.
 
-    Contract: returns calculate_gain(nonlinearity, a) / sqrt(fan), fan the fan_in or the
-    fan_out of `tensor` as `mode` says. Raises ValueError for any other mode (the message
-    names the mode given and the two allowed).
+    Contract: returns the standard deviation of Kaiming's variance argument for the
+    activation's gain (calculate_gain(nonlinearity, a)), with n the fan_in or the fan_out
+    of `tensor` as `mode` says, equal to PyTorch's. Raises ValueError for any other mode
+    (the message names the mode given and the two allowed).
     """
     # Idea: which fan to keep constant is a choice: forward signal or backward gradient.
     # YOUR CODE HERE
