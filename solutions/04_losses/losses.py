@@ -109,19 +109,15 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 # The pictures: each loss as a function of the model's output.
 
 # %%
-def _softplus(x):
-    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
-
-
-_xs = np.linspace(-6, 6, 301)
+_xs = np.linspace(-6, 6, 301)  # small logits: the textbook formulas are fine here in float64
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
 axes[0].plot(_xs, _xs ** 2, label="(ŷ − y)², y = 0")
 axes[0].plot(_xs, 0.5 * _xs ** 2 + 0.5 * np.log(2 * np.pi), "--",
              label="−log N(y; ŷ, 1)")
 axes[0].set_title("MSE: Gaussian")
 axes[0].set_xlabel("prediction ŷ")
-axes[1].plot(_xs, _softplus(-_xs), label="y = 1:  −log σ(x)")
-axes[1].plot(_xs, _softplus(_xs), label="y = 0:  −log(1 − σ(x))")
+axes[1].plot(_xs, -np.log(1 / (1 + np.exp(-_xs))), label="y = 1:  −log σ(x)")
+axes[1].plot(_xs, -np.log(1 - 1 / (1 + np.exp(-_xs))), label="y = 0:  −log(1 − σ(x))")
 axes[1].set_title("BCE: Bernoulli")
 axes[1].set_xlabel("logit x")
 _others = np.array([1.0, 0.0, -1.0])  # three wrong classes with fixed logits
@@ -474,48 +470,48 @@ with np.errstate(over="ignore", divide="ignore"):
     _sig = np.float32(1) / (np.float32(1) + np.exp(-_x32))
     _naive_y1 = -np.log(_sig)
     _naive_y0 = -np.log(np.float32(1) - _sig)
-_stable_y1 = np.maximum(_x32, 0) - _x32 * 1 + np.log1p(np.exp(-np.abs(_x32)))
-_stable_y0 = np.maximum(_x32, 0) - _x32 * 0 + np.log1p(np.exp(-np.abs(_x32)))
+
+
+def draw_bce(axes, stable=None):
+    """The naive float32 BCE for y = 1 and y = 0, its inf points marked; `stable(x, y)`, if
+    given, drawn under it."""
+    for ax, naive, y in [(axes[0], _naive_y1, 1), (axes[1], _naive_y0, 0)]:
+        if stable is not None:
+            ax.plot(_x32, stable(_x32, y), lw=3, alpha=0.5, label="your stable form")
+        ax.plot(_x32, np.where(np.isfinite(naive), naive, np.nan), "--", label="naive: −log(σ) in float32")
+        bad = ~np.isfinite(naive)
+        ax.plot(_x32[bad], np.zeros(bad.sum()), "rx", ms=3, label=f"naive = inf ({bad.sum()} points)")
+        ax.set_title(f"BCE with y = {y}")
+        ax.set_xlabel("logit x")
+        ax.set_ylabel("loss")
+        ax.legend(fontsize=8)
+
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
-for ax, naive, stable, y in [(axes[0], _naive_y1, _stable_y1, 1), (axes[1], _naive_y0, _stable_y0, 0)]:
-    ax.plot(_x32, stable, lw=3, alpha=0.5, label="stable form")
-    ax.plot(_x32, np.where(np.isfinite(naive), naive, np.nan), "--", label="naive: −log(σ) in float32")
-    bad = ~np.isfinite(naive)
-    ax.plot(_x32[bad], np.zeros(bad.sum()), "rx", ms=3, label=f"naive = inf ({bad.sum()} points)")
-    ax.set_title(f"BCE with y = {y}")
-    ax.set_xlabel("logit x")
-    ax.set_ylabel("loss")
-    ax.legend(fontsize=8)
+draw_bce(axes)
 fig.tight_layout()
 plt.show()
 print("first x where the naive y=0 loss is inf:", _x32[~np.isfinite(_naive_y0)].min())
 print("last x where the naive y=1 loss is inf:", _x32[~np.isfinite(_naive_y1)].max())
 
 # %% [markdown]
-# ### The stable form
+# ### A stable form: yours to derive
 #
-# Work with the logit x all the way, never forming σ(x). Since 1 − σ(x) = σ(−x) and
-# log σ(x) = −log(1 + e^(−x)), the loss is
+# Work with the logit x all the way, never forming σ(x). Three facts are enough:
 #
-# $$\ell = y\log(1 + e^{-x}) + (1-y)\log(1 + e^{x}) = (1-y)\,x + \log(1 + e^{-x}),$$
-#
-# using log(1 + eˣ) = x + log(1 + e^(−x)). That still has e^(−x), which overflows for very
-# negative x. The last trick: split x into its sign and size, log(1 + e^(−x)) =
-# max(−x, 0) + log(1 + e^(−|x|)). Now the exponent is never positive, so e^(−|x|) ∈ (0, 1]
-# can neither overflow nor make the log's argument 0. Altogether
-#
-# $$\boxed{\ \ell = \max(x, 0) - x\,y + \log\!\left(1 + e^{-|x|}\right)\ }$$
-#
-# Two details make it accurate, not just finite:
-#
+# - 1 − σ(x) = σ(−x), and −log σ(t) = log(1 + e^(−t));
+# - log(1 + eᵗ) is about t when t is large and positive, and about eᵗ when t is large and
+#   negative. Factor $e^{\max(t, 0)}$ out of $1 + e^t$: what is left inside the log, and
+#   can its exponent ever be positive?
 # - `np.log1p(z)` computes log(1 + z) accurately for tiny z (plain `log(1 + z)` first rounds
 #   1 + 1e-30 to 1, and returns 0).
-# - No two large numbers are subtracted when the answer is small. A confident right answer,
-#   y = 0 and x = −50, has the true loss log(1 + e^(−50)) ≈ 2·10⁻²²: the boxed form gives
-#   0 − 0 + 2·10⁻²², exactly. Rearranged as `x + (−x + log1p(e^(−|x|)))` the same formula
-#   first rounds 50 + 2·10⁻²² to 50 and then returns 0. (Harmless for training, but a sign
-#   of where precision goes.)
+#
+# Derive, on paper, a form of ℓ in x and y in which no exponent is ever positive (so that
+# nothing overflows and no log sees 0), and check it at x = ±1000 with y = 0 and y = 1.
+# One more requirement makes it accurate, not just finite: no two large numbers may be
+# subtracted when the answer is small. A confident right answer, y = 0 and x = −50, has
+# the true loss log(1 + e^(−50)) ≈ 2·10⁻²², and your form must return that, not 0 (a form
+# that computes 50 + 2·10⁻²² and then subtracts 50 returns 0).
 #
 # ### Weights
 #
@@ -525,12 +521,11 @@ print("last x where the naive y=1 loss is inf:", _x32[~np.isfinite(_naive_y1)].m
 # - `weight` multiplies each element's loss (e.g. to mask some outputs);
 # - `pos_weight` multiplies only the **positive** term, y·(−log σ(x)). With 10 negatives for
 #   each positive, `pos_weight=10` makes both classes count equally. Write the loss as its
-#   two terms, each a stable **softplus**, softplus(t) = log(1 + eᵗ) = max(t, 0) +
-#   log1p(e^(−|t|)):
+#   two terms, the positive one scaled:
 #
-# $$\ell = \text{pos\_weight}\cdot y\cdot \text{softplus}(-x) + (1-y)\cdot\text{softplus}(x),$$
+# $$\ell = -\left[\text{pos\_weight}\cdot y\cdot \log\sigma(x) + (1-y)\log(1 - \sigma(x))\right],$$
 #
-#   which for `pos_weight = 1` is the boxed form again.
+#   each term needing the same care as before.
 #
 # Write `_bce_with_logits_forward(input, target, weight, pos_weight, reduction)`. `input`
 # and `target` are Tensors (use `.numpy()`); `weight` and `pos_weight` are numpy arrays of
@@ -538,8 +533,9 @@ print("last x where the naive y=1 loss is inf:", _x32[~np.isfinite(_naive_y1)].m
 #
 # <details><summary>Hint 1</summary>
 #
-# Never form σ(x). Everything you need is softplus(x) and softplus(−x), and each is
-# max(±x, 0) plus one term that both share. Which?
+# Never form σ(x). Each term of ℓ is log(1 + eᵗ) for some t: which t for the y-term, and
+# which for the (1 − y)-term? Factored, each is max(t, 0) plus a tail, and the two tails
+# are the same. Why?
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -552,17 +548,16 @@ print("last x where the naive y=1 loss is inf:", _x32[~np.isfinite(_naive_y1)].m
 # <details><summary>Hint 3</summary>
 #
 # `pos_weight` scales the y-term (the positive one), `weight` scales the whole per-element
-# loss. Without `pos_weight` the two-term form and the boxed form agree; the boxed form is
-# cheaper, but either is right.
+# loss. With `pos_weight` the two terms must stay apart; without it they may merge into one
+# cheaper expression, but keeping them apart is right too.
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Take x and y as numpy arrays and compute the shared tail once. Without `pos_weight`, the
-# per-element loss is the boxed form. With it, it is `pos_weight · y · softplus(−x) +
-# (1 − y) · softplus(x)`, each softplus written as a max plus the tail. Multiply by `weight`
-# when one is given, then reduce with `_reduce` (no total weight: PyTorch's BCE mean is a
-# plain mean even with weights).
+# Each term is a log(1 + eᵗ) for some t, and your factoring turns each into a max plus a
+# tail that the two terms share: compute the tail once. Scale the positive term, then the
+# whole loss, and reduce with `_reduce` (no total weight: PyTorch's BCE mean is a plain
+# mean even with weights).
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "bce", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -573,7 +568,7 @@ def _bce_with_logits_forward(input, target, weight, pos_weight, reduction):
     Contract: `input` (logits) and `target` (probabilities in [0, 1]) are Tensors of one
     shape and floating dtype; `weight`, `pos_weight` are None or numpy arrays that broadcast
     to that shape. Returns a numpy array of input's dtype: per element
-    pos_weight·y·softplus(−x) + (1 − y)·softplus(x), times weight, reduced by _reduce.
+    −[pos_weight·y·log σ(x) + (1 − y)·log(1 − σ(x))], times weight, reduced by _reduce.
     Finite for every finite logit (±1e4 included); a tiny loss stays positive, not 0.
     """
     # Idea: stay in logit space; every exponent you compute must be <= 0.
@@ -654,6 +649,16 @@ _tiny = _bce(Tensor([-50.0]), Tensor([0.0]), reduction="none").item()
 check(0 < _tiny < 1e-20, "a confident right answer (x = -50, y = 0) costs about 2e-22, not exactly 0",
       got=_tiny, expected=float(np.log1p(np.exp(-50.0))))
 print(f"✓ binary_cross_entropy_with_logits: mean {_out.item():.4f}, finite at ±1e4, tiny loss {_tiny:.2e}")
+
+# %% [markdown]
+# Your form against the naive one, over the same logits as the first picture:
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+draw_bce(axes, lambda x, y: binary_cross_entropy_with_logits(Tensor(x), Tensor(np.full_like(x, y)),
+                                                             reduction="none").numpy())
+fig.tight_layout()
+plt.show()
 
 # %% [markdown]
 # ## 5. Cross-entropy: log-sum-exp, then pick the target class

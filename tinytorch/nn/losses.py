@@ -109,7 +109,7 @@ def _bce_with_logits_forward(input, target, weight, pos_weight, reduction):
     Contract: `input` (logits) and `target` (probabilities in [0, 1]) are Tensors of one
     shape and floating dtype; `weight`, `pos_weight` are None or numpy arrays that broadcast
     to that shape. Returns a numpy array of input's dtype: per element
-    pos_weight·y·softplus(−x) + (1 − y)·softplus(x), times weight, reduced by _reduce.
+    −[pos_weight·y·log σ(x) + (1 − y)·log(1 − σ(x))], times weight, reduced by _reduce.
     Finite for every finite logit (±1e4 included); a tiny loss stays positive, not 0.
     """
     # Idea: stay in logit space; every exponent you compute must be <= 0.
@@ -153,7 +153,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, *, reduction="m
                  weight=w, pos_weight=pw, reduction=reduction)
 
 
-# -- cell 22 (class-targets) --
+# -- cell 24 (class-targets) --
 def _check_class_targets(name, input, target, ignore_index):
     """Check int64 class-index targets against input of shape (C,), (N, C) or (N, C, d1, ...).
 
@@ -174,7 +174,7 @@ def _check_class_targets(name, input, target, ignore_index):
     raise NotImplementedError('_check_class_targets() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
-# -- cell 25 (nll) --
+# -- cell 27 (nll) --
 def _nll_forward(input, target, weight, ignore_index, reduction):
     """Forward of nll_loss.
 
@@ -218,7 +218,7 @@ def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean")
                  weight=w, ignore_index=int(ignore_index), reduction=reduction)
 
 
-# -- cell 28 (cross-entropy) --
+# -- cell 30 (cross-entropy) --
 def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Cross-entropy between logits `input` and int64 class indices `target`.
 
@@ -242,7 +242,7 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     raise NotImplementedError('cross_entropy() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
-# -- cell 31 (label-smoothing) --
+# -- cell 33 (label-smoothing) --
 def _smoothing_term(logp, target, weight, ignore_index, reduction):
     """Label smoothing's uniform part, PyTorch's way.
 
@@ -259,7 +259,7 @@ def _smoothing_term(logp, target, weight, ignore_index, reduction):
     raise NotImplementedError('_smoothing_term() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
-# -- cell 34 --
+# -- cell 36 --
 class MSELoss(Module):
     """Mean squared error as a module (see mse_loss)."""
 
