@@ -173,10 +173,36 @@ for write_first in (True, False):
     out = np.zeros(1)
     with_garbage_shared_memory(lambda: first_slot[1, 4](out, write_first))
     print("garbage", write_first, out[0])
+
+@cuda.jit
+def interleaved(x, slots_apart):
+    buf = cuda.shared.array(32, dtype=np.float64)
+    t = cuda.threadIdx.x
+    buf[t] = x[t]
+    cuda.syncthreads()
+    s = 1
+    while s < 32:
+        i = 2 * s * t if slots_apart else t
+        if (i < 32) if slots_apart else (t % (2 * s) == 0):
+            buf[i] += buf[i + s]
+        cuda.syncthreads()
+        s *= 2
+    if t == 0:
+        x[0] = buf[0]
+
+from tinytorch.testing import arithmetic, bank_conflicts, scattered_active_threads, spied
+
+x = np.arange(8.0)
+print("first threads", scattered_active_threads(lambda: tree[1, 8](x, False)), bank_conflicts(lambda: tree[1, 8](x, False)))
+for apart in (False, True):
+    x = np.arange(32.0)
+    print("interleaved", apart, scattered_active_threads(lambda: interleaved[1, 32](x, apart))[:1],
+          bank_conflicts(lambda: interleaved[1, 32](x, apart))[0], x[0])
+print("copied back", arithmetic(spied(lambda v: cuda.to_device(v).copy_to_host() * 2, np.ones(3))[1]))
 """
 
 
-def test_barriers_and_writes_are_watched_under_the_cuda_simulator():
+def test_barriers_writes_shared_memory_and_copies_are_watched_under_the_cuda_simulator():
     from tinytorch.testing import run_fresh
 
     out, err = run_fresh(_SIMULATED_KERNELS, NUMBA_ENABLE_CUDASIM="1")
@@ -187,4 +213,8 @@ def test_barriers_and_writes_are_watched_under_the_cuda_simulator():
         "writes True [((12,), (4,), 2)]",
         "garbage True 1.0",
         "garbage False nan",
+        "first threads [] (1, None)",
+        "interleaved False [((0, 0, 0), 1, [0, 2, 4, 6, 8, 10, 12, 14])] 1 992.0",
+        "interleaved True [] 2 992.0",
+        "copied back [('multiply', ((3,), ()), (3,))]",
     ], err
