@@ -567,12 +567,11 @@ print("✓ Optimizer: param groups, step loop, zero_grad; e.g. _a =", _a.numpy()
 #
 # <details><summary>The approach</summary>
 #
-# Read every option from `group` (they are per group). Add the decay term to the gradient
-# as a new tensor when weight decay is on. With momentum, fetch the buffer from `state`:
-# store a copy of the gradient there the first time, or else scale it in place by the
-# momentum and add the dampened gradient in place. The direction is the buffer, or for
-# Nesterov the gradient plus momentum times the buffer. Finally add −lr times the direction
-# to `p` in place.
+# The options are per group, so they come from `group`. Three tensors are in play and each
+# has its rule: the parameter changes in place, the buffer is yours to change, the
+# gradient is the user's and never changes (a decayed gradient is a new tensor). The first
+# step differs from the others only in where the buffer comes from; plain momentum and
+# Nesterov differ only in the direction, once the buffer is up to date.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sgd", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -695,8 +694,10 @@ print(f"✓ SGD; e.g. the momentum example ends at theta = {_shown:.4f}")
 #
 # and steps each coordinate by its mean gradient divided by its root-mean-square gradient:
 #
-# $$\theta_t = \theta_{t-1} - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \epsilon}, \qquad
-#   \hat m_t = \frac{m_t}{1-\beta_1^t}, \quad \hat v_t = \frac{v_t}{1-\beta_2^t}.$$
+# $$\theta_t = \theta_{t-1} - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \epsilon},$$
+#
+# where $\hat m_t$ and $\hat v_t$ are $m_t$ and $v_t$ **bias-corrected**, which you work
+# out below.
 #
 # **Why divide by $\sqrt{v}$?** The ratio $m/\sqrt v$ has no units: scale a coordinate's
 # gradients by 1000 and its step does not change. In the narrow valley of section 1, the
@@ -707,11 +708,14 @@ print(f"✓ SGD; e.g. the momentum example ends at theta = {_shown:.4f}")
 # *parameter units*.
 #
 # **Why bias correction?** Both EMAs start at 0, so early on they are biased towards 0:
-# after one step $m_1 = (1-\beta_1) g_1 = 0.1\, g_1$. Since $m_t$ is a weighted sum of
-# gradients with total weight $1 - \beta_1^t$, dividing by that weight gives an unbiased
-# average: $\hat m_1 = g_1$. Without it, the first steps of Adam would be tiny in $m$ and,
-# worse, the $v$ estimate (with $\beta_2 = 0.999$ it needs ~1000 steps to warm up) would
-# make them erratic.
+# after one step $m_1 = (1-\beta_1) g_1 = 0.1\, g_1$. Unroll $m_t$ as section 3 unrolled
+# the momentum buffer: it is a weighted sum of $g_1, \dots, g_t$. What is the total of
+# those weights (a geometric series), and what must $m_t$ be divided by so that, when
+# every gradient is the same $g$, the result is exactly $g$ at every step? The same
+# question for $v_t$ gives $\hat v_t$. Without the correction, the first steps of Adam
+# would be tiny in $m$ and, worse, the $v$ estimate (with $\beta_2 = 0.999$ it needs ~1000
+# steps to warm up) would make them erratic. The check compares your steps with PyTorch's,
+# the first one included.
 #
 # **AMSGrad** (`amsgrad=True`) divides by the running *maximum* of $v_t$ instead of $v_t$,
 # so that the effective per-coordinate learning rate never grows; a fix for a convergence
@@ -736,9 +740,9 @@ print(f"✓ SGD; e.g. the momentum example ends at theta = {_shown:.4f}")
 # 3. $m \leftarrow \beta_1 m + (1-\beta_1)\, g$ and $v \leftarrow \beta_2 v + (1-\beta_2)\, g^2$;
 # 4. with AMSGrad, $v_{max} \leftarrow \max(v_{max}, v)$ elementwise, and $v_{max}$ replaces
 #    $v$ in the next line;
-# 5. $\theta \leftarrow \theta - \dfrac{\eta}{1-\beta_1^t}\cdot
-#    \dfrac{m}{\sqrt{v}\,/\sqrt{1-\beta_2^t} + \epsilon}$ (note: $\epsilon$ is added *after*
-#    the bias correction of $\sqrt v$, outside the square root).
+# 5. $\theta \leftarrow \theta - \eta\, \hat m / (\sqrt{\hat v} + \epsilon)$ with your
+#    bias corrections for step $t$ (note: $\epsilon$ is added *after* the correction of
+#    $\sqrt v$, outside the square root).
 #
 # The state of a parameter, created at its first step: `"step"` (a Python int),
 # `"exp_avg"` ($m$) and `"exp_avg_sq"` ($v$), both zeros of the parameter's shape and dtype,
@@ -751,8 +755,9 @@ print(f"✓ SGD; e.g. the momentum example ends at theta = {_shown:.4f}")
 #
 # <details><summary>Hint 2</summary>
 #
-# Work out $1 - \beta^t$ for the $t$ of the very first step. What would the update be if
-# $t$ were still 0 there?
+# For a constant gradient $g$: $m_1 = (1-\beta_1) g$, $m_2 = (1-\beta_1)(1 + \beta_1) g$,
+# ... Which factor in front of $g$ must the correction cancel? And what would it be if $t$
+# were still 0 on the first step?
 # </details>
 #
 # <details><summary>Hint 3</summary>
@@ -770,13 +775,12 @@ print(f"✓ SGD; e.g. the momentum example ends at theta = {_shown:.4f}")
 #
 # <details><summary>The approach</summary>
 #
-# Read the betas, lr, eps and weight decay from the group. Create the state if it is empty,
-# then increment the step count and take $t$ from it. Apply the decay the group asks for.
-# Update both moment buffers in place (scale, then add the scaled gradient or squared
-# gradient). Compute the two bias corrections from $t$. With AMSGrad, fold $v$ into the
-# running maximum and use that instead. Build the denominator as the square root of the
-# second moment divided by the square root of its correction, plus eps, and add to `p`, in
-# place, the first moment divided by that denominator, times −lr over the first correction.
+# Everything that persists between steps lives in the state and changes in place; every
+# option is the group's, not the optimizer's. The order of the five steps matters where
+# one reads what another writes (which decay must happen before the moments see the
+# gradient?), and the step count has to be right on the very first step. With AMSGrad the
+# running maximum is itself state. Computing the corrections on the scalars ($\eta$ and
+# $\sqrt{1-\beta_2^t}$) rather than on whole tensors saves two passes over memory.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "adam", "locked": false, "schema_version": 3, "solution": true, "task": false}
