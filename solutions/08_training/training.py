@@ -1028,18 +1028,16 @@ print(f"best validation loss {hist_plain.best('val_loss')[1]:.3f} at epoch {hist
 # $$\mathbb{E}[m_i x_i] = (1-p)\,x_i .$$
 #
 # So a layer after dropout sees, on average, only $(1-p)$ of the signal it sees at test
-# time without dropout. Either scale the activations by $(1-p)$ at **test** time (the
-# original paper), or divide the survivors by $(1-p)$ at **training** time:
+# time without dropout. The original paper rescaled the activations at **test** time.
+# **Inverted dropout**, what PyTorch (and everyone) does, rescales the survivors at
+# **training** time instead, so that evaluation is the plain identity: no extra work at
+# inference, and a model can be exported without knowing that dropout was ever used.
+# Work out the factor: by what must a kept $x_i$ be scaled so that the expected output is
+# exactly $x_i$? Then the values in training can take only two values per element; which?
 #
-# $$\text{dropout}(x)_i = \frac{m_i}{1-p}\,x_i, \qquad \mathbb{E}\Big[\frac{m_i}{1-p}x_i\Big] = x_i .$$
-#
-# This **inverted dropout** is what PyTorch (and everyone) does: evaluation is then the plain
-# identity — no extra work at inference, and a model can be exported without knowing
-# that dropout was ever used. The values in training are 0 or $x/(1-p)$, never anything else.
-#
-# Gradients: the op is $y = x \odot M$ with the fixed mask $M = m/(1-p)$, so
-# $\partial L/\partial x = \partial L/\partial y \odot M$ — dropped units get no gradient,
-# survivors get it scaled by the same $1/(1-p)$.
+# Gradients: with the mask drawn, the op is an elementwise product of $x$ with a fixed
+# array. Module 06 gave you that rule; which gradient does a dropped unit get, and a kept
+# one?
 #
 # Dropout is a **new op**. It goes through module 01's `apply` with the op name
 # `"dropout"` and the scaled mask in its attrs, and module 06's engine learns to
@@ -1063,8 +1061,8 @@ print(f"best validation loss {hist_plain.best('val_loss')[1]:.3f} at epoch {hist
 # <details><summary>Hint 2</summary>
 #
 # Build the scaled mask once, as a numpy array in the input's dtype: 0 for dropped
-# elements and 1/(1−p) for kept ones. `p = 1` needs care: there is nothing to divide by,
-# and every element is dropped.
+# elements and your factor for kept ones. `p = 1` needs care: every element is dropped,
+# and your factor has nothing sensible to say about it.
 # </details>
 #
 # <details><summary>Hint 3</summary>
@@ -1075,12 +1073,11 @@ print(f"best validation loss {hist_plain.best('val_loss')[1]:.3f} at epoch {hist
 #
 # <details><summary>The approach</summary>
 #
-# `dropout`: check `p`, then the dtype; return the input untouched when not training or
-# when `p` is 0; otherwise draw uniforms of the input's shape, keep those at or above `p`,
-# turn the keep-mask into the scaled float mask (all zeros for `p` = 1) and return
-# `apply` of the op with that mask (and `p`) as attrs. `_dropout_backward`: the incoming
-# gradient times the node's mask, in a one-element tuple. `Dropout.__init__`: the same range
-# check, then store `p`.
+# The errors come first, in the order the contract lists them; the cases that are "the
+# input itself" come before any random draw (a draw would move the generator, and a seeded
+# run would change). The op records everything its backward needs in its attrs, so the
+# backward is one line of module 06 and no recomputation. `Dropout.__init__` shares the
+# range check with the function.
 # </details>
 
 # %%
@@ -1111,8 +1108,9 @@ def dropout(input, p=0.5, training=True):
     Contract: ValueError with `_check_p(p)`'s message unless 0 <= p <= 1; TypeError (naming
     the dtype) for a non-floating input. Not training, or p == 0: returns `input` itself.
     Otherwise a new tensor recorded as the op "dropout" with attrs mask (numpy, the input's
-    dtype: 0 where dropped, 1/(1-p) where kept) and p; each element is dropped independently
-    with probability p, drawn from tinytorch's generator (tt.manual_seed reproduces it).
+    dtype: 0 where dropped, where kept the scale that keeps each element's expectation) and
+    p; each element is dropped independently with probability p, drawn from tinytorch's
+    generator (tt.manual_seed reproduces it).
     """
     # Idea: drop with probability p, and scale the survivors so that the mean is unchanged.
     ### BEGIN SOLUTION
@@ -1133,7 +1131,7 @@ def dropout(input, p=0.5, training=True):
 
 @backward_rule("dropout")
 def _dropout_backward(node, grad):
-    """y = x * mask (the mask already holds 0 or 1/(1-p)). Contract: returns (dL/dx,)."""
+    """y = x * mask (the mask in node.attrs, already scaled). Contract: returns (dL/dx,)."""
     # Idea: the op is a multiplication by a constant.
     ### BEGIN SOLUTION
     return (grad * node.attrs["mask"],)

@@ -29,8 +29,9 @@ def dropout(input, p=0.5, training=True):
     Contract: ValueError with `_check_p(p)`'s message unless 0 <= p <= 1; TypeError (naming
     the dtype) for a non-floating input. Not training, or p == 0: returns `input` itself.
     Otherwise a new tensor recorded as the op "dropout" with attrs mask (numpy, the input's
-    dtype: 0 where dropped, 1/(1-p) where kept) and p; each element is dropped independently
-    with probability p, drawn from tinytorch's generator (tt.manual_seed reproduces it).
+    dtype: 0 where dropped, where kept the scale that keeps each element's expectation) and
+    p; each element is dropped independently with probability p, drawn from tinytorch's
+    generator (tt.manual_seed reproduces it).
     """
     # Idea: drop with probability p, and scale the survivors so that the mean is unchanged.
     # YOUR CODE HERE
@@ -39,7 +40,7 @@ def dropout(input, p=0.5, training=True):
 
 @backward_rule("dropout")
 def _dropout_backward(node, grad):
-    """y = x * mask (the mask already holds 0 or 1/(1-p)). Contract: returns (dL/dx,)."""
+    """y = x * mask (the mask in node.attrs, already scaled). Contract: returns (dL/dx,)."""
     # Idea: the op is a multiplication by a constant.
     # YOUR CODE HERE
     raise NotImplementedError('_dropout_backward() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
