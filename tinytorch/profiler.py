@@ -51,9 +51,9 @@ def matmul_flops(a_shape, b_shape):
     """FLOPs of `a @ b` for operands of shapes a_shape and b_shape (numpy's matmul rules).
 
     Contract: shapes are tuples of ints with at least one dimension each. Returns the Python
-    int 2·batch·m·k·n, where (m, k) and (k, n) are the matrix dimensions (a 1-D `a` is one
-    row, a 1-D `b` is one column) and batch the number of elements of the broadcast leading
-    dimensions. Raises ValueError naming both shapes when the inner dimensions differ, and
+    int count of the whole batch of matrix products under section 1's convention, where
+    (m, k) and (k, n) are the matrix dimensions (a 1-D `a` is one row, a 1-D `b` is one
+    column) and the batch is the broadcast of the leading dimensions. Raises ValueError naming both shapes when the inner dimensions differ, and
     the ShapeError of `broadcast_shapes` when the leading dimensions do not broadcast.
     """
     # Idea: every output is a dot product of length k: k multiplies and k adds.
@@ -66,9 +66,9 @@ def conv2d_flops(input_shape, weight_shape, stride=1, padding=0, bias=True):
     """FLOPs of conv2d(x, w, b, stride, padding) computed as module 09's im2col matmul.
 
     Contract: input_shape (N, C, H, W), weight_shape (C_out, C, kh, kw); stride and padding
-    ints or (h, w) pairs; bias a bool. Returns the Python int
-    2·C_out·(C·kh·kw)·(N·H_out·W_out), plus N·C_out·H_out·W_out when bias is True, with
-    H_out = (H + 2·pad_h - kh) // stride_h + 1 (W_out likewise). Raises ValueError naming
+    ints or (h, w) pairs; bias a bool. Returns the Python int count of the im2col matrix
+    product, plus one add per output element when bias is True, with module 09's output
+    size H_out = (H + 2·pad_h - kh) // stride_h + 1 (W_out likewise). Raises ValueError naming
     both shapes when the input's channels differ from the weight's.
     """
     # Idea: a convolution is one matmul of the filters with every window.
@@ -81,8 +81,9 @@ def softmax_flops(shape, dim, log=False):
     """FLOPs of softmax (log=False) or log_softmax (log=True) of a tensor of `shape` over `dim`.
 
     Contract: `shape` a tuple of ints, `dim` an int in -ndim..ndim-1 (any dim for a 0-d
-    shape, which is one row of length 1). Returns the Python int rows·(5n) for softmax and
-    rows·(5n + 1) for log_softmax, n = shape[dim], rows = numel / n; 0 for an empty shape.
+    shape, which is one row of length 1). Returns the Python int rows × (section 3.3's
+    steps on one row, counted with section 1's convention), n = shape[dim], rows = numel /
+    n; 0 for an empty shape.
     """
     # Idea: the cost of one row times the number of rows.
     # YOUR CODE HERE
@@ -93,7 +94,8 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
     """FLOPs of layer_norm of a tensor of `shape` over its trailing `normalized_shape`.
 
     Contract: `shape` a tuple of ints whose trailing dims equal the tuple `normalized_shape`.
-    Returns the Python int rows·(5n + 5), plus rows·2n when affine is True, with n =
+    Returns the Python int rows × (section 3.3's steps on one row, counted with section
+    1's convention, the affine ones only when affine is True), with n =
     numel(normalized_shape) and rows = numel(shape) / n; 0 for an empty shape.
     """
     # Idea: normalising a row is two reductions and three passes over it.

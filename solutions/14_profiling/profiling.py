@@ -24,8 +24,9 @@
 # By the end of this module you will be able to
 #
 # - count a model's **parameters** per layer, a shared (tied) parameter once;
-# - write the **analytic FLOP formulas** of the ops that matter (matmul $2mkn$, Conv2d as
-#   its im2col matmul, softmax, LayerNorm, attention) and explain each term;
+# - derive the **analytic FLOP formulas** of the ops that matter (matmul, Conv2d as its
+#   im2col matmul, softmax, LayerNorm, attention) from one counting convention, and explain
+#   each term;
 # - build **`tinytorch.profiler.profile()`**, a profiler in the spirit of `torch.profiler`
 #   that sees every op (forward ops *and* backward rules) through module 01's dispatch
 #   extension point, records name, input shapes, wall time, FLOPs and output bytes, and
@@ -122,7 +123,7 @@ plt.show()
 #   each count as **1 FLOP** (a transcendental really costs tens of instructions; counters
 #   such as PyTorch's treat it as one or ignore it);
 # - a reduction over $n$ numbers (a sum, a max) costs $n$: each number is accumulated once
-#   (the same convention that gives the $2k$ of a dot product);
+#   (so a dot product of length $k$ costs one multiply and one accumulate per pair);
 # - moving data costs **0 FLOPs**: views, copies, indexing, `cat`, `where`/`masked_fill`,
 #   embedding lookups, and every op whose result is not floating (masks, comparisons,
 #   indices). They still cost *time*, and the profiler will show how much.
@@ -245,7 +246,8 @@ print("✓ parameter_counts: tied GPT total", count_parameters(_gpt), "=", _gpt.
 #
 # `matmul` follows numpy's rules (module 01): the last two dimensions are matrices, the ones
 # before broadcast as a batch, and a 1-D operand is a vector (a row on the left, a column on
-# the right). Each of the batch's matrix products costs $2mkn$.
+# the right). Count one 2-D product $(m, k) @ (k, n)$ with the convention of section 1: how
+# many output elements, and what does each cost? Then the batch: how many such products?
 #
 # <details><summary>Hint 1</summary>
 #
@@ -272,9 +274,9 @@ def matmul_flops(a_shape, b_shape):
     """FLOPs of `a @ b` for operands of shapes a_shape and b_shape (numpy's matmul rules).
 
     Contract: shapes are tuples of ints with at least one dimension each. Returns the Python
-    int 2·batch·m·k·n, where (m, k) and (k, n) are the matrix dimensions (a 1-D `a` is one
-    row, a 1-D `b` is one column) and batch the number of elements of the broadcast leading
-    dimensions. Raises ValueError naming both shapes when the inner dimensions differ, and
+    int count of the whole batch of matrix products under section 1's convention, where
+    (m, k) and (k, n) are the matrix dimensions (a 1-D `a` is one row, a 1-D `b` is one
+    column) and the batch is the broadcast of the leading dimensions. Raises ValueError naming both shapes when the inner dimensions differ, and
     the ShapeError of `broadcast_shapes` when the leading dimensions do not broadcast.
     """
     # Idea: every output is a dot product of length k: k multiplies and k adds.
@@ -291,7 +293,7 @@ def matmul_flops(a_shape, b_shape):
 
 # %% nbgrader={"grade": true, "grade_id": "test-matmul-flops", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 print("(3, 4) @ (4, 5):", matmul_flops((3, 4), (4, 5)), "FLOPs")
-assert_equal(matmul_flops((3, 4), (4, 5)), 2 * 3 * 4 * 5, "(3,4)@(4,5): 2·m·k·n")
+assert_equal(matmul_flops((3, 4), (4, 5)), 2 * 3 * 4 * 5, "(3,4)@(4,5)")
 assert_equal(matmul_flops((4,), (4, 5)), 2 * 4 * 5, "a vector on the left is one row")
 assert_equal(matmul_flops((3, 4), (4,)), 2 * 3 * 4, "a vector on the right is one column")
 assert_equal(matmul_flops((4,), (4,)), 2 * 4, "a dot product of length 4")
@@ -307,10 +309,9 @@ print("✓ matmul_flops: batched (2,1,3,4)@(6,4,5) =", matmul_flops((2, 1, 3, 4)
 # Module 09 computed a convolution as **one matrix product**: im2col lays every
 # $k_h \times k_w$ window of every input channel out as a column, so the output is
 #
-# $$\underbrace{W}_{(C_{out},\; C\,k_h k_w)} \;\cdot\; \underbrace{\text{cols}}_{(C\,k_h k_w,\; N H_o W_o)}
-# \quad\Rightarrow\quad 2 \cdot C_{out} \cdot C k_h k_w \cdot N H_o W_o \text{ FLOPs},$$
+# $$\underbrace{W}_{(C_{out},\; C\,k_h k_w)} \;\cdot\; \underbrace{\text{cols}}_{(C\,k_h k_w,\; N H_o W_o)},$$
 #
-# plus one add per output element for the bias. The output size is module 09's
+# plus one add per output element for the bias: your matmul count does the rest. The output size is module 09's
 # $H_o = \lfloor (H + 2p_h - k_h) / s_h \rfloor + 1$ (and the same for $W_o$).
 #
 # <details><summary>Hint 1</summary>
@@ -326,10 +327,9 @@ print("✓ matmul_flops: batched (2,1,3,4)@(6,4,5) =", matmul_flops((2, 1, 3, 4)
 #
 # <details><summary>The approach</summary>
 #
-# Unpack the two shapes, check that the input's channels equal the weight's, compute the
-# output height and width with stride and padding, then count the matrix product (m =
-# output channels, k = channels times kernel area, n = batch times output positions) and,
-# with a bias, one add per output element.
+# The shapes must agree before anything is counted. Everything after that is the picture
+# above: name the three sizes of the product from the layer's shapes, and let the function
+# you already wrote count it.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "conv2d-flops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -338,9 +338,9 @@ def conv2d_flops(input_shape, weight_shape, stride=1, padding=0, bias=True):
     """FLOPs of conv2d(x, w, b, stride, padding) computed as module 09's im2col matmul.
 
     Contract: input_shape (N, C, H, W), weight_shape (C_out, C, kh, kw); stride and padding
-    ints or (h, w) pairs; bias a bool. Returns the Python int
-    2·C_out·(C·kh·kw)·(N·H_out·W_out), plus N·C_out·H_out·W_out when bias is True, with
-    H_out = (H + 2·pad_h - kh) // stride_h + 1 (W_out likewise). Raises ValueError naming
+    ints or (h, w) pairs; bias a bool. Returns the Python int count of the im2col matrix
+    product, plus one add per output element when bias is True, with module 09's output
+    size H_out = (H + 2·pad_h - kh) // stride_h + 1 (W_out likewise). Raises ValueError naming
     both shapes when the input's channels differ from the weight's.
     """
     # Idea: a convolution is one matmul of the filters with every window.
@@ -380,12 +380,15 @@ print("✓ conv2d_flops: stride 2, kernel (3,2) on 9x7 ->", conv2d_flops((1, 2, 
 # = numel / $n$). Count one row with the convention of section 1, following what the stable
 # algorithms of modules 02 and 13 do:
 #
-# | op | steps on one row of $n$ | FLOPs per row |
-# |---|---|---|
-# | softmax | max ($n$), subtract ($n$), exp ($n$), sum ($n$), divide ($n$) | $5n$ |
-# | log_softmax | max, subtract, exp, sum (each $n$), one log, subtract ($n$) | $5n + 1$ |
-# | layer_norm | mean ($n + 1$), centre ($n$), variance: square, sum, divide ($2n + 1$), $1/\sqrt{\text{var} + \epsilon}$ (3), normalise ($n$) | $5n + 5$ |
-# | + affine | multiply by weight, add bias | $+\,2n$ |
+# | op | steps on one row of $n$ |
+# |---|---|
+# | softmax | the max, subtract it, exp, the sum, divide by it |
+# | log_softmax | the max, subtract it, exp, the sum, the log of the sum, subtract it |
+# | layer_norm | the mean (a sum, then one divide), centre, the variance (square, sum, one divide), $1/\sqrt{\text{var} + \epsilon}$ (an add, a sqrt, a divide), normalise |
+# | + affine | multiply by weight, add bias |
+#
+# Count each step with the convention (which of them touch all $n$ numbers, and which
+# one number per row?), and write each op's total per row before you code it.
 #
 # <details><summary>Hint 1 (softmax)</summary>
 #
@@ -396,8 +399,8 @@ print("✓ conv2d_flops: stride 2, kernel (3,2) on 9x7 ->", conv2d_flops((1, 2, 
 # <details><summary>The approach (softmax)</summary>
 #
 # Take n from the shape at `dim` (a 0-d shape is one row of length 1); the number of rows is
-# the number of elements divided by n; multiply by the per-row count of the table. An empty
-# tensor costs 0.
+# the number of elements divided by n; multiply by your per-row count. An empty tensor
+# costs 0.
 # </details>
 #
 # <details><summary>Hint 1 (layer_norm)</summary>
@@ -408,7 +411,8 @@ print("✓ conv2d_flops: stride 2, kernel (3,2) on 9x7 ->", conv2d_flops((1, 2, 
 # <details><summary>The approach (layer_norm)</summary>
 #
 # n is the number of elements of normalized_shape, rows the number of elements of the input
-# divided by n; each row costs the table's count, with the affine term only when asked.
+# divided by n; each row costs your count of the table's steps, with the affine term only
+# when asked.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "row-flops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -417,8 +421,9 @@ def softmax_flops(shape, dim, log=False):
     """FLOPs of softmax (log=False) or log_softmax (log=True) of a tensor of `shape` over `dim`.
 
     Contract: `shape` a tuple of ints, `dim` an int in -ndim..ndim-1 (any dim for a 0-d
-    shape, which is one row of length 1). Returns the Python int rows·(5n) for softmax and
-    rows·(5n + 1) for log_softmax, n = shape[dim], rows = numel / n; 0 for an empty shape.
+    shape, which is one row of length 1). Returns the Python int rows × (section 3.3's
+    steps on one row, counted with section 1's convention), n = shape[dim], rows = numel /
+    n; 0 for an empty shape.
     """
     # Idea: the cost of one row times the number of rows.
     ### BEGIN SOLUTION
@@ -436,7 +441,8 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
     """FLOPs of layer_norm of a tensor of `shape` over its trailing `normalized_shape`.
 
     Contract: `shape` a tuple of ints whose trailing dims equal the tuple `normalized_shape`.
-    Returns the Python int rows·(5n + 5), plus rows·2n when affine is True, with n =
+    Returns the Python int rows × (section 3.3's steps on one row, counted with section
+    1's convention, the affine ones only when affine is True), with n =
     numel(normalized_shape) and rows = numel(shape) / n; 0 for an empty shape.
     """
     # Idea: normalising a row is two reductions and three passes over it.
@@ -451,7 +457,7 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
 
 # %% nbgrader={"grade": true, "grade_id": "test-row-flops", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 print("softmax of (4, 10) over dim 1:", softmax_flops((4, 10), 1), "FLOPs; over dim 0:", softmax_flops((4, 10), 0))
-assert_equal(softmax_flops((4, 10), 1), 4 * 50, "4 rows of 10: 4·5·10")
+assert_equal(softmax_flops((4, 10), 1), 4 * 50, "softmax of 4 rows of 10")
 assert_equal(softmax_flops((4, 10), -1), 4 * 50, "dim -1 is dim 1")
 assert_equal(softmax_flops((4, 10), 0), 10 * (5 * 4), "over dim 0: 10 rows of 4")
 assert_equal(softmax_flops((2, 3, 7), 1, log=True), 2 * 7 * (5 * 3 + 1), "log_softmax over the middle dim: 14 rows of 3")
