@@ -1005,12 +1005,14 @@ print(f"FLOP ratio {count_flops(_cnn, _imgs) / count_flops(_small_cnn, _imgs):.2
 #   \mathcal{L}_{KD} = T^2 \cdot \frac1N\sum_{n=1}^{N}\sum_j p^{(T)}_{nj}
 #   \big(\log p^{(T)}_{nj} - \log q^{(T)}_{nj}\big).$$
 #
-# Why $T^2$? The gradient of the softened loss with respect to the student's logits scales
-# like $1/T^2$ (one $1/T$ from the softmax's input, one from the smaller differences between
-# softened probabilities); multiplying by $T^2$ keeps its size independent of $T$, so it
-# can be mixed with the ordinary cross-entropy on the labels,
+# Why $T^2$? Derive the gradient of the KL term (without the $T^2$) with respect to the
+# student's logits $z$: module 06's rule for `log_softmax`, and the chain rule through
+# $z/T$. Then ask how its size changes with $T$ when $T$ is large (what happens to
+# $p^{(T)} - q^{(T)}$ as both flatten towards uniform?). The factor must undo that, so that
+# the loss can be mixed with the ordinary cross-entropy on the labels,
 # $\alpha\,\mathcal L_{KD} + (1-\alpha)\,\mathcal L_{CE}$, without retuning $\alpha$ for every
-# temperature. The teacher is fixed: no gradient flows into it. The average is over the
+# temperature; a cell after the check measures it. The teacher is fixed: no gradient flows
+# into it. The average is over the
 # batch ($N$ rows), not over the $N\cdot C$ numbers — PyTorch's `reduction="batchmean"`,
 # the one that matches the mathematical KL.
 
@@ -1046,10 +1048,10 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# Detach the teacher's logits; take `log_softmax` of both logits divided by the
-# temperature, over the last dimension; form $p = \exp(\log p)$ for the teacher; sum
-# $p\,(\log p - \log q)$ over everything and divide by the number of rows (the size of all
-# dimensions but the last); multiply by $T^2$.
+# The formula is the contract; the work is in keeping it stable and in the graph. Every
+# probability that appears inside a log should come from a log-probability, never from a
+# probability that has underflowed to 0. Only the student's side belongs to the graph. And
+# "batchmean" counts rows, whatever the number of leading dimensions.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "distillation-loss", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1104,10 +1106,32 @@ _st, _tt = Tensor(_s, requires_grad=True), Tensor(_t, requires_grad=True)
 distillation_loss(_st, _tt, 2.0).backward()
 _p2, _q2 = np.exp(_log_softmax_np(_t / 2)), np.exp(_log_softmax_np(_s / 2))
 assert_close(_st.grad.numpy(), 2.0 * (_q2 - _p2) / 4, rtol=1e-6, atol=1e-9,
-             what="gradient w.r.t. the student's logits: T (q - p) / N")
+             what="gradient w.r.t. the student's logits, at T = 2")
 check(_tt.grad is None, "no gradient reaches the teacher's logits", got=_tt.grad)
 assert_raises(ValueError, distillation_loss, Tensor(_s), Tensor(_t), 0.0, match="temperature")
 print(f"✓ distillation_loss; at T = 2: {distillation_loss(Tensor(_s), Tensor(_t), 2.0).item():.4f}")
+
+# %% [markdown]
+# Your derivation against a measurement: the size of the gradient that reaches the student's
+# logits, with the $T^2$ factor divided back out, and with it.
+
+# %%
+for _T in (1.0, 2.0, 4.0, 8.0, 16.0):
+    _st = Tensor(_s, requires_grad=True)
+    distillation_loss(_st, Tensor(_t), _T).backward()
+    _g = float(np.linalg.norm(_st.grad.numpy()))
+    print(f"T = {_T:4.0f}: |grad| without T² {_g / _T ** 2:.2e}, with T² {_g:.3f}")
+
+# %% [markdown]
+# <details><summary>Why the factor is T², once you have compared with your derivation</summary>
+#
+# The gradient of the KL term is $(q^{(T)} - p^{(T)})/(TN)$: one $1/T$ from the chain rule
+# through $z/T$. For large $T$ both softmaxes are near uniform and
+# $\operatorname{softmax}(z/T)_j \approx (1 + z_j/T - \bar z/T)/C$, so $q - p \approx
+# (z_s - z_t - \text{mean})/(CT)$: a second $1/T$. Without the factor the gradient falls
+# by about 4 for each doubling of $T$ (the first column, once $T$ is a few times the
+# logits' spread); with $T^2$ it levels off.
+# </details>
 
 # %% [markdown]
 # If PyTorch is installed, compare with the way PyTorch code writes the same loss
