@@ -304,14 +304,12 @@ class _CharTokenizerBase:
 #
 # <details><summary>The approach</summary>
 #
-# In `__init__`: validate with the two provided checkers, extend the special tokens with
-# `unk_token` when needed, number the characters from zero and the special tokens after
-# them, and fill both tables. `from_text` builds the sorted alphabet of its text and calls
-# the constructor. `encode` walks the alternating pieces: a special piece contributes its
-# one id, an ordinary piece one id per character, where a character missing from the
-# table falls back to the unknown token's id, or, without one, raises the `ValueError`
-# that names the character. `decode` converts its input with `_as_id_list`, refuses any id
-# that has no string, and joins the strings.
+# Two tables that are each other's inverse, built once, make encode and decode lookups.
+# The order of the ids is part of the contract (it decides every id a model sees), so
+# decide it before writing anything, and decide where the unknown token comes from when
+# the caller did not list it. A piece of text is either special or ordinary, and the two
+# are encoded by different rules; a character that has no id is either the unknown token
+# or an error that names it, never silently dropped.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "char-tokenizer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -526,9 +524,9 @@ print(list(_utf8_demo.encode("utf-8")))
 #
 # <details><summary>The approach</summary>
 #
-# Start from the dict you were given (or a new one), walk the (left, right) neighbours, and
-# add `weight` to each pair's entry, creating entries as needed. Return the same dict
-# object, so that a caller can accumulate over many sequences.
+# A sequence of n ids has n − 1 neighbour pairs. The dict may already hold counts from
+# other sequences: the contract asks you to add to it, not to replace it, and to hand the
+# same object back, which is what lets a caller count a whole corpus.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "pair-counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -582,9 +580,9 @@ print(f"✓ get_pair_counts: {_c}")
 #
 # <details><summary>The approach</summary>
 #
-# Walk a position from the start. When the id there and the next one form the pair, emit
-# the new id and move past both; otherwise emit the id there and move by one. Build a new
-# list and leave the input alone.
+# Try `merge_pair([5, 5, 5], (5, 5), 9)` by hand: the answer is `[9, 5]`, not `[9, 9]`.
+# What must the walk do after a match so that an id is never used by two merges, and
+# what does the caller's list look like afterwards?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "merge-pair", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -789,10 +787,11 @@ print(f"the fables: {len(_chunks):,} chunks, {len(set(_chunks)):,} distinct; mos
 #
 # <details><summary>The approach</summary>
 #
-# Copy the words (you will change them). Loop while fewer than `n_merges` merges are
-# recorded: count (or update) the weighted pair counts, ask `best_pair` for the winner,
-# stop if there is none, give it the next id (256 plus the number of merges so far), and
-# merge it in the words that contain it. Return the dict of merges.
+# The three functions above are the loop's body; the loop decides when to stop (two
+# reasons: enough merges, or nothing left worth merging) and which id a new token gets
+# (the ids after the 256 bytes, in the order the merges are learned). The caller's words
+# are the caller's: change a copy. Counting every pair again after each merge is correct
+# and slow; only the words that held the winner change.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "learn-merges", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -896,8 +895,8 @@ print(f"✓ learn_merges: {len(_fast)} merges equal the slow method's; the first
 #
 # <details><summary>The approach</summary>
 #
-# Start with the 256 one-byte tokens; then, in rank order, give each new id the
-# concatenation of its left token's bytes and its right token's bytes (in that order).
+# A token's bytes are defined in terms of the bytes of the two tokens it merged, which
+# must already be known when it is built: in which order must the merges be visited?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "build-vocab", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -948,9 +947,9 @@ print("✓ build_vocab: id 258 =", _v[258])
 #
 # <details><summary>The approach</summary>
 #
-# Start from the list of the chunk's bytes. While there are at least two ids: among the
-# adjacent pairs, find the one whose rank in `merges` is lowest; if it is not a merge at
-# all, you are done; otherwise merge it (with `merge_pair` and its new id) and look again.
+# Encoding must reproduce training: training applied the merges in the order it learned
+# them, so at each step the pair to merge is the one training would have merged first.
+# When does no step remain? `merge_pair` does the rest.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "encode-chunk", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1063,13 +1062,11 @@ class _BPETokenizerBase:
 #
 # <details><summary>The approach</summary>
 #
-# `train`: check the arguments (the contract lists the errors), count the chunks of the
-# ordinary pieces, turn each distinct chunk into its UTF-8 byte ids, call `learn_merges`
-# with the number of merges that leaves room for the special tokens, then set `merges`,
-# the special tokens (ids right after the merges), a fresh cache and the vocabulary
-# (`_build_vocab`), and return `self`. `encode` mirrors `CharTokenizer.encode`, with
-# chunks instead of characters. `token_bytes` looks in `vocab`, then among the special
-# tokens, and raises otherwise. `decode` joins `token_bytes` of every id.
+# `train` is the functions above, wired: the new part is the budget (the vocabulary size
+# is bytes plus merges plus special tokens) and counting each distinct chunk once with its
+# frequency. `encode` is `CharTokenizer.encode`'s structure with chunks in place of
+# characters. Decoding goes through bytes, never through per-token strings: why would a
+# per-token string break a character whose UTF-8 bytes two tokens share?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "bpe-tokenizer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1383,10 +1380,10 @@ print(f"✓ save/load: {len(_state['merges'])} merges, a file of {_size:,} bytes
 #
 # <details><summary>The approach</summary>
 #
-# Turn `data` into a numpy array and check it (1-D, integer ids, enough of them; positive
-# sizes). Draw the starts from the generator's numpy RNG, build the matrix of positions,
-# read `x` through it and `y` through the same matrix moved one position on, and wrap both
-# as int64 Tensors.
+# A window of `block_size` inputs needs one more id for its last target: which starts are
+# allowed? All B windows can be read at once, with no Python loop, by indexing with a
+# (B, T) matrix of positions; the targets are the same matrix, shifted. The draw must come
+# from the generator you are given, or seeded runs will differ.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "batches", "locked": false, "schema_version": 3, "solution": true, "task": false}
