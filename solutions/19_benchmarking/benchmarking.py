@@ -95,13 +95,13 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 #   and the **interquartile range** (IQR, the 75th minus the 25th percentile) says how wide
 #   the typical band is. IQR / median is a unit-free measure of how noisy a measurement is.
 #
-# For $n$ sorted samples $x_{(0)} \le \dots \le x_{(n-1)}$, the quantile $q$ sits at position
-# $h = (n-1)\,q$; between the two order statistics around it, interpolate linearly:
-#
-# $$Q(q) = x_{(\lfloor h \rfloor)} + (h - \lfloor h \rfloor)\,\big(x_{(\lfloor h \rfloor + 1)} - x_{(\lfloor h \rfloor)}\big).$$
-#
-# This is numpy's default `np.quantile` (method "linear") and what `torch.quantile` and
-# `torch.utils.benchmark.Measurement` use. The median is $Q(0.5)$; the IQR is $Q(0.75) - Q(0.25)$.
+# For $n$ sorted samples $x_{(0)} \le \dots \le x_{(n-1)}$, numpy's default `np.quantile`
+# (method "linear", also `torch.quantile`'s and `torch.utils.benchmark.Measurement`'s)
+# places quantile 0 on the smallest sample and quantile 1 on the largest, spaces the
+# others evenly in between, and interpolates linearly between the two order statistics
+# around a position that falls between samples. Work out where quantile $q$ sits, and the
+# formula for the value there, before you write it. Calling it $Q(q)$: the median is
+# $Q(0.5)$; the IQR is $Q(0.75) - Q(0.25)$.
 
 # %%
 def _small_workload():
@@ -197,10 +197,9 @@ def _unit(seconds):
 #
 # <details><summary>The approach</summary>
 #
-# Check the arguments (the messages are in the contract), sort a copy of the samples, and
-# compute the position $h = (n - 1) q$. Its integer part is the lower order statistic; the
-# upper one is the next (or the same, at the last position). Return the lower one plus the
-# fractional part of $h$ times the gap between the two, as a Python float.
+# The position is a real number between 0 and n − 1; its integer part names one order
+# statistic and its fractional part says how far towards the next one to go. The last
+# position has no next one: make sure q = 1 does not read past the end.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "quantile", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -209,13 +208,12 @@ def quantile(samples, q):
     """The q-quantile of `samples` by linear interpolation between order statistics.
 
     Contract: `samples` a non-empty sequence of numbers (any order), `q` a number in [0, 1].
-    Returns a float: with the samples sorted, x_(0) <= ... <= x_(n-1), and h = (n - 1) * q,
-    x_(floor h) + (h - floor h) * (x_(floor h + 1) - x_(floor h)) (numpy's default
-    np.quantile, torch.quantile). q = 0.5 is the median; q = 0 the minimum, q = 1 the maximum.
+    Returns a float equal to numpy's default np.quantile (method "linear", as
+    torch.quantile): linear interpolation between the order statistics. q = 0.5 is the median; q = 0 the minimum, q = 1 the maximum.
     Errors: ValueError when `samples` is empty (the message says there are no samples);
     ValueError when q is outside [0, 1] (the message gives q).
     """
-    # Idea: a quantile is read off the SORTED samples, at position (n - 1) * q.
+    # Idea: a quantile is read off the SORTED samples, at a position that q places.
     ### BEGIN SOLUTION
     xs = sorted(float(x) for x in samples)
     if not xs:
@@ -232,7 +230,7 @@ def quantile(samples, q):
 # %% nbgrader={"grade": true, "grade_id": "test-quantile", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 assert_equal(quantile([30, 10, 20], 0.5), 20.0, "median of 3 unsorted samples [30, 10, 20]")
 assert_close(quantile([10, 20, 30, 40], 0.5), 25.0, what="median of 4 samples: halfway between 20 and 30")
-assert_close(quantile([40, 10, 30, 20], 0.25), 17.5, what="Q(0.25) of 10..40: h = 0.75, between 10 and 20")
+assert_close(quantile([40, 10, 30, 20], 0.25), 17.5, what="Q(0.25) of 10, 20, 30, 40")
 assert_equal(quantile([5, 1, 3], 0.0), 1.0, "q = 0: the minimum")
 assert_equal(quantile([5, 1, 3], 1.0), 5.0, "q = 1: the maximum")
 assert_equal(quantile([7], 0.3), 7.0, "one sample: every quantile is that sample")

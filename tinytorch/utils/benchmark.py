@@ -41,13 +41,12 @@ def quantile(samples, q):
     """The q-quantile of `samples` by linear interpolation between order statistics.
 
     Contract: `samples` a non-empty sequence of numbers (any order), `q` a number in [0, 1].
-    Returns a float: with the samples sorted, x_(0) <= ... <= x_(n-1), and h = (n - 1) * q,
-    x_(floor h) + (h - floor h) * (x_(floor h + 1) - x_(floor h)) (numpy's default
-    np.quantile, torch.quantile). q = 0.5 is the median; q = 0 the minimum, q = 1 the maximum.
+    Returns a float equal to numpy's default np.quantile (method "linear", as
+    torch.quantile): linear interpolation between the order statistics. q = 0.5 is the median; q = 0 the minimum, q = 1 the maximum.
     Errors: ValueError when `samples` is empty (the message says there are no samples);
     ValueError when q is outside [0, 1] (the message gives q).
     """
-    # Idea: a quantile is read off the SORTED samples, at position (n - 1) * q.
+    # Idea: a quantile is read off the SORTED samples, at a position that q places.
     # YOUR CODE HERE
     raise NotImplementedError('quantile() is not implemented yet: write it in modules/19_benchmarking/benchmarking.ipynb (module 19, benchmarking), then run `tito test module 19`.')
 
