@@ -383,12 +383,11 @@ print("numba forward of a batch of 64: " + ", ".join(f"{n} thread(s) {s * 1e3:.2
 #
 # <details><summary>The approach</summary>
 #
-# Check the arguments first (an `amount` strictly between 0 and 1, a non-empty calibration
-# list). Build each variant from the original: a deep copy for the float variant; the
-# quantizer's own result for int8; a deep copy pruned globally over the Linear weights and
-# then made permanent, name by name, for the pruned one; the structured pruner's result,
-# fine-tuned if asked, for the shrunk one; the accelerated copy for the last. Set each to
-# eval mode and return them under the five names.
+# Every variant starts from the trained model and none may change it or another variant:
+# which of the earlier modules' tools copy the model for you, and which change it in
+# place? The pruned variant's masks must be made permanent, or its "bytes" and its speed
+# measure the wrapper, not the layer. The arguments are checked before any work, and every
+# variant is measured as it will be used (eval mode).
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "make-variants", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -565,10 +564,11 @@ print(f"model_bytes(float CNN): {model_bytes(model):,} bytes = 4 x {model_bytes(
 #
 # <details><summary>The approach</summary>
 #
-# Check each field in turn, raising with the variant's name and the field's name: accuracy
-# present, a real number, finite, inside [0, 1]; latency an instance of `Measurement`; bytes
-# and FLOPs integers (numpy integers count, booleans do not) greater than zero. Then build the
-# dict, with accuracy as a float and the median and IQR read from the measurement.
+# A report row is evidence: a row built from a wrong value (a NaN accuracy, a latency that
+# is a plain float with no spread, a size of True) would be ranked as if it were right.
+# List what each field could wrongly be, in Python's types (a bool is an int; a numpy int
+# is not a Python int), and refuse each with a message that names the variant and the
+# field.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "report-row", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -654,9 +654,9 @@ print(f"✓ report_row: median {_row['median_s'] * 1e3:.1f} ms, IQR {_row['iqr_s
 #
 # <details><summary>The approach</summary>
 #
-# For each row, look for any other row that is no slower and no less accurate and is faster
-# or more accurate; keep the row's name when there is none. Keep the rows' order. An empty
-# list of rows has an empty front.
+# The definition of domination is the whole algorithm; the care is in its edges. Can a
+# row dominate itself? Do two rows with equal time and accuracy dominate each other? Work
+# both out from the definition before you write it, and keep the order the rows came in.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "pareto-front", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -717,9 +717,9 @@ print(f"✓ pareto_front: section 1's points -> {pareto_front(_rows(_demo))}")
 #
 # <details><summary>The approach</summary>
 #
-# Refuse an empty list and a negative tolerance. Take the maximum accuracy; keep the rows at
-# or above it minus the tolerance; of those, take the minimum by the pair (bytes, median_s)
-# and return its name.
+# Two criteria in order: first a filter (good enough), then a ranking (smallest, and
+# among equally small, fastest). Python compares tuples in order, which is exactly a
+# ranking by one field and then another.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "choose", "locked": false, "schema_version": 3, "solution": true, "task": false}
