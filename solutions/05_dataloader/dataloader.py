@@ -177,9 +177,11 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 #
 # <details><summary>The approach</summary>
 #
-# `load_digits` opens the digits archive from `_asset` in a `with` block and returns its two
-# arrays, images first. `load_text` checks the name against `TEXTS`, then reads the text file
-# of that name (the name plus `.txt`) from `_asset`, decoding it as UTF-8.
+# Both functions are about where the data lives, and only the package knows that, so every
+# path goes through `_asset`. An archive reads its arrays lazily: the values you return
+# must be complete before the file is closed. For the text, the cheap question (is this a
+# name we ship?) comes before any file is opened, and the bytes only become a str once you
+# say how they are encoded.
 # </details>
 
 # %%
@@ -321,11 +323,11 @@ print(_text[:400])
 #
 # <details><summary>The approach</summary>
 #
-# In the constructor: refuse an empty call, convert each argument to a Tensor, refuse any
-# 0-d one, gather the sizes along dimension 0 and refuse them unless they are all equal
-# (quote the list of sizes), then keep the tensors as a tuple and the transform. In
-# `__getitem__`, index every tensor with the same index, apply the transform to the first
-# of those rows only when there is one, and return them as a tuple.
+# What can go wrong belongs in the constructor: tensors of different lengths accepted here
+# would only fail mid-epoch, far from the cause. Ask what every argument must share once
+# it is a Tensor, and which inputs cannot even answer that question (no tensors at all, a
+# 0-d one). Reading a sample is then pure indexing: the same row of every tensor, with the
+# transform touching the input only, never the labels.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "tensor-dataset", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -468,13 +470,12 @@ print(f"✓ TensorDataset: 6 samples, ds[4] = ({_xi.tolist()}, {_yi.item()})")
 #
 # <details><summary>The approach</summary>
 #
-# Make the batch a list and refuse it if empty. Look at its first element and walk the
-# table: Tensors are stacked along a new dimension 0 (module 01's `stack`); numpy arrays
-# are stacked by numpy and wrapped; numbers become one Tensor (numpy scalars via a numpy
-# array, so their dtype survives); strings are returned as the list; dicts are rebuilt key
-# by key from the collated values; tuples and lists first check that every sample has the
-# same length (RuntimeError naming the lengths), then collate each field and rebuild the
-# same kind of sequence. Anything else is a TypeError naming the type.
+# The first sample decides everything, and the function calls itself on the parts. Ask
+# which table row the element matches, and whether a more general row would catch it first
+# (a bool is an int, a named tuple is a tuple; a numpy scalar should keep its own dtype).
+# Containers stack nothing themselves: they regroup the values field by field, hand each
+# group back to the same function and rebuild a container of the original kind. Compare
+# lengths before regrouping, because regrouping silently cuts every field to the shortest.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "default-collate", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -598,13 +599,12 @@ print("✓ default_collate: (x, y) -> X", _b[0].shape, "Y", _b[1].tolist())
 #
 # <details><summary>The approach</summary>
 #
-# In `_index_batches`, read N, take the sampler's indices when there is a sampler, else a
-# permutation of 0..N−1 from `numpy_generator(...)` when shuffling (else 0..N−1 in order), then
-# step through it in strides of `batch_size`,
-# yielding each slice as a list of Python ints, except a short final slice when `drop_last`
-# is set. `__iter__` loops over those index lists, reads each sample from the dataset and
-# yields the `collate_fn` of the list of samples. `__len__` is the floor of N / B with
-# `drop_last`, the ceiling otherwise.
+# Keep two questions apart: which order does this epoch use, and how is it cut? The order
+# must be settled when the epoch starts, from the right source (the sampler, else the
+# loader's generator or the global one), so that two epochs differ and equal seeds agree.
+# Cutting is the same in every case; only the short tail needs a decision. The loader
+# never looks inside a sample, and `__len__` must agree with what an epoch yields, sampler
+# included, without running one.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "dataloader", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -792,12 +792,12 @@ for _xb, _yb in DataLoader(_ds, batch_size=3, shuffle=True, generator=Generator(
 #
 # <details><summary>The approach</summary>
 #
-# `Subset`'s `__getitem__` looks index `k` up in its indices and asks the dataset for that
-# sample; its length is the number of indices. In `random_split`, if the lengths are
-# fractions, check each lies in [0, 1], floor N times each, and add one to pieces 0, 1,
-# 2, ... in turn until the sizes sum to N. Refuse lengths that are not non-negative whole
-# numbers summing to N. Then draw one permutation of 0..N−1 from `numpy_generator(generator)`
-# and return, for each piece, the Subset of the next `k` entries of it.
+# `Subset` is pure indirection: its position k names a position of the underlying dataset.
+# `random_split` has two jobs, and the first must be done before the second: settle the
+# integer size of every piece, then spend the randomness. Fractions need a rule that never
+# overshoots N and hands out the rest in a fixed order, so the sizes match PyTorch's;
+# lengths that do not end as non-negative whole numbers summing to N are an error. The
+# pieces are disjoint only when they are consecutive runs of a single shuffle.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "random-split", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -908,11 +908,12 @@ print("✓ random_split:", _vals)
 #
 # <details><summary>The approach</summary>
 #
-# Refuse a fraction outside (0, 1). Make a numpy generator from the seed. For each distinct
-# label, in increasing order, take the increasing positions of that label, permute them with
-# the generator, and send the first round(fraction · count) to the test list, the rest to
-# the training list. At the end join each list, sort it, and return both as int64 arrays,
-# training first.
+# The split must come out the same in every run and every module, so everything that uses
+# randomness is pinned by the contract: a private stream from the seed, the classes
+# visited in a fixed order, one shuffle per class. Change any of these and the test set
+# changes. Each class keeps its own share, rounded rather than floored, which is what
+# preserves the balance. Check the fraction before anything is drawn, and hand back index
+# arrays, not samples.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "stratified-split", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1005,10 +1006,11 @@ print(f"✓ stratified_split: {len(_tr)} train / {len(_te)} test")
 #
 # <details><summary>The approach</summary>
 #
-# Load the images and labels, compute the fixed stratified split, pick the training or test
-# indices by `train`, select those images, convert to float32 and divide by 16, insert the
-# channel axis, and keep that as a Tensor in `self.data`; the matching labels as an int64
-# Tensor in `self.targets`; also keep `train` (as a bool) and the transform.
+# This constructor is a chain of conversions, and one of them is a trap: uint8 pixels must
+# become floats before you divide, or the arithmetic truncates. Ask what a network expects
+# of an image (values of order 1, a channel axis in front of height and width) and what
+# the loss expects of a label (an integer it can index with). Whichever side you keep,
+# images and labels must come from the same indices of the fixed split, in the same order.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "digits", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1123,11 +1125,11 @@ print("✓ Digits:", train_set, "|", test_set)
 #
 # <details><summary>The approach</summary>
 #
-# Turn the input into an image Tensor with `_as_image`, refuse a non-float image, cast the
-# means and stds to its dtype, and either use them as single numbers or, when there is one
-# per channel and the image has that many along dimension −3, as tensors shaped to
-# broadcast along that dimension (refusing a mismatch, naming the count and the shape);
-# then subtract and divide.
+# Three things can go wrong quietly: an integer image (refuse it, do not guess), a dtype
+# that drifts when float64 statistics meet a float32 image, and per-channel statistics
+# that broadcast along the wrong axis. The channels are dimension −3 whatever comes before
+# them, so the statistics must line up with that axis and no other, and their count must
+# match it before you compute anything. A single mean and std need no shaping at all.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "transforms", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1235,10 +1237,11 @@ print("✓ Normalize: per channel, one number, batches; 2 means for 3 channels r
 #
 # <details><summary>The approach</summary>
 #
-# Both start with `_as_image`. The flip compares one draw with p and, when it flips,
-# indexes the last dimension with the reversed positions. The crop pads when `padding > 0`,
-# refuses a window larger than the padded image, draws the top row and then the left column
-# uniformly among the positions that fit, and returns the window as a basic slice (a view).
+# Each call spends randomness from the transform's own stream, so that equal seeds give
+# equal augmentations. For the flip: how does one uniform draw become an event of
+# probability p, with p = 0 and p = 1 exact? For the crop: the range of valid positions
+# depends on the padded size, so pad before you draw; count the start positions so that
+# both extreme windows can occur, and refuse a window that cannot fit at all.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "transforms-random", "locked": false, "schema_version": 3, "solution": true, "task": false}

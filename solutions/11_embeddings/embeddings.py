@@ -161,9 +161,9 @@ __all__ = [
 #
 # <details><summary>The approach</summary>
 #
-# Take the table's numpy array and index its first axis with the whole `indices` array in
-# one operation (numpy's `take` along axis 0 does the same). `padding_idx` plays no part in
-# the forward: the padding row is read like any other.
+# No arithmetic is needed: each id stands for one row, so the output has the ids' shape
+# with the row length appended. Which kind of indexing keeps the shape of an index array?
+# The padding row matters only for the gradient; the forward reads it like any other row.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "embedding-forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -201,11 +201,11 @@ def _embedding_forward(weight, *, indices, padding_idx):
 #
 # <details><summary>The approach</summary>
 #
-# Convert the input to a numpy array; refuse a non-integer dtype with a `TypeError` that
-# says ids must be integers; make a fresh int64 copy (the node keeps it, so a later change
-# to the caller's array must not reach it); find the ids below zero or at least
-# `num_embeddings`, and if there is any, raise an `IndexError` naming the first one and the
-# number of rows. Return the copy.
+# Think about who keeps the result: the graph node stores it for the backward, so it must
+# not share memory with an array the caller may change later, and it needs one fixed
+# integer type. Floats are a type error, not a range error, so settle the type before you
+# look at the values. Recall that numpy reads −1 as the last row: only 0 to V − 1 are
+# valid, and the message should name the first bad id and the table's size.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "embedding-indices", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -348,10 +348,11 @@ print("g[ids] += grad, row 3:", _g_wrong[3], " (should be 1 + 100 = 101)")
 #
 # <details><summary>The approach</summary>
 #
-# Flatten the ids to one dimension and the upstream gradient to one row of D numbers per
-# id. Start from a zero array of the table's shape and add each row of the gradient into
-# the row of its id, so that repeated ids accumulate. If there is a padding row, set that
-# whole row to zero. Return the array in a one-element tuple.
+# The shape of the ids does not matter to the gradient; only which id each upstream row
+# belongs to. The trap is repetition: a plain indexed update writes a repeated row once,
+# so you need an update that adds once per occurrence. Rows never looked up must come out
+# zero, and so must the padding row, whatever arrived for it: ask when it is safe to clear
+# it. The result has the table's shape and the dtype of `grad`.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "embedding-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -433,11 +434,11 @@ print("✓ embedding backward: scatter-add, repeats accumulate, padding row froz
 #
 # <details><summary>The approach</summary>
 #
-# `__init__` stores the sizes and the normalised padding index, creates `weight` as a
-# `Parameter` of zeros of shape `(num_embeddings, embedding_dim)` in the requested dtype,
-# and calls `reset_parameters`. That method fills the table from the standard normal and
-# then, when there is a padding row, sets it to zero inside `no_grad()`. `forward` is one
-# call to `embedding` with the layer's table and padding index.
+# Split the work as `Linear` does: the constructor decides shapes and dtype, one method
+# decides the values, so a later re-initialisation keeps the same guarantees. The
+# guarantee that matters is a zero padding row, so zeroing it must be the last write to
+# the table, and autograd must not record that write. Settle the padding index once, at
+# construction, and `forward` has nothing left to decide.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "embedding-layer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -569,11 +570,11 @@ print("✓ Embedding layer: init std", round(float(_wv.std()), 3))
 #
 # <details><summary>The approach</summary>
 #
-# Build the positions $0, 1, \dots, \text{max\_len}-1$ as a column and the frequencies
-# $\text{base}^{-2i/D}$ for every even column number $2i$ as a row, both in float64; their
-# product is the angle matrix. Start from a zero table; the even columns get the sines of
-# all the angles, the odd columns the cosines of as many angles as there are odd columns.
-# Convert to a Tensor of the requested dtype (float32 by default).
+# Think in columns rather than positions: each even column fixes a frequency, and the odd
+# column after it reuses that frequency. Every entry is a position times a frequency,
+# which broadcasting gives in one step. An odd width is the trap: there is one more sine
+# column than cosine columns, so count the frequencies from the even columns and let the
+# cosines fill only the columns that exist. Work in float64 and convert only at the end.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sinusoidal", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -701,12 +702,11 @@ print("max |P[p+5] - P[p] R_5| over all p:", np.abs(_P[:95] @ shift_matrix(5, 64
 #
 # <details><summary>The approach</summary>
 #
-# The sinusoidal layer registers your table for `(max_len, dim)` as the non-persistent
-# buffer `pe` in `__init__`; its `forward` adds the slice of rows `offset` to `offset + T`
-# (a view, no copy) to `x`, and broadcasting spreads it over any batch dimensions. The
-# learned layer creates a zero `Parameter` `weight` of shape `(max_len, dim)` and fills it
-# from $\mathcal{N}(0, 1)$ like `Embedding`; its `forward` looks up the ids `offset` to
-# `offset + T - 1` with `embedding` and adds the result to `x`.
+# Both layers answer one question: which rows of a position table does this call need? The
+# token at index t sits at position offset + t. The layers differ in who owns the table
+# and how a gradient reaches it. A fixed table is module state, not a parameter, and not
+# worth saving; a slice of it is enough. A learned table is a parameter, initialised like
+# a token table, and must be read through your op so that its backward runs.
 # </details>
 
 # %%
