@@ -240,9 +240,11 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# Over the last `k` axes, with the reduced axes kept: the mean; then the mean of the squared
-# deviations from it (the biased variance, as numpy's `var` computes by default); then one
-# over the square root of variance plus `eps`. Return the mean and that `rstd`.
+# One group at a time: which numbers share a mean and a spread? For `k = 1` it is one
+# token's features, for larger `k` a whole trailing block. Two choices decide whether you
+# match PyTorch: the spread is divided by the group's size, not by one less, and `eps`
+# sits under the square root, so a constant group still gets a finite `rstd`. Keep the
+# reduced axes, as the contract asks, so the result broadcasts onto `x`.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "layer-norm-stats", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -330,9 +332,11 @@ print("✓ _layer_norm_stats; rstd of token (0, 0):", _r[0, 0, 0].round(4))
 #
 # <details><summary>The approach</summary>
 #
-# Take the input's numpy array, subtract `mean` and multiply by `rstd` (they broadcast: the
-# normalised axes have size 1); then multiply by the weight's array and add the bias's
-# (shape `normalized_shape`, so they broadcast against the trailing dimensions).
+# Nothing is reduced here: the statistics are given, so the forward is elementwise work.
+# Ask what shape each array has. `mean` and `rstd` have size 1 on the normalised axes,
+# `weight` and `bias` have exactly those axes, so broadcasting lines all of them up with
+# `x` without a reshape. γ scales the normalised value, not the raw input, and β is not
+# scaled. The dispatch hands you Tensors and expects a numpy array back.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "layer-norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -433,11 +437,12 @@ print("✓ layer_norm forward; token (0, 0) normalised:", _y.numpy()[0, 0].round
 #
 # <details><summary>The approach</summary>
 #
-# Recompute $\hat x$ and $\hat g$. Remove from $\hat g$ the part that is constant over each
-# token and the part proportional to $\hat x$ (09's two corrections, with means over the
-# trailing `k` axes), then scale by `rstd`. The weight and bias gradients are sums over the
-# leading axes of the upstream gradient weighted by what multiplies γ and β in the forward.
-# Return the three gradients in the order of the inputs: input, weight, bias.
+# Translate 09's rule rather than derive it again; the trap is the axes, not the algebra.
+# The input gradient needs per-token means over the trailing `k` axes, kept as size 1 so
+# they broadcast back. γ and β are shared by every token, so their gradients gather over
+# the leading axes and end with the shape `normalized_shape`. Test with the two facts
+# above: an input gradient that does not sum to zero over each token lacks a correction or
+# uses the wrong axes. Return one gradient per input, in the inputs' order.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "layer-norm-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -594,8 +599,11 @@ print("fused:", layer_norm(_xc, 8).grad_fn)
 #
 # <details><summary>The approach</summary>
 #
-# Apply `fc1`, then the activation, then `fc2`, then `dropout`, and return the result: the
-# shape `(..., d_model)` comes back unchanged.
+# Each position is mapped on its own, so the only question is the order of the parts.
+# Which layer must accept `d_model` features, and which must give `d_model` back? The
+# nonlinearity belongs where the width is: two linear maps with nothing between them are
+# just one linear map. Dropout regularises what the whole branch contributes, so nothing
+# of the branch should come after it.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "feed-forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -714,11 +722,12 @@ print(f"measured speed-up of tanh over exact: {_gelu_s['none'] / _gelu_s['tanh']
 #
 # <details><summary>The approach</summary>
 #
-# `_causal_attn_mask`: negate `causal_mask(T)` with `~`.
-# `forward`: normalise the stream with `ln1`, run self-attention on that (the same tensor as
-# query, key and value) with the mask and `need_weights=False`, keep the output of the pair,
-# pass it through `dropout` and add it to the stream; then add `ff` of `ln2` of the new
-# stream, and return the result.
+# For the mask, ask what each convention marks: module 12's helper marks the allowed
+# cells, this layer's `attn_mask` the forbidden ones; the triangle is the same, its
+# meaning flipped. For the block, keep the stream apart from the normalised copy a branch
+# reads: the stream only grows by addition. The second branch must read the stream after
+# the first addition, or it misses what attention just wrote. Dropout acts on the
+# attention output before it joins the stream.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "transformer-block", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -904,11 +913,11 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# Compute the residual standard deviation $0.02/\sqrt{2L}$ from the config's `n_layers`.
-# For each named parameter: if its name ends with `attn.out_proj.weight` or `ff.fc2.weight`,
-# fill it with module 03's `normal_` at that std; else if it has two or more dimensions,
-# `normal_` with std 0.02 (this covers the embedding tables and the other weights); else if
-# its name ends with `bias`, `zeros_`.
+# Order your tests from the most specific to the least. The residual projections are
+# matrices too, so a test on the number of dimensions alone would catch them first and
+# give them the wrong std. Decide by parameter name, not by module type: attention's input
+# projection is a bare Parameter, not a Linear's weight. And 1-D does not mean bias: the
+# LayerNorm gains are 1-D and must stay at 1. The smaller std depends on the depth $L$.
 # </details>
 #
 # ### The forward pass and the causal language-modelling loss
@@ -938,10 +947,11 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# Embed the ids with `tok_emb`, add `pos_emb` of the positions `arange(T)` (`(B, T, d)` plus
-# `(T, d)` broadcasts), apply `drop`, then each block in order, then `ln_f`, then `head`.
-# With targets, reshape the logits to `(B·T, V)` and the targets to `(B·T,)` and take
-# `cross_entropy` with `ignore_index=-100`.
+# Three questions. Where does order come from? Attention ignores it, so each token needs
+# the row of its position, 0 to $T-1$, the same in every sequence. What does pre-norm
+# leave undone? The last block hands over an unnormalised stream. What does the loss want?
+# Each position is one example, so batch and time become one axis, and a target of $-100$
+# must not count. Every part of the picture runs, the embedding dropout too.
 # </details>
 #
 # Also write `num_parameters(non_embedding=False)`: the number of trainable numbers (each
@@ -1209,13 +1219,12 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# If the temperature is 0, return the argmax of each row (ties to the first index, as
-# numpy's `argmax` does). Otherwise divide the logits by the temperature; with `top_k`, find
-# the $\min(k, V)$-th largest value of each row and set every logit below it to $-\infty$;
-# exponentiate after subtracting the row maximum; take the cumulative sums along the row;
-# draw `u` with the one `rng.random((B, 1))` call and multiply it by each row's last
-# cumulative sum; the sample is the number of cumulative sums that are $\le$ that value
-# (counted per row, for all rows at once).
+# Settle temperature 0 first: there is no distribution to sample from, so no division and
+# no draw. Otherwise stay in logits: removing a token means $-\infty$, and subtracting a
+# row's maximum changes nothing but keeps the exponentials finite. For top-k, compare with
+# the $k$-th largest value rather than count: ties at the threshold stay, and $k > V$ must
+# not fail. One uniform number per row is enough for inverse transform sampling on
+# unnormalised cumulative sums, all rows at once; a removed token has zero width there.
 # </details>
 #
 # Then `_generate(model, ids, max_new_tokens, temperature, top_k, rng)`: `ids` is a numpy
@@ -1238,10 +1247,11 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# Repeat `max_new_tokens` times: keep the last `block_size` ids of each row as the context,
-# run the model on it (wrapped in a Tensor), take the logits of the last position as a
-# numpy array `(B, V)`, choose the next ids with `_sample_next`, and append them as a new
-# column (`np.concatenate` along axis 1).
+# Each step's output is part of the next step's input, so the steps cannot be batched over
+# time. Two traps. The position table has `block_size` rows: once the sequence is longer,
+# the model may only see the most recent tokens, while the array you return keeps them
+# all. And the model predicts at every position, but only the last one looks past the end
+# of the sequence. Mind the types: the model takes a Tensor, the sampler a numpy array.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "generate", "locked": false, "schema_version": 3, "solution": true, "task": false}

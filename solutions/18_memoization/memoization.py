@@ -245,13 +245,12 @@ class _CacheBookkeeping:
 #
 # <details><summary>The approach</summary>
 #
-# `__init__`: for each layer, a fresh zero Tensor of shape `(batch_size, n_heads,
-# block_size, head_dim)` in `dtype`, built in a loop or a comprehension, once for the keys
-# (`self.key_cache`) and once for the values (`self.value_cache`). `update`: the first free
-# slot of the layer is its count in `self._seen`; the new entries end $T$ slots later. If
-# that end passes `block_size`, raise the ValueError. Otherwise copy `k` and `v` into that
-# range of the time axis (axis 2) of the layer's two buffers, store the new count, and return
-# the two buffers sliced along the time axis from the start up to the new end.
+# Two properties make the cache correct: each layer owns its memory, and memory is
+# allocated once. A list built by repetition shares one buffer among all layers, and a
+# buffer created in `update` would defeat the preallocation. In `update`, this layer's own
+# count, not `seq_len`, says where the free slots begin: in a forward pass the layers fill
+# one after another. Check the room before any write, so a refusal changes nothing, and
+# return views of the filled prefix rather than copies.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "kv-cache", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -462,10 +461,11 @@ print(f"1024 appends: concatenation {_t_cat * 1e3:.1f} ms, in place {_t_pre * 1e
 #
 # <details><summary>The approach</summary>
 #
-# Query $i$ may see key $j$ exactly when $j \le p + i$: that is module 12's causal mask of
-# $T$ queries and $p + T$ keys, shifted right by $p$ (its `diagonal` argument). At the prefill
-# ($p = 0$) it is the ordinary square causal mask; at a decoding step ($T = 1$) it is one
-# row of $p + 1$ Trues.
+# Write the rule in absolute positions first: new query $i$ is the token at position
+# $p + i$, key $j$ the token at position $j$, and causality allows $j \le p + i$. Compare
+# it with the rule module 12's helper implements and find what differs. Then test your
+# answer on the two cases generation uses: with nothing cached it must be the square
+# causal mask, and a single new token must see every key, itself included.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "cached-causal-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -528,11 +528,11 @@ print("✓ cached_causal_mask(2, 3) =\n", _m.numpy().astype(int))
 #
 # <details><summary>The approach</summary>
 #
-# Project `x` three times and split each into `attn.num_heads` heads. Read this layer's
-# count from the cache, then `update` it with the new keys and values; it returns all of
-# them. Compute module 12's `attention_weights` of the new queries against all keys with
-# `cached_causal_mask` of the new length and the count you read; multiply by all values,
-# merge the heads, and apply `attn.out_proj`.
+# Sort the tensors by who needs them. Only the new tokens ask, so only they need queries.
+# Keys and values are needed for every token, and the old ones can only come from the
+# cache, which must also receive the new ones. The trap is timing: the mask's offset is
+# the number of tokens cached before this call, and the count changes as soon as you add
+# to the cache. From the weights on, it is module 12's attention, heads and all.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "cached-attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -623,10 +623,11 @@ print("✓ cached_attention: prefill, a chunk of 2 and a step equal full causal 
 #
 # <details><summary>The approach</summary>
 #
-# Embed the ids with `model.tok_emb`, add `model.pos_emb` of the positions from the cached
-# count up to the count plus $T$, and apply `model.drop`. Run each block through
-# `cached_block` with the cache and the block's index in `model.blocks`. Finish with
-# `model.ln_f` and `model.head`.
+# Compare with module 13's forward and ask what the cache changes. The positions: the new
+# tokens start where the cache ends, not at 0, and the provided code has already read that
+# count. And the layers: each block must read and extend its own layer of the cache, so it
+# must be told which one that is. The rest is unchanged, the embedding dropout and the
+# final LayerNorm included; with a cache there are no targets and no loss.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "cached-gpt-forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -720,12 +721,12 @@ print("✓ cached_gpt_forward: 5 chunks equal the full forward; logits[0, -1, :3
 #
 # <details><summary>The approach</summary>
 #
-# If the prompt plus every new token but the last would not fit in `block_size`, raise the
-# ValueError with the provided `_room_message` and that count. Make the cache with the batch size of `ids`;
-# run `cached_gpt_forward` on the whole prompt (wrapped in a Tensor). Then, for each new
-# token: sample the next ids from the last position's logits with `_sample_next`, append
-# them to `ids` as a column; unless this was the last token, run `cached_gpt_forward` on
-# just the new column. Return `ids`.
+# Count what the model reads: the last new token is sampled but never fed back, so it
+# takes no position. Refuse before any work when the count passes `block_size`, since the
+# cache cannot crop. After the prefill the cache holds the past, so each call needs only
+# the newest token. To draw the same tokens as module 13, use the same sampler and rng,
+# once per new token. A forward pass after the final sample would be wasted, and could
+# pass `block_size` for nothing.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "generate-cached", "locked": false, "schema_version": 3, "solution": true, "task": false}
