@@ -216,11 +216,12 @@ def _as_numpy(x):
 #
 # <details><summary>The approach</summary>
 #
-# Refuse the impossible arguments first, one check per argument, each message naming the
-# argument and its value. Then compute the padded length, refuse a kernel longer than it
-# (say both numbers, and how the padded length came about), and return the number of
-# start positions: the room left after placing the kernel once, divided by the stride and
-# rounded down, plus the first position.
+# Some arguments are wrong on their own and some only together: which can be judged
+# without the others? Judge those first, since testing the fit against a negative padding,
+# or dividing by a zero stride, answers a question that makes no sense. Each error is read
+# by someone hunting for the culprit, so it names the argument and its value, and the fit
+# error shows the sizes it compared. The count is the hints' question: how far can the
+# start travel, and how many strides fit in that distance, counting the start at 0?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "output-size", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -297,10 +298,11 @@ print("✓ conv_output_size: e.g. (5, k=3, s=2, p=1) ->", conv_output_size(5, 3,
 #
 # <details><summary>The approach</summary>
 #
-# Pad, allocate the output (zeros of the input's dtype), then four loops over the output
-# entries; for each, start an accumulator at the channel's bias (or zero), run three loops
-# over the input channel and the two kernel offsets adding weight times the input value the
-# formula names, and store the accumulator.
+# The formula is already the program: each index that is free on its left is a loop that
+# picks one output entry, each summed index on its right a loop inside it. What it leaves
+# to you: where the bias enters, so that it is counted once per output entry and not once
+# per term of the sum; which array holds the values the formula reads, so that no index
+# ever falls outside it; and which dtype the contract asks of the result.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "conv-loops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -447,12 +449,11 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# `_pad`: when both paddings are zero, hand back the input unchanged; otherwise pad the two
-# spatial axes symmetrically (height by `ph` on top and bottom, width by `pw` left and right)
-# with the given constant. `_windows`: unpack the shapes, the kernel and the stride pairs;
-# get the two output sizes; take the four byte strides of `xp`; return `as_strided` with the
-# six-axis shape (batch, channel, kernel row, kernel column, output row, output column) and
-# the six strides in the same order, read-only.
+# `_pad`: when can the copy be skipped altogether, and which axes may grow, on which
+# sides? `_windows`: the work is the expansion above. Once each of the six indices has its
+# coefficient, the shape and the strides are two lists in the same order, the contract's
+# order. Traps: numpy's strides count bytes, the padding is already inside `xp` (do not
+# count it twice), and windows that overlap must refuse writes.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "windows", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -535,9 +536,10 @@ print("✓ _pad, _windows: window (i=1, j=4) of channel 2 of image 1 is\n", _v[1
 #
 # <details><summary>The approach</summary>
 #
-# Pad with zeros, take the windows view, and merge its axes (channel, kernel row, kernel
-# column) into one and (output row, output column) into another with a single reshape;
-# the batch axis stays first.
+# The windows view already lists its axes in the docstring's order: the rows `(c, u, v)`
+# and the columns `(i, j)` are each a run of adjacent axes, slowest first. Nothing has to
+# move, only merge, with the batch axis alone in front; the padding is zeros. The one copy
+# happens in that merge, and there is no need for another.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "im2col", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -628,11 +630,12 @@ print("✓ im2col: the red window as a column:", _c[0, :, 0])
 #
 # <details><summary>The approach</summary>
 #
-# Get the columns of the input with the weight's kernel size and the given stride and
-# padding; flatten each filter into a row; matrix-multiply the filters by the columns (the
-# weight broadcasts over the images, giving images, channels, positions); add the bias along
-# the channel axis; split the positions into the output's rows and columns (their sizes
-# come from `conv_output_size`).
+# Think in shapes. A flattened filter and a column of one image have the same length, and
+# the same filters serve every image. Which way of contracting them hands back images
+# first and channels second, the output's own order, without a transpose or a copy
+# afterwards? The bias belongs to a channel: it must reach every image and every position
+# of that channel, and nothing else. What is left is regrouping the positions into the
+# rows and columns of the output grid.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "conv2d-forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -886,11 +889,12 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# Allocate a zero image of the *padded* size and the columns' dtype; view the columns with
-# the six axes; for each kernel row offset and each kernel column offset, add the
-# `(N, C, H_out, W_out)` slab of that offset into the padded image at the rows starting at
-# the row offset and stepping by the row stride (`H_out` of them), and likewise for the
-# columns. Return the middle part without the padding, as a contiguous array.
+# col2im walks the same pairs (pixel, column entry) as im2col, with the arrow reversed and
+# the copy turned into an addition. Loop over what is small, the kernel offsets, never
+# over what grows with the image. Within one offset no two entries share a pixel, so one
+# vectorised addition is safe; across offsets they do, so nothing may be overwritten. Work
+# in padded coordinates, where every entry has a pixel to land on, and drop what fell on
+# the padding only at the end.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "col2im", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -981,13 +985,11 @@ print("✓ col2im (the adjoint of im2col); window counts of a 4x4 image:\n", col
 #
 # <details><summary>The approach</summary>
 #
-# Flatten the upstream gradient to `(N, C_out, L)`. Recompute the columns. Weight gradient:
-# per image, the gradient times the transposed columns; sum those over the images and
-# reshape to the weight's shape. Column gradient (only when the input requires grad): the
-# transposed flattened weight times the gradient, per image, sent through col2im with the
-# input's size, the kernel size, the stride and the padding. Return the input and weight
-# gradients, and the bias gradient (the gradient summed over images and positions) only
-# when the op had a bias input.
+# Your three formulas are per image; the batch only decides what gets summed. What did all
+# images share (the weight), what did all images and positions share (the bias), and what
+# belongs to one image (its columns, which reach `x` through col2im with the forward's
+# geometry)? Check each product's shapes against the shape of what it is the gradient of.
+# Return one entry per input the op had, and pay for col2im only when `x̄` is wanted.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "conv2d-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1158,12 +1160,12 @@ def _pad_backward(node, grad):
 #
 # <details><summary>The approach</summary>
 #
-# Pad with minus infinity, take the windows view, merge the two kernel axes and take the
-# argmax over the merged axis. Split each winner into a kernel row and column with a
-# division and remainder by the kernel width. The input row is the output row index times
-# the row stride plus the kernel row minus the row padding (an `arange` over the output rows
-# broadcast against the winners); likewise the column. Return row times `W` plus column,
-# as int64.
+# Three coordinate systems meet here: the cell inside a window, the padded image, and the
+# real image the indices refer to. The reduction answers in the first; each move to the
+# next adds an offset known for all windows at once (where window `(i, j)` starts, how far
+# the padding shifts the image). Ties are settled by the order the cells are read in, so
+# keep it row by row. Choose the padding value so that a padded cell loses to anything.
+# The contract fixes the dtype.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "max-pool", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1229,11 +1231,11 @@ print("✓ _max_pool2d_indices: 2x2 winners of the example at", _max_pool2d_indi
 #
 # <details><summary>The approach</summary>
 #
-# Forward: gather the flattened planes at the flattened indices along the last axis and
-# reshape to the indices' shape. Backward: make the indices global (plane number times
-# `H·W`, plus the index within the plane), scatter-add the upstream gradient at those
-# positions into a zero array of `N·C·H·W` entries, reshape to the input's shape, and return
-# it as a one-element tuple.
+# Both directions work on one flat plane per `(n, c)`, because that is how the indices
+# count. The forward only reads. The backward writes, and several outputs may aim at the
+# same pixel: a write that keeps one value per target loses the others, the trap col2im
+# taught you. An index that is flat within a plane is not flat within the whole array:
+# what must be added before all planes can share one flat space? The rule returns a tuple.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "max-pool-routing", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1349,10 +1351,12 @@ print("✓ max_pool2d routes each gradient to its argmax; gradient of the 3x3 ex
 #
 # <details><summary>The approach</summary>
 #
-# Forward: mean of the windows view over its two kernel axes. Backward: divide the upstream
-# gradient by the window size, broadcast it (without copying) along two new kernel axes to
-# the six-axis shape `(N, C, kh, kw, H_out, W_out)`, reshape to im2col's layout and send it
-# through col2im with the input size, kernel, stride and padding; return a one-element tuple.
+# Forward: every window is already at hand without a copy, and a mean over the right axes
+# is the whole op; since padding counts, the divisor never changes. Backward: each window
+# hands each of its cells the same share of its output's gradient. In im2col's layout that
+# is a column gradient whose entries depend only on the output position, and you have a
+# function that sends column gradients home, adding overlaps. Can that array exist without
+# copying the gradient `kh·kw` times?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "avg-pool", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1462,11 +1466,11 @@ print("✓ avg_pool2d; avg_pool2d(ramp, 2) =", avg_pool2d(_x, 2).numpy()[0, 0].t
 #
 # <details><summary>The approach</summary>
 #
-# Training: compute the batch mean and biased variance over every axis but the channel
-# axis; if a running mean is given, overwrite its contents with one minus momentum times
-# itself plus momentum times the batch mean; if a running variance is given, the same with
-# the batch variance scaled by `M/(M − 1)`; return the batch statistics. Eval: return copies
-# of the running mean and variance, and update nothing.
+# Two variances disagree on purpose: the normalisation uses the biased one, the running
+# average the unbiased one; keep them apart. The buffers belong to the layer, so an update
+# that only rebinds a local name is lost; the layer sees only writes into its arrays. Each
+# buffer may be absent on its own. In eval nothing moves, and what you return outlives
+# this call: why must it not be the buffers themselves?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "batch-norm-stats", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1588,11 +1592,11 @@ print("✓ _norm_stats: running_var after one step", np.round(_rv, 4))
 #
 # <details><summary>The approach</summary>
 #
-# Recompute `x̂` and the gradient arriving at it. In eval that gradient times invstd is the
-# answer. In training, take your derived form: the two corrections are the part of that
-# gradient that is constant over the channel and the part proportional to `x̂`; remove both,
-# then scale by invstd. The weight and bias gradients are sums over every axis except the
-# channel axis, of the upstream gradient weighted by what multiplies γ and β in the forward.
+# The two modes differ only in whether μ and σ² depend on `x`. In eval they are constants
+# and the map is affine per channel; in training your derivation adds the two corrections,
+# and the two facts above tell you whether they are right. The forward saves only the
+# statistics, so anything else the backward needs is rebuilt from them. For `γ̄` and `β̄`,
+# ask what multiplied each in the forward, and over which axes each was shared.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "batch-norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1736,11 +1740,11 @@ print("✓ batch_norm (train and eval) passes gradcheck; eval output channel mea
 #
 # <details><summary>The approach</summary>
 #
-# `__init__`: create the weight as a Parameter of zeros with the four-axis shape (and the
-# dtype), the bias likewise with one value per output channel, or register `None` as the
-# bias parameter; then call `reset_parameters`. `reset_parameters`: module 03's Kaiming
-# uniform with `a = √5` for the weight; for the bias, a uniform between ± one over the root
-# of the weight's fan-in. `forward`: your `conv2d` with the layer's parameters and geometry.
+# The names and shapes are fixed by the PyTorch `state_dict` they must match, and the
+# dtype is passed on. A layer without bias still answers `.bias` with `None`: module 03
+# has a way to declare a parameter that is absent. Values created in `__init__` are
+# placeholders when the reset overwrites them. The reset's one question is the fan-in: how
+# many inputs feed one output value? `forward` only hands the layer's state to your op.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "layers", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1852,12 +1856,12 @@ print("✓ Conv2d:", _conv)
 #
 # <details><summary>The approach</summary>
 #
-# Start from the momentum as the factor (zero when it is None). If training and tracking,
-# add one to the counter in place and, when the momentum is None, make the factor one over
-# the counter. Use the batch statistics when training or when both running buffers are
-# missing. Pass the running buffers when not training or when tracking, else None. Call
-# `batch_norm` with the input, those buffers, the weight and bias, that choice, the factor
-# and eps.
+# With `momentum=None` the factor depends on the batch count (the question above), so
+# decide whether this batch is counted before the factor is read; test it on the first
+# batch, whose plain mean must ignore what the buffers held. Two more choices depend on
+# the mode. A layer in eval without running statistics still has to normalise with
+# something. In training, buffers handed to `batch_norm` are buffers it will move; in
+# eval, they are the ones it uses, and no state may change.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "batchnorm2d-layer", "locked": false, "schema_version": 3, "solution": true, "task": false}

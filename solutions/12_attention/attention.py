@@ -254,10 +254,11 @@ __all__ = ["causal_mask", "apply_attn_mask", "attention_weights", "scaled_dot_pr
 #
 # <details><summary>The approach</summary>
 #
-# Query $i$ may attend to key $j$ exactly when $j \le i + \text{diagonal}$ (the diagonal
-# itself is allowed: a token sees itself). Build the query indices as an `(L, 1)` array and
-# the key indices as a `(1, S)` array, compare them with that inequality, and wrap the boolean
-# result in a `Tensor`.
+# Everything follows from the rule for one pair. Write it as an inequality between the key
+# index, the query index and the offset, and test it at the edges: `diagonal = 0` keeps
+# the diagonal, and `diagonal = S − L` lets the last query see the last key. Then evaluate
+# that one rule on every pair at once, with no loop. The contract asks for a boolean
+# Tensor, not a numpy array.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "causal-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -344,11 +345,11 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# If `is_causal`, build the causal mask for the scores' last two sizes and fill $-\infty$
-# where it is False (numpy's `~` negates a boolean array). Then, if a mask was given, get
-# it through `_mask_array` (which also raises the errors); a boolean mask decides where the
-# $-\infty$ go, a floating one is added — as the caller's own Tensor when it is one, so that
-# a learned bias receives its gradient. With no mask at all the scores come back unchanged.
+# Three things can go wrong without an error. Polarity: the fill writes where its mask is
+# True, while an attention mask is True where a score survives. The graph: the scores, and
+# a float mask given as a Tensor, must stay Tensors throughout, or their gradients are
+# cut. The dtype: a mask of another float dtype must not change the scores' dtype. Let
+# `_mask_array` be the one judge of a mask, so its errors are the ones raised.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "apply-attn-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -580,9 +581,10 @@ print("✓ attention weights; query 0's weights:", _w.numpy()[0, 0].round(3))
 #
 # <details><summary>The approach</summary>
 #
-# Compute the weights with your `attention_weights` (passing on the mask, `is_causal` and
-# the scale), put them through `_attention_dropout` with `dropout_p`, and return their
-# batched product with the values.
+# Every hard question was answered in `attention_weights`; pass it everything the caller
+# gave, the scale included, since `None` already means $1/\sqrt{E}$ there. The one
+# decision left is where dropout acts: on the weights, after they sum to 1 and before they
+# meet the values, so that a dropped weight removes one value from one query's average.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sdpa", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -780,9 +782,11 @@ plt.show()
 #
 # <details><summary>The approach (split)</summary>
 #
-# Read the last dimension $E$ as $H \times d$ with a reshape that keeps every leading
-# dimension and $T$ as they are, then swap the $T$ and $H$ dimensions with `transpose`,
-# counting from the end (the input may be unbatched `(T, E)`: index dimensions as `-3`, `-2`).
+# A reshape may only regroup neighbours in memory order, so it can cut the feature axis
+# but never move the heads in front of time; a transpose can move axes but never cut one.
+# Which must come first? The leading dimensions are not yours to touch: the input may be
+# batched or not, so name the axes you move by counting from the end. Neither step may
+# copy: the check asks for shared memory.
 # </details>
 #
 # <details><summary>Hint (merge)</summary>
@@ -793,9 +797,10 @@ plt.show()
 #
 # <details><summary>The approach (merge)</summary>
 #
-# Swap the $H$ and $T$ dimensions back with `transpose`, then `reshape` the last two
-# dimensions $(H, d)$ into one of size $H d$ (reshape copies when the transposed tensor is
-# not contiguous; that is the one copy).
+# The split's two steps, each inverted, in the opposite order: which must come first so
+# that a token's head outputs end up side by side, head 0 first? The result must be
+# contiguous, and one copy on the way is expected (why is the question after the check).
+# Count axes from the end, so that an unbatched input works too.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "split-heads", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -946,10 +951,11 @@ print("merge_heads(out)  shape", _m.shape, "strides", _m.stride(), "shares out's
 #
 # <details><summary>The approach</summary>
 #
-# For `"key_padding"`, reshape `(N, S)` to `(N, 1, 1, S)`. For `"attn"`, a 3-d mask
-# `(N·H, L, S)` reshapes to `(N, H, L, S)` (sequence-major, as the flat index says), and a
-# 2-d one already broadcasts. Then, if the mask is boolean, negate it; a float mask is
-# returned as it is.
+# Keep the two questions apart. Shape: a mask must have the dimensions it speaks about
+# where the scores `(N, H, L, S)` keep them, and size 1 (or nothing, on the left) where it
+# is silent; the flat per-head index unflattens in the order PyTorch wrote it, sequence
+# first. Polarity: only a boolean mask has one to flip; a float mask is a bias in both
+# conventions and comes back with its values unchanged.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "mha-masks", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1113,14 +1119,12 @@ def _mha_forward(layer, query, key, value, key_padding_mask, need_weights, attn_
 #
 # <details><summary>The approach</summary>
 #
-# `__init__` and `_reset_parameters` follow the parameter list above and PyTorch's
-# initialisation: the packed projection, its optional bias, an output `Linear` that shares
-# the `bias` and `dtype` choices, then the reset. `_attend` is the formula of section 5 with
-# your pieces: each of query, key and value gets its own slice of the packed projection
-# (`_project`), then its heads; your `attention_weights` does the rest of one head, for all
-# heads at once. Dropout belongs between the weights and the values, and only in training.
-# What comes back is the merged, projected output, and the weights in the form the caller
-# asked for, the very weights the values were averaged with.
+# `__init__` decides nothing: names, shapes and `dtype` are those of PyTorch's
+# `state_dict`, and without bias both bias attributes exist, as `None`; the reset leaves
+# `out_proj.weight` with `Linear`'s init. `_attend` is section 5's formula with your
+# pieces, all heads at once as batch axes; the scale is $1/\sqrt{d}$, not $1/\sqrt{E}$.
+# The weights returned are the ones the values were averaged with (dropout included, only
+# in training); averaging them over the heads serves the caller, never the output.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "mha", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1438,10 +1442,11 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# For each block: its scores $s$ (queries against the block's keys, scaled); the new maximum
-# per query, $m' = \max(m, \max s)$; multiply $\ell$ and $o$ by $e^{m - m'}$ and add the
-# block's $\sum e^{s - m'}$ to $\ell$ and $e^{s - m'}\,V_\text{block}$ to $o$; then
-# $m \leftarrow m'$. Return $o / \ell$.
+# Keep an invariant: after each block, $m$ is the largest score seen so far, and $\ell$
+# and $o$ are the exact sums over every key seen so far, both relative to that $m$. A new
+# block can break it only by raising the maximum. So bring the old sums to the new maximum
+# first (Hint 1's factor), then add the block's own terms, already taken relative to it,
+# so that they need no factor. Divide by $\ell$ only once every key has been seen.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "online-softmax", "locked": false, "schema_version": 3, "solution": true, "task": false}
