@@ -268,11 +268,11 @@ def no_overflow(what, fn, *args, **kwargs):
 #
 # <details><summary>The approach</summary>
 #
-# ReLU: take the elementwise maximum of the input's numpy array and an integer zero; an
-# integer scalar does not change the array's dtype. LeakyReLU: get the floating array
-# with the provided `_float_array`, build its copy multiplied by the slope (a Python
-# float, so float32 stays float32), and pick, elementwise, the original where it is
-# strictly positive and the scaled copy elsewhere.
+# ReLU only compares with zero, so the one thing to get wrong is the dtype: ask what type
+# your zero has, since a float literal turns an int64 tensor into float64. LeakyReLU is a
+# choice per element, not a maximum: with a slope above 1, "the larger of $x$ and
+# $\alpha x$" picks the wrong value for negative inputs. Its result must be floating
+# without widening float32, and neither forward may write into the array it reads.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "relu", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -379,11 +379,11 @@ print("✓ relu, leaky_relu: leaky_relu([-2, 3], 2.0) =", leaky_relu(Tensor([-2.
 #
 # <details><summary>The approach</summary>
 #
-# Take the floating array; compute the exponential of minus its absolute value (never
-# overflows); from that one array build both candidates, "one over one plus it" (right
-# for non-negative inputs) and "it over one plus it" (right for negative inputs); then
-# choose elementwise by the sign of the input. numpy's `where` evaluates both candidates
-# everywhere, which is harmless here because neither can overflow.
+# The only unsafe operation is an exponential of a large positive number, so ask of each
+# exponential whether its argument can be positive for some input. One quantity in
+# $(0, 1]$ for every $x$ serves both safe forms. An elementwise selection computes both
+# alternatives everywhere, so the form you discard must be safe on those inputs too.
+# Check the edges: 1/2 at 0, values in $[0, 1]$, and float32 in, float32 out.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sigmoid", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -454,10 +454,11 @@ print("✓ sigmoid: at [-1e4, -100, 0, 100, 1e4] it gives", _s.tolist())
 #
 # <details><summary>The approach</summary>
 #
-# Take the floating array and its absolute value; compute $m$ with `expm1` of minus twice
-# that absolute value. The numerator $1 - e^{-2y}$ is $-m$ and the denominator
-# $1 + e^{-2y}$ is $2 + m$; their ratio is $\tanh(y)$, which is never negative. Multiply by
-# the sign of the input to restore the odd symmetry (the sign of 0 is 0).
+# Two dangers, two cures. Range: work with $y = |x|$, so every exponential decays instead
+# of growing. Precision: near $y = 0$ the numerator and the result are both tiny, so the
+# numerator must come from a function that gives "$e^z - 1$" directly, not from a
+# subtraction; the denominator lies in $[1, 2]$ and cannot cancel. Restore oddness so that
+# 0 maps to exactly 0, and let no constant promote float32 to float64.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "tanh", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -623,10 +624,11 @@ print("1 + erf(-8/√2) =", 1 + math.erf(-8 / math.sqrt(2)), "  erfc(8/√2) =",
 #
 # <details><summary>The approach</summary>
 #
-# Take the floating array, remember its dtype, and work on a float64 copy. For `"none"`,
-# multiply half the input by `_erfc` of minus the input over root two. For `"tanh"`,
-# evaluate the formula above with `np.tanh` on root-two-over-pi times (the input plus
-# 0.044715 times its cube). Cast the result back to the remembered dtype.
+# The precision is not lost in erf itself but in adding 1 to a number close to $-1$. Use
+# the oddness of erf to write $\Phi$ with no such sum. The helpers work in float64, so the
+# only dtype question is where you leave the input's dtype and where you return to it.
+# For `"tanh"`, take the constants from the formula; the tanh saturates at $\pm1$, so very
+# negative inputs give 0 without any warning.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "gelu", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -727,9 +729,10 @@ print(f"✓ gelu: gelu(-10) = {gelu(Tensor([-10.0])).item():.4e} (1 + erf would 
 #
 # <details><summary>The approach</summary>
 #
-# Take the floating array; subtract from it its max along `dim` (kept as a size-1
-# dimension); exponentiate; divide by the sum of those exponentials along `dim` (again
-# kept). Every exponent is at most 0, and each slice's sum is at least 1.
+# The identity holds for any constant; the two requirements above choose it: one per
+# slice along `dim`, the one that makes that slice's largest exponent zero. Then nothing
+# overflows, and each slice's sum has a term equal to 1, so the division is never $0/0$.
+# Whatever you reduce must keep its reduced dimension to line up with the input again.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "softmax", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -825,8 +828,10 @@ assert_close(softmax(Tensor(_x + 1000), dim=1).numpy(), softmax(Tensor(_x), dim=
 #
 # <details><summary>The approach</summary>
 #
-# Find the max along `axis` (kept as a size-1 dimension); subtract it; exponentiate, sum
-# along `axis` (kept), take the log; then add the max back.
+# The sum overflows because of its largest term, so factor that term out: it returns as
+# an added constant, exactly and with no exponential. What stays inside the log is a sum
+# between 1 and $n$, so its log is neither $-\infty$ nor large. Keep the reduced axis with
+# size 1, keep float32 as float32, and do not change the caller's array in place.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "logsumexp", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -889,9 +894,11 @@ print("✓ _logsumexp: of [1e4, 1e4, -1e4] it is", float(_lse[0, 0]), "= 1e4 + l
 #
 # <details><summary>The approach</summary>
 #
-# Take the floating array and subtract its max along `dim` (kept). Of that shifted array,
-# take `_logsumexp` along `dim` (now a number in $[0, \log n]$) and subtract it from the
-# shifted array.
+# A whole-slice shift leaves the result unchanged, so move each slice's maximum to 0; its
+# log-sum-exp is then a small number in $[0, \log n]$. The digits were lost by subtracting
+# a large, rounded normaliser from large logits; with both small, that loss is gone.
+# Shifted logits are at most 0 and the normaliser at least 0, so no entry is positive,
+# and since no probability is ever formed, none is $-\infty$.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "log-softmax", "locked": false, "schema_version": 3, "solution": true, "task": false}
