@@ -208,24 +208,19 @@ def test_matmul_tiled_kernel_reads_global_memory_tile_times_less_than_the_naive_
     assert tiled * K.TILE <= naive, f"tiled kernel: {tiled} global reads, naive: {naive}"
 
 
-def test_matmul_tiled_kernel_loads_are_coalesced():
-    """Threads tx and tx + 1 load neighbouring elements of A and of B: one transaction per warp."""
+@pytest.mark.parametrize("kernel,launch,wrong", [
+    ("matmul_tiled_kernel", lambda a: K.matmul(a, a), "loading a tile transposed makes them a row apart"),
+    ("matmul_naive_kernel", lambda a: K.matmul_naive(a, a), "with x along the rows of C they are a row apart"),
+], ids=["tiled", "naive"])
+def test_matmul_kernels_reads_are_coalesced(kernel, launch, wrong):
+    """Threads x and x + 1 of a warp read neighbouring elements (a broadcast read of one
+    element is neither): one transaction per warp."""
     a = RNG.standard_normal((2 * K.TILE, 2 * K.TILE)).astype(np.float32)
-    share = coalesced_share(lambda: K.matmul(a, a))
+    share = coalesced_share(lambda: launch(a))
     if share is None:
         pytest.skip("reads are watched under numba's CUDA simulator only (this run uses a real GPU)")
-    assert share > 0.99, (f"matmul_tiled_kernel: {share:.0%} of the loads of neighbouring threads (tx, tx + 1) "
-                          f"touch neighbouring elements; loading a tile transposed makes them a row apart")
-
-
-def test_matmul_naive_kernel_reads_are_coalesced():
-    """Threads x and x + 1 own neighbouring columns of C: they read neighbouring elements of B."""
-    a = RNG.standard_normal((2 * K.TILE, 2 * K.TILE)).astype(np.float32)
-    share = coalesced_share(lambda: K.matmul_naive(a, a))
-    if share is None:
-        pytest.skip("reads are watched under numba's CUDA simulator only (this run uses a real GPU)")
-    assert share > 0.99, (f"matmul_naive_kernel: {share:.0%} of the reads of neighbouring threads (x, x + 1) "
-                          f"touch neighbouring elements; with x along the rows of C they are a row apart")
+    assert share > 0.99, (f"{kernel}: {share:.0%} of the reads of neighbouring threads (x, x + 1) touch "
+                          f"neighbouring elements; {wrong}")
 
 
 def test_block_reduce_kernel_gives_each_step_to_the_first_threads():
