@@ -59,6 +59,25 @@ def test_fakequantizefunction_forward_scales_by_float32_reciprocal():
                                             f"{qi}: {expected}")
 
 
+# (x, scale): at the top and at the bottom of the int8 range, x times the float32 reciprocal
+# of the scale and a true division x / scale round to integers on either side of the range
+MASK_EDGE_CASES = [(116.48757, 0.91362804), (-78.458176, 0.6105694)]
+
+
+def test_fakequantizefunction_forward_and_backward_mask_by_the_reciprocal_integer_like_torch(torch):
+    x = np.array([c[0] for c in MASK_EDGE_CASES], dtype=np.float32)
+    for xi, si in zip(x, [c[1] for c in MASK_EDGE_CASES]):
+        s = np.float32(si)
+        assert np.round(xi * (np.float32(1) / s)) != np.round(xi / s), "each case separates the two integers"
+        xo = Tensor(np.array([xi]), requires_grad=True)
+        Q.fake_quantize_per_tensor_affine(xo, float(s), 0).backward(Tensor(np.ones(1, np.float32)))
+        xt = torch.tensor([xi], requires_grad=True)
+        torch.fake_quantize_per_tensor_affine(xt, float(s), 0, -128, 127).backward(torch.ones(1))
+        np.testing.assert_array_equal(xo.grad.numpy(), xt.grad.numpy(), err_msg=(
+            f"the gradient at x = {xi}, scale {s}: inside or outside the range is decided by the same integer "
+            f"as the forward's (x times the float32 reciprocal of the scale), as in PyTorch"))
+
+
 def test_fakequantizefunction_backward_straight_through_inside_zero_outside():
     x = np.linspace(-3, 3, 121, dtype=np.float32)
     xo = Tensor(x, requires_grad=True)

@@ -30,7 +30,7 @@ def test_predicted_sqnr_matches_the_measured_one(bits):
     noise = (np.clip(np.round((x - lo) / step), 0, qmax - qmin) * step + lo) - x
     measured = 10 * np.log10(np.mean(x ** 2) / np.mean(noise ** 2))
     got = Q._predicted_sqnr_db(float(np.mean(x ** 2)), lo, hi, bits)
-    assert isinstance(got, float)
+    assert type(got) is float, f"a Python float (np.float64 is a subclass of float, not one), got {type(got).__name__}"
     assert got == pytest.approx(measured, abs=0.05)
 
 

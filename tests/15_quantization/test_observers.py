@@ -135,10 +135,11 @@ def test_minmaxobserver_forward_keeps_a_summary_not_the_batches(make):
 
 
 def test_percentileobserver_forward_keeps_a_running_range_not_the_batches():
-    """Its state is the mean range so far and the count: it does not grow with the batches."""
+    """Its state is the mean range so far and the count: it does not grow with the batches,
+    not even by a list of their percentiles (400 floats pickle to over 3000 bytes)."""
     obs = Q.PercentileObserver(99.0)
     obs(np.zeros((10, 6), np.float32))
     after_one = held_bytes(obs)
-    for batch in _batches(seed=4, n=20):
+    for batch in _batches(seed=4, n=400):
         obs(batch)
-    assert held_bytes(obs) < after_one + 500, f"{after_one} bytes after one batch, {held_bytes(obs)} after 21"
+    assert held_bytes(obs) < after_one + 200, f"{after_one} bytes after one batch, {held_bytes(obs)} after 401"

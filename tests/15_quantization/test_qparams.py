@@ -52,8 +52,9 @@ def test_calculate_qparams_matches_torch_per_channel(torch, symmetric):
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
-def test_calculate_qparams_matches_torch_4bit(torch, symmetric):
-    values = np.array([-0.3, 1.7, 0.2], dtype=np.float32)
+@pytest.mark.parametrize("lo,hi", [(-0.3, 1.7), (-0.375, 3.375)], ids=["range", "tie"])  # tie: min / scale = -1.5
+def test_calculate_qparams_matches_torch_4bit(torch, symmetric, lo, hi):
+    values = np.array([lo, hi, 0.2], dtype=np.float32)
     scale, zp = Q._calculate_qparams(values.min(), values.max(), symmetric, -8, 7)
     ts, tz = _torch_qparams(torch, values, symmetric, per_channel=False, quant_min=-8, quant_max=7)
     np.testing.assert_array_equal(np.asarray(scale).reshape(-1), ts, err_msg="4-bit scale should equal torch's")

@@ -141,6 +141,11 @@ def test_per_channel_minmax_values(shape, axis):
     assert lo.dtype == np.float32 and hi.dtype == np.float32, "min/max returned as float32"
 
 
+def test_per_channel_minmax_of_float64_data_is_float32():
+    lo, hi = Q._per_channel_minmax(np.arange(12.0).reshape(3, 4), 1)
+    assert (lo.dtype, hi.dtype) == (np.float32, np.float32), f"float64 data gave {lo.dtype}, {hi.dtype}"
+
+
 @pytest.mark.parametrize("symmetric", [False, True])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_per_channel_minmax_more_accurate_than_per_tensor_on_uneven_channels(seed, symmetric):

@@ -55,6 +55,14 @@ def test_quantize_model_leaves_float_model_untouched():
     assert not q.training, "the quantized model is in eval mode"
 
 
+def test_quantize_model_leaves_an_eval_mode_model_in_eval_mode():
+    model = _small_model()
+    model.eval()
+    x = tt.randn(5, 6)
+    Q.quantize_model(model, [x])
+    assert not any(m.training for m in model.modules()), "the float model was in eval mode and stays there"
+
+
 def test_quantize_model_calibrates_on_every_batch_in_eval_mode():
     model = _small_model(2)
     rng = np.random.default_rng(0)
