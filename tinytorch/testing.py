@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
+import threading
 import tracemalloc
 import types
 
@@ -24,7 +25,7 @@ import numpy as np
 __all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
            "weak_ref", "run_fresh", "spied", "one_gemm_problems", "parallel_write_clashes",
            "divergent_barriers", "multiply_written", "global_reads", "held_bytes", "element_reads",
-           "reuse_distances", "coalesced_share"]
+           "reuse_distances", "coalesced_share", "prange_trips", "parallel_regions", "float64_accumulators"]
 
 
 def _as_numpy(value):
@@ -37,12 +38,24 @@ def _as_numpy(value):
 
 
 def _show(value, limit=300):
-    text = repr(value)
+    """`value` in at most about `limit` characters, cut between elements, never inside a number."""
     if isinstance(value, np.ndarray) or (hasattr(value, "shape") and not isinstance(value, np.dtype)):
         arr = _as_numpy(value)
-        text = np.array2string(arr, threshold=20, edgeitems=3, precision=6)
-        text = f"{text} (shape {tuple(arr.shape)}, dtype {arr.dtype})"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        suffix = f" (shape {tuple(arr.shape)}, dtype {arr.dtype})"
+        for edge in (3, 2, 1):  # fewer corner elements before cutting any
+            text = np.array2string(arr, threshold=20, edgeitems=edge, precision=6)
+            if len(text) + len(suffix) <= limit:
+                break
+        return _cut(text, limit - len(suffix)) + suffix
+    return _cut(repr(value), limit)
+
+
+def _cut(text, limit):
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 4]
+    end = max(head.rfind(" "), head.rfind(","), head.rfind("\n"))
+    return (head[:end] if end > 0 else head).rstrip(", \n") + " ..."
 
 
 def _fail(what, got, expected, why=""):
@@ -437,6 +450,7 @@ class _Writes:
     def __init__(self):
         self.iteration, self.owner, self.clashes, self.clashed = None, {}, [], set()
         self.trips = 0  # iterations of the outermost prange loops
+        self.regions = 0  # how many times an outermost prange loop started
         self.reads = []  # the byte address of every single element read, in order
 
     def note(self, addresses, array):
@@ -560,6 +574,17 @@ def prange_trips(kernel, *args):
     return result, writes.trips
 
 
+def parallel_regions(kernel, *args):
+    """(the kernel's result, how many times it started an outermost `prange` loop) for a
+    numba kernel run as Python on `args`.
+
+    Why: each start of a parallel loop wakes the thread pool and waits for its slowest
+    thread; a `prange` nested in plain loops starts once per outer iteration, with only
+    its own few iterations to share among the cores."""
+    result, writes = _run_watched(kernel, args)
+    return result, writes.regions
+
+
 def element_reads(kernel, *args, of):
     """(the kernel's result, the elements of `args[of]` it read one at a time, in the order
     it read them, as flat indices) for a numba kernel run as Python on `args`, its `prange`
@@ -643,6 +668,7 @@ def _run_watched(kernel, args):
         if writes.iteration is not None:  # a nested prange runs as a plain loop
             yield from range(*bounds)
             return
+        writes.regions += 1
         try:
             for i in range(*bounds):
                 writes.iteration = i
@@ -663,6 +689,66 @@ def _run_watched(kernel, args):
     return result, writes
 
 
+def float64_accumulators(kernel):
+    """The variables of a numba kernel that start as a bare Python number and are then
+    updated from it (`acc = 0.0` ... `acc += a[i] * b[i]`): a list of (name, line), lines
+    counted in the kernel's source, its first line (the decorator) 1. A whole-number start
+    counts only when an update reads an array element (a counter `i += 1` stays an integer).
+
+    Why: numba types a Python float as float64 (an int as int64) and gives a variable one type
+    across its assignments, so such an accumulator adds float32 products in float64, on
+    units a GPU has 2 to 64 times fewer of. The CUDA simulator follows numpy, where a Python
+    number takes the array's float32, so no value and no simulated run can show it."""
+    import ast
+    import inspect
+    import textwrap
+
+    py = getattr(kernel, "py_func", kernel)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(py)))
+    steps = []  # (line, column, name, value, an update of the name)
+    for node in ast.walk(tree.body[0]):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            steps.append((node.lineno, node.col_offset, node.target.id, node.value, True))
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                pairs = [(target, node.value)]
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    pairs = list(zip(target.elts, node.value.elts))
+                for name, value in pairs:
+                    if isinstance(name, ast.Name):
+                        reads_itself = any(isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(value))
+                        steps.append((node.lineno, node.col_offset, name.id, value, reads_itself))
+    start, found = {}, {}  # name -> the type of the Python number it starts as (or None); -> line
+    for line, _, name, value, update in sorted(steps, key=lambda step: step[:2]):
+        if name not in start:
+            number = value.operand if isinstance(value, ast.UnaryOp) else value
+            literal = isinstance(number, ast.Constant) and type(number.value) in (int, float)
+            start[name] = type(number.value) if literal else None
+        elif update and start[name] and name not in found:
+            if start[name] is float or any(isinstance(n, ast.Subscript) for n in ast.walk(value)):
+                found[name] = line
+    return list(found.items())
+
+
+@contextlib.contextmanager
+def _on_barrier(note):
+    """Inside: each simulated CUDA thread calls `note(thread)` at each `cuda.syncthreads()`,
+    before it waits there."""
+    from numba.cuda.simulator.kernel import BlockThread
+
+    original = BlockThread.syncthreads
+
+    def syncthreads(self):
+        note(self)
+        return original(self)
+
+    BlockThread.syncthreads = syncthreads
+    try:
+        yield
+    finally:
+        BlockThread.syncthreads = original
+
+
 def divergent_barriers(launch):
     """Run `launch()` (which launches CUDA kernels) and return the blocks in which not every
     thread passed the same `cuda.syncthreads()` calls in the same order: one entry per such
@@ -673,8 +759,6 @@ def divergent_barriers(launch):
     Why: a barrier that some threads of a block skip (inside an `if`, or after an early
     `return`) is undefined behaviour on a GPU, where it may hang or compute garbage; the
     simulator lets it pass once the other threads have exited, so the values cannot tell."""
-    import threading
-
     from numba.core import config
 
     if not config.ENABLE_CUDASIM:
@@ -682,7 +766,7 @@ def divergent_barriers(launch):
     from numba.cuda.simulator.kernel import BlockThread
 
     passed, lock = {}, threading.Lock()
-    original_run, original_sync = BlockThread.run, BlockThread.syncthreads
+    original_run = BlockThread.run
 
     def key(thread):
         return (tuple(thread.blockIdx), tuple(thread.threadIdx))
@@ -692,18 +776,18 @@ def divergent_barriers(launch):
             passed.setdefault(key(self), [])
         return original_run(self)
 
-    def syncthreads(self):
-        kernel = sys._getframe(2)  # the kernel's frame: it called the simulator's cuda.syncthreads
+    def at_barrier(thread):
+        kernel = sys._getframe(3)  # the kernel's frame: it called the simulator's cuda.syncthreads
         line = kernel.f_lineno - kernel.f_code.co_firstlineno + 1  # the same in a notebook cell and a file
         with lock:
-            passed.setdefault(key(self), []).append(line)
-        return original_sync(self)
+            passed.setdefault(key(thread), []).append(line)
 
-    BlockThread.run, BlockThread.syncthreads = run, syncthreads
+    BlockThread.run = run
     try:
-        launch()
+        with _on_barrier(at_barrier):
+            launch()
     finally:
-        BlockThread.run, BlockThread.syncthreads = original_run, original_sync
+        BlockThread.run = original_run
     blocks = {}
     for (block, thread), lines in sorted(passed.items()):
         blocks.setdefault(block, []).append((thread, lines))
@@ -722,8 +806,6 @@ def divergent_barriers(launch):
 def _watching_kernel_arrays(launch, method, watch):
     """Run `launch()` with the simulator's in-kernel arrays calling `watch(array, index,
     thread)` before each `method` ("__getitem__" or "__setitem__") does its work."""
-    import threading
-
     from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
 
     original = getattr(FakeWithinKernelCUDAArray, method)
@@ -747,8 +829,6 @@ def multiply_written(launch):
     Why: "each element is written by exactly one thread" is a contract the values cannot
     check (a redundant write of the same value leaves them right) and the speed of the
     kernel depends on (the redundant threads do the work again)."""
-    import threading
-
     from numba.core import config
 
     if not config.ENABLE_CUDASIM:
@@ -772,8 +852,6 @@ def global_reads(launch):
 
     Why: a tiled kernel's point is to read global memory TILE times less often than the
     naive one; its values cannot show whether it does."""
-    import threading
-
     from numba.core import config
 
     if not config.ENABLE_CUDASIM:
@@ -799,8 +877,6 @@ def coalesced_share(launch):
     Why: a warp's 32 reads of one step become one memory transaction when they touch
     neighbouring addresses, and up to 32 when they do not; the values are the same either
     way, and the simulator runs no faster for it."""
-    import threading
-
     from numba.core import config
 
     if not config.ENABLE_CUDASIM:
@@ -829,16 +905,19 @@ def coalesced_share(launch):
     return coalesced / pairs if pairs else 1.0
 
 
-class _GarbageNumpy:
-    """numpy, except that `empty` returns memory filled with garbage: NaN for floats, the
-    largest value for integers (what a GPU's uninitialised memory may hold)."""
+class _NumpyWithEmpty:
+    """numpy for the CUDA simulator, which makes every `cuda.shared.array` and `cuda.local.array`
+    with `np.empty`: here `empty` returns `made(np.empty(...))`, so a test can fill that memory
+    with garbage or watch it."""
+
+    def __init__(self, made):
+        self._made = made
 
     def __getattr__(self, name):
         return getattr(np, name)
 
-    @staticmethod
-    def empty(shape, dtype=float, *args, **kwargs):
-        return _garbage_filled(np.empty(shape, dtype, *args, **kwargs))
+    def empty(self, shape, dtype=float, *args, **kwargs):
+        return self._made(np.empty(shape, dtype, *args, **kwargs))
 
 
 class _SharedAccesses:
@@ -847,13 +926,9 @@ class _SharedAccesses:
     barriers (`cuda.syncthreads()`) of that thread."""
 
     def __init__(self):
-        import threading
-
         self.lock, self.steps, self.log = threading.Lock(), {}, {}
 
     def note(self, array, key, writes):
-        import threading
-
         thread = threading.current_thread()
         if not hasattr(thread, "thread_id"):  # not a simulated CUDA thread
             return
@@ -885,18 +960,6 @@ class _WatchedShared(np.ndarray):
         np.ndarray.__setitem__(self, key, value)
 
 
-class _WatchingNumpyForShared:
-    """numpy, except that `empty` (which the simulator's shared arrays come from) returns a
-    _WatchedShared."""
-
-    def __getattr__(self, name):
-        return getattr(np, name)
-
-    @staticmethod
-    def empty(shape, dtype=float, *args, **kwargs):
-        return np.empty(shape, dtype, *args, **kwargs).view(_WatchedShared)
-
-
 def _shared_accesses(launch):
     """Run `launch()` (which launches CUDA kernels) with shared memory watched: its
     _SharedAccesses, or None when numba's CUDA simulator is not in use."""
@@ -905,20 +968,16 @@ def _shared_accesses(launch):
     if not config.ENABLE_CUDASIM:
         return None
     from numba.cuda.simulator import kernelapi
-    from numba.cuda.simulator.kernel import BlockThread
 
     accesses = _SharedAccesses()
-    original_np, original_sync = kernelapi.np, BlockThread.syncthreads
-
-    def syncthreads(self):
-        accesses.passed_barrier(self)
-        return original_sync(self)
-
-    kernelapi.np, BlockThread.syncthreads, _WatchedShared.accesses = _WatchingNumpyForShared(), syncthreads, accesses
+    original_np = kernelapi.np
+    kernelapi.np = _NumpyWithEmpty(lambda memory: memory.view(_WatchedShared))
+    _WatchedShared.accesses = accesses
     try:
-        launch()
+        with _on_barrier(accesses.passed_barrier):
+            launch()
     finally:
-        kernelapi.np, BlockThread.syncthreads, _WatchedShared.accesses = original_np, original_sync, None
+        kernelapi.np, _WatchedShared.accesses = original_np, None
     return accesses
 
 
@@ -991,7 +1050,7 @@ def with_garbage_shared_memory(launch):
     from numba.cuda.simulator import kernelapi
 
     original = kernelapi.np
-    kernelapi.np = _GarbageNumpy()
+    kernelapi.np = _NumpyWithEmpty(_garbage_filled)  # NaN, or an integer type's largest value
     try:
         return launch()
     finally:

@@ -95,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--mine", action="store_true", help="also run the workloads on your own tinytorch/")
     b.add_argument("--only", nargs="+", metavar="WORKLOAD", help="run only these workloads")
 
+    gr = sub.add_parser("gpu-report", help="time module 17's kernels on this machine's NVIDIA GPU (says so when "
+                                           "there is none)")
+    gr.set_defaults(run=_gpu_report)
+    gr.add_argument("--mine", action="store_true", help="your own tinytorch/ instead of the reference build")
+    gr.add_argument("--simulator", action="store_true",
+                    help="run under numba's CUDA simulator at tiny sizes (checks the report; times mean nothing)")
+
     sub.add_parser("doctor", help="check your environment and say what to fix").set_defaults(run=_doctor)
     v = sub.add_parser("verify", help="(maintainers, CI) check the whole course: solutions pass, stubs fail, "
                                       "release is current, notebooks run, tito's own tests")
@@ -276,6 +283,12 @@ def _bench(args, parser) -> int:
 
     return bench(quick=args.quick, threads=args.threads, json_path=Path(args.json) if args.json else None,
                  mine=args.mine, only=args.only)
+
+
+def _gpu_report(args, parser) -> int:
+    from tito.gpu_report import gpu_report
+
+    return gpu_report(mine=args.mine, simulator=args.simulator)
 
 
 def _doctor(args, parser) -> int:

@@ -104,6 +104,9 @@ def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool 
               flush=True)
         outcome = testing.run_suite(module, package_parent, verbose=verbose, extra_args=pytest_args)
         print("\n" + testing.summary(module, outcome, against))
+        if "-x" in pytest_args and any(len(d.candidates) > 1 for d in outcome.details):
+            print("(-x stopped the run at its first failure: the tests it did not run are what tells "
+                  "these functions apart; run without -x to have one named)")
         testing.record(module, outcome, "solutions" if solutions else "notebook")
         results.append((module, outcome))
     if len(results) > 1:

@@ -94,8 +94,9 @@ import tinytorch
 from tinytorch import Tensor, nn
 from tinytorch import _strided
 from tinytorch.testing import (arithmetic, assert_close, assert_equal, assert_raises, bank_conflicts, check,
-                               coalesced_share, divergent_barriers, element_reads, float64_ops, global_reads,
-                               multiply_written, parallel_write_clashes, peak_bytes, prange_trips, preserved_state,
+                               coalesced_share, divergent_barriers, element_reads, float64_accumulators,
+                               float64_ops, global_reads, multiply_written, parallel_regions,
+                               parallel_write_clashes, peak_bytes, prange_trips, preserved_state,
                                reuse_distances, scattered_active_threads, simd_float_ops, spied,
                                with_garbage_shared_memory)
 from tinytorch.utils.timing import median_time
@@ -377,10 +378,10 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 # computed on its own (no long sum whose rounding would change with the order); `cache=True`,
 # which stores the machine code on disk so the next process does not compile again.
 #
-# One more rule: the kernel computes in x's dtype. numba types a Python float such as `0.5`
-# as float64, and a float32 times a float64 is a float64, so one such constant can move the
-# whole element, erf included, to double precision: right values, and a slower kernel. The
-# check reads the compiled code for float64 operations.
+# One more rule: the kernel computes in x's dtype, float32 in, float32 arithmetic throughout,
+# erf included; a float64 operation gives right values and a slower kernel. The check reads
+# the compiled code for float64 operations. If it finds some, ask of every number your loop
+# touches which type numba gives it, and what float32 combined with that type is.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -389,8 +390,13 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 #
 # <details><summary>Hint 2</summary>
 #
-# `math.erf` works inside `@njit` code. Allocate the output with numpy's `empty_like`. A
-# number of x's dtype, inside `@njit` as outside: `x.dtype.type(0.5)`.
+# `math.erf` works inside `@njit` code. Allocate the output with numpy's `empty_like`.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# numba types a Python float such as `0.5` as a float64, and float32 times float64 is a
+# float64. `x.dtype` knows how to make a number of its own type.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -631,7 +637,7 @@ def parallel_sum(x, n_chunks):
     Equals np.sum(x, dtype=np.float64) within float64 rounding. No two iterations of the
     parallel loop write the same memory.
     """
-    # Idea: each worker owns one partial sum; add the partials at the end.
+    # Idea: the race above shared one slot; here nothing written is shared.
     ### BEGIN SOLUTION
     n = x.shape[0]
     size = (n + n_chunks - 1) // n_chunks
@@ -867,6 +873,12 @@ print(f"measured t(ijk)/t(ikj) = {_times['ijk'] / _times['ikj']:.1f} | your pred
 # (channel, kernel row, kernel column), in that order, one column per output position,
 # in row-major order.
 #
+# Where does the parallel loop go? Count its iterations for one RGB image at inference
+# time, or for a 3×3 kernel's rows, against a machine's 8 to 64 cores; and count how many
+# times it starts (each start wakes the thread pool and waits for its slowest thread). The
+# check asks for one parallel loop per call, with at least one iteration per (image,
+# channel) pair.
+#
 # <details><summary>Hint 1</summary>
 #
 # $H_{out} = \lfloor (H + 2p - k_h) / s \rfloor + 1$, and the same for the width.
@@ -877,7 +889,7 @@ print(f"measured t(ijk)/t(ikj) = {_times['ijk'] / _times['ikj']:.1f} | your pred
 # Fix a kernel tap (a channel, a kernel row, a kernel column): that is one output row, and
 # as the output position moves by one, the input position it reads moves by the stride.
 # Padding is an input position outside the image, which reads as 0. The parallel loop goes
-# where its iterations own disjoint parts of the output.
+# where its iterations own disjoint parts of the output, and there are enough of them.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "im2col", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -891,7 +903,8 @@ def im2col(x, kh, kw, stride=1, padding=0):
     x's dtype. Its rows run over (channel, kernel row, kernel column) and its columns over the
     output positions, both row-major; an entry is the input pixel that this kernel offset
     sees when the kernel sits at this output position (module 09's conv2d, with its stride
-    and padding), 0 where that pixel lies in the padding.
+    and padding), 0 where that pixel lies in the padding. One parallel loop per call, of at
+    least N*C iterations, so that one image, or one channel, still keeps the cores busy.
     """
     # Idea: each (output row, output column) pair names one input pixel, or the padding.
     ### BEGIN SOLUTION
@@ -899,19 +912,19 @@ def im2col(x, kh, kw, stride=1, padding=0):
     h_out = (h + 2 * padding - kh) // stride + 1
     w_out = (w + 2 * padding - kw) // stride + 1
     cols = np.zeros((n_img, chans * kh * kw, h_out * w_out), dtype=x.dtype)
-    for n in prange(n_img):
-        for c in range(chans):
-            for u in range(kh):
-                for v in range(kw):
-                    row = (c * kh + u) * kw + v
-                    for i in range(h_out):
-                        y = i * stride + u - padding
-                        if y < 0 or y >= h:
-                            continue
-                        for j in range(w_out):
-                            xx = j * stride + v - padding
-                            if 0 <= xx < w:
-                                cols[n, row, i * w_out + j] = x[n, c, y, xx]
+    for pair in prange(n_img * chans):
+        n, c = pair // chans, pair % chans
+        for u in range(kh):
+            for v in range(kw):
+                row = (c * kh + u) * kw + v
+                for i in range(h_out):
+                    y = i * stride + u - padding
+                    if y < 0 or y >= h:
+                        continue
+                    for j in range(w_out):
+                        xx = j * stride + v - padding
+                        if 0 <= xx < w:
+                            cols[n, row, i * w_out + j] = x[n, c, y, xx]
     return cols
     ### END SOLUTION
 
@@ -936,6 +949,14 @@ assert_equal(_one[0, 0].tolist(), [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0],
 _, _clashes = parallel_write_clashes(im2col, _x[:, :2, :4, :3], 2, 2, 1, 1)
 check(not _clashes, "no two iterations of im2col's prange loop write the same element of the columns; got lists "
       "(array shape, element, first iteration, second iteration)", got=_clashes)
+_, _regions = parallel_regions(im2col, _x, 3, 3, 1, 1)
+check(_regions == 1, "im2col starts one parallel loop per call (a prange inside plain loops starts once per outer "
+      "iteration, each time with only its own few iterations to share); got the number of starts on 2 images "
+      "of 3 channels", got=_regions, expected=1)
+_, _trips = prange_trips(im2col, _x, 3, 3, 1, 1)
+check(_trips >= 2 * 3, "im2col's parallel loop has at least one iteration per (image, channel) pair, so that "
+      "one image at inference, or one channel, still has work for every core; got its iterations on 2 images "
+      "of 3 channels", got=_trips, expected=">= 6")
 print("✓ im2col equals unfold; tap (0, 0) over a padded 2x2 image:", _one[0, 0])
 
 # %% [markdown]
@@ -1237,8 +1258,7 @@ def _unary(op, v):
 #   several elements. Which ones, so that every element is handled by exactly one thread,
 #   and so that on every step consecutive threads of a warp touch consecutive elements
 #   (coalesced reads)? `cuda.gridDim` and `cuda.blockDim` give the grid's and the block's
-#   sizes (numba also has shorthands: `cuda.grid(1)` is a thread's global number and
-#   `cuda.gridsize(1)` the number of threads in the grid).
+#   sizes.
 #
 # The operation itself is provided: `_unary(op, v)` and `_binary(op, a, b)` are *device
 # functions* (callable from a kernel, not from the host) selected by an op code (`EXP`,
@@ -1274,7 +1294,7 @@ def map_kernel(x, x_strides, x_offset, out, shape, op):
     `x_offset`. Works for any size (0 included) with any grid: each element of out is written
     by exactly one thread, none outside the array.
     """
-    # Idea: deal the elements out to the grid's threads like cards.
+    # Idea: name thread t's elements for any grid size and any length.
     ### BEGIN SOLUTION
     start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     stride = cuda.gridDim.x * cuda.blockDim.x
@@ -1385,6 +1405,11 @@ for _what, _run in [("map_kernel", lambda: elementwise(EXP, _a)),  # more elemen
               "neighbouring elements (one memory transaction per warp, not 32); got the share of such reads",
               got=f"{_share:.0%}", expected="over 90%")
 print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elementwise(EXP, _a)[0])
+
+# %% [markdown]
+# numba has shorthands for the two numbers your loop is built on: `cuda.grid(1)` is a
+# thread's global number and `cuda.gridsize(1)` the number of threads in the grid (the
+# provided kernels below use them).
 
 # %% [markdown]
 # ## 9. A shared-memory block reduction
@@ -1742,6 +1767,11 @@ else:
     check(_share > 0.99, "matmul_naive_kernel's reads are coalesced: threads x and x + 1 of a warp own neighbouring "
           "columns of C, so they read neighbouring elements of a row of B (and one element of A: a broadcast); "
           "got the share of neighbouring reads", got=f"{_share:.0%}", expected="100%")
+for _kernel in (matmul_naive_kernel, matmul_tiled_kernel):
+    check(not float64_accumulators(_kernel), f"{_kernel.__name__} adds its float32 products in float32: on a GPU, "
+          f"a variable that starts as a Python number is a float64 (numba gives a variable one type for all its "
+          f"assignments), and float64 units are 2 to 64 times fewer (the simulator computes it in float32, so "
+          f"no value shows it); got (variable, line of its first update)", got=float64_accumulators(_kernel))
 _a = _rng.standard_normal((TILE + 2, TILE - 1)).astype(np.float32)  # k < TILE: the first tile is an edge tile
 _b = _rng.standard_normal((TILE - 1, 3)).astype(np.float32)
 _garbage = with_garbage_shared_memory(lambda: matmul(_a, _b))
@@ -2185,7 +2215,9 @@ print(f"✓ an MLP step on cuda equals the cpu step: loss {_lg:.6f} (cuda) vs {_
 # n = 2048 (TILE-fold fewer global loads), both far ahead of a CPU BLAS for large n, and
 # both well behind cuBLAS (PyTorch's `torch.matmul` on cuda), which adds register tiling,
 # tensor cores and double buffering. Predict the tiled kernel's speed-up over the naive
-# one before you run it on a GPU.
+# one before you run it on a GPU. `tito gpu-report --mine` times all your kernels there at
+# realistic sizes (the copies, map on 10^8 elements, the reduction, both matmuls at 4096,
+# an MLP step on `cuda`), beside cuBLAS when PyTorch has CUDA.
 
 # %%
 def gpu_matmul_seconds(n=2048):

@@ -8,6 +8,7 @@ from tinytorch.testing import (
     bank_conflicts,
     coalesced_share,
     divergent_barriers,
+    float64_accumulators,
     global_reads,
     multiply_written,
     scattered_active_threads,
@@ -221,6 +222,18 @@ def test_matmul_kernels_reads_are_coalesced(kernel, launch, wrong):
         pytest.skip("reads are watched under numba's CUDA simulator only (this run uses a real GPU)")
     assert share > 0.99, (f"{kernel}: {share:.0%} of the reads of neighbouring threads (x, x + 1) touch "
                           f"neighbouring elements; {wrong}")
+
+
+@pytest.mark.parametrize("kernel,launch", [("matmul_naive_kernel", K.matmul_naive), ("matmul_tiled_kernel", K.matmul)],
+                         ids=["naive", "tiled"])
+def test_matmul_kernels_accumulate_in_float32(kernel, launch):
+    """No accumulator starts as a Python number: numba would type it float64 on a GPU (the
+    simulator computes in float32 either way, so this reads the kernel's source)."""
+    a = RNG.standard_normal((3, 5)).astype(np.float32)
+    np.testing.assert_allclose(launch(a, a.T), a @ a.T, rtol=1e-5, atol=1e-5)
+    wide = float64_accumulators(getattr(K, kernel))
+    assert wide == [], (f"{kernel}: these variables start as a Python number and so add float32 products in "
+                        f"float64 on a GPU (variable, line of the first update): {wide}")
 
 
 def test_block_reduce_kernel_gives_each_step_to_the_first_threads():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tinytorch.backends import cpu_kernels as ck
-from tinytorch.testing import parallel_write_clashes, prange_trips
+from tinytorch.testing import parallel_regions, parallel_write_clashes, prange_trips
 
 RNG = np.random.default_rng(7)
 A, B = RNG.standard_normal((7, 5)), RNG.standard_normal((5, 6))
@@ -56,3 +56,14 @@ def test_matmul_blocked_iterations_write_their_own_rows_of_c(block):
 def test_im2col_iterations_write_disjoint_elements(kh, kw, stride, padding):
     clashes, _ = _clashes_and_value(ck.im2col, IMAGES, kh, kw, stride, padding)
     assert clashes == [], f"two iterations wrote one element (shape, element, iterations): {clashes[:3]}"
+
+
+@pytest.mark.parametrize("images,channels", [(1, 3), (4, 1), (2, 3)])
+def test_im2col_starts_one_parallel_loop_of_an_iteration_per_image_and_channel(images, channels):
+    x = RNG.standard_normal((images, channels, 5, 4))
+    _, regions = parallel_regions(ck.im2col, x, 3, 3, 1, 1)
+    _, trips = prange_trips(ck.im2col, x, 3, 3, 1, 1)
+    assert regions == 1, f"im2col started {regions} parallel loops in one call (a prange inside plain loops)"
+    assert trips >= images * channels, (f"im2col's parallel loop ran {trips} iterations on {images} image(s) of "
+                                        f"{channels} channel(s): fewer than one per (image, channel) pair leaves "
+                                        f"cores idle at inference (one image) or on a one-channel input")

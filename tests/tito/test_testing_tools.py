@@ -1,10 +1,21 @@
 """tinytorch.testing's tools that see how a result was computed: spied (the numpy operations)
 and parallel_write_clashes (the writes of a numba prange loop's iterations)."""
+import re
+
 import numpy as np
 import pytest
 from numba import njit, prange
 
-from tinytorch.testing import assert_close, float64_ops, parallel_write_clashes, prange_trips, spied
+from tinytorch.testing import (
+    _show,
+    assert_close,
+    float64_accumulators,
+    float64_ops,
+    parallel_regions,
+    parallel_write_clashes,
+    prange_trips,
+    spied,
+)
 
 
 @pytest.mark.parametrize("widen", [lambda a: a.astype(np.int32), lambda a: np.asarray(a, dtype=np.int32),
@@ -77,6 +88,53 @@ def test_prange_trips_counts_the_outermost_parallel_iterations():
     assert prange_trips(_chunk_sums, np.arange(50.0), 5, False) == (1225.0, 5)  # one per chunk
     assert prange_trips(_rows_plus, np.ones((3, 4)), np.zeros((3, 2)), True)[1] == 12  # 3 runs of a prange(4)
     assert prange_trips(_rows_plus, np.ones((3, 4)), np.zeros((3, 2)), False)[1] == 3  # its inner range: not counted
+
+
+def test_parallel_regions_counts_the_starts_of_outermost_parallel_loops():
+    assert parallel_regions(_chunk_sums, np.arange(50.0), 5, False) == (1225.0, 1)
+    assert parallel_regions(_rows_plus, np.ones((3, 4)), np.zeros((3, 2)), True)[1] == 3  # once per row
+    assert parallel_regions(_rows_plus, np.ones((3, 4)), np.zeros((3, 2)), False)[1] == 1
+
+
+def _dot_from_a_python_float(a, b, out):
+    acc = 0.0
+    for p in range(a.shape[0]):
+        acc += a[p] * b[p]
+    out[0] = acc
+
+
+def _dot_from_an_int_with_a_counter(a, out):
+    acc, seen = 0, 0
+    for p in range(a.shape[0]):
+        acc = acc + a[p]
+        seen += 1
+    out[0] = acc / seen
+
+
+def _dot_from_a_float32(a, b, out):
+    acc, seen = np.float32(0.0), 0
+    for p in range(a.shape[0]):
+        acc += a[p] * b[p]
+        seen += 1
+    out[0] = acc
+
+
+def test_float64_accumulators_names_updated_python_numbers_only():
+    assert float64_accumulators(_dot_from_a_python_float) == [("acc", 4)]
+    assert float64_accumulators(_dot_from_an_int_with_a_counter) == [("acc", 4)]  # not the counter
+    assert float64_accumulators(_dot_from_a_float32) == []
+
+
+def _numbers(text):
+    return [t for t in re.split(r"[\s,\[\]]+", text) if t and t != "..."]
+
+
+@pytest.mark.parametrize("value", [np.random.default_rng(0).standard_normal((40, 40)), list(range(300))],
+                         ids=["array", "list"])
+def test_a_long_value_is_cut_between_elements(value):
+    shown = _show(value).split(" (shape")[0]
+    elements = set(np.round(np.asarray(value, dtype=float), 6).ravel())  # as printed: 6 digits
+    assert len(shown) <= 300 and {float(t) for t in _numbers(shown)} <= elements, shown  # no number cut in two
 
 
 def test_writes_into_an_argument_through_a_slice_are_seen():

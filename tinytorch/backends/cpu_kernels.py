@@ -125,7 +125,7 @@ def parallel_sum(x, n_chunks):
     Equals np.sum(x, dtype=np.float64) within float64 rounding. No two iterations of the
     parallel loop write the same memory.
     """
-    # Idea: each worker owns one partial sum; add the partials at the end.
+    # Idea: the race above shared one slot; here nothing written is shared.
     # YOUR CODE HERE
     raise NotImplementedError('parallel_sum() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
@@ -181,7 +181,8 @@ def im2col(x, kh, kw, stride=1, padding=0):
     x's dtype. Its rows run over (channel, kernel row, kernel column) and its columns over the
     output positions, both row-major; an entry is the input pixel that this kernel offset
     sees when the kernel sits at this output position (module 09's conv2d, with its stride
-    and padding), 0 where that pixel lies in the padding.
+    and padding), 0 where that pixel lies in the padding. One parallel loop per call, of at
+    least N*C iterations, so that one image, or one channel, still keeps the cores busy.
     """
     # Idea: each (output row, output column) pair names one input pixel, or the padding.
     # YOUR CODE HERE
