@@ -13,9 +13,12 @@ graded run the judge loads it from the course's copy, never the student's.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
+import inspect
 import re
 import sys
+import textwrap
 import threading
 import tracemalloc
 import types
@@ -689,6 +692,12 @@ def _run_watched(kernel, args):
     return result, writes
 
 
+def _reads_an_element(node):
+    """Is `node` an array element read, `a[i]` (not a size such as `a.shape[0]`)?"""
+    return isinstance(node, ast.Subscript) and not (
+        isinstance(node.value, ast.Attribute) and node.value.attr in ("shape", "strides"))
+
+
 def float64_accumulators(kernel):
     """The variables of a numba kernel that start as a bare Python number and are then
     updated from it (`acc = 0.0` ... `acc += a[i] * b[i]`): a list of (name, line), lines
@@ -699,10 +708,6 @@ def float64_accumulators(kernel):
     across its assignments, so such an accumulator adds float32 products in float64, on
     units a GPU has 2 to 64 times fewer of. The CUDA simulator follows numpy, where a Python
     number takes the array's float32, so no value and no simulated run can show it."""
-    import ast
-    import inspect
-    import textwrap
-
     py = getattr(kernel, "py_func", kernel)
     tree = ast.parse(textwrap.dedent(inspect.getsource(py)))
     steps = []  # (line, column, name, value, an update of the name)
@@ -725,7 +730,7 @@ def float64_accumulators(kernel):
             literal = isinstance(number, ast.Constant) and type(number.value) in (int, float)
             start[name] = type(number.value) if literal else None
         elif update and start[name] and name not in found:
-            if start[name] is float or any(isinstance(n, ast.Subscript) for n in ast.walk(value)):
+            if start[name] is float or any(_reads_an_element(n) for n in ast.walk(value)):
                 found[name] = line
     return list(found.items())
 

@@ -104,10 +104,11 @@ def _dot_from_a_python_float(a, b, out):
 
 
 def _dot_from_an_int_with_a_counter(a, out):
-    acc, seen = 0, 0
+    acc, seen, size = 0, 0, 0
     for p in range(a.shape[0]):
         acc = acc + a[p]
         seen += 1
+        size += a.shape[0]  # a size, not an element: stays an integer
     out[0] = acc / seen
 
 
