@@ -224,8 +224,9 @@ def pytest_pyfunc_call(pyfuncitem):
         where = _readable(frames[-1].rsplit(":", 1)[-1]) if frames else "the test"
         raise RecursionError(
             f"maximum recursion depth exceeded: {where} kept calling itself (directly or through other "
-            f"functions) until Python's limit of {sys.getrecursionlimit()} nested calls. A deep input needs "
-            f"a loop over a stack of your own, not recursion.") from None
+            f"functions) until Python's limit of {sys.getrecursionlimit()} nested calls. Either it never stops "
+            f"(it calls itself again on something it has already visited, or on what it just made), or the "
+            f"input is deeper than that limit, which needs a loop over a stack of your own.") from None
 
 
 def _message(excinfo):

@@ -146,13 +146,13 @@ def draw_grid(ax_map, ax_err, s=0.25, z=-2, qmin=-4, qmax=3):
     ax_map.set_xlabel("x")
     ax_map.set_ylabel("x̂")
     ax_map.legend(fontsize=7, loc="upper left")
-    ax_err.plot(x, x - xh, color="C3", lw=1)
+    ax_err.plot(x, xh - x, color="C3", lw=1)
     ax_err.axhline(s / 2, color="gray", ls="--", lw=0.8)
     ax_err.axhline(-s / 2, color="gray", ls="--", lw=0.8)
     ax_err.text(lo, s / 2 * 1.15, "± s/2", fontsize=8, color="gray")
     ax_err.axvspan(lo, hi, color="C2", alpha=0.08)
     ax_err.set_ylim(-3 * s, 3 * s)
-    ax_err.set_title("error x - x̂: a sawtooth inside, growing outside (saturation)", fontsize=10)
+    ax_err.set_title("error x̂ - x: a sawtooth inside, growing outside (saturation)", fontsize=10)
     ax_err.set_xlabel("x")
 
 
@@ -380,9 +380,9 @@ print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {float(_TORCH_QPARAMS[0][
 # - **PyTorch's arithmetic.** In exact arithmetic $2.25 / 0.3 = 7.5$, a tie; in float32 it
 #   is not quite one, and which side it lands on depends on how it is computed. For that
 #   value and four others in the check (with $z = 0$), PyTorch's integers are 8, -8, 13,
-#   28 and 54, while `np.round(x / s)` gives 7, -7, 12, 27 and 55. PyTorch's kernel spends
-#   one float32 multiplication and one rounding on each element: find a computation that
-#   gives its integers, by trying candidates on these five values. It matters beyond
+#   28 and 54, while `np.round(x / s)` gives 7, -7, 12, 27 and 55. PyTorch's kernel is
+#   written for speed, and divisions are slow: find a computation that gives its integers,
+#   by trying candidates on these five values. It matters beyond
 #   these five: a symmetric grid puts the largest weight of each row exactly on a tie
 #   (section 2), where the last bit decides the rounding.
 # - **saturation.** A value beyond the grid gets the grid's end integer, never a wrapped-around one.
@@ -1673,16 +1673,16 @@ assert_equal(fake_quantize_per_tensor_affine(_x64, 0.5, 1, -4, 3).dtype, np.dtyp
 assert_equal(fake_quantize_per_channel_affine(_x64, np.array([0.1, 1.0]), np.array([0, 0]), 0, -2, 1).dtype,
              np.dtype(np.float64), "per-channel fake quant keeps the input's dtype (float64 in, float64 out)")
 _xr = np.array([2.25, -4.5, 11.25, 4.125, 1.09], dtype=np.float32)      # as in section 3's check: x / s and
-_sr = np.array([0.3, 0.6, 0.9, 0.15, 0.02], dtype=np.float32)           # x times the float32 reciprocal round apart
+_sr = np.array([0.3, 0.6, 0.9, 0.15, 0.02], dtype=np.float32)           # section 3's rule round apart
 assert_equal(fake_quantize_per_channel_affine(Tensor(_xr), _sr, np.zeros(5, np.int64), 0).numpy(),
              np.array([8, -8, 13, 28, 54], dtype=np.float32) * _sr,
-             "the grid points of PyTorch's integers 8, -8, 13, 28, 54 (x times the float32 reciprocal of s; "
-             "a true division x / s rounds each of these the other way)")
+             "the grid points of PyTorch's integers 8, -8, 13, 28, 54 (section 3's rule; a true division x / s "
+             "rounds each of these the other way)")
 assert_equal(fake_quantize_per_tensor_affine(Tensor(_xr[:1]), 0.3, 0).numpy(), np.array([8], np.float32) * _sr[:1],
              "per tensor, 2.25 with scale 0.3: PyTorch's integer 8, not the 7 of a true division")
 _xe = Tensor(np.array([116.48757, -78.458176], dtype=np.float32), requires_grad=True)  # an int8 range edge each:
 _ye = fake_quantize_per_channel_affine(_xe, np.array([0.91362804, 0.6105694], np.float32), np.zeros(2, np.int64), 0)
-_ye.sum().backward()  # the reciprocal's integers are 128 and -128, a true division's 127 and -129
+_ye.sum().backward()  # section 3's integers are 128 and -128, a true division's 127 and -129
 assert_equal(_xe.grad.numpy(), np.array([0, 1], dtype=np.float32),
              "the gradient mask at the int8 range's edges, PyTorch's: inside or outside is decided by the forward's "
              "own integer (the same arithmetic as the forward), not by another computation of it")
@@ -2012,6 +2012,7 @@ calibration = list(DataLoader(TensorDataset(X_train, y_train), batch_size=64, sh
 
 # %%
 predicted_int8_drop = None  # your number, in accuracy points (float minus int8)
+predicted_weight_shrink = None  # your number: float32 weight bytes / int8 weight bytes
 
 # %%
 int8_model = quantize_model(float_model, calibration)
@@ -2021,7 +2022,8 @@ _fbytes = sum(p.numpy().nbytes for n, p in float_model.named_parameters() if n.e
 _qbytes = sum(m.weight_int8.nbytes for m in int8_model.modules() if isinstance(m, QuantizedLinear))
 print(f"test accuracy: float32 {_acc_f:.4f}, int8 {_acc_q:.4f}: drop {100 * (_acc_f - _acc_q):+.2f} points; "
       + ("no prediction written" if predicted_int8_drop is None else f"you predicted {predicted_int8_drop}"))
-print(f"weights: float32 {_fbytes:,d} bytes, int8 {_qbytes:,d} bytes ({_fbytes / _qbytes:.0f}x smaller)")
+print(f"weights: float32 {_fbytes:,d} bytes, int8 {_qbytes:,d} bytes ({_fbytes / _qbytes:.0f}x smaller); "
+      + ("no prediction written" if predicted_weight_shrink is None else f"you predicted {predicted_weight_shrink}x"))
 with tinytorch.no_grad():
     _agree = np.mean(float_model(X_test).numpy().argmax(1) == int8_model(X_test).numpy().argmax(1))
 print(f"the two models predict the same class for {100 * _agree:.1f} % of the test digits")
@@ -2288,14 +2290,14 @@ def fuse_conv_bn_eval(conv, bn):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-fuse-conv-bn", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-def _conv_bn_pair(bias=True, affine=True, seed=0, tiny_variance=False):
+def _conv_bn_pair(bias=True, affine=True, seed=0, tiny_variance=False, in_channels=3):
     with preserved_state():
         tinytorch.manual_seed(seed)
-        conv = nn.Conv2d(3, 5, 3, stride=1, padding=1, bias=bias)
+        conv = nn.Conv2d(in_channels, 5, 3, stride=1, padding=1, bias=bias)
         bn = nn.BatchNorm2d(5, affine=affine)
         with tinytorch.no_grad():  # running statistics far from (0, 1), and an affine map that is not the identity
             for _ in range(20):
-                bn(conv(tinytorch.randn(4, 3, 6, 6) * 3 + 1))
+                bn(conv(tinytorch.randn(4, in_channels, 6, 6) * 3 + 1))
             if affine:
                 bn.weight.copy_(tinytorch.rand(5) * 2 + 0.5)
                 bn.bias.copy_(tinytorch.randn(5))
@@ -2307,14 +2309,17 @@ def _conv_bn_pair(bias=True, affine=True, seed=0, tiny_variance=False):
 with preserved_state():
     tinytorch.manual_seed(1)
     _xc = tinytorch.randn(2, 3, 7, 7)
+    _xc5 = tinytorch.randn(2, 5, 7, 7)
 # float32 layers, and float64 ones for the case where eps matters: there a scale of about
 # 300 multiplies float32's rounding of both sides beyond any fixed tolerance.
-for _bias, _affine, _tiny, _label in [(True, True, False, "conv with bias, affine batch norm"),
-                                      (False, True, False, "conv without bias"),
-                                      (True, False, False, "batch norm with affine=False"),
-                                      (True, True, True, "a channel whose variance is far below eps (float64)")]:
-    _conv, _bn = _conv_bn_pair(_bias, _affine, tiny_variance=_tiny)
-    _x_in, _tol = _xc, dict(rtol=1e-4, atol=1e-5)
+for _bias, _affine, _tiny, _in, _label in [
+        (True, True, False, 3, "conv with bias, affine batch norm"),
+        (False, True, False, 3, "conv without bias"),
+        (True, False, False, 3, "batch norm with affine=False"),
+        (True, True, False, 5, "5 input and 5 output channels (which axis of the weight is scaled?)"),
+        (True, True, True, 3, "a channel whose variance is far below eps (float64)")]:
+    _conv, _bn = _conv_bn_pair(_bias, _affine, tiny_variance=_tiny, in_channels=_in)
+    _x_in, _tol = (_xc if _in == 3 else _xc5), dict(rtol=1e-4, atol=1e-5)
     if _tiny:
         _conv, _bn, _x_in, _tol = _conv.double(), _bn.double(), _xc.double(), dict(rtol=1e-10, atol=1e-12)
     _states = lambda: [*(("conv." + _n, _t) for _n, _t in _conv.state_dict().items()),  # noqa: E731

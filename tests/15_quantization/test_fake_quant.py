@@ -19,22 +19,33 @@ def test_fakequantizefunction_forward_equals_quantize_dequantize(scale, zp, qmin
     assert y.dtype == np.float32 and y.shape == x.shape, "same shape and dtype as the input"
 
 
-@pytest.mark.parametrize("scale,zp,qmin,qmax", CASES)
-def test_fakequantizefunction_forward_and_backward_match_torch(torch, scale, zp, qmin, qmax):
+def _forward_and_backward(torch, scale, zp, qmin, qmax):
+    """(tinytorch's and torch's fake-quantized outputs, then their gradients), range ends included."""
     rng = np.random.default_rng(1)
     x = (rng.standard_normal((4, 60)) * 5).astype(np.float32)
     x[0, :4] = np.array([qmin - zp, qmax - zp, qmin - zp - 1, qmax - zp + 1], dtype=np.float32) * scale  # range ends
     g = rng.standard_normal(x.shape).astype(np.float32)
     xo = Tensor(x, requires_grad=True)
     yo = Q.fake_quantize_per_tensor_affine(xo, scale, zp, qmin, qmax)
-    yo.backward(Tensor(g))
     xt = torch.tensor(x, requires_grad=True)
     yt = torch.fake_quantize_per_tensor_affine(xt, scale, zp, qmin, qmax)
+    outputs = (yo.numpy(), yt.detach().numpy())
+    yo.backward(Tensor(g))
     yt.backward(torch.tensor(g))
-    np.testing.assert_allclose(yo.numpy(), yt.detach().numpy(), rtol=0, atol=1e-6,
-                               err_msg="forward equals torch.fake_quantize_per_tensor_affine")
-    np.testing.assert_array_equal(xo.grad.numpy(), xt.grad.numpy(),
-                                  err_msg="straight-through gradient equals torch's (range ends included)")
+    return outputs, (xo.grad.numpy(), xt.grad.numpy())
+
+
+@pytest.mark.parametrize("scale,zp,qmin,qmax", CASES)
+def test_fakequantizefunction_forward_matches_torch(torch, scale, zp, qmin, qmax):
+    (mine, theirs), _ = _forward_and_backward(torch, scale, zp, qmin, qmax)
+    np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-6, err_msg="forward equals torch.fake_quantize_per_tensor_affine")
+
+
+@pytest.mark.parametrize("scale,zp,qmin,qmax", CASES)
+def test_fakequantizefunction_forward_and_backward_gradient_matches_torch(torch, scale, zp, qmin, qmax):
+    """The gradient's mask may be decided in forward (saved) or in backward: the test names both."""
+    _, (mine, theirs) = _forward_and_backward(torch, scale, zp, qmin, qmax)
+    np.testing.assert_array_equal(mine, theirs, err_msg="straight-through gradient equals torch's (range ends included)")
 
 
 # (x, scale, PyTorch's integer): x times the float32 reciprocal of the scale, as PyTorch computes it, and a

@@ -7,13 +7,13 @@ from tinytorch import nn
 from tinytorch.ao.quantization import fuse_conv_bn_eval
 
 
-def _pair(bias=True, affine=True, stride=1, padding=1, dtype=None, seed=0, tiny_var=False):
+def _pair(bias=True, affine=True, stride=1, padding=1, dtype=None, seed=0, tiny_var=False, in_channels=3):
     tt.manual_seed(seed)
-    conv = nn.Conv2d(3, 4, 3, stride=stride, padding=padding, bias=bias, dtype=dtype)
+    conv = nn.Conv2d(in_channels, 4, 3, stride=stride, padding=padding, bias=bias, dtype=dtype)
     bn = nn.BatchNorm2d(4, affine=affine, dtype=dtype)
     with tt.no_grad():
         for _ in range(10):
-            bn(conv(tt.randn(2, 3, 8, 8, dtype=dtype) * 2 - 1))
+            bn(conv(tt.randn(2, in_channels, 8, 8, dtype=dtype) * 2 - 1))
         if affine:
             bn.weight.copy_(tt.rand(4, dtype=dtype) * 3 - 1)  # negative scales too
             bn.bias.copy_(tt.randn(4, dtype=dtype))
@@ -47,6 +47,14 @@ def test_fused_conv_equals_bn_after_conv(bias, affine, stride, padding):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     assert isinstance(fused, nn.Conv2d) and fused.bias is not None and not fused.training
     assert (fused.stride, fused.padding, fused.kernel_size) == (conv.stride, conv.padding, conv.kernel_size)
+
+
+def test_each_output_channel_is_scaled_when_in_equals_out():
+    """With as many input as output channels, scaling the wrong axis of the weight broadcasts."""
+    conv, bn = _pair(in_channels=4)
+    x = tt.randn(2, 4, 7, 7)
+    with tt.no_grad():
+        np.testing.assert_allclose(fuse_conv_bn_eval(conv, bn)(x).numpy(), bn(conv(x)).numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_eps_is_part_of_the_denominator():
