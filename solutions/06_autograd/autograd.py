@@ -190,8 +190,8 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 # %%
 import tinytorch as tt
 from tinytorch import Tensor
-from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, one_gemm_problems, preserved_state,
-                               spied)
+from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, one_gemm_problems, peak_bytes,
+                               preserved_state, spied)
 
 
 def _outcome(fn):
@@ -762,7 +762,8 @@ def _div_backward(node, grad):
 
 @backward_rule("exp")
 def _exp_backward(node, grad):
-    """y = exp(x)."""
+    """y = exp(x). The gradient is computed from the output the node holds, without reading
+    its input x (the check hides x)."""
     # Idea: the derivative of e^x, and the cost of computing it: an exp per element, or none?
     ### BEGIN SOLUTION
     return (grad * node.output,)
@@ -808,7 +809,13 @@ _g = np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]])           # an upstream grad
 _A, _B = _a.numpy(), _b.numpy()
 for _name, _f in [("a + b", lambda a, b: a + b), ("a - b", lambda a, b: a - b),
                   ("a * b", lambda a, b: a * b), ("a / b", lambda a, b: a / b)]:
-    _ra, _rb = call_rule(_f(_a, _b).grad_fn, _g)
+    _shape_error = None
+    try:  # call_rule checks the shapes a rule returns: said here as a check says it
+        _ra, _rb = call_rule(_f(_a, _b).grad_fn, _g)
+    except RuntimeError as _e:
+        _shape_error = str(_e)
+    check(_shape_error is None, f"{_name}: your rule returns one gradient per input, of that input's shape "
+          f"((2, 3) for a, (3,) for b)", got=_shape_error)
     assert_close(_ra, _g * _complex_step(_f, [_A, _B], 0), rtol=1e-12, atol=1e-15,
                  what=f"{_name}: your rule's gradient of a (2, 3) against the definition of the derivative")
     assert_close(_rb, (_g * _complex_step(_f, [_A, _B], 1)).sum(0), rtol=1e-12, atol=1e-15,
@@ -1163,8 +1170,9 @@ def _run_backward(roots, root_grads, retain_graph, sink):
     every (input tensor, gradient) that a rule produces. Each node's rule runs at most once,
     through call_rule (which checks its result, and which dispatch modes see), on the sum
     of all gradients its output received; a node that received none is skipped. Unless
-    `retain_graph`, every node reached is freed once it is done (with retain_graph=True,
-    none is). Raises module 06's "backward through the graph a second time" RuntimeError
+    `retain_graph`, every node reached is freed as soon as it is done, not at the end, and
+    no gradient is kept once its node has run, so that backward's memory falls as it goes
+    (with retain_graph=True, no node is freed). Raises module 06's "backward through the graph a second time" RuntimeError
     (before calling the sink at all) when the graph was already freed. Never writes into a
     gradient array.
     """
@@ -1306,6 +1314,24 @@ assert_equal((_w.grad.item(), _b.grad.item()), (12.0, 4.0), "(w.grad, b.grad) of
 assert_equal((_w.grad.shape, _w.grad.dtype), (_w.shape, _w.dtype), "(shape, dtype) of w.grad")
 check(isinstance(_w.grad, Tensor), "w.grad is a Tensor", got=type(_w.grad))
 
+_t = Tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)  # the sink on its own
+_g = np.array([10.0, 20.0])
+_accumulate_grad(_t, _g)
+_first = _t.grad
+_g[:] = -1.0  # the engine may reuse its arrays afterwards: .grad must not change with them
+assert_equal(_t.grad.numpy(), np.array([10.0, 20.0]),
+             "t.grad after the sink got g = [10, 20], and g was then overwritten with -1")
+_got = _outcome(lambda: _accumulate_grad(_t, np.broadcast_to(np.array(1.0), (2,))))  # read-only, as sum's rule returns
+check(_got is None, "a second gradient that is a read-only broadcast view is accepted", got=_got, expected=None)
+check(_t.grad is _first, "the second gradient is added into the same .grad Tensor object",
+      got="a new Tensor object in t.grad (code that holds the first one no longer sees the sum)")
+assert_equal(_t.grad.numpy(), np.array([11.0, 21.0]), "t.grad after a second gradient [1, 1]: the sum")
+_t32 = Tensor([1.0, 2.0], dtype=np.float32, requires_grad=True)  # rules compute in float64 at times
+_got = _outcome(lambda: _accumulate_grad(_t32, np.array([0.5, 0.25])))
+check(_got is None, "the sink accepts a float64 gradient for a float32 tensor", got=_got, expected=None)
+assert_equal(_t32.grad.dtype if _t32.grad is not None else None, _t32.dtype, "the dtype of .grad for a float32 tensor that received a float64 gradient "
+             "(.grad always has its tensor's dtype)")
+
 _calls = []  # a test-only op whose rule records each call: it must run ONCE, on the sum
 BACKWARD_RULES["test_double"] = lambda node, g: (_calls.append(g.copy()) or (g * 2,))
 try:
@@ -1407,23 +1433,21 @@ check(_h.grad is None, "h = x * 2, made by an op: no .grad after backward (it di
 check(_k.grad is not None, "k = x * 3 called k.retain_grad(): it gets a .grad", got=_k.grad)
 assert_equal(_k.grad.numpy(), _h.numpy(), "k.grad after k.retain_grad(): d(h * k)/dk, with upstream ones, is h")
 
-_t = Tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)  # the sink on its own
-_g = np.array([10.0, 20.0])
-_accumulate_grad(_t, _g)
-_first = _t.grad
-_g[:] = -1.0  # the engine may reuse its arrays afterwards: .grad must not change with them
-assert_equal(_t.grad.numpy(), np.array([10.0, 20.0]),
-             "t.grad after the sink got g = [10, 20], and g was then overwritten with -1")
-_got = _outcome(lambda: _accumulate_grad(_t, np.broadcast_to(np.array(1.0), (2,))))  # read-only, as sum's rule returns
-check(_got is None, "a second gradient that is a read-only broadcast view is accepted", got=_got, expected=None)
-check(_t.grad is _first, "the second gradient is added into the same .grad Tensor object",
-      got="a new Tensor object in t.grad (code that holds the first one no longer sees the sum)")
-assert_equal(_t.grad.numpy(), np.array([11.0, 21.0]), "t.grad after a second gradient [1, 1]: the sum")
-_t32 = Tensor([1.0, 2.0], dtype=np.float32, requires_grad=True)  # rules compute in float64 at times
-_got = _outcome(lambda: _accumulate_grad(_t32, np.array([0.5, 0.25])))
-check(_got is None, "the sink accepts a float64 gradient for a float32 tensor", got=_got, expected=None)
-assert_equal(_t32.grad.dtype if _t32.grad is not None else None, _t32.dtype, "the dtype of .grad for a float32 tensor that received a float64 gradient "
-             "(.grad always has its tensor's dtype)")
+def _layers_then_backward(n=2**15, layers=24):
+    """24 layers y = y * w on vectors of n float64, built and run backward."""
+    weights = [Tensor(np.full(n, 1.01), requires_grad=True) for _ in range(layers)]
+    y = Tensor(np.ones(n))
+    for w in weights:
+        y = y * w
+    backward(y, np.ones(n))  # your engine (what y.backward(...) calls once exported)
+
+
+_arrays = peak_bytes(_layers_then_backward) / (2**15 * 8)
+check(_arrays <= 60, "backward frees each node as soon as its rule has run and drops each gradient once used: 24 "
+      "layers y = y * w, built and run backward, peak at about two arrays a layer (the weights and the "
+      "activations; each new weight gradient takes the place of an activation already released). Keeping the "
+      "nodes, or the gradients, until the end adds one array a layer; got the peak, in arrays of a layer's size",
+      got=round(_arrays, 1), expected="<= 60 for 24 layers")
 print("✓ the engine: w.grad =", _w.grad.item(), "b.grad =", _b.grad.item(), "| shared node ran once on", _calls[0])
 
 # %% [markdown]
@@ -1666,8 +1690,8 @@ _tiny = np.array([2.36432494e-08, -3.76337096e-07, 0.1, 0.7])  # (v - eps) + eps
 _tiny_before = _tiny.copy()
 numerical_grad(lambda: float(np.sum(_tiny ** 2)), _tiny)
 _moved = [f"{b!r} became {a!r}" for a, b in zip(_tiny, _tiny_before) if a.tobytes() != b.tobytes()]
-check(not _moved, "after numerical_grad every value of x is exactly what it was, to the last bit (restore the "
-      "saved value: undoing the nudge by arithmetic rounds, most visibly near 0)", got="; ".join(_moved))
+check(not _moved, "after numerical_grad every value of x is exactly what it was, to the last bit (in floating "
+      "point, (v - eps) + eps is not always v, most visibly near 0)", got="; ".join(_moved))
 assert_equal(_ng.dtype, np.dtype(np.float64), "dtype of the numerical gradient")
 # For a cubic, the central difference with step eps is off by exactly eps² (the eps³ terms
 # cancel, and the cubic has no higher ones): with eps = 0.1 every entry is 3v² + 0.01.
@@ -1716,8 +1740,7 @@ print("✓ numerical_grad and gradcheck: d(v³)/dv =", _ng.ravel())
 # <details><summary>Hint 1</summary>
 #
 # `transpose` swaps two axes: what undoes a swap? `permute` sends input axis `dims[k]` to
-# output axis `k`: what permutation sends them back? (numpy can compute an inverse
-# permutation by sorting.)
+# output axis `k`: what permutation sends them back?
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -1742,8 +1765,8 @@ print("✓ numerical_grad and gradcheck: d(v³)/dv =", _ng.ravel())
 # shape is on the node), of a broadcast (you have written that inverse already). Indexing
 # is the one that needs an idea, because an arbitrary index has no inverse you could
 # write down: but you can run it *forward* on an array that labels every element of `x`
-# with its own position, and then the labels say where each gradient goes. Adding
-# gradients at labels, repeated labels included, is a weighted count.
+# with its own position, and then the labels say where each gradient goes, repeated
+# labels included.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-views", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2098,7 +2121,8 @@ for _what, _fn in [("sum()", lambda x: x.sum()), ("sum((0, 2))", lambda x: x.sum
                    ("mean(1) (keepdim=False, a middle dim)", lambda x: x.mean(1))]:
     check_gradcheck(_fn, [_x], f"gradcheck of x.{_what} for x of shape (2, 3, 4)")
 for _sa, _sb in [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
-                 ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 5))]:
+                 ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 5)),
+                 ((4,), (2, 4, 3)), ((2, 3, 4), (4,))]:  # a 1-D operand against a batch
     _A = Tensor(_rng.standard_normal(_sa), requires_grad=True)
     _B = Tensor(_rng.standard_normal(_sb), requires_grad=True)
     check_gradcheck(lambda a, b: a @ b, [_A, _B], f"gradcheck of a @ b for shapes {_sa} @ {_sb}")
@@ -2168,9 +2192,9 @@ print("✓ sum, mean and matmul rules; weight gradient of a (2, 3, 4) batch @ a 
 #
 # <details><summary>The approach (cumsum)</summary>
 #
-# The gradient of a running sum is a running sum of the upstream gradient taken in the
-# opposite direction. numpy only runs forward; the rule can still cost one cumulative sum,
-# like the forward, and no copy.
+# Write the gradient of x[i] as a sum over the outputs that x[i] contributes to, and look at
+# which upstream entries that sum covers as i moves. Then ask how all of those sums can
+# cost one cumulative sum, as the forward does, and no copy.
 # </details>
 #
 # <details><summary>Hint 1 (sort and topk)</summary>
@@ -2182,8 +2206,7 @@ print("✓ sum, mean and matmul rules; weight gradient of a (2, 3, 4) batch @ a 
 # <details><summary>The approach (sort and topk)</summary>
 #
 # The rule is the indexing rule of section 9 in a special form: the saved indices are the
-# labels, and along `dim` each label occurs once, so no counting is needed — the gradient
-# is a zero array with each upstream entry placed at its label.
+# labels, and along `dim` each label occurs once, so no counting is needed, only placing.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "rules-more-ops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2221,7 +2244,7 @@ def _topk_backward(node, grad):
 # backward rule under both.
 
 # %%
-from tinytorch.testing import peak_bytes, python_steps  # the meters the tests use too
+from tinytorch.testing import python_steps  # the step meter the tests use too (peak_bytes is imported above)
 
 
 def check_rule_costs(op, forward, what, loops=True, small=(2, 3), large=(60, 70), wide=(4, 500)):
@@ -2501,7 +2524,7 @@ def _relu_backward(node, grad):
 
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
-    """y = sigmoid(x)."""
+    """y = sigmoid(x). Computed from the output the node holds, without reading x."""
     # Idea: differentiate σ(x) = 1 / (1 + e^-x); which arrays does your result need, and which does the node hold?
     ### BEGIN SOLUTION
     s = node.output
@@ -2511,7 +2534,7 @@ def _sigmoid_backward(node, grad):
 
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
-    """y = tanh(x)."""
+    """y = tanh(x). Computed from the output the node holds, without reading x."""
     # Idea: differentiate tanh; which arrays does your result need, and which does the node hold?
     ### BEGIN SOLUTION
     t = node.output
@@ -2521,7 +2544,8 @@ def _tanh_backward(node, grad):
 
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
-    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
+    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). Computed
+    from the output the node holds, without reading x, in memory of a few arrays of x's size."""
     # Idea: the Jacobian's entries, contracted with grad, without building the matrix.
     ### BEGIN SOLUTION
     s = node.output
@@ -2532,7 +2556,9 @@ def _softmax_backward(node, grad):
 
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
-    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
+    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim).
+    Computed from the output the node holds, without reading x, in memory of a few arrays of
+    x's size."""
     # Idea: differentiate the two terms of ℓ = x - log S separately.
     ### BEGIN SOLUTION
     dim = node.attrs["dim"]
@@ -3148,7 +3174,11 @@ my_softplus_design = ""  # e.g. "saves ..., because ..."; not graded
 # machine-dependent, and on a busy machine they scatter: compare within one run of the
 # cell. "Yours" and "saves x" run the same forward code, so the gap between their forward
 # times is this run's noise (on a machine shared with other work it can reach 40% or more):
-# a difference smaller than that gap says nothing.
+# a difference smaller than that gap says nothing. The two other designs are built from
+# your code, so each pays for one extra run of it: "saves x" runs your forward and backward
+# again in its backward, and "saves the slope" runs them once in its forward on top of the
+# forward itself. A hand-written version of either would spend less; read their times as
+# an upper bound.
 
 # %%
 # The two other designs, built from your own Softplus so that they give away nothing and
@@ -3221,8 +3251,9 @@ for _label in _designs:  # the first round warms up; the fastest of the other se
 # time it runs (from x with module 02's stable sigmoid; from the output y, as
 # $1 - e^{-y}$, computed with `expm1` to keep its digits). Saving the slope adds one array of `x`'s size for every softplus in the
 # network, from its forward until its backward; in exchange its backward is a single
-# multiplication, and its forward does the extra work of computing the slope (the
-# measurement above shows how much that costs on this machine). Neither is wrong. Where activation memory limits the batch size, the free
+# multiplication, and its forward does the extra work of computing the slope (above, a whole
+# extra run of your forward and backward: more than a hand-written forward would spend,
+# which computes the slope from what it already has). Neither is wrong. Where activation memory limits the batch size, the free
 # design wins; where backward time matters more, the slope does. PyTorch's `F.softplus`
 # saves its input (section 17).
 # </details>
@@ -3260,9 +3291,8 @@ for _label in _designs:  # the first round warms up; the fastest of the other se
 #
 # <details><summary>Hint 2</summary>
 #
-# Your derivative is a ratio of two numbers that both overflow at $10^4$. A ratio of
-# positive numbers $a / b$ equals $e^{\log a - \log b}$ — and one of those logarithms is
-# the output of forward.
+# Your derivative is a ratio of two numbers that both overflow at $10^4$. Can you compute
+# the ratio without computing either number, from something forward already returned?
 # </details>
 #
 # <details><summary>Hint 3</summary>

@@ -7,7 +7,7 @@ import pytest
 
 import tinytorch as tt
 from tinytorch import autograd, nn
-from tinytorch.testing import weak_ref
+from tinytorch.testing import peak_bytes, weak_ref
 
 
 def test_one_neuron_values():
@@ -201,10 +201,11 @@ def test_accumulate_grad_keeps_a_copy_and_adds_in_place():
     assert isinstance(first, tt.Tensor) and not first.requires_grad
     assert first.shape == (2,) and first.dtype == tt.float64
     g[:] = -1.0  # the engine may reuse its arrays: .grad must not change with them
-    np.testing.assert_array_equal(t.grad.numpy(), [10.0, 20.0])
+    np.testing.assert_array_equal(t.grad.numpy(), [10.0, 20.0], err_msg="t.grad after g was overwritten: .grad keeps a copy")
     autograd.engine._accumulate_grad(t, np.broadcast_to(np.array(1.0), (2,)))  # read-only, as sum's rule returns
-    assert t.grad is first
-    np.testing.assert_array_equal(t.grad.numpy(), [11.0, 21.0])
+    assert t.grad is first, ("the second gradient must be added into the same .grad Tensor object, not put in a "
+                             "new one (code holding the first no longer sees the sum)")
+    np.testing.assert_array_equal(t.grad.numpy(), [11.0, 21.0], err_msg="t.grad after a second gradient [1, 1]: the sum")
     w32 = tt.tensor(np.zeros(2, dtype=np.float32), requires_grad=True)
     autograd.engine._accumulate_grad(w32, np.array([0.5, 1.5]))  # a float64 gradient for a float32 leaf
     assert w32.grad.dtype == tt.float32
@@ -312,6 +313,26 @@ def test_run_backward_frees_the_graph_and_releases_activations():
     assert ref() is None, "after backward nothing may keep the activation alive"
     for node in nodes:
         assert node.inputs is None and node.output is None and node.attrs is None
+
+
+def _layers_then_backward(n, layers):
+    weights = [tt.tensor(np.full(n, 1.01), requires_grad=True) for _ in range(layers)]
+    y = tt.tensor(np.ones(n))
+    for w in weights:
+        y = y * w
+    y.sum().backward()
+
+
+@pytest.mark.parametrize("layers", [16, 32])
+def test_run_backward_releases_each_node_and_gradient_as_it_goes(layers):
+    """Built and run backward, `layers` layers y = y * w peak at about two arrays a layer (the
+    weights and the activations; each weight gradient takes the place of a released
+    activation). Freeing at the end, or keeping every used gradient, adds one a layer."""
+    n = 2**15
+    arrays = peak_bytes(_layers_then_backward, n, layers) / (n * 8)
+    assert arrays <= 2.5 * layers, (f"{layers} layers peaked at {arrays:.1f} arrays of the layers' size: backward "
+                                    f"must free each node as soon as its rule has run and drop each gradient once "
+                                    f"used, not keep them until the end")
 
 
 def test_nonscalar_backward_needs_a_gradient():

@@ -210,7 +210,8 @@ def _div_backward(node, grad):
 
 @backward_rule("exp")
 def _exp_backward(node, grad):
-    """y = exp(x)."""
+    """y = exp(x). The gradient is computed from the output the node holds, without reading
+    its input x (the check hides x)."""
     # Idea: the derivative of e^x, and the cost of computing it: an exp per element, or none?
     # YOUR CODE HERE
     raise NotImplementedError('_exp_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -329,8 +330,9 @@ def _run_backward(roots, root_grads, retain_graph, sink):
     every (input tensor, gradient) that a rule produces. Each node's rule runs at most once,
     through call_rule (which checks its result, and which dispatch modes see), on the sum
     of all gradients its output received; a node that received none is skipped. Unless
-    `retain_graph`, every node reached is freed once it is done (with retain_graph=True,
-    none is). Raises module 06's "backward through the graph a second time" RuntimeError
+    `retain_graph`, every node reached is freed as soon as it is done, not at the end, and
+    no gradient is kept once its node has run, so that backward's memory falls as it goes
+    (with retain_graph=True, no node is freed). Raises module 06's "backward through the graph a second time" RuntimeError
     (before calling the sink at all) when the graph was already freed. Never writes into a
     gradient array.
     """
@@ -749,7 +751,7 @@ def _relu_backward(node, grad):
 
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
-    """y = sigmoid(x)."""
+    """y = sigmoid(x). Computed from the output the node holds, without reading x."""
     # Idea: differentiate σ(x) = 1 / (1 + e^-x); which arrays does your result need, and which does the node hold?
     # YOUR CODE HERE
     raise NotImplementedError('_sigmoid_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -757,7 +759,7 @@ def _sigmoid_backward(node, grad):
 
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
-    """y = tanh(x)."""
+    """y = tanh(x). Computed from the output the node holds, without reading x."""
     # Idea: differentiate tanh; which arrays does your result need, and which does the node hold?
     # YOUR CODE HERE
     raise NotImplementedError('_tanh_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -765,7 +767,8 @@ def _tanh_backward(node, grad):
 
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
-    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
+    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). Computed
+    from the output the node holds, without reading x, in memory of a few arrays of x's size."""
     # Idea: the Jacobian's entries, contracted with grad, without building the matrix.
     # YOUR CODE HERE
     raise NotImplementedError('_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -773,7 +776,9 @@ def _softmax_backward(node, grad):
 
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
-    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim)."""
+    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim).
+    Computed from the output the node holds, without reading x, in memory of a few arrays of
+    x's size."""
     # Idea: differentiate the two terms of ℓ = x - log S separately.
     # YOUR CODE HERE
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
