@@ -315,24 +315,34 @@ def test_run_backward_frees_the_graph_and_releases_activations():
         assert node.inputs is None and node.output is None and node.attrs is None
 
 
-def _layers_then_backward(n, layers):
-    weights = [tt.tensor(np.full(n, 1.01), requires_grad=True) for _ in range(layers)]
-    y = tt.tensor(np.ones(n))
-    for w in weights:
-        y = y * w
-    y.sum().backward()
+def test_run_backward_releases_each_node_and_gradient_as_it_goes(custom_rules):
+    """When the last rule of a chain runs, every other node is already freed and no gradient
+    already used is still held: memory falls during backward, not at its end."""
+    seen = {}
 
+    def last_rule(node, grad):
+        seen["unfreed"] = sum(n.inputs is not None for n in nodes if n is not node)
+        return (grad,)
 
-@pytest.mark.parametrize("layers", [16, 32])
-def test_run_backward_releases_each_node_and_gradient_as_it_goes(layers):
-    """Built and run backward, `layers` layers y = y * w peak at about two arrays a layer (the
-    weights and the activations; each weight gradient takes the place of a released
-    activation). Freeing at the end, or keeping every used gradient, adds one a layer."""
-    n = 2**15
-    arrays = peak_bytes(_layers_then_backward, n, layers) / (n * 8)
-    assert arrays <= 2.5 * layers, (f"{layers} layers peaked at {arrays:.1f} arrays of the layers' size: backward "
-                                    f"must free each node as soon as its rule has run and drop each gradient once "
-                                    f"used, not keep them until the end")
+    custom_rules("test_last", last_rule)
+    x = tt.tensor(np.ones(8), requires_grad=True)
+    y = tt.apply("test_last", lambda t: t.numpy() + 0.0, x)
+    for _ in range(6):
+        y = y.exp() * 0.5
+    loss = y.sum()
+    nodes = autograd.topological_order([loss.grad_fn])
+    loss.backward()
+    assert seen["unfreed"] == 0, (f"when the last rule ran, {seen['unfreed']} of the {len(nodes) - 1} other nodes "
+                                  f"were not freed yet: free each node as soon as its rule has run, not at the end")
+
+    n, layers = 2**15, 16
+    y = x = tt.tensor(np.ones(n), requires_grad=True)
+    for _ in range(layers):
+        y = y * 0.5
+    loss = y.sum()
+    arrays = peak_bytes(autograd.backward, loss) / (n * 8)  # what backward allocates, net of what it releases
+    assert arrays <= 6, (f"backward through {layers} layers held up to {arrays:.1f} new arrays of the layers' size at "
+                         f"once: drop each node's gradient once its rule has run (a few are in use at a time)")
 
 
 def test_nonscalar_backward_needs_a_gradient():
