@@ -9,6 +9,7 @@ make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_
 choose (the decision) are written in the notebook; the model, the accelerated layers, the
 byte and FLOP counts, the latency measurement, the table and the plot are provided.
 """
+import contextlib
 import copy
 import math
 
@@ -24,7 +25,6 @@ from tinytorch.nn import prune
 from tinytorch.optim import Adam
 from tinytorch.training import evaluate, fit
 from tinytorch.utils.benchmark import Measurement, Timer
-from tinytorch.utils.timing import pinned_threads
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency",
@@ -50,6 +50,21 @@ def train_digits_cnn(epochs=8, seed=0, lr=1e-2, train_set=None):
 
 
 # -- cell 16 --
+@contextlib.contextmanager
+def _numba_threads(n):
+    """numba's parallel loops on `n` threads inside the block. Only numba's count: the layers
+    call no BLAS, and setting numba's count takes microseconds, where limiting every thread
+    pool of the process (pinned_threads) takes milliseconds, more than a small layer's work."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 class NumbaConv2d(nn.Module):
     """A trained Conv2d's forward on module 17's kernels: im2col, then one blocked matmul."""
 
@@ -70,7 +85,7 @@ class NumbaConv2d(nn.Module):
             raise ValueError("NumbaConv2d: the numba im2col takes one stride and one padding for both axes")
         n, _, h, w = a.shape
         h_out, w_out = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
-        with pinned_threads(self.num_threads):
+        with _numba_threads(self.num_threads):
             cols = cpu_kernels.im2col(a, kh, kw, sh, ph)                      # (N, C*kh*kw, L)
             cols2d = np.ascontiguousarray(cols.transpose(1, 0, 2).reshape(cols.shape[1], -1))
             out = cpu_kernels.matmul_blocked(self._w2d, cols2d)               # (C_out, N*L)
@@ -97,7 +112,7 @@ class NumbaLinear(nn.Module):
 
     def forward(self, x):
         a = np.ascontiguousarray(x.numpy().reshape(-1, self.in_features), dtype=self._wt.dtype)
-        with pinned_threads(self.num_threads):
+        with _numba_threads(self.num_threads):
             out = cpu_kernels.matmul_blocked(a, self._wt)
         if self.bias is not None:
             out = out + self.bias.numpy()
@@ -184,7 +199,8 @@ def report_row(name, accuracy, latency, nbytes, flops):
 
     Contract: `accuracy` a finite real number in [0, 1] (returned as a float); `latency` a
     module 19 Measurement, whose median and IQR (seconds) become median_s and iqr_s; `nbytes`
-    and `flops` integers > 0 (Python or numpy ints; not bools). Errors: ValueError for any
+    and `flops` integers > 0 (Python or numpy ints, stored as Python ints; not bools).
+    Errors: ValueError for any
     field that is missing (None) or fails its rule; the message names the variant `name` and
     the field (accuracy, latency, bytes or flops) and shows the value it got.
     """
@@ -252,7 +268,7 @@ def pareto_plot(rows, front=(), chosen=None, ax=None):
     from matplotlib.ticker import FuncFormatter
     for axis in (ax.xaxis,):
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(v)[0] in "25" else ""))
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
     ax.margins(x=0.3, y=0.25)
     ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: IQR)")
     ax.set_ylabel("test accuracy")

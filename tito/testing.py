@@ -386,6 +386,18 @@ def _explanation(failing: list[tuple[set, set]], scores: dict) -> tuple[set, set
     return common, accused
 
 
+def _first_line(message: str) -> str:
+    """A failure's summary line. numpy's assertions start their message on a new line
+    ("AssertionError: " then "Not equal to tolerance ..."): then the next line that says
+    something is joined on."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    if not lines:
+        return message.strip()
+    if lines[0].rstrip().endswith(":") and len(lines) > 1:
+        return f"{lines[0].rstrip()} {lines[1].strip()}"
+    return lines[0]
+
+
 def parse_junit(path: Path, package_parent: Path, module: Module | None = None) -> Outcome:
     outcome = Outcome()
     stubs = _manifest(module.root, module.notebook_rel) if module else []
@@ -411,7 +423,7 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
         if bad is not None:
             outcome.failed += 1
             message = (props.get("tito_message") or bad.get("message") or bad.tag).strip()
-            first = message.splitlines()[0] if message else bad.tag
+            first = _first_line(message) if message else bad.tag
             frames = [f for f in (props.get("tinytorch_frames") or "").split("|") if f]
             found = locate_student_code(module.root, package_parent, frames) if module and frames else None
             where, stub, order = found if found else (locate(package_parent, bad.text or ""), None, None)

@@ -373,7 +373,8 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 # does this automatically; here you do it by hand.
 #
 # Three numba options: `parallel=True` with a `prange` loop (over which index, so that no two
-# threads ever write the same element?); `fastmath=True`, which lets the compiler
+# threads ever write the same element, and so that the thread pool is woken once per call,
+# not once per row?); `fastmath=True`, which lets the compiler
 # reorder and vectorise floating-point arithmetic, safe here because every element is
 # computed on its own (no long sum whose rounding would change with the order); `cache=True`,
 # which stores the machine code on disk so the next process does not compile again.
@@ -453,6 +454,10 @@ assert_close(_y64, _gelu_reference(_x64 + _b64), rtol=1e-12, atol=1e-14,
 _, _clashes = parallel_write_clashes(bias_gelu, _x[:, :5], _b[:5])
 check(not _clashes, "no two iterations of bias_gelu's prange loop write the same element (section 3 shows why "
       "that matters); got lists (array shape, element, first iteration, second iteration)", got=_clashes)
+_, _regions = parallel_regions(bias_gelu, _x[:, :5], _b[:5])
+check(_regions == 1, "bias_gelu starts one parallel loop per call (a prange inside a plain loop starts once per "
+      "outer iteration, and each start wakes the thread pool); got the number of starts on a 5 x 5 input",
+      got=_regions, expected=1)
 _f64 = float64_ops(bias_gelu, _x, _b)
 check(_f64 == 0, "bias_gelu on float32 input computes in float32 (a float64 constant promotes every element it "
       "touches, erf included, to double precision: the same values, slower); got the number of float64 operations "

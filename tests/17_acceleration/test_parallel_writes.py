@@ -38,6 +38,12 @@ def test_bias_gelu_iterations_write_their_own_rows():
     assert clashes == [], f"two iterations wrote one element (shape, element, iterations): {clashes[:3]}"
 
 
+def test_bias_gelu_starts_one_parallel_loop_per_call():
+    _, regions = parallel_regions(ck.bias_gelu, A, A[0])
+    assert regions == 1, (f"bias_gelu started {regions} parallel loops on a {A.shape} input: a prange inside a "
+                          f"plain loop starts once per outer iteration")
+
+
 def test_matmul_ikj_iterations_write_their_own_rows_of_c():
     clashes, c = _clashes_and_value(ck.matmul_ikj, A, B)
     assert clashes == [], f"two iterations wrote one element of C (shape, element, iterations): {clashes[:3]}"

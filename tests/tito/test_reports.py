@@ -191,3 +191,15 @@ def test_with_each_tests_functions_recorded_a_planted_bug_is_filed_under_its_fun
     proc = course.tito("test", "module", "02")
     first = [line for line in proc.stdout.splitlines() if line.startswith("  ✗")][0]
     assert "`relu`" in first, proc.stdout[-3000:]
+
+
+@pytest.mark.parametrize("message,first", [
+    ("AssertionError: \nNot equal to tolerance rtol=1e-06, atol=1e-07\n\nMismatched elements: 1 / 3",
+     "AssertionError: Not equal to tolerance rtol=1e-06, atol=1e-07"),
+    ("ValueError: choose: no rows\nmore", "ValueError: choose: no rows"),
+    ("\n\nRuntimeError: boom", "RuntimeError: boom"),
+])
+def test_the_summary_line_of_a_failure_is_never_blank(message, first):
+    from tito.testing import _first_line
+
+    assert _first_line(message) == first
