@@ -13,23 +13,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 NO_GPU = 2  # exit status when there is nothing to measure
 
 
 def _median_seconds(fn, repeats):
+    """The course's median_time of `fn`, each call waited for: a launch returns before its kernel ends."""
     from numba import cuda
 
-    fn()  # compile and warm up
-    cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
+    from tinytorch.utils.timing import median_time
+
+    def finished():
         fn()
         cuda.synchronize()
-        times.append(time.perf_counter() - started)
-    return sorted(times)[len(times) // 2]
+
+    return median_time(finished, repeats=repeats)
 
 
 def _copies(n, repeats):

@@ -99,8 +99,8 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 # those two are all it cares about. Which one to ship is a *decision rule* (a product
 # requirement), stated before looking: here, "the fewest bytes among the variants within 2
 # points of the best accuracy". That rule brings in a third objective, bytes, which this
-# front does not see: the variant it picks can lie off the latency-accuracy front (on the
-# front of all three objectives it never does).
+# front does not see: the variant it picks can lie off the latency-accuracy front (off the
+# front of all three objectives only through an exact tie of bytes and latency).
 #
 # The picture below uses made-up points, only to show the geometry (the real ones come in
 # section 7): the front is the staircase of points with nothing to their upper left.
