@@ -6,7 +6,8 @@
 """The capstone (module 20): variants of a trained model, measured and compared.
 
 make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front and
-choose (the decision) are written in the notebook; the model, the accelerated layers, the
+choose (the decision) and accuracy_gap (how far a measured gap could move) are written in
+the notebook; the model, the accelerated layers, the
 byte and FLOP counts, the latency measurement, the table and the plot are provided.
 """
 import contextlib
@@ -28,7 +29,7 @@ from tinytorch.utils.benchmark import Measurement, Timer
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency",
-           "report_row", "pareto_front", "choose", "format_report", "pareto_plot"]
+           "report_row", "pareto_front", "choose", "accuracy_gap", "format_report", "pareto_plot"]
 
 
 # -- cell 9 --
@@ -296,3 +297,20 @@ def _place_labels(ax, rows):
         ax.annotate(text, (r["median_s"] * 1e3, r["accuracy"]), textcoords="offset points",
                     xytext=(dx, dy), fontsize=8,
                     arrowprops=dict(arrowstyle="-", color="grey", lw=0.5) if abs(dy) > 10 else None)
+
+
+# -- cell 47 (accuracy-gap) --
+def accuracy_gap(correct_a, correct_b):
+    """The accuracy gap of variant a over variant b on the same test examples, with an
+    approximate 95% interval for the gap on the population the examples were drawn from.
+
+    Contract: `correct_a`, `correct_b` 1-D arrays of bools (or 0/1), one entry per test
+    example in the same order, True where that variant's prediction was right; n >= 2
+    entries each. Returns (gap, low, high) as Python floats, gap = accuracy of a - accuracy
+    of b and low <= gap <= high. Cheap: the check calls it thousands of times.
+    Errors: ValueError when the arrays are not 1-D of the same length, or have fewer than 2
+    entries (the message gives both shapes).
+    """
+    # Idea: the two variants answered the same digits; a gap is a property of each digit.
+    # YOUR CODE HERE
+    raise NotImplementedError('accuracy_gap() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')

@@ -34,6 +34,9 @@
 #   other variant beats on both;
 # - apply a **decision rule** (`choose`): the smallest variant within a tolerance of the best
 #   accuracy;
+# - say how far a measured accuracy gap could move on another test set (`accuracy_gap`), and
+#   why two variants measured on the same digits can be told apart far more sharply than
+#   two accuracies on their own;
 # - read the report and the Pareto plot, and say which trade-offs this machine and this
 #   framework really offer (int8 is 4x smaller, but is it faster here?).
 #
@@ -130,7 +133,8 @@ plt.show()
 """The capstone (module 20): variants of a trained model, measured and compared.
 
 make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front and
-choose (the decision) are written in the notebook; the model, the accelerated layers, the
+choose (the decision) and accuracy_gap (how far a measured gap could move) are written in
+the notebook; the model, the accelerated layers, the
 byte and FLOP counts, the latency measurement, the table and the plot are provided.
 """
 import contextlib
@@ -152,7 +156,7 @@ from tinytorch.utils.benchmark import Measurement, Timer
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency",
-           "report_row", "pareto_front", "choose", "format_report", "pareto_plot"]
+           "report_row", "pareto_front", "choose", "accuracy_gap", "format_report", "pareto_plot"]
 
 # %% [markdown]
 # ## 2. The model, trained once
@@ -495,6 +499,13 @@ assert_equal([type(m).__name__ for m in variants["numba"]],
              "the numba variant's layers")
 for _i in (0, 4, 6):
     assert_equal(variants["numba"][_i].weight.numpy(), model[_i].weight.numpy(), f"numba layer {_i}'s weight")
+with preserved_state():
+    _plain = make_variants(model, _calib[:2], amount=0.5)   # no fine_tune: "shrunk" is the cut alone
+_cut = prune_neurons(model, 0.5)
+for _i in (0, 4, 6):
+    assert_equal(_plain["shrunk"][_i].weight.numpy(), _cut[_i].weight.numpy(),
+                 f"'shrunk' without fine_tune, layer {_i}'s weight: prune_neurons of the trained model "
+                 f"(not of another variant)")
 assert_raises(ValueError, make_variants, model, _calib, amount=0.0, match="0.0")
 assert_raises(ValueError, make_variants, model, _calib, amount=1.0, match="1.0")
 assert_raises(ValueError, make_variants, model, [], amount=0.5, match="calibration")
@@ -891,7 +902,7 @@ plt.show()
 #   per call is tiny, and the call overheads on both paths matter as much as the arithmetic.
 #
 # The printed latencies are this machine's, now; on a loaded machine the IQRs widen and the
-# order of close variants can swap. That is why the rows carry the IQR and why section 10
+# order of close variants can swap. That is why the rows carry the IQR and why section 11
 # compares two variants in pairs.
 #
 # The check below tests the thresholds this pipeline promises (the same as `tito test`).
@@ -918,7 +929,151 @@ print(f"✓ report: float32 {_r['float32']['accuracy']:.3f}, int8 {_r['float32']
       f"smaller, front {front}, chosen {chosen!r}")
 
 # %% [markdown]
-# ## 10. Systems look: does smaller mean faster? Predict, then measure
+# ## 10. Is a gap real? Accuracy measured on 359 digits
+#
+# `choose` drew its line at 2 points, and the table puts int8 a fraction of a point below
+# float32. But the test set is 359 digits, and one digit is 0.28 points: another 359 digits
+# from the same writers would give other accuracies, and another gap. A decision that rests
+# on a gap should say how far the gap could move.
+#
+# One fact makes this sharper than it looks: both variants answered the **same** 359
+# digits. For each digit, each variant was right or wrong, so every digit lands in one cell
+# of this table:
+#
+# |  | b right | b wrong |
+# |---|---|---|
+# | **a right** | both right | only a right |
+# | **a wrong** | only b right | both wrong |
+#
+# Before writing anything, answer these for yourself:
+#
+# 1. Which cells change the gap $\text{acc}_a - \text{acc}_b$, and which leave it alone?
+# 2. int8 is a rounded copy of float32, so the two agree on almost every digit. Should the
+#    uncertainty of *their gap* be about the uncertainty of one accuracy on its own, about
+#    the two combined, or less than either? Why?
+#
+# Write `accuracy_gap(correct_a, correct_b)`: the gap and an approximate 95% interval for
+# the gap you would see on the whole population of digits the test set was drawn from.
+# `correct_a[i]` says whether variant a got digit `i` right. Use what the two answers share;
+# the check samples thousands of test sets from a population whose gap it knows, and
+# counts how often your interval contains it (about 95% of the time, neither much less nor
+# much more: an interval that is too wide is as wrong as one too narrow).
+#
+# <details><summary>Hint 1</summary>
+#
+# Give each digit one number that says what it did to the gap. What values can that
+# number take, and what is the gap in terms of those numbers?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The gap is then an average of n numbers, one per digit, drawn independently from the
+# population. What do you know about how much an average of n independent draws varies,
+# and how wide a 95% interval is around an average of many draws?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Two accuracies measured on different digits would each carry their own noise, and the
+# noises would add. Measured on the same digits, the digits both variants get right (or
+# both get wrong) move both accuracies together and cancel in the gap: only the digits
+# where the variants disagree carry information about it. Reduce each digit to its effect
+# on the gap, and treat the gap as the mean of those effects.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "accuracy-gap", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def accuracy_gap(correct_a, correct_b):
+    """The accuracy gap of variant a over variant b on the same test examples, with an
+    approximate 95% interval for the gap on the population the examples were drawn from.
+
+    Contract: `correct_a`, `correct_b` 1-D arrays of bools (or 0/1), one entry per test
+    example in the same order, True where that variant's prediction was right; n >= 2
+    entries each. Returns (gap, low, high) as Python floats, gap = accuracy of a - accuracy
+    of b and low <= gap <= high. Cheap: the check calls it thousands of times.
+    Errors: ValueError when the arrays are not 1-D of the same length, or have fewer than 2
+    entries (the message gives both shapes).
+    """
+    # Idea: the two variants answered the same digits; a gap is a property of each digit.
+    ### BEGIN SOLUTION
+    a, b = np.asarray(correct_a, dtype=np.float64), np.asarray(correct_b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape or a.size < 2:
+        raise ValueError(f"accuracy_gap: needs two 1-D arrays of the same length >= 2, got shapes "
+                         f"{a.shape} and {b.shape}")
+    per_example = a - b
+    gap = per_example.mean()
+    half = 1.96 * per_example.std(ddof=1) / math.sqrt(per_example.size)
+    return float(gap), float(gap - half), float(gap + half)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# The check first works a case out by hand, then samples 2,000 test sets of 359 digits from
+# a population where a is right on 94% of digits, b on 91.5%, and they disagree on 5.5% of
+# them (true gap: 2.5 points), and counts how often your interval contains 2.5 points.
+
+# %% nbgrader={"grade": true, "grade_id": "test-accuracy-gap", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_g = accuracy_gap(np.array([1, 1, 1, 1, 0, 1, 0, 1], bool), np.array([1, 1, 1, 0, 0, 0, 1, 1], bool))
+assert_close(_g[0], 0.125, what="gap of a (6 of 8 right) over b (5 of 8 right)")
+check(_g[1] <= _g[0] <= _g[2], "low <= gap <= high", got=_g)
+check(all(type(v) is float for v in _g), "gap, low and high are Python floats", got=[type(v).__name__ for v in _g])
+_same = np.arange(359) % 7 != 0
+_gs = accuracy_gap(_same, _same.copy())
+check(_gs[0] == 0 and _gs[2] - _gs[1] <= 0.01,
+      "two variants right on exactly the same digits: gap 0, and no room for any other gap", got=_gs,
+      expected="(0.0, about 0, about 0)")
+_rng = np.random.default_rng(20)
+_cells = [0.90, 0.04, 0.015, 0.045]  # both right, only a right, only b right, both wrong
+_hits, _widths = 0, []
+for _ in range(2000):
+    _c = _rng.choice(4, size=359, p=_cells)
+    _gap, _lo, _hi = accuracy_gap((_c == 0) | (_c == 1), (_c == 0) | (_c == 2))
+    _hits += _lo <= 0.025 <= _hi
+    _widths.append(_hi - _lo)
+check(0.92 <= _hits / 2000 <= 0.98,
+      "how often the interval contains the true gap (2.5 points), over 2,000 sampled test sets",
+      got=f"{_hits / 2000:.3f} (mean width {np.mean(_widths) * 100:.2f} points)",
+      expected="0.92 to 0.98 (95% intended): below, too narrow; above, too wide for what the digits show")
+assert_raises(ValueError, accuracy_gap, _same, np.ones(1, bool), match=r"\(1,\)")  # one flag, not one per digit
+assert_raises(ValueError, accuracy_gap, np.ones(1, bool), np.ones(1, bool), match=r"\(1,\)")
+print(f"✓ accuracy_gap: interval contained the true gap in {_hits / 20:.1f}% of 2,000 test sets, "
+      f"mean width {np.mean(_widths) * 100:.2f} points")
+
+# %% [markdown]
+# Now the real variants, each against float32 on the 359 held-out digits. For contrast,
+# the last column is the half-width the same gap would have if the two accuracies had been
+# measured on different digits of the same size (their two variances added).
+
+# %%
+with tinytorch.no_grad():
+    _right = {n: v(test_set.data).numpy().argmax(1) == test_set.targets.numpy() for n, v in variants.items()}
+_n_test = len(test_set.targets.numpy())
+print(f"{'variant':<8}{'gap vs float32':>16}{'95% interval':>22}{'disagree':>10}{'unpaired ±':>12}")
+for _name in ("int8", "pruned", "shrunk", "numba"):
+    _gap, _lo, _hi = accuracy_gap(_right[_name], _right["float32"])
+    _pa, _pb = _right[_name].mean(), _right["float32"].mean()
+    _unpaired = 1.96 * math.sqrt((_pa * (1 - _pa) + _pb * (1 - _pb)) / _n_test)
+    _disagree = int((_right[_name] != _right["float32"]).sum())
+    print(f"{_name:<8}{_gap * 100:>+15.2f}p  [{_lo * 100:+6.2f}p, {_hi * 100:+6.2f}p]{_disagree:>10}"
+          f"{_unpaired * 100:>11.2f}p")
+
+# %% [markdown]
+# What to look for (your numbers are this run's):
+#
+# - **int8 and numba** disagree with float32 on a handful of digits, or none: their intervals
+#   are a point wide or less, far narrower than the unpaired column, because the digits
+#   both get right or both get wrong cancel. (Few disagreements also make the 95% figure
+#   rough: the approximation assumes many digits carry information.)
+# - **pruned and shrunk** changed or retrained the weights, so they disagree with float32 on
+#   more digits and their intervals are wider. A gap whose interval contains 0 is one this
+#   test set cannot tell from luck.
+# - The interval's width falls as $1/\sqrt{n}$: to halve it you need four times as many
+#   test digits. A "2 points" rule is only as sharp as the test set behind it. Standard
+#   practice (McNemar's test for two classifiers on one test set) rests on the same idea:
+#   only the disagreements count.
+
+# %% [markdown]
+# ## 11. Systems look: does smaller mean faster? Predict, then measure
 #
 # int8 stores a quarter of the `Linear` bytes, and shrunk does well under half the FLOPs.
 # Before measuring, write down two ratios for a forward pass over a batch of 64 digits on
@@ -977,7 +1132,7 @@ _env = environment()
 print({k: _env[k] for k in ("cpu", "usable_cores", "numpy", "numba", "blas", "thread_env")})
 
 # %% [markdown]
-# ## 11. What PyTorch does
+# ## 12. What PyTorch does
 #
 # PyTorch has a tool for each step, and the capstone's names follow them:
 #
@@ -1022,7 +1177,7 @@ if torch is not None:
           f"same predictions on {(_ours.argmax(1) == _theirs.argmax(1)).mean():.1%} of the test digits")
 
 # %% [markdown]
-# ## 12. Recap
+# ## 13. Recap
 #
 # - One trained model, many **variants**: each an independent copy built from the trained
 #   weights (in-place tools get a copy), each in eval mode.
@@ -1033,6 +1188,9 @@ if torch is not None:
 #   (dominance: no worse on both, strictly better on one; ties stay).
 # - A **decision rule** stated up front picks one: here the fewest bytes within 2 points of
 #   the best accuracy.
+# - A gap measured on a finite test set is itself a measurement with an **interval**: on the
+#   same examples only the disagreements carry it, so compare variants per example, and
+#   remember the width falls only as $1/\sqrt{n}$.
 # - Smaller is not automatically faster: int8 saves 4x the weight bytes but needs integer
 #   kernels to save time; unstructured sparsity stored densely saves nothing; structured
 #   pruning saves FLOPs and time, and needs fine-tuning to win back its accuracy; the same

@@ -86,6 +86,19 @@ def test_make_variants_shrunk_is_smaller_and_fine_tuned(built, trained):
     assert acc["shrunk"] >= 0.85, f"fine-tuned shrunk accuracy: expected >= 0.85, got {acc['shrunk']}"
 
 
+def test_make_variants_shrunk_is_cut_from_the_trained_model(trained, digits):
+    """Without fine-tuning, "shrunk" is exactly module 16's cut of the trained weights: not a
+    cut of the pruned (or any other) variant."""
+    from tinytorch.compression import prune_neurons
+    model, _ = trained
+    calibration = list(DataLoader(digits[0], batch_size=64))[:2]
+    shrunk = make_variants(model, calibration, amount=0.5)["shrunk"]
+    expected = prune_neurons(model, 0.5)
+    for i in (0, 4, 6):
+        np.testing.assert_array_equal(shrunk[i].weight.numpy(), expected[i].weight.numpy(),
+                                      err_msg=f"shrunk layer {i}'s weight vs prune_neurons(trained model, 0.5)")
+
+
 def test_make_variants_numba_runs_on_the_kernels(built, trained, digits):
     variants, _, acc = built
     model, _ = trained
