@@ -2,6 +2,7 @@
 import importlib.util
 import os
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -147,6 +148,15 @@ def pytest_sessionfinish(session):
         stored = torch_reference.load(path)
         stored.update(tests)
         torch_reference.save(path, stored)
+
+
+@pytest.fixture
+def rng(request):
+    """A numpy Generator seeded from the test's file and name (parameters included): a test's
+    random inputs are its own, the same whichever tests run before it (a `-k` selection,
+    tito verify's reruns of a few tests), so its failures and PyTorch's recorded answers
+    reproduce."""
+    return np.random.default_rng(zlib.crc32(f"{request.path.name}::{request.node.name}".encode()))
 
 
 @pytest.fixture(autouse=True)

@@ -7,11 +7,9 @@ import pytest
 import tinytorch as tt
 from tinytorch import nn
 
-rng = np.random.default_rng(0)
-
 
 @pytest.mark.parametrize("shape", [(5,), (7, 5), (2, 3, 5), (2, 1, 4, 5)])
-def test_shapes_with_leading_batch_dims(shape):
+def test_shapes_with_leading_batch_dims(rng, shape):
     lin = nn.Linear(5, 3)
     assert lin.weight.shape == (3, 5) and lin.bias.shape == (3,)
     x = rng.standard_normal(shape).astype(np.float32)
@@ -21,7 +19,7 @@ def test_shapes_with_leading_batch_dims(shape):
 
 
 @pytest.mark.parametrize("bias", [True, False])
-def test_parity_with_torch(torch, bias):
+def test_parity_with_torch(rng, torch, bias):
     ours = nn.Linear(6, 4, bias=bias)
     theirs = torch.nn.Linear(6, 4, bias=bias)
     with torch.no_grad():
@@ -36,7 +34,7 @@ def test_parity_with_torch(torch, bias):
     assert repr(ours) == repr(theirs)
 
 
-def test_float64_parity(torch):
+def test_float64_parity(rng, torch):
     ours = nn.Linear(3, 2, dtype=tt.float64)
     assert ours.weight.dtype == tt.float64 and ours.bias.dtype == tt.float64
     x = rng.standard_normal((4, 3))
@@ -45,7 +43,7 @@ def test_float64_parity(torch):
     np.testing.assert_allclose(ours(tt.tensor(x)).numpy(), expected, rtol=1e-13)
 
 
-def test_no_bias():
+def test_no_bias(rng):
     lin = nn.Linear(4, 2, bias=False)
     assert lin.bias is None and [n for n, _ in lin.named_parameters()] == ["weight"]
     x = rng.standard_normal((3, 4)).astype(np.float32)

@@ -6,9 +6,9 @@ import pytest
 import tinytorch as tt
 from tinytorch.autograd import gradcheck
 
-RNG = np.random.default_rng(7)
-A = RNG.standard_normal((3, 4))               # distinct values: no ties in sort/topk
-B = RNG.standard_normal((4,))
+DATA_RNG = np.random.default_rng(7)
+A = DATA_RNG.standard_normal((3, 4))          # distinct values: no ties in sort/topk
+B = DATA_RNG.standard_normal((4,))
 T = np.array([[1.0, 3.0, 3.0], [2.0, -1.0, 2.0]])  # maximum/minimum ties split the gradient
 
 OPS = {
@@ -38,14 +38,14 @@ OPS = {
 
 
 @pytest.mark.parametrize("name", list(OPS), ids=list(OPS))
-def test_values_and_gradients_equal_pytorch(torch, name):
+def test_values_and_gradients_equal_pytorch(rng, torch, name):
     fn, arrays = OPS[name]
     ours = [tt.tensor(a, dtype=tt.float64, requires_grad=True) for a in arrays]
     theirs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
     out, ref = fn(tt, *ours), fn(torch, *theirs)
     np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-12, atol=0,
                                err_msg=f"{name}: values differ from PyTorch's")
-    up = RNG.standard_normal(tuple(ref.shape))
+    up = rng.standard_normal(tuple(ref.shape))
     out.backward(tt.tensor(up, dtype=tt.float64))
     ref.backward(torch.tensor(up, dtype=torch.float64))
     for i, (o, t) in enumerate(zip(ours, theirs)):

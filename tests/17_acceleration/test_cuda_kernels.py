@@ -15,7 +15,6 @@ from tinytorch.testing import (
     with_garbage_shared_memory,
 )
 
-RNG = np.random.default_rng(1)
 # more elements than the capped grid has threads (the grid-stride loop), and a partial block
 SIZES = [1, 5, K.BLOCK, K.BLOCK * K.MAX_BLOCKS + 3]
 
@@ -23,23 +22,23 @@ SIZES = [1, 5, K.BLOCK, K.BLOCK * K.MAX_BLOCKS + 3]
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("op,ref", [(K.EXP, np.exp), (K.NEG, np.negative), (K.RELU, lambda v: np.maximum(v, 0)),
                                     (K.COPY, lambda v: v)])
-def test_map_kernel_equals_numpy(n, op, ref):
-    x = RNG.standard_normal(n).astype(np.float32)
+def test_map_kernel_equals_numpy(rng, n, op, ref):
+    x = rng.standard_normal(n).astype(np.float32)
     np.testing.assert_allclose(K.elementwise(op, x), ref(x), rtol=1e-6, atol=1e-7, err_msg=f"map op {op} over {n} elements")
 
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("op,ref", [(K.ADD, np.add), (K.SUB, np.subtract), (K.MUL, np.multiply),
                                     (K.DIV, np.divide), (K.RELU_GRAD, lambda g, x: np.where(x > 0, g, 0))])
-def test_zip_kernel_equals_numpy(n, op, ref):
-    a = RNG.standard_normal(n).astype(np.float32)
-    b = RNG.standard_normal(n).astype(np.float32) + 3
+def test_zip_kernel_equals_numpy(rng, n, op, ref):
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32) + 3
     np.testing.assert_allclose(K.elementwise(op, a, b), ref(a, b), rtol=1e-6, atol=1e-7, err_msg=f"zip op {op} over {n} elements")
 
 
-def test_zip_kernel_broadcast_and_empty():
-    a = RNG.standard_normal((3, 4)).astype(np.float32)
-    b = RNG.standard_normal(4).astype(np.float32)
+def test_zip_kernel_broadcast_and_empty(rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
     np.testing.assert_allclose(K.elementwise(K.MUL, a, b), a * b, rtol=1e-6, err_msg="(3, 4) * (4,) broadcast")
     got = K.elementwise(K.ADD, np.zeros((0, 4), np.float32), np.ones(4, np.float32))
     assert got.shape == (0, 4), f"an empty zip keeps the shape (0, 4), got {got.shape}"
@@ -69,8 +68,8 @@ def test_map_kernel_empty():
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 7), (2, K.BLOCK), (3, 3 * K.BLOCK + 5), (1, 2 * K.BLOCK + 1)])
 @pytest.mark.parametrize("op", [K.SUM, K.MAX])
-def test_block_reduce_kernel_equals_numpy(shape, op):
-    x = RNG.standard_normal(shape).astype(np.float32) - 2.0  # all negative-ish: idle threads must not add a 0 max
+def test_block_reduce_kernel_equals_numpy(rng, shape, op):
+    x = rng.standard_normal(shape).astype(np.float32) - 2.0  # all negative-ish: idle threads must not add a 0 max
     want = x.sum(axis=1) if op == K.SUM else x.max(axis=1)
     np.testing.assert_allclose(K.reduce_rows(x, op), want, rtol=1e-5, atol=1e-5,
                                err_msg=f"{'sum' if op == K.SUM else 'max'} of the rows of a {shape} array")
@@ -83,8 +82,8 @@ def test_block_reduce_kernel_sums_int64_exactly():
     assert got.tolist() == [2**41 + 9, 7], f"int64 row sums: expected {[2**41 + 9, 7]}, got {got.tolist()}"
 
 
-def test_block_reduce_kernel_over_dims():
-    x = RNG.standard_normal((2, 3, 5)).astype(np.float32)
+def test_block_reduce_kernel_over_dims(rng):
+    x = rng.standard_normal((2, 3, 5)).astype(np.float32)
     np.testing.assert_allclose(K.reduce(x, (0, 2), False, K.SUM), x.sum(axis=(0, 2)), rtol=1e-5, atol=1e-5,
                                err_msg="sum over dims (0, 2)")
     np.testing.assert_allclose(K.reduce(x, (1,), True, K.MAX), x.max(axis=1, keepdims=True), err_msg="max over dim 1, keepdim")
@@ -96,22 +95,22 @@ MATMUL_SHAPES = [(9, 7, 5), (1, 1, 1), (K.TILE, K.TILE, K.TILE), (2 * K.TILE + 1
 
 
 @pytest.mark.parametrize("n,k,m", MATMUL_SHAPES)
-def test_matmul_naive_kernel_equals_numpy(n, k, m):
-    a = RNG.standard_normal((n, k)).astype(np.float32)
-    b = RNG.standard_normal((k, m)).astype(np.float32)
+def test_matmul_naive_kernel_equals_numpy(rng, n, k, m):
+    a = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal((k, m)).astype(np.float32)
     np.testing.assert_allclose(K.matmul_naive(a, b), a @ b, rtol=1e-5, atol=1e-5, err_msg=f"naive kernel {(n, k)} @ {(k, m)}")
 
 
 @pytest.mark.parametrize("n,k,m", MATMUL_SHAPES)
-def test_matmul_tiled_kernel_equals_numpy(n, k, m):
-    a = RNG.standard_normal((n, k)).astype(np.float32)
-    b = RNG.standard_normal((k, m)).astype(np.float32)
+def test_matmul_tiled_kernel_equals_numpy(rng, n, k, m):
+    a = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal((k, m)).astype(np.float32)
     np.testing.assert_allclose(K.matmul(a, b), a @ b, rtol=1e-5, atol=1e-5, err_msg=f"tiled kernel {(n, k)} @ {(k, m)}")
 
 
-def test_matmul_tiled_kernel_other_shapes():
-    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
-    w = RNG.standard_normal((4, 2)).astype(np.float32)
+def test_matmul_tiled_kernel_other_shapes(rng):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 2)).astype(np.float32)
     np.testing.assert_allclose(K.matmul(x, w), x @ w, rtol=1e-5, atol=1e-5, err_msg="(2, 3, 4) @ (4, 2)")
     np.testing.assert_allclose(K.matmul(w[:, 0], w), w[:, 0] @ w, rtol=1e-5, atol=1e-5, err_msg="1-D @ 2-D")
     with pytest.raises(TypeError, match="float32"):
@@ -119,10 +118,10 @@ def test_matmul_tiled_kernel_other_shapes():
 
 
 @pytest.mark.parametrize("n,k,m", [(9, K.TILE - 1, 5), (K.TILE + 2, 1, 3)])  # k < TILE: an edge tile first
-def test_matmul_tiled_kernel_reads_no_shared_slot_it_did_not_write(n, k, m):
+def test_matmul_tiled_kernel_reads_no_shared_slot_it_did_not_write(rng, n, k, m):
     """Nothing initialises shared memory on a GPU: an edge tile's slots outside A or B must be written too."""
-    a = RNG.standard_normal((n, k)).astype(np.float32)
-    b = RNG.standard_normal((k, m)).astype(np.float32)
+    a = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal((k, m)).astype(np.float32)
     c = with_garbage_shared_memory(lambda: K.matmul(a, b))
     if c is None:
         pytest.skip("shared memory is filled with garbage under numba's CUDA simulator only (this run uses a GPU)")
@@ -130,8 +129,8 @@ def test_matmul_tiled_kernel_reads_no_shared_slot_it_did_not_write(n, k, m):
                                err_msg=f"tiled kernel {(n, k)} @ {(k, m)} with shared memory starting as NaN")
 
 
-def test_block_reduce_kernel_reads_no_shared_slot_it_did_not_write():
-    x = RNG.standard_normal((2, K.BLOCK + 3)).astype(np.float32)
+def test_block_reduce_kernel_reads_no_shared_slot_it_did_not_write(rng):
+    x = rng.standard_normal((2, K.BLOCK + 3)).astype(np.float32)
     total = with_garbage_shared_memory(lambda: K.reduce_rows(x, K.SUM))
     if total is None:
         pytest.skip("shared memory is filled with garbage under numba's CUDA simulator only (this run uses a GPU)")
@@ -153,24 +152,24 @@ def _assert_same_barriers(launch, kernel):
 
 
 @pytest.mark.parametrize("n", [K.BLOCK + 3, 2 * K.BLOCK])
-def test_block_reduce_kernel_threads_pass_the_same_barriers(n):
+def test_block_reduce_kernel_threads_pass_the_same_barriers(rng, n):
     """A syncthreads() that only some threads of a block reach is undefined behaviour on a GPU."""
-    x = RNG.standard_normal((2, n)).astype(np.float32)
+    x = rng.standard_normal((2, n)).astype(np.float32)
     _assert_same_barriers(lambda: K.reduce_rows(x, K.SUM), "block_reduce_kernel")
 
 
-def test_matmul_tiled_kernel_threads_pass_the_same_barriers():
+def test_matmul_tiled_kernel_threads_pass_the_same_barriers(rng):
     """Edge tiles included: threads outside C still take part in loading the tiles and in every barrier."""
-    a = RNG.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
-    b = RNG.standard_normal((K.TILE + 1, 3)).astype(np.float32)
+    a = rng.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
+    b = rng.standard_normal((K.TILE + 1, 3)).astype(np.float32)
     _assert_same_barriers(lambda: K.matmul(a, b), "matmul_tiled_kernel")
 
 
 @pytest.mark.parametrize("op,second", [(K.EXP, False), (K.ADD, True)], ids=["map", "zip"])
-def test_elementwise_kernels_write_each_element_once(op, second):
+def test_elementwise_kernels_write_each_element_once(rng, op, second):
     """One thread per element: a redundant write leaves the values right and wastes the work."""
     n = K.BLOCK * 3 + 1
-    x = RNG.standard_normal(n).astype(np.float32)
+    x = rng.standard_normal(n).astype(np.float32)
     twice = multiply_written(lambda: K.elementwise(op, x, x if second else None))
     if twice is None:
         pytest.skip("writes are counted under numba's CUDA simulator only (this run uses a real GPU)")
@@ -178,10 +177,10 @@ def test_elementwise_kernels_write_each_element_once(op, second):
 
 
 @pytest.mark.parametrize("op,second", [(K.EXP, False), (K.MUL, True)], ids=["map", "zip"])
-def test_elementwise_kernels_reads_are_coalesced(op, second):
+def test_elementwise_kernels_reads_are_coalesced(rng, op, second):
     """More elements than threads: at each step the threads of a warp read neighbouring elements."""
     n = K.BLOCK * K.MAX_BLOCKS * 2 + 3
-    x = RNG.standard_normal(n).astype(np.float32)
+    x = rng.standard_normal(n).astype(np.float32)
     share = coalesced_share(lambda: K.elementwise(op, x, x if second else None))
     if share is None:
         pytest.skip("reads are watched under numba's CUDA simulator only (this run uses a real GPU)")
@@ -190,18 +189,18 @@ def test_elementwise_kernels_reads_are_coalesced(op, second):
                          f"elements; with a grid-stride loop all do (a contiguous chunk per thread: none)")
 
 
-def test_block_reduce_kernel_writes_each_result_once():
-    x = RNG.standard_normal((2, K.BLOCK + 3)).astype(np.float32)
+def test_block_reduce_kernel_writes_each_result_once(rng):
+    x = rng.standard_normal((2, K.BLOCK + 3)).astype(np.float32)
     twice = multiply_written(lambda: K.reduce_rows(x, K.SUM))
     if twice is None:
         pytest.skip("writes are counted under numba's CUDA simulator only (this run uses a real GPU)")
     assert twice == [], f"block results written by several threads (shape, element, threads): {twice}"
 
 
-def test_matmul_tiled_kernel_reads_global_memory_tile_times_less_than_the_naive_one():
+def test_matmul_tiled_kernel_reads_global_memory_tile_times_less_than_the_naive_one(rng):
     """Each element a block loads into shared memory is used TILE times: that is the point of tiling."""
-    a = RNG.standard_normal((2 * K.TILE, 3 * K.TILE)).astype(np.float32)
-    b = RNG.standard_normal((3 * K.TILE, K.TILE)).astype(np.float32)
+    a = rng.standard_normal((2 * K.TILE, 3 * K.TILE)).astype(np.float32)
+    b = rng.standard_normal((3 * K.TILE, K.TILE)).astype(np.float32)
     naive, tiled = global_reads(lambda: K.matmul_naive(a, b)), global_reads(lambda: K.matmul(a, b))
     if naive is None:
         pytest.skip("global reads are counted under numba's CUDA simulator only (this run uses a real GPU)")
@@ -213,10 +212,10 @@ def test_matmul_tiled_kernel_reads_global_memory_tile_times_less_than_the_naive_
     ("matmul_tiled_kernel", lambda a: K.matmul(a, a), "loading a tile transposed makes them a row apart"),
     ("matmul_naive_kernel", lambda a: K.matmul_naive(a, a), "with x along the rows of C they are a row apart"),
 ], ids=["tiled", "naive"])
-def test_matmul_kernels_reads_are_coalesced(kernel, launch, wrong):
+def test_matmul_kernels_reads_are_coalesced(rng, kernel, launch, wrong):
     """Threads x and x + 1 of a warp read neighbouring elements (a broadcast read of one
     element is neither): one transaction per warp."""
-    a = RNG.standard_normal((2 * K.TILE, 2 * K.TILE)).astype(np.float32)
+    a = rng.standard_normal((2 * K.TILE, 2 * K.TILE)).astype(np.float32)
     share = coalesced_share(lambda: launch(a))
     if share is None:
         pytest.skip("reads are watched under numba's CUDA simulator only (this run uses a real GPU)")
@@ -226,19 +225,19 @@ def test_matmul_kernels_reads_are_coalesced(kernel, launch, wrong):
 
 @pytest.mark.parametrize("kernel,launch", [("matmul_naive_kernel", K.matmul_naive), ("matmul_tiled_kernel", K.matmul)],
                          ids=["naive", "tiled"])
-def test_matmul_kernels_accumulate_in_float32(kernel, launch):
+def test_matmul_kernels_accumulate_in_float32(rng, kernel, launch):
     """No accumulator starts as a Python number: numba would type it float64 on a GPU (the
     simulator computes in float32 either way, so this reads the kernel's source)."""
-    a = RNG.standard_normal((3, 5)).astype(np.float32)
+    a = rng.standard_normal((3, 5)).astype(np.float32)
     np.testing.assert_allclose(launch(a, a.T), a @ a.T, rtol=1e-5, atol=1e-5)
     wide = float64_accumulators(getattr(K, kernel))
     assert wide == [], (f"{kernel}: these variables start as a Python number and so add float32 products in "
                         f"float64 on a GPU (variable, line of the first update): {wide}")
 
 
-def test_block_reduce_kernel_gives_each_step_to_the_first_threads():
+def test_block_reduce_kernel_gives_each_step_to_the_first_threads(rng):
     """The threads with work in a step are 0 .. n - 1: whole warps retire instead of all idling in part."""
-    x = RNG.standard_normal((1, K.BLOCK + 3)).astype(np.float32)
+    x = rng.standard_normal((1, K.BLOCK + 3)).astype(np.float32)
     scattered = scattered_active_threads(lambda: K.reduce_rows(x, K.SUM))
     if scattered is None:
         pytest.skip("shared memory is watched under numba's CUDA simulator only (this run uses a real GPU)")
@@ -246,9 +245,9 @@ def test_block_reduce_kernel_gives_each_step_to_the_first_threads():
                              f"first ones (block, step, first writers): {scattered}")
 
 
-def test_block_reduce_kernel_has_no_bank_conflicts():
+def test_block_reduce_kernel_has_no_bank_conflicts(rng):
     """Neighbouring threads of a warp touch different banks of shared memory in each access."""
-    x = RNG.standard_normal((1, K.BLOCK + 3)).astype(np.float32)
+    x = rng.standard_normal((1, K.BLOCK + 3)).astype(np.float32)
     conflict = bank_conflicts(lambda: K.reduce_rows(x, K.SUM))
     if conflict is None:
         pytest.skip("shared memory is watched under numba's CUDA simulator only (this run uses a real GPU)")

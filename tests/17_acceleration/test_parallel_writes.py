@@ -7,9 +7,9 @@ import pytest
 from tinytorch.backends import cpu_kernels as ck
 from tinytorch.testing import parallel_regions, parallel_write_clashes, prange_trips
 
-RNG = np.random.default_rng(7)
-A, B = RNG.standard_normal((7, 5)), RNG.standard_normal((5, 6))
-IMAGES = RNG.standard_normal((3, 2, 4, 5))
+DATA_RNG = np.random.default_rng(7)
+A, B = DATA_RNG.standard_normal((7, 5)), DATA_RNG.standard_normal((5, 6))
+IMAGES = DATA_RNG.standard_normal((3, 2, 4, 5))
 
 
 def _clashes_and_value(kernel, *args):
@@ -18,16 +18,16 @@ def _clashes_and_value(kernel, *args):
 
 
 @pytest.mark.parametrize("n,chunks", [(37, 4), (5, 8), (64, 1)])
-def test_parallel_sum_iterations_write_their_own_memory(n, chunks):
-    x = RNG.standard_normal(n)
+def test_parallel_sum_iterations_write_their_own_memory(rng, n, chunks):
+    x = rng.standard_normal(n)
     clashes, total = _clashes_and_value(ck.parallel_sum, x, chunks)
     assert clashes == [], f"two iterations wrote one element (shape, element, iterations): {clashes[:3]}"
     assert total == pytest.approx(float(np.sum(x)), rel=1e-12)
 
 
 @pytest.mark.parametrize("n,chunks", [(37, 4), (5, 8), (64, 1)])
-def test_parallel_sum_splits_the_work_among_n_chunks_iterations(n, chunks):
-    _, trips = prange_trips(ck.parallel_sum, RNG.standard_normal(n), chunks)
+def test_parallel_sum_splits_the_work_among_n_chunks_iterations(rng, n, chunks):
+    _, trips = prange_trips(ck.parallel_sum, rng.standard_normal(n), chunks)
     assert trips == chunks, (f"parallel_sum(x, {chunks}) ran {trips} parallel iterations: it must split the work "
                              f"among n_chunks of them (a prange over every element with a scalar += is numba's "
                              f"reduction, not yours)")
@@ -65,8 +65,8 @@ def test_im2col_iterations_write_disjoint_elements(kh, kw, stride, padding):
 
 
 @pytest.mark.parametrize("images,channels", [(1, 3), (4, 1), (2, 3)])
-def test_im2col_starts_one_parallel_loop_of_an_iteration_per_image_and_channel(images, channels):
-    x = RNG.standard_normal((images, channels, 5, 4))
+def test_im2col_starts_one_parallel_loop_of_an_iteration_per_image_and_channel(rng, images, channels):
+    x = rng.standard_normal((images, channels, 5, 4))
     _, regions = parallel_regions(ck.im2col, x, 3, 3, 1, 1)
     _, trips = prange_trips(ck.im2col, x, 3, 3, 1, 1)
     assert regions == 1, f"im2col started {regions} parallel loops in one call (a prange inside plain loops)"
