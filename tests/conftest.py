@@ -239,15 +239,25 @@ def pytest_pyfunc_call(pyfuncitem):
             f"input is deeper than that limit, which needs a loop over a stack of your own.") from None
 
 
+# numpy's words for a mistake, and what the mistake is in this course's terms.
+_EXPLAINED = {
+    "output array is read-only": "the code changed an array it was handed in place (`+=`, `a[...] = ...`); "
+                                 "arrays tinytorch hands around (a gradient, a broadcast view) may be shared or "
+                                 "read-only: make a new one (`a = a + b`)",
+}
+
+
 def _message(excinfo):
     """The whole message: pytest's assertion explanation, pytest.raises's expected/actual
-    lines, and notes such as hypothesis's falsifying example."""
+    lines, notes such as hypothesis's falsifying example, and what a bare numpy error means."""
     text = excinfo.exconly().strip()
     notes = getattr(excinfo.value, "__notes__", None) or []
     for note in notes:
         if str(note).strip() and str(note).strip() not in text:
             text += "\n" + str(note).strip()
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("  Use -v")]
+    if lines:  # on the first line, which tito's summary shows
+        lines[0] += "".join(f" ({why})" for words, why in _EXPLAINED.items() if words in lines[0])
     return "\n".join(lines[:14])[:2500]
 
 

@@ -26,7 +26,7 @@ import types
 import numpy as np
 
 __all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
-           "weak_ref", "run_fresh", "spied", "one_gemm_problems", "parallel_write_clashes",
+           "weak_ref", "run_fresh", "spied", "one_gemm_problems", "equality_calls", "parallel_write_clashes",
            "divergent_barriers", "multiply_written", "global_reads", "held_bytes", "element_reads",
            "reuse_distances", "coalesced_share", "prange_trips", "parallel_regions", "float64_accumulators"]
 
@@ -426,6 +426,31 @@ def python_steps(fn, *args):
         fn(*args)
     finally:
         sys.settrace(outer)
+    return count[0]
+
+
+def equality_calls(fn, *args, of):
+    """How many `==` comparisons between instances of the class `of` fn(*args) made. A
+    membership test on a list compares the item with each element in turn; a set or a dict
+    finds it by its hash and compares almost never. So a walk that remembers what it has seen
+    in a list shows here as a count that grows with the square of what it walked."""
+    count = [0]
+    own = of.__dict__.get("__eq__")
+
+    def counting_eq(self, other):
+        count[0] += 1
+        if own is not None:
+            return own(self, other)
+        return self is other if isinstance(other, of) else NotImplemented
+
+    of.__eq__ = counting_eq  # the class's __hash__ stays as it was
+    try:
+        fn(*args)
+    finally:
+        if own is not None:
+            of.__eq__ = own
+        else:
+            del of.__eq__
     return count[0]
 
 

@@ -8,7 +8,7 @@ conftest files add to the environment reaches it before each test file is import
 `import tinytorch...` in the judge gives a stand-in whose uses are requests to it
 (tito/remote.py). The assertion helpers of `tinytorch.testing` run here, from the course's
 own copy ($TITO_TRUSTED_TESTING); those that measure or change the package's process
-(python_steps, peak_bytes, spied, parallel_write_clashes, prange_trips,
+(python_steps, equality_calls, peak_bytes, spied, parallel_write_clashes, prange_trips,
 divergent_barriers, multiply_written, global_reads, coalesced_share, with_garbage_shared_memory,
 scattered_active_threads, bank_conflicts, held_bytes, simd_float_ops, float64_ops, parallel_regions,
 float64_accumulators, preserved_state, hidden_module, weak_ref, run_fresh) are
@@ -31,7 +31,7 @@ import pytest
 
 from tito import remote
 
-_MEASURES = ("python_steps", "peak_bytes", "spied", "parallel_write_clashes", "prange_trips", "element_reads",
+_MEASURES = ("python_steps", "equality_calls", "peak_bytes", "spied", "parallel_write_clashes", "prange_trips", "element_reads",
              "divergent_barriers", "multiply_written", "global_reads", "coalesced_share", "with_garbage_shared_memory",
              "scattered_active_threads", "bank_conflicts", "held_bytes", "simd_float_ops", "float64_ops",
              "parallel_regions", "float64_accumulators")

@@ -190,8 +190,8 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 # %%
 import tinytorch as tt
 from tinytorch import Tensor
-from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, one_gemm_problems, peak_bytes,
-                               preserved_state, spied)
+from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, equality_calls, one_gemm_problems,
+                               peak_bytes, preserved_state, spied)
 
 
 def _outcome(fn):
@@ -936,17 +936,20 @@ def _where_backward(node, grad):
 # %% [markdown]
 # ## 7. The engine
 #
-# Now the machine that runs the rules. Starting from the tensor we call `backward()` on
-# (the **root**, usually the loss) with gradient 1, it must
+# Now the machine that runs the rules. It starts from the tensor we call `backward()` on
+# (the **root**, usually the loss) with gradient 1, and it must get every node's rule to run
+# with the gradient of the root with respect to that node's output: the **whole** gradient,
+# since a rule runs once. Before reading on, settle two questions on paper:
 #
-# 1. find every node that the root depends on, each **once**, in an order where a node comes
-#    **before** the nodes that produced its inputs — a **topological order**. Then, when the
-#    engine reaches a node, every consumer of its output has already sent its contribution,
-#    so the node's total upstream gradient is complete;
-# 2. for each node in that order: take its summed upstream gradient, run its rule, and
-#    **add** each input's gradient to what that input has received so far (a tensor used
-#    twice — `x * x`, or a residual connection — gets the sum of both uses);
-# 3. deliver gradients to the **leaves** that require grad, accumulating into `.grad`.
+# - A tensor used twice (`x * x`, a residual connection `h + f(h)`) is an input of two
+#   consumers, and each consumer's rule sends it a gradient. What is the root's gradient
+#   with respect to that tensor, in terms of the two? (Write the chain rule for a function
+#   of two variables that both depend on $h$.)
+# - So at what moment is a node's gradient complete, and in what order must the engine
+#   visit the nodes for that moment to have come whenever it reaches one?
+#
+# An order of a graph's nodes with that property has a name, a **topological order**, and
+# finding one is the first half of the engine; the loop that walks it is the second.
 #
 # **Why not recursion?** The textbook version is a recursive depth-first search. A chain of
 # 10,000 ops (an RNN unrolled over a long sequence, or just a loop in your code) would need
@@ -1080,6 +1083,10 @@ _deep = _outcome(lambda: topological_order([_c.grad_fn]))
 check(isinstance(_deep, list), "topological_order of a chain of 3000 ops runs: deeper than Python's recursion "
       "limit (about 1000 nested calls), so the walk cannot be a recursive function", got=_deep)
 assert_equal(len(_deep), 3000, "nodes in a chain of 3000 ops")
+_compared = equality_calls(topological_order, [_c.grad_fn], of=type(_c.grad_fn))
+check(_compared <= 3000, "topological_order of a chain of 3000 ops compares two nodes with == at most about once "
+      "per node (the walk is linear: a node's 'seen?' question must not scan every node seen before it, as `in` "
+      "on a list does)", got=f"{_compared:,} comparisons of two nodes", expected="<= 3,000")
 print("✓ topological_order:", [n.op for n in _order])
 
 # %% [markdown]
@@ -1166,15 +1173,15 @@ def _run_backward(roots, root_grads, retain_graph, sink):
     """Propagate `root_grads` from the tensors `roots` back through the graph.
 
     Contract: `roots` is a list of Tensors, `root_grads` a list of numpy arrays of their
-    shapes. Calls sink(tensor, gradient) for each root with its gradient, then once for
-    every (input tensor, gradient) that a rule produces. Each node's rule runs at most once,
-    through call_rule (which checks its result, and which dispatch modes see), on the sum
-    of all gradients its output received; a node that received none is skipped. Unless
-    `retain_graph`, every node reached is freed as soon as it is done, not at the end, and
-    no gradient is kept once its node has run, so that backward's memory falls as it goes
-    (with retain_graph=True, no node is freed). Raises module 06's "backward through the graph a second time" RuntimeError
-    (before calling the sink at all) when the graph was already freed. Never writes into a
-    gradient array.
+    shapes. The sink hears of every gradient that reaches a tensor, the roots' own
+    included: sink(tensor, gradient), once per gradient. Each node's rule runs at most
+    once, through call_rule (which checks its result, and which dispatch modes see), with
+    the complete gradient of the roots with respect to the node's output; a node that no
+    gradient reaches runs no rule. Unless `retain_graph`, backward's memory falls as it
+    goes: nothing is kept (a node's saved tensors, a gradient) past the moment it is last
+    needed; with retain_graph=True no node is freed. Raises module 06's "backward through
+    the graph a second time" RuntimeError, before the sink hears anything, when the graph
+    was already freed. Never writes into a gradient array.
     """
     # Idea: in topological order, each node's gradient is complete when the loop reaches it.
     ### BEGIN SOLUTION
@@ -1389,7 +1396,7 @@ _y = _h * _h
 _nodes = topological_order([_y.grad_fn])
 backward(_y, np.ones(2))
 check(all(n.inputs is None and n.attrs is None and n.output is None for n in _nodes),
-      "every node is freed after backward() (inputs, attrs and output all None)",
+      "every node is freed after backward(): it keeps no reference to anything it saved for its rule",
       got=[dict(inputs=n.inputs is None, attrs=n.attrs is None, output=n.output is None) for n in _nodes])
 assert_raises(RuntimeError, backward, _y, np.ones(2), match="second time.*retain_graph",
               what="a second backward() through a freed graph")
@@ -2467,8 +2474,8 @@ print("✓ as_strided's rule")
 # $$\bar x_j = \sum_i \bar y_i \frac{\partial y_i}{\partial x_j}
 # = \bar y_j\,S + \sum_i \bar y_i\, x_i .$$
 #
-# Step 3, read it as array operations: one reduction along `dim` ($\sum_i \bar y_i x_i$,
-# kept as a size-1 dimension so it broadcasts against $\bar y$) and elementwise work; the
+# Step 3, read the result as array operations over whole rows: which term needs a sum
+# along `dim`, and what shape must that sum keep to combine with $\bar y$? The
 # $n \times n$ matrix never appears. Do the same three steps for `softmax`; `log_softmax`
 # is a short step further (or derive it directly from its definition).
 #

@@ -7,7 +7,7 @@ import pytest
 
 import tinytorch as tt
 from tinytorch import autograd, nn
-from tinytorch.testing import peak_bytes, weak_ref
+from tinytorch.testing import equality_calls, peak_bytes, weak_ref
 
 
 def test_one_neuron_values():
@@ -146,6 +146,18 @@ def test_topological_order_is_valid_and_visits_each_node_once():
                 assert position[node] < position[t.grad_fn], "consumers before producers"
                 stack.append(t.grad_fn)
     assert reachable == set(order)
+
+
+def test_topological_order_compares_each_node_a_bounded_number_of_times():
+    """Linear in the graph: "seen?" is a hash lookup (a set, a dict), not a scan of a list of
+    every node seen so far, which compares ~n^2/2 pairs on a chain of n ops."""
+    x = tt.tensor([1.0], requires_grad=True)
+    y = x
+    for _ in range(2000):
+        y = y * 1.0
+    compared = equality_calls(autograd.topological_order, [y.grad_fn], of=type(y.grad_fn))
+    assert compared <= 2000, (f"topological_order of a chain of 2,000 ops compared two nodes {compared:,} times: "
+                              f"a 'seen?' test that scans a list is quadratic; expected at most about one per node")
 
 
 def test_topological_order_of_two_roots_sharing_a_subgraph():

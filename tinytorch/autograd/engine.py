@@ -326,15 +326,15 @@ def _run_backward(roots, root_grads, retain_graph, sink):
     """Propagate `root_grads` from the tensors `roots` back through the graph.
 
     Contract: `roots` is a list of Tensors, `root_grads` a list of numpy arrays of their
-    shapes. Calls sink(tensor, gradient) for each root with its gradient, then once for
-    every (input tensor, gradient) that a rule produces. Each node's rule runs at most once,
-    through call_rule (which checks its result, and which dispatch modes see), on the sum
-    of all gradients its output received; a node that received none is skipped. Unless
-    `retain_graph`, every node reached is freed as soon as it is done, not at the end, and
-    no gradient is kept once its node has run, so that backward's memory falls as it goes
-    (with retain_graph=True, no node is freed). Raises module 06's "backward through the graph a second time" RuntimeError
-    (before calling the sink at all) when the graph was already freed. Never writes into a
-    gradient array.
+    shapes. The sink hears of every gradient that reaches a tensor, the roots' own
+    included: sink(tensor, gradient), once per gradient. Each node's rule runs at most
+    once, through call_rule (which checks its result, and which dispatch modes see), with
+    the complete gradient of the roots with respect to the node's output; a node that no
+    gradient reaches runs no rule. Unless `retain_graph`, backward's memory falls as it
+    goes: nothing is kept (a node's saved tensors, a gradient) past the moment it is last
+    needed; with retain_graph=True no node is freed. Raises module 06's "backward through
+    the graph a second time" RuntimeError, before the sink hears anything, when the graph
+    was already freed. Never writes into a gradient array.
     """
     # Idea: in topological order, each node's gradient is complete when the loop reaches it.
     # YOUR CODE HERE
