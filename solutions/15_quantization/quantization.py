@@ -380,9 +380,9 @@ print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {float(_TORCH_QPARAMS[0][
 # - **PyTorch's arithmetic.** In exact arithmetic $2.25 / 0.3 = 7.5$, a tie; in float32 it
 #   is not quite one, and which side it lands on depends on how it is computed. For that
 #   value and four others in the check (with $z = 0$), PyTorch's integers are 8, -8, 13,
-#   28 and 54, while `np.round(x / s)` gives 7, -7, 12, 27 and 55. PyTorch's kernel is
-#   written for speed, and divisions are slow: find a computation that gives its integers,
-#   by trying candidates on these five values. It matters beyond
+#   28 and 54, while `np.round(x / s)` gives 7, -7, 12, 27 and 55. Find a computation
+#   that gives its integers, by trying candidates on these five values: which float32
+#   operations could stand for "x in steps of s"? It matters beyond
 #   these five: a symmetric grid puts the largest weight of each row exactly on a tie
 #   (section 2), where the last bit decides the rounding.
 # - **saturation.** A value beyond the grid gets the grid's end integer, never a wrapped-around one.
@@ -1570,7 +1570,8 @@ print(f"✓ _quantize_multiplier, _requantize; 0.0123 ≈ {int(_m[2])} / 2^{int(
 # <details><summary>Hint 1</summary>
 #
 # What does `backward` need to know about each element, and how few bits does that take?
-# (`ctx.save_for_backward` takes Tensors, as PyTorch's does.)
+# (`ctx.save_for_backward` takes Tensors, as PyTorch's does; a plain numpy array kept on
+# `ctx` works too.)
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -2334,6 +2335,9 @@ for _bias, _affine, _tiny, _in, _label in [
         assert_equal(_t.numpy(), _before[_n], f"{_label}: the caller's {_n} is unchanged (fusing builds a new layer)")
     check(_conv.bias is None if not _bias else _conv.bias is not _fused.bias,
           f"{_label}: the fused layer's bias is its own Parameter, not the caller's conv.bias")
+    check(isinstance(_fused, nn.Conv2d) and not _fused.training,
+          f"{_label}: the fused layer is a Conv2d in eval mode, ready for inference",
+          got=f"{type(_fused).__name__}, training={_fused.training}", expected="Conv2d, training=False")
 _conv, _bn = _conv_bn_pair()
 assert_raises(ValueError, fuse_conv_bn_eval, _conv.train(), _bn, match="eval",
               what="fusing a convolution in training mode")

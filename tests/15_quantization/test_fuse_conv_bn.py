@@ -45,7 +45,9 @@ def test_fused_conv_equals_bn_after_conv(bias, affine, stride, padding):
         fused = fuse_conv_bn_eval(conv, bn)
         got = fused(x).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    assert isinstance(fused, nn.Conv2d) and fused.bias is not None and not fused.training
+    assert isinstance(fused, nn.Conv2d), f"fuse_conv_bn_eval returns a Conv2d, got {type(fused).__name__}"
+    assert fused.bias is not None, "the fused conv has a bias (BatchNorm's shift lands there), got bias=None"
+    assert not fused.training, "the fused conv is returned in eval mode (.training False), as the contract says"
     assert (fused.stride, fused.padding, fused.kernel_size) == (conv.stride, conv.padding, conv.kernel_size)
 
 

@@ -93,7 +93,9 @@ def test_quantize_model_calibrates_without_recording_a_graph():
     batches = [(tt.randn(8, 6), None) for _ in range(3)]
     assert tt.autograd.is_grad_enabled(), "the test starts with grad recording on"
     Q.quantize_model(model, batches, Q.QConfig(activation=GradModeSpy, weight=Q.default_qconfig.weight))
-    assert len(seen) == 6, f"each of the 2 layers' observers sees each of the 3 batches: {len(seen)} calls"
+    assert len(seen) == 6, (f"the qconfig's activation observer (a class passed in the qconfig that records its "
+                            f"calls) was called {len(seen)} times; each of the 2 layers' observers should see each "
+                            f"of the 3 batches: are the observers made from the qconfig given?")
     assert not any(grad for grad, _ in seen), (
         f"calibration must not record a graph (grad recording was on for {sum(g for g, _ in seen)} of "
         f"{len(seen)} observer calls): it is inference, and a graph costs memory for nothing")
