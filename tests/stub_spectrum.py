@@ -15,6 +15,7 @@ import sys
 import threading
 
 _CODES: dict = {}  # code object -> stub name
+_MEASURING: set = set()  # code objects of tinytorch.testing's functions
 _HIT: set = set()
 
 
@@ -28,13 +29,19 @@ def _code_of(obj):
         obj = obj.__func__
     if isinstance(obj, property):
         obj = obj.fget
+    obj = getattr(obj, "py_func", obj)  # a numba kernel: the Python function it compiles
     obj = inspect.unwrap(obj) if callable(obj) else obj
     return getattr(obj, "__code__", None)
 
 
 def resolve(spec: dict) -> None:
-    """Find the code objects of the module's stubs in the imported package."""
+    """Find the code objects of the module's stubs in the imported package, and of the
+    measuring helpers of tinytorch.testing."""
     _CODES.clear()
+    _MEASURING.clear()
+    testing = sys.modules.get("tinytorch.testing")
+    if testing is not None:
+        _MEASURING.update(f.__code__ for f in vars(testing).values() if inspect.isfunction(f))
     mark = f"/{spec['module']}/"
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""
@@ -65,6 +72,11 @@ def _trace(frame, event, arg):
     name = _CODES.get(frame.f_code)
     if name is None and frame.f_code is _READS_SOURCE:
         name = _CODES.get(_code_of(frame.f_locals.get("object")))
+    elif name is None and frame.f_code in _MEASURING:
+        # a measurement of a student function (its compiled code, its source) depends on it,
+        # even where the measurement runs none of it as Python
+        first = next(iter(frame.f_locals.values()), None)
+        name = _CODES.get(_code_of(first)) if callable(first) else None
     if name is not None:
         for hits in _COLLECTING:
             hits.add(name)

@@ -9,6 +9,8 @@ Measuring it on every mutant of every module would cost a whole suite run each. 
 not: a test that never entered the mutated functions on the solutions runs exactly as it
 did there (same result, same functions entered), so only the tests that did are rerun and
 the reference run's cases stand in for the others (`reference`, `selection`, `run_mutant`).
+Code that numba compiles for the CPU calls no Python frame, so which tests enter a compiled
+function is read from a second run with the compiler off (`Reference.ran_as_python`).
 """
 from __future__ import annotations
 
@@ -60,9 +62,10 @@ COMPILERS = {"njit", "jit", "vectorize", "guvectorize", "stencil"}  # numba's de
 
 def compiled_stubs(module: Module, text: str) -> set[str]:
     """The student functions that numba compiles for the CPU: compiled code calls them without
-    a Python frame, so a trace of the tests cannot say which tests run them. (`cuda.jit`
-    kernels need no entry: numba's simulator runs them as Python, so the trace sees every
-    launch, and on a real GPU no test is seen entering them, so `selection` runs every test.)"""
+    a Python frame, so a trace of the compiled tests cannot say which tests run them (the run
+    with the compiler off can). (`cuda.jit` kernels need no entry: numba's simulator runs them
+    as Python, so the trace sees every launch, and on a real GPU no test is seen entering
+    them, so `selection` runs every test.)"""
     names, found = set(stub_names(module)), set()
     for node in ast.walk(parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
@@ -112,10 +115,26 @@ class Reference:
     """The module's tests on the solutions build, each with the student functions it ran."""
     report: Path  # its junit report
     ran: dict[str, set[str]]  # pytest node id -> the student functions that test entered
+    # With numba's compiler off, each test that passed -> the functions it entered (a test
+    # that did not pass is missing: where it stopped says nothing of what it would enter).
+    ran_as_python: dict[str, set[str]] | None = None
+
+
+def _spectra(module: Module, report: Path, passed_only: bool = False) -> dict[str, set[str]]:
+    """{pytest node id: the student functions it entered} from a junit report."""
+    ran = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        if passed_only and any(case.find(tag) is not None for tag in ("failure", "error", "skipped")):
+            continue
+        node = f"{module.tests_path}/{testing.junit_test_id(case.get('classname', ''), case.get('name', ''))}"
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        ran[node] = {n for n in (props.get("tito_spectrum") or "").split("|") if n}
+    return ran
 
 
 def reference(root, solutions, module: Module) -> Reference:
-    """Run the module's tests once on the solutions build, recording each test's functions."""
+    """Run the module's tests once on the solutions build, recording each test's functions
+    (and once more with numba's compiler off when the student writes compiled functions)."""
     folder = build.build_root(root) / "attribution"
     folder.mkdir(parents=True, exist_ok=True)
     report = folder / f"{module.slug}-reference.xml"
@@ -123,21 +142,32 @@ def reference(root, solutions, module: Module) -> Reference:
     if not outcome.ok:
         raise TitoError(f"{module.label}: the solutions must pass every test before attribution can be "
                         f"measured: {outcome.problem or outcome.failures[:1]}")
-    ran = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        node = f"{module.tests_path}/{testing.junit_test_id(case.get('classname', ''), case.get('name', ''))}"
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        ran[node] = {n for n in (props.get("tito_spectrum") or "").split("|") if n}
-    return Reference(report, ran)
+    ref = Reference(report, _spectra(module, report))
+    if compiled_stubs(module, module.solution_path.read_text(encoding="utf-8")):
+        as_python = folder / f"{module.slug}-reference-as-python.xml"
+        outcome = testing.run_suite(module, solutions, show_output=False, fork=True, report=as_python, jit=False)
+        if not outcome.problem:
+            ref.ran_as_python = _spectra(module, as_python, passed_only=True)
+    return ref
 
 
-def selection(ref: Reference, functions: set[str] | None) -> list[str] | None:
+def selection(ref: Reference, functions: set[str] | None, compiled: set[str] = frozenset()) -> list[str] | None:
     """The tests a mutant of `functions` can change: those that entered one of them on the
     solutions. Every other test never runs the mutated lines, so it passes as it did, having
-    entered the same functions. None (run them all) when that cannot be said."""
-    if functions is None or not all(any(f in ran for ran in ref.ran.values()) for f in functions):
+    entered the same functions. A function in `compiled` (numba's, tito.attribution's
+    compiled_stubs) is seen entered only in the run with the compiler off, and a test that
+    did not pass there is always chosen. None (run them all) when nothing can be said."""
+    if functions is None:
+        return None
+    seen, unknown = ref.ran, set()
+    if functions & compiled:
+        if ref.ran_as_python is None:
+            return None  # compiled callers enter them unseen
+        seen = {node: ran | ref.ran_as_python.get(node, set()) for node, ran in ref.ran.items()}
+        unknown = set(ref.ran) - set(ref.ran_as_python)
+    if not all(any(f in ran for ran in seen.values()) for f in functions):
         return None  # a function no test was seen entering: nothing to select by
-    return [node for node, ran in ref.ran.items() if ran & functions]
+    return [node for node, ran in seen.items() if ran & functions or node in unknown]
 
 
 def _merged(ref: Reference, report: Path, into: Path) -> None:
@@ -159,9 +189,7 @@ def run_mutant(root, solutions, module: Module, mutant: mutants.Mutant,
     text = module.solution_path.read_text(encoding="utf-8")
     mutated = mutants.apply(module, mutant, text)
     functions = touched(module, text, mutated)
-    if functions and functions & compiled_stubs(module, text):
-        functions = None  # compiled code enters them unseen: every test may run them
-    chosen = selection(ref, functions) if ref is not None else None
+    chosen = selection(ref, functions, compiled_stubs(module, text)) if ref is not None else None
     variant = mutants.build_variant(root, solutions, module, mutant, mutated)
     try:
         if chosen is None:

@@ -206,19 +206,21 @@ def judged_env(package_parent: Path) -> dict:
 
 def run_suite(module: Module, package_parent: Path, *, show_output: bool = True, verbose: bool = False,
               extra_args: tuple[str, ...] = (), fork: bool = False, judged: bool = False,
-              tests: list[str] | None = None, report: Path | None = None) -> Outcome:
+              tests: list[str] | None = None, report: Path | None = None, jit: bool = True) -> Outcome:
     """Run tests/NN_name against the package in `package_parent`. Tracebacks only when
     `verbose`: tito's own summary names each failure's message and notebook cell. With
     `fork`, the run is a fork of a preloaded pytest process (tito.forkrun: for the many
     short runs of tito verify's mutants; output is not shown), of only the pytest node ids
-    `tests` when given, its junit report copied to `report` when given. With `judged`, the
-    tests run as `tito grade` runs them, the package in a process of its own (judged_env)."""
+    `tests` when given, its junit report copied to `report` when given, and with numba's
+    compiler off when not `jit` (its functions run as Python, so a trace sees every call).
+    With `judged`, the tests run as `tito grade` runs them, the package in a process of its
+    own (judged_env)."""
     if judged:
         extra_args = ("-p", "tito.judge", *extra_args)
     if fork:
-        return _run_suite_forked(module, package_parent, extra_args, tests=tests, report=report)
-    if tests is not None or report is not None:
-        raise ValueError("run_suite: `tests` and `report` need fork=True")
+        return _run_suite_forked(module, package_parent, extra_args, tests=tests, report=report, jit=jit)
+    if tests is not None or report is not None or not jit:
+        raise ValueError("run_suite: `tests`, `report` and `jit` need fork=True")
     problem = check_import(package_parent)
     if problem:
         return Outcome(problem=problem)
@@ -272,14 +274,17 @@ def _run_as_group(cmd, *, cwd, env, timeout, capture_output) -> subprocess.Compl
 
 
 def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[str, ...], *,
-                      tests: list[str] | None = None, report: Path | None = None) -> Outcome:
+                      tests: list[str] | None = None, report: Path | None = None, jit: bool = True) -> Outcome:
     from tito import forkrun
 
     with tempfile.TemporaryDirectory() as tmp:
         xml, log = Path(tmp) / "report.xml", Path(tmp) / "pytest.log"
         args = [*(tests if tests is not None else [str(module.tests_path)]), "-q", "--tb=no", "-rN",
                 "-p", "no:cacheprovider", f"--junitxml={xml}", "-o", "junit_family=xunit1", *extra_args]
-        code = forkrun.run_pytest(args, env=_traced_env(module, package_parent), cwd=module.root, log=log,
+        env = _traced_env(module, package_parent)
+        if not jit:
+            env["NUMBA_DISABLE_JIT"] = "1"
+        code = forkrun.run_pytest(args, env=env, cwd=module.root, log=log,
                                   timeout=SUITE_TIMEOUT_S)
         tail = "\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]) if log.is_file() else ""
         if code is None:

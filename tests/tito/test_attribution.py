@@ -81,9 +81,10 @@ def test_a_mutant_touches_the_functions_around_its_edit_or_none_when_outside_the
     assert attribution.touched(module, text, "# another first line\n" + text.split("\n", 1)[1]) is None
 
 
-def test_numba_compiled_stubs_are_known_so_their_mutants_rerun_every_test():
-    """Compiled code calls a CPU-compiled stub without a Python frame: a trace cannot select its
-    tests. A CUDA kernel is traced as Python under the simulator and never seen on a GPU."""
+def test_numba_compiled_stubs_are_known_and_selected_by_the_run_without_the_compiler():
+    """Compiled code calls a CPU-compiled stub without a Python frame: the compiled run's trace
+    cannot select its tests, the run with numba's compiler off can. A CUDA kernel is traced as
+    Python under the simulator and never seen on a GPU."""
     module = resolve("17", ROOT)
     text = module.solution_path.read_text(encoding="utf-8")
     cpu = {"strided_position", "bias_gelu", "parallel_sum", "matmul_ikj", "matmul_blocked", "im2col"}
@@ -91,6 +92,15 @@ def test_numba_compiled_stubs_are_known_so_their_mutants_rerun_every_test():
     on_gpu = attribution.Reference(Path("unused.xml"), {"tests/17/test_k.py::test_map": {"_check"}})
     assert attribution.selection(on_gpu, {"map_kernel"}) is None  # no test was seen entering it: all run
     assert attribution.compiled_stubs(resolve("06", ROOT), resolve("06", ROOT).solution_path.read_text()) == set()
+    ran = {"t.py::test_conv": {"conv2d_forward"}, "t.py::test_im2col": set(), "t.py::test_sum": set(),
+           "t.py::test_precision": set()}
+    compiled_only = attribution.Reference(Path("unused.xml"), ran)
+    assert attribution.selection(compiled_only, {"im2col"}, cpu) is None  # no run without the compiler: all run
+    as_python = {"t.py::test_conv": {"conv2d_forward", "im2col"}, "t.py::test_im2col": {"im2col"},
+                 "t.py::test_sum": {"parallel_sum"}}  # test_precision did not pass as Python: missing
+    ref = attribution.Reference(Path("unused.xml"), ran, as_python)
+    assert attribution.selection(ref, {"im2col"}, cpu) == ["t.py::test_conv", "t.py::test_im2col", "t.py::test_precision"]
+    assert attribution.selection(ref, {"conv2d_forward"}, cpu) == ["t.py::test_conv"]  # not compiled: as before
 
 
 def test_only_the_tests_that_entered_a_touched_function_are_rerun_and_the_rest_keep_their_result(tmp_path):
