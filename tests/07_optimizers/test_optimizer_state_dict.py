@@ -108,6 +108,24 @@ def test_loaded_state_is_copied_cast_and_accepts_numpy():
     np.testing.assert_allclose(ps[0].numpy(), np.full((2, 2), 0.5), rtol=1e-6)
 
 
+def test_loaded_tensor_buffers_are_copies_and_state_stays_a_defaultdict():
+    """A buffer loaded from a Tensor is the optimizer's own (the checkpoint's tensor can change
+    afterwards), and a parameter seen for the first time after loading still gets state."""
+    ps = [tt.tensor(np.ones(3), requires_grad=True), tt.tensor(np.ones(2), requires_grad=True)]
+    opt = SGD(ps, lr=0.1, momentum=0.9)
+    saved = tt.tensor(np.full(3, 2.0))
+    opt.load_state_dict({"state": {0: {"momentum_buffer": saved}},
+                         "param_groups": [{"lr": 0.1, "momentum": 0.9, "dampening": 0, "weight_decay": 0,
+                                           "nesterov": False, "maximize": False, "params": [0, 1]}]})
+    saved.numpy()[:] = -5.0
+    np.testing.assert_array_equal(opt.state[ps[0]]["momentum_buffer"].numpy(), np.full(3, 2.0),
+                                  err_msg="a loaded buffer must be a copy, not the checkpoint's tensor")
+    assert opt.state[ps[1]] == {}, f"state of a parameter with no saved state: expected {{}}, got {opt.state.get(ps[1])}"
+    ps[1].grad = tt.tensor(np.ones(2))
+    opt.step()  # the second parameter's first momentum buffer goes into a new entry
+    assert "momentum_buffer" in opt.state[ps[1]]
+
+
 def test_load_errors_leave_the_optimizer_unchanged():
     ps = make_params()
     opt = SGD([{"params": ps[:2]}, {"params": ps[2:]}], lr=0.1, momentum=0.9)

@@ -85,6 +85,23 @@ def test_update_is_in_place_and_leaves_grad_and_grad_mode_alone():
     assert tt.is_grad_enabled(), "step() must restore grad mode"
 
 
+@pytest.mark.parametrize("name, options", [
+    ("SGD", dict(weight_decay=0.1, maximize=True)),
+    ("Adam", dict(weight_decay=0.1)),
+    ("Adam", dict(weight_decay=0.1, maximize=True)),
+    ("AdamW", dict(weight_decay=0.1, amsgrad=True, maximize=True)),
+])
+def test_step_leaves_grad_alone_with_weight_decay_and_maximize(name, options):
+    """Decay and maximize change the step's gradient, never the .grad the caller owns."""
+    cls = getattr(tt.optim, name)
+    p = tt.tensor(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=True)
+    g = tt.tensor(np.linspace(-1.0, 1.0, 6).reshape(2, 3))
+    p.grad = g
+    cls([p], lr=0.1, **options).step()
+    assert p.grad is g and np.array_equal(g.numpy(), np.linspace(-1.0, 1.0, 6).reshape(2, 3)), \
+        f"{name}({options}).step() changed p.grad: {g.numpy().tolist()}"
+
+
 def test_step_is_silent_about_grad_mode_off():
     p = tt.tensor([1.0], requires_grad=True)
     opt = SGD([p], lr=1.0)
