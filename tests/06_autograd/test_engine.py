@@ -215,9 +215,9 @@ def test_accumulate_grad_keeps_a_copy_and_adds_in_place():
     g[:] = -1.0  # the engine may reuse its arrays: .grad must not change with them
     np.testing.assert_array_equal(t.grad.numpy(), [10.0, 20.0], err_msg="t.grad after g was overwritten: .grad keeps a copy")
     autograd.engine._accumulate_grad(t, np.broadcast_to(np.array(1.0), (2,)))  # read-only, as sum's rule returns
+    np.testing.assert_array_equal(t.grad.numpy(), [11.0, 21.0], err_msg="t.grad after a second gradient [1, 1]: the sum")
     assert t.grad is first, ("the second gradient must be added into the same .grad Tensor object, not put in a "
                              "new one (code holding the first no longer sees the sum)")
-    np.testing.assert_array_equal(t.grad.numpy(), [11.0, 21.0], err_msg="t.grad after a second gradient [1, 1]: the sum")
     w32 = tt.tensor(np.zeros(2, dtype=np.float32), requires_grad=True)
     autograd.engine._accumulate_grad(w32, np.array([0.5, 1.5]))  # a float64 gradient for a float32 leaf
     assert w32.grad.dtype == tt.float32
