@@ -214,10 +214,9 @@ def report_row(name, accuracy, latency, nbytes, flops):
 def pareto_front(rows):
     """Names of the rows no other row dominates (lower median_s, higher accuracy), in order.
 
-    Contract: `rows` a list of report rows (dicts with "name", "median_s", "accuracy"). Row a
-    dominates row b when a's median_s <= b's and a's accuracy >= b's, with at least one of the
-    two strict. Returns the list of the names of the non-dominated rows, in the order of
-    `rows` ([] for no rows); rows with equal latency and accuracy both stay.
+    Contract: `rows` a list of report rows (dicts with "name", "median_s", "accuracy"), with
+    dominance as section 1 defines it. Returns the list of the names of the non-dominated
+    rows, in the order of `rows` ([] for no rows).
     """
     # Idea: a variant is worth considering when nothing beats it on both axes at once.
     # YOUR CODE HERE
@@ -271,7 +270,7 @@ def pareto_plot(rows, front=(), chosen=None, ax=None):
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
     ax.margins(x=0.3, y=0.25)
-    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: IQR)")
+    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: median ± IQR/2)")
     ax.set_ylabel("test accuracy")
     ax.set_title("variants: red = Pareto front, marker area = bytes, black ring = chosen", fontsize=9)
     _place_labels(ax, rows)
