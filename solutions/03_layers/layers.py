@@ -1387,8 +1387,8 @@ def _calculate_fan_in_and_fan_out(tensor):
 # %% nbgrader={"grade": true, "grade_id": "test-gain-and-fans", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 for _name, _gain in [("linear", 1), ("sigmoid", 1), ("conv2d", 1), ("tanh", 5 / 3), ("selu", 0.75)]:
     assert_close(calculate_gain(_name), _gain, rtol=1e-15, atol=0, what=f"calculate_gain({_name!r})")
-# The gain an activation f needs, measured rather than printed: the factor that brings the
-# mean square of f(y), y ~ N(0, 1), back to 1 (E[f(y)^2] by the trapezoid rule on a fine grid).
+# The gain an activation f needs, measured on the activation itself: the factor that brings
+# the mean square of f(y), y ~ N(0, 1), back to 1 (E[f(y)^2] by the trapezoid rule on a fine grid).
 _y = np.linspace(-12, 12, 240_001)
 _density = np.exp(-_y ** 2 / 2) / math.sqrt(2 * math.pi)
 
