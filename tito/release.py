@@ -285,6 +285,14 @@ def repeated_headings(solution_nb) -> list[str]:
     return repeated
 
 
+def control_characters(path: Path) -> list[int]:
+    """The line numbers of a solution file that hold a control character other than a tab (a
+    LaTeX `\\frac` written in a plain Python string arrives as a form feed and `rac`)."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    return [i for i, line in enumerate(lines, 1)
+            if any(ord(ch) < 32 and ch not in "\t\r" or ord(ch) == 127 for ch in line)]
+
+
 def release(check: bool = False) -> int:
     root = find_root()
     require_solutions(root, "`tito release" + (" --check`" if check else "`"))
@@ -292,6 +300,12 @@ def release(check: bool = False) -> int:
     outputs = readme_output(root)
     notebooks = {}
     for module in available_modules(root):
+        controls = control_characters(module.solution_path)
+        if controls:
+            raise TitoError(f"{module.solution_path.relative_to(root).as_posix()} has a control character on "
+                            f"line(s) {', '.join(map(str, controls[:10]))}: most often a LaTeX command such as "
+                            f"\\frac whose backslash a script read as an escape (\\f is a form feed). "
+                            f"Put the backslash back.")
         solution = notebook.read_solution(module.solution_path)
         repeated = repeated_headings(solution)
         if repeated:

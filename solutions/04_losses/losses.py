@@ -28,8 +28,8 @@
 #   cross-entropy from a Bernoulli, cross-entropy from a categorical distribution;
 # - explain why a loss takes **logits** rather than probabilities, and show float32
 #   overflowing in the naive formulas;
-# - write the **numerically stable** forms: `max(x, 0) − x·y + log(1 + e^(−|x|))` for binary
-#   cross-entropy and **log-sum-exp** for cross-entropy, which stay finite at logits of ±10⁴;
+# - derive a **numerically stable** binary cross-entropy that never forms σ(x), and use
+#   **log-sum-exp** for cross-entropy, so that both stay finite at logits of ±10⁴;
 # - build cross-entropy by **composition**: log-softmax (module 02) followed by the
 #   negative log-likelihood of the target class, with `ignore_index` for padding;
 # - implement the three **reductions** (`"mean"`, `"sum"`, `"none"`) and error messages that
@@ -58,6 +58,7 @@
 import sys
 import time
 import tracemalloc
+import warnings
 
 import matplotlib
 
@@ -188,8 +189,9 @@ _REDUCTIONS = ("mean", "sum", "none")
 #
 # <details><summary>Hint 2</summary>
 #
-# A float32 array's `.sum()` is a numpy float32 scalar, but dividing it by a Python int or a
-# float64 weight can give float64. Decide the result's dtype explicitly at the end.
+# A float32 array's `.sum()` is a numpy float32 scalar, but dividing it by a numpy float64 or
+# int64 (a total weight summed in float64, a count from numpy) gives float64. Decide the
+# result's dtype explicitly at the end.
 # </details>
 #
 # <details><summary>Hint 3</summary>
@@ -266,6 +268,12 @@ assert_close(_reduce(_l, "mean", total_weight=np.float32(8.0)), 1.5, what="sum 1
 check(np.isnan(_reduce(np.zeros(3), "mean", total_weight=0.0)),
       "a mean over total weight 0 (every target ignored) is nan, as in PyTorch",
       got=_reduce(np.zeros(3), "mean", total_weight=0.0), expected=np.nan)
+with warnings.catch_warnings(record=True) as _caught:
+    warnings.simplefilter("always")
+    _empty = _reduce(np.zeros(0, np.float32), "mean")
+    _reduce(np.zeros(3, np.float32), "mean", total_weight=0.0)
+check(np.isnan(_empty), "a mean over no elements is nan", got=_empty, expected=np.nan)
+check(not _caught, "a mean over nothing prints no warning", got=[str(w.message) for w in _caught], expected=[])
 _check_reduction("none")
 for _bad in ["avg", "Mean", None, 1, ["mean"]]:
     for _fn, _args in [(_check_reduction, (_bad,)), (_reduce, (_l, _bad))]:
@@ -430,8 +438,11 @@ for _sa, _sb in [((4, 1), (4,)), ((4, 1), (1, 4))]:   # both would broadcast to 
                        what=f"mse_loss({_sa} input, {_sb} target)")
     check(str(_sa) in str(_e) and str(_sb) in str(_e) and "broadcast" in str(_e) and "mse_loss" in str(_e),
           "the shape message names mse_loss, both shapes and the word 'broadcast'", got=str(_e))
+# the dtype is the real mistake, so it is reported even when the shapes differ too
 for _input, _target, _names in [(Tensor([1.0, 2.0]), Tensor([1, 2]), ["int64", "float"]),
-                                (Tensor([1, 2]), Tensor([1.0, 2.0]), ["int64"])]:
+                                (Tensor([1, 2]), Tensor([1.0, 2.0]), ["int64"]),
+                                (Tensor([1.0, 2.0]), Tensor([[1], [2]]), ["int64", "float"]),
+                                (Tensor([[1], [2]]), Tensor([1.0, 2.0]), ["int64"])]:
     _e = assert_raises(TypeError, mse_loss, _input, _target,
                        what=f"mse_loss({_input.dtype} input, {_target.dtype} target)")
     check(all(n in str(_e) for n in _names), f"the message names {_names}", got=str(_e))
@@ -475,12 +486,14 @@ with np.errstate(over="ignore", divide="ignore"):
 def draw_bce(axes, stable=None):
     """The naive float32 BCE for y = 1 and y = 0, its inf points marked; `stable(x, y)`, if
     given, drawn under it."""
-    for ax, naive, y in [(axes[0], _naive_y1, 1), (axes[1], _naive_y0, 0)]:
+    for ax, naive, y, formula in [(axes[0], _naive_y1, 1, "−log σ(x)"), (axes[1], _naive_y0, 0, "−log(1 − σ(x))")]:
         if stable is not None:
             ax.plot(_x32, stable(_x32, y), lw=3, alpha=0.5, label="your stable form")
-        ax.plot(_x32, np.where(np.isfinite(naive), naive, np.nan), "--", label="naive: −log(σ) in float32")
+        ax.plot(_x32, np.where(np.isfinite(naive), naive, np.nan), "--", label=f"naive: {formula} in float32")
         bad = ~np.isfinite(naive)
-        ax.plot(_x32[bad], np.zeros(bad.sum()), "rx", ms=3, label=f"naive = inf ({bad.sum()} points)")
+        # inf has no place on the axis: mark those logits along the top edge of the panel
+        ax.plot(_x32[bad], np.full(bad.sum(), 0.97), "rx", ms=3, transform=ax.get_xaxis_transform(),
+                label=f"naive = inf ({bad.sum()} points, marked at the top)")
         ax.set_title(f"BCE with y = {y}")
         ax.set_xlabel("logit x")
         ax.set_ylabel("loss")
@@ -802,6 +815,7 @@ _check_class_targets("nll_loss", Tensor(np.zeros((2, 3, 7), np.float32)), Tensor
 _check_class_targets("nll_loss", Tensor(np.zeros(3, np.float32)), Tensor(2), -100)
 for _exc, _must, _args in [
         (TypeError, ["int64", ".long()"], ("cross_entropy", _z, Tensor([0.0, 1.0, 2.0, 3.0]), -100)),
+        (TypeError, ["int64", ".long()"], ("nll_loss", _z, Tensor(np.arange(4, dtype=np.int32)), -100)),
         (TypeError, ["floating"], ("nll_loss", Tensor(np.zeros((4, 5), np.int64)), Tensor([0, 1, 2, 3]), -100)),
         (ValueError, ["class dimension"], ("nll_loss", Tensor(1.0), Tensor(0), -100)),
         (IndexError, ["7", "5"], ("nll_loss", _z, Tensor([0, 7, 1, 1]), -100)),
@@ -1047,7 +1061,8 @@ assert_close(cross_entropy(Tensor(_zs), Tensor(_ts)).item(), _ce_reference(_rows
              what="(N, C, d1) logits, classes on dimension 1, mean over the 5 real targets")
 _node = cross_entropy(Tensor(_z, requires_grad=True), Tensor(_t)).grad_fn
 check(_node is not None and _node.op == "nll_loss", "cross_entropy's output is an nll_loss node",
-      got=getattr(_node, "op", None), expected="nll_loss")
+      got=f"the op {_node.op!r}" if _node is not None else "no grad_fn: the output was not made by apply",
+      expected="nll_loss")
 _inner = _node.inputs[0].grad_fn
 check(_inner is not None and _inner.op == "log_softmax" and _inner.attrs.get("dim") == 1,
       "nll_loss's input is log_softmax over dim 1", got=_inner and (_inner.op, _inner.attrs))
@@ -1061,7 +1076,7 @@ print(f"✓ cross_entropy: mean {_out.item():.4f}, finite at ±1e4, log_softmax 
 # target splits in two: (1 − ε) times the NLL you have, plus ε times the loss against the
 # **uniform** target,
 #
-# $$U_i = -rac{1}{C}\sum_{c=1}^{C} w_c \log p_{i,c},$$
+# $$U_i = -\frac{1}{C}\sum_{c=1}^{C} w_c \log p_{i,c},$$
 #
 # with class weights w (all 1 without them). Ignored positions contribute 0, and the
 # reductions follow the NLL's: "sum" adds, "none" keeps one value per position, and "mean"
@@ -1167,7 +1182,8 @@ for _w in [None, _wl]:
                  rtol=1e-10, what=f"label_smoothing=0.2, 'mean', {_what}: divided by the real targets' weights")
 _u = _smoothing_term(log_softmax(Tensor(_zl, requires_grad=True), dim=1), Tensor(_tl), None, -100, "mean")
 check(isinstance(_u, Tensor) and _u.grad_fn is not None,
-      "_smoothing_term returns a Tensor built from Tensor ops (it has a grad_fn)", got=type(_u).__name__)
+      "_smoothing_term returns a Tensor built from Tensor ops (it has a grad_fn)",
+      got=f"a {type(_u).__name__}" + (f" with grad_fn {_u.grad_fn!r}" if isinstance(_u, Tensor) else ""))
 print(f"✓ label smoothing: mean {cross_entropy(Tensor(_zl), Tensor(_tl), label_smoothing=0.2).item():.4f}, "
       "weighted and ignored positions as in PyTorch")
 
@@ -1465,9 +1481,8 @@ if torch is not None:
 #   Bernoulli, cross-entropy ↔ categorical. The reduction is `"mean"` (default), `"sum"` or
 #   `"none"`; weighted means divide by the total weight.
 # - Losses take **logits**. Sigmoid or softmax followed by log overflows or hits log 0 in
-#   float32 at logits of a few tens; the stable forms `max(x, 0) − x·y + log1p(e^(−|x|))` and
-#   log-sum-exp `m + log Σ e^(z−m)` keep every exponent ≤ 0 and are finite at ±10⁴, for
-#   the same price.
+#   float32 at logits of a few tens; the stable forms (your factored binary cross-entropy,
+#   and log-sum-exp) keep every exponent ≤ 0 and are finite at ±10⁴, for the same price.
 # - **Cross-entropy = log_softmax + nll_loss**: the log-sum-exp is module 02's, and the NLL
 #   is a gather of the target's log-probability; `ignore_index` removes padding from both
 #   the sum and the count.

@@ -97,6 +97,31 @@ def test_smoothing_term_is_the_loss_against_the_uniform_target(reduction, weight
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=0)
 
 
+def _reaches(out, leaf):
+    """Whether `leaf` is among the tensors the graph of `out` was built from."""
+    visited, stack = [], [out]   # visited keeps each tensor alive, so no id is reused
+    while stack:
+        t = stack.pop()
+        if t is leaf:
+            return True
+        if t.grad_fn is not None and not any(t is v for v in visited):
+            visited.append(t)
+            stack.extend(t.grad_fn.inputs)
+    return False
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_smoothing_term_is_a_graph_back_to_the_log_probabilities(reduction):
+    """Module 06 differentiates label smoothing through the ops `_smoothing_term` records, so
+    its result must lead back to `logp` (numpy's answer wrapped in a Tensor has no graph)."""
+    from tinytorch.nn.losses import _smoothing_term
+
+    logp = Tensor(np.log(np.full((3, 4), 0.25)), requires_grad=True)
+    got = _smoothing_term(logp, Tensor([0, -100, 3]), np.ones(4), -100, reduction)
+    assert isinstance(got, Tensor) and got.grad_fn is not None, f"no grad_fn: got {got!r}"
+    assert _reaches(got, logp), "the result's graph does not lead back to logp"
+
+
 def test_label_smoothing_outside_0_1_is_refused():
     z, t = _data((3, 4), (3,), np.float32)
     with pytest.raises(ValueError, match="label_smoothing"):
@@ -167,8 +192,8 @@ LOSSES = {"cross_entropy": F.cross_entropy, "nll_loss": F.nll_loss}
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
-@pytest.mark.parametrize("bad_dtype", [np.float32, np.float64, bool])
-def test_non_int64_targets_say_use_long(name, bad_dtype):
+@pytest.mark.parametrize("bad_dtype", [np.float32, np.float64, bool, np.int32, np.int16])
+def test_check_class_targets_says_use_long_for_non_int64(name, bad_dtype):
     z = Tensor(np.zeros((3, 4), np.float32))
     t = Tensor(np.array([1, 0, 1]).astype(bad_dtype))
     with pytest.raises(TypeError) as info:
@@ -179,7 +204,7 @@ def test_non_int64_targets_say_use_long(name, bad_dtype):
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 @pytest.mark.parametrize("bad", [4, 7, -1, -3])
-def test_out_of_range_targets_name_the_value_and_the_class_count(name, bad):
+def test_check_class_targets_names_an_out_of_range_value_and_the_class_count(name, bad):
     z = Tensor(np.zeros((3, 4), np.float32))
     with pytest.raises(IndexError) as info:
         LOSSES[name](z, Tensor([0, bad, 1]))
@@ -187,14 +212,19 @@ def test_out_of_range_targets_name_the_value_and_the_class_count(name, bad):
     assert str(bad) in msg and "4" in msg and name in msg, msg
 
 
-def test_out_of_range_targets_in_a_sequence_batch():
+def test_check_class_targets_finds_an_out_of_range_value_in_a_sequence_batch():
     z = Tensor(np.zeros((2, 5, 3), np.float32))
     t = np.zeros((2, 3), np.int64)
     t[1, 2] = 5
     with pytest.raises(IndexError, match="5"):
         F.cross_entropy(z, Tensor(t))
+
+
+def test_an_ignored_position_in_a_sequence_batch_is_not_out_of_range():
+    t = np.zeros((2, 3), np.int64)
     t[1, 2] = -100
-    assert np.isfinite(F.cross_entropy(z, Tensor(t)).item())
+    np.testing.assert_allclose(F.cross_entropy(Tensor(np.zeros((2, 5, 3), np.float32)), Tensor(t)).item(), np.log(5),
+                               rtol=1e-6)
 
 
 def test_ignore_index_outside_the_class_range_is_allowed_only_as_ignore_index():
@@ -206,7 +236,7 @@ def test_ignore_index_outside_the_class_range_is_allowed_only_as_ignore_index():
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
-def test_batch_size_mismatch_names_both_sizes(name):
+def test_check_class_targets_names_both_batch_sizes(name):
     z = Tensor(np.zeros((4, 3), np.float32))
     with pytest.raises(ValueError) as info:
         LOSSES[name](z, Tensor([0, 1, 2]))
@@ -217,7 +247,7 @@ def test_batch_size_mismatch_names_both_sizes(name):
 @pytest.mark.parametrize("name", sorted(LOSSES))
 @pytest.mark.parametrize("in_shape, t_shape", [((4, 3), (4, 1)), ((4, 3), ()), ((2, 3, 5), (2,)),
                                                ((2, 3, 5), (2, 5, 1)), ((5,), (1,)), ((2, 3, 5), (2, 4))])
-def test_wrong_target_shapes_name_both_shapes(name, in_shape, t_shape):
+def test_check_class_targets_names_both_shapes_of_a_wrong_target(name, in_shape, t_shape):
     with pytest.raises(ValueError) as info:
         LOSSES[name](Tensor(np.zeros(in_shape, np.float32)), Tensor(np.zeros(t_shape, np.int64)))
     msg = str(info.value)
@@ -225,7 +255,7 @@ def test_wrong_target_shapes_name_both_shapes(name, in_shape, t_shape):
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
-def test_integer_or_scalar_input_is_refused(name):
+def test_check_class_targets_refuses_integer_or_0d_input(name):
     with pytest.raises(TypeError, match="floating"):
         LOSSES[name](Tensor(np.zeros((2, 3), np.int64)), Tensor([0, 1]))
     with pytest.raises(ValueError, match="class dimension"):

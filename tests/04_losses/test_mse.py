@@ -67,6 +67,13 @@ def test_integer_input_is_a_type_error():
         F.mse_loss(Tensor([1, 2]), Tensor([1.0, 2.0]))
 
 
+@pytest.mark.parametrize("input, target", [([1.0, 2.0], [[1], [2]]), ([[1], [2]], [1.0, 2.0])])
+def test_a_wrong_dtype_is_reported_before_a_wrong_shape(input, target):
+    """An integer tensor is the real mistake: fixing the shape alone would not make it work."""
+    with pytest.raises(TypeError, match="int64"):
+        F.mse_loss(Tensor(input), Tensor(target))
+
+
 @pytest.mark.parametrize("loss", ["mse_loss", "binary_cross_entropy_with_logits"])
 def test_two_float_dtypes_are_promoted_like_torch(torch, loss):
     x = np.array([0.5, -1.0, 2.0], np.float32)

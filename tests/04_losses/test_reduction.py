@@ -1,4 +1,6 @@
 """Reductions: "mean", "sum", "none"; anything else is a ValueError listing the options."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -78,3 +80,15 @@ def test_default_reduction_is_mean():
     z, t = _class_args()
     np.testing.assert_allclose(F.cross_entropy(z, t).item(),
                                F.cross_entropy(z, t, reduction="none").numpy().mean(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("losses, total_weight", [(np.zeros(0, np.float32), None), (np.zeros(3, np.float32), 0.0)])
+def test_reduce_over_nothing_is_nan_without_a_warning(losses, total_weight):
+    """Every target ignored is an ordinary batch of padding: nan, as in PyTorch, but no
+    numpy warning for each such batch."""
+    from tinytorch.nn.losses import _reduce
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _reduce(losses, "mean", total_weight)
+    assert got.shape == () and np.isnan(got) and got.dtype == np.float32, got

@@ -54,3 +54,13 @@ def test_a_heading_repeated_in_one_notebook_is_reported():
     assert repeated_headings(nb) == ["## 1. Time per step"]
     for module in available_modules():
         assert repeated_headings(jupytext.read(module.solution_path)) == [], module.slug
+
+
+def test_a_control_character_in_a_solution_is_reported(tmp_path):
+    from tito.release import control_characters
+
+    path = tmp_path / "losses.py"
+    path.write_text("# $$U = -\\frac{1}{C}$$\n# $$V = -\frac{1}{C}$$\n\tx = 1\r\n", encoding="utf-8")
+    assert control_characters(path) == [2]
+    for module in available_modules():
+        assert control_characters(module.solution_path) == [], module.slug
