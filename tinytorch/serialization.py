@@ -2,7 +2,7 @@
 # Each block names the notebook cell it came from.
 
 
-# -- cell 44 --
+# -- cell 46 --
 """Saving and loading (module 08), mirroring torch.serialization: `save` and `load` over
 safetensors (the format PyTorch users share weights in, which runs no code when read), and
 save_checkpoint / load_checkpoint for resuming a run."""
@@ -18,7 +18,7 @@ from tinytorch._tensor import Tensor, tensor
 __all__ = ["save", "load", "save_checkpoint", "load_checkpoint"]
 
 
-# -- cell 45 (checkpoint) --
+# -- cell 47 (checkpoint) --
 _FORMAT, _VERSION = "tinytorch-checkpoint", 2
 _STORABLE = "biuf"  # dtype kinds safetensors stores: bool, int, unsigned int, float
 
@@ -49,7 +49,7 @@ def _unpack(desc, arrays):
     raise NotImplementedError('_unpack() is not implemented yet: write it in modules/08_training/training.ipynb (module 08, training), then run `tito test module 08`.')
 
 
-# -- cell 47 --
+# -- cell 49 --
 def _metadata(data):
     """The "__metadata__" dict of the safetensors bytes `data` (already validated)."""
     n = int.from_bytes(data[:8], "little")
@@ -123,7 +123,7 @@ def _load(f):
     return _unpack(json.loads(metadata["structure"]), arrays)
 
 
-# -- cell 50 (save-checkpoint) --
+# -- cell 52 (save-checkpoint) --
 def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra):
     """Save what a resumed run needs to `f` (a path or a binary file), with save().
 

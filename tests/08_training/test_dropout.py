@@ -112,12 +112,16 @@ def test_gradcheck_with_a_fixed_mask():
 
 def test_p_zero_and_p_one():
     x = _positive(10, 10).requires_grad_()
-    np.testing.assert_array_equal(F.dropout(x, 0.0).numpy(), x.numpy())
+    tt.manual_seed(0)
+    assert F.dropout(x, 0.0) is x, "p = 0 in training: the input itself, no copy and no node"
+    after = tt.rand(3).numpy()
+    tt.manual_seed(0)
+    np.testing.assert_array_equal(after, tt.rand(3).numpy(), err_msg="p = 0 must not draw from the generator")
     y = F.dropout(x, 1.0)
     assert y.shape == x.shape and (y.numpy() == 0).all() and np.isfinite(y.numpy()).all()
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros((10, 10)))
-    np.testing.assert_array_equal(nn.Dropout(0.0)(x).numpy(), x.numpy())
+    assert nn.Dropout(0.0)(x) is x
 
 
 @pytest.mark.parametrize("p", [-0.1, 1.01, 2])

@@ -28,6 +28,15 @@ def test_accuracy_matches_numpy():
     assert accuracy(tt.tensor(binary), tt.tensor(labels)) == float(((binary > 0) == (labels > 0.5)).mean())
 
 
+def test_accuracy_of_binary_logits_thresholds_the_logit_at_0_and_the_target_at_half():
+    """A logit is a log-odds: class 1 from 0 up (a probability of 0.5), not from 0.5; a soft
+    target counts as class 1 above 0.5. Each case here is wrong under one of the mix-ups."""
+    logits = tt.tensor([0.3, 0.3, -0.3, 2.0, -2.0])
+    assert accuracy(logits, tt.tensor([1.0, 1.0, 0.0, 1.0, 0.0])) == 1.0
+    assert accuracy(logits, tt.tensor([0.0, 0.0, 1.0, 0.0, 1.0])) == 0.0
+    assert accuracy(logits, tt.tensor([0.9, 0.6, 0.4, 0.7, 0.1])) == 1.0
+
+
 def test_accuracy_errors():
     with pytest.raises(ValueError):
         accuracy(tt.zeros(4, 3), tt.tensor([0, 1]))
@@ -226,7 +235,12 @@ def _recording_tqdm(monkeypatch):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.drawn = not self.disable  # close() sets disable, so remember it now
+            self.closed = False
             bars.append(self)
+
+        def close(self):
+            self.closed = True
+            super().close()
 
     monkeypatch.setattr(training, "tqdm", Recorded)
     return bars
@@ -237,6 +251,7 @@ def test_fit_reports_through_tqdm(monkeypatch, capsys):
     _tiny_fit(epochs=2, progress=True)
     assert [b.desc for b in bars] == ["epoch 1/2", "epoch 2/2"]
     assert [(b.n, b.total, b.drawn) for b in bars] == [(3, 3, True)] * 2
+    assert all(b.closed for b in bars), "each epoch's bar is closed (its final drawing, its line kept)"
     assert "train: loss" in bars[-1].postfix and "val: loss" in bars[-1].postfix, "the summary as postfix"
     bars.clear()
     h = _tiny_fit(epochs=2, progress=False)
@@ -271,3 +286,13 @@ def test_history_plot_from_a_hand_made_history(tmp_path):
     fig = h.plot(tmp_path / "h.png")
     assert [ax.get_title() for ax in fig.axes] == ["loss", "f1"]
     assert (tmp_path / "h.png").read_bytes()[:8] == PNG
+
+
+def test_history_plot_with_nothing_to_plot_is_a_value_error(tmp_path):
+    h = History()
+    with pytest.raises(ValueError):
+        h.plot(tmp_path / "empty.png")
+    h.log(lr=0.1, time=1.0)   # a record, but still no train_ or val_ quantity to draw
+    with pytest.raises(ValueError):
+        h.plot(tmp_path / "empty.png")
+    assert not (tmp_path / "empty.png").exists()

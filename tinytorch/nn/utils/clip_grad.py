@@ -6,6 +6,8 @@
 """Gradient clipping (module 08), mirroring torch.nn.utils.clip_grad."""
 import math
 
+import numpy as np
+
 from tinytorch._tensor import Tensor, stack, tensor
 from tinytorch.autograd import no_grad
 
@@ -25,10 +27,12 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     (torch.nn.utils.clip_grad_norm_).
 
     Contract: the total norm is the `norm_type`-norm (inf: the largest |g|) of all gradients
-    taken as one vector. Every gradient is multiplied in place by min(1, max_norm / (total +
-    1e-6)), so their direction is kept. Returns the total norm *before* clipping, a 0-d
-    Tensor (0.0 when there are no gradients). RuntimeError when the total is not finite and
-    error_if_nonfinite is true (the message says the norm is non-finite).
+    taken as one vector. Above max_norm, the gradients change in place, together, so that
+    the total becomes max_norm (to PyTorch's digits: the total plus 1e-6 wherever it is a
+    divisor) with every direction kept; otherwise they are left as they are. Returns the
+    total norm *before* clipping, a 0-d Tensor (0.0 when there are no gradients).
+    RuntimeError when the total is not finite and error_if_nonfinite is true (the message
+    says the norm is non-finite).
     """
     grads = _grads(parameters)
     max_norm, norm_type = float(max_norm), float(norm_type)
