@@ -133,6 +133,24 @@ def guard_package_files(module: Module, paths: list[Path]) -> list[tuple[Path, P
     return saved
 
 
+def unbound_name_warnings(module: Module, nb, grouped: dict) -> list[str]:
+    """One warning per name a package file reads but does not bind (tito/names.py), with the
+    line that would bind it when a cell of the notebook has one."""
+    from tito import names
+
+    lines = []
+    for target, group in grouped.items():
+        rel = f"tinytorch/{target.replace('.', '/')}.py"
+        for name, where in names.undefined_names(notebook.render(group, module.notebook_rel), rel).items():
+            fix = names.binding_in_notebook(nb, name, target)
+            lines.append(
+                f"tito: {rel} reads `{name}` (in {where}), which nothing in that file defines or imports. "
+                f"The notebook has it from another cell, so the check cells pass, but the package will raise "
+                f"NameError. " + (f"Add `{fix}` to an export cell of {rel}." if fix else
+                                  f"Define or import it in an export cell of {rel}."))
+    return lines
+
+
 def export_student(module: Module) -> list[Path]:
     """The student's notebook -> tinytorch/ (the package they test and use). A package
     file edited by hand is backed up first (the notebook is the source; say so)."""
@@ -150,6 +168,8 @@ def export_student(module: Module) -> list[Path]:
               f"{module.notebook_rel}, so your edits were saved to {backup.relative_to(module.root)} first "
               f"(put them into the notebook to keep them).", flush=True)
     written = _write(package, grouped, module.notebook_rel)
+    for line in unbound_name_warnings(module, nb, grouped):
+        print(line, flush=True)
     testing.remember(module, written={p.relative_to(module.root).as_posix():
                                       release.text_digest(p.read_text(encoding="utf-8")) for p in written})
     return written

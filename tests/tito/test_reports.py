@@ -69,6 +69,18 @@ def test_a_lost_export_line_is_named(course):
     assert "has lost its '#| export' line" in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
+def test_a_name_that_only_another_cell_binds_is_named_at_export(course):
+    """The notebook runs every cell in one namespace; the package file does not."""
+    nb = _solved(course)
+    nb.cells.append(nbformat.v4.new_code_cell("import math as m"))
+    nb.cells.append(nbformat.v4.new_code_cell("#| export\ndef _circle_area(r):\n    return m.pi * r * r"))
+    nbformat.write(nb, course.path(MODULE))
+    out = course.tito("export", "02")
+    assert out.returncode == 0, out.stderr
+    assert ("tinytorch/nn/activations.py reads `m` (in _circle_area)" in out.stdout
+            and "Add `import math as m` to an export cell" in out.stdout), out.stdout
+
+
 def test_an_error_at_import_names_its_cell(course):
     nb = _solved(course)
     nb.cells.append(nbformat.v4.new_code_cell("#| export\nundefined_name_at_import"))
