@@ -228,7 +228,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, where, zeros_like
+from tinytorch._tensor import Tensor, zeros_like
 from tinytorch.autograd import no_grad
 
 __all__ = [
@@ -386,11 +386,13 @@ class Optimizer:
         ### END SOLUTION
 
     def step(self, closure=None):
-        """Update, in place, every parameter that has a gradient; returns closure()'s value.
-        Contract: call `closure` first if given (else return None). Then, with grad mode off,
-        for each parameter of each group whose .grad is not None, call self._update(p, grad,
-        self.state[p], group), grad being p.grad, negated when the group's "maximize" is
-        true. A parameter whose .grad is None gets no update, no state."""
+        """Update, in place, every parameter that has a gradient; returns closure()'s value
+        (None without a closure). Contract: a closure runs before any update, as the caller
+        would run it (it may compute a loss and call backward). Each parameter with a .grad
+        is updated by self._update(p, grad, self.state[p], group), where grad is the
+        gradient of the quantity the group minimises (a "maximize" group maximises the
+        loss); the updates are not recorded by autograd. A parameter whose .grad is None
+        gets no update and no entry in self.state."""
         # Idea: one loop for every optimizer; the rule for one parameter is the subclass's.
         ### BEGIN SOLUTION
         loss = closure() if closure is not None else None
@@ -476,10 +478,24 @@ with preserved_state():
     assert_close(_a.numpy(), [0.9, 2.1], what="_a after one step (lr 0.1)")
     assert_close(_b.numpy(), [[2.0]], what="_b after one step (lr 0.5 of its group)")
     assert_equal(_c.item(), 0.5, "_c has no gradient: it must not move")
-    check(not _opt.state.get(_c), "_c has no gradient: it must get no state", got=_opt.state.get(_c), expected={})
+    check(_c not in _opt.state, "_c has no gradient: it must get no state (not even an empty entry)",
+          got=f"state entry {_opt.state.get(_c)!r}", expected="no entry")
     _opt.step()
     assert_equal(_opt.state[_a]["calls"], 2, "the state dict passed to _update persists between steps")
     assert_equal(_opt.step(lambda: 42.0), 42.0, "step(closure) returns the closure's value")
+    # a real closure recomputes the loss and its gradients: it needs grad mode as the caller had it
+    _q = tensor([3.0], requires_grad=True)
+    _qopt = _PlainDescent([_q], lr=0.1)
+
+    def _closure():
+        _qopt.zero_grad()
+        _loss = (_q * _q).sum()
+        _loss.backward()
+        return _loss
+
+    _loss = _qopt.step(_closure)
+    assert_close((_loss.item(), _q.item()), (9.0, 3.0 - 0.1 * 6.0),
+                 what="step(closure) where the closure calls backward: (the loss it returned, q after the step)")
     check(tt.is_grad_enabled(), "step() turns grad mode back on afterwards")
     # maximize: the loop negates the gradient
     _m = tensor([0.0], requires_grad=True)
@@ -776,8 +792,10 @@ print(f"✓ SGD; e.g. the momentum example ends at theta = {_shown:.4f}")
 #
 # <details><summary>Hint 4</summary>
 #
-# For AMSGrad, module 01's `where(condition, a, b)` picks elementwise; the result must end
-# up *in* the existing `max_exp_avg_sq` buffer (an in-place copy), not in a new tensor.
+# For AMSGrad, module 01's `maximum` takes the larger of two tensors elementwise (one
+# numpy call; a `where` on a comparison is several times slower on large buffers);
+# the result must end up *in* the existing `max_exp_avg_sq` buffer (an in-place copy), not
+# in a new tensor.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -844,7 +862,7 @@ class Adam(Optimizer):
         bias_correction2 = 1 - beta2 ** step
         if group["amsgrad"]:
             max_sq = state["max_exp_avg_sq"]
-            max_sq.copy_(where(max_sq > exp_avg_sq, max_sq, exp_avg_sq))
+            max_sq.copy_(max_sq.maximum(exp_avg_sq))
             exp_avg_sq = max_sq
         denom = exp_avg_sq.sqrt() / bias_correction2 ** 0.5 + eps
         p.add_(exp_avg / denom, alpha=-lr / bias_correction1)
@@ -1187,10 +1205,14 @@ with preserved_state():
     assert_raises(ValueError, SGD([tensor([1.0], requires_grad=True)]).load_state_dict, _sd,
                   match="number of parameter groups", what="loading 2 groups into an optimizer with 1")
     _bad = _opt.state_dict()
-    _bad["state"][1]["exp_avg"] = tensor(np.zeros(5))
+    _bad["state"][0]["step"] = 99   # parameter 0's state is fine and differs from _opt2's ...
+    _bad["state"][1]["exp_avg"] = tensor(np.zeros(5))   # ... parameter 1's has the wrong shape
     _bad["param_groups"][0]["lr"] = 42.0
+    _step_before = _opt2.state[_qs[0]]["step"]
     assert_raises(ValueError, _opt2.load_state_dict, _bad, match="shape", what="a buffer of the wrong shape")
-    assert_equal(_opt2.param_groups[0]["lr"], 0.1, "a refused load changes nothing")
+    assert_equal(_opt2.param_groups[0]["lr"], 0.1, "a refused load changes nothing: the group options")
+    assert_equal(_opt2.state[_qs[0]]["step"], _step_before,
+                 "a refused load changes nothing: the state of a parameter checked before the bad one")
     # a loaded buffer is the optimizer's own, and a parameter with no saved state can still start
     _a, _b = tensor(np.ones(3), requires_grad=True), tensor(np.ones(2), requires_grad=True)
     _opt3 = SGD([_a, _b], lr=0.1, momentum=0.9)
@@ -1894,15 +1916,21 @@ for _name, _n in [("this MLP", _n_params), ("GPT-2 small", 124e6), ("a 7B-parame
 predicted_adam_over_sgd = None  # your number: Adam step time / SGD step time
 
 # %%
-from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
+from tinytorch.utils.timing import median_time, time_samples  # after warm-up calls, threads pinned
 
-
-_step_times = {}
+_opts = {}
 for _name, _factory in _factories.items():
     _model = make_mlp()
     give_grads(_model)
-    _opt = _factory(_model.parameters())
-    _step_times[_name] = median_time(_opt.step)
+    _opts[_name] = _factory(_model.parameters())
+# 11 rounds, each timing one step of every optimizer in turn: a busy moment of the machine
+# slows all of them alike, and the median of each optimizer's 11 steps ignores it
+_samples = {_name: [] for _name in _opts}
+for _round in range(11):
+    for _name, _opt in _opts.items():
+        _samples[_name] += time_samples(_opt.step, repeats=1, warmup=1 if _round == 0 else 0)
+_step_times = {_name: float(np.median(_times)) for _name, _times in _samples.items()}
+for _name, _opt in _opts.items():
     _traffic = optimizer_memory(_opt)["params"]
     print(f"{_name:15s} {_step_times[_name] * 1e3:7.2f} ms per step   "
           f"(~{_traffic / _step_times[_name] / 1e9:5.2f} GB of weights updated per second)")

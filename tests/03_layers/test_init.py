@@ -106,6 +106,18 @@ def test_kaiming_uniform_and_normal(mode, nonlinearity, a):
     check_moments(w.numpy(), std ** 2, 3.0)
 
 
+@pytest.mark.parametrize("mode, fan", [("fan_in", 36), ("fan_out", 72)])
+@pytest.mark.parametrize("nonlinearity, a, gain", [("relu", 0, math.sqrt(2)), ("leaky_relu", 0.5, math.sqrt(1.6)),
+                                                   ("leaky_relu", math.sqrt(5), math.sqrt(1 / 3)), ("tanh", 0, 5 / 3)])
+def test_kaiming_std_is_the_gain_over_the_root_of_the_chosen_fan(mode, fan, nonlinearity, a, gain):
+    """The number both Kaiming initialisers draw with, on a conv weight (8, 4, 3, 3) whose
+    fans differ: fan_in 4 * 9 = 36, fan_out 8 * 9 = 72."""
+    from tinytorch.nn.init import _kaiming_std
+
+    got = _kaiming_std(tt.zeros(8, 4, 3, 3), a, mode, nonlinearity)
+    assert math.isclose(got, gain / math.sqrt(fan), rel_tol=1e-12), (got, gain / math.sqrt(fan))
+
+
 def test_kaiming_default_is_he_for_relu_and_bad_mode():
     tt.manual_seed(4)
     w = tt.zeros(N_OUT, N_IN)

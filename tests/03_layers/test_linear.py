@@ -43,9 +43,20 @@ def test_float64_parity(rng, torch):
     np.testing.assert_allclose(ours(tt.tensor(x)).numpy(), expected, rtol=1e-13)
 
 
-def test_no_bias(rng):
+def test_linear_init_makes_its_parameters_in_the_dtype_asked_for():
+    for dtype, expected in [(None, tt.float32), (tt.float64, tt.float64), (tt.float32, tt.float32)]:
+        lin = nn.Linear(3, 2, dtype=dtype)
+        assert (lin.weight.dtype, lin.bias.dtype) == (expected, expected), (dtype, lin.weight.dtype, lin.bias.dtype)
+
+
+def test_linear_init_without_bias_registers_the_name_as_none():
     lin = nn.Linear(4, 2, bias=False)
     assert lin.bias is None and [n for n, _ in lin.named_parameters()] == ["weight"]
+    assert "bias" in lin._parameters and "bias" not in vars(lin), "bias=False: a registered name holding None"
+
+
+def test_no_bias(rng):
+    lin = nn.Linear(4, 2, bias=False)
     x = rng.standard_normal((3, 4)).astype(np.float32)
     np.testing.assert_allclose(lin(tt.tensor(x)).numpy(), x @ lin.weight.numpy().T, rtol=1e-5, atol=1e-6)
 

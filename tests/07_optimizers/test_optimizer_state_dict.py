@@ -144,6 +144,7 @@ def test_load_errors_leave_the_optimizer_unchanged():
         opt.load_state_dict(resized)
 
     bad_shape = opt.state_dict()
+    bad_shape["state"][0]["momentum_buffer"] = bad_shape["state"][0]["momentum_buffer"] * 3  # fine, but new
     bad_shape["state"][1]["momentum_buffer"] = tt.zeros(5, dtype=tt.float64)
     bad_shape["param_groups"][0]["lr"] = 42.0
     with pytest.raises(ValueError, match="shape"):

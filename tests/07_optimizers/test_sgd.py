@@ -112,7 +112,32 @@ def test_step_is_silent_about_grad_mode_off():
     assert p.item() == 0.5
 
 
-def test_step_returns_closure_loss():
+def test_optimizer_step_runs_a_closure_that_calls_backward():
+    """A closure recomputes the loss and its gradients, so step must run it with grad mode on."""
+    q = tt.tensor([3.0], requires_grad=True)
+    opt = SGD([q], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (q * q).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert loss.item() == 9.0 and abs(q.item() - (3.0 - 0.1 * 6.0)) < 1e-6
+
+
+def test_optimizer_step_gives_no_state_to_a_parameter_without_a_gradient():
+    """The state holds what a parameter's updates need; one that was never updated has none
+    (not even an empty entry: state_dict would save it, and memory counts would see it)."""
+    p, q = tt.tensor([1.0], requires_grad=True), tt.tensor([2.0], requires_grad=True)
+    opt = SGD([p, q], lr=0.1, momentum=0.9)
+    p.grad = tt.tensor([1.0])
+    opt.step()
+    assert p in opt.state and q not in opt.state, list(opt.state.values())
+
+
+def test_optimizer_step_returns_closure_loss():
     p = tt.tensor([2.0], requires_grad=True)
     opt = SGD([p], lr=0.5)
     calls = []

@@ -442,8 +442,8 @@ class Linear(Module):
 
     def reset_parameters(self):
         """Contract: in place (the same Parameter objects), PyTorch's default: weight by
-        kaiming_uniform_ with a = sqrt(5), bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-        (bound 0 when fan_in is 0)."""
+        kaiming_uniform_ with a = sqrt(5), and the bias uniform over the same range as the
+        weight's (the bound section 9 asks you to work out; 0 when fan_in is 0)."""
         # Idea: PyTorch's default is a Kaiming uniform draw; the bias shares the weight's range.
         # YOUR CODE HERE
         raise NotImplementedError('Linear.reset_parameters() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')

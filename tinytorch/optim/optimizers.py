@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, where, zeros_like
+from tinytorch._tensor import Tensor, zeros_like
 from tinytorch.autograd import no_grad
 
 __all__ = [
@@ -89,11 +89,13 @@ class Optimizer:
         raise NotImplementedError('Optimizer.add_param_group() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
 
     def step(self, closure=None):
-        """Update, in place, every parameter that has a gradient; returns closure()'s value.
-        Contract: call `closure` first if given (else return None). Then, with grad mode off,
-        for each parameter of each group whose .grad is not None, call self._update(p, grad,
-        self.state[p], group), grad being p.grad, negated when the group's "maximize" is
-        true. A parameter whose .grad is None gets no update, no state."""
+        """Update, in place, every parameter that has a gradient; returns closure()'s value
+        (None without a closure). Contract: a closure runs before any update, as the caller
+        would run it (it may compute a loss and call backward). Each parameter with a .grad
+        is updated by self._update(p, grad, self.state[p], group), where grad is the
+        gradient of the quantity the group minimises (a "maximize" group maximises the
+        loss); the updates are not recorded by autograd. A parameter whose .grad is None
+        gets no update and no entry in self.state."""
         # Idea: one loop for every optimizer; the rule for one parameter is the subclass's.
         # YOUR CODE HERE
         raise NotImplementedError('Optimizer.step() is not implemented yet: write it in modules/07_optimizers/optimizers.ipynb (module 07, optimizers), then run `tito test module 07`.')
