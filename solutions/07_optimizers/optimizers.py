@@ -538,7 +538,8 @@ print("✓ Optimizer: param groups, step loop, zero_grad; e.g. _a =", _a.numpy()
 #    pulls every weight towards 0 a little each step.
 # 2. **Momentum**, if $\mu \neq 0$: a buffer $b$ (a "velocity"),
 #    $$b_t = \begin{cases} g_t & t = 1 \text{ (the buffer starts as a copy of the first gradient)} \\ \mu\, b_{t-1} + (1-\tau)\, g_t & t > 1 \end{cases}$$
-#    and then the step direction is $b_t$, or with **Nesterov** $g_t + \mu\, b_t$.
+#    and then the step direction is $b_t$, or with **Nesterov** the direction you derive
+#    below.
 # 3. **The step**: $\theta_t = \theta_{t-1} - \eta \cdot (\text{direction})$.
 #
 # **Why momentum helps.** Unroll the buffer: $b_t = g_t + \mu g_{t-1} + \mu^2 g_{t-2} +
@@ -548,9 +549,21 @@ print("✓ Optimizer: param groups, step loop, zero_grad; e.g. _a =", _a.numpy()
 # a heavy ball rolling downhill: it gathers speed along consistent slopes and its inertia
 # damps oscillations.
 #
-# **Nesterov** looks ahead: it uses the gradient plus the momentum that is about to be
-# applied, $g_t + \mu b_t$, which corrects overshooting a bit earlier (it is the cheap,
-# rewritten form of "evaluate the gradient at the look-ahead point").
+# **Nesterov** looks ahead: it takes the gradient at the point momentum is about to carry
+# the parameters to, so that it corrects an overshoot one step earlier. In velocity form
+# (Sutskever et al., 2013), with $v = -\eta\, b$ and no dampening:
+#
+# $$v_t = \mu\, v_{t-1} - \eta\, \nabla f(\theta_{t-1} + \mu\, v_{t-1}), \qquad
+#   \theta_t = \theta_{t-1} + v_t .$$
+#
+# Taken literally, that needs the gradient at a point where the model is not: a second
+# forward and backward pass per step. PyTorch keeps a different variable as the
+# parameters, the look-ahead point itself, $\varphi_t = \theta_t + \mu\, v_t$. Then the
+# gradient the user computes at the parameters, $g_t = \nabla f(\varphi_{t-1})$, is exactly
+# the look-ahead gradient. **Derive the step in $\varphi$:** write $\varphi_t - \varphi_{t-1}$
+# with $g_t$ and PyTorch's buffer $b_t = \mu\, b_{t-1} + g_t$ only. The direction you find,
+# $\varphi_t = \varphi_{t-1} - \eta \cdot (\text{direction})$, is what `nesterov=True` steps
+# along; the check compares it with PyTorch's.
 #
 # **Dampening** $\tau$ scales down the new gradient's contribution to the buffer (rarely
 # used; it must be 0 with Nesterov). Note PyTorch's convention: the buffer is *not* an
@@ -579,6 +592,13 @@ print("✓ Optimizer: param groups, step loop, zero_grad; e.g. _a =", _a.numpy()
 #
 # Nesterov and plain momentum differ only in the direction that is stepped along, once the
 # buffer has been updated.
+# </details>
+#
+# <details><summary>Hint 4</summary>
+#
+# For Nesterov's direction: put $\theta = \varphi - \mu v$ into $\theta_t = \theta_{t-1} +
+# v_t$, so that $\varphi_t - \varphi_{t-1}$ is a combination of $v_t$ and $v_{t-1}$; replace
+# $v_t$ by its update, then every $v$ by $-\eta\, b$, and collect what multiplies $b_t$.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -662,6 +682,14 @@ with preserved_state():
     assert_close(_w.numpy(), [0.76], what="theta after two momentum steps")
     _shown = _w.item()
     assert_equal(_w.grad.numpy(), np.array([1.0]), "step() must not modify p.grad")
+    # Nesterov, momentum 0.5, lr 0.1, the gradient 1 twice: your derived direction, by hand
+    _w = tensor([1.0], dtype="float64", requires_grad=True)
+    _opt = SGD([_w], lr=0.1, momentum=0.5, nesterov=True)
+    _w.grad = tensor([1.0], dtype="float64")
+    _opt.step()
+    assert_close(_w.numpy(), [0.85], what="theta after one Nesterov step (momentum 0.5, lr 0.1, gradient 1)")
+    _opt.step()
+    assert_close(_w.numpy(), [0.675], what="theta after two Nesterov steps (the same gradient again)")
     # every option, 5 steps on random gradients, against torch.optim.SGD's result on the same
     # numbers (recorded with PyTorch 2.13: the check needs no PyTorch)
     _rng = np.random.default_rng(0)
@@ -2013,7 +2041,8 @@ if torch is not None:
 #   in place under `no_grad()`, `zero_grad()` clears the gradients (to `None` by default).
 # - **SGD**: $\theta \leftarrow \theta - \eta g$; **momentum** sums past gradients
 #   ($b \leftarrow \mu b + (1-\tau) g$, first buffer $= g$) to cancel zig-zags and speed up
-#   consistent directions; **Nesterov** steps along $g + \mu b$; **weight decay** adds
+#   consistent directions; **Nesterov** takes the gradient at the look-ahead point, which
+#   with the parameters stored there is one more term in the direction; **weight decay** adds
 #   $\lambda\theta$ to the gradient.
 # - **Adam** divides a bias-corrected EMA of gradients by the square root of a
 #   bias-corrected EMA of squared gradients: every coordinate moves by about $\eta$.
