@@ -576,14 +576,13 @@ class Module(_ModuleRegistration, _ModuleTree):
 #
 # <details><summary>The approach</summary>
 #
-# Fetch the three registries from the instance dictionary (each may be missing). Then, in
-# this order: a Parameter value (refuse if there is no parameter registry; otherwise
-# forget the name elsewhere and register it); a name already in the parameter registry
-# (None unsets it through the registration method, anything else is a type error naming
-# the attribute); a Module value (as for a Parameter, with the child registry); a name
-# already a child (None or a type error, as before); a name already a buffer (a Tensor or
-# None replaces it in the buffer registry, anything else is a type error); and last,
-# everything else becomes an ordinary attribute.
+# The order of the cases is the design. For each assignment ask two questions: is the
+# *value* something a registry must hold (a Parameter, a Module)? Is the *name* already
+# registered (then the new value must fit that registry, or be None to unset it)? Values
+# come first, so that `self.w = Parameter(...)` wins over an ordinary attribute of the same
+# name; names next, so that replacing a registered child by a number is an error rather
+# than a silent detachment. Only what falls through every case is an ordinary attribute.
+# And a name lives in one place: moving into a registry means leaving the others.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "module-setattr", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -732,14 +731,12 @@ print("✓ Module.__setattr__: _Two() has children", list(_t._modules), "and _Af
 #
 # <details><summary>The approach</summary>
 #
-# `_named_modules`: make `memo` a set if it is None; with `remove_duplicate`, return at once
-# if this module's id is in it, else add it; yield the prefix and the module; then for
-# every non-None child in the child registry, yield everything the recursive call yields
-# for it, with its name joined to the prefix. `_named_members`: the walk is the module's
-# `named_modules` (with the prefix and the duplicate flag) when recursing, or just this
-# module at the prefix otherwise; for each module of the walk and each non-None entry of
-# the registry (read from the instance dictionary), skip tensors whose id was already
-# yielded (with `remove_duplicate`), and yield the joined name with the tensor.
+# Both functions are one pre-order walk of the tree. What must be shared by the whole walk,
+# rather than made afresh at each level, so that a module reached by two paths is met once?
+# Where does a child's path come from, and what is the path of the module you start from?
+# `_named_members` needs no recursion of its own: it is a loop over the modules of a walk
+# (or this module alone) and, in each, over one registry, with the same question about a
+# tensor reached twice.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "named-members", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -818,6 +815,12 @@ _tied = _Two()
 _tied.second.scale = _tied.first.scale  # a tied parameter: two modules, one Parameter
 assert_equal([n for n, _ in _tied.named_parameters()], ["first.scale", "first.shift", "second.shift"],
              "named_parameters with second.scale tied to first.scale")
+_own = _Two()
+_own.bias = Parameter(np.zeros(1))  # a parameter of the top module itself: its name has no prefix
+_own.second.register_buffer("steps", Tensor(np.zeros(1)))
+assert_equal([n for n, _ in _own.named_parameters()][0], "bias",
+             "the top module's own parameter comes first, by its bare name")
+assert_equal([n for n, _ in _own.named_buffers()], ["second.steps"], "named_buffers: the buffers, not the parameters")
 print("✓ named_modules, named_parameters:", [n for n, _ in _deep.named_parameters()])
 
 # %% [markdown]
@@ -1051,13 +1054,11 @@ print("✓ state_dict:", list(_sd))
 #
 # <details><summary>The approach</summary>
 #
-# Get the model's live state dict. List the missing keys and the unexpected keys. Start a
-# list of error lines: with `strict`, one line for the missing keys and one for the
-# unexpected keys, each listing its keys in double quotes; then, for every key present
-# on both sides, a size-mismatch line when the shapes differ. If there is any line, raise
-# one RuntimeError whose first line names the model's class, followed by the lines.
-# Otherwise copy every present key's values into the live tensor with the helper, and
-# return the two lists as `_IncompatibleKeys`.
+# Nothing may change until everything has been checked: a load that fails halfway leaves a
+# model that is neither the old one nor the new one. So find every problem first (keys
+# missing, keys unexpected, shapes that differ), let `strict` decide which of them are
+# errors, report them all in one message, and only then copy, in place, into the tensors
+# the model already holds (an optimizer holds those very tensors).
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "load-state-dict", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1640,14 +1641,12 @@ print("✓ kaiming: default std on a (400, 600) weight", round(float(_w.numpy().
 #
 # <details><summary>The approach</summary>
 #
-# `__init__`: store the two sizes as ints; make `weight` a Parameter of zeros of shape
-# (out, in) in the requested dtype and `bias` one of shape (out,), or register `bias` as
-# None; then call `reset_parameters`. `reset_parameters`: the Kaiming uniform call above
-# on the weight, then, if there is a bias, a uniform draw over the range you worked out
-# (0 when fan_in is 0). `forward`: refuse a 0-d input or one
-# whose last size is not `in_features` (a ValueError naming the input's shape,
-# `in_features=` and the weight's shape); multiply the input by the transposed weight and
-# add the bias when there is one.
+# `__init__` decides only what the layer owns and in what order (registration order is the
+# order of `named_parameters`, and of a PyTorch checkpoint); the values come from
+# `reset_parameters`, so that re-initialising a layer is one call. `forward` is one matrix
+# product over the last dimension, and the stored shape (out, in) decides how the weight
+# enters it. Refuse a wrong input before multiplying: numpy's message would not mention the
+# layer or what it expected.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "linear", "locked": false, "schema_version": 3, "solution": true, "task": false}

@@ -303,11 +303,11 @@ def _optimizer_repr(optimizer):
 #
 # <details><summary>The approach</summary>
 #
-# Work on a copy of the dict. Normalise its parameters with `_param_list`. Compare how many
-# distinct identities the new list has with its length; then ask whether any of them is
-# among the identities of the existing groups' parameters; raise as the contract says.
-# Then give the group every default option it lacks, keeping the ones it sets itself (dicts
-# have a method for "set unless present"), store the list back under "params" and append.
+# A group is the caller's dict, but what you store must not change when the caller edits
+# theirs afterwards. Duplicates are about identity, not value: two tensors holding the same
+# numbers are two parameters, and one tensor listed twice (in this group or in another) is
+# one parameter updated twice per step. Options the group sets are the group's; the
+# optimizer's defaults only fill the gaps.
 # </details>
 #
 # **`step`**
@@ -327,10 +327,11 @@ def _optimizer_repr(optimizer):
 #
 # <details><summary>The approach</summary>
 #
-# Call the closure first if there is one. Then, inside a `no_grad()` block, loop over the
-# groups and their parameters, skip every parameter without a gradient, flip the gradient's
-# sign for a maximising group, and hand the parameter, that gradient, its state dict and the
-# group to `_update`. Return the closure's value.
+# Which parts of a step must autograd record, and which must it not see? The closure is the
+# caller's code, which may compute a loss and call backward; the updates are arithmetic on
+# parameters that must not become part of the next graph. Where does the sign of a
+# maximising group belong, so that no subclass has to know about it, and the user's `.grad`
+# is not changed?
 # </details>
 #
 # **`zero_grad`**
@@ -343,9 +344,10 @@ def _optimizer_repr(optimizer):
 #
 # <details><summary>The approach</summary>
 #
-# Loop over every parameter of every group and skip those whose gradient is already
-# `None`. Either drop the gradient, or zero it in place (module 01's in-place ops end in an
-# underscore), with grad mode off, since a gradient never needs a graph.
+# Two ways to forget a gradient: drop the tensor (the next backward makes a new one), or
+# keep the tensor and empty it (something else may hold a reference to it). A gradient that
+# is already None has nothing to forget, and zeroing is not something autograd should
+# record.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "optimizer-base", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1109,14 +1111,12 @@ class Adadelta(Optimizer):
 #
 # <details><summary>The approach</summary>
 #
-# `_state_dict`: for each group, a copy of its options without "params", plus "params" as
-# the list of the parameters' numbers; then for each (parameter, buffers) entry of the
-# state, its number mapped to a new dict in which tensors are cloned and other values (the
-# step count) kept. `_load_state_dict`: first validate everything (group count, each group's
-# size, every state number known, every buffer's shape equal to its parameter's) and build
-# the new state on the side, converting tensors and arrays to new tensors of the
-# parameter's dtype; only then replace `self.state` (keep it a `defaultdict(dict)`) and copy
-# each saved group's options, except "params", into the live group.
+# A checkpoint cannot hold the parameter objects (they are not the same objects in the next
+# process), so parameters become their positions, counted across the groups in order; what
+# is saved must not change when training goes on. Loading is the same mapping backwards,
+# and, as for module 03's `load_state_dict`, nothing may change until everything has been
+# checked: build the new state on the side, then swap it in. The state stays a
+# `defaultdict(dict)` so that a parameter with no saved state can still start.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "state-dict", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1390,10 +1390,9 @@ class LRScheduler:
 #
 # <details><summary>The approach</summary>
 #
-# Each `get_lr` returns a list with one value per entry of `self.base_lrs`, computed from
-# that base rate, the scheduler's own settings and `self.last_epoch` with the table's
-# formula (`math.cos` and `math.pi` for the cosine). `LambdaLR` keeps one function per
-# group in `self.lr_lambdas`: pair each function with its group's base rate.
+# A scheduler never reads the optimizer's current rates: each rate is a function of its
+# group's base rate and the epoch alone, so that a restarted run gets the same rates. One
+# value per group, in the groups' order; `LambdaLR` has one function per group.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "schedules", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1550,10 +1549,9 @@ print(f"✓ StepLR, CosineAnnealingLR, LinearLR, LambdaLR; e.g. LambdaLR at epoc
 #
 # <details><summary>The approach</summary>
 #
-# Advance your own epoch counter. Find the index of the active scheduler. If this epoch is
-# exactly the milestone at which that scheduler takes over, reset its counter so that its
-# next step brings it to epoch 0. Step it (that writes the optimizer's rates) and record its
-# last rates as your own.
+# The milestones cut your epochs into phases, one per scheduler. Which phase is an epoch in,
+# when it is exactly a milestone? A scheduler that takes over must start from its own epoch
+# 0, not from the count of the whole run. Your own rates are the active scheduler's.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sequential-lr", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1782,10 +1780,9 @@ predicted_state_mib = {  # your numbers, in MiB: replace each None
 #
 # <details><summary>The approach</summary>
 #
-# `state_nbytes`: sum the byte sizes of the values of every parameter's buffer dict that
-# are Tensors. `optimizer_memory`: collect the parameters of every group, sum their sizes,
-# sum the sizes of the gradients that exist, take the state from `state_nbytes`, and add
-# the three for the total.
+# Count what the optimizer adds to what the model already costs: the state tensors (not the
+# step counts, which are Python numbers), next to the parameters and the gradients that
+# exist now.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "memory", "locked": false, "schema_version": 3, "solution": true, "task": false}

@@ -72,6 +72,15 @@ def test_constant_zeros_ones():
     assert (w.numpy() == 0.25).all() and w.grad_fn is None
 
 
+@pytest.mark.parametrize("shape, fans", [((3, 5), (5, 3)), ((8, 4, 3, 3), (36, 72)), ((6, 2, 5), (10, 30)),
+                                          ((2, 3, 1, 4, 2), (24, 16))])
+def test_calculate_fan_in_and_fan_out_counts_the_kernel(shape, fans):
+    from tinytorch.nn.init import _calculate_fan_in_and_fan_out
+
+    got = _calculate_fan_in_and_fan_out(tt.zeros(*shape))
+    assert got == fans and all(type(f) is int for f in got), (shape, got)
+
+
 def test_fans_via_xavier_bounds_for_linear_and_conv_shapes():
     tt.manual_seed(1)
     w = tt.zeros(N_OUT, N_IN)

@@ -67,24 +67,31 @@ def test_named_parameters_nested_with_dotted_names():
     assert sum(p.numel() for p in net.parameters()) == 1 + 6 + 3 + 9 + 3 + 3 + 1
 
 
-def test_named_modules_children_and_buffers():
+def test_named_modules_and_children():
     net = Net()
     assert [n for n, _ in net.named_children()] == ["encoder", "head"]
     assert list(net.children()) == [net.encoder, net.head]
     names = [n for n, _ in net.named_modules()]
     assert names == ["", "encoder", "encoder.fc", "encoder.act", "head", "head.0", "head.1", "head.2"]
     assert list(net.modules())[0] is net and len(list(net.modules())) == 8
+
+
+def test_named_members_reads_the_registry_asked_for():
+    net = Net()
     assert [n for n, _ in net.named_buffers()] == ["encoder.steps"]
     assert list(net.buffers())[0] is net.encoder.steps
     assert "encoder.steps" not in dict(net.named_parameters())
 
 
-def test_shared_modules_and_tied_parameters_counted_once():
+def test_named_modules_walks_a_shared_module_once():
     net = Net()
     net.encoder2 = net.encoder  # the same module under two names
-    assert len(list(net.parameters())) == 7
     assert [n for n, _ in net.named_modules()].count("encoder2") == 0
     assert len(list(net.named_modules(remove_duplicate=False))) == 11
+    assert len(list(net.parameters())) == 7
+
+
+def test_named_members_yields_a_tied_parameter_once():
     a, b = nn.Linear(3, 3), nn.Linear(3, 3)
     b.weight = a.weight  # tied weights
     seq = nn.Sequential(a, b)
