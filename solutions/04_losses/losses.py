@@ -183,8 +183,10 @@ _REDUCTIONS = ("mean", "sum", "none")
 #
 # <details><summary>Hint 1</summary>
 #
-# What must `_check_reduction` do with `["mean"]` or `None`? Neither is a string, and a
-# membership test on a list would not tell you so.
+# What must `_check_reduction` do with `["mean"]` or `None`? A membership test against a
+# list or tuple of the three names says "not one of them", which is right; against a *set*
+# it raises TypeError for the unhashable `["mean"]`, which is not the ValueError the
+# contract asks for.
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -203,11 +205,10 @@ _REDUCTIONS = ("mean", "sum", "none")
 #
 # <details><summary>The approach</summary>
 #
-# `_check_reduction` accepts exactly the three strings and otherwise raises a ValueError whose
-# message quotes all three valid options and the value it got. `_reduce` validates first, then
-# handles the three cases: "none" gives the losses back untouched; "sum" adds them all; "mean"
-# adds them all and divides either by the number of elements (no weight given) or by the
-# total weight. The two reduced cases come back as 0-d arrays of the losses' dtype.
+# Every loss ends here, so decide once what each reduction means and what it returns: the
+# same dtype in as out (a float32 loss must not come back float64), and a 0-d array for the
+# two that reduce. A weighted mean is not the mean of weighted losses: what is it divided
+# by? And a mean over nothing is a real case (a batch of padding), not an error.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "reduction", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -261,6 +262,7 @@ for _r, _want in [("sum", 12.0), ("mean", 3.0)]:
     assert_equal(_got.dtype, np.dtype(np.float32), f"_reduce(float32 losses, {_r!r}) keeps float32")
     assert_close(_got, _want, what=f"_reduce([[1, 2], [3, 6]], {_r!r})")
 assert_equal(_reduce(_l, "none"), _l, "'none' gives the per-element losses back")
+assert_equal(_reduce(_l, "none").dtype, np.dtype(np.float32), "_reduce(float32 losses, 'none') keeps float32")
 # a weighted mean: the weighted losses sum to 2.0, the weights to 1.0 (two samples, weights 1 and 0)
 assert_close(_reduce(np.array([2.0, 0.0]), "mean", total_weight=1.0), 2.0,
              what="weighted mean = sum / total_weight (not sum / number of elements = 1.0)")
@@ -345,11 +347,9 @@ print("broadcast MSE, shape", (_pred - _target).shape, ":", np.mean((_pred - _ta
 #
 # <details><summary>The approach</summary>
 #
-# In `_check_pointwise`, three independent `if` tests, each raising at once: input kind,
-# target kind (TypeError), shape equality (ValueError naming both shapes and the word
-# "broadcast"). In `_mse_forward`, take both
-# tensors' numpy arrays, form the elementwise difference, square it, and hand the result to
-# `_reduce` with the reduction you were given.
+# Which mistake is the real one when a tensor is both of the wrong kind and of the wrong
+# shape? Say that one first: fixing the shape alone would not make the call work. The
+# forward itself is the definition; everything it needs is already checked.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "mse", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -553,9 +553,10 @@ print("last x where the naive y=1 loss is inf:", _x32[~np.isfinite(_naive_y1)].m
 #
 # <details><summary>Hint 2</summary>
 #
-# The shared term is log(1 + e^(−|x|)): its exponent is never positive. Use the log that is
-# accurate for tiny arguments (`np.log1p`), or a confident right answer's loss of 10⁻²² will
-# round to 0.
+# After factoring, each tail is log(1 + e^(t − max(t, 0))). Write t − max(t, 0) for t = x
+# and for t = −x using |x|: both tails are then one expression, whose exponent is never
+# positive. Take its log with the function that is accurate for tiny arguments
+# (`np.log1p`), or a confident right answer's loss of 10⁻²² rounds to 0.
 # </details>
 #
 # <details><summary>Hint 3</summary>
@@ -654,6 +655,8 @@ assert_close(_bce(Tensor(_x), Tensor(_y), pos_weight=Tensor(_pw), reduction="non
              _bce_reference(_x, _y, _pw), what="BCE with pos_weight [1, 3, 0.5] (the positive term only)")
 assert_close(_bce(Tensor(_x), Tensor(_y), Tensor(_pw), reduction="sum").item(),
              (_bce_reference(_x, _y) * _pw).sum(), what="BCE with weight [1, 3, 0.5] (the whole loss), 'sum'")
+assert_close(_bce(Tensor(_x), Tensor(_y), Tensor(_pw)).item(), (_bce_reference(_x, _y) * _pw).mean(),
+             what="BCE with weight [1, 3, 0.5], 'mean': a plain mean of the weighted losses (PyTorch's), not / sum(w)")
 # logits of ±1e4: a right answer costs 0, a wrong one |x|; sigmoid-then-log gives inf here
 _l = _bce(Tensor(np.array([1e4, -1e4, 1e4, -1e4], np.float32)), Tensor([1.0, 0.0, 0.0, 1.0]), reduction="none")
 check(np.all(np.isfinite(_l.numpy())), "BCE is finite at logits of ±1e4", got=_l)
@@ -749,10 +752,10 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# Check the input's kind and rank, then the target's dtype, then compute the expected target
-# shape and compare: rank first, then dimension 0, then the whole tuple. Finally, on the
-# target's numpy array, mark the entries that are not `ignore_index` and lie below 0 or at or
-# above C; if any is marked, raise an IndexError naming the first marked value and C.
+# Start from what the target should be, given the input: its shape is the input's without
+# the class dimension, and its values index that dimension. Each way of being wrong gets
+# its own message, most fundamental first (a float label is a different mistake from a
+# label out of range). ignore_index is allowed anywhere, even outside 0..C-1.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "class-targets", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -819,6 +822,7 @@ for _exc, _must, _args in [
         (TypeError, ["floating"], ("nll_loss", Tensor(np.zeros((4, 5), np.int64)), Tensor([0, 1, 2, 3]), -100)),
         (ValueError, ["class dimension"], ("nll_loss", Tensor(1.0), Tensor(0), -100)),
         (IndexError, ["7", "5"], ("nll_loss", _z, Tensor([0, 7, 1, 1]), -100)),
+        (IndexError, ["6", "5"], ("nll_loss", _z, Tensor([0, 6, 9, 1]), -100)),   # the first bad value, 6
         (IndexError, ["-1", "5"], ("nll_loss", _z, Tensor([0, -1, 1, 1]), -100)),   # not "the last class"
         (IndexError, ["5 classes"], ("nll_loss", _z, Tensor([0, 5, 1, 1]), -100)),   # C itself is out of range
         (ValueError, ["batch", "4", "3"], ("nll_loss", _z, Tensor([0, 1, 2]), -100)),
@@ -874,12 +878,11 @@ print("✓ _check_class_targets: float labels, bad batch and shapes, class 7 of 
 #
 # <details><summary>The approach</summary>
 #
-# Mark the valid positions; make a copy of the target where ignored positions point at class
-# 0; gather the log-probability of that class along axis 1 and drop the gathered axis; set
-# ignored positions to 0 by selection. Look up each position's class weight through the same
-# safe target, zero it where ignored, and cast to logp's dtype. The per-position loss is minus
-# the gathered value times the weight; reduce it with `_reduce`, passing the sum of the
-# weights as the total weight.
+# The loss is a gather: one log-probability per position, from the class dimension. An
+# ignored position has no valid class to gather and may hold −inf, so it must never enter
+# an arithmetic expression; what can you gather there instead, and how do you then put 0
+# in its place without multiplying? The mean divides by the total weight of the positions
+# that count, which is also where all-ignored batches come from.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "nll", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -995,11 +998,9 @@ print(f"✓ nll_loss: mean {nll_loss(Tensor(_lp), Tensor(_t)).item():.4f} over 3
 #
 # <details><summary>The approach</summary>
 #
-# Pick the class dimension (1, or 0 for a 1-D input), take `log_softmax` over it, and call
-# `nll_loss` on the result with the caller's weight, ignore_index and reduction. If
-# `label_smoothing` is positive, combine that loss and `_smoothing_term(...)` (same
-# log-probabilities, target, numpy weight, ignore_index and reduction) with the weights
-# 1 − ε and ε; both are Tensors, so the mix is Tensor arithmetic.
+# Cross-entropy is a composition of two functions you already have, so that module 06
+# differentiates it with their rules. Which dimension holds the classes for each input
+# rank? Label smoothing mixes two losses of the same log-probabilities, and both are Tensors.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "cross-entropy", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1107,12 +1108,10 @@ print(f"✓ cross_entropy: mean {_out.item():.4f}, finite at ±1e4, log_softmax 
 #
 # <details><summary>The approach</summary>
 #
-# Find the class dimension and C. If there are weights, multiply `logp` by them reshaped to
-# broadcast along the class dimension. Sum over the class dimension and scale by −1/C: one
-# value per position. Zero the ignored positions with `masked_fill` and a boolean Tensor of
-# them. For "none" return that; otherwise sum it, and for "mean" divide the sum by the total
-# weight of the non-ignored targets (their count without weights), inside numpy's errstate
-# so that an all-ignored batch gives nan quietly.
+# Everything stays a Tensor, built from ops module 06 can differentiate. The uniform target
+# puts the same mass on every class, so the loss per position is an average over the class
+# dimension (weighted, if there are weights); ignored positions count 0, and the mean uses
+# the same denominator as `nll_loss`, so that the two halves of the mix are on one scale.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "label-smoothing", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1378,8 +1377,8 @@ def naive_bce(x, y):
     return -(y * np.log(p) + (1 - y) * np.log(1 - p)).mean()
 
 
-def stable_bce(x, y):
-    return (np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))).mean()
+def stable_bce(x, y):  # your forward of section 4, on the same numpy arrays
+    return _bce_with_logits_forward(Tensor(x), Tensor(y), None, None, "mean")
 
 
 def naive_ce(z, t):
@@ -1393,15 +1392,25 @@ def stable_ce(z, t):
     return -logp[np.arange(len(t)), t].mean()
 
 
+def interleaved_times(fns, rounds=7):
+    """Median seconds of each function over `rounds` rounds, each round timing every function
+    in turn (three calls each): a busy moment of the machine slows all of them alike."""
+    samples = [[] for _ in fns]
+    for _ in range(rounds):
+        for times, fn in zip(samples, fns):
+            times.append(median_time(fn, repeats=3))
+    return [float(np.median(times)) for times in samples]
+
+
 _zc = (_logits_np[:512] * 40).astype(np.float32)
 with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
     _rows = []
     for _name, _naive, _stable, _args in [("BCE, 1e6 logits (std 30)", naive_bce, stable_bce, (_xb, _yb)),
                                           ("CE, 512 x 8192 logits (std 40)", naive_ce, stable_ce,
                                            (_zc, _target_np[:512]))]:
-        _tn, _ts = median_time(lambda: _naive(*_args)), median_time(lambda: _stable(*_args))
+        _tn, _ts = interleaved_times([lambda: _naive(*_args), lambda: _stable(*_args)])
         print(f"{_name:32s} naive {_tn * 1e3:7.2f} ms -> {_naive(*_args):10.4f} | "
-              f"stable {_ts * 1e3:7.2f} ms -> {_stable(*_args):10.4f} | stable/naive {_ts / _tn:4.2f}x")
+              f"stable {_ts * 1e3:7.2f} ms -> {float(_stable(*_args)):10.4f} | stable/naive {_ts / _tn:4.2f}x")
         _rows.append(_ts / _tn)
 print("you predicted", "nothing" if predicted_stable_over_naive is None else f"{predicted_stable_over_naive}x",
       f"for BCE; measured {_rows[0]:.2f}x")
@@ -1421,8 +1430,7 @@ print("you predicted", "nothing" if predicted_stable_over_naive is None else f"{
 
 # %%
 _zt, _tt = Tensor(_zc), Tensor(_target_np[:512])
-_t_ours = median_time(lambda: cross_entropy(_zt, _tt))
-_t_np = median_time(lambda: stable_ce(_zc, _target_np[:512]))
+_t_ours, _t_np = interleaved_times([lambda: cross_entropy(_zt, _tt), lambda: stable_ce(_zc, _target_np[:512])])
 print(f"tinytorch cross_entropy {_t_ours * 1e3:.2f} ms, numpy stable_ce {_t_np * 1e3:.2f} ms "
       f"(ratio {_t_ours / _t_np:.2f}x)")
 
@@ -1440,10 +1448,11 @@ print(f"tinytorch cross_entropy {_t_ours * 1e3:.2f} ms, numpy stable_ce {_t_np *
 # - `CrossEntropyLoss` also accepts **class probabilities** as a float target of the
 #   input's shape (soft labels, distillation); tinytorch keeps to indices. A soft-target
 #   loss is one line from `log_softmax`: `-(p_target * log_softmax(z, dim=1)).sum(1).mean()`.
-# - `binary_cross_entropy_with_logits` evaluates `(1 − y)·x − (1 + (pos_weight − 1)·y)·log σ(x)`
-#   with a stable `log_sigmoid(x) = min(x, 0) − log1p(e^(−|x|))`: the same function as ours,
-#   arranged so that a tiny loss such as x = −50, y = 0 comes out as 0 instead of 2·10⁻²². `binary_cross_entropy` (on
-#   probabilities) exists too, and clamps its logs at −100 to survive exactly the overflow you
+# - `binary_cross_entropy_with_logits` computes a stable log-sigmoid too, but arranges the
+#   terms differently from the form the check holds you to: it adds (1 − y)·x to a log term
+#   of nearly the same size and opposite sign, so a confident right answer such as x = −50,
+#   y = 0 comes out as exactly 0, its true loss of 2·10⁻²² lost to rounding (harmless for
+#   training, visible to a test). `binary_cross_entropy` (on probabilities) exists too, and clamps its logs at −100 to survive exactly the overflow you
 #   saw in section 4; prefer the logits version.
 # - `mse_loss` **warns** ("Using a target size that is different to the input size ...") and
 #   broadcasts; we refuse.

@@ -212,6 +212,15 @@ def test_check_class_targets_names_an_out_of_range_value_and_the_class_count(nam
     assert str(bad) in msg and "4" in msg and name in msg, msg
 
 
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_check_class_targets_names_the_first_out_of_range_value(name):
+    z = Tensor(np.zeros((4, 5), np.float32))
+    with pytest.raises(IndexError) as info:
+        LOSSES[name](z, Tensor([0, 6, 9, 1]))
+    msg = str(info.value)
+    assert "6" in msg and "9" not in msg, msg
+
+
 def test_check_class_targets_finds_an_out_of_range_value_in_a_sequence_batch():
     z = Tensor(np.zeros((2, 5, 3), np.float32))
     t = np.zeros((2, 3), np.int64)
