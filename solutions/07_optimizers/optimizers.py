@@ -135,9 +135,14 @@ from tinytorch.utils.reload import reload_on_export
 reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code just exported
 
 # %% [markdown]
-# Neither is good: the small step crawls along $x$; the large one bounces across the
-# valley and still crawls along $x$. Two ideas fix this, and they are the two families of
-# optimizers you will build:
+# Neither is good. The small step crawls along $x$ (in 30 steps, from −5 to about −3.7).
+# The large one zig-zags across the valley, and its progress along $x$, 7.5% of the
+# remaining distance per step, is already the best plain gradient descent can do: the
+# steep direction caps the learning rate below $2/25$, and the flat direction, with
+# curvature 1, then moves by at most that fraction per step. The ratio of the two
+# curvatures (25 here, the *condition number*) sets how slow; the loss surfaces of real
+# networks have ratios in the thousands. Two ideas fix this, and they are the two
+# families of optimizers you will build:
 #
 # - **Momentum** (SGD with momentum, Nesterov): keep a running sum of past gradients. The
 #   zig-zag components alternate in sign and cancel; the consistent component along the
@@ -1723,9 +1728,10 @@ _styles = [dict(ls="-", lw=5, alpha=0.35), dict(ls="--", lw=1.6), dict(ls=":", l
 for (_name, _make_opt), _style in zip(_rosen_opts.items(), _styles):
     _path = trajectory(_make_opt, rosenbrock_grad, (-1.5, 2.0), 600)
     _rosen_final[_name] = rosenbrock(*_path[-1])
-    axes[1].plot(_path[:, 0], _path[:, 1], **_style, label=f"{_name}: f = {_rosen_final[_name]:.2g}")
+    (_line,) = axes[1].plot(_path[:, 0], _path[:, 1], **_style, label=f"{_name}: f = {_rosen_final[_name]:.2g}")
+    axes[1].plot(*_path[-1], "o", ms=7, mfc="white", mec=_line.get_color(), mew=2)  # where it ends, even if hidden
 axes[1].plot(1, 1, "k*", ms=10)
-axes[1].set_title("Rosenbrock, 600 steps from (-1.5, 2)", fontsize=10)
+axes[1].set_title("Rosenbrock, 600 steps from (-1.5, 2); circles: where each ends", fontsize=10)
 axes[1].legend(fontsize=8, loc="lower right")
 fig.tight_layout()
 plt.show()
