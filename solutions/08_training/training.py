@@ -330,6 +330,7 @@ _cm = confusion_matrix(np.array([0, 2, 2, 1, 0]), np.array([0, 1, 2, 1, 2]), num
 assert_equal(_cm, np.array([[1, 0, 0], [0, 1, 1], [1, 0, 1]]), "confusion matrix: rows true, columns predicted")
 assert_equal(str(_cm.dtype), "int64", "confusion matrix dtype")
 assert_equal(confusion_matrix([1, 1], [1, 1]).shape, (2, 2), "C defaults to the largest index + 1")
+assert_equal(confusion_matrix([3, 0], [0, 1]).shape, (4, 4), "C defaults to the largest index of either, + 1")
 assert_raises(ValueError, confusion_matrix, [0, 5], [0, 1], num_classes=3, what="an index outside [0, C)")
 print(f"✓ accuracy and confusion_matrix; e.g. accuracy {_got}, diagonal {np.diag(_cm).tolist()}")
 
@@ -761,7 +762,9 @@ _h = History()
 _h.log(train_loss=1.0, train_accuracy=0.5, lr=0.1)
 _h.log(train_loss=0.5, train_accuracy=0.8, val_loss=0.7, val_accuracy=0.75, lr=0.1)
 assert_equal(_h.quantities(), ["loss", "accuracy"], "the quantities to plot")
+_open_figures = plt.get_fignums()
 _fig = _h.plot()
+assert_equal(plt.get_fignums(), _open_figures, "History.plot opens no pyplot figure (a Figure of its own)")
 assert_equal([a.get_title() for a in _fig.axes], ["loss", "accuracy"], "panel titles, in order")
 assert_equal([len(a.lines) for a in _fig.axes], [2, 2], "lines per panel (train and val)")
 assert_equal([a.get_xlabel() for a in _fig.axes], ["epoch", "epoch"], "x labels")
@@ -1022,8 +1025,8 @@ hist_plain.plot()  # a Figure, shown by Jupyter because it is the cell's last va
 
 # %% [markdown]
 # The training loss heads to zero and the training accuracy to 100%: the network has
-# memorised the 120 digits. The validation loss reaches its minimum early and then
-# *climbs*, although the validation accuracy barely moves — the model keeps the same
+# memorised the 120 digits. The validation loss reaches its minimum partway through (the
+# printout gives the epoch) and then *rises*, slowly, although the validation accuracy barely moves — the model keeps the same
 # answers but grows ever more confident in its wrong ones, and cross-entropy punishes
 # confidence in a wrong class without limit. The remedies: more data, a smaller model,
 # stopping early (keep the checkpoint of the best validation epoch, section 9), weight
@@ -1188,6 +1191,7 @@ with preserved_state():
     check(not _odd.any(), "in training, every output is 0 or x / (1 - p) (p = 0.3)",
           got=_ratio[_odd][:5], expected=f"0 or {1 / 0.7:.4f}")
     assert_close((_ratio > 0).mean(), 0.7, atol=0.02, what="the fraction of survivors (about 1 - p = 0.7)")
+    assert_equal(str(_y.dtype), "float32", "dropout keeps the input's dtype (a float64 mask would promote it)")
     tt.manual_seed(1)
     assert_equal(dropout(_x, 0.3).numpy(), _y.numpy(), "tt.manual_seed reproduces the mask")
     check(dropout(_x, 0.3, training=False) is _x, "training=False returns the input itself")
@@ -1473,7 +1477,8 @@ plt.show()
 # A checkpoint is everything needed to continue a run exactly where it stopped: the
 # model's `state_dict` (module 03), the optimizer's `state_dict` (module 07: momentum
 # buffers, Adam's moments and step counts, the learning rates), the scheduler's, the epoch
-# and the history. Long runs crash, machines get preempted; checkpoints make that cheap.
+# and the history, and one more thing that the exercise below asks you to find. Long runs
+# crash, machines get preempted; checkpoints make that cheap.
 #
 # **Why not pickle?** `torch.save` writes Python's `pickle` format (inside a zip). Unpickling
 # is not just reading data: a pickle is a small program for a stack machine, and one of its
@@ -1578,6 +1583,7 @@ import safetensors
 import safetensors.numpy
 
 from tinytorch._tensor import Tensor, tensor
+from tinytorch.random import get_rng_state, set_rng_state
 
 __all__ = ["save", "load", "save_checkpoint", "load_checkpoint"]
 
@@ -1746,14 +1752,17 @@ def _load(f):
 
 # %% nbgrader={"grade": true, "grade_id": "test-checkpoint", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 _obj = {"w": tt.tensor([[1.0, 2.0]]), "n": np.arange(3), 0: (0.9, 0.999), "k": [1, None, "s", True],
-        "inf": float("inf"), "i64": tt.tensor([1, 2]), "d64": tt.tensor(np.ones(2)), "f32": np.float32(1.5)}
+        "inf": float("inf"), "i64": tt.tensor([1, 2]), "d64": tt.tensor(np.ones(2)), "f32": np.float32(1.5),
+        "s0": tt.tensor(2.5)}
 _arrays = {}
 _desc = _pack(_obj, _arrays)
 import json as _json
 _json.dumps(_desc)  # the description must be plain JSON (this raises otherwise)
-assert_equal(sorted(_arrays), ["d64", "i64", "n", "w"], "the array keys (their paths)")
+assert_equal(sorted(_arrays), ["d64", "i64", "n", "s0", "w"], "the array keys (their paths)")
 _back = _unpack(_desc, _arrays)
-assert_equal(list(_back), ["w", "n", 0, "k", "inf", "i64", "d64", "f32"], "the keys come back, in order, int key included")
+assert_equal(list(_back), ["w", "n", 0, "k", "inf", "i64", "d64", "f32", "s0"],
+             "the keys come back, in order, int key included")
+assert_equal(_back["s0"].shape, (), "a 0-d Tensor comes back 0-d")
 assert_equal(_back[0], (0.9, 0.999), "a tuple comes back as a tuple")
 check(isinstance(_back["w"], tt.Tensor), "a Tensor comes back as a Tensor", got=type(_back["w"]).__name__)
 assert_equal(_back["w"].tolist(), [[1.0, 2.0]], "the Tensor's values")
@@ -1780,17 +1789,23 @@ print(f"✓ checkpoints; e.g. arrays stored as {sorted(_arrays)}")
 # A checkpoint is only as good as what it remembers. Train 3 steps, save, build a *fresh*
 # model and optimizer, load, train 3 more steps: the result must be bit-for-bit what 6
 # uninterrupted steps give. Anything the checkpoint forgets (Adam's step count, a momentum
-# buffer, the learning rate after a schedule) breaks the equality. Write the pair that
-# every training script needs:
+# buffer, the learning rate after a schedule) breaks the equality. So does something that
+# belongs to no object you pass in: the model of the check has a `Dropout`, and a shuffled
+# `DataLoader` would do the same. What else does step 4 of the uninterrupted run depend
+# on, and where does it live (module 01's `manual_seed` is a hint)?
+#
+# Write the pair that every training script needs:
 #
 # - `save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra)` saves,
-#   with `save`, one dict: `"model"` (the model's `state_dict`), and `"optimizer"`,
+#   with `save`, one dict: `"model"` (the model's `state_dict`), `"rng_state"` (what you
+#   found above: `tinytorch.random.get_rng_state()` reads it), and `"optimizer"`,
 #   `"scheduler"`, `"history"` (their `state_dict`s) for the objects given, plus `"extra"`,
 #   the keyword arguments (such as `epoch=3`) as plain data;
 # - `load_checkpoint(f, model, optimizer=None, scheduler=None, history=None)` loads that
-#   dict and restores every object it is given, in place; it returns the `extra` dict.
-#   Asking it to restore an object whose part the file does not hold is a `ValueError`
-#   naming the part (a silent "nothing to load" would resume with a fresh optimizer).
+#   dict and restores every object it is given, in place, and the random state when the
+#   file has one; it returns the `extra` dict. Asking it to restore an object whose part
+#   the file does not hold is a `ValueError` naming the part (a silent "nothing to load"
+#   would resume with a fresh optimizer).
 #
 # <details><summary>Hint 1</summary>
 #
@@ -1800,11 +1815,10 @@ print(f"✓ checkpoints; e.g. arrays stored as {sorted(_arrays)}")
 #
 # <details><summary>The approach</summary>
 #
-# `save_checkpoint`: build the dict from the model's state and, for each optional object
-# that is not None, its state under its name; add the extra keyword arguments; `save` it.
-# `load_checkpoint`: `load` the dict, restore the model, then for each optional object that
-# was given, raise if its name is missing from the dict, else hand it its saved state;
-# return the extra dict (an empty one if the file has none).
+# A run's state is everything that changes while it trains: each object's own state (each
+# has a `state_dict`), and the random stream the run draws from. Loading is the same list
+# backwards; as with every load in this course, refuse before restoring anything, so that a
+# refused checkpoint leaves the run as it was.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "save-checkpoint", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1812,13 +1826,13 @@ print(f"✓ checkpoints; e.g. arrays stored as {sorted(_arrays)}")
 def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra):
     """Save what a resumed run needs to `f` (a path or a binary file), with save().
 
-    Contract: the saved dict has "model" (model.state_dict()), "extra" (the keyword
-    arguments), and "optimizer", "scheduler", "history" (their state_dict()) for each of
-    those given (not None).
+    Contract: the saved dict has "model" (model.state_dict()), "rng_state" (the default
+    generator's state, get_rng_state()), "extra" (the keyword arguments), and
+    "optimizer", "scheduler", "history" (their state_dict()) for each of those given.
     """
     # Idea: a run's state is the state of each object that changes during training.
     ### BEGIN SOLUTION
-    checkpoint = {"model": model.state_dict(), "extra": dict(extra)}
+    checkpoint = {"model": model.state_dict(), "rng_state": get_rng_state(), "extra": dict(extra)}
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("history", history)):
         if obj is not None:
             checkpoint[name] = obj.state_dict()
@@ -1829,19 +1843,24 @@ def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **ex
 def load_checkpoint(f, model, optimizer=None, scheduler=None, history=None):
     """Restore, in place, the objects given from a file written by save_checkpoint.
 
-    Contract: returns the saved extra keyword arguments as a dict. ValueError, naming the
-    part, when an object is given whose part is not in the file.
+    Contract: also restores the default generator's state when the file holds
+    "rng_state". Returns the saved extra keyword arguments as a dict. ValueError, naming
+    the part, when an object is given whose part is not in the file (checked before
+    anything is restored).
     """
     # Idea: each object gets back exactly what it saved.
     ### BEGIN SOLUTION
     checkpoint = load(f)
-    model.load_state_dict(checkpoint["model"])
-    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("history", history)):
-        if obj is None:
-            continue
-        if name not in checkpoint:
+    parts = {"optimizer": optimizer, "scheduler": scheduler, "history": history}
+    for name, obj in parts.items():
+        if obj is not None and name not in checkpoint:
             raise ValueError(f"load_checkpoint: the checkpoint holds no {name!r} state to restore")
-        obj.load_state_dict(checkpoint[name])
+    model.load_state_dict(checkpoint["model"])
+    for name, obj in parts.items():
+        if obj is not None:
+            obj.load_state_dict(checkpoint[name])
+    if "rng_state" in checkpoint:
+        set_rng_state(checkpoint["rng_state"])
     return dict(checkpoint.get("extra", {}))
     ### END SOLUTION
 
@@ -1849,7 +1868,7 @@ def load_checkpoint(f, model, optimizer=None, scheduler=None, history=None):
 # %% nbgrader={"grade": true, "grade_id": "test-save-checkpoint", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 def _make(seed, kind="adam"):
     tt.manual_seed(seed)
-    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), Dropout(0.3), nn.Linear(32, 10))  # draws every step
     opt = Adam(model.parameters(), lr=1e-2) if kind == "adam" else SGD(model.parameters(), lr=0.1, momentum=0.9)
     return model, opt, CosineAnnealingLR(opt, T_max=6)
 
@@ -1996,6 +2015,9 @@ print("mistakes (true, predicted, count):", sorted(_off, key=lambda t: -t[2])[:6
 predicted_epoch_ratio = None  # your number: epoch time at batch 16 / at batch 256
 
 # %%
+from tinytorch.utils.timing import pinned_threads  # noqa: E402
+
+
 def timed_epoch(model, optimizer, loader):
     """Seconds spent in data / forward / backward / step during one epoch."""
     spent = dict.fromkeys(["data", "forward", "backward", "step"], 0.0)
@@ -2028,8 +2050,9 @@ for _bs in _sizes:
     _m = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     _opt = Adam(_m.parameters(), lr=1e-3)
     _loader = DataLoader(TensorDataset(X_train, y_train), batch_size=_bs, shuffle=True)
-    timed_epoch(_m, _opt, _loader)  # warm-up: first calls, caches, Adam's buffers
-    _epochs = [timed_epoch(_m, _opt, _loader) for _ in range(5)]
+    with pinned_threads(1):  # one BLAS thread: on a busy machine, threads wait for each other's cores
+        timed_epoch(_m, _opt, _loader)  # warm-up: first calls, caches, Adam's buffers
+        _epochs = [timed_epoch(_m, _opt, _loader) for _ in range(5)]
     # each part's median over five epochs: one slow epoch (another program woke up) moves nothing
     _spent.append({k: float(np.median([e[k] for e in _epochs])) for k in _epochs[0]})
 fig, ax = plt.subplots(figsize=(6, 3.4))
@@ -2063,8 +2086,9 @@ print(f"epoch time at batch 16 / at batch 256: measured {_ratio:.1f}x, your gues
 # amortise the per-step overheads, which is why GPUs (module 17) and frameworks push
 # towards large batches and fused kernels; the price is fewer optimizer steps per epoch,
 # a trade-off between hardware and statistical efficiency that is one of the central
-# knobs of training. (Timings on a busy machine are noisy — numpy's BLAS threads compete
-# with other programs; if a bar looks odd, run the cell again.)
+# knobs of training. (BLAS runs on one thread here, so that its threads do not queue
+# for the cores of a busy machine; timings still vary: if a bar looks odd, run the cell
+# again.)
 #
 # **Memory.** Parameters are one cost; the other is what autograd keeps alive for the
 # backward pass: every node holds its inputs and output (module 06). Count the bytes that
@@ -2097,10 +2121,14 @@ tt.manual_seed(0)
 _m = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), Dropout(0.1), nn.Linear(128, 10))
 _param_bytes = sum(p.nbytes for p in _m.parameters())
 _batch_sizes = [32, 128, 512, 1024]
-_act = [graph_bytes(nn.CrossEntropyLoss()(_m(X_train[:b]), y_train[:b])) for b in _batch_sizes]
+# each batch a copy: a slice is a view of all of X_train, whose storage the graph would count
+_act = [graph_bytes(nn.CrossEntropyLoss()(_m(tt.tensor(X_train.numpy()[:b].copy())), y_train[:b]))
+        for b in _batch_sizes]
 fig, ax = plt.subplots(figsize=(5.5, 3.4))
 ax.plot(_batch_sizes, np.array(_act) / 1024, "o-", label="activations held by the graph")
 ax.axhline(_param_bytes / 1024, color="C1", ls="--", label="parameters")
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")  # the parameters' line would sit flat on zero on a linear axis
 ax.set_xlabel("batch size")
 ax.set_ylabel("KiB")
 ax.legend()

@@ -22,9 +22,9 @@ def _batches(n=6, seed=0):
              tt.tensor(rng.integers(0, 4, 16))) for _ in range(n)]
 
 
-def _setup(kind, seed):
+def _setup(kind, seed, dropout=0.0):
     tt.manual_seed(seed)
-    model = nn.Sequential(nn.Linear(10, 12), nn.ReLU(), nn.Linear(12, 4))
+    model = nn.Sequential(nn.Linear(10, 12), nn.ReLU(), nn.Dropout(dropout), nn.Linear(12, 4))
     if kind == "adam":
         opt = Adam(model.parameters(), lr=1e-2, betas=(0.8, 0.99))
     else:
@@ -62,14 +62,16 @@ def test_resume_is_bit_for_bit(tmp_path, kind):
         np.testing.assert_array_equal(p.numpy(), a)
 
 
-@pytest.mark.parametrize("kind", ["adam", "sgd"])
-def test_save_and_load_checkpoint_resume_bit_for_bit(tmp_path, kind):
+@pytest.mark.parametrize("kind, dropout", [("adam", 0.0), ("sgd", 0.0), ("adam", 0.3)])
+def test_save_and_load_checkpoint_resume_bit_for_bit(tmp_path, kind, dropout):
+    """With dropout, the masks of steps 4 to 6 come from the random stream: a checkpoint that
+    forgets it resumes with other masks."""
     batches = _batches()
-    model, opt, sched = _setup(kind, 0)
+    model, opt, sched = _setup(kind, 0, dropout)
     _steps(model, opt, sched, batches)
     reference = [p.numpy().copy() for p in model.parameters()]
 
-    model, opt, sched = _setup(kind, 0)
+    model, opt, sched = _setup(kind, 0, dropout)
     _steps(model, opt, sched, batches[:3])
     history = History()
     history.log(train_loss=2.0, lr=0.1)
@@ -77,10 +79,10 @@ def test_save_and_load_checkpoint_resume_bit_for_bit(tmp_path, kind):
     path = tmp_path / "run.ckpt"
     save_checkpoint(path, model, opt, sched, history, step=3, note="after 3 steps")
     saved = load(path)
-    assert set(saved) == {"model", "optimizer", "scheduler", "history", "extra"}
+    assert set(saved) == {"model", "rng_state", "optimizer", "scheduler", "history", "extra"}
     assert saved["extra"] == {"step": 3, "note": "after 3 steps"}
 
-    model, opt, sched = _setup(kind, 99)  # other initial weights: all must come from the file
+    model, opt, sched = _setup(kind, 99, dropout)  # other weights and random state: all from the file
     restored = History()
     extra = load_checkpoint(path, model, opt, sched, restored)
     assert extra == {"step": 3, "note": "after 3 steps"}
@@ -96,8 +98,12 @@ def test_checkpoint_with_only_a_model_and_missing_parts(tmp_path):
     model = nn.Linear(3, 2)
     path = tmp_path / "weights.ckpt"
     save_checkpoint(path, model)
-    assert set(load(path)) == {"model", "extra"}
+    assert set(load(path)) == {"model", "rng_state", "extra"}
     other = nn.Linear(3, 2)
+    before = other.weight.numpy().copy()
+    with pytest.raises(ValueError, match="optimizer"):
+        load_checkpoint(path, other, optimizer=SGD(other.parameters(), lr=0.1))
+    np.testing.assert_array_equal(other.weight.numpy(), before, err_msg="a refused checkpoint restores nothing")
     assert load_checkpoint(path, other) == {}
     np.testing.assert_array_equal(other.weight.numpy(), model.weight.numpy())
     for name, kwargs in [("optimizer", dict(optimizer=SGD(other.parameters(), lr=0.1))),

@@ -288,6 +288,14 @@ def test_history_plot_from_a_hand_made_history(tmp_path):
     assert (tmp_path / "h.png").read_bytes()[:8] == PNG
 
 
+def test_history_plot_makes_a_figure_of_its_own_not_a_pyplot_one():
+    """A pyplot figure stays registered (and is drawn again) until closed; a Figure made by
+    matplotlib's object API belongs to no figure manager."""
+    h = History()
+    h.log(train_loss=1.0, val_loss=1.5)
+    assert h.plot().canvas.manager is None
+
+
 def test_history_plot_with_nothing_to_plot_is_a_value_error(tmp_path):
     h = History()
     with pytest.raises(ValueError):
