@@ -225,13 +225,11 @@ def _optimizer_params(optimizer):
 #
 # <details><summary>The approach</summary>
 #
-# `accuracy`: convert both to arrays; if the shapes are equal, compare "logit positive" with
-# "target above one half"; if the output has one more dimension and its shape without
-# dimension 1 is the target's, compare the argmax over dimension 1 with the target;
-# otherwise raise. Refuse an empty comparison, then return the mean as a float.
-# `confusion_matrix`: flatten both to int64, check lengths, find C, check the range, turn
-# each pair into the index true × C + predicted, count them all with a minimum length of
-# C × C and reshape.
+# The shapes decide what the output means: the same shape as the target is one logit per
+# example (a log-odds, so where is the boundary?), one more dimension is a score per class
+# on dimension 1. Any other pair is a mistake worth an error, not a number. A confusion
+# matrix is a count of (true, predicted) pairs: one vectorised counting call can do all of
+# them at once if each pair becomes one integer.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "metrics", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -368,9 +366,9 @@ print(f"✓ accuracy and confusion_matrix; e.g. accuracy {_got}, diagonal {np.di
 #
 # <details><summary>The approach</summary>
 #
-# Clear the gradients, run the model, compute the loss, backpropagate, clip the optimizer's
-# parameters when `clip` is set, step, then return the loss's value as a float and the
-# output with its history cut off.
+# The order is the lesson of section 1: what must be empty before backward adds into it,
+# what reads the gradients, and what must not run before they exist? What you return must
+# not keep this step's graph alive into the next.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "train-step", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -466,13 +464,10 @@ print(f"✓ train_step; e.g. the first loss was {_loss:.4f}")
 #
 # <details><summary>The approach</summary>
 #
-# `train_epoch`: switch to training mode; keep a running sum per name ("loss" and each
-# metric) and a count of examples; per batch, take one step, add the loss and each metric
-# times the batch size, add the size to the count and update the bar if there is one. An
-# empty loader raises; otherwise divide each sum by the count. `evaluate`: remember the
-# mode, switch to eval, and inside `try` run the same accumulation under `no_grad()` with
-# the model's output (and the loss only when a loss function was given); restore the mode
-# in `finally`.
+# An epoch's number is a mean over examples, and batches differ in size: weigh each batch by
+# how many examples it holds. `train_epoch` and `evaluate` accumulate the same way; they
+# differ in what the model must be told (its mode) and what autograd must not do, and
+# `evaluate` must leave the model as it found it, whatever happens inside.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "epochs", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -620,12 +615,13 @@ print(f"✓ train_epoch and evaluate; e.g. validation loss {_res['loss']:.4f}")
 # that everybody uses, **tqdm**, and PyTorch users expect it (Hugging Face's `Trainer`,
 # Lightning and most training scripts draw tqdm bars). `from tqdm.auto import tqdm` picks
 # the right kind for where the code runs: a widget in Jupyter, a text line redrawn in place
-# (with `"\r"`) in a terminal. The four calls `fit` needs:
+# (with `"\r"`) in a terminal. The calls `fit` needs:
 #
 # | call | what it does |
 # |---|---|
 # | `tqdm(total=n, desc="epoch 2/10", disable=False)` | a bar for `n` steps (`None`: unknown length), labelled; `disable=True` draws nothing |
 # | `bar.set_postfix(loss=0.41, refresh=False)` | the values shown after the bar, drawn at the next redraw |
+# | `bar.set_postfix_str("text", refresh=False)` | the same, with a text of your own |
 # | `bar.update(1)` | one more step done; tqdm redraws at most every `mininterval` seconds (0.1 by default), so a long epoch costs almost nothing |
 # | `bar.close()` | the final drawing; with `leave=True` (the default) the line stays |
 #
@@ -670,10 +666,9 @@ print(f"bar.n = {_demo.n}, bar.total = {_demo.total}, bar.postfix = {_demo.postf
 #
 # <details><summary>The approach</summary>
 #
-# Get the quantities (raise if there are none), make a figure with one row of that many
-# axes, and for each axis and its quantity plot the train and val series that exist against
-# the epoch numbers, with labels "train" and "val"; set the title, the x label and a legend.
-# Tighten the layout, save if a path was given, return the figure.
+# The contract fixes what the picture holds; the design question is how to build it without
+# pyplot: a `Figure` can make its own axes. One panel per quantity, the splits that exist
+# drawn in each, against epoch numbers that start at 1.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "history", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -795,11 +790,12 @@ print(f"✓ History.plot; e.g. {len(_fig.axes)} panels: {[a.get_title() for a in
 # - `epoch` (the epoch's number, counted from 1) and `time` (its seconds, from
 #   `time.perf_counter()`).
 #
-# Each epoch shows one tqdm bar, `tqdm(total=_length(train_loader), desc=f"epoch {e}/{last}",
-# disable=not progress)` (`_length`, given, is `None` for a loader without a length),
-# advanced by `train_epoch`; at the end of the epoch its postfix becomes the epoch's summary,
-# `bar.set_postfix_str(_summary(record))` (given), and the bar is closed, so that each epoch
-# leaves one line. `progress=False` must draw nothing at all. Passing an
+# Each epoch shows one tqdm bar (section 5's table has the calls): one step per batch, so
+# its total is the loader's length (`_length`, given, is `None` for a loader without one),
+# labelled `epoch 3/10` for the third of ten epochs, and advanced by `train_epoch`. At the
+# end of the epoch its postfix text becomes the epoch's summary (`_summary(record)`, given)
+# and the bar is closed, so that each epoch leaves one line. `progress=False` must draw
+# nothing at all, yet go through the same code. Passing an
 # existing `history` continues it: epochs are numbered on from `len(history)`, so a run
 # resumed from a checkpoint (section 9) gets one continuous history.
 #
@@ -817,11 +813,10 @@ print(f"✓ History.plot; e.g. {len(_fig.axes)} panels: {[a.get_title() for a in
 #
 # <details><summary>The approach</summary>
 #
-# Work out the first and last epoch numbers from the history's length. For each epoch, make
-# the bar and note the time; train one epoch with the bar, prefixing each key of its result
-# with "train_"; evaluate on the validation loader if there is one, prefixing with "val_";
-# record group 0's lr, then step the scheduler; add the epoch number and the elapsed time,
-# log the record, put the summary on the bar and close it. Return the history.
+# `fit` is glue: each epoch trains, evaluates when it can, and writes one record. Two
+# questions decide its correctness: which learning rate belongs to an epoch's record (the
+# one it trained with, so read it before the scheduler moves it), and where a continued
+# history's epoch numbers start. The bar is opened and closed once per epoch.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "fit", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1326,12 +1321,10 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# `clip_grad_norm_`: with no gradients, return a zero tensor. Otherwise, with grad mode
-# off, compute each gradient's norm of the requested order and the total norm from them;
-# raise if it is not finite and the caller asked for that; compute the one clip factor from
-# the total and multiply every gradient by it in place; return the total (computed before
-# scaling). `clip_grad_value_`: with grad mode off, replace each gradient's values, in
-# place, by their clamped values.
+# One number, the total norm of all the gradients together, decides one factor for all of
+# them: that keeps the direction. The norm of one long vector can be computed from the
+# norms of its pieces, without concatenating. Nothing here is part of a model, so autograd
+# must not record it, and the gradients change where they are.
 # </details>
 
 # %%
@@ -1562,12 +1555,12 @@ _ = pickle.loads(_payload)
 #
 # <details><summary>The approach</summary>
 #
-# `_pack`: a Tensor or a numeric (or bool) array gets a key from `_unique`, its values copied
-# into `arrays` under that key, and the tagged description; a numpy scalar becomes a Python
-# scalar; plain values are returned as they are; a dict becomes the list of
-# [key, description of the value] pairs after checking each key's type; lists and tuples the
-# list of their items' descriptions under their own tag; anything else raises the
-# `TypeError`. `_unpack` reverses each case, returning plain values unchanged.
+# The file has two parts: tensors, stored as arrays under a name, and a JSON description of
+# everything else, which points at those names. So `_pack` is a recursion over the
+# structure that answers, for each value, "is this an array, a plain JSON value, or a
+# container of more values?", and tags what JSON would lose (a tuple is not a list, a dict
+# key may be an int). `_unpack` is the same recursion backwards. Anything that is none of
+# these cannot be stored without pickle: refuse it.
 # </details>
 
 # %%
