@@ -355,6 +355,22 @@ def _unit_of(test: str, stubs: list[dict]) -> tuple[str, int] | None:
     return best[:2] if best else None
 
 
+def _home_of(test: str, stubs: list[dict]) -> set[str]:
+    """The stubs a test's *file* is named after: test_dataloader.py holds the tests of the
+    class DataLoader (each of its methods), test_digits.py those of Digits. Used only to
+    order functions the scores cannot tell apart."""
+    stem = test.split("::")[0].rsplit("/", 1)[-1]
+    if not (stem.startswith("test_") and stem.endswith(".py")):
+        return set()
+    words = _tokens(stem[5:-3])
+    home = set()
+    for stub in stubs:
+        owner = _tokens(stub["name"].split(".")[0])
+        if owner and (owner == words or ["".join(owner)] == words):
+            home.add(stub["name"])
+    return home
+
+
 # Functions at least this fraction as suspect as the top one are named with it: tito says
 # it cannot tell them apart rather than guess (measured on the mutants: tito verify).
 NEARLY = 0.8
@@ -436,7 +452,7 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
             pool = common or ran
             pool = (pool & accused) or pool
             candidates = _suspect(message, stub, unit[0] if unit else None, pool, scores, position,
-                                  _units_of(name, stubs))
+                                  _units_of(name, stubs), _home_of(name, stubs))
             chosen = candidates[0] if candidates else None
             if chosen is not None and (chosen != stub or len(candidates) > 1):
                 entry = stubs[position[chosen]]
@@ -463,12 +479,13 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
     return outcome
 
 
-def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=()) -> list[str]:
+def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=(), home=()) -> list[str]:
     """The student functions a failure points at, most likely first; more than one only
     when they are nearly as suspect (NEARLY). In order: a backward rule the engine's message names;
     the function that recursed too deep, or that was running when a test ran out of time; else, of the student's functions this test ran, the ones the whole run suspects most
     (the traceback's own function, or the unit the test is named after, when it is nearly
-    as suspect); else the traceback's function; else the unit."""
+    as suspect; among the rest, those of the class or function the test's file is named
+    after first); else the traceback's function; else the unit."""
     named = _RULE.search(message)
     if named and f"_{named.group(1)}_backward" in position:
         return [f"_{named.group(1)}_backward"]
@@ -489,7 +506,7 @@ def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=()) ->
                              and u in ran and scores.get(u, 0.0) >= NEARLY * top]
                 return [preferred, *same][:3]
         near = sorted((n for n in ran if scores.get(n, 0.0) >= NEARLY * top - 1e-9),
-                      key=lambda n: (-scores.get(n, 0.0), position.get(n)))
+                      key=lambda n: (n not in home, -scores.get(n, 0.0), position.get(n)))
         return near[:3]
     return [name for name in (frame_stub or unit_stub,) if name]
 

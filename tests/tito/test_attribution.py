@@ -73,6 +73,19 @@ def test_functions_nearly_as_suspect_are_named_together(tmp_path):
     assert _first(tmp_path, cases) == ("_mean_backward", "_sum_backward")
 
 
+def test_among_functions_nearly_as_suspect_the_one_the_test_file_is_named_after_comes_first(tmp_path):
+    """test_unbroadcast.py holds unbroadcast's tests: when the scores cannot tell it from
+    another function, it is named first (a DataLoader shuffling bug was filed under §4's
+    collate, which every DataLoader test also runs)."""
+    cases = [("test_unbroadcast.py::test_one", True, {"_sum_backward", "unbroadcast"}),
+             ("test_a.py::test_two", False, {"unbroadcast"}),
+             ("test_a.py::test_three", False, {"unbroadcast", "_sum_backward"})]
+    # unbroadcast: 1/sqrt(1*3) = 0.58; sum: 0.71; both near, the file's own function first
+    assert _first(tmp_path, cases) == ("unbroadcast", "_sum_backward")
+    cases[0] = ("test_b.py::test_one", True, {"_sum_backward", "unbroadcast"})
+    assert _first(tmp_path, cases) == ("_sum_backward", "unbroadcast")
+
+
 def test_a_mutant_touches_the_functions_around_its_edit_or_none_when_outside_them():
     module = resolve("06", ROOT)
     text = module.solution_path.read_text(encoding="utf-8")
