@@ -345,10 +345,12 @@ def _unit_of(test: str, stubs: list[dict]) -> tuple[str, int] | None:
         if stub["name"].strip("_").lower() in {f"{op}_backward" for op in ops}:
             return stub["name"], position
     best = None
+    # MinMaxObserver is named min_max_observer or minmaxobserver in a test's name, and
+    # BPETokenizer (one word to _tokens) bpe_tokenizer: runs of up to three words, joined
+    runs = {"".join(name[i:i + k]) for k in (1, 2, 3) for i in range(len(name) - k + 1)}
     for position, stub in enumerate(stubs):
         parts = [_tokens(p) for p in stub["name"].split(".")]
-        # MinMaxObserver is named min_max_observer or minmaxobserver in a test's name
-        if all(part and (_contains(name, part) or "".join(part) in name) for part in parts):
+        if all(part and (_contains(name, part) or "".join(part) in runs) for part in parts):
             size = sum(len(t) for part in parts for t in part)
             if best is None or size > best[2]:
                 best = (stub["name"], position, size)
