@@ -104,14 +104,26 @@ import numpy as np
 _rng = np.random.default_rng(0)
 _width, _depth = 256, 30
 _x0 = _rng.standard_normal((512, _width))
+_mats = [_rng.standard_normal((_width, _width)) for _ in range(_depth)]   # unit-variance weights
+
+
+def _layer_stds(std):
+    """The activations' std after each of 30 ReLU layers whose weights are _mats * std."""
+    x, stds = _x0, []
+    for m in _mats:
+        x = np.maximum(x @ (m * std).T, 0)
+        stds.append(x.std())
+    return stds
+
+
+# ReLU layers are homogeneous: weights c times larger make the last layer's output c**30
+# times larger. So one run at std 1 tells which std ends where it started, with no formula.
+_kept = (_x0.std() / _layer_stds(1.0)[-1]) ** (1 / _depth)
 fig, ax = plt.subplots(figsize=(7, 3.5))
 for _label, _std in [("std = 0.03 (too small)", 0.03), ("std = 1/√fan_in", 1 / math.sqrt(_width)),
-                     ("He's std (section 8 derives it)", math.sqrt(2 / _width)), ("std = 0.1 (too big)", 0.1)]:
-    _x, _stds = _x0, []
-    for _ in range(_depth):
-        _x = np.maximum(_x @ (_rng.standard_normal((_width, _width)) * _std).T, 0)
-        _stds.append(_x.std())
-    ax.semilogy(range(1, _depth + 1), _stds, "o-", ms=3, label=_label)
+                     ("the std that ends where it starts (section 8 derives it)", _kept),
+                     ("std = 0.1 (too big)", 0.1)]:
+    ax.semilogy(range(1, _depth + 1), _layer_stds(_std), "o-", ms=3, label=_label)
 ax.set_xlabel("layer")
 ax.set_ylabel("std of the activations")
 ax.set_title("30 ReLU layers of width 256: only one scale keeps the signal alive")
@@ -1730,10 +1742,13 @@ with preserved_state():
     _err = assert_raises(ValueError, _lin, Tensor(np.zeros((2, 5))), what="Linear(4, 3) of a (2, 5) input")
     check("(2, 5)" in str(_err) and "in_features=4" in str(_err) and "(3, 4)" in str(_err),
           "the error names the input's shape, in_features=4 and the weight's shape", got=str(_err))
-    _big = Linear(400, 500)  # default init: the range section 9 asks for, at fan_in 400, is ±0.05
+    _big = Linear(400, 500)
     _wmax, _bmax = float(np.abs(_big.weight.numpy()).max()), float(np.abs(_big.bias.numpy()).max())
-    check(0.99 * 0.05 < _wmax <= 0.05, "Linear(400, 500).weight fills U(-0.05, 0.05)", got=_wmax, expected=0.05)
-    check(0.9 * 0.05 < _bmax <= 0.05, "Linear(400, 500).bias fills U(-0.05, 0.05)", got=_bmax, expected=0.05)
+    _kmax = float(np.abs(kaiming_uniform_(zeros(500, 400), a=math.sqrt(5)).numpy()).max())
+    check(0.99 * _kmax < _wmax <= 1.01 * _kmax, "Linear(400, 500).weight: drawn by kaiming_uniform_ with a = sqrt(5)",
+          got=_wmax, expected=f"the largest |w| of your kaiming_uniform_(a=sqrt(5)), {_kmax:.4f}")
+    check(0.9 * _wmax < _bmax <= 1.001 * _wmax, "Linear(400, 500).bias: uniform over the weight's range",
+          got=_bmax, expected=f"a largest |b| just under the weight's bound, {_wmax:.4f}")
     _w_before = _big.weight
     _big.reset_parameters()
     check(_big.weight is _w_before, "reset_parameters re-draws in place (same Parameter)")
@@ -2208,32 +2223,33 @@ plt.show()
 #
 # ### What the initialisers draw
 #
-# Histograms of 100,000 draws of each initialiser for a `(256, 512)` weight, with the
-# theoretical bounds (uniform) and densities (normal):
+# Histograms of 100,000 draws of each of your initialisers for a `(256, 512)` weight
+# (fan_in 512, fan_out 256), with the largest draw (uniform) and a normal density of the
+# sample's std (normal). Check the numbers in the titles against what you derived: which
+# two have the same std, and by what factor does a uniform bound exceed its std?
 
 # %%
 manual_seed(0)
 _shape = (256, 512)
-_fan_in, _fan_out = 512, 256
 fig, axes = plt.subplots(1, 4, figsize=(16, 3))
 _specs = [
-    ("xavier_uniform_", xavier_uniform_, "uniform", math.sqrt(6 / (_fan_in + _fan_out))),
-    ("xavier_normal_", xavier_normal_, "normal", math.sqrt(2 / (_fan_in + _fan_out))),
-    ("kaiming_uniform_ (relu)", lambda t: kaiming_uniform_(t, nonlinearity="relu"), "uniform",
-     math.sqrt(3) * math.sqrt(2 / _fan_in)),
-    ("kaiming_normal_ (relu)", lambda t: kaiming_normal_(t, nonlinearity="relu"), "normal", math.sqrt(2 / _fan_in)),
+    ("xavier_uniform_", xavier_uniform_, "uniform"),
+    ("xavier_normal_", xavier_normal_, "normal"),
+    ("kaiming_uniform_ (relu)", lambda t: kaiming_uniform_(t, nonlinearity="relu"), "uniform"),
+    ("kaiming_normal_ (relu)", lambda t: kaiming_normal_(t, nonlinearity="relu"), "normal"),
 ]
-for _ax, (_name, _fn, _kind, _s) in zip(axes, _specs):
+for _ax, (_name, _fn, _kind) in zip(axes, _specs):
     _w = _fn(zeros(*_shape)).numpy().ravel()[:100_000]
+    _s = _w.std()
     _ax.hist(_w, bins=80, density=True, alpha=0.6)
-    if _kind == "uniform":
-        for _edge in (-_s, _s):
+    if _kind == "uniform":   # the largest of 100,000 draws sits at the bound, to a thousandth
+        for _edge in (-np.abs(_w).max(), np.abs(_w).max()):
             _ax.axvline(_edge, color="C3", ls="--")
-        _ax.set_title(f"{_name}\nbound ±{_s:.4f}, sample std {_w.std():.4f}", fontsize=9)
-    else:
+        _ax.set_title(f"{_name}\nlargest |w| {np.abs(_w).max():.4f}, std {_s:.4f}", fontsize=9)
+    else:                    # a normal density of the sample's std over the histogram
         _grid = np.linspace(-4 * _s, 4 * _s, 200)
         _ax.plot(_grid, np.exp(-_grid ** 2 / (2 * _s ** 2)) / (_s * math.sqrt(2 * math.pi)), color="C3")
-        _ax.set_title(f"{_name}\nσ = {_s:.4f}, sample std {_w.std():.4f}", fontsize=9)
+        _ax.set_title(f"{_name}\nsample std {_s:.4f}", fontsize=9)
     _ax.locator_params(axis="x", nbins=5)  # five labels fit a narrow panel
 fig.tight_layout()
 plt.show()
@@ -2285,9 +2301,9 @@ if torch is not None:
 #   walk over the tree; shared modules and tied parameters are visited once.
 # - **state_dict / load_state_dict** save and restore values by name; loading checks every
 #   key and shape first, then copies in place without recording.
-# - **Initialisation** keeps the signal's variance constant through depth:
-#   $\text{std} = \text{gain}/\sqrt{\text{fan}}$ (He), $\text{gain}\sqrt{2/(\text{fan\_in}
-#   + \text{fan\_out})}$ (Xavier); uniform bounds are $\sqrt3$ times the std.
+# - **Initialisation** keeps the signal's variance constant through depth: the variance
+#   argument gives the std from the fan and the activation's gain (Xavier averages the two
+#   fans), and a uniform draw with the same variance has a wider bound than that std.
 # - **Linear** is `x @ W.T + b` with W `(out, in)`, costing $2·B·\text{in}·\text{out}$
 #   FLOPs; small batches are dominated by memory traffic and overhead.
 #

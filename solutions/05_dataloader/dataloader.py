@@ -402,6 +402,7 @@ _sample = _ds[4]
 check(isinstance(_sample, tuple) and len(_sample) == 2, "a sample is a tuple with one entry per tensor",
       got=type(_sample).__name__)
 _xi, _yi = _sample
+check(np.shares_memory(_xi.numpy(), _ds.tensors[0].numpy()), "a sample's rows are views of the tensors, not copies")
 check(isinstance(_xi, Tensor) and isinstance(_yi, Tensor), "each entry is a Tensor (numpy arrays are converted)")
 assert_equal(_xi, _X[4], "ds[4][0] is row 4 of X")
 assert_equal(_yi.shape, (), "ds[4][1] is a 0-d label")
@@ -537,6 +538,10 @@ assert_equal(_d["name"], ["a", "b"], "strings stay a list")
 assert_equal(default_collate([1.5, 2.0]).dtype, np.dtype(np.float32), "Python floats -> float32")
 assert_equal(default_collate([3, 4]).dtype, np.dtype(np.int64), "Python ints -> int64")
 assert_equal(default_collate([True, False]).dtype, np.dtype(np.bool_), "bools -> bool")
+assert_equal(default_collate([np.float32(0.5), np.float32(2.0)]).dtype, np.dtype(np.float32),
+             "numpy float32 scalars keep float32")
+assert_equal(default_collate([np.int16(3), np.int16(4)]).dtype, np.dtype(np.int16),
+             "numpy int16 scalars keep int16 (not the int64 of Python ints)")
 _l = default_collate([[1, (2.0, 3)], [4, (5.0, 6)]])  # a list holding a tuple: recursion
 check(type(_l) is list and type(_l[1]) is tuple, "a list stays a list, a nested tuple a tuple", got=_l)
 assert_equal(_l[1][1].tolist(), [3, 6], "the nested field collects entry 1 of each inner tuple")
@@ -593,8 +598,9 @@ print("✓ default_collate: (x, y) -> X", _b[0].shape, "Y", _b[1].tolist())
 # <details><summary>Hint 3</summary>
 #
 # A slice past the end of an array is simply shorter, which is exactly the last batch. The
-# only question is whether to yield it. For `__len__`, integer ceil division without floats
-# is `-(-n // b)`; `math.ceil(n / b)` goes through floating point, exact only up to $2^{53}$.
+# only question is whether to yield it. For `__len__`, count the batches with integers
+# only: `math.ceil(n / b)` goes through floating point, exact only up to $2^{53}$. How does
+# floor division give a ceiling?
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -740,6 +746,19 @@ _loader = DataLoader(_dsN, batch_size=3, sampler=_order)
 assert_equal(sum(_epoch(_loader), []), _order, "the indices of an epoch with sampler=[7, 2, 2, 9, 0, 5, 3] "
              "(the sampler's order, repeats included)")
 assert_equal(len(_loader), 3, "len(loader) with a sampler of 7 indices and batch_size=3")
+_kinds = {type(i) for b in DataLoader(_dsN, batch_size=4, shuffle=True)._index_batches() for i in b}
+assert_equal(_kinds, {int}, "the indices _index_batches yields are Python ints (not numpy integers)")
+_seen_batches = []
+
+
+def _keep_collate(samples):
+    _seen_batches.append(len(samples))
+    return samples
+
+
+_custom = list(DataLoader(_dsN, batch_size=4, collate_fn=_keep_collate))
+assert_equal(_seen_batches, [4, 4, 2], "a collate_fn given to the DataLoader is called once per batch, with the samples")
+check(type(_custom[0]) is list and len(_custom[0]) == 4, "the loader yields what collate_fn returns", got=_custom[0])
 print("✓ DataLoader; one shuffled epoch:", _e1)
 
 # %% [markdown]
@@ -964,12 +983,10 @@ with preserved_state():
     np.random.seed(1)   # the global numpy stream must not matter
     assert_equal(stratified_split(_labels, 0.2, 0)[1], _te, "the split ignores numpy's global random state")
 check(not np.array_equal(_te, stratified_split(_labels, 0.2, seed=1)[1]), "another seed, another split")
-# by hand, on 5 + 3 labels: round(0.4 * 5) = 2 and round(0.4 * 3) = 1 test samples
-_toy = np.array([0, 1, 0, 0, 1, 0, 1, 0])
-_rng = np.random.default_rng(7)
-_want = np.sort(np.concatenate([_rng.permutation(np.flatnonzero(_toy == 0))[:2],
-                                _rng.permutation(np.flatnonzero(_toy == 1))[:1]]))
-assert_equal(stratified_split(_toy, 0.4, seed=7)[1], _want, "toy labels: classes in order, one generator")
+# the course's test set, recorded from the documented recipe: every later module evaluates on it
+assert_equal(_te[:12].tolist(), [5, 9, 12, 14, 16, 17, 19, 23, 24, 34, 38, 46],
+             "the digits test set (seed 0): its first 12 indices")
+assert_equal(int(_te.sum()), 324981, "the digits test set (seed 0): the sum of its 359 indices")
 for _bad in (0.0, 1.0, 1.5):
     assert_raises(ValueError, stratified_split, _labels, _bad, what=f"stratified_split(test_fraction={_bad})")
 print(f"✓ stratified_split: {len(_tr)} train / {len(_te)} test")
@@ -1218,9 +1235,10 @@ print("✓ Normalize: per channel, one number, batches; 2 means for 3 channels r
 #
 # <details><summary>Hint 1</summary>
 #
-# Flip: draw one uniform number in [0, 1) from the transform's numpy generator and flip when
-# it is below p. tinytorch, like PyTorch, has no negative-step slices; an index array that
-# counts down along the last dimension does the reversal (advanced indexing, a copy).
+# Flip: one uniform draw from the transform's own generator decides, so that a seed
+# reproduces the augmentation; with which probability must it say "flip"? tinytorch, like
+# PyTorch, has no negative-step slices, but module 01 gave you an op that reverses a
+# dimension.
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -1323,6 +1341,11 @@ assert_equal(RandomHorizontalFlip(p=0.0)(_im), _im, "p=0 never flips")
 _flips = [RandomHorizontalFlip(p=0.3, generator=Generator().manual_seed(s))(_im).numpy()[0, 0, 0] != _im[0, 0, 0]
           for s in range(200)]
 check(30 <= sum(_flips) <= 90, "p=0.3 flips about 60 of 200 images", got=sum(_flips), expected="30..90")
+with preserved_state():
+    np.random.seed(12345)   # numpy's global stream must not decide anything
+    _again = [RandomHorizontalFlip(p=0.3, generator=Generator().manual_seed(s))(_im).numpy()[0, 0, 0] != _im[0, 0, 0]
+              for s in range(200)]
+assert_equal(_again, _flips, "the flips depend on the transform's generator only, not on numpy's global seed")
 _c = RandomCrop(3)(_im)
 assert_equal(_c.shape, (3, 3, 3), "RandomCrop(3) of a (3, 4, 5) image")
 _padded = np.pad(_im, ((0, 0), (1, 1), (1, 1)))            # (3, 6, 7): a 4 x 5 window has 3 x 3 positions
@@ -1332,10 +1355,16 @@ for _s in range(60):
     _where = [(t, l) for t in range(3) for l in range(3) if (_crop == _padded[:, t:t + 4, l:l + 5]).all()]
     check(len(_where) > 0, "every crop is a 4 x 5 window of the zero-padded image", got=_crop)
     _seen.add(_where[0])
+    _g = numpy_generator(Generator().manual_seed(_s))   # the contract's draw order: top, then left
+    _first = int(_g.integers(0, 3))
+    assert_equal(_where[0], (_first, int(_g.integers(0, 3))), f"seed {_s}: (top, left), drawn in that order")
 assert_equal(sorted(_seen), [(t, l) for t in range(3) for l in range(3)], "all 9 crop positions occur")
+assert_equal(str(RandomCrop(3, padding=1)(tensor(_im.astype(np.float64))).dtype), "float64",
+             "RandomCrop of a float64 image, padded: float64 (the padding in the image's dtype)")
 _full = RandomCrop((4, 5))(_im)
 assert_equal(_full, _im, "a crop the size of the image, no padding, is the image")
-assert_raises(ValueError, RandomCrop(6), _im, what="a 6 x 6 crop of a 4 x 5 image")
+_e = assert_raises(ValueError, RandomCrop(6), _im, what="a 6 x 6 crop of a 4 x 5 image")
+check(all(n in str(_e) for n in "645"), "the message names both sizes (6 x 6 and 4 x 5)", got=str(_e))
 assert_close(Compose([lambda x: x + 1, lambda x: x * 2])(tensor(_im)), (_im + 1) * 2, what="Compose: in order")
 print("✓ RandomHorizontalFlip, RandomCrop, Compose: 9 crop positions seen")
 

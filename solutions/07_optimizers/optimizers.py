@@ -927,6 +927,8 @@ with preserved_state():
     _opt.step()
     assert_close(_w.numpy(), [-0.01, -0.01, 0.01], rtol=1e-4, what="first Adam step: -lr * sign(g)")
     assert_equal(_opt.state[_w]["step"], 1, "the step count after one step")
+    check(type(_opt.state[_w]["step"]) is int, "the step count is a Python int (a checkpoint stores it as one)",
+          got=type(_opt.state[_w]["step"]).__name__, expected="int")
     assert_equal(sorted(_opt.state[_w]), ["exp_avg", "exp_avg_sq", "step"], "Adam's state names")
     # a constant gradient: with bias correction every step is exactly lr (eps = 0)
     _w = tensor([0.0], dtype="float64", requires_grad=True)
@@ -1230,6 +1232,13 @@ with preserved_state():
     _opt2.load_state_dict(_sd)
     assert_equal(_opt2.param_groups[1]["lr"], 0.02, "load_state_dict restores the group options")
     check(_opt2.param_groups[1]["params"][0] is _qs[2], "load_state_dict keeps the optimizer's own parameters")
+    _p32 = tensor(np.ones(2, np.float32), requires_grad=True)
+    _o32 = SGD([_p32], lr=0.1, momentum=0.9)
+    _o32.load_state_dict({"state": {0: {"momentum_buffer": np.ones(2)}},   # a float64 array, as numpy saves
+                          "param_groups": [{**{k: v for k, v in _o32.param_groups[0].items() if k != "params"},
+                                            "params": [0]}]})
+    assert_equal(str(_o32.state[_p32]["momentum_buffer"].dtype), "float32",
+                 "a loaded buffer takes its parameter's dtype (float64 array, float32 parameter)")
     _run(_opt, _ps, _grads[4:])
     _run(_opt2, _qs, _grads[4:])
     for _i, (_p, _q) in enumerate(zip(_ps, _qs)):
@@ -1317,9 +1326,8 @@ print(f"✓ state_dict / load_state_dict; e.g. {len(_sd['state'])} parameters' s
 #
 # <details><summary>The approach (step)</summary>
 #
-# Advance `last_epoch` by one, ask `get_lr()` for the list of rates, write each into its
-# group's `"lr"` (the lists are in group order), and keep a list of them in `self._last_lr`
-# for `get_last_lr()`.
+# A step moves the scheduler into its next epoch, and everything afterwards must describe
+# that epoch: the counter, the rates the optimizer will use, and the record of them.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "lr-scheduler", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1351,7 +1359,8 @@ class LRScheduler:
         """Advance one epoch and write the new learning rates into the optimizer's groups.
 
         Contract: afterwards self.last_epoch is one more, every group's "lr" is get_lr()'s
-        value for it at that epoch, and get_last_lr() returns those values (a list).
+        value for it at that epoch, and self._last_lr (which the provided get_last_lr()
+        returns a copy of) is the list of those values.
         """
         # Idea: the counter moves first; the rates are those of the new epoch.
         ### BEGIN SOLUTION
@@ -1740,7 +1749,8 @@ plt.show()
 # On the valley, momentum and Nesterov damp the zig-zag and travel along the floor much
 # faster than plain SGD at its best learning rate. Adam's first steps are diagonal: it
 # rescales both coordinates so that each moves by about `lr` per step, whatever its
-# curvature, and reaches the valley floor at once; its momentum then carries it past the
+# curvature, and reaches the valley floor within three steps; its momentum then carries it
+# across the floor (to about half the starting offset on the other side) and past the
 # minimum before it spirals in (a smaller `lr` or a schedule, section 6, tames that). On Rosenbrock,
 # plain SGD spends its steps creeping along the flat curved floor; momentum accumulates
 # speed along it; Adam's per-coordinate scaling copes with the steep walls. None of this is

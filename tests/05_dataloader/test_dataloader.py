@@ -186,6 +186,15 @@ def test_index_batches_follow_the_samplers_order(batch_size, drop_last):
     assert all(len(b) == batch_size for b in batches[:-1] if b)
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_index_batches_are_lists_of_python_ints(shuffle):
+    """A dataset may use an index as a key or in arithmetic with Python semantics; a numpy
+    integer is neither an int subclass nor hashed like one in every container."""
+    loader = DataLoader(Range(10), batch_size=4, shuffle=shuffle)
+    batches = [list(b) for b in loader._index_batches()]
+    assert {type(i) for b in batches for i in b} == {int}, batches
+
+
 @pytest.mark.parametrize("batch_size, drop_last, expected", [(3, False, 3), (3, True, 2), (10, False, 1)])
 def test_dataloader_len_counts_the_samplers_indices(batch_size, drop_last, expected):
     loader = DataLoader(Range(10), batch_size=batch_size, sampler=[7, 2, 2, 9, 0, 5, 3], drop_last=drop_last)

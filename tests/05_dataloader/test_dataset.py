@@ -20,6 +20,13 @@ def test_len_and_items_equal_numpy_rows():
         assert y_i.shape == () and y_i.item() == y[i] and y_i.dtype == np.int64
 
 
+def test_tensor_dataset_getitem_returns_views_of_the_rows():
+    """A sample is a view: reading a dataset of a million rows copies nothing until collate."""
+    X = tt.tensor(np.arange(12, dtype=np.float32).reshape(4, 3))
+    x, = TensorDataset(X)[2]
+    assert np.shares_memory(x.numpy(), X.numpy()), "row 2 was copied"
+
+
 def test_numpy_inputs_are_converted_and_any_number_of_tensors():
     a = np.arange(8, dtype=np.float64).reshape(4, 2)
     b = np.array([True, False, True, True])

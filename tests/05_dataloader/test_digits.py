@@ -19,7 +19,7 @@ def test_load_digits_arrays():
     assert np.bincount(labels).min() >= 170, "about 180 images per class"
 
 
-def test_split_sizes_and_class_balance():
+def test_digits_init_split_sizes_and_class_balance():
     _, labels = load_digits()
     train, test = Digits(train=True), Digits(train=False)
     counts = expected_test_counts(labels)
@@ -34,7 +34,7 @@ def test_split_sizes_and_class_balance():
         assert abs(n_test / n_c - 0.2) <= 0.5 / n_c
 
 
-def test_samples_shapes_dtypes_and_range():
+def test_digits_init_samples_shapes_dtypes_and_range():
     ds = Digits(train=True)
     assert ds.data.shape == (len(ds), 1, 8, 8) and ds.data.dtype == np.float32
     assert ds.targets.shape == (len(ds),) and ds.targets.dtype == np.int64
@@ -47,7 +47,15 @@ def test_samples_shapes_dtypes_and_range():
     assert 0 <= label.item() <= 9
 
 
-def test_split_is_the_documented_stratified_split_and_fixed():
+def test_stratified_split_gives_the_course_test_set():
+    """Recorded from the documented recipe (one generator, classes in increasing order): the
+    test set every later module evaluates on. Another order of draws is another test set."""
+    _, test_idx = stratified_split(load_digits()[1], test_fraction=0.2, seed=0)
+    assert test_idx[:12].tolist() == [5, 9, 12, 14, 16, 17, 19, 23, 24, 34, 38, 46]
+    assert len(test_idx) == 359 and int(test_idx.sum()) == 324981
+
+
+def test_digits_init_takes_the_split_and_is_fixed():
     images, labels = load_digits()
     train_idx, test_idx = stratified_split(labels, test_fraction=0.2, seed=0)
     tt.manual_seed(123)  # the global RNG must not matter

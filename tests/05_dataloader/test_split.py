@@ -64,6 +64,8 @@ def test_bad_lengths_raise_value_error():
         random_split(ds, [1.2, -0.2])
     with pytest.raises(ValueError):
         random_split(ds, [0.5, 0.4])
+    with pytest.raises(ValueError):  # close to 1 but above it: PyTorch refuses it too
+        random_split(ds, [0.5, 0.5 + 1e-12])
 
 
 def test_stratified_split_keeps_class_proportions():

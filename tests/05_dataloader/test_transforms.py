@@ -89,6 +89,20 @@ def test_crop_with_padding_reaches_every_position_and_pads_with_zeros():
     np.testing.assert_array_equal(whole.numpy(), padded)
 
 
+@pytest.mark.parametrize("seed", [0, 5, 11])
+def test_crop_draws_the_top_then_the_left(seed):
+    """The contract fixes the draw order, so that a seed gives the same crops as PyTorch's
+    transform would from the same stream: top first."""
+    from tinytorch.random import numpy_generator
+
+    image = np.arange(6 * 7, dtype=np.float32).reshape(1, 6, 7)
+    crop = RandomCrop((3, 3), generator=Generator().manual_seed(seed))(tt.tensor(image)).numpy()
+    rng = numpy_generator(Generator().manual_seed(seed))
+    top = int(rng.integers(0, 4))
+    left = int(rng.integers(0, 5))
+    np.testing.assert_array_equal(crop, image[:, top:top + 3, left:left + 3])
+
+
 def test_crop_keeps_dtype_works_on_2d_and_refuses_too_big():
     ints = np.arange(25).reshape(5, 5)
     out = RandomCrop(5, padding=1, generator=Generator().manual_seed(0))(tt.tensor(ints))

@@ -78,8 +78,9 @@ def test_windows_of_a_view_and_of_real_token_ids(fables, fables_bpe):
 
 def test_get_batch_errors():
     data = tinytorch.arange(10)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as info:
         get_batch(data, 10, 2)  # needs block_size + 1 ids
+    assert "10" in str(info.value) and "11" in str(info.value), f"say both, 10 ids and 11 needed: {info.value}"
     with pytest.raises(ValueError):
         get_batch(data, 0, 2)
     with pytest.raises(ValueError):

@@ -67,8 +67,9 @@ def test_training_is_deterministic_and_greedy(fables):
         "the merges of a smaller vocabulary are the first merges of a larger one"
 
 
-def test_retraining_replaces_the_previous_training(fables):
+def test_bpe_tokenizer_train_replaces_the_previous_training_and_its_cache(fables):
     tok = BPETokenizer().train("aaabdaaabac", 300, special_tokens=["<x>"])
+    tok.encode(fables[:500])   # fills the cache with the first training's ids
     tok.train(fables[:4000], 300)
     fresh = BPETokenizer().train(fables[:4000], 300)
     assert tok.merges == fresh.merges and tok.special_tokens == {}

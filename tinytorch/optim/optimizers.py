@@ -282,7 +282,8 @@ class LRScheduler:
         """Advance one epoch and write the new learning rates into the optimizer's groups.
 
         Contract: afterwards self.last_epoch is one more, every group's "lr" is get_lr()'s
-        value for it at that epoch, and get_last_lr() returns those values (a list).
+        value for it at that epoch, and self._last_lr (which the provided get_last_lr()
+        returns a copy of) is the list of those values.
         """
         # Idea: the counter moves first; the rates are those of the new epoch.
         # YOUR CODE HERE
