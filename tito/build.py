@@ -144,10 +144,11 @@ def unbound_name_warnings(module: Module, nb, grouped: dict) -> list[str]:
         for name, where in names.undefined_names(notebook.render(group, module.notebook_rel), rel).items():
             fix = names.binding_in_notebook(nb, name, target)
             lines.append(
-                f"tito: {rel} reads `{name}` (in {where}), which nothing in that file defines or imports. "
-                f"The notebook has it from another cell, so the check cells pass, but the package will raise "
-                f"NameError. " + (f"Add `{fix}` to an export cell of {rel}." if fix else
-                                  f"Define or import it in an export cell of {rel}."))
+                f"tito: {rel} reads `{name}` (in {where}), which nothing in that file defines or imports, "
+                f"so the package will raise NameError. " +
+                (f"The notebook has it from another cell, which is why its check cells pass. Add `{fix}` to "
+                 f"an export cell of {rel}." if fix else
+                 "No cell of the notebook defines it either: is it misspelt, or still to be written?"))
     return lines
 
 

@@ -794,8 +794,8 @@ print(f"✓ History.plot; e.g. {len(_fig.axes)} panels: {[a.get_title() for a in
 # its total is the loader's length (`_length`, given, is `None` for a loader without one),
 # labelled `epoch 3/10` for the third of ten epochs, and advanced by `train_epoch`. At the
 # end of the epoch its postfix text becomes the epoch's summary (`_summary(record)`, given)
-# and the bar is closed, so that each epoch leaves one line. `progress=False` must draw
-# nothing at all, yet go through the same code. Passing an
+# and the bar is closed, so that each epoch leaves one line. With `progress=False` the bars
+# are made disabled (tqdm's `disable`): they still count, and draw nothing at all. Passing an
 # existing `history` continues it: epochs are numbered on from `len(history)`, so a run
 # resumed from a checkpoint (section 9) gets one continuous history.
 #

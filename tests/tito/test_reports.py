@@ -81,6 +81,16 @@ def test_a_name_that_only_another_cell_binds_is_named_at_export(course):
             and "Add `import math as m` to an export cell" in out.stdout), out.stdout
 
 
+def test_a_name_no_cell_binds_is_named_as_possibly_misspelt(course):
+    nb = _solved(course)
+    nb.cells.append(nbformat.v4.new_code_cell("#| export\ndef _area(r):\n    return mathh.pi * r * r"))
+    nbformat.write(nb, course.path(MODULE))
+    out = course.tito("export", "02")
+    assert out.returncode == 0, out.stderr
+    assert ("reads `mathh` (in _area)" in out.stdout
+            and "No cell of the notebook defines it either" in out.stdout), out.stdout
+
+
 def test_an_error_at_import_names_its_cell(course):
     nb = _solved(course)
     nb.cells.append(nbformat.v4.new_code_cell("#| export\nundefined_name_at_import"))
