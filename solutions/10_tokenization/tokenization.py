@@ -675,36 +675,20 @@ assert_equal(best_pair({}), None, "no pairs at all")
 print("✓ best_pair:", best_pair({(5, 6): 2, (1, 2): 2, (0, 9): 1}))
 
 # %% [markdown]
-# Now run BPE by hand on the classic example `aaabdaaabac` (bytes `a`=97, `b`=98, `c`=99,
-# `d`=100) with your three functions, printing each step. Follow along: in step 1 the pair
-# `(a, a)` occurs 4 times (twice in each `aaab`); in step 2 two pairs tie with count 2 and
-# the tie-break picks the smaller one.
+# Now one step of BPE by hand on the classic example `aaabdaaabac` (bytes `a`=97, `b`=98,
+# `c`=99, `d`=100), with your three functions. Before you run it, predict: which pair
+# wins, how often does it occur, and how many tokens are left after the merge?
 
 # %%
-def show_bpe_steps(text, n_merges):
-    ids = list(text.encode("utf-8"))
-    names = {i: chr(i) for i in range(256)}
-    print(f"start: {' '.join(names[i] for i in ids)}   ({len(ids)} tokens)")
-    for step in range(n_merges):
-        counts = get_pair_counts(ids)
-        best = best_pair(counts)
-        if best is None:
-            print("no pair occurs twice: stop")
-            break
-        new = 256 + step
-        names[new] = "[" + names[best[0]] + names[best[1]] + "]"
-        ties = sorted(p for p in counts if counts[p] == counts[best])
-        ids = merge_pair(ids, best, new)
-        print(f"step {step + 1}: counts {{{', '.join(f'{names[a]}{names[b]}:{c}' for (a, b), c in counts.items())}}}")
-        print(f"        most frequent {[(names[a] + names[b]) for a, b in ties]} -> merge {best} as id {new} = "
-              f"{names[new]}:  {' '.join(names[i] for i in ids)}   ({len(ids)} tokens)")
-
-
-show_bpe_steps("aaabdaaabac", 5)
+_ids = list(b"aaabdaaabac")
+_counts = get_pair_counts(_ids)
+_best = best_pair(_counts)
+print("counts:", {bytes(p).decode(): c for p, c in _counts.items()})
+print("best:", bytes(_best).decode(), "->", merge_pair(_ids, _best, 256))
 
 # %% [markdown]
-# Eleven bytes became five tokens with three new vocabulary entries. On real text we do the
-# same thing, with two refinements that every practical tokenizer needs.
+# Repeating that step is BPE training; section 6 turns it into a loop. On real text the loop
+# needs two refinements that every practical tokenizer has.
 #
 # ## 5. Two refinements: pre-tokenisation and counting once per word
 #
@@ -874,6 +858,32 @@ assert_equal(list(_fast)[:8], _FABLE_MERGES[:8], "the first 8 merges on the fabl
 assert_equal(list(_fast), _FABLE_MERGES, "all 60 merges on the fables' first 4,000 characters")
 assert_equal(list(_fast.values()), list(range(256, 316)), "the ids, 256 on, in the order learned")
 print(f"✓ learn_merges: {len(_fast)} merges as recorded; the first: {list(_fast)[:3]}")
+
+# %% [markdown]
+# Your `learn_merges` on `aaabdaaabac`, one merge per line: the counts it chose from, the
+# pairs that tied for the top, and the sequence after the merge. In step 2 two pairs tie
+# with count 2, and the tie-break picks the smaller one. Eleven bytes become five tokens
+# with three new vocabulary entries; then no pair occurs twice and training stops.
+
+# %%
+def show_bpe_steps(text, n_merges):
+    ids = list(text.encode("utf-8"))
+    merges = learn_merges([ids], [1], n_merges)
+    names = {i: chr(i) for i in range(256)}
+    print(f"start: {' '.join(names[i] for i in ids)}   ({len(ids)} tokens)")
+    for step, ((a, b), new) in enumerate(merges.items()):
+        counts = get_pair_counts(ids)
+        ties = sorted(p for p in counts if counts[p] == counts[(a, b)])
+        names[new] = "[" + names[a] + names[b] + "]"
+        ids = merge_pair(ids, (a, b), new)
+        print(f"step {step + 1}: counts {{{', '.join(f'{names[x]}{names[y]}:{c}' for (x, y), c in counts.items())}}}")
+        print(f"        most frequent {[(names[x] + names[y]) for x, y in ties]} -> merge {(a, b)} as id {new} = "
+              f"{names[new]}:  {' '.join(names[i] for i in ids)}   ({len(ids)} tokens)")
+    if len(merges) < n_merges:
+        print(f"no pair occurs twice: stop after {len(merges)} merges")
+
+
+show_bpe_steps("aaabdaaabac", 5)
 
 # %% [markdown]
 # ## 7. The BPE tokenizer: vocabulary, encoding, decoding

@@ -220,7 +220,7 @@ def learn_merges(words, freqs, n_merges):
     raise NotImplementedError('learn_merges() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
 
 
-# -- cell 31 (build-vocab) --
+# -- cell 33 (build-vocab) --
 def build_vocab(merges):
     """{id: bytes} for the 256 byte ids and every merge of `merges` ({(a, b): new_id}, in
     rank order): id n of merge (a, b) -> n stands for the bytes of a, then those of b."""
@@ -229,7 +229,7 @@ def build_vocab(merges):
     raise NotImplementedError('build_vocab() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
 
 
-# -- cell 34 (encode-chunk) --
+# -- cell 36 (encode-chunk) --
 def encode_chunk(data, merges):
     """The ids of one chunk: `data` (bytes, or a list of byte ids) with the learned `merges`
     ({(a, b): new_id}; the smaller the new id, the earlier the merge) applied in the order
@@ -239,7 +239,7 @@ def encode_chunk(data, merges):
     raise NotImplementedError('encode_chunk() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
 
 
-# -- cell 37 --
+# -- cell 39 --
 class _BPETokenizerBase:
     """The plumbing of BPETokenizer: its state, size, files and repr (the algorithm is yours,
     in the class below)."""
@@ -276,7 +276,7 @@ class _BPETokenizerBase:
                 f"special_tokens={list(self.special_tokens)})")
 
 
-# -- cell 39 (bpe-tokenizer) --
+# -- cell 41 (bpe-tokenizer) --
 class BPETokenizer(_BPETokenizerBase):
     """Byte-level byte-pair encoding: 256 byte tokens, learned merges, special tokens.
     Merges never cross pre-tokenisation chunks (`pattern`, None for no split); a fresh
@@ -314,7 +314,7 @@ class BPETokenizer(_BPETokenizerBase):
         raise NotImplementedError('BPETokenizer.decode() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
 
 
-# -- cell 47 (bpe-state) --
+# -- cell 49 (bpe-state) --
 def _bpe_state(tok):
     """What BPETokenizer.save writes: {"format": "tinytorch-bpe-tokenizer", "version": 1,
     "pattern": tok.pattern, "merges": [[a, b], ...] in rank order, "special_tokens":
@@ -324,7 +324,7 @@ def _bpe_state(tok):
     raise NotImplementedError('_bpe_state() is not implemented yet: write it in modules/10_tokenization/tokenization.ipynb (module 10, tokenization), then run `tito test module 10`.')
 
 
-# -- cell 48 --
+# -- cell 50 --
 def _bpe_from_file(cls, path):
     """A tokenizer (of class cls) from a file written by save; ValueError for anything else."""
     try:
@@ -351,7 +351,7 @@ def _bpe_from_file(cls, path):
     return tok
 
 
-# -- cell 51 (batches) --
+# -- cell 53 (batches) --
 def encode_corpus(tokenizer, text, **encode_kwargs):
     """All of `text` as one 1-D int64 Tensor of token ids (any tokenizer with encode;
     encode_kwargs are passed on to it)."""
