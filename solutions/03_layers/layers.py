@@ -217,6 +217,7 @@ class Parameter(Tensor):
 
 # %%
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+from tinytorch import manual_seed
 
 # %% nbgrader={"grade": true, "grade_id": "test-parameter", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 _src = Tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -689,9 +690,15 @@ check(_t.first is _t._modules["first"] and "first" not in _t.__dict__, "a child 
 assert_equal(_t(Tensor([1.0])).tolist(), [5.5], "_Two()(1.0) = (1 * 2 + 0.5) * 2 + 0.5")
 assert_raises(TypeError, setattr, _m, "scale", Tensor([3.0]), match="scale",
               what="assigning a plain Tensor to the parameter name 'scale'")
-_m.shift = None
-check(_m.shift is None and list(_m._parameters) == ["scale", "shift"], "None unsets a parameter, keeping its place",
-      got=list(_m._parameters))
+_m.scale = None
+check(_m.scale is None and list(_m._parameters) == ["scale", "shift"],
+      "None unsets the first of two parameters, keeping its place", got=list(_m._parameters))
+_m.register_buffer("steps", Tensor([0.0]))
+_steps = Tensor([5.0])
+_m.steps = _steps
+check(_m._buffers["steps"] is _steps and "steps" not in _m.__dict__,
+      "a Tensor assigned to the buffer name 'steps' replaces the buffer in its registry",
+      got=f"_buffers['steps'] {_m._buffers['steps']}, plain attributes {sorted(_m.__dict__)}")
 _m.note = Parameter([1.0])  # an ordinary attribute may become a parameter
 check("note" in _m._parameters and "note" not in _m.__dict__, "an ordinary attribute re-assigned a Parameter "
       "becomes a registered parameter", got=(list(_m._parameters), sorted(_m.__dict__)))
@@ -969,9 +976,10 @@ print("✓ _no_grad_copy_")
 #
 # The state dict walks the tree and collects, under dotted names, every module's non-None
 # parameters and then its non-None *persistent* buffers (a buffer registered with
-# `persistent=False` is in `_non_persistent_buffers` and is not saved). The walk is
-# `named_modules(prefix=prefix, remove_duplicate=False)`: a shared module appears under
-# each of its names, as in PyTorch, so that any path can be loaded back.
+# `persistent=False` is in `_non_persistent_buffers` and is not saved). A module shared
+# under two names (one block reused twice) is saved under **each** of its names, as
+# PyTorch does, so that every path of the model can be loaded back: which walk of
+# section 4 visits it twice?
 #
 # The values are **copies** that do not require grad, so that later training does not
 # change a saved checkpoint; with `keep_vars=True`, the live tensors themselves (loading
@@ -985,9 +993,10 @@ print("✓ _no_grad_copy_")
 #
 # <details><summary>The approach</summary>
 #
-# Start an ordered dictionary. For each (path, module) of the walk described above, add
-# each non-None parameter under the joined name (the tensor itself with `keep_vars`, a
-# copy otherwise), then each non-None buffer not listed as non-persistent, the same way.
+# A checkpoint is the tree flattened: every module's own tensors under the module's path.
+# The key order is part of the contract (PyTorch's, module by module, parameters before
+# buffers), and so is what is left out: a None, a buffer marked non-persistent. Why must
+# the values be copies by default, and when would you want the live tensors?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "state-dict", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1030,6 +1039,10 @@ assert_equal(list(_a.state_dict(prefix="net"))[0], "net.first.scale", "state_dic
 _deep = _Two()
 _deep.first = _Two()
 assert_equal(list(_deep.state_dict())[:2], ["first.first.scale", "first.first.shift"], "keys three levels deep")
+_shared = _Two()
+_shared.second = _shared.first  # one module under two names, as PyTorch saves it: under both
+assert_equal(list(_shared.state_dict()), ["first.scale", "first.shift", "second.scale", "second.shift"],
+             "state_dict keys of _Two whose second child is its first")
 print("✓ state_dict:", list(_sd))
 
 # %% [markdown]
@@ -1687,7 +1700,8 @@ class Linear(Module):
     def reset_parameters(self):
         """Contract: in place (the same Parameter objects), PyTorch's default: weight by
         kaiming_uniform_ with a = sqrt(5), and the bias uniform over the same range as the
-        weight's (the bound section 9 asks you to work out; 0 when fan_in is 0)."""
+        weight's (the bound section 9 asks you to work out; 0 when fan_in is 0). The weight
+        is drawn first, then the bias, as PyTorch does: one seed gives one model."""
         # Idea: PyTorch's default is a Kaiming uniform draw; the bias shares the weight's range.
         ### BEGIN SOLUTION
         kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -1752,111 +1766,26 @@ with preserved_state():
     _w_before = _big.weight
     _big.reset_parameters()
     check(_big.weight is _w_before, "reset_parameters re-draws in place (same Parameter)")
+    manual_seed(11)
+    _seeded = Linear(5, 4)
+    manual_seed(11)
+    _first = kaiming_uniform_(zeros(4, 5), a=math.sqrt(5))
+    assert_equal(_seeded.weight.tolist(), _first.tolist(),
+                 "Linear(5, 4) after manual_seed(11): the weight is the generator's first draw (weight, then bias)")
 print("✓ Linear:", _lin, "->", _y.shape)
 
 # %% [markdown]
-# ## 10. Sequential
+# ## 10. Containers: ModuleList and Sequential
 #
-# `Sequential(m0, m1, m2)` registers its arguments as children named `"0"`, `"1"`, `"2"`
-# and its forward feeds each one's output to the next. It also accepts one `OrderedDict`
-# of name → module, to choose the names. The container protocol is provided:
-# `model[0]` (negative indices too), `model[1:]` (a new `Sequential` over the *same* module
-# objects, keeping their names), `len(model)`, iteration, and `append`.
-#
-# <details><summary>Hint 1</summary>
-#
-# Registering is `add_module`'s job (it also refuses a non-Module with a TypeError). The
-# names are strings, even for positions.
-# </details>
-#
-# <details><summary>The approach</summary>
-#
-# `__init__`: if the only argument is an OrderedDict, register each of its items under its
-# key; otherwise register each argument under its position as a string. `forward`: loop
-# over the children in order, replacing the running value by the child applied to it,
-# and return the final value.
-# </details>
-
-# %% nbgrader={"grade": false, "grade_id": "sequential", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
-class Sequential(Module):
-    """Modules applied one after the other (torch.nn.Sequential)."""
-
-    def __init__(self, *args):
-        """Contract: Sequential(m0, m1, ...) registers the modules as children "0", "1", ...;
-        Sequential(OrderedDict) registers its items under their keys, in order. A non-Module
-        argument raises TypeError."""
-        super().__init__()
-        # Idea: the children's registration order is the order of the computation.
-        ### BEGIN SOLUTION
-        if len(args) == 1 and isinstance(args[0], OrderedDict):
-            for name, module in args[0].items():
-                self.add_module(name, module)
-        else:
-            for index, module in enumerate(args):
-                self.add_module(str(index), module)
-        ### END SOLUTION
-
-    def forward(self, input):
-        """Contract: the children applied in order, each to the previous one's output
-        (an empty Sequential returns its input)."""
-        # Idea: function composition, left to right.
-        ### BEGIN SOLUTION
-        for module in self:
-            input = module(input)
-        return input
-        ### END SOLUTION
-
-    def __getitem__(self, idx):
-        items = list(self._modules.items())
-        if isinstance(idx, slice):
-            return Sequential(OrderedDict(items[idx]))
-        if not isinstance(idx, int) or isinstance(idx, bool):
-            raise TypeError(f"Sequential indices must be integers or slices, not {type(idx).__name__}")
-        if not -len(items) <= idx < len(items):
-            raise IndexError(f"index {idx} is out of range for a Sequential of length {len(items)}")
-        return items[idx][1]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        """Add `module` at the end (named str(len(self))); returns self."""
-        self.add_module(str(len(self)), module)
-        return self
-
-
-# %% nbgrader={"grade": true, "grade_id": "test-sequential", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-with preserved_state():
-    _l1, _l2 = Linear(3, 4), Linear(4, 2)
-    _seq = Sequential(_l1, _Affine(), _l2)
-    check(len(_seq) == 3 and _seq[0] is _l1 and _seq[-1] is _l2, "len, [0] and [-1] of Sequential(l1, affine, l2)")
-    assert_equal([n for n, _ in _seq.named_parameters()],
-                 ["0.weight", "0.bias", "1.scale", "1.shift", "2.weight", "2.bias"], "its parameter names")
-    _x = Tensor(np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32))
-    assert_close(_seq(_x).numpy(), _l2(_seq[1](_l1(_x))).numpy(), rtol=1e-6, atol=1e-7,
-                 what="Sequential(l1, affine, l2)(x) = l2(affine(l1(x)))")
-    _named = Sequential(OrderedDict([("fc", Linear(2, 2)), ("out", Linear(2, 1))]))
-    assert_equal([n for n, _ in _named.named_parameters()], ["fc.weight", "fc.bias", "out.weight", "out.bias"],
-                 "names from an OrderedDict")
-    check(Sequential()(_x) is _x, "an empty Sequential returns its input")
-    assert_raises(TypeError, Sequential, Linear(2, 2), 3, what="Sequential(Linear(2, 2), 3)")
-print("✓ Sequential:", [n for n, _ in _seq.named_children()])
-
-# %% [markdown]
-# ### ModuleList: a list whose entries are registered
-#
-# `Sequential` decides the order of the computation for you. Often a model holds a *list*
-# of layers and its own `forward` decides how to use them: a transformer loops over its
-# blocks, adding each one's output to a residual stream. A plain Python list does not work
-# for that: `self.blocks = [Block(), Block()]` is an ordinary attribute, so
-# `parameters()` would never see the blocks' weights and the optimizer would not train
-# them. `ModuleList` (PyTorch's `nn.ModuleList`) is a module that behaves like a list and
-# registers each entry as a child named `"0"`, `"1"`, ... (so the names in `state_dict`
-# read `blocks.0.attn.weight`). It has no `forward`; you iterate over it in yours.
+# A model often holds a *list* of layers and its own `forward` decides how to use them: a
+# transformer loops over its blocks, adding each one's output to a residual stream. A plain
+# Python list does not work for that: `self.blocks = [Block(), Block()]` is an ordinary
+# attribute, so `parameters()` would never see the blocks' weights and the optimizer would
+# not train them. `ModuleList` (PyTorch's `nn.ModuleList`) is a module that behaves like a
+# list and registers each entry as a child named `"0"`, `"1"`, ... (so the names in
+# `state_dict` read `blocks.0.attn.weight`). It has no `forward`; you iterate over it in
+# yours. `len`, iteration, `extend` and item assignment are provided; `append` and
+# indexing are yours.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -1865,10 +1794,11 @@ print("✓ Sequential:", [n for n, _ in _seq.named_children()])
 #
 # <details><summary>The approach</summary>
 #
-# `append`: register the module under the current length as a string and return the
-# list itself. `__getitem__`: take the modules in order as a Python list; a slice gives a
-# new ModuleList of that slice; otherwise refuse non-ints (and bools) with a TypeError and
-# indices outside minus-length to length-minus-one with an IndexError; return the module.
+# An entry's name is its position: what name does the next one get, and what must `append`
+# return for `blocks.append(a).append(b)` to work? For indexing, which of a Python list's
+# behaviours (negative indices, slices, its errors) do you get for free by indexing a list
+# of the modules, and where is the contract stricter than a list? A slice shares the
+# module objects, never copies them.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "modulelist", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1913,7 +1843,7 @@ class ModuleList(Module):
 
     def extend(self, modules):
         """Append every module of an iterable; returns self."""
-        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
+        if isinstance(modules, Module) and not hasattr(modules, "__iter__"):
             raise TypeError(f"ModuleList.extend should be called with an iterable of modules, "
                             f"got a single {type(modules).__name__}")
         for module in modules:
@@ -2018,6 +1948,99 @@ class ModuleDict(Module):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"ModuleDict.update: each element must be a (key, module) pair, got {pair!r}")
             self[pair[0]] = pair[1]
+
+# %% [markdown]
+# ### Sequential: a list of modules with a forward
+#
+# `Sequential(m0, m1, m2)` registers its arguments as children named `"0"`, `"1"`, `"2"`
+# and its forward feeds each one's output to the next. It also accepts one `OrderedDict`
+# of name → module, to choose the names. Its container protocol is provided, and it is the
+# one you just wrote for `ModuleList`: `model[0]` (negative indices too), `model[1:]` (a new
+# `Sequential` over the *same* module objects, keeping their names), `len(model)`,
+# iteration, and `append`.
+#
+# <details><summary>Hint 1</summary>
+#
+# Registering is `add_module`'s job (it also refuses a non-Module with a TypeError). The
+# names are strings, even for positions.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# The two ways to build one differ only in where the names come from. The children
+# registry keeps the order in which children were added, and iterating over a Sequential
+# walks it: that order is the order of the computation. What must an empty one return for
+# `Sequential()(x)` to be harmless?
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "sequential", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class Sequential(Module):
+    """Modules applied one after the other (torch.nn.Sequential)."""
+
+    def __init__(self, *args):
+        """Contract: Sequential(m0, m1, ...) registers the modules as children "0", "1", ...;
+        Sequential(OrderedDict) registers its items under their keys, in order. A non-Module
+        argument raises TypeError."""
+        super().__init__()
+        # Idea: the children's registration order is the order of the computation.
+        ### BEGIN SOLUTION
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for index, module in enumerate(args):
+                self.add_module(str(index), module)
+        ### END SOLUTION
+
+    def forward(self, input):
+        """Contract: the children applied in order, each to the previous one's output
+        (an empty Sequential returns its input)."""
+        # Idea: function composition, left to right.
+        ### BEGIN SOLUTION
+        for module in self:
+            input = module(input)
+        return input
+        ### END SOLUTION
+
+    def __getitem__(self, idx):
+        items = list(self._modules.items())
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(items[idx]))
+        if not isinstance(idx, int) or isinstance(idx, bool):
+            raise TypeError(f"Sequential indices must be integers or slices, not {type(idx).__name__}")
+        if not -len(items) <= idx < len(items):
+            raise IndexError(f"index {idx} is out of range for a Sequential of length {len(items)}")
+        return items[idx][1]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        """Add `module` at the end (named str(len(self))); returns self."""
+        self.add_module(str(len(self)), module)
+        return self
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-sequential", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with preserved_state():
+    _l1, _l2 = Linear(3, 4), Linear(4, 2)
+    _seq = Sequential(_l1, _Affine(), _l2)
+    check(len(_seq) == 3 and _seq[0] is _l1 and _seq[-1] is _l2, "len, [0] and [-1] of Sequential(l1, affine, l2)")
+    assert_equal([n for n, _ in _seq.named_parameters()],
+                 ["0.weight", "0.bias", "1.scale", "1.shift", "2.weight", "2.bias"], "its parameter names")
+    _x = Tensor(np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32))
+    assert_close(_seq(_x).numpy(), _l2(_seq[1](_l1(_x))).numpy(), rtol=1e-6, atol=1e-7,
+                 what="Sequential(l1, affine, l2)(x) = l2(affine(l1(x)))")
+    _named = Sequential(OrderedDict([("fc", Linear(2, 2)), ("out", Linear(2, 1))]))
+    assert_equal([n for n, _ in _named.named_parameters()], ["fc.weight", "fc.bias", "out.weight", "out.bias"],
+                 "names from an OrderedDict")
+    check(Sequential()(_x) is _x, "an empty Sequential returns its input")
+    assert_raises(TypeError, Sequential, Linear(2, 2), 3, what="Sequential(Linear(2, 2), 3)")
+print("✓ Sequential:", [n for n, _ in _seq.named_children()])
 
 # %% [markdown]
 # ## 11. Activation layers
@@ -2127,8 +2150,6 @@ class LogSoftmax(Module):
 # A whole model, then, and its printout:
 
 # %%
-from tinytorch import manual_seed  # noqa: E402
-
 manual_seed(2)  # (with seed 0 all three ReLUs are off for this input, and every log-probability is log 1/4)
 model = Sequential(Linear(2, 3), ReLU(), Sequential(Linear(3, 4, bias=False), GELU("tanh")), LogSoftmax(dim=-1))
 print(model)

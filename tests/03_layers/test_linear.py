@@ -61,7 +61,7 @@ def test_no_bias(rng):
     np.testing.assert_allclose(lin(tt.tensor(x)).numpy(), x @ lin.weight.numpy().T, rtol=1e-5, atol=1e-6)
 
 
-def test_default_init_is_uniform_one_over_sqrt_fan_in():
+def test_linear_reset_parameters_default_is_uniform_one_over_sqrt_fan_in():
     tt.manual_seed(0)
     fan_in, out = 400, 500
     lin = nn.Linear(fan_in, out)
@@ -77,7 +77,7 @@ def test_default_init_is_uniform_one_over_sqrt_fan_in():
     assert lin.weight.requires_grad and lin.weight.grad_fn is None
 
 
-def test_reset_parameters_and_seed_reproducibility():
+def test_linear_reset_parameters_in_place_and_seed_reproducible():
     tt.manual_seed(7)
     a = nn.Linear(8, 8)
     tt.manual_seed(7)
@@ -87,6 +87,16 @@ def test_reset_parameters_and_seed_reproducibility():
     w = a.weight
     a.reset_parameters()
     assert a.weight is w and not np.array_equal(a.weight.numpy(), b.weight.numpy())
+
+
+def test_linear_reset_parameters_draws_the_weight_then_the_bias():
+    tt.manual_seed(11)
+    lin = nn.Linear(5, 4)
+    tt.manual_seed(11)
+    weight = nn.init.kaiming_uniform_(tt.zeros(4, 5), a=math.sqrt(5))
+    bias = nn.init.uniform_(tt.zeros(4), -1 / math.sqrt(5), 1 / math.sqrt(5))
+    np.testing.assert_array_equal(lin.weight.numpy(), weight.numpy())
+    np.testing.assert_array_equal(lin.bias.numpy(), bias.numpy())
 
 
 def test_shape_error_names_both_shapes():

@@ -149,10 +149,28 @@ def test_module_setattr_assignment_errors():
         m.nothing_here
 
 
-def test_buffers_assignment_and_non_persistent():
+def test_module_setattr_replaces_a_buffer_in_its_registry():
     enc = Encoder()
-    enc.steps = tt.ones(1)
-    assert enc.steps.tolist() == [1.0] and "steps" in enc._buffers
+    new = tt.ones(1)
+    enc.steps = new
+    assert enc.steps.tolist() == [1.0]
+    assert enc._buffers["steps"] is new, "the buffer registry holds the new tensor"
+    assert "steps" not in vars(enc), "a buffer is not also an ordinary attribute"
+    assert enc.state_dict()["steps"].tolist() == [1.0]
+
+
+def test_module_setattr_none_keeps_the_place_of_a_middle_parameter():
+    m = Affine()
+    m.extra = nn.Parameter([1.0])
+    m.shift = None
+    assert list(m._parameters) == ["scale", "shift", "extra"]
+    assert [n for n, _ in m.named_parameters()] == ["scale", "extra"]
+    m.shift = nn.Parameter([2.0])
+    assert list(m._parameters) == ["scale", "shift", "extra"], "re-set, it is back in its place"
+
+
+def test_buffers_non_persistent():
+    enc = Encoder()
     enc.register_buffer("cache", tt.zeros(2), persistent=False)
     assert [n for n, _ in enc.named_buffers()] == ["steps", "cache"]
     assert "cache" not in enc.state_dict() and "steps" in enc.state_dict()

@@ -44,6 +44,13 @@ def test_state_dict_values_are_copies_keep_vars_are_live():
     assert live["0.weight"] is model[0].weight and live["2.0.running"] is model[2][0].running
 
 
+def test_state_dict_saves_a_shared_module_under_each_name():
+    model = make(0)
+    model.add_module("again", model[0])  # PyTorch saves a shared module under both names
+    keys = list(model.state_dict())
+    assert keys == KEYS + ["again.weight", "again.bias"]
+
+
 def test_round_trip_gives_identical_outputs():
     a, b = make(0), make(1)
     assert not np.array_equal(a(X).numpy(), b(X).numpy())
@@ -55,7 +62,7 @@ def test_round_trip_gives_identical_outputs():
         np.testing.assert_array_equal(pa.numpy(), pb.numpy())
 
 
-def test_load_is_in_place_unrecorded_and_accepts_numpy():
+def test_load_state_dict_is_in_place_unrecorded_and_accepts_numpy():
     model = make(0)
     params = list(model.parameters())
     storages = [p._storage for p in params]
@@ -68,7 +75,7 @@ def test_load_is_in_place_unrecorded_and_accepts_numpy():
     assert tt.is_grad_enabled()
 
 
-def test_load_casts_to_the_parameter_dtype():
+def test_load_state_dict_casts_to_the_parameter_dtype():
     model = make(0)
     sd = {k: v.numpy().astype(np.float64) for k, v in make(2).state_dict().items()}
     model.load_state_dict(sd)
@@ -76,7 +83,7 @@ def test_load_casts_to_the_parameter_dtype():
     np.testing.assert_allclose(model[3].bias.numpy(), sd["3.bias"], rtol=1e-6)
 
 
-def test_shape_mismatch_names_key_and_both_shapes():
+def test_load_state_dict_shape_mismatch_names_key_and_both_shapes():
     model = make(0)
     sd = model.state_dict()
     sd["2.0.weight"] = tt.zeros(8, 7)
@@ -89,7 +96,7 @@ def test_shape_mismatch_names_key_and_both_shapes():
         model.load_state_dict(sd, strict=False)  # shapes are checked even when not strict
 
 
-def test_missing_and_unexpected_keys():
+def test_load_state_dict_missing_and_unexpected_keys():
     model = make(0)
     sd = model.state_dict()
     del sd["3.bias"]
@@ -106,7 +113,7 @@ def test_missing_and_unexpected_keys():
     assert result == (["3.bias"], ["4.weight"])
 
 
-def test_failed_load_changes_nothing():
+def test_load_state_dict_that_fails_changes_nothing():
     model, other = make(0), make(1)
     before = {k: v.numpy().copy() for k, v in model.state_dict().items()}
     sd = other.state_dict()
@@ -117,7 +124,7 @@ def test_failed_load_changes_nothing():
         np.testing.assert_array_equal(v.numpy(), before[k])
 
 
-def test_none_parameters_and_non_persistent_buffers_are_skipped():
+def test_state_dict_skips_none_parameters_and_non_persistent_buffers():
     lin = nn.Linear(3, 2, bias=False)
     lin.register_buffer("scratch", tt.zeros(3), persistent=False)
     assert list(lin.state_dict()) == ["weight"]

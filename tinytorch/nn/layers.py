@@ -443,7 +443,8 @@ class Linear(Module):
     def reset_parameters(self):
         """Contract: in place (the same Parameter objects), PyTorch's default: weight by
         kaiming_uniform_ with a = sqrt(5), and the bias uniform over the same range as the
-        weight's (the bound section 9 asks you to work out; 0 when fan_in is 0)."""
+        weight's (the bound section 9 asks you to work out; 0 when fan_in is 0). The weight
+        is drawn first, then the bias, as PyTorch does: one seed gives one model."""
         # Idea: PyTorch's default is a Kaiming uniform draw; the bias shares the weight's range.
         # YOUR CODE HERE
         raise NotImplementedError('Linear.reset_parameters() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
@@ -461,49 +462,7 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-# -- cell 56 (sequential) --
-class Sequential(Module):
-    """Modules applied one after the other (torch.nn.Sequential)."""
-
-    def __init__(self, *args):
-        """Contract: Sequential(m0, m1, ...) registers the modules as children "0", "1", ...;
-        Sequential(OrderedDict) registers its items under their keys, in order. A non-Module
-        argument raises TypeError."""
-        super().__init__()
-        # Idea: the children's registration order is the order of the computation.
-        # YOUR CODE HERE
-        raise NotImplementedError('Sequential.__init__() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-    def forward(self, input):
-        """Contract: the children applied in order, each to the previous one's output
-        (an empty Sequential returns its input)."""
-        # Idea: function composition, left to right.
-        # YOUR CODE HERE
-        raise NotImplementedError('Sequential.forward() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
-
-    def __getitem__(self, idx):
-        items = list(self._modules.items())
-        if isinstance(idx, slice):
-            return Sequential(OrderedDict(items[idx]))
-        if not isinstance(idx, int) or isinstance(idx, bool):
-            raise TypeError(f"Sequential indices must be integers or slices, not {type(idx).__name__}")
-        if not -len(items) <= idx < len(items):
-            raise IndexError(f"index {idx} is out of range for a Sequential of length {len(items)}")
-        return items[idx][1]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        """Add `module` at the end (named str(len(self))); returns self."""
-        self.add_module(str(len(self)), module)
-        return self
-
-
-# -- cell 59 (modulelist) --
+# -- cell 56 (modulelist) --
 class ModuleList(Module):
     """A list of modules registered as children "0", "1", ... (torch.nn.ModuleList)."""
 
@@ -534,7 +493,7 @@ class ModuleList(Module):
 
     def extend(self, modules):
         """Append every module of an iterable; returns self."""
-        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
+        if isinstance(modules, Module) and not hasattr(modules, "__iter__"):
             raise TypeError(f"ModuleList.extend should be called with an iterable of modules, "
                             f"got a single {type(modules).__name__}")
         for module in modules:
@@ -548,7 +507,7 @@ class ModuleList(Module):
         return iter(self._modules.values())
 
 
-# -- cell 62 --
+# -- cell 59 --
 class ModuleDict(Module):
     """Modules registered as children under string keys, in insertion order (torch.nn.ModuleDict)."""
 
@@ -601,6 +560,48 @@ class ModuleDict(Module):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"ModuleDict.update: each element must be a (key, module) pair, got {pair!r}")
             self[pair[0]] = pair[1]
+
+
+# -- cell 61 (sequential) --
+class Sequential(Module):
+    """Modules applied one after the other (torch.nn.Sequential)."""
+
+    def __init__(self, *args):
+        """Contract: Sequential(m0, m1, ...) registers the modules as children "0", "1", ...;
+        Sequential(OrderedDict) registers its items under their keys, in order. A non-Module
+        argument raises TypeError."""
+        super().__init__()
+        # Idea: the children's registration order is the order of the computation.
+        # YOUR CODE HERE
+        raise NotImplementedError('Sequential.__init__() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
+
+    def forward(self, input):
+        """Contract: the children applied in order, each to the previous one's output
+        (an empty Sequential returns its input)."""
+        # Idea: function composition, left to right.
+        # YOUR CODE HERE
+        raise NotImplementedError('Sequential.forward() is not implemented yet: write it in modules/03_layers/layers.ipynb (module 03, layers), then run `tito test module 03`.')
+
+    def __getitem__(self, idx):
+        items = list(self._modules.items())
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(items[idx]))
+        if not isinstance(idx, int) or isinstance(idx, bool):
+            raise TypeError(f"Sequential indices must be integers or slices, not {type(idx).__name__}")
+        if not -len(items) <= idx < len(items):
+            raise IndexError(f"index {idx} is out of range for a Sequential of length {len(items)}")
+        return items[idx][1]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        """Add `module` at the end (named str(len(self))); returns self."""
+        self.add_module(str(len(self)), module)
+        return self
 
 
 # -- cell 64 --
