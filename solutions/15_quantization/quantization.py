@@ -611,9 +611,10 @@ if torch is not None:
 #
 # <details><summary>Hint 1</summary>
 #
-# $\overline{e^2} = \frac{1}{\Delta} \int_{-\Delta/2}^{\Delta/2} e^2 \, de$. One bit more
-# halves the step (nearly: how many steps does a $b$-bit grid have?); what does halving
-# the step do to the noise power, and to $10 \log_{10}$ of it?
+# Write the mean of $e^2$ as an integral over the interval the error is spread on, divided by
+# that interval's length, and evaluate it: which power of $\Delta$ comes out? One bit
+# more halves the step (nearly: how many steps does a $b$-bit grid have?); what does
+# halving the step do to the noise power, and to $10 \log_{10}$ of it?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "noise-model", "locked": false, "schema_version": 3, "solution": true, "task": false}
