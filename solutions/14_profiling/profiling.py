@@ -181,9 +181,10 @@ __all__ = ["parameter_counts", "count_parameters", "matmul_flops", "conv2d_flops
 #
 # <details><summary>The approach</summary>
 #
-# Keep a set of the identities of parameters already credited. Walk the modules in
-# `named_modules()` order; for each, add up the sizes of its own parameters that are not in the
-# set yet (and put them in). Store the sum under the module's name when it is not zero.
+# A tied parameter must be credited exactly once, to the first module that holds it, so the
+# walk has to remember what it has already credited. What identifies "the same parameter":
+# its values, its shape, or the object? And which of a module's parameters are its own,
+# not its children's (they get their own turn in the walk)?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "parameter-counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -263,9 +264,10 @@ print("✓ parameter_counts: tied GPT total", count_parameters(_gpt), "=", _gpt.
 #
 # <details><summary>The approach</summary>
 #
-# Normalise the vectors as in Hint 1; check that the inner sizes agree (raise otherwise);
-# broadcast the leading dimensions; multiply two, the batch size, and m, k and n, as Python
-# ints (no numpy int overflow).
+# Once the vectors are read as matrices, every case is a batch of identical 2-D products:
+# the count is one product's count times how many there are. What must hold between the
+# shapes before anything is counted? And why should a count for a large model be a Python
+# int, not a numpy one?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-flops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -457,14 +459,14 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
 
 # %% nbgrader={"grade": true, "grade_id": "test-row-flops", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 print("softmax of (4, 10) over dim 1:", softmax_flops((4, 10), 1), "FLOPs; over dim 0:", softmax_flops((4, 10), 0))
-assert_equal(softmax_flops((4, 10), 1), 4 * 50, "softmax of 4 rows of 10")
-assert_equal(softmax_flops((4, 10), -1), 4 * 50, "dim -1 is dim 1")
-assert_equal(softmax_flops((4, 10), 0), 10 * (5 * 4), "over dim 0: 10 rows of 4")
-assert_equal(softmax_flops((2, 3, 7), 1, log=True), 2 * 7 * (5 * 3 + 1), "log_softmax over the middle dim: 14 rows of 3")
+assert_equal(softmax_flops((4, 10), 1), 200, "softmax of 4 rows of 10")
+assert_equal(softmax_flops((4, 10), -1), 200, "dim -1 is dim 1")
+assert_equal(softmax_flops((4, 10), 0), 200, "over dim 0: 10 rows of 4 (the same total)")
+assert_equal(softmax_flops((2, 3, 7), 1, log=True), 224, "log_softmax over the middle dim: 14 rows of 3")
 assert_equal(softmax_flops((0, 5), 1), 0, "an empty tensor costs nothing")
-assert_equal(layer_norm_flops((6, 8), (8,)), 6 * (5 * 8 + 5 + 2 * 8), "6 rows of 8, affine")
-assert_equal(layer_norm_flops((6, 8), (8,), affine=False), 6 * (5 * 8 + 5), "6 rows of 8, no affine")
-assert_equal(layer_norm_flops((2, 3, 4, 5), (4, 5)), 6 * (5 * 20 + 5 + 40), "normalized over (4,5): 6 rows of 20")
+assert_equal(layer_norm_flops((6, 8), (8,)), 366, "6 rows of 8, affine")
+assert_equal(layer_norm_flops((6, 8), (8,), affine=False), 270, "6 rows of 8, no affine")
+assert_equal(layer_norm_flops((2, 3, 4, 5), (4, 5)), 870, "normalized over (4,5): 6 rows of 20")
 print("✓ softmax_flops and layer_norm_flops: LayerNorm over (4,5) of (2,3,4,5) =", layer_norm_flops((2, 3, 4, 5), (4, 5)))
 
 # %% [markdown]
@@ -621,8 +623,9 @@ print("bias add:                 ", FLOP_RULES["add"]([(64, 128), (128,)], (64, 
 #
 # <details><summary>The approach</summary>
 #
-# Decide by the kind of the result: a numpy array gives its byte size, a Tensor (a view) 0,
-# a tuple or list the sum of what its entries give (None gives 0), anything else 0.
+# The question for every result is "did this op allocate it?". Which of the kinds of result
+# above are fresh memory, which share memory that already existed, and which hold several
+# results (each asked the same question)?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "output-bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -756,10 +759,10 @@ def _fmt_us(us):
 #
 # <details><summary>The approach</summary>
 #
-# Take the time, call the function once with the arguments as given, take the time again.
-# Build one FunctionEvent from the op's name, the shapes of the shaped arguments in order,
-# the elapsed microseconds, `op_flops` of the op and `output_bytes` of the result; append it
-# to the profiler's list of events; return the result.
+# The clock must bracket the op and nothing else: what of your own work could land inside
+# it if you are careless, and what would that do to the times of small ops? Every field of
+# the record is something you already know how to compute (sections 3 and 4.1); the one
+# rule is that the program must not notice it is being profiled.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "profile-dispatch", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -877,10 +880,9 @@ print(f"✓ profile: {len(_names)} ops recorded once each; first matmul {_mm.flo
 #
 # <details><summary>The approach</summary>
 #
-# For each event, compute its key (the name, or the name with its shapes made hashable);
-# create a FunctionEventAvg for a key seen for the first time (with the shapes when grouping
-# by them); then add one to its count and the event's time, FLOPs and bytes to its totals.
-# Return the averages, in insertion order, as an EventList.
+# Grouping is a question of keys: what makes two events "the same op" with and without
+# `group_by_input_shape`, and what must a key be for a dict to hold it? The rows must come
+# out in the order their groups first appeared, without sorting anything.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "key-averages", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -939,14 +941,11 @@ print("✓ key_averages: matmul called", _avg[0].count, "times,", _avg[0].flops,
 #
 # `scaled_dot_product_attention` (module 12) is not one op: it is a matmul $QK^\top$, a
 # multiply by the scale, the mask (a `where`, 0 FLOPs), a softmax over the keys and a matmul
-# with $V$. For one head with $L$ queries, $S$ keys, query/key width $E$ and value width
-# $E_v$:
-#
-# $$\text{FLOPs} = 2LSE + LS + 5LS + 2LSE_v ,$$
-#
-# times the number of (batch × head) slices. Its cost is **quadratic in the sequence
-# length** ($L = S = T$): at long contexts attention, not the Linear layers, dominates.
-# Write the formula; the check profiles the real op and compares.
+# with $V$, for each (batch × head) slice. Derive its count for one head with $L$ queries,
+# $S$ keys, query/key width $E$ and value width $E_v$ from the formulas you have, then
+# write it; the check profiles the real op and compares. Before you run it: how does the
+# cost grow with the sequence length ($L = S = T$), and what does that mean for long
+# contexts next to the Linear layers, whose cost grows like $T$?
 #
 # <details><summary>Hint 1</summary>
 #
@@ -956,9 +955,9 @@ print("✓ key_averages: matmul called", _avg[0].count, "times,", _avg[0].flops,
 #
 # <details><summary>The approach</summary>
 #
-# Add the two matmuls (with your matmul formula), one multiply per score, and the softmax of
-# the (L, S) scores over the keys (with your softmax formula); multiply by the number of
-# slices.
+# Each step is an op whose count you have already written, applied to a shape you know:
+# the work is naming those shapes. Which steps cost nothing? Which terms grow with $L \cdot S$,
+# and so which part dominates when $L = S = T$ is long?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "attention-flops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -982,8 +981,8 @@ def attention_flops(L, S, E, Ev=None, batch=1):
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test-attention-flops", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert_equal(attention_flops(4, 6, 8), 2 * 4 * 6 * 8 + 24 + 5 * 24 + 2 * 4 * 6 * 8, "L=4, S=6, E=Ev=8")
-assert_equal(attention_flops(4, 6, 8, Ev=3, batch=5), 5 * (2 * 4 * 6 * 8 + 24 + 120 + 2 * 4 * 6 * 3), "Ev=3, 5 slices")
+assert_equal(attention_flops(4, 6, 8), 912, "L=4, S=6, E=Ev=8")
+assert_equal(attention_flops(4, 6, 8, Ev=3, batch=5), 3360, "Ev=3, 5 slices")
 with preserved_state():
     tinytorch.manual_seed(1)
     _q, _k, _v = tinytorch.randn(2, 3, 5, 8), tinytorch.randn(2, 3, 7, 8), tinytorch.randn(2, 3, 7, 4)
@@ -1096,9 +1095,10 @@ print(f"✓ records add up: MLP forward {_hand:,} FLOPs; CNN forward {_cnn_hand:
 #
 # <details><summary>The approach</summary>
 #
-# Walk the nodes with a stack and a set of visited nodes. For each node, add the byte size
-# of its saved output unless that output shares memory with one of the node's inputs (a
-# view); push the nodes of its inputs. Return the total.
+# This is module 06's graph walk with a different question at each node. A node reached
+# twice must be counted once, and a deep network must not exhaust Python's recursion. The
+# question at each node: is its saved output new memory, or a window onto an input's
+# memory that is already counted (or is a weight, which is not an activation)?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "saved-activation-bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
