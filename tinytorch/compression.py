@@ -201,8 +201,8 @@ def low_rank_factors(weight, rank):
     """Contract: `weight` a numpy (out, in) float array, 1 <= rank <= min(out, in) (checked
     for you: ValueError naming the rank and the largest allowed). Returns (A, B), numpy
     arrays of weight's dtype with shapes (rank, in) and (out, rank), such that B @ A is the
-    truncated SVD of weight (its best rank-`rank` approximation), with the square roots of
-    the singular values split between the two factors."""
+    truncated SVD of weight (its best rank-`rank` approximation), the singular values shared
+    so that each row of A has the norm of the matching column of B."""
     weight = np.asarray(weight)
     if not isinstance(rank, (int, np.integer)) or not 1 <= rank <= min(weight.shape):
         raise ValueError(f"rank must be an integer between 1 and min(out, in) = {min(weight.shape)}, got {rank!r}")

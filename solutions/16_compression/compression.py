@@ -144,16 +144,16 @@ plt.show()
 #
 # <details><summary>Hint 2</summary>
 #
-# A stable `argsort` of the magnitudes, flattened, lists the positions from the least to
-# the most important, ties in order of position. The first `k` of that list are the ones to
-# remove.
+# Think of the magnitudes as a list to rank, least important first. Which numpy sort keeps
+# tied values in the order of their positions, so that the ties decide themselves?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Flatten the absolute values; sort their positions stably; start from a flat mask of ones
-# (in `values`' dtype), write zeros at the first `k` positions of that order, and reshape
-# the mask to `values`' shape.
+# "Exactly k" rules out a threshold (ties at the threshold would take more), so this is a
+# question of order: rank every entry, whatever the array's shape, and decide by rank. How
+# does a position in the ranking lead back to an entry of the original shape, and what
+# dtype must the mask have to multiply a weight without changing its type?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "magnitude-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -235,9 +235,9 @@ print("✓ magnitude_mask; the mask of k = 3:", magnitude_mask(_w, 3).tolist())
 #
 # <details><summary>The approach</summary>
 #
-# Concatenate the flattened arrays into one vector, mask it with `magnitude_mask`, then cut
-# that flat mask back into pieces of each array's size (running offsets, or `np.split` at
-# the cumulative sizes) and reshape each piece to its array's shape and dtype.
+# The global problem is the one you already solved, once the arrays stop being separate.
+# What single array makes it so, and how does each layer get back exactly its own part of
+# the answer, in its own shape and dtype?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "global-masks", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -320,9 +320,10 @@ print(f"✓ global_magnitude_masks: zeros per layer {int((_ms == 0).sum())} (sma
 #
 # <details><summary>The approach</summary>
 #
-# For each name in `self.pruned_names`, assign to that attribute of `self.module` the
-# product of the layer's `<name>_orig` and `<name>_mask` (getattr/setattr with the built
-# names). Then call the layer with all the arguments you received and return its output.
+# The layer reads its parameter by name when it runs, so by then that name must hold the
+# masked value, computed from the `_orig` the optimizer has just changed: a value computed
+# once at wrapping time would go stale after the first step. The wrapper must also be
+# invisible to its caller: what must it do with the arguments it is given?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "pruned-module", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -600,9 +601,9 @@ print(f"measured ratio {_pruned_bytes / _dense_bytes:.2f}; "
 #
 # <details><summary>The approach</summary>
 #
-# Reshape the weight to `(out, -1)` and take the `p`-norm of each row: the sum of absolute
-# values for `p = 1`, the square root of the sum of squares for `p = 2` (numpy's
-# `linalg.norm` with `ord=p` along `axis=1` does both).
+# A row and a filter are both "everything a unit owns"; one has one axis, the other three.
+# What reshape turns the 4-D case into the 2-D one, so that a single norm along one axis
+# serves both? (numpy has the norms, along any axis.)
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "neuron-importance", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -660,8 +661,9 @@ print("✓ neuron_importance; L1 of the two rows:", neuron_importance(_w2, 1).to
 #
 # <details><summary>The approach</summary>
 #
-# Rank the positions by score with a stable `argsort`, take the last `n - r` of them (the
-# highest scores) and sort those indices in increasing order; return them as int64.
+# Removing the lowest scores is keeping the highest: which end of a stable ranking
+# survives, and does a stable ranking remove the earlier of two tied units first, as the
+# contract asks? The ranking's order is not the order the kept units must come back in.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "channels-to-keep", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -721,12 +723,11 @@ print("✓ channels_to_keep; of", _s.tolist(), "keep", channels_to_keep(_s, 0.5)
 #
 # <details><summary>The approach</summary>
 #
-# `shrink_linear`: rows `keep` of the weight and entries `keep` of the bias make the new
-# first layer; columns `keep` of the next weight, with its bias unchanged, make the new next
-# layer. `shrink_conv2d`: filters `keep` (and their biases) make the new conv; if the next
-# layer is a `Conv2d`, its input channels `keep` (axis 1); if it is a `Linear`, the columns
-# of every kept channel's block, in order (an outer sum of `keep · S` and `0..S-1`,
-# flattened). A missing bias (`None`) stays missing.
+# Every kept unit owns a slice of the first layer (its output side) and a slice of the next
+# one (its input side). For each of the four weights, name the axis of that slice; for each
+# bias, decide whether it belongs to the units being removed. After a `Flatten`, a channel
+# owns a block of columns, not one: which indices, in which order, for all the kept
+# channels at once? The originals stay untouched, and a layer without a bias stays without.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "shrink", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1179,8 +1180,9 @@ if torch is not None:
 # $$W_r = U_{:, :r}\,\Sigma_{:r}\,V_{:r}^\top,\qquad
 #   \lVert W - W_r\rVert_F = \sqrt{\textstyle\sum_{i > r} \sigma_i^2}.$$
 #
-# Split $\Sigma$ evenly, $A = \sqrt{\Sigma_{:r}}\,V^\top_{:r}$ and
-# $B = U_{:, :r}\sqrt{\Sigma_{:r}}$, so that both factors have the same scale. Write
+# Then share $\Sigma$ between the two factors so that neither carries all of it: both
+# should have the same scale (each row of $A$ as long as the matching column of $B$). Derive
+# $A$ and $B$ from $U$, $\Sigma$ and $V^\top$ so that $BA = W_r$ with that property. Write
 # `low_rank_factors(weight, rank)`; the provided `low_rank_linear(layer, rank)` builds the
 # two layers from them (the bias goes to the second).
 #
@@ -1193,10 +1195,10 @@ if torch is not None:
 #
 # <details><summary>The approach</summary>
 #
-# Take the SVD; keep the first `rank` columns of `U`, values of `s` and rows of `Vt`; with
-# `root` the square roots of those values, `A` is `Vt`'s rows scaled row-wise by `root` and
-# `B` is `U`'s columns scaled column-wise by `root` (broadcasting). Return them in the
-# weight's dtype.
+# Eckart-Young says which pieces of the decomposition to keep; the one design decision is
+# how $\Sigma$ is shared, and the check tells you when both factors have the same scale.
+# A diagonal matrix times a matrix scales its rows (or, on the right, its columns): no need
+# to build the diagonal matrix.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "low-rank", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1205,8 +1207,8 @@ def low_rank_factors(weight, rank):
     """Contract: `weight` a numpy (out, in) float array, 1 <= rank <= min(out, in) (checked
     for you: ValueError naming the rank and the largest allowed). Returns (A, B), numpy
     arrays of weight's dtype with shapes (rank, in) and (out, rank), such that B @ A is the
-    truncated SVD of weight (its best rank-`rank` approximation), with the square roots of
-    the singular values split between the two factors."""
+    truncated SVD of weight (its best rank-`rank` approximation), the singular values shared
+    so that each row of A has the norm of the matching column of B."""
     weight = np.asarray(weight)
     if not isinstance(rank, (int, np.integer)) or not 1 <= rank <= min(weight.shape):
         raise ValueError(f"rank must be an integer between 1 and min(out, in) = {min(weight.shape)}, got {rank!r}")

@@ -273,11 +273,11 @@ print(f"✓ quantile: median of [10, 20, 30, 40] = {quantile([10, 20, 30, 40], 0
 #
 # <details><summary>The approach</summary>
 #
-# First refuse: no raw times at all, or any raw time that is not a finite number above zero,
-# raises `BenchmarkError` with the message the contract asks for. Then divide each raw time
-# by `number_per_run` and keep them (in the order measured) as the tuple `self.times`;
-# `self._p25`, `self._median`, `self._p75` are your `quantile` of those per-run times at
-# 0.25, 0.5, 0.75, and `self._mean` is their plain average.
+# Two questions, in this order. Is there anything here worth a statistic? (Which raw
+# times could only come from a measurement that went wrong, and why must the harness say
+# so rather than report a number?) Then: of *what* are the statistics, blocks or runs, so
+# that two measurements with different block sizes can be compared? Everything after that
+# is your `quantile`.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "measurement", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -400,9 +400,10 @@ print(f"✓ Measurement: median {_m.median * 1e3:.2f} ms, IQR {_m.iqr * 1e3:.2f}
 #
 # <details><summary>The approach</summary>
 #
-# Compute the two quartiles with your `quantile`, the IQR, and the two fences. Walk the
-# samples in their order: those within the fences (inclusive) go to the first list, the
-# others to the second. Return both lists.
+# Everything is measured from the quartiles, in IQRs. Two details decide the edge cases:
+# a sample exactly on a fence (the contract says which side it is on), and the order of
+# the two lists' entries: a report that shows *when* the disturbed runs happened needs
+# them in the order they were measured.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "split-outliers", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -478,11 +479,11 @@ print(f"✓ split_outliers: {len(_out)} of {len(_xs)} samples beyond the fences:
 #
 # <details><summary>The approach</summary>
 #
-# Read `self._timer()` once before the loop. Call `self._stmt()` `number` times inside a
-# `try`; if a call raises, raise `BenchmarkError` (naming `self.title` and the original
-# error) from it. If a call returns a generator or a coroutine, close it and raise. Read the
-# clock after the loop; if the difference is not a finite number above zero, raise.
-# Otherwise return the difference as a float.
+# The clock reads bracket the calls and nothing else; each refusal above is a question you
+# can only ask at one moment (during a call, about what a call returned, or after the
+# last clock read). Where does each go, so that no refusal slows the calls it times? And
+# what must the error carry so that the student's traceback still shows the workload's
+# own error?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "timer-timeit", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -636,12 +637,10 @@ print(f"✓ Timer._timeit: 3 fake runs = {_t._timeit(3)} s; refused: a raise, a 
 #
 # <details><summary>The approach</summary>
 #
-# Call `self._timeit(1)` `warmup` times and throw the results away; then get `number` from
-# `self._estimate_block_size()`. Keep a list of raw block times and their running total.
-# While the total is below `max_run_time`: time a block of `number` runs and add it; if
-# there are at least `MIN_BLOCKS` blocks, the total is at least `min_run_time`, and a
-# Measurement of the blocks so far meets the confidence `threshold`, stop. Return
-# `self._measurement(number, times)` (provided: the labels and the environment record).
+# The loop has two exits, "enough is known" and "the budget is spent", and each must be
+# tested at the right moment: the budget before a block (so a budget of zero times
+# nothing), the confidence after one. What does the budget count, and which of the
+# provided pieces already turns raw block times into a Measurement with its labels?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "adaptive-autorange", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -898,11 +897,10 @@ print(f"outliers beyond Tukey's fences: {len(_m.outliers)} of {len(_m.times)} bl
 #
 # <details><summary>The approach</summary>
 #
-# First `warmup` rounds of one untimed `_timeit(1)` of A then one of B. Then for each of the
-# `rounds` rounds: time a block of `number` runs of A, then one of B (their `_timeit`),
-# record both and the ratio of the A time to the B time. The ratio of the result is your
-# `quantile` of the ratios at 0.5; low and high at 0.25 and 0.75. Build the result with the
-# ratios as a tuple and each side's `_measurement(number, its raw times)`.
+# The pairing is the whole design: a ratio is only as good as the moment its two times
+# share, so decide what one round is and what it records. The warm-up serves both
+# workloads, untimed. The statistics are ones you already have; each side's Measurement
+# comes from its own raw times, through the provided builder.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "compare", "locked": false, "schema_version": 3, "solution": true, "task": false}
