@@ -1196,10 +1196,10 @@ print("✓ load_state_dict; its error reads:\n" + str(_err))
 #
 # <details><summary>The approach</summary>
 #
-# Split the extra repr into lines (an empty string gives no lines). Make one line per
-# child: its name in parentheses, a colon, and its repr passed through `_addindent` with
-# two spaces. Then build the text from the class name and an opening parenthesis,
-# following the three cases above, and close the parenthesis.
+# The three cases differ only in what goes between the parentheses. Collect the parts
+# first (the extra repr's lines, then one entry per child), and let what you collected
+# choose the layout. A child's repr may span several lines: what must happen to its later
+# lines for the printout to read as a nested tree?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "module-repr", "locked": false, "schema_version": 3, "solution": true, "task": false}
