@@ -85,7 +85,7 @@
 #
 # A Linear layer starts from random weights, and *how* random decides whether a deep
 # network can learn at all. Push a batch through 30 layers of `x ← relu(x Wᵀ)` with
-# weights drawn from a normal distribution with three different standard deviations
+# weights drawn from a normal distribution with four different standard deviations
 # (numpy only, nothing built yet):
 
 # %%
@@ -585,6 +585,8 @@ class Module(_ModuleRegistration, _ModuleTree):
 # The bookkeeping is provided: `_forget` removes every other meaning of a name, the
 # registration methods (`register_parameter`, `add_module`) store a value in its registry,
 # and `object.__setattr__` stores an ordinary attribute without calling your function again.
+# Like PyTorch's, the registration methods refuse a name that is still an ordinary
+# attribute: which of those pieces must come first?
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -840,6 +842,9 @@ _own.second.register_buffer("steps", Tensor(np.zeros(1)))
 assert_equal([n for n, _ in _own.named_parameters()][0], "bias",
              "the top module's own parameter comes first, by its bare name")
 assert_equal([n for n, _ in _own.named_buffers()], ["second.steps"], "named_buffers: the buffers, not the parameters")
+_own.first.shift = None  # unset: still a registered name, but nothing to train
+check("first.shift" not in [n for n, _ in _own.named_parameters()], "an unset (None) parameter is not listed",
+      got=[n for n, _ in _own.named_parameters()])
 print("✓ named_modules, named_parameters:", [n for n, _ in _deep.named_parameters()])
 
 # %% [markdown]
@@ -860,9 +865,10 @@ print("✓ named_modules, named_parameters:", [n for n, _ in _deep.named_paramet
 #
 # <details><summary>The approach</summary>
 #
-# Assign the mode to the module's `training` attribute; for every child (the `children()`
-# walk), call its `train` with the same mode; return the module, so that
-# `model = Net().eval()` works.
+# A mode belongs to the whole subtree below the module it is set on, and each module in it
+# may have its own idea of what switching mode involves (a subclass can override `train`).
+# Whose code must run for each descendant, then? And what should `train` return so that
+# `model = Net().eval()` works?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "train", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -885,11 +891,22 @@ def _train(module, mode):
 # %% nbgrader={"grade": true, "grade_id": "test-train", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 _outer = _Two()
 _outer.first = _Two()  # five modules, three levels
+_calls = []
+
+
+class _Logged(_Affine):
+    def train(self, mode=True):  # a subclass that overrides train: the tree must reach it
+        _calls.append(mode)
+        return super().train(mode)
+
+
+_outer.second = _Logged()
 check(_outer.eval() is _outer, "eval() returns the module itself")
 assert_equal([m.training for m in _outer.modules()], [False] * 5, "training flags of all five modules after eval()")
 check(_outer.first.train() is _outer.first, "train() returns the module itself")
 assert_equal([m.training for m in _outer.modules()], [False, True, True, True, False],
              "flags after _outer.first.train(): only that subtree trains")
+assert_equal(_calls, [False], "the child that overrides train: its own train(False) ran once, during eval()")
 print("✓ train / eval: flags", [m.training for m in _outer.modules()])
 
 # %% [markdown]
@@ -919,8 +936,10 @@ print("✓ train / eval: flags", [m.training for m in _outer.modules()])
 #
 # <details><summary>The approach</summary>
 #
-# Remember the current grad mode, switch it off, and do the copy inside a `try` whose
-# `finally` restores the remembered mode; return the tensor.
+# The copy may raise (a shape that does not broadcast), and the grad mode is global state
+# that every later line of the program depends on. Which Python construct guarantees that
+# code runs on the way out, error or not? And "restore" means restore what it was, which
+# is not always "on".
 # </details>
 
 # %%
@@ -1004,11 +1023,12 @@ print("✓ _no_grad_copy_")
 def _state_dict(module, prefix, keep_vars):
     """Module.state_dict.
 
-    Contract: returns an OrderedDict; for each (path, m) of
-    module.named_modules(prefix=prefix, remove_duplicate=False), in order, m's non-None
-    parameters and then m's non-None persistent buffers, under the key path.name (name
-    alone at an empty path). Values are copies (new storage, requires_grad False), or
-    with `keep_vars` the live tensors.
+    Contract: returns an OrderedDict holding, module by module in the tree's order (a
+    module reachable under several paths once under each), the module's non-None
+    parameters and then its non-None persistent buffers, each under the key path.name
+    (name alone at an empty path; every key starts with `prefix` when one is given).
+    Values are copies (new storage, requires_grad False), or with `keep_vars` the live
+    tensors.
     """
     # Idea: a checkpoint is the tree flattened into (dotted name, values).
     ### BEGIN SOLUTION
@@ -1138,6 +1158,9 @@ assert_equal(_keep.tolist(), [2.0], "first.scale after loading _a's state")
 check(_keep.requires_grad and _keep.grad_fn is None, "the loaded Parameter still requires grad and is a leaf")
 _b.load_state_dict({k: v.numpy() * 3 for k, v in _sd.items()})  # numpy values load too
 assert_equal(_b.second.shift.tolist(), [1.5], "second.shift after loading numpy values 3 * 0.5")
+_b.load_state_dict({k: v.numpy().astype(np.float64) * 2 for k, v in _sd.items()})
+assert_equal((str(_b.second.shift.dtype), _b.second.shift.tolist()), ("float32", [1.0]),
+             "second.shift after loading float64 values 2 * 0.5: the parameter keeps its dtype")
 _bad = _a.state_dict()
 _bad["second.shift"] = Tensor([1.0, 2.0])
 _before = _b.first.scale.tolist()
@@ -1243,6 +1266,9 @@ class _Named(Module):
 assert_equal(repr(_Named("")), "_Named()", "repr with no extra_repr and no children")
 assert_equal(repr(_Named("k=1")), "_Named(k=1)", "repr with one extra_repr line")
 assert_equal(repr(_Named("a\nb")), "_Named(\n  a\n  b\n)", "repr with two extra_repr lines")
+_one_child = _Named("")
+_one_child.a = _Affine()
+assert_equal(repr(_one_child), "_Named(\n  (a): _Affine()\n)", "repr with no extra_repr and one child (a child is never inline)")
 _outer = _Named("k=1")
 _outer.inner = _Two()
 assert_equal(repr(_outer), "_Named(\n  k=1\n  (inner): _Two(\n    (first): _Affine()\n    (second): _Affine()\n  )\n)",
@@ -1473,7 +1499,8 @@ def xavier_uniform_(tensor, gain=1.0):
 
     Contract: fills `tensor` (2 or more dims) in place, unrecorded, with U(-b, b) draws
     whose variance is gain**2 times Xavier's; returns it. A tensor with no elements is
-    returned unchanged; fewer than 2 dims raise the fans' ValueError.
+    returned unchanged, whatever its dims (checked first); a non-empty one with fewer than
+    2 dims raises the fans' ValueError.
     """
     # Idea: the variance uses the average of fan_in and fan_out.
     ### BEGIN SOLUTION
@@ -1520,6 +1547,9 @@ with preserved_state():
     assert_close(_w.numpy().std(), _std, rtol=0.01, atol=0, what="std of xavier_normal_(gain=2) on (400, 600)")
     _empty = zeros(0, 5)
     check(xavier_uniform_(_empty) is _empty, "an empty tensor is returned unchanged")
+    _flat_empty = zeros(0)
+    check(xavier_normal_(_flat_empty) is _flat_empty,
+          "an empty 1-D tensor is returned unchanged (no elements: checked before the fans, which need 2 dims)")
 print(f"✓ xavier: normal std {_w.numpy().std():.4f} (expected {_std:.4f})")
 
 # %% [markdown]
@@ -1534,7 +1564,7 @@ print(f"✓ xavier: normal std {_w.numpy().std():.4f} (expected {_std:.4f})")
 #
 # <details><summary>Hint 1</summary>
 #
-# Check `mode` before anything else, so that a typo such as `"fan_avg"` fails loudly
+# In `_kaiming_std`, check `mode` before anything else, so that a typo such as `"fan_avg"` fails loudly
 # instead of silently picking a fan.
 # </details>
 #
@@ -1630,6 +1660,9 @@ with preserved_state():
     assert_close(_relu_layer_moments(_w, _rng, slope=0.5)[0], 1.0, rtol=0.1, atol=0,
                  what="kaiming_uniform_(a=0.5): the forward mean square through a LeakyReLU(0.5) layer")
     assert_raises(ValueError, kaiming_uniform_, _w, mode="fan_avg", match="fan_avg", what="mode='fan_avg'")
+    _flat_empty = zeros(0)
+    check(kaiming_uniform_(_flat_empty) is _flat_empty and kaiming_normal_(_flat_empty) is _flat_empty,
+          "an empty 1-D tensor is returned unchanged by both (no elements: nothing to draw, no fans needed)")
 print("✓ kaiming: default std on a (400, 600) weight", round(float(_w.numpy().std()), 5))
 
 # %% [markdown]
@@ -1740,6 +1773,8 @@ with preserved_state():
     _x = np.random.default_rng(0).standard_normal((2, 5, 4)).astype(np.float32)
     _y = _lin(Tensor(_x))
     assert_equal(_y.shape, (2, 5, 3), "Linear(4, 3) of a (2, 5, 4) input: shape")
+    check(_y.grad_fn is not None, "Linear(4, 3)(x) is recorded (built from Tensor ops, so module 06 can "
+          "differentiate it; numpy arithmetic on .numpy() records nothing)", got=_y.grad_fn)
     assert_close(_y.numpy(), _x @ _lin.weight.numpy().T + _lin.bias.numpy(), rtol=1e-5, atol=1e-6,
                  what="Linear(4, 3) of a (2, 5, 4) input: x @ W.T + b")
     _nob = Linear(4, 2, bias=False)
@@ -1754,6 +1789,9 @@ with preserved_state():
     assert_close(_nob(Tensor(_x)).numpy(), _x @ _nob.weight.numpy().T, rtol=1e-5, atol=1e-6, what="no-bias output")
     assert_equal(repr(_lin), "Linear(in_features=4, out_features=3, bias=True)", "repr(Linear(4, 3))")
     _err = assert_raises(ValueError, _lin, Tensor(np.zeros((2, 5))), what="Linear(4, 3) of a (2, 5) input")
+    assert_raises(ValueError, _lin, Tensor(np.float32(2.0)), what="Linear(4, 3) of a 0-d input")
+    assert_equal(Linear(0, 3)(Tensor(np.zeros((2, 0), dtype=np.float32))).tolist(), [[0.0] * 3] * 2,
+                 "Linear(0, 3) of a (2, 0) input: no inputs, so each output is its bias, drawn from a range of width 0")
     check("(2, 5)" in str(_err) and "in_features=4" in str(_err) and "(3, 4)" in str(_err),
           "the error names the input's shape, in_features=4 and the weight's shape", got=str(_err))
     _big = Linear(400, 500)
@@ -2226,7 +2264,7 @@ ax1.set_title("Linear(1024, 1024) forward")
 ax2.semilogx(_batches, _gflops, "s-", color="C1")
 ax2.set_xlabel("batch size")
 ax2.set_ylabel("GFLOP/s achieved")
-ax2.set_title("bigger batches use the hardware better")
+ax2.set_title("FLOP rate against batch size")
 fig.tight_layout()
 plt.show()
 
@@ -2239,15 +2277,17 @@ plt.show()
 # batches and inference servers batch requests together. How large the ratio is depends
 # on your machine: the number of cores BLAS may use, their vector width, the cache sizes,
 # and the fixed per-call overhead of Python and `apply`, which dominates a batch of 1.
-# (Timings on a shared or small machine are noisy: if the curve zigzags, run the cell
-# again; the trend is what matters.)
+# The curve need not rise at every step: a batch of 1 is a matrix-*vector* product, which
+# numpy hands to a different BLAS routine than a matrix-matrix product, and on some
+# machines that routine is the faster one per example. (Timings on a shared machine are
+# also noisy; run the cell again to see which wiggles stay.)
 #
 # ### What the initialisers draw
 #
 # Histograms of 100,000 draws of each of your initialisers for a `(256, 512)` weight
 # (fan_in 512, fan_out 256), with the largest draw (uniform) and a normal density of the
 # sample's std (normal). Check the numbers in the titles against what you derived: which
-# two have the same std, and by what factor does a uniform bound exceed its std?
+# pairs share a std (and why those), and by what factor does a uniform bound exceed its std?
 
 # %%
 manual_seed(0)

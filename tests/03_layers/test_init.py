@@ -127,13 +127,18 @@ def test_kaiming_std_is_the_gain_over_the_root_of_the_chosen_fan(mode, fan, nonl
     assert math.isclose(got, gain / math.sqrt(fan), rel_tol=1e-12), (got, gain / math.sqrt(fan))
 
 
-def test_kaiming_default_is_he_for_relu_and_bad_mode():
+def test_kaiming_normal_default_is_he_for_relu():
     tt.manual_seed(4)
     w = tt.zeros(N_OUT, N_IN)
     init.kaiming_normal_(w)
     check_moments(w.numpy(), 2 / N_IN, 3.0)
+
+
+def test_kaiming_std_refuses_an_unknown_mode():
+    from tinytorch.nn.init import _kaiming_std
+
     with pytest.raises(ValueError, match="fan_avg"):
-        init.kaiming_uniform_(w, mode="fan_avg")
+        _kaiming_std(tt.zeros(N_OUT, N_IN), 0, "fan_avg", "relu")
 
 
 def test_seeded_initialisation_is_reproducible():
@@ -151,10 +156,25 @@ def test_float64_tensors_stay_float64():
     assert w.dtype == tt.float64 and w.numpy().std() > 0
 
 
-def test_zero_element_tensors_are_a_no_op():
-    w = tt.zeros(0, 5)
-    for fn in (init.xavier_uniform_, init.xavier_normal_, init.kaiming_uniform_, init.kaiming_normal_):
-        assert fn(w) is w
+def _empty_unchanged(fn):
+    for w in (tt.zeros(0, 5), tt.zeros(0)):  # a 1-D one has no fans: the emptiness is checked first
+        assert fn(w) is w and w.shape in ((0, 5), (0,))
+
+
+def test_xavier_uniform_returns_an_empty_tensor_unchanged():
+    _empty_unchanged(init.xavier_uniform_)
+
+
+def test_xavier_normal_returns_an_empty_tensor_unchanged():
+    _empty_unchanged(init.xavier_normal_)
+
+
+def test_kaiming_uniform_returns_an_empty_tensor_unchanged():
+    _empty_unchanged(init.kaiming_uniform_)
+
+
+def test_kaiming_normal_returns_an_empty_tensor_unchanged():
+    _empty_unchanged(init.kaiming_normal_)
 
 
 def test_no_grad_copy_restores_grad_mode_after_a_failed_fill():

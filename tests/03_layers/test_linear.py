@@ -124,7 +124,7 @@ def test_forward_is_recorded_for_autograd():
     assert any(t is lin.bias for t in leaves)
 
 
-def test_zero_in_features():
+def test_linear_reset_parameters_with_zero_in_features():
     lin = nn.Linear(0, 3)
     assert lin.weight.shape == (3, 0) and not lin.bias.numpy().any()
     assert lin(tt.zeros(2, 0)).tolist() == [[0.0] * 3] * 2

@@ -91,6 +91,20 @@ def test_named_modules_walks_a_shared_module_once():
     assert len(list(net.parameters())) == 7
 
 
+def test_named_members_skips_an_unset_parameter():
+    m = Affine()
+    m.shift = None
+    assert [n for n, _ in m.named_parameters()] == ["scale"]
+    assert len(list(m.parameters())) == 1
+
+
+def test_named_members_recurse_false_lists_only_the_modules_own():
+    net = Net()
+    assert [n for n, _ in net.named_parameters(recurse=False)] == ["temperature"]
+    assert [n for n, _ in net.encoder.named_buffers(recurse=False)] == ["steps"]
+    assert list(net.named_buffers(recurse=False)) == []
+
+
 def test_named_members_yields_a_tied_parameter_once():
     a, b = nn.Linear(3, 3), nn.Linear(3, 3)
     b.weight = a.weight  # tied weights
@@ -187,6 +201,21 @@ def test_forward_and_call():
 
     with pytest.raises(NotImplementedError, match="forward"):
         NoForward()(x)
+
+
+def test_train_reaches_a_child_that_overrides_train():
+    calls = []
+
+    class Logged(Affine):
+        def train(self, mode=True):
+            calls.append(mode)
+            return super().train(mode)
+
+    net = Net()
+    net.encoder.extra = Logged()
+    net.eval()
+    assert calls == [False], "the child's own train method runs (once) when its ancestor switches mode"
+    assert not net.encoder.extra.training
 
 
 def test_train_eval_recursive_and_return_self():

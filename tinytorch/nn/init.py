@@ -89,7 +89,8 @@ def xavier_uniform_(tensor, gain=1.0):
 
     Contract: fills `tensor` (2 or more dims) in place, unrecorded, with U(-b, b) draws
     whose variance is gain**2 times Xavier's; returns it. A tensor with no elements is
-    returned unchanged; fewer than 2 dims raise the fans' ValueError.
+    returned unchanged, whatever its dims (checked first); a non-empty one with fewer than
+    2 dims raises the fans' ValueError.
     """
     # Idea: the variance uses the average of fan_in and fan_out.
     # YOUR CODE HERE

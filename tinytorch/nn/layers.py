@@ -381,11 +381,12 @@ def _train(module, mode):
 def _state_dict(module, prefix, keep_vars):
     """Module.state_dict.
 
-    Contract: returns an OrderedDict; for each (path, m) of
-    module.named_modules(prefix=prefix, remove_duplicate=False), in order, m's non-None
-    parameters and then m's non-None persistent buffers, under the key path.name (name
-    alone at an empty path). Values are copies (new storage, requires_grad False), or
-    with `keep_vars` the live tensors.
+    Contract: returns an OrderedDict holding, module by module in the tree's order (a
+    module reachable under several paths once under each), the module's non-None
+    parameters and then its non-None persistent buffers, each under the key path.name
+    (name alone at an empty path; every key starts with `prefix` when one is given).
+    Values are copies (new storage, requires_grad False), or with `keep_vars` the live
+    tensors.
     """
     # Idea: a checkpoint is the tree flattened into (dotted name, values).
     # YOUR CODE HERE
