@@ -928,7 +928,8 @@ class _TensorPython:
             extras.append("requires_grad=True")
         return "tensor(" + ", ".join([body] + extras) + ")"
 
-    __str__ = __repr__
+    def __str__(self):  # print() shows the repr, a subclass's own included (Parameter's)
+        return repr(self)
 
     def to(self, *args, dtype=None, device=None):
         """This tensor on another device and/or converted to another dtype, PyTorch's

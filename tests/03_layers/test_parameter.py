@@ -38,6 +38,7 @@ def test_ops_on_parameters_return_plain_tensors_with_history():
 def test_parameter_repr_matches_torch(torch):
     p = nn.Parameter([1.0, 2.0])
     assert repr(p) == "Parameter containing:\ntensor([1., 2.], requires_grad=True)"
+    assert str(p) == repr(p), "print() shows the same as repr, as in PyTorch"
     assert repr(p) == repr(torch.nn.Parameter(torch.tensor([1.0, 2.0])))
     assert repr(nn.Parameter([1.0], requires_grad=False)).startswith("Parameter containing:\ntensor(")
 
