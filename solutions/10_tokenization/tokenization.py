@@ -562,6 +562,9 @@ assert_equal(_c, {(1, 2): 3}, "weight=3: the pair counts three times")
 _out = get_pair_counts([1, 2, 2], _c, weight=2)
 check(_out is _c, "with counts given, add into that dict and return it", got=type(_out).__name__, expected="the same dict")
 assert_equal(_c, {(1, 2): 5, (2, 2): 2}, "3 + 2 for (1, 2), and (2, 2) twice from the second call")
+_empty = {}
+check(get_pair_counts([4, 5], _empty) is _empty and _empty == {(4, 5): 1},
+      "an empty dict given as counts is filled and returned (empty is not the same as None)", got=_empty)
 print(f"✓ get_pair_counts: {_c}")
 
 # %% [markdown]
@@ -937,12 +940,13 @@ print("✓ build_vocab: id 258 =", _v[258])
 
 # %% [markdown]
 # **Encoding** new text replays the training: pre-tokenise, turn each chunk into bytes,
-# and apply the merges **in the order they were learned**. A neat way to do that in one
-# chunk: look at all adjacent pairs, find the one with the **lowest rank** (the earliest
-# merge) among those that are merges at all, merge it everywhere, repeat; stop when no
-# adjacent pair is a learned merge. (Why not the most frequent pair? Frequencies belong to
-# the training text; the ranks *are* the learned model.) This is exactly how GPT-2 and
-# `tiktoken` encode.
+# and apply the merges **in the order they were learned**, so that a chunk gets the tokens
+# training would have given it. Design `encode_chunk` for one chunk. There is more than one
+# correct design, and they differ in cost: a real tokenizer has 50,000 merges and most
+# chunks are a handful of bytes, so a design whose work grows with the number of merges
+# pays for every merge on every chunk. (Why not pick the most frequent pair, as training
+# did? Frequencies belong to the training text; the order of the merges *is* the learned
+# model.)
 #
 # <details><summary>Hint 1</summary>
 #
@@ -952,6 +956,12 @@ print("✓ build_vocab: id 258 =", _v[258])
 # </details>
 #
 # <details><summary>Hint 2</summary>
+#
+# Look only at the pairs the chunk has. Of those, which one would training have merged
+# first? After merging it, the chunk has new pairs: ask again. When do you stop?
+# </details>
+#
+# <details><summary>Hint 3</summary>
 #
 # A pair that is not a merge must never be chosen; give it a rank that loses against every
 # real one.
@@ -1369,6 +1379,8 @@ with tempfile.TemporaryDirectory() as _d:
     assert_equal(_loaded.special_tokens, bpe.special_tokens, "special tokens after save and load")
     assert_equal(_loaded.encode(corpus[:3000]), bpe.encode(corpus[:3000]), "the same encoding after load")
     _size = _path.stat().st_size
+    BPETokenizer(pattern=None).save(_path)
+    assert_equal(BPETokenizer.load(_path).pattern, None, "pattern=None (no pre-tokenisation) after save and load")
     _path.write_text('{"format": "something else"}', encoding="utf-8")
     assert_raises(ValueError, BPETokenizer.load, _path, what="load of a file in another format")
 print(f"✓ save/load: {len(_state['merges'])} merges, a file of {_size:,} bytes")
@@ -1478,6 +1490,8 @@ assert_equal(_a.numpy(), _b.numpy(), "without a generator: the global seed decid
 assert_raises(ValueError, get_batch, _data[:10], 10, 2, match="11", what="10 ids, a window of 10 plus its target")
 assert_raises(ValueError, get_batch, _ramp, 0, 2, what="block_size=0")
 assert_raises(ValueError, get_batch, _ramp.reshape(10, 10), 2, 2, what="2-D data")
+assert_raises(ValueError, get_batch, _ramp, 4, 0, what="batch_size=0")
+assert_raises(ValueError, get_batch, _ramp * 0.5, 4, 2, what="float data (ids are integers)")
 print("✓ encode_corpus and get_batch: first target row", _y.numpy()[0, :5].tolist(), "...")
 
 # %% [markdown]
@@ -1576,10 +1590,13 @@ for _what, _pred, _meas in [("chars/token at V=1024, held out", predicted_chars_
 # curve: late merges capture words and phrases that are frequent in *this* text but rarer
 # elsewhere. A real tokenizer is trained on a far larger and more varied corpus than it is
 # a part of. (The compression figures are the same on every machine: BPE is
-# deterministic.) The training time grows less than in proportion to the number of merges
-# when the counts are updated incrementally, since late merges are rare pairs that touch
-# few words; with recounting from scratch every merge costs about the same. The seconds
-# themselves depend on the machine and its load.
+# deterministic.) Where does the training time go? Every merge asks `best_pair` for the
+# top of *all* the pair counts, a scan over every distinct pair, and merging makes new
+# pairs about as fast as it retires old ones. Updating the counts incrementally removes
+# the recount, not the scan: each merge costs about the same, and the time grows about in
+# proportion to the number of merges, or a little faster. Keeping the counts in a priority
+# queue (a heap whose stale entries are skipped when they reach the top) removes the scan
+# too; real trainers do that. The seconds themselves depend on the machine and its load.
 #
 # Encoding speed matters too: a tokenizer runs over every training document. Measure the
 # cache's effect (cold: every chunk encoded; warm: every chunk looked up). Predict first.
@@ -1631,8 +1648,8 @@ print(f"{'GPT-2 (V only)':>18} {50257:>7,} {'':>15} {'':>15} {4 * 50257 * 128 / 
       f"{4 * 50257 * 768 / 1e6:>9.1f} MB")
 
 # %% [markdown]
-# Going from characters to 1,024 BPE tokens makes the sequences several times shorter, so
-# attention over the same text gets many times cheaper, while the embedding table stays
+# Going from characters to 1,024 BPE tokens makes the sequences shorter by the factor in
+# the T column, so attention over the same text gets cheaper by its square, while the embedding table stays
 # tiny at our scale. At GPT-2's scale (last row) the table is over 150 MB, a large share of a
 # 124M-parameter model; that is why vocabularies stop growing at some point: every extra
 # token costs memory in two tables, and rare tokens are seen too seldom to learn good
@@ -1644,12 +1661,14 @@ print(f"{'GPT-2 (V only)':>18} {50257:>7,} {'':>15} {'':>15} {4 * 50257 * 128 / 
 # these, all built on the ideas of this notebook:
 #
 # - **GPT-2** (OpenAI, 2019): byte-level BPE with 50,000 merges and one special token,
-#   `<|endoftext|>` (50,257 ids). Its pre-tokenisation regex is ours with Unicode classes
-#   (`\p{L}` letters, `\p{N}` numbers, from the `regex` package). It also maps the 256
+#   `<|endoftext|>` (50,257 ids). Its pre-tokenisation regex is like ours, written with
+#   Unicode property classes (`\p{L}` letters, `\p{N}` numbers, from the `regex` package);
+#   ours approximates them with `re`, whose `[^\W\d_]` also counts some numerals, such as
+#   `½`, as letters. It also maps the 256
 #   bytes to printable Unicode characters so that merges can be stored in a text file; the
 #   algorithm is unchanged.
 # - **tiktoken** (OpenAI): the GPT-3.5/4 tokenizers (`cl100k_base`, `o200k_base`, with
-#   100k-200k ids), encoding by lowest-rank merge exactly like `encode_chunk`, written in
+#   100k-200k ids), encoding by lowest-rank merge (Hint 2's design of `encode_chunk`), written in
 #   Rust for speed. Its regexes also split numbers into groups of at most three digits and
 #   handle case and non-English text better. Special tokens are disallowed in `encode`
 #   unless you allow them, the safe default we discussed.

@@ -87,3 +87,5 @@ def test_get_batch_errors():
         get_batch(data, 4, 0)
     with pytest.raises(ValueError):
         get_batch(tinytorch.arange(12).reshape(3, 4), 2, 2)
+    with pytest.raises(ValueError, match="float"):
+        get_batch(tinytorch.arange(12) * 0.5, 2, 2)  # ids are integers

@@ -79,7 +79,7 @@ def test_special_tokens_are_never_split(fables_bpe, pieces):
     assert ids == expected, "text on either side of a special token is encoded on its own"
 
 
-def test_allowed_special_modes(fables):
+def test_bpe_tokenizer_encode_allowed_special_modes(fables):
     tok = BPETokenizer().train(fables[:5000], 300, special_tokens=[EOT, "<pad>"])
     eot, pad = tok.special_tokens[EOT], tok.special_tokens["<pad>"]
     text = "the end" + EOT + "<pad>"

@@ -44,12 +44,18 @@ def test_special_tokens_are_single_ids_and_round_trip(pieces):
     ids = tok.encode(text)
     assert ids.count(eot) == text.count(EOT)
     assert tok.decode(ids) == text
+
+
+@given(st.lists(st.text(alphabet="abce <|>\n", max_size=8), min_size=1, max_size=4))
+def test_char_tokenizer_encode_allowed_special_none_reads_specials_as_text(pieces):
+    text = EOT.join(pieces)
+    tok = CharTokenizer.from_text("abce <|>\n" + EOT, special_tokens=[EOT, "<pad>"])
     plain = tok.encode(text, allowed_special="none")
-    assert eot not in plain and len(plain) == len(text)
-    assert tok.decode(plain) == text
+    assert tok.special_tokens[EOT] not in plain and len(plain) == len(text)
+    assert plain == [tok.encode(c)[0] for c in text], "every character, the special token's included, is its own id"
 
 
-def test_allowed_special_subset_and_unknown():
+def test_char_tokenizer_encode_allowed_special_subset_and_unknown():
     tok = CharTokenizer.from_text("ab<>", special_tokens=["<a>", "<b>"])
     ids = tok.encode("<a><b>", allowed_special={"<b>"})
     assert ids == tok.encode("<a>", allowed_special="none") + [tok.special_tokens["<b>"]]
