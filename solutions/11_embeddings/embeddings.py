@@ -184,8 +184,9 @@ def _embedding_forward(weight, *, indices, padding_idx):
 # **Checking the ids.** An index out of range is the commonest embedding bug: a tokenizer
 # with more ids than the table has rows, or a padding id of −1. numpy would happily accept
 # −1 as "the last row" and silently read the wrong vector, and an id past the end would
-# fail deep inside numpy with a message that names neither the table nor the id. So the op
-# checks its ids first, as PyTorch does: write `_as_indices(input, num_embeddings)`.
+# fail later, inside the op's numpy indexing, far from the code that chose the ids (and
+# not at all on a device whose gather does not check). So the op checks its ids first, as
+# PyTorch does, before anything is dispatched: write `_as_indices(input, num_embeddings)`.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -290,6 +291,8 @@ _kept = _as_indices(_src, 7)
 _src[0] = 6
 assert_equal((_kept.tolist(), _kept.dtype), ([2, 3], np.dtype(np.int64)), "_as_indices: a fresh int64 copy")
 assert_equal(_as_indices([[0, 6]], 7).shape, (1, 2), "_as_indices accepts nested lists")
+assert_raises(IndexError, _as_indices, [3, 7], 7, match="7",
+              what="_as_indices([3, 7], 7): id 7 in a 7-row table (valid ids are 0 to 6)")
 assert_raises(IndexError, embedding, Tensor([3, 7]), Tensor(_w), match="7", what="id 7 in a 7-row table")
 _err = assert_raises(IndexError, embedding, Tensor([[1, 2], [-1, 3]]), Tensor(_w), match="-1", what="id -1")
 check("7" in str(_err), "the message names the table size", got=str(_err))
@@ -329,9 +332,9 @@ print("g[ids] += grad, row 3:", _g_wrong[3], " (should be 1 + 100 = 101)")
 # padding row must not learn from them: its gradient is zero, whatever arrived.
 #
 # Write the backward rule: it receives module 06's `node` (with `node.inputs[0]`, the table,
-# and `node.attrs["indices"]`, `node.attrs["padding_idx"]`) and `grad` of shape
-# `indices.shape + (D,)`; it returns a one-element tuple, the table's gradient of shape
-# `(V, D)`, in the dtype of `grad`.
+# and `node.attrs["indices"]`, `node.attrs["padding_idx"]`) and `grad`, a numpy array of
+# shape `indices.shape + (D,)`; it returns a one-element tuple, the table's gradient as a
+# numpy array of shape `(V, D)`, in the dtype of `grad` (module 06's rules all speak numpy).
 #
 # <details><summary>Hint 1</summary>
 #
@@ -395,8 +398,9 @@ embedding(Tensor(_ids), _w_t, padding_idx=1).backward(Tensor(_up))
 assert_equal(_w_t.grad.numpy()[1], np.zeros(3), "the padding row (1) gets no gradient")
 assert_close(_w_t.grad.numpy()[[0, 3]], _expected[[0, 3]], rtol=1e-12, atol=1e-12, what="the other rows unchanged")
 _w32 = Tensor(_wd.astype(np.float32), requires_grad=True)
-embedding(Tensor([0, 0]), _w32).sum().backward()
-assert_equal((_w32.grad.dtype, _w32.grad.shape), (tinytorch.float32, (5, 3)), "a float32 table gets a float32 grad")
+(_g32,) = _embedding_backward(embedding(Tensor([0, 0]), _w32).grad_fn, np.ones((2, 3), dtype=np.float32))
+assert_equal((_g32.dtype, _g32.shape), (np.dtype(np.float32), (5, 3)),
+             "your rule's gradient for a float32 upstream gradient: dtype and shape")
 check(gradcheck(lambda w: embedding(Tensor(_ids), w), [Tensor(_wd, requires_grad=True)]),
       "gradcheck of the embedding op")
 check(gradcheck(lambda w: embedding(Tensor(_ids), w) * embedding(Tensor(_ids[::-1]), w),
@@ -706,7 +710,8 @@ print("max |P[p+5] - P[p] R_5| over all p:", np.abs(_P[:95] @ shift_matrix(5, 64
 # token at index t sits at position offset + t. The layers differ in who owns the table
 # and how a gradient reaches it. A fixed table is module state, not a parameter, and not
 # worth saving; a slice of it is enough. A learned table is a parameter, initialised like
-# a token table, and must be read through your op so that its backward runs.
+# a token table; read through your op (the positions as ids), it gets the same sparse
+# backward as a token table.
 # </details>
 
 # %%

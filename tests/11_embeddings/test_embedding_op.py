@@ -64,10 +64,13 @@ def test_grad_accumulates_across_two_lookups():
     np.testing.assert_array_equal(w.grad.numpy(), [[0, 0], [1, 1], [3, 3], [0, 0]])
 
 
-def test_float32_grad_dtype():
+def test_embedding_backward_keeps_the_float32_of_grad():
+    from tinytorch.nn.embedding import _embedding_backward
+
     w = tt.tensor(table(dtype=np.float32), requires_grad=True)
-    F.embedding(tt.tensor([0, 0]), w).sum().backward()
-    assert w.grad.dtype == tt.float32 and w.grad.shape == (7, 3)
+    node = F.embedding(tt.tensor([0, 0]), w).grad_fn
+    (g,) = _embedding_backward(node, np.ones((2, 3), dtype=np.float32))
+    assert g.dtype == np.float32 and g.shape == (7, 3), "the rule's own result, before the engine casts anything"
 
 
 def test_padding_idx_changes_only_the_gradient():
@@ -131,14 +134,25 @@ def test_float_indices_are_refused():
         F.embedding(tt.tensor([1.0, 2.0]), w)
 
 
+def test_as_indices_refuses_the_id_equal_to_the_table_size():
+    from tinytorch.nn.embedding import _as_indices
+
+    for ids in ([3, 7], np.array([[0], [7]]), tt.tensor([7])):  # called directly: numpy's own indexing never runs
+        with pytest.raises(IndexError) as info:
+            _as_indices(ids, 7)
+        assert "7" in str(info.value)
+    assert _as_indices([6], 7).tolist() == [6]
+
+
 def test_indices_are_a_fresh_int64_copy():
     from tinytorch.nn.embedding import _as_indices
 
-    src = np.array([[2, 3]], dtype=np.int32)
-    out = _as_indices(src, 4)
-    assert out.dtype == np.int64 and out.shape == (1, 2)
-    src[0, 0] = 0
-    assert out.tolist() == [[2, 3]], "the node keeps its own copy of the ids"
+    for dtype in (np.int32, np.int64):  # an int64 source must be copied too, not returned
+        src = np.array([[2, 3]], dtype=dtype)
+        out = _as_indices(src, 4)
+        assert out.dtype == np.int64 and out.shape == (1, 2)
+        src[0, 0] = 0
+        assert out.tolist() == [[2, 3]], f"the node keeps its own copy of the ids ({np.dtype(dtype).name} source)"
     assert _as_indices([[0, 3], [1, 1]], 4).tolist() == [[0, 3], [1, 1]]
     assert _as_indices(tt.tensor(5), 6).shape == ()
     with pytest.raises(IndexError, match="-2"):

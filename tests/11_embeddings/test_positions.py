@@ -53,6 +53,7 @@ def test_sinusoidal_layer_adds_the_table_as_a_buffer():
     buffers = dict(layer.named_buffers())
     assert list(buffers) == ["pe"] and buffers["pe"].shape == (40, 8)
     assert not buffers["pe"].requires_grad
+    assert "pe" not in layer.state_dict(), "a table anyone can recompute is not saved (persistent=False)"
     x = tt.randn(3, 10, 8)
     np.testing.assert_allclose(layer(x).numpy(), x.numpy() + formula(40, 8)[:10], rtol=1e-5, atol=1e-6)
     x2 = tt.randn(4, 8)                                  # unbatched (T, D), with an offset
