@@ -291,7 +291,7 @@ class profile(DispatchMode):
         returns its result unchanged. Appends one FunctionEvent to self._events: name op,
         input_shapes the list of tuple(a.shape) for each argument a in args that is a Tensor or
         a numpy array (in order; others skipped), cpu_time_total the wall time of the fn call
-        alone in microseconds, flops op_flops(op, args, kwargs, result), cpu_memory_usage
+        alone in microseconds, read from time.perf_counter, flops op_flops(op, args, kwargs, result), cpu_memory_usage
         output_bytes(result).
         """
         # Idea: time the op and nothing else, then write down what it was.
@@ -336,7 +336,8 @@ def saved_activation_bytes(output):
     """Bytes of the outputs saved by the autograd graph behind `output`.
 
     Contract: `output` a Tensor computed with grad mode on, whose graph has not been freed
-    by a backward. Returns the Python int sum of node.output.nbytes over every node
+    by a backward. Returns the Python int sum of node.output.nbytes (a node's output is the
+    numpy array its forward returned) over every node
     reachable from output.grad_fn, each node once (a diamond reaches a node twice), leaving
     out the nodes of view ops: those whose saved output shares memory with one of the node's
     inputs. 0 when output has no grad_fn.

@@ -56,6 +56,7 @@ import math
 import os
 import sys
 import time
+import types
 import tracemalloc
 
 import matplotlib
@@ -301,6 +302,7 @@ assert_equal(matmul_flops((3, 4), (4,)), 2 * 3 * 4, "a vector on the right is on
 assert_equal(matmul_flops((4,), (4,)), 2 * 4, "a dot product of length 4")
 assert_equal(matmul_flops((2, 1, 3, 4), (6, 4, 5)), 2 * (2 * 6) * 3 * 4 * 5, "batch (2,1) and (6,) broadcast to (2,6)")
 assert_equal(matmul_flops((7, 3, 4), (4, 5)), 7 * 2 * 3 * 4 * 5, "a 2-D right operand broadcasts over the batch")
+assert_equal(matmul_flops((3, 2, 4), (3, 4, 5)), 3 * 2 * 2 * 4 * 5, "batch (3,) with batch (3,): 3 products, not 9")
 check(isinstance(matmul_flops((3, 4), (4, 5)), int), "FLOPs are a Python int", got=type(matmul_flops((3, 4), (4, 5))))
 assert_raises(ValueError, matmul_flops, (3, 4), (5, 6), match=r"\(3, 4\)")
 print("✓ matmul_flops: batched (2,1,3,4)@(6,4,5) =", matmul_flops((2, 1, 3, 4), (6, 4, 5)))
@@ -400,9 +402,9 @@ print("✓ conv2d_flops: stride 2, kernel (3,2) on 9x7 ->", conv2d_flops((1, 2, 
 #
 # <details><summary>The approach (softmax)</summary>
 #
-# Take n from the shape at `dim` (a 0-d shape is one row of length 1); the number of rows is
-# the number of elements divided by n; multiply by your per-row count. An empty tensor
-# costs 0.
+# The whole cost is (rows) × (the cost of one row). What is a row's length when the rows
+# run along `dim`, and how many rows are there? Two shapes need a thought before any
+# division: a 0-d tensor, and a tensor with no elements at all.
 # </details>
 #
 # <details><summary>Hint 1 (layer_norm)</summary>
@@ -412,9 +414,8 @@ print("✓ conv2d_flops: stride 2, kernel (3,2) on 9x7 ->", conv2d_flops((1, 2, 
 #
 # <details><summary>The approach (layer_norm)</summary>
 #
-# n is the number of elements of normalized_shape, rows the number of elements of the input
-# divided by n; each row costs your count of the table's steps, with the affine term only
-# when asked.
+# The same shape of answer as softmax's, with a row that may span several trailing
+# dimensions. Which steps of the table run only when `affine` is asked for?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "row-flops", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -464,6 +465,8 @@ assert_equal(softmax_flops((4, 10), -1), 200, "dim -1 is dim 1")
 assert_equal(softmax_flops((4, 10), 0), 200, "over dim 0: 10 rows of 4 (the same total)")
 assert_equal(softmax_flops((2, 3, 7), 1, log=True), 224, "log_softmax over the middle dim: 14 rows of 3")
 assert_equal(softmax_flops((0, 5), 1), 0, "an empty tensor costs nothing")
+assert_equal(softmax_flops((5, 0), 1), 0, "rows of length 0 cost nothing (and divide by nothing)")
+assert_equal(softmax_flops((), 0), 5, "a 0-d tensor is one row of length 1")
 assert_equal(layer_norm_flops((6, 8), (8,)), 366, "6 rows of 8, affine")
 assert_equal(layer_norm_flops((6, 8), (8,), affine=False), 270, "6 rows of 8, no affine")
 assert_equal(layer_norm_flops((2, 3, 4, 5), (4, 5)), 870, "normalized over (4,5): 6 rows of 20")
@@ -790,7 +793,7 @@ class profile(DispatchMode):
         returns its result unchanged. Appends one FunctionEvent to self._events: name op,
         input_shapes the list of tuple(a.shape) for each argument a in args that is a Tensor or
         a numpy array (in order; others skipped), cpu_time_total the wall time of the fn call
-        alone in microseconds, flops op_flops(op, args, kwargs, result), cpu_memory_usage
+        alone in microseconds, read from time.perf_counter, flops op_flops(op, args, kwargs, result), cpu_memory_usage
         output_bytes(result).
         """
         # Idea: time the op and nothing else, then write down what it was.
@@ -853,10 +856,40 @@ with preserved_state():
     _sum = _p2.events().total_time()
     check(0 < _sum <= _wall, "op times (µs) are positive and fit inside the block's wall time",
           got=f"{_sum:.1f} µs of ops", expected=f"at most {_wall:.1f} µs")
+    with profile() as _p3:
+        F.softmax(_x, dim=0)
+    assert_equal(_p3.events()[0].flops, softmax_flops((4, 6), 0), "a softmax over dim 0: the op's own options reach op_flops")
     _n = len(_prof.events())
     _net(_x).sum().backward()  # after the block: nothing more is recorded
     assert_equal(len(_prof.events()), _n, "nothing recorded after the with block")
     assert_equal(profile().events(), [], "a profiler never entered records nothing")
+# A fake clock: the op advances it by 2 ms, and each piece of bookkeeping by a whole second.
+_ticks = [100.0]
+
+
+def _two_ms_op(a):
+    _ticks[0] += 0.002
+    return a * 2.0
+
+
+def _slow(f):
+    def wrapped(*args):
+        _ticks[0] += 1.0
+        return f(*args)
+    return wrapped
+
+
+_time_module, _flops_fn, _bytes_fn = time, op_flops, output_bytes
+time = types.SimpleNamespace(perf_counter=lambda: _ticks[0])  # what `time.perf_counter()` reads, for this call
+op_flops, output_bytes = _slow(_flops_fn), _slow(_bytes_fn)
+try:
+    _fake = profile()
+    _fake.dispatch("mul", _two_ms_op, (np.ones(3),), {})
+finally:
+    time, op_flops, output_bytes = _time_module, _flops_fn, _bytes_fn
+assert_close(_fake.events()[0].cpu_time_total, 2000.0, rtol=1e-6, atol=0,
+             what="an op that takes 2 ms by time.perf_counter (a fake clock; the FLOP count and the byte "
+                  "count take 1 s each): its cpu_time_total in µs, the op alone")
 print(f"✓ profile: {len(_names)} ops recorded once each; first matmul {_mm.flops} FLOPs in {_mm.cpu_time_total:.1f} µs")
 
 # %% [markdown]
@@ -1107,7 +1140,8 @@ def saved_activation_bytes(output):
     """Bytes of the outputs saved by the autograd graph behind `output`.
 
     Contract: `output` a Tensor computed with grad mode on, whose graph has not been freed
-    by a backward. Returns the Python int sum of node.output.nbytes over every node
+    by a backward. Returns the Python int sum of node.output.nbytes (a node's output is the
+    numpy array its forward returned) over every node
     reachable from output.grad_fn, each node once (a diamond reaches a node twice), leaving
     out the nodes of view ops: those whose saved output shares memory with one of the node's
     inputs. 0 when output has no grad_fn.
@@ -1144,6 +1178,9 @@ assert_equal(saved_activation_bytes(_c.sum()), 60 + 60 + 60 + 4, "matmul + relu 
 _d = _h + _h  # a diamond: _h's node is reached twice
 assert_equal(saved_activation_bytes(_d), 60 + 60, "a diamond counts each node once")
 assert_equal(saved_activation_bytes(Tensor([1.0])), 0, "no graph: 0 bytes")
+_res = _h + (_h * 3.0).tanh()  # a residual: the add's first input is the shortcut, its second a branch
+assert_equal(saved_activation_bytes(_res.sum()), 60 + 60 + 60 + 60 + 4,
+             "h + tanh(3h): the matmul, the mul, the tanh, the add and the sum (every input of every node is followed)")
 print("✓ saved_activation_bytes: the small graph keeps", saved_activation_bytes(_s), "bytes")
 
 # %% [markdown]
@@ -1485,10 +1522,12 @@ plot_where_time_goes([("digits CNN (batch 256)", cnn_rows), ("small GPT (8 × 64
 plt.show()
 
 # %% [markdown]
-# What to expect: in the CNN, the convolutions carry most FLOPs and most time, but the
-# pooling layers and BatchNorms take a larger share of the time than of the FLOPs (they do
-# little arithmetic on many bytes, and max-pooling unfolds its windows first). In the GPT, the blocks carry most FLOPs; the embedding
-# lookups cost no FLOPs but some time. The exact shares depend on your CPU, numpy's BLAS
+# What to expect: in the CNN, the convolutions carry most FLOPs, but the time need not
+# follow. The pooling layers and BatchNorms do little arithmetic on many bytes (and
+# max-pooling unfolds its windows first), so their share of the time is far larger than
+# their share of the FLOPs: on some CPUs the two pools together take longer than the two
+# convolutions (compare the GFLOP/s column). In the GPT, the blocks carry most FLOPs; the
+# embedding lookups cost no FLOPs but some time. The exact shares depend on your CPU, numpy's BLAS
 # and the load of the machine: rerun and compare.
 #
 # ## 9. What PyTorch does
@@ -1534,8 +1573,10 @@ if torch is not None:
 # %% [markdown]
 # The two agree on the forward products. In the backward, torch's conv computes no
 # gradient for the images (they do not require one), while module 09's conv2d backward
-# always computes both, which your `Conv2dBackward` rule counts: the difference is exactly
-# the skipped input gradient of the first convolution.
+# always computes both, which the provided `Conv2DBackward` FLOP rule counts: the
+# difference is exactly the skipped input gradient of the first convolution. (Without
+# PyTorch installed the cell above only says so; the numbers it would print are the two
+# totals and their difference.)
 #
 # ## 10. Recap
 #

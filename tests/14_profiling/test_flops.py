@@ -17,6 +17,7 @@ from tinytorch.profiler import attention_flops, conv2d_flops, layer_norm_flops, 
     ((2, 1, 3, 4), (6, 4, 5), 2 * 12 * 3 * 4 * 5),
     ((7, 3, 4), (4, 5), 2 * 7 * 3 * 4 * 5),
     ((5,), (2, 5, 3), 2 * 2 * 5 * 3),
+    ((3, 2, 4), (3, 4, 5), 2 * 3 * 2 * 4 * 5),  # equal batches broadcast to one: 3 products, not 9
 ])
 def test_matmul_flops_hand_counts(a, b, expected):
     got = matmul_flops(a, b)
@@ -47,7 +48,7 @@ def test_conv2d_flops_channel_mismatch():
 
 @pytest.mark.parametrize("shape,dim,log,expected", [
     ((4, 10), 1, False, 4 * 50), ((4, 10), -1, False, 200), ((4, 10), 0, False, 10 * 20),
-    ((2, 3, 7), 1, True, 14 * 16), ((6,), 0, True, 31), ((0, 5), 1, False, 0), ((), 0, False, 5),
+    ((2, 3, 7), 1, True, 14 * 16), ((6,), 0, True, 31), ((0, 5), 1, False, 0), ((5, 0), 1, False, 0), ((), 0, False, 5),
 ])
 def test_softmax_flops_hand_counts(shape, dim, log, expected):
     got = softmax_flops(shape, dim, log=log)
@@ -56,7 +57,7 @@ def test_softmax_flops_hand_counts(shape, dim, log, expected):
 
 @pytest.mark.parametrize("shape,norm,affine,expected", [
     ((6, 8), (8,), True, 6 * (45 + 16)), ((6, 8), (8,), False, 6 * 45),
-    ((2, 3, 4, 5), (4, 5), True, 6 * (105 + 40)), ((0, 4), (4,), True, 0),
+    ((2, 3, 4, 5), (4, 5), True, 6 * (105 + 40)), ((0, 4), (4,), True, 0), ((3, 0), (0,), True, 0),
 ])
 def test_layer_norm_flops_hand_counts(shape, norm, affine, expected):
     got = layer_norm_flops(shape, norm, affine)

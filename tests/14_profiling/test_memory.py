@@ -29,6 +29,16 @@ def test_saved_activation_bytes_diamond_and_leaf():
     assert got == 48, f"expected one node (48 bytes) on a leaf, got {got}"
 
 
+def test_saved_activation_bytes_follows_every_input():
+    x = tt.tensor(np.ones((5, 4), dtype=np.float32))
+    w = tt.tensor(np.ones((4, 3), dtype=np.float32), requires_grad=True)
+    h = x @ w                                  # 60 bytes
+    res = h + (h * 3.0).tanh()                 # a residual: the branch is the add's second input
+    assert saved_activation_bytes(res.sum()) == 60 * 4 + 4, "matmul, mul, tanh, add and sum"
+    both = (h * 2.0) * (h * 5.0).relu()        # a product of two branches
+    assert saved_activation_bytes(both) == 60 * 5, "matmul, two muls, relu and the product"
+
+
 def test_saved_activation_bytes_of_an_mlp_by_hand():
     tt.manual_seed(0)
     net = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 3))

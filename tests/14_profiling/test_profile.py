@@ -1,6 +1,7 @@
 """The profiler: one record per op (forward ops and backward rules), in order, nothing when
 inactive; the records' fields; key_averages; per-op FLOPs add up to the model's total."""
 import time
+import types
 
 import numpy as np
 
@@ -93,6 +94,38 @@ def test_profile_dispatch_times_fit_in_the_block():
         wall_us = (time.perf_counter() - start) * 1e6
     total = sum(e.cpu_time_total for e in prof.events())
     assert 0 < total <= wall_us, f"expected the ops' microseconds to fit in the block's {wall_us:.1f} µs, got {total:.1f}"
+
+
+def test_profile_dispatch_times_the_op_alone_in_microseconds(monkeypatch):
+    import tinytorch.profiler as profiler
+
+    ticks = [100.0]  # a fake clock: the op takes 2 ms of it, each piece of bookkeeping a whole second
+
+    def op(a):
+        ticks[0] += 0.002
+        return a * 2.0
+
+    def slow(f):
+        def wrapped(*args):
+            ticks[0] += 1.0
+            return f(*args)
+        return wrapped
+
+    monkeypatch.setattr(profiler, "time", types.SimpleNamespace(perf_counter=lambda: ticks[0]))
+    monkeypatch.setattr(profiler, "op_flops", slow(profiler.op_flops))
+    monkeypatch.setattr(profiler, "output_bytes", slow(profiler.output_bytes))
+    prof = profile()
+    prof.dispatch("mul", op, (np.ones(3),), {})
+    got = prof.events()[0].cpu_time_total
+    assert abs(got - 2000.0) < 1e-3, f"expected 2000 µs (the op alone, by time.perf_counter), got {got}"
+
+
+def test_profile_dispatch_passes_the_op_options_to_op_flops():
+    x = tt.randn(4, 6)
+    with profile() as prof:
+        F.softmax(x, dim=0)
+    from tinytorch.profiler import softmax_flops
+    assert prof.events()[0].flops == softmax_flops((4, 6), 0)
 
 
 def test_profile_dispatch_records_nothing_when_inactive():
