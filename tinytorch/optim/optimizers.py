@@ -437,7 +437,7 @@ class SequentialLR(LRScheduler):
         self.__dict__.update(state_dict)
 
 
-# -- cell 46 (memory) --
+# -- cell 50 (memory) --
 def state_nbytes(optimizer):
     """Bytes held by the optimizer's state tensors (momentum buffers, Adam moments, ...).
 
