@@ -433,7 +433,7 @@ assert_equal(_out.dtype, np.dtype(np.float32), "mse_loss keeps float32")
 assert_close(_out.item(), 5.25 / 6, what="mean of the squared differences (0.25 + 1 + 4) / 6")
 assert_close(mse_loss(Tensor(_a), Tensor(_b), reduction="sum").item(), 5.25, what="'sum': 0.25 + 1 + 4")
 assert_close(mse_loss(Tensor(_a), Tensor(_b), reduction="none"), (_a - _b) ** 2, what="'none': squares")
-for _sa, _sb in [((4, 1), (4,)), ((4, 1), (1, 4))]:   # both would broadcast to (4, 4)
+for _sa, _sb in [((4, 1), (4,)), ((4, 1), (1, 4)), ((5, 3), (3,))]:   # each pair would broadcast
     _e = assert_raises(ValueError, mse_loss, Tensor(np.zeros(_sa, np.float32)), Tensor(np.zeros(_sb, np.float32)),
                        what=f"mse_loss({_sa} input, {_sb} target)")
     check(str(_sa) in str(_e) and str(_sb) in str(_e) and "broadcast" in str(_e) and "mse_loss" in str(_e),
@@ -738,9 +738,9 @@ plt.show()
 #
 # <details><summary>Hint 2</summary>
 #
-# Three shape mistakes get three messages: a wrong number of dimensions, a different batch
-# size (dimension 0: name both sizes and the word "batch"), and any other difference. Every
-# one names both full shapes.
+# Two shape mistakes are worth telling apart: a different batch size (dimension 0: the
+# message names both sizes and says "batch"), and any other difference. Both messages name
+# both full shapes.
 # </details>
 #
 # <details><summary>Hint 3</summary>
@@ -857,23 +857,26 @@ print("✓ _check_class_targets: float labels, bad batch and shapes, class 7 of 
 #
 # <details><summary>Hint 1</summary>
 #
-# numpy has a gather along one axis: `np.take_along_axis`. Its index array must have as many
-# dimensions as the data, with size 1 on the gathered axis. Where does that size-1 axis have
-# to go for a target of shape `(N, d1, …)`?
+# Each position picks one entry along the class axis, its target's: a gather, with the
+# target as the index. Ignored positions hold −100, which is no class: what could they
+# gather instead, so that one gather serves every position, and how do they then count for
+# nothing? (A product with 0 is not nothing when the gathered value is −inf.)
 # </details>
 #
 # <details><summary>Hint 2</summary>
-#
-# Before gathering, replace ignored targets by any valid class (0 will do); afterwards,
-# choose between the gathered value and 0 with a select (`np.where`), not a product.
-# </details>
-#
-# <details><summary>Hint 3</summary>
 #
 # Each position's weight is the weight of its target class (1 without class weights), and 0
 # where ignored. The total weight for the mean is the sum of those weights. A 1-D input
 # `(C,)` with a 0-d target is a batch of one: add a batch axis at the front, and take it off
 # again for `"none"`.
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# numpy's gather along one axis is `np.take_along_axis`; its index array has as many
+# dimensions as the data, with size 1 on the gathered axis (where does that axis go for a
+# target of shape `(N, d1, …)`?). Any valid class (0 will do) is a safe stand-in for an
+# ignored target, and a select (`np.where`) keeps a −inf out.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -946,7 +949,7 @@ def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean")
 _lp = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25], [0.3, 0.3, 0.4], [0.6, 0.2, 0.2]]))
 _lp[2, 0] = -np.inf                              # row 2 is ignored: its -inf must not leak
 _t = np.array([2, 0, -100, 1])
-_want = -np.array([_lp[0, 2], _lp[1, 0], 0.0, _lp[3, 1]])
+_want = -np.array([_lp[0, 2], _lp[1, 0], 0.0, _lp[3, 1]]) + 0.0  # (+ 0.0: an ignored position is 0, not -0)
 _out = nll_loss(Tensor(_lp), Tensor(_t), reduction="none")
 assert_equal(_out.dtype, np.dtype(np.float64), "nll_loss keeps float64")
 assert_close(_out, _want, what="-logp[i, t_i] per row, 0 for the ignored row 2")
@@ -980,10 +983,13 @@ print(f"✓ nll_loss: mean {nll_loss(Tensor(_lp), Tensor(_t)).item():.4f} over 3
 # backward rules of `log_softmax` and `nll_loss`.
 #
 # **Label smoothing** (`label_smoothing=ε`, 0 by default): a model trained on one-hot
-# targets is pushed to ever larger logits. Smoothing mixes the one-hot target with the
-# uniform distribution over the C classes, so the loss becomes
-# `(1 − ε)·NLL + ε·U`, where U, the loss against the uniform target, is the next stub
-# (`_smoothing_term`, section 5.1). For `ε > 0`, return that mix.
+# targets is pushed to ever larger logits. Smoothing replaces the one-hot target by a mix
+# with the uniform distribution over the C classes: the correct class gets
+# $1 - ε + ε/C$, every other class $ε/C$. The loss against a target distribution $q$ is
+# $-\sum_c q_c \log p_c$ (with class weights, $-\sum_c w_c\, q_c \log p_c$). **Derive**
+# what the loss against the smoothed target is in terms of two losses: one you already
+# have, and the loss against the uniform target $q_c = 1/C$, which is the next stub
+# (`_smoothing_term`, section 5.1). For `ε > 0`, return that.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -1014,7 +1020,8 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
 
     Contract (the part you write): returns a Tensor, the output of one `nll_loss` node whose
     input is the output of `log_softmax` over the class dimension; with label_smoothing
-    eps > 0, the Tensor (1 - eps) * that + eps * _smoothing_term(...). Finite at logits of ±1e4.
+    eps > 0, the loss against the smoothed target (PyTorch's), made of recorded Tensor ops
+    and one `log_softmax` shared by both parts. Finite at logits of ±1e4.
     """
     _check_reduction(reduction)
     _check_tensor("cross_entropy", "input", input)
@@ -1067,26 +1074,25 @@ check(_node is not None and _node.op == "nll_loss", "cross_entropy's output is a
 _inner = _node.inputs[0].grad_fn
 check(_inner is not None and _inner.op == "log_softmax" and _inner.attrs.get("dim") == 1,
       "nll_loss's input is log_softmax over dim 1", got=_inner and (_inner.op, _inner.attrs))
+_z1 = np.array([2.0, -1.0, 0.5], dtype=np.float32)  # one sample, no batch: classes on dimension 0
+assert_close(cross_entropy(Tensor(_z1), Tensor(np.array(1))).item(), _ce_reference(_z1[None], np.array([1]))[0],
+             what="a (C,) input with a 0-d target: the classes are on dimension 0")
 print(f"✓ cross_entropy: mean {_out.item():.4f}, finite at ±1e4, log_softmax then nll_loss")
 
 # %% [markdown]
 # ### 5.1 Label smoothing: the uniform part
 #
-# With smoothing ε the target of a position is no longer one-hot: the correct class gets
-# 1 − ε + ε/C and every class (the correct one included) gets ε/C. The loss against that
-# target splits in two: (1 − ε) times the NLL you have, plus ε times the loss against the
-# **uniform** target,
-#
-# $$U_i = -\frac{1}{C}\sum_{c=1}^{C} w_c \log p_{i,c},$$
-#
-# with class weights w (all 1 without them). Ignored positions contribute 0, and the
+# The second loss of your derivation is the weighted loss of each position against the
+# **uniform** target, $q_c = 1/C$ for every class, with the definition above (class
+# weights w, all 1 without them). Ignored positions contribute 0, and the
 # reductions follow the NLL's: "sum" adds, "none" keeps one value per position, and "mean"
 # divides by the **same total weight** as `nll_loss`: the sum of w_{yᵢ} over the real targets
 # (PyTorch does exactly this, so that both halves of the mix are on one scale).
 #
-# Unlike the forwards so far, `_smoothing_term` returns a **Tensor built from Tensor ops**
-# (`*`, `.sum(dim)`, `masked_fill`, `/`), not a numpy array: it sits inside `cross_entropy`,
-# and module 06 must be able to differentiate it with the rules of those ops.
+# Unlike the forwards so far, `_smoothing_term` returns a **Tensor built from Tensor ops**,
+# not a numpy array: it sits inside `cross_entropy`, and module 06 must be able to
+# differentiate it with the rules of those ops. (Which Tensor op sets the ignored
+# positions to 0 without a numpy round trip?)
 #
 # <details><summary>Hint 1</summary>
 #
@@ -1122,7 +1128,8 @@ def _smoothing_term(logp, target, weight, ignore_index, reduction):
     Contract: `logp` is the log_softmax Tensor ((C,), (N, C) or (N, C, d1, ...)), `target`
     the int64 target Tensor, `weight` None or a numpy (C,) array, `reduction` one of the
     three. Returns a Tensor made of Tensor ops (so it can be differentiated): per position
-    -sum_c w_c * logp_c / C (w = 1 without weights), 0 where the target is ignore_index;
+    the weighted loss against the uniform target (w = 1 without weights), 0 where the
+    target is ignore_index;
     "none" -> those values, "sum" -> their sum, "mean" -> their sum divided by the same total
     weight nll_loss uses (the sum of the target classes' weights over non-ignored positions).
     """
@@ -1183,6 +1190,17 @@ _u = _smoothing_term(log_softmax(Tensor(_zl, requires_grad=True), dim=1), Tensor
 check(isinstance(_u, Tensor) and _u.grad_fn is not None,
       "_smoothing_term returns a Tensor built from Tensor ops (it has a grad_fn)",
       got=f"a {type(_u).__name__}" + (f" with grad_fn {_u.grad_fn!r}" if isinstance(_u, Tensor) else ""))
+_seen, _stack, _n_lsm = set(), [cross_entropy(Tensor(_zl, requires_grad=True), Tensor(_tl), label_smoothing=0.2).grad_fn], 0
+_alive = []  # keep every node alive while the walk compares ids
+while _stack:
+    _nd = _stack.pop()
+    if _nd is None or id(_nd) in _seen:
+        continue
+    _seen.add(id(_nd))
+    _alive.append(_nd)
+    _n_lsm += _nd.op == "log_softmax"
+    _stack.extend(_x.grad_fn for _x in _nd.inputs)
+assert_equal(_n_lsm, 1, "log_softmax nodes in the graph of a smoothed cross_entropy (both parts share one)")
 print(f"✓ label smoothing: mean {cross_entropy(Tensor(_zl), Tensor(_tl), label_smoothing=0.2).item():.4f}, "
       "weighted and ignored positions as in PyTorch")
 
@@ -1424,7 +1442,8 @@ print("you predicted", "nothing" if predicted_stable_over_naive is None else f"{
 # naive form. And our tinytorch
 # `cross_entropy`, with its argument checks and two trips through `apply`, against the bare
 # numpy `stable_ce`: the checks and dispatch cost a fixed amount per call, the numerics
-# O(N·C), so at this size expect a ratio near 1. It can land on either side: our version
+# O(N·C), so at this size expect a ratio of order one, not of order C. It can land on
+# either side of 1: our version
 # builds a few extra arrays for the masks, but gathers the target entries differently, and
 # timings under load jump around; for tiny inputs the fixed cost dominates and the ratio grows.
 

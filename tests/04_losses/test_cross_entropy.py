@@ -277,3 +277,18 @@ def test_class_weight_must_have_one_entry_per_class(name):
     with pytest.raises(ValueError) as info:
         LOSSES[name](z, Tensor([0, 1]), Tensor(np.ones(4, np.float32)))
     assert "3" in str(info.value) and "(4,)" in str(info.value)
+
+
+def test_cross_entropy_smoothing_shares_one_log_softmax():
+    z = Tensor(np.random.default_rng(5).standard_normal((4, 3)).astype(np.float32), requires_grad=True)
+    out = F.cross_entropy(z, Tensor(np.array([0, 2, 1, 1])), label_smoothing=0.1)
+    nodes, stack, alive = set(), [out.grad_fn], []
+    while stack:  # alive: the nodes stay referenced while their ids are compared
+        node = stack.pop()
+        if node is None or id(node) in nodes:
+            continue
+        nodes.add(id(node))
+        alive.append(node)
+        stack.extend(x.grad_fn for x in node.inputs)
+    ops = [n.op for n in alive]
+    assert ops.count("log_softmax") == 1, f"both parts of the mix read one log_softmax, got the ops {ops}"

@@ -91,4 +91,15 @@ def test_reduce_over_nothing_is_nan_without_a_warning(losses, total_weight):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = _reduce(losses, "mean", total_weight)
-    assert got.shape == () and np.isnan(got) and got.dtype == np.float32, got
+    assert got.shape == (), f"a mean reduces to a 0-d array, got shape {got.shape}"
+    assert np.isnan(got), f"a mean over nothing (total weight {total_weight}) is nan, got {got}"
+    assert got.dtype == np.float32, f"the losses' dtype float32 is kept, got {got.dtype}"
+
+
+@pytest.mark.parametrize("bad", BAD, ids=repr)
+def test_reduce_refuses_a_bad_reduction(bad):
+    from tinytorch.nn.losses import _reduce
+
+    with pytest.raises(ValueError) as info:
+        _reduce(np.ones(3, dtype=np.float32), bad)
+    assert all(f"'{r}'" in str(info.value) for r in ("mean", "sum", "none")), str(info.value)

@@ -228,7 +228,8 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
 
     Contract (the part you write): returns a Tensor, the output of one `nll_loss` node whose
     input is the output of `log_softmax` over the class dimension; with label_smoothing
-    eps > 0, the Tensor (1 - eps) * that + eps * _smoothing_term(...). Finite at logits of ±1e4.
+    eps > 0, the loss against the smoothed target (PyTorch's), made of recorded Tensor ops
+    and one `log_softmax` shared by both parts. Finite at logits of ±1e4.
     """
     _check_reduction(reduction)
     _check_tensor("cross_entropy", "input", input)
@@ -249,7 +250,8 @@ def _smoothing_term(logp, target, weight, ignore_index, reduction):
     Contract: `logp` is the log_softmax Tensor ((C,), (N, C) or (N, C, d1, ...)), `target`
     the int64 target Tensor, `weight` None or a numpy (C,) array, `reduction` one of the
     three. Returns a Tensor made of Tensor ops (so it can be differentiated): per position
-    -sum_c w_c * logp_c / C (w = 1 without weights), 0 where the target is ignore_index;
+    the weighted loss against the uniform target (w = 1 without weights), 0 where the
+    target is ignore_index;
     "none" -> those values, "sum" -> their sum, "mean" -> their sum divided by the same total
     weight nll_loss uses (the sum of the target classes' weights over non-ignored positions).
     """
