@@ -1080,6 +1080,18 @@ assert_close(cross_entropy(Tensor(_z1), Tensor(np.array(1))).item(), _ce_referen
 print(f"✓ cross_entropy: mean {_out.item():.4f}, finite at ±1e4, log_softmax then nll_loss")
 
 # %% [markdown]
+# **A number to know by heart.** A freshly initialised classifier has logits near 0: it
+# spreads its belief evenly over the C classes. What cross-entropy should its first batch
+# show, for C = 10 (the digits)? Work it out before you run the cell. A first loss far
+# from that number means a bug before any training: wrong targets, logits already huge, a
+# softmax applied twice.
+
+# %%
+_c10 = cross_entropy(Tensor(np.zeros((64, 10), dtype=np.float32)),
+                     Tensor(np.random.default_rng(0).integers(0, 10, 64)))
+print(f"cross-entropy of uniform logits over 10 classes: {_c10.item():.4f} (log 10 = {np.log(10):.4f})")
+
+# %% [markdown]
 # ### 5.1 Label smoothing: the uniform part
 #
 # The second loss of your derivation is the weighted loss of each position against the

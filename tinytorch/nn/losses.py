@@ -243,7 +243,7 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     raise NotImplementedError('cross_entropy() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
-# -- cell 33 (label-smoothing) --
+# -- cell 35 (label-smoothing) --
 def _smoothing_term(logp, target, weight, ignore_index, reduction):
     """Label smoothing's uniform part, PyTorch's way.
 
@@ -261,7 +261,7 @@ def _smoothing_term(logp, target, weight, ignore_index, reduction):
     raise NotImplementedError('_smoothing_term() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
-# -- cell 36 --
+# -- cell 38 --
 class MSELoss(Module):
     """Mean squared error as a module (see mse_loss)."""
 
