@@ -71,3 +71,12 @@ def test_nested_sequential_names():
     seq = nn.Sequential(nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 1))))
     assert [n for n, _ in seq.named_parameters()][-2:] == ["1.1.0.weight", "1.1.0.bias"]
     assert seq(X).shape == (6, 1)
+
+
+def test_sequential_init_registers_through_add_module():
+    with pytest.raises(TypeError):
+        nn.Sequential(nn.Linear(2, 2), 3)  # add_module refuses a non-Module
+    with pytest.raises(TypeError):
+        nn.Sequential(OrderedDict([("fc", nn.Linear(2, 2)), ("bad", "relu")]))
+    with pytest.raises(KeyError):
+        nn.Sequential(OrderedDict([("a.b", nn.Linear(2, 2))]))  # and a dotted name
