@@ -213,10 +213,12 @@ def fit(model, loss_fn, optimizer, train_loader, val_loader=None, epochs=1, sche
         clip=None, metrics=("accuracy",), progress=True, history=None):
     """Train `model` for `epochs` epochs; returns the History (the records described above).
 
-    Contract: one train_epoch per epoch (then evaluate on val_loader, if given); the
-    scheduler steps once per epoch, after the epoch's lr is recorded; one tqdm bar per epoch
-    (disabled when progress=False: nothing is drawn); an existing `history` is continued
-    (and returned), its epochs numbered on.
+    Contract: one train_epoch per epoch with `clip` and `metrics` (then evaluate on
+    val_loader, if given, with the same `metrics`); the scheduler steps once per epoch,
+    after the epoch's lr is recorded; `time` is the epoch's wall time in seconds; one tqdm
+    bar per epoch, described "epoch k/n" (k the epoch's number, n the last one's), disabled
+    when progress=False (nothing is drawn); an existing `history` is continued (and
+    returned), its epochs numbered on (2 more epochs after 5 are "epoch 6/7", "epoch 7/7").
     """
     history = History() if history is None else history
     # Idea: an epoch is train, then measure, then move the schedule, then write it down.

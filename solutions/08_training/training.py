@@ -570,7 +570,10 @@ with preserved_state():
     assert_close(_res["loss"], _full_loss, rtol=1e-5, what="evaluate's loss over batches of 4, 4, 2")
     assert_close(_res["accuracy"], accuracy(_full, _ys), rtol=1e-12, what="evaluate's accuracy")
     _spy.train()
+    _spy.calls.clear()
     assert_equal(sorted(evaluate(_spy, _batches, metrics=())), [], "no loss_fn and no metrics: an empty dict")
+    assert_equal(_spy.calls, [(False, False)] * 3,
+                 "evaluate of a model found in training mode: its forward calls as (training, grad enabled)")
     check(_spy.training, "evaluate restores training mode")
 
     def _failing_loader():
@@ -844,10 +847,12 @@ def fit(model, loss_fn, optimizer, train_loader, val_loader=None, epochs=1, sche
         clip=None, metrics=("accuracy",), progress=True, history=None):
     """Train `model` for `epochs` epochs; returns the History (the records described above).
 
-    Contract: one train_epoch per epoch (then evaluate on val_loader, if given); the
-    scheduler steps once per epoch, after the epoch's lr is recorded; one tqdm bar per epoch
-    (disabled when progress=False: nothing is drawn); an existing `history` is continued
-    (and returned), its epochs numbered on.
+    Contract: one train_epoch per epoch with `clip` and `metrics` (then evaluate on
+    val_loader, if given, with the same `metrics`); the scheduler steps once per epoch,
+    after the epoch's lr is recorded; `time` is the epoch's wall time in seconds; one tqdm
+    bar per epoch, described "epoch k/n" (k the epoch's number, n the last one's), disabled
+    when progress=False (nothing is drawn); an existing `history` is continued (and
+    returned), its epochs numbered on (2 more epochs after 5 are "epoch 6/7", "epoch 7/7").
     """
     history = History() if history is None else history
     # Idea: an epoch is train, then measure, then move the schedule, then write it down.
@@ -904,6 +909,27 @@ with preserved_state():
     assert_equal(_h1["epoch"][-2:], [6.0, 7.0], "a continued history numbers its epochs on")
     check(np.isnan(_h1["val_loss"][-1]), "epochs without a val_loader record nan as val_loss",
           got=_h1["val_loss"][-1])
+    check(all(t > 0 for t in _h2["time"]), "each epoch's time (seconds, > 0) is recorded", got=_h2["time"])
+    _seen = []  # what fit hands to train_epoch and evaluate (their own defaults would pass unnoticed)
+    _real_train_epoch, _real_evaluate = train_epoch, evaluate
+
+    def train_epoch(model, loss_fn, optimizer, loader, clip=None, metrics=("accuracy",), progress=None):
+        _seen.append(("train_epoch", clip, tuple(metrics)))
+        return _real_train_epoch(model, loss_fn, optimizer, loader, None, metrics, progress)  # (clipping: section 8)
+
+    def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
+        _seen.append(("evaluate", None, tuple(metrics)))
+        return _real_evaluate(model, loader, loss_fn, metrics)
+
+    try:
+        _mc = nn.Sequential(nn.Linear(2, 2))
+        _xy = [(tt.tensor([[0.0, 1.0]]), tt.tensor([1]))]
+        fit(_mc, nn.CrossEntropyLoss(), Adam(_mc.parameters()), _xy, val_loader=_xy, clip=0.5, metrics=(),
+            progress=False)
+    finally:
+        train_epoch, evaluate = _real_train_epoch, _real_evaluate
+    assert_equal(_seen, [("train_epoch", 0.5, ()), ("evaluate", None, ())],
+                 "fit(clip=0.5, metrics=()): what train_epoch and evaluate were given (clip, metrics)")
     _bars = []
 
     class _Recorded(tqdm):
@@ -925,12 +951,21 @@ with preserved_state():
         _shown = list(_bars)
         _bars.clear()
         _xor_run(0, epochs=2, progress=False)
+        _on = list(_bars)
+        _bars.clear()
+        _mc2 = nn.Sequential(nn.Linear(2, 2))
+        fit(_mc2, nn.CrossEntropyLoss(), Adam(_mc2.parameters()), [(tt.zeros(1, 2), tt.tensor([0]))],
+            epochs=2, progress=True, history=_h2)  # _h2 holds 5 epochs: these are epochs 6 and 7 of 7
+        _continued = list(_bars)
+        _bars[:] = _on
     finally:
         tqdm = _real_tqdm
     assert_equal([b.desc for b in _shown], ["epoch 1/2", "epoch 2/2"], "one bar per epoch, its description")
     assert_equal([(b.n, b.total, b.drawn) for b in _shown], [(1, 1, True)] * 2,
                  "each bar as (steps done, total, drawn): the loader holds 1 batch")
     assert_equal([b.closed for b in _shown], [True, True], "each epoch's bar is closed (its final drawing)")
+    assert_equal([b.desc for b in _continued], ["epoch 6/7", "epoch 7/7"],
+                 "the bars of 2 more epochs continuing a 5-epoch history")
     check("val:" in _shown[-1].postfix and "train:" in _shown[-1].postfix,
           "the last bar's postfix is the epoch's summary", got=_shown[-1].postfix)
     check(_bars and not any(b.drawn for b in _bars), "progress=False: every bar is disabled (nothing drawn)",
@@ -977,7 +1012,9 @@ plt.show()
 
 # %% [markdown]
 # The black line (P = 0.5) bends around the points: the two tanh "half-planes" of the
-# hidden layer are combined by the output layer into a band. The loss falls slowly at first
+# hidden layer are combined by the output layer so that the two corners of class 1,
+# (0, 1) and (1, 0), lie on one side and (0, 0) and (1, 1) on the other, which no single
+# straight line can do. The loss falls slowly at first
 # (the initial random boundary is almost linear) and then quickly once the hidden units have
 # specialised.
 #
@@ -1191,6 +1228,13 @@ with preserved_state():
     assert_equal(dropout(_x, 0.3).numpy(), _y.numpy(), "tt.manual_seed reproduces the mask")
     check(dropout(_x, 0.3, training=False) is _x, "training=False returns the input itself")
     check(dropout(_x, 0.0) is _x, "p = 0 returns the input itself")
+    for _kw, _case in (({"p": 0.3, "training": False}, "training=False"), ({"p": 0.0}, "p = 0")):
+        tt.manual_seed(5)
+        dropout(_x, **_kw)
+        _next = tt.rand(1).item()
+        tt.manual_seed(5)
+        check(_next == tt.rand(1).item(), f"{_case} draws nothing from the generator (a mask drawn and thrown "
+              "away would shift every later random number)", got="the generator moved")
     assert_equal(dropout(_x, 1.0).numpy(), np.zeros(_x.shape, np.float32), "p = 1 drops everything")
     for _bad in (-0.1, 1.5):
         assert_raises(ValueError, dropout, _x, _bad, match="between 0 and 1", what=f"dropout(x, p={_bad})")
@@ -1790,8 +1834,8 @@ print(f"✓ checkpoints; e.g. arrays stored as {sorted(_arrays)}")
 # Write the pair that every training script needs:
 #
 # - `save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra)` saves,
-#   with `save`, one dict: `"model"` (the model's `state_dict`), `"rng_state"` (what you
-#   found above: `tinytorch.random.get_rng_state()` reads it), and `"optimizer"`,
+#   with `save`, one dict: `"model"` (the model's `state_dict`), `"rng_state"` (your
+#   answer to the question above, as its owner reports it), and `"optimizer"`,
 #   `"scheduler"`, `"history"` (their `state_dict`s) for the objects given, plus `"extra"`,
 #   the keyword arguments (such as `epoch=3`) as plain data;
 # - `load_checkpoint(f, model, optimizer=None, scheduler=None, history=None)` loads that
@@ -2058,6 +2102,7 @@ ax.set_xlabel("batch size")
 ax.set_ylabel("ms per epoch")
 ax.set_title("one epoch of the digits MLP (median of 5, after a warm-up)")
 ax.legend()
+fig.tight_layout()
 plt.show()
 for _bs, _s in zip(_sizes, _spent):
     print(f"batch {_bs:4d}: " + ", ".join(f"{k} {v * 1e3:6.1f} ms" for k, v in _s.items()))
@@ -2074,8 +2119,8 @@ print(f"epoch time at batch 16 / at batch 256: measured {_ratio:.1f}x, your gues
 # times as long as at batch 256 (the printed ratio), the `step` part shrinking most; the
 # matrix products of this small MLP are cheap. How large the ratio comes out depends on the
 # machine: the faster its Python and the slower its memory, the larger. The data part is
-# per *sample* (the DataLoader indexes and stacks one sample at a time), so it hardly
-# depends on the batch size. Larger batches
+# per *sample* (the DataLoader indexes and stacks one sample at a time), so it changes far
+# less with the batch size than the step does. Larger batches
 # amortise the per-step overheads, which is why GPUs (module 17) and frameworks push
 # towards large batches and fused kernels; the price is fewer optimizer steps per epoch,
 # a trade-off between hardware and statistical efficiency that is one of the central
@@ -2125,6 +2170,7 @@ ax.set_yscale("log")  # the parameters' line would sit flat on zero on a linear 
 ax.set_xlabel("batch size")
 ax.set_ylabel("KiB")
 ax.legend()
+fig.tight_layout()
 plt.show()
 print(f"parameters {_param_bytes / 1024:.1f} KiB; graph at batch 1024: {_act[-1] / 1024:.1f} KiB "
       f"({_act[-1] / _param_bytes:.1f}x the parameters; your guess "

@@ -157,3 +157,13 @@ def test_matches_torch_semantics(torch):
     np.testing.assert_array_equal(
         F.dropout(tt.tensor(x), 0.3, training=False).numpy(),
         torch.nn.functional.dropout(torch.from_numpy(x), 0.3, training=False).numpy())
+
+
+@pytest.mark.parametrize("kwargs", [{"p": 0.3, "training": False}, {"p": 0.0}], ids=["eval", "p0"])
+def test_dropout_that_returns_its_input_draws_nothing(kwargs):
+    x = tt.randn(30, 20)
+    tt.manual_seed(5)
+    F.dropout(x, **kwargs)
+    after = tt.rand(3).numpy()
+    tt.manual_seed(5)
+    np.testing.assert_array_equal(after, tt.rand(3).numpy(), err_msg="the generator moved: a mask was drawn and dropped")

@@ -304,3 +304,32 @@ def test_history_plot_with_nothing_to_plot_is_a_value_error(tmp_path):
     with pytest.raises(ValueError):
         h.plot(tmp_path / "empty.png")
     assert not (tmp_path / "empty.png").exists()
+
+
+def test_fit_passes_clip_and_metrics_on(monkeypatch):
+    seen = []
+    real_train_epoch, real_evaluate = training.train_epoch, training.evaluate
+
+    def train_epoch(model, loss_fn, optimizer, loader, clip=None, metrics=("accuracy",), progress=None):
+        seen.append(("train_epoch", clip, tuple(metrics)))  # the documented signatures, defaults included
+        return real_train_epoch(model, loss_fn, optimizer, loader, None, metrics, progress)  # clipping: its own tests
+
+    def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
+        seen.append(("evaluate", tuple(metrics)))
+        return real_evaluate(model, loader, loss_fn, metrics)
+
+    monkeypatch.setattr(training, "train_epoch", train_epoch)
+    monkeypatch.setattr(training, "evaluate", evaluate)
+    x, y, batches = _uneven_batches(4)
+    model = nn.Sequential(nn.Linear(4, 3))
+    h = fit(model, nn.CrossEntropyLoss(), SGD(model.parameters(), lr=0.1), batches, val_loader=batches,
+            clip=0.25, metrics=(), progress=False)
+    assert seen == [("train_epoch", 0.25, ()), ("evaluate", ())], seen
+    assert h["time"][0] > 0, "the epoch's wall time in seconds"
+
+
+def test_fit_bars_of_a_continued_history_count_on(monkeypatch, capsys):
+    h = _tiny_fit(epochs=2)
+    bars = _recording_tqdm(monkeypatch)
+    _tiny_fit(epochs=2, progress=True, history=h)
+    assert [b.desc for b in bars] == ["epoch 3/4", "epoch 4/4"]
