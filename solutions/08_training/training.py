@@ -1809,7 +1809,7 @@ assert_equal(_back["inf"], math.inf, "an infinite float")
 assert_equal((str(_back["i64"].dtype), str(_back["d64"].dtype)), ("int64", "float64"), "dtypes are kept")
 check(isinstance(_back["f32"], float) and _back["f32"] == 1.5, "a numpy scalar comes back as a Python float",
       got=_back["f32"])
-for _bad in ({"f": lambda x: x}, {(1, 2): 3}, np.array([object()]), {"s": np.array(["text"])}):
+for _bad in ({"f": lambda x: x}, {(1, 2): 3}, {True: 1}, np.array([object()]), {"s": np.array(["text"])}):
     assert_raises(TypeError, _pack, _bad, {}, what=f"_pack of {_bad!r}")
 _buf = io.BytesIO()
 save({"model": nn.Linear(3, 2).state_dict(), "step": 7}, _buf)
@@ -1941,8 +1941,13 @@ with preserved_state():
             assert_equal(_p.numpy(), _a, f"{_kind}: parameter {_i}, resumed run against the uninterrupted one")
     _bare = os.path.join(tempfile.mkdtemp(), "weights.ckpt")
     save_checkpoint(_bare, _model)
-    assert_raises(ValueError, load_checkpoint, _bare, _model, _opt, match="optimizer",
+    _fresh, _fresh_opt, _ = _make(1)
+    _fresh_w = [p.numpy().copy() for p in _fresh.parameters()]
+    assert_raises(ValueError, load_checkpoint, _bare, _fresh, _fresh_opt, match="optimizer",
                   what="restoring an optimizer from a checkpoint that holds none")
+    check(all(np.array_equal(p.numpy(), w) for p, w in zip(_fresh.parameters(), _fresh_w)),
+          "a load that fails restores nothing, not even the model (every part is checked first)",
+          got="the model's weights changed")
 print(f"✓ save_checkpoint / load_checkpoint: resumed == uninterrupted, bit for bit; "
       f"file {os.path.getsize(_path):,} bytes")
 
