@@ -76,10 +76,11 @@ def _conv_from(weight, bias, like):
 
 
 def shrink_linear(layer, next_layer, keep):
-    """Contract: layer a Linear(in, h), next_layer a Linear(h, out), keep sorted int64
-    indices into the h hidden units. Returns (Linear(in, len(keep)) with rows `keep` of the
-    weight and entries `keep` of the bias, Linear(len(keep), out) with columns `keep` of the
-    weight and the same bias); copies, in the layers' dtype."""
+    """Contract: layer a Linear(in, h), next_layer a Linear(h, out) (either may have no
+    bias), keep sorted int64 indices into the h hidden units. Returns (Linear(in,
+    len(keep)), Linear(len(keep), out)): new layers, in the originals' dtype and sharing no
+    memory with them, that compute exactly what the original pair computes when every
+    hidden unit outside `keep` is removed."""
     # Idea: a hidden unit is a row on one side and a column on the other; cut both.
     # YOUR CODE HERE
     raise NotImplementedError('shrink_linear() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')

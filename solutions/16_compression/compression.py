@@ -100,13 +100,14 @@ def draw_pruning_kinds(axes, seed=0):
     """A weight matrix, its magnitude-pruned version, and its structurally pruned version."""
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((8, 12)) * rng.uniform(0.3, 1.5, (8, 1))
-    flat = np.abs(w).ravel()
-    mask = np.ones(w.size)
-    mask[np.argsort(flat, kind="stable")[: int(0.6 * w.size)]] = 0
-    rows = np.sort(np.argsort(-np.abs(w).sum(1), kind="stable")[:4])
+    cut = np.quantile(np.abs(w), 0.6)  # (random weights have no ties; section 2's function must not rely on that)
+    pruned = np.where(np.abs(w) > cut, w, np.nan)
+    norms = np.abs(w).sum(1)
+    rows = norms > np.median(norms)  # the 4 rows of largest L1 norm, in their order
     panels = [(w, "dense: 8 × 12 = 96 weights"),
-              (np.where(mask.reshape(w.shape) == 1, w, np.nan), "unstructured, 60% zeros:\nstill 8 × 12, 38 non-zero"),
-              (w[rows], "structured, 4 of 8 rows kept:\na 4 × 12 matrix (48 weights)")]
+              (pruned, f"unstructured, 60% zeros:\nstill 8 × 12, {int(np.isfinite(pruned).sum())} non-zero"),
+              (w[rows], f"structured, {int(rows.sum())} of 8 rows kept:\na {int(rows.sum())} × 12 matrix "
+                        f"({12 * int(rows.sum())} weights)")]
     for ax, (m, title) in zip(axes, panels):
         ax.imshow(m, cmap="coolwarm", vmin=-2.5, vmax=2.5)
         ax.set_title(title, fontsize=9)
@@ -212,6 +213,12 @@ assert_equal(magnitude_mask(_w, 3).dtype, np.dtype(np.float32), "the mask has th
 _ties = np.array([1.0, 0.5, 0.5, 0.5, 2.0])
 assert_equal(magnitude_mask(_ties, 2), np.array([1.0, 0.0, 0.0, 1.0, 1.0]),
              "exactly k = 2 zeros among three tied values: the earlier positions go first")
+_many = np.round(np.random.default_rng(8).standard_normal((20, 15)), 1)  # 300 values, many of them tied
+_mm = magnitude_mask(_many, 120).ravel()
+_at = np.flatnonzero(np.abs(_many).ravel() == np.abs(_many).ravel()[_mm == 0].max())  # where the cut falls
+check(int((_mm == 0).sum()) == 120 and np.all(np.diff(_mm[_at]) >= 0),
+      "k = 120 among 300 values rounded to 0.1: the tied values at the cut are pruned earlier positions first",
+      got=_mm[_at], expected="zeros, then ones, along the positions of the tied magnitude")
 _big = np.random.default_rng(0).standard_normal((40, 25))
 _m = magnitude_mask(_big, _count_to_prune(0.7, _big.size))
 assert_equal(int((_m == 0).sum()), 700, "amount = 0.7 of 1000 weights: exactly 700 zeros")
@@ -272,6 +279,16 @@ _ma, _mb = global_magnitude_masks([_a, _b], 2)
 assert_equal(_ma, np.array([[1.0, 1.0]], dtype=np.float32), "first array: 3 and -1 are not among the 2 smallest")
 assert_equal(_mb, np.array([0.0, 1.0, 0.0], dtype=np.float32), "second array: 0.5 and -0.7 are pruned")
 assert_equal(_mb.dtype, np.dtype(np.float32), "each mask keeps its array's dtype")
+_m64, _m32 = global_magnitude_masks([np.ones(3), np.ones(2, dtype=np.float32)], 1)
+assert_equal((_m64.dtype, _m32.dtype), (np.dtype(np.float64), np.dtype(np.float32)),
+             "a float64 and a float32 array: each mask in its own array's dtype")
+_tied = [np.round(np.random.default_rng(4).standard_normal(600), 1), np.full(300, 0.1)]  # hundreds of ties
+_gm = np.concatenate([m.ravel() for m in global_magnitude_masks(_tied, 400)])
+_ga = np.abs(np.concatenate(_tied))
+_gat = np.flatnonzero(_ga == _ga[_gm == 0].max())  # every position, in both arrays, holding the cut's magnitude
+check(int((_gm == 0).sum()) == 400 and np.all(np.diff(_gm[_gat]) >= 0),
+      "k = 400 among hundreds of ties: the tied values at the cut go earlier array first, then earlier position",
+      got=_gm[_gat], expected="zeros, then ones, along the tied positions in array order")
 _all = np.concatenate([np.abs(_small).ravel(), np.abs(_large).ravel()])
 _kept = np.concatenate([_ms.ravel(), _ml.ravel()]) == 1
 check(_all[~_kept].max() <= _all[_kept].min(), "every pruned |w| is at most every kept |w|, over both arrays")
@@ -358,9 +375,10 @@ class PrunedModule(Module):
             setattr(layer, name, getattr(layer, name + "_orig") * getattr(layer, name + "_mask"))
 
     def forward(self, *args, **kwargs):
-        """Contract: for every name in pruned_names, sets self.module.<name> to the recorded
-        product <name>_orig * <name>_mask (a graph op, so the gradient reaches <name>_orig,
-        masked), then returns self.module(*args, **kwargs)."""
+        """Contract: returns what the wrapped layer returns for the same arguments, computed
+        with each pruned parameter masked: exactly 0 where its mask is 0, whatever its
+        `_orig` holds now, with a gradient that reaches `_orig` (masked). The layer's
+        attribute of that name holds the masked value afterwards."""
         # Idea: the hook's one line: the layer's weight is always the masked original.
         ### BEGIN SOLUTION
         layer = self.module
@@ -758,10 +776,11 @@ def _conv_from(weight, bias, like):
 
 
 def shrink_linear(layer, next_layer, keep):
-    """Contract: layer a Linear(in, h), next_layer a Linear(h, out), keep sorted int64
-    indices into the h hidden units. Returns (Linear(in, len(keep)) with rows `keep` of the
-    weight and entries `keep` of the bias, Linear(len(keep), out) with columns `keep` of the
-    weight and the same bias); copies, in the layers' dtype."""
+    """Contract: layer a Linear(in, h), next_layer a Linear(h, out) (either may have no
+    bias), keep sorted int64 indices into the h hidden units. Returns (Linear(in,
+    len(keep)), Linear(len(keep), out)): new layers, in the originals' dtype and sharing no
+    memory with them, that compute exactly what the original pair computes when every
+    hidden unit outside `keep` is removed."""
     # Idea: a hidden unit is a row on one side and a column on the other; cut both.
     ### BEGIN SOLUTION
     bias = _values(layer.bias)
@@ -810,6 +829,9 @@ assert_close(_after, _before, rtol=1e-5, atol=1e-6, what="outputs after removing
 assert_equal(_n1.weight.numpy(), _fc1.weight.numpy()[[0, 2, 3, 5]], "rows kept, in order")
 assert_equal(_n2.weight.numpy(), _fc2.weight.numpy()[:, [0, 2, 3, 5]], "columns kept, in order")
 check(_n1.weight is not _fc1.weight and _fc1.weight.shape == (6, 5), "new layers; the originals untouched")
+_nb1, _nb2 = nn.Linear(5, 6, bias=False), nn.Linear(6, 4, bias=False)
+_s1, _s2 = shrink_linear(_nb1, _nb2, _keep)
+check(_s1.bias is None and _s2.bias is None, "layers without a bias stay without one", got=(_s1.bias, _s2.bias))
 print(f"✓ shrink_linear: {_fc1.weight.numel() + _fc2.weight.numel()} → "
       f"{_n1.weight.numel() + _n2.weight.numel()} weights, same outputs")
 
@@ -1109,6 +1131,9 @@ _p2, _q2 = np.exp(_log_softmax_np(_t / 2)), np.exp(_log_softmax_np(_s / 2))
 assert_close(_st.grad.numpy(), 2.0 * (_q2 - _p2) / 4, rtol=1e-6, atol=1e-9,
              what="gradient w.r.t. the student's logits, at T = 2")
 check(_tt.grad is None, "no gradient reaches the teacher's logits", got=_tt.grad)
+_far = distillation_loss(Tensor([[0.0, 240.0]]), Tensor([[240.0, 0.0]]), 2.0).item()
+assert_close(_far, 480.0, rtol=1e-6, what="logits 120 apart after dividing by T = 2: T² · 120 "
+             "(a probability that underflows to 0 and then meets a log gives inf or nan)")
 assert_raises(ValueError, distillation_loss, Tensor(_s), Tensor(_t), 0.0, match="temperature")
 print(f"✓ distillation_loss; at T = 2: {distillation_loss(Tensor(_s), Tensor(_t), 2.0).item():.4f}")
 
@@ -1269,8 +1294,9 @@ print("✓ low_rank_factors; errors for rank 1..9:", np.round(_errs, 3).tolist()
 
 # %% [markdown]
 # **Predict first.** The matrix above is "rank 3 plus a little noise". How does its error
-# fall with the rank: smoothly, or with a knee? Then look at a *trained* layer: the first
-# layer of the digits MLP below. (The plot after training shows both.)
+# fall with the rank: smoothly, or with a knee? Then look at a *trained* layer: the second
+# Linear of the digits MLP below (256 → 128), whose singular values the plot after training
+# draws next to the same layer's at initialisation.
 
 # %% [markdown]
 # ## 7. Before and after, on the digits
@@ -1421,7 +1447,7 @@ ax1.plot(_sv_random / _sv_random[0], label="the same layer at initialisation", l
 ax1.axvline(16, color="gray", ls=":", lw=1)
 ax1.text(18, 0.85, "rank 16", fontsize=8, color="gray")
 ax1.set_xlabel("index i")
-ax1.set_ylabel("σ_i / σ_1")
+ax1.set_ylabel(r"$\sigma_i / \sigma_1$")
 ax1.set_title("singular values: training concentrates them")
 ax1.legend(fontsize=8)
 _labels = [r["model"].replace(" + fine-tune", "\n+ fine-tune").replace(", ", ",\n") for r in rows]

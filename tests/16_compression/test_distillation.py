@@ -49,3 +49,8 @@ def test_distillation_loss_zero_for_identical_and_errors():
         C.distillation_loss(z, z, 0.0)
     with pytest.raises(ValueError, match="shape"):
         C.distillation_loss(z, tt.tensor(np.zeros((4, 5))), 2.0)
+
+
+def test_distillation_loss_is_finite_for_logits_far_apart():
+    loss = C.distillation_loss(tt.tensor([[0.0, 240.0]]), tt.tensor([[240.0, 0.0]]), 2.0).item()
+    assert np.isfinite(loss) and abs(loss - 480.0) < 1e-3 * 480, loss

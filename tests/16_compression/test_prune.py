@@ -199,3 +199,21 @@ def test_iterative_pruning_and_remove():
     assert [n for n, _ in model.named_parameters()] == ["0.bias", "0.weight"] or \
         sorted(n for n, _ in model.named_parameters()) == ["0.bias", "0.weight"], "remove restores weight and bias"
     assert int((model[0].weight.numpy() == 0).sum()) == 80, "the zeros are permanent after remove"
+
+
+def test_global_magnitude_masks_keep_each_arrays_dtype_and_break_ties_in_order():
+    arrays = [np.round(np.random.default_rng(4).standard_normal(600), 1), np.full(300, 0.1, dtype=np.float32)]
+    masks = prune.global_magnitude_masks(arrays, 400)
+    assert [m.dtype for m in masks] == [np.dtype(np.float64), np.dtype(np.float32)]
+    flat, mags = np.concatenate([m.ravel() for m in masks]), np.abs(np.concatenate(arrays))
+    assert int((flat == 0).sum()) == 400
+    tied = np.flatnonzero(np.isclose(mags, mags[flat == 0].max()))
+    assert np.all(np.diff(flat[tied]) >= 0), "tied magnitudes at the cut: the earlier array and position go first"
+
+
+def test_magnitude_mask_breaks_many_ties_by_position():
+    values = np.round(np.random.default_rng(8).standard_normal((20, 15)), 1)
+    mask = prune.magnitude_mask(values, 120).ravel()
+    mags = np.abs(values).ravel()
+    tied = np.flatnonzero(mags == mags[mask == 0].max())
+    assert int((mask == 0).sum()) == 120 and np.all(np.diff(mask[tied]) >= 0), mask[tied]

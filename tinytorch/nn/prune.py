@@ -88,9 +88,10 @@ class PrunedModule(Module):
             setattr(layer, name, getattr(layer, name + "_orig") * getattr(layer, name + "_mask"))
 
     def forward(self, *args, **kwargs):
-        """Contract: for every name in pruned_names, sets self.module.<name> to the recorded
-        product <name>_orig * <name>_mask (a graph op, so the gradient reaches <name>_orig,
-        masked), then returns self.module(*args, **kwargs)."""
+        """Contract: returns what the wrapped layer returns for the same arguments, computed
+        with each pruned parameter masked: exactly 0 where its mask is 0, whatever its
+        `_orig` holds now, with a gradient that reaches `_orig` (masked). The layer's
+        attribute of that name holds the masked value afterwards."""
         # Idea: the hook's one line: the layer's weight is always the masked original.
         # YOUR CODE HERE
         raise NotImplementedError('PrunedModule.forward() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')
