@@ -551,10 +551,17 @@ class Timer:
 
 # %%
 class _FakeClock:
+    """Fake seconds that only the fake workloads advance; it counts its reads, and refuses a
+    millionth one (a loop that never stops would otherwise hang the check)."""
+
     def __init__(self):
-        self.now = 0.0
+        self.now, self.reads = 0.0, 0
 
     def __call__(self):
+        self.reads += 1
+        if self.reads > 1_000_000:
+            raise RuntimeError("the fake clock was read a million times: a loop that never stops? "
+                               "(what ends it when the measurement never gets confident?)")
         return self.now
 
 
@@ -575,6 +582,10 @@ _work = _FakeWork(_clk, [0.5, 0.25, 0.25])
 _t = Timer(_work, label="fake", timer=_clk)
 assert_close(_t._timeit(3), 1.0, rtol=1e-12, what="_timeit(3) of runs taking 0.5, 0.25, 0.25 s (fake clock)")
 assert_equal(_work.calls, 3, "the workload ran exactly 3 times")
+_reads = _clk.reads
+_t._timeit(100)
+assert_equal(_clk.reads - _reads, 2, "clock reads for a block of 100 runs (one before, one after: a block "
+             "exists so that the clock's own cost is paid twice, not 200 times)")
 
 
 def _broken():
@@ -990,6 +1001,14 @@ _fm = _FakeMachine([1.0, 1.0] + [3.0, 1.5] * 3 + [30.0, 15.0] * 3)     # the mac
 _r = compare(_fm.workload("fast"), _fm.workload("slow"), rounds=6, number=1, timer=_fm.clock)
 assert_close(_r.ratio, 2.0, rtol=1e-12, what="A takes twice B's time in every round: the drift cancels in each pair")
 assert_raises(BenchmarkError, compare, _broken, lambda: None, rounds=3, match="broken")
+_fm2 = _FakeMachine([1.0])
+compare(_fm2.workload("A"), _fm2.workload("B"), rounds=2, number=1, warmup=2, timer=_fm2.clock)
+assert_equal(_fm2.log, ["A", "B"] * 4, "warmup=2, rounds=2: the calls in order (each warm-up round is A then B)")
+_clk2 = _FakeClock()
+_quick, _slow = _FakeWork(_clk2, [1e-6], "quick"), _FakeWork(_clk2, [1e-4], "slow")
+_rb = compare(_quick, _slow, rounds=2, timer=_clk2)  # block sizes estimated: 100 runs for quick, 1 for slow
+assert_equal((_rb.a.number_per_run, _rb.b.number_per_run), (1, 1),
+             "blocks of the smaller estimate for both sides (one block of the slow side must not take 100x longer)")
 print(f"✓ compare: {_r}")
 
 # %% [markdown]
@@ -1298,8 +1317,8 @@ plt.show()
 #
 # - `Timer(stmt="x @ x", globals={"x": x}, label=..., sub_label=..., description=...,
 #   num_threads=1, timer=...)`: `stmt` is a string of code, compiled once, so the loop has
-#   no Python call around the statement; `num_threads` **sets** torch's intra-op threads
-#   for the run (ours only records it). `timeit(number)`, `blocked_autorange(min_run_time)`
+#   no Python call around the statement; `num_threads` sets torch's intra-op threads for
+#   the run (ours pins BLAS's and numba's the same way, and records it). `timeit(number)`, `blocked_autorange(min_run_time)`
 #   and `adaptive_autorange(threshold, min_run_time, max_run_time)` are the three entry
 #   points you built; torch's block size rule is the one given here.
 # - `Measurement`: `median`, `mean`, `iqr`, `times` (per run), `raw_times`, `number_per_run`,
@@ -1335,7 +1354,7 @@ if torch is not None:
     _tm = TorchTimer("x @ x", globals={"x": _xt}, label="matmul", sub_label=f"{_n}x{_n}",
                      description="torch").blocked_autorange(min_run_time=0.1)
     print(f"{_n}x{_n} matmul: torch's Timer {_tm.median * 1e6:.0f} µs (torch.matmul, 1 thread: the Timer's "
-          f"default num_threads), ours {_m_mm.median * 1e6:.0f} µs (numpy, its BLAS threads)")
+          f"default num_threads), ours {_m_mm.median * 1e6:.0f} µs (numpy's BLAS, pinned to 1 thread)")
 
 # %% [markdown]
 # ## 12. Recap

@@ -2,10 +2,13 @@
 
 
 class FakeClock:
+    """Fake seconds that only fake workloads advance; counts its reads."""
+
     def __init__(self):
-        self.now = 0.0
+        self.now, self.reads = 0.0, 0
 
     def __call__(self):
+        self.reads += 1
         return self.now
 
 

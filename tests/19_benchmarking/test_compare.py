@@ -64,3 +64,12 @@ def test_compare_block_size_is_estimated_and_shared():
     assert r.a.number_per_run == r.b.number_per_run == 100, \
         f"runs of 1 µs: blocks of 100 runs (torch's rule), the same for both sides; got {r.a.number_per_run}, {r.b.number_per_run}"
     assert r.ratio == pytest.approx(1.0) and len(r.a.raw_times) == 4, "equal runs: ratio 1, one block per round"
+
+
+def test_compare_blocks_use_the_smaller_estimate():
+    from _fakes import FakeClock, FakeWork
+
+    clock = FakeClock()
+    quick, slow = FakeWork(clock, [1e-6], "quick"), FakeWork(clock, [1e-4], "slow")
+    r = compare(quick, slow, rounds=2, timer=clock)  # estimates: 100 runs for quick, 1 for slow
+    assert (r.a.number_per_run, r.b.number_per_run) == (1, 1), (r.a.number_per_run, r.b.number_per_run)

@@ -16,6 +16,14 @@ def test_timer_timeit_block_on_a_fake_clock():
         "timeit(number): one block of `number` runs"
 
 
+def test_timer_timeit_reads_the_clock_twice_per_block():
+    clock = FakeClock()
+    t = Timer(FakeWork(clock, [0.001]), label="fake", timer=clock)
+    before = clock.reads
+    t._timeit(100)
+    assert clock.reads - before == 2, f"one read before the block and one after, got {clock.reads - before}"
+
+
 def test_timer_timeit_refuses_a_workload_that_raises():
     def broken():
         raise KeyError("missing weight")
