@@ -843,6 +843,8 @@ assert_equal([n for n, _ in _own.named_parameters()][0], "bias",
              "the top module's own parameter comes first, by its bare name")
 assert_equal([n for n, _ in _own.named_buffers()], ["second.steps"], "named_buffers: the buffers, not the parameters")
 _own.first.shift = None  # unset: still a registered name, but nothing to train
+_own.second = None  # an unset child: the walk skips it
+assert_equal([n for n, _ in _own.named_modules()], ["", "first"], "named_modules with the child 'second' set to None")
 check("first.shift" not in [n for n, _ in _own.named_parameters()], "an unset (None) parameter is not listed",
       got=[n for n, _ in _own.named_parameters()])
 print("✓ named_modules, named_parameters:", [n for n, _ in _deep.named_parameters()])
@@ -1453,7 +1455,8 @@ def _measured_gain(f):
 
 for _args, _f in [(("relu",), lambda y: np.maximum(y, 0)),
                   (("leaky_relu",), lambda y: np.where(y > 0, y, 0.01 * y)),
-                  (("leaky_relu", 0.2), lambda y: np.where(y > 0, y, 0.2 * y))]:
+                  (("leaky_relu", 0.2), lambda y: np.where(y > 0, y, 0.2 * y)),
+                  (("leaky_relu", 0), lambda y: np.maximum(y, 0))]:  # slope 0 is ReLU, not the default 0.01
     assert_close(calculate_gain(*_args), _measured_gain(_f), rtol=1e-7, atol=0,
                  what=f"calculate_gain{_args} against the gain measured for that activation")
 assert_raises(ValueError, calculate_gain, "softplus", match="softplus", what="calculate_gain('softplus')")
@@ -1542,6 +1545,9 @@ with preserved_state():
     assert_close(_w.numpy().var(), 1 / _fans, rtol=5 * math.sqrt(4 / 5 / _n), atol=0,
                  what="variance of xavier_uniform_ on (400, 600): Xavier's, with n the average fan")
     _flat(_w.numpy(), "xavier_uniform_ on (400, 600)")
+    xavier_uniform_(_w, gain=2.0)
+    assert_close(_w.numpy().var(), 4 / _fans, rtol=5 * math.sqrt(4 / 5 / _n), atol=0,
+                 what="variance of xavier_uniform_(gain=2) on (400, 600): gain² times Xavier's")
     xavier_normal_(_w, gain=2.0)
     _std = 2 / math.sqrt(_fans)  # gain 2
     assert_close(_w.numpy().std(), _std, rtol=0.01, atol=0, what="std of xavier_normal_(gain=2) on (400, 600)")
@@ -1773,8 +1779,15 @@ with preserved_state():
     _x = np.random.default_rng(0).standard_normal((2, 5, 4)).astype(np.float32)
     _y = _lin(Tensor(_x))
     assert_equal(_y.shape, (2, 5, 3), "Linear(4, 3) of a (2, 5, 4) input: shape")
-    check(_y.grad_fn is not None, "Linear(4, 3)(x) is recorded (built from Tensor ops, so module 06 can "
-          "differentiate it; numpy arithmetic on .numpy() records nothing)", got=_y.grad_fn)
+    _ops, _stack, _alive = [], [_y.grad_fn], []
+    while _stack:  # every recorded op behind the output (the nodes kept alive while walked)
+        _nd = _stack.pop()
+        if _nd is not None:
+            _alive.append(_nd)
+            _ops.append(_nd.op)
+            _stack.extend(_t.grad_fn for _t in _nd.inputs)
+    check("matmul" in _ops, "Linear(4, 3)(x): the product with the weight is recorded (a Tensor op, so module 06 "
+          "can differentiate it; numpy arithmetic on .numpy() records nothing)", got=_ops)
     assert_close(_y.numpy(), _x @ _lin.weight.numpy().T + _lin.bias.numpy(), rtol=1e-5, atol=1e-6,
                  what="Linear(4, 3) of a (2, 5, 4) input: x @ W.T + b")
     _nob = Linear(4, 2, bias=False)
@@ -1999,8 +2012,8 @@ class ModuleDict(Module):
 #
 # <details><summary>Hint 1</summary>
 #
-# Registering is `add_module`'s job (it also refuses a non-Module with a TypeError). The
-# names are strings, even for positions.
+# Registering is `add_module`'s job (it also refuses, with a TypeError, anything that is
+# neither a Module nor None). The names are strings, even for positions.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -2018,8 +2031,8 @@ class Sequential(Module):
 
     def __init__(self, *args):
         """Contract: Sequential(m0, m1, ...) registers the modules as children "0", "1", ...;
-        Sequential(OrderedDict) registers its items under their keys, in order. A non-Module
-        argument raises TypeError."""
+        Sequential(OrderedDict) registers its items under their keys, in order. An argument
+        that is neither a Module nor None raises TypeError (add_module's rule, PyTorch's)."""
         super().__init__()
         # Idea: the children's registration order is the order of the computation.
         ### BEGIN SOLUTION

@@ -195,3 +195,13 @@ def test_no_grad_copy_restores_grad_mode_after_a_failed_fill():
         assert not tt.is_grad_enabled(), "a copy made with grad mode off leaves it off"
     finally:
         tt.set_grad_enabled(True)
+
+
+def test_calculate_gain_leaky_relu_with_slope_zero_is_relus():
+    assert init.calculate_gain("leaky_relu", 0) == pytest.approx(math.sqrt(2.0), rel=1e-15)
+
+
+def test_xavier_uniform_scales_by_the_gain():
+    tt.manual_seed(6)
+    w = init.xavier_uniform_(tt.zeros(N_OUT, N_IN), gain=2.0)
+    check_moments(w.numpy(), 4 * 2 / (N_IN + N_OUT), 1.8)

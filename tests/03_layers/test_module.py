@@ -276,3 +276,10 @@ def test_deepcopy_gives_independent_model():
     x = tt.ones(3, 2)
     np.testing.assert_array_equal(twin(x).numpy(), net(x).numpy())
     assert twin.encoder.fc.weight._storage is not net.encoder.fc.weight._storage
+
+
+def test_named_modules_skips_an_unset_child():
+    net = Net()
+    net.head = None
+    assert [n for n, _ in net.named_modules()] == ["", "encoder", "encoder.fc", "encoder.act"]
+    assert len(list(net.parameters())) == 3, "temperature and encoder.fc's weight and bias"

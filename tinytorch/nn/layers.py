@@ -569,8 +569,8 @@ class Sequential(Module):
 
     def __init__(self, *args):
         """Contract: Sequential(m0, m1, ...) registers the modules as children "0", "1", ...;
-        Sequential(OrderedDict) registers its items under their keys, in order. A non-Module
-        argument raises TypeError."""
+        Sequential(OrderedDict) registers its items under their keys, in order. An argument
+        that is neither a Module nor None raises TypeError (add_module's rule, PyTorch's)."""
         super().__init__()
         # Idea: the children's registration order is the order of the computation.
         # YOUR CODE HERE
