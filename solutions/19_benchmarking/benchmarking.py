@@ -482,8 +482,7 @@ print(f"✓ split_outliers: {len(_out)} of {len(_xs)} samples beyond the fences:
 # The clock reads bracket the calls and nothing else; each refusal above is a question you
 # can only ask at one moment (during a call, about what a call returned, or after the
 # last clock read). Where does each go, so that no refusal slows the calls it times? And
-# what must the error carry so that the student's traceback still shows the workload's
-# own error?
+# what must the error carry so that its traceback still shows the workload's own error?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "timer-timeit", "locked": false, "schema_version": 3, "solution": true, "task": false}

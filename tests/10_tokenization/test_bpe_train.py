@@ -123,3 +123,11 @@ def test_training_errors():
         BPETokenizer().train("hello", 300, special_tokens=[EOT, EOT])
     with pytest.raises(ValueError):
         BPETokenizer().train("hello", 300, special_tokens=[""])
+
+
+def test_bpe_tokenizer_train_splits_with_its_own_pattern():
+    # "a.a.a.a.": the default pattern cuts it into one-character chunks (letters, punctuation),
+    # which hold no pair at all; without pre-tokenisation, (a, .) occurs 4 times.
+    assert BPETokenizer().train("a.a.a.a.", 300).merges == {}
+    raw = BPETokenizer(pattern=None).train("a.a.a.a.", 300)
+    assert list(raw.merges.items()) == [((97, 46), 256), ((256, 256), 257)]
