@@ -945,6 +945,7 @@ with preserved_state():
             self.closed = True
             super().close()
 
+    _h5 = _xor_run(0)[1]  # a 5-epoch history, continued below
     _real_tqdm, tqdm = tqdm, _Recorded  # fit looks `tqdm` up when it runs
     try:
         _xor_run(0, epochs=2, progress=True)
@@ -955,7 +956,7 @@ with preserved_state():
         _bars.clear()
         _mc2 = nn.Sequential(nn.Linear(2, 2))
         fit(_mc2, nn.CrossEntropyLoss(), Adam(_mc2.parameters()), [(tt.zeros(1, 2), tt.tensor([0]))],
-            epochs=2, progress=True, history=_h2)  # _h2 holds 5 epochs: these are epochs 6 and 7 of 7
+            epochs=2, progress=True, history=_h5)  # _h5 holds 5 epochs: these are epochs 6 and 7 of 7
         _continued = list(_bars)
         _bars[:] = _on
     finally:
