@@ -35,8 +35,9 @@
 # - write the **warm-up** and the **stopping rule** of an adaptive run (stop when IQR/median
 #   is small enough, or when the time budget is used);
 # - mark **outliers** with Tukey's fences;
-# - write a **paired comparison** (`compare(a, b)`: A B A B ..., the median of the per-pair
-#   ratios, with its spread) and **show with a measurement** that it beats single timings;
+# - design a **paired comparison** (`compare(a, b)`: the order of the calls and the statistic
+#   that keep a drifting machine out of the ratio) and **show with a measurement** that it
+#   beats single timings;
 # - refuse to report a workload that raised, returned without running, or was never timed;
 # - record the environment (CPU, cores, threads, library versions, BLAS), print a results
 #   table (`Compare`) and plot the distributions.
@@ -623,15 +624,23 @@ print(f"✓ Timer._timeit: 3 fake runs = {_t._timeit(3)} s; refused: a raise, a 
 # too (cells below). Write the adaptive one, torch's `adaptive_autorange`:
 #
 # 1. **warm-up**: the first calls of a workload pay one-off costs (imports, allocation, caches
-#    filled, code compiled by numba). Run `warmup` untimed calls first, and keep them out of
-#    the measurement. (They go through `_timeit(1)`, so a workload that raises is refused
-#    before any timing.)
-# 2. **the stopping rule**: time blocks one after another; stop after a block when **enough
-#    is known**: at least `MIN_BLOCKS` blocks, together at least `min_run_time` seconds, and
-#    IQR / median of the per-run times below `threshold` (`meets_confidence`). Or stop when
-#    the budget is spent: the blocks add up to `max_run_time`. A noisy workload then ends
-#    with a wide IQR and a warning, never an endless loop. A budget that allows no block
-#    gives no Measurement (your `_summarize` refuses it).
+#    filled, code compiled by numba). `warmup` untimed calls come first and never reach the
+#    result. (They go through `_timeit(1)`, so a workload that raises is refused before any
+#    timing.)
+# 2. **the stopping rule** is yours to design. The goal: time as few blocks as it takes to know
+#    the median (IQR / median of the per-run times below `threshold`: `meets_confidence`), and
+#    never more than a budget of `max_run_time` seconds of timed blocks, however noisy the
+#    workload. Two more conditions guard against stopping on too little evidence: at least
+#    `MIN_BLOCKS` blocks, and at least `min_run_time` seconds of them.
+#
+# Before you write the loop, answer these on paper:
+#
+# - The loop has two ways out. At which moment can each be decided: before a block is timed,
+#   or after?
+# - `max_run_time=0`: how many blocks should run, and what should the caller get? (Your
+#   `_summarize` has an opinion.)
+# - A workload that takes 3 s per block with `max_run_time=10`: how many blocks? Does the
+#   last one overshoot the budget, and is that acceptable?
 #
 # <details><summary>Hint 1</summary>
 #
@@ -641,16 +650,14 @@ print(f"✓ Timer._timeit: 3 fake runs = {_t._timeit(3)} s; refused: a raise, a 
 #
 # <details><summary>Hint 2</summary>
 #
-# Building a `Measurement` of the blocks so far is the easy way to ask for their IQR /
-# median. Check the budget before each block, so that a budget of zero times nothing.
+# How do you ask "are the blocks so far confident?" without computing a quantile yourself?
+# Which class already knows how?
 # </details>
 #
-# <details><summary>The approach</summary>
+# <details><summary>Hint 3 (the design, if you are stuck)</summary>
 #
-# The loop has two exits, "enough is known" and "the budget is spent", and each must be
-# tested at the right moment: the budget before a block (so a budget of zero times
-# nothing), the confidence after one. What does the budget count, and which of the
-# provided pieces already turns raw block times into a Measurement with its labels?
+# A budget of zero must time nothing, so the budget is tested before a block; confidence
+# needs the block just timed, so it is tested after one.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "adaptive-autorange", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -658,11 +665,12 @@ print(f"✓ Timer._timeit: 3 fake runs = {_t._timeit(3)} s; refused: a raise, a 
 def adaptive_autorange(self, threshold=0.1, *, min_run_time=0.01, max_run_time=10.0, warmup=1):
     """Time blocks until IQR/median < threshold (or the budget is spent): a Measurement.
 
-    Contract: first `warmup` untimed calls (through self._timeit(1); never in the result),
-    then number = self._estimate_block_size(). Then blocks of `number` runs (self._timeit):
-    stop after a block when there are >= MIN_BLOCKS blocks, their raw times add up to >=
-    min_run_time, and their Measurement meets_confidence(threshold); else stop before a block
-    once the raw times add up to >= max_run_time. Returns self._measurement(number, raw_times).
+    Contract: `warmup` untimed calls first (through self._timeit(1)), then blocks of
+    number = self._estimate_block_size() runs each (self._timeit(number)). Returns
+    self._measurement(number, raw_times) of the fewest blocks that are confident: >=
+    MIN_BLOCKS blocks, raw times adding up to >= min_run_time, and meets_confidence(threshold).
+    If the budget runs out first, the blocks are those started while the raw times so far
+    added up to less than max_run_time.
     Errors: BenchmarkError from _timeit (the workload did not run) and from Measurement (no
     block fitted in the budget).
     """
@@ -873,16 +881,35 @@ print(f"outliers beyond Tukey's fences: {len(_m.outliers)} of {len(_m.times)} bl
 # its clock, a laptop goes on battery. If the drift falls between the two measurements, it
 # lands in the ratio as if it were a difference between A and B.
 #
-# The cure is to **interleave**: A, B, A, B, ... Each round times A and then B right after it,
-# so whatever the machine was doing in that moment slows both, and their **per-pair ratio**
-# $r_i = a_i / b_i$ cancels it. The estimate is the median of the per-pair ratios, and its
+# Two design choices decide whether drift lands in the ratio: **the order of the calls** and
+# **the statistic** that turns many timings into one ratio. Work them out on this table, five
+# rounds measured on a drifting machine (seconds; in round 5 something hit A alone):
+#
+# | round | 1 | 2 | 3 | 4 | 5 |
+# |---|---|---|---|---|---|
+# | $a_i$ | 2 | 6 | 4 | 2 | 30 |
+# | $b_i$ | 1 | 3 | 1 | 1 | 1 |
+#
+# - If the $a_i$ had all been measured first and the $b_i$ an hour later, which column pairs
+#   would still mean anything? What must the order of calls be for the pairs to share a moment?
+# - Compute four candidate estimates of A / B: $\operatorname{median}(a) / \operatorname{median}(b)$,
+#   $\sum a / \sum b$, the mean of the per-pair ratios $a_i / b_i$, and their median. Which one
+#   would you report, and what does each of the others get wrong here?
+#
+# <details><summary>Check your answer</summary>
+#
+# Interleave: A, B, A, B, ... Each round times A and then B right after it, so whatever the
+# machine was doing in that moment slows both, and the per-pair ratio $r_i = a_i / b_i$
+# cancels it. The ratios are 2, 2, 4, 2, 30. Their median, 2, is the estimate; their
 # quartiles give its spread:
 #
 # $$\widehat{a/b} = \operatorname{median}_i \frac{a_i}{b_i}, \qquad \text{spread: } Q_{0.25}(r),\ Q_{0.75}(r).$$
 #
-# Why not $\operatorname{median}(a) / \operatorname{median}(b)$? It throws the pairing away:
-# the two medians may come from rounds far apart in time. The median of ratios keeps each
-# round's noise in its own ratio, where the median can discard it.
+# $\operatorname{median}(a) / \operatorname{median}(b) = 4 / 1 = 4$ throws the pairing away: the
+# two medians may come from rounds far apart in time. $\sum a / \sum b = 44 / 7 \approx 6.3$
+# and the mean ratio, 8, are dragged by round 5's single accident. The median of ratios keeps
+# each round's noise in its own ratio, where the median can discard it.
+# </details>
 #
 # One caveat: in every round A runs first. If running A helps B (A fills a cache B reads,
 # or warms the CPU's clock), the ratio carries that order effect; harnesses that worry about
@@ -893,13 +920,7 @@ print(f"outliers beyond Tukey's fences: {len(_m.outliers)} of {len(_m.times)} bl
 # quartiles of the ratios), the `ratios` themselves, and a `Measurement` of each side. The
 # provided part checks the arguments, makes the two `Timer`s and picks the block size.
 #
-# <details><summary>Hint 1</summary>
-#
-# Which order of calls puts A and B in the same moment of the machine's life: all of A's
-# blocks, then all of B's, or one of each, in turn?
-# </details>
-#
-# <details><summary>Hint 2</summary>
+# <details><summary>Hint</summary>
 #
 # The warm-up is per workload and untimed, like `adaptive_autorange`'s. Each timing goes
 # through `_timeit`, so a workload that does not run is refused here too.
@@ -917,7 +938,7 @@ print(f"outliers beyond Tukey's fences: {len(_m.outliers)} of {len(_m.times)} bl
 #| export
 @dataclass(repr=False)
 class PairedComparison:
-    """A / B from interleaved rounds: the median per-pair ratio and its quartiles."""
+    """A / B from interleaved rounds: the estimate, its spread, and each side's timings."""
     ratio: float
     low: float
     high: float
@@ -938,8 +959,9 @@ def compare(a, b, *, rounds=21, number=None, warmup=1, timer=time.perf_counter, 
     smaller of the two Timers' block-size estimates, used for both); `warmup` untimed calls of
     each (A then B, per warm-up round); `timer` the clock for both. Each round times a block
     of A, then a block of B (their Timers' _timeit). Returns a PairedComparison: ratio = the
-    median of the per-pair ratios a_i / b_i, low and high = their 0.25 and 0.75 quantiles,
-    ratios = the per-pair ratios in round order, a and b = Measurements of each side's blocks.
+    estimate the table above argues for, low and high = the 0.25 and 0.75 quantiles of the
+    same per-pair numbers, ratios = the per-pair ratios a_i / b_i in round order, a and b =
+    Measurements of each side's blocks.
     Errors: ValueError for rounds < 1 (checked for you); BenchmarkError from _timeit.
     """
     if not isinstance(rounds, int) or rounds < 1:
@@ -947,8 +969,7 @@ def compare(a, b, *, rounds=21, number=None, warmup=1, timer=time.perf_counter, 
     a_label, b_label = a_label or getattr(a, "__name__", "A"), b_label or getattr(b, "__name__", "B")
     label = label or f"{a_label} vs {b_label}"
     ta, tb = Timer(a, label, a_label, timer=timer), Timer(b, label, b_label, timer=timer)
-    # Idea: A and B take turns, so the machine's noise of each moment hits both; then the
-    # median of the per-pair ratios.
+    # Idea: A and B take turns, so the machine's noise of each moment hits both.
     ### BEGIN SOLUTION
     for _ in range(warmup):
         ta._timeit(1)

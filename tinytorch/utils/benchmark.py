@@ -177,11 +177,12 @@ class Timer:
 def adaptive_autorange(self, threshold=0.1, *, min_run_time=0.01, max_run_time=10.0, warmup=1):
     """Time blocks until IQR/median < threshold (or the budget is spent): a Measurement.
 
-    Contract: first `warmup` untimed calls (through self._timeit(1); never in the result),
-    then number = self._estimate_block_size(). Then blocks of `number` runs (self._timeit):
-    stop after a block when there are >= MIN_BLOCKS blocks, their raw times add up to >=
-    min_run_time, and their Measurement meets_confidence(threshold); else stop before a block
-    once the raw times add up to >= max_run_time. Returns self._measurement(number, raw_times).
+    Contract: `warmup` untimed calls first (through self._timeit(1)), then blocks of
+    number = self._estimate_block_size() runs each (self._timeit(number)). Returns
+    self._measurement(number, raw_times) of the fewest blocks that are confident: >=
+    MIN_BLOCKS blocks, raw times adding up to >= min_run_time, and meets_confidence(threshold).
+    If the budget runs out first, the blocks are those started while the raw times so far
+    added up to less than max_run_time.
     Errors: BenchmarkError from _timeit (the workload did not run) and from Measurement (no
     block fitted in the budget).
     """
@@ -322,7 +323,7 @@ def environment(refresh=False):
 # -- cell 34 (compare) --
 @dataclass(repr=False)
 class PairedComparison:
-    """A / B from interleaved rounds: the median per-pair ratio and its quartiles."""
+    """A / B from interleaved rounds: the estimate, its spread, and each side's timings."""
     ratio: float
     low: float
     high: float
@@ -343,8 +344,9 @@ def compare(a, b, *, rounds=21, number=None, warmup=1, timer=time.perf_counter, 
     smaller of the two Timers' block-size estimates, used for both); `warmup` untimed calls of
     each (A then B, per warm-up round); `timer` the clock for both. Each round times a block
     of A, then a block of B (their Timers' _timeit). Returns a PairedComparison: ratio = the
-    median of the per-pair ratios a_i / b_i, low and high = their 0.25 and 0.75 quantiles,
-    ratios = the per-pair ratios in round order, a and b = Measurements of each side's blocks.
+    estimate the table above argues for, low and high = the 0.25 and 0.75 quantiles of the
+    same per-pair numbers, ratios = the per-pair ratios a_i / b_i in round order, a and b =
+    Measurements of each side's blocks.
     Errors: ValueError for rounds < 1 (checked for you); BenchmarkError from _timeit.
     """
     if not isinstance(rounds, int) or rounds < 1:
@@ -352,8 +354,7 @@ def compare(a, b, *, rounds=21, number=None, warmup=1, timer=time.perf_counter, 
     a_label, b_label = a_label or getattr(a, "__name__", "A"), b_label or getattr(b, "__name__", "B")
     label = label or f"{a_label} vs {b_label}"
     ta, tb = Timer(a, label, a_label, timer=timer), Timer(b, label, b_label, timer=timer)
-    # Idea: A and B take turns, so the machine's noise of each moment hits both; then the
-    # median of the per-pair ratios.
+    # Idea: A and B take turns, so the machine's noise of each moment hits both.
     # YOUR CODE HERE
     raise NotImplementedError('compare() is not implemented yet: write it in modules/19_benchmarking/benchmarking.ipynb (module 19, benchmarking), then run `tito test module 19`.')
 
