@@ -144,7 +144,7 @@ print(f"median {_q50:.1f} µs, IQR {_q75 - _q25:.1f} µs ({(_q75 - _q25) / _q50:
 #| export
 """Benchmark harness (module 19), in the spirit of `torch.utils.benchmark`: Timer,
 Measurement (median, IQR, mean of per-run times), a paired comparison of two workloads
-(interleaved, the median of per-pair ratios), the environment record, Compare (a results
+(interleaved, so that a drifting machine stays out of the ratio), the environment record, Compare (a results
 table) and a plot. It refuses to report a workload that did not run."""
 import functools
 import math
@@ -178,7 +178,7 @@ def _unit(seconds):
 # %% [markdown]
 # ## 2. Order statistics: `quantile`
 #
-# Write `quantile(samples, q)`, the formula above. It is the one statistic the whole harness
+# Write `quantile(samples, q)` from the position you worked out above. It is the one statistic the whole harness
 # is built on: medians, quartiles, the spread of a ratio. Writing it (rather than calling
 # `np.quantile`) is the point: a median is the middle of the **sorted** samples, and the
 # position formula is where off-by-one mistakes live.

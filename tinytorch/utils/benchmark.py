@@ -5,7 +5,7 @@
 # -- cell 7 --
 """Benchmark harness (module 19), in the spirit of `torch.utils.benchmark`: Timer,
 Measurement (median, IQR, mean of per-run times), a paired comparison of two workloads
-(interleaved, the median of per-pair ratios), the environment record, Compare (a results
+(interleaved, so that a drifting machine stays out of the ratio), the environment record, Compare (a results
 table) and a plot. It refuses to report a workload that did not run."""
 import functools
 import math
