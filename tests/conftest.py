@@ -22,6 +22,7 @@ def _load_sibling(name):
 
 torch_reference = _load_sibling("torch_reference")
 stub_spectrum = _load_sibling("stub_spectrum")
+stuck_frame = _load_sibling("stuck_frame")
 _SPECTRUM = stub_spectrum.wanted()
 
 # No example database: the suite leaves no .hypothesis/ cache in the student's folder.
@@ -189,8 +190,9 @@ def pytest_make_parametrize_id(config, val, argname):
     return None
 
 
-def _frames(tb):
-    """Every frame inside the tinytorch package, outermost first, as 'path:line:qualname'."""
+def _frames(tb, last=None):
+    """Every frame inside the tinytorch package, outermost first, as 'path:line:qualname'
+    (none below the frame `last`, when given)."""
     found = []
     while tb is not None:
         code = tb.tb_frame.f_code
@@ -198,6 +200,8 @@ def _frames(tb):
         if "tinytorch" in path.parts:
             parts = path.parts[path.parts.index("tinytorch"):]
             found.append(f"{'/'.join(parts)}:{tb.tb_lineno}:{getattr(code, 'co_qualname', code.co_name)}")
+        if tb.tb_frame is last:
+            break
         tb = tb.tb_next
     return found
 
@@ -262,12 +266,24 @@ def _message(excinfo):
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Sample the stack just before the test's time limit (stuck_frame)."""
+    item._tito_sample = stuck_frame.StackSample(stuck_frame.limit_of(item))
+    try:
+        yield
+    finally:
+        item._tito_sample.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Record where in the tinytorch package a failure was raised and its whole message, so
     that tito can point the student to their own code (cheap, even with --tb=no). After the
     first test that runs past its time limit, stop: an endless loop costs one timeout."""
     outcome = yield
     report = outcome.get_result()
+    sample = getattr(item, "_tito_sample", None) if report.when == "call" else None
+    item._tito_sample = None
     if report.when == "call":
         item._tito_call_passed = report.passed  # the parity drift check counts a whole run's questions
     if call.excinfo is None or not report.failed:
@@ -275,7 +291,12 @@ def pytest_runtest_makereport(item, call):
     message = _message(call.excinfo)
     frames = getattr(item, "_tito_frames", None) or _frames(call.excinfo.tb)
     if message.startswith("Failed: Timeout"):
+        stuck = sample.stuck_frame(call.excinfo.tb) if sample is not None else None
+        if stuck is not None and _frames(call.excinfo.tb, last=stuck):  # the loop, not what it was calling
+            frames = _frames(call.excinfo.tb, last=stuck)
         frames = _recurring_last(frames)
+    if sample is not None:
+        sample.release()
     # junit reads the properties from the item when the test finishes
     if frames:
         item.user_properties.append(("tinytorch_frames", "|".join(frames)))

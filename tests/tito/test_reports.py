@@ -151,6 +151,18 @@ def test_an_endless_loop_costs_one_timeout_and_names_the_function(course):
     assert out.stdout.count("Timeout >") <= 1
 
 
+def test_an_endless_loop_is_named_though_the_limit_struck_inside_a_function_it_calls(course):
+    """The loop in `_log_softmax_forward` spends nearly all its time inside `_logsumexp`, a
+    student's function too, so that is where the timeout strikes; the one that never returned
+    is named."""
+    nb = _solved(course)
+    _plant(nb, "_log_softmax_forward", "while True: _logsumexp(np.ones((300, 300)), 1)")
+    nbformat.write(nb, course.path(MODULE))
+    out = course.tito("test", "02", TITO_TEST_TIMEOUT="3", timeout=300)
+    assert out.returncode == 1
+    assert "ran past its time limit while `_log_softmax_forward` was running" in out.stdout, out.stdout[-3000:]
+
+
 def test_a_wrong_default_exp_is_blamed_on_its_own_cell(course):
     nb = _solved(course)
     number, cell = next((n, c) for n, c in enumerate(nb.cells, 1)
