@@ -15,8 +15,8 @@
 #
 # Module 10 turned text into integers. A neural network cannot do much with the integer
 # 4711 as a number: token 4711 is not "a bit more" than token 4710. What it needs is a
-# **vector** per token, one that training is free to move around until similar tokens end
-# up close together. The layer that holds those vectors is the **embedding**: a table with
+# **vector** per token, one that training is free to move (module 13's GPT trains these
+# tables; tokens used alike end up with similar vectors). The layer that holds those vectors is the **embedding**: a table with
 # one learned row per token id, and a lookup. In this module you build it — forward *and*
 # backward — and the two standard ways to tell a model **where** in the sequence a token
 # stands: fixed sinusoidal positions and learned positions.
@@ -109,8 +109,9 @@ for ax, mat, title in [(axes[0], _E, "one-hot E  (ids 3, 0, 3)"), (axes[1], _W, 
     for (r, c), v in np.ndenumerate(mat):
         ax.text(c, r, f"{v:g}", ha="center", va="center", fontsize=8)
     ax.set_title(title, fontsize=10)
-    ax.set_xticks([])
+    ax.set_xticks(range(mat.shape[1]) if mat is _E else [])
     ax.set_yticks(range(mat.shape[0]))
+axes[0].set_xlabel("token id (column)", fontsize=9)
 for r in _ids:
     axes[1].add_patch(plt.Rectangle((-0.5, r - 0.5), _D, 1, fill=False, lw=2.5, ec="black"))
 fig.suptitle("a one-hot row selects one row of W: E @ W == W[ids]", fontsize=11)
@@ -161,9 +162,9 @@ __all__ = [
 #
 # <details><summary>The approach</summary>
 #
-# No arithmetic is needed: each id stands for one row, so the output has the ids' shape
-# with the row length appended. Which kind of indexing keeps the shape of an index array?
-# The padding row matters only for the gradient; the forward reads it like any other row.
+# What does the output's shape tell you about the operation: which kind of indexing keeps
+# the shape of an index array and appends the row? Does the padding row change anything
+# in the forward, or only later?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "embedding-forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -174,7 +175,7 @@ def _embedding_forward(weight, *, indices, padding_idx):
     weight: the (V, D) table (a Tensor); indices: an int64 numpy array of any shape, already
     checked to lie in 0..V-1. Returns a new numpy array of shape indices.shape + (D,).
     """
-    # Idea: every id selects one row; no arithmetic is needed.
+    # Idea: the one-hot product of section 1, without the zeros.
     ### BEGIN SOLUTION
     return np.take(weight.numpy(), indices, axis=0)
     ### END SOLUTION
@@ -286,11 +287,19 @@ check(_o.grad_fn.op == "embedding" and _o.grad_fn.inputs == (_w_t,), "one 'embed
 assert_equal(_o.grad_fn.attrs["indices"], _ids, "the node keeps the ids as its 'indices' attribute")
 _o.numpy()[:] = 0.0
 assert_equal(_w_t.numpy(), _w, "the output is a copy: writing to it leaves the table alone")
+_w_pad = _w.copy()
+assert_equal(embedding(Tensor([1]), Tensor(_w_pad), padding_idx=1).numpy(), _w_pad[[1]],
+             "forward with padding_idx=1: the padding row is read like any other (only its gradient is special)")
 _src = np.array([2, 3])
 _kept = _as_indices(_src, 7)
 _src[0] = 6
 assert_equal((_kept.tolist(), _kept.dtype), ([2, 3], np.dtype(np.int64)), "_as_indices: a fresh int64 copy")
+assert_equal(_as_indices(np.array([2, 3], dtype=np.int32), 7).dtype, np.dtype(np.int64),
+             "_as_indices of int32 ids: int64 (one fixed type for the node)")
+assert_equal(_as_indices(np.array([], dtype=np.int64), 7).shape, (0,), "_as_indices of no ids: an empty array")
 assert_equal(_as_indices([[0, 6]], 7).shape, (1, 2), "_as_indices accepts nested lists")
+_err = assert_raises(IndexError, _as_indices, [8, 12], 7, match="8", what="_as_indices([8, 12], 7): two bad ids")
+check("12" not in str(_err), "the message names the first bad id (8), not the largest", got=str(_err))
 assert_raises(IndexError, _as_indices, [3, 7], 7, match="7",
               what="_as_indices([3, 7], 7): id 7 in a 7-row table (valid ids are 0 to 6)")
 assert_raises(IndexError, embedding, Tensor([3, 7]), Tensor(_w), match="7", what="id 7 in a 7-row table")
@@ -302,18 +311,25 @@ print("✓ embedding forward is a gather; ids checked:", _out.numpy()[0, 0])
 # %% [markdown]
 # ## 3. The backward pass: a scatter-add that accumulates
 #
-# Take the one-hot view: $Y = E W$ with $E$ constant. Module 06's matmul rule gives
+# Take the one-hot view: $Y = E W$ with $E$ constant, and $\bar Y$ (shape $n \times D$) the
+# upstream gradient. Derive the backward before you write it:
 #
-# $$\bar W = E^\top \bar Y ,$$
+# 1. Module 06's matmul rule gives $\bar W$ in terms of $E$ and $\bar Y$. Which?
+# 2. Write row $v$ of it as a sum over the positions $k$. Which terms survive, given that
+#    row $k$ of $E$ is one-hot? Say it in words: row $v$ of the table's gradient is ...
+# 3. What does a token that never occurred get? And one that occurred twice ("the cat saw
+#    the dog": "the" twice)?
 #
-# where $\bar Y$ (shape $n \times D$) is the upstream gradient. Row $v$ of $E^\top \bar Y$ is
-# $\sum_k E_{k v} \bar Y_k$: the **sum of the upstream gradients of every position $k$ that
-# looked up token $v$**. Rows of tokens that did not occur get zero. So the backward is the
-# mirror image of the gather: a **scatter** of the rows of $\bar Y$ to the rows `ids`, and
-# when an id occurs twice ("the cat saw the dog": "the" twice), both gradients must be
-# **added**.
+# <details><summary>Check your derivation</summary>
 #
-# That last point is a classic bug. numpy's `g[ids] += grad` looks right, but with repeated
+# $\bar W = E^\top \bar Y$, and row $v$ is $\sum_k E_{k v} \bar Y_k$: the **sum of the upstream
+# gradients of every position that looked up token $v$**; zero for a token that never
+# occurred. The backward mirrors the gather: a **scatter** of the rows of $\bar Y$ to the
+# rows `ids`, where repeated ids **add**. Building $E$ to multiply would cost $n \times V$
+# numbers for $n$ nonzeros.
+# </details>
+#
+# The adding is a classic bug. numpy's `g[ids] += grad` looks right, but with repeated
 # ids it is "read `g[ids]`, add, write back" — the second write of row 3 overwrites the
 # first, so one occurrence's gradient is silently lost:
 
@@ -344,18 +360,18 @@ print("g[ids] += grad, row 3:", _g_wrong[3], " (should be 1 + 100 = 101)")
 #
 # <details><summary>Hint 2</summary>
 #
-# numpy's ufuncs (such as `np.add`) have an `at` method that performs the operation
-# *unbuffered*: once per index, repeats included. `np.bincount` with `weights` is another
-# way to sum per id.
+# You need an in-place add that is applied once per index, repeats included, where
+# `g[ids] += grad` is buffered (applied once per distinct index). numpy's ufuncs have a
+# method for exactly that; the "ufunc methods" page of numpy's documentation lists them.
+# (Counting per id with `np.bincount` and its `weights` is another route, one column at a
+# time.)
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# The shape of the ids does not matter to the gradient; only which id each upstream row
-# belongs to. The trap is repetition: a plain indexed update writes a repeated row once,
-# so you need an update that adds once per occurrence. Rows never looked up must come out
-# zero, and so must the padding row, whatever arrived for it: ask when it is safe to clear
-# it. The result has the table's shape and the dtype of `grad`.
+# Does the shape of the ids matter to the gradient, or only which id each upstream row
+# belongs to? What must a repeated id do that a plain indexed update does not? And the
+# padding row: if you clear it, at which moment is the clearing safe from what comes after?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "embedding-backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -431,18 +447,16 @@ print("✓ embedding backward: scatter-add, repeats accumulate, padding row froz
 #
 # <details><summary>Hint 2</summary>
 #
-# Order matters in `reset_parameters`: whatever fills the table last decides what the
-# padding row holds. And writing into a `Parameter` is an in-place change that autograd
-# must not record.
+# Order matters in `reset_parameters`: which write decides what the padding row holds?
+# Writing into a `Parameter` is an in-place change autograd must not record (module 06's
+# `no_grad`); `self.weight[i]` is a view of row i that you can write through (module 01).
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Split the work as `Linear` does: the constructor decides shapes and dtype, one method
-# decides the values, so a later re-initialisation keeps the same guarantees. The
-# guarantee that matters is a zero padding row, so zeroing it must be the last write to
-# the table, and autograd must not record that write. Settle the padding index once, at
-# construction, and `forward` has nothing left to decide.
+# Which of `Linear`'s two methods decides the shapes and which the values, and why does
+# the split matter when someone calls `reset_parameters()` again later? Which guarantee
+# of this layer must survive that call?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "embedding-layer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -567,18 +581,15 @@ print("✓ Embedding layer: init std", round(float(_wv.std()), 3))
 #
 # <details><summary>Hint 2</summary>
 #
-# No loop is needed: a column of positions times a row of frequencies broadcasts to the
-# `(max_len, number of frequencies)` matrix of angles. Slices with a step of 2 address
-# the even and the odd columns of the table.
+# No loop is needed. Which two 1-D arrays, combined by broadcasting, give every angle
+# $p\,\omega_i$ at once? How do you address every other column of a table?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Think in columns rather than positions: each even column fixes a frequency, and the odd
-# column after it reuses that frequency. Every entry is a position times a frequency,
-# which broadcasting gives in one step. An odd width is the trap: there is one more sine
-# column than cosine columns, so count the frequencies from the even columns and let the
-# cosines fill only the columns that exist. Work in float64 and convert only at the end.
+# Think in columns rather than positions: which columns share a frequency? For D = 5,
+# list the columns and their frequencies by hand: how many sines, how many cosines, how
+# many distinct frequencies? Your code must give that count for every D, even and odd.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "sinusoidal", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -617,8 +628,9 @@ assert_close(_p[:, 0::2] ** 2 + _p[:, 1::2] ** 2, np.ones((50, 8)), rtol=1e-6, w
 _odd = sinusoidal_positions(10, 5, dtype=tinytorch.float64).numpy()
 assert_equal((_odd.shape, _odd.dtype), ((10, 5), np.dtype(np.float64)), "dim 5, float64")
 assert_close(_odd[:, 4], np.sin(np.arange(10) / 10000 ** (4 / 5)), rtol=1e-12, what="odd dim: the last column is a sine")
-assert_close(sinusoidal_positions(6, 2, base=100.0, dtype=tinytorch.float64).numpy()[5],
-             np.array([np.sin(5.0), np.cos(5.0)]), rtol=1e-12, what="base=100, dim 2: ω_0 = 1")
+assert_close(sinusoidal_positions(6, 4, base=100.0, dtype=tinytorch.float64).numpy()[5, 2:],
+             np.array([np.sin(5.0 / 10.0), np.cos(5.0 / 10.0)]), rtol=1e-12,
+             what="base=100, dim 4, position 5, columns 2 and 3: ω_1 = 100^(-2/4) = 1/10")
 _pd = sinusoidal_positions(64, 32, dtype=tinytorch.float64).numpy()
 _gram = _pd @ _pd.T
 assert_close(_gram[10, 13], _gram[40, 43], rtol=1e-9, what="P_10·P_13 = P_40·P_43 (distance 3)")
@@ -626,8 +638,11 @@ assert_close(_gram[20, 5], _gram[35, 20], rtol=1e-9, what="P_20·P_5 = P_35·P_2
 print("✓ sinusoidal position table; P[1, :2] =", np.round(_p[1, :2], 4))
 
 # %% [markdown]
-# Let us look at the table. Left: each row is a position, each column a dimension — fast
-# stripes on the left (high frequencies), slow ones on the right. Right: the dot product
+# Let us look at the table. Left: each row is a position, each column a dimension. On the
+# left the pairs turn fast, so colour changes down a column within a few positions. On the
+# right the pairs turn so slowly that in 100 positions their angle stays near 0: each sine
+# column stays near 0 (white) and each cosine column near 1 (blue), and the alternation
+# of the two reads as fine vertical stripes. Right: the dot product
 # $P_p \cdot P_q$ of every pair of positions. It is largest on the diagonal ($p = q$, where it
 # equals $D/2$), falls off with the distance $|p - q|$, and is the same along every diagonal:
 # it depends on $p - q$ only, as promised.
@@ -782,7 +797,7 @@ class LearnedPositionalEmbedding(Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-position-layers", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-from tinytorch.testing import assert_close, assert_equal, assert_raises, preserved_state
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
 
 with preserved_state():
     tinytorch.manual_seed(3)
@@ -804,6 +819,8 @@ assert_close(_y.numpy(), _xg.numpy() + _learn.weight.numpy()[:6], rtol=1e-6, wha
 assert_close(_learn(_xg[0, :3], offset=7).numpy(), _xg.numpy()[0, :3] + _learn.weight.numpy()[7:10], rtol=1e-6,
              what="learned, offset 7: x + weight[7:10]")
 _y.sum().backward()
+check(_learn.weight.grad is not None, "the learned table got a gradient (read it through your embedding op, "
+      "not through a copy of its numbers)", got=_learn.weight.grad)
 assert_equal(_learn.weight.grad.numpy()[:6], np.full((6, 8), 2.0, dtype=np.float32),
              "each of positions 0..5 used by 2 sequences: gradient 2")
 assert_equal(_learn.weight.grad.numpy()[6:], np.zeros((4, 8), dtype=np.float32), "positions 6..9 unused: no gradient")
@@ -830,7 +847,11 @@ _cos = lambda a: (a @ a.T) / np.outer(np.linalg.norm(a, axis=1), np.linalg.norm(
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
 for ax, mat, title in [(axes[0], _without.numpy()[0], "token embeddings only"),
                        (axes[1], _with.numpy()[0], "token + sinusoidal position")]:
-    im = ax.imshow(_cos(mat.astype(np.float64)), cmap="viridis", vmin=-1, vmax=1)
+    _sim = _cos(mat.astype(np.float64))
+    im = ax.imshow(_sim, cmap="viridis", vmin=-1, vmax=1)
+    for (_r, _c), _v in np.ndenumerate(_sim):
+        ax.text(_c, _r, f"{_v:.2f}", ha="center", va="center", fontsize=8,
+                color="black" if _v > 0.3 else "white")
     ax.set_xticks(range(5), ["4", "7", "4", "9", "4"])
     ax.set_yticks(range(5), ["4", "7", "4", "9", "4"])
     ax.set_title(f"cosine similarity:\n{title}", fontsize=10)
@@ -838,8 +859,9 @@ fig.colorbar(im, ax=axes)
 plt.show()
 
 # %% [markdown]
-# On the left, the three copies of token 4 are identical (similarity 1); on the right, they
-# are distinct vectors, more similar when they are closer together.
+# On the left, the three copies of token 4 (positions 0, 2 and 4) are identical (similarity
+# 1); on the right, they are distinct vectors, and the two copies two positions apart
+# (0 and 2, 2 and 4) are more alike than the two four apart (0 and 4): read the numbers.
 #
 # ## 8. Systems look: memory, sparsity, time
 #

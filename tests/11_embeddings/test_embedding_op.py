@@ -159,3 +159,19 @@ def test_indices_are_a_fresh_int64_copy():
         _as_indices(np.array([0, -2]), 4)
     with pytest.raises(TypeError):
         _as_indices(np.array([0.0]), 4)
+
+
+def test_as_indices_of_no_ids_is_an_empty_int64_array():
+    from tinytorch.nn.embedding import _as_indices
+
+    for ids in (np.array([], dtype=np.int64), np.zeros((2, 0), dtype=np.int32)):
+        out = _as_indices(ids, 5)
+        assert out.dtype == np.int64 and out.shape == np.shape(ids)
+
+
+def test_as_indices_names_the_first_bad_id():
+    from tinytorch.nn.embedding import _as_indices
+
+    with pytest.raises(IndexError) as info:
+        _as_indices(np.array([[1, 8], [12, -3]]), 7)
+    assert "8" in str(info.value) and "12" not in str(info.value) and "-3" not in str(info.value)

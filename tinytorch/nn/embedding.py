@@ -28,7 +28,7 @@ def _embedding_forward(weight, *, indices, padding_idx):
     weight: the (V, D) table (a Tensor); indices: an int64 numpy array of any shape, already
     checked to lie in 0..V-1. Returns a new numpy array of shape indices.shape + (D,).
     """
-    # Idea: every id selects one row; no arithmetic is needed.
+    # Idea: the one-hot product of section 1, without the zeros.
     # YOUR CODE HERE
     raise NotImplementedError('_embedding_forward() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
