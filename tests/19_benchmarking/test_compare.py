@@ -73,3 +73,12 @@ def test_compare_blocks_use_the_smaller_estimate():
     quick, slow = FakeWork(clock, [1e-6], "quick"), FakeWork(clock, [1e-4], "slow")
     r = compare(quick, slow, rounds=2, timer=clock)  # estimates: 100 runs for quick, 1 for slow
     assert (r.a.number_per_run, r.b.number_per_run) == (1, 1), (r.a.number_per_run, r.b.number_per_run)
+
+
+def test_compare_estimates_the_block_size_after_the_warm_up():
+    from _fakes import FakeClock, FakeWork
+
+    clock = FakeClock()
+    cold = [5.0] + [1e-6] * 5000  # the first call compiles: 5 s; then 1 µs a run
+    r = compare(FakeWork(clock, cold, "A"), FakeWork(clock, cold, "B"), rounds=3, timer=clock)
+    assert (r.a.number_per_run, r.b.number_per_run) == (100, 100), "the estimate must see the warm workloads"

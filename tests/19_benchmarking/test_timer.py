@@ -123,3 +123,11 @@ def test_adaptive_autorange_measurement_carries_the_environment():
     assert env["logical_cores"] >= 1 and env["numpy"], "cores and numpy's version are known"
     assert "OPENBLAS_NUM_THREADS" in env["thread_env"], "the BLAS thread setting is recorded"
     assert environment()["cpu"] == env["cpu"], "the record on the Measurement is environment()'s"
+
+
+def test_adaptive_autorange_estimates_the_block_size_after_the_warm_up():
+    clock = FakeClock()
+    work = FakeWork(clock, [5.0] + [1e-6] * 5000)  # the first call compiles: 5 s; then 1 µs a run
+    m = Timer(work, timer=clock).adaptive_autorange(0.1, min_run_time=0.0)
+    assert m.number_per_run == 100, "the estimate must see the warm workload, not its 5 s first call"
+    assert m.raw_times == pytest.approx([1e-4] * MIN_BLOCKS)

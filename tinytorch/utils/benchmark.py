@@ -243,6 +243,15 @@ def _with_threads(method):
     return pinned
 
 
+def _one_thread(function):
+    """`function` run with BLAS and numba limited to one thread (a Timer's default)."""
+    @functools.wraps(function)
+    def pinned(*args, **kwargs):
+        with pinned_threads(1):
+            return function(*args, **kwargs)
+    return pinned
+
+
 Timer._estimate_block_size = _estimate_block_size
 Timer._measurement = _measurement
 Timer.adaptive_autorange = _with_threads(adaptive_autorange)
@@ -359,6 +368,9 @@ def compare(a, b, *, rounds=21, number=None, warmup=1, timer=time.perf_counter, 
     raise NotImplementedError('compare() is not implemented yet: write it in modules/19_benchmarking/benchmarking.ipynb (module 19, benchmarking), then run `tito test module 19`.')
 
 
+compare = _one_thread(compare)  # BLAS and numba pinned to one thread, as in the Timer's entry points
+
+
 # -- cell 51 --
 def _expand(results):
     out = []
@@ -409,7 +421,8 @@ class Compare:
 # -- cell 53 --
 def plot(results, ax=None, title=None):
     """Horizontal box plots of the per-run times of Measurements (and PairedComparisons'
-    two sides), whiskers at Tukey's fences (k = 1.5). Returns the matplotlib Figure."""
+    two sides), whiskers to the farthest samples inside Tukey's fences (k = 1.5). Returns
+    the matplotlib Figure."""
     import matplotlib.pyplot as plt
 
     ms = _expand(results)
