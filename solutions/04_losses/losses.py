@@ -333,9 +333,9 @@ print("broadcast MSE, shape", (_pred - _target).shape, ":", np.mean((_pred - _ta
 #
 # <details><summary>Hint 2</summary>
 #
-# The order matters: an int64 target of the wrong shape should be told "the target must be
-# floating" first, because that is the real mistake. So test each tensor's kind before
-# comparing the shapes.
+# An int64 target of the wrong shape: which message helps its author more, "the shapes
+# differ" or "the target must be floating"? After fixing the one you report, would the call
+# work?
 # </details>
 #
 # <details><summary>Hint 3</summary>
@@ -374,10 +374,11 @@ def _check_pointwise(name, input, target):
 
     Contract: `name` is the calling loss's name, `input` and `target` are Tensors (two
     floating dtypes were already promoted to one). Returns None when both are floating and
-    of the same shape. Otherwise, checked in this order, every message starting with `name`:
-    - TypeError when input is not floating (the message names input's dtype);
-    - TypeError when target is not floating (names target's dtype, says to convert it to float);
-    - ValueError when the shapes differ (names both shapes and says a loss does not broadcast).
+    of the same shape. Otherwise one error, its message starting with `name`: TypeError for
+    a tensor that is not floating (naming that tensor, input or target, and its dtype; for
+    target, saying to convert it to float), ValueError for shapes that differ (naming both
+    and saying a loss does not broadcast). When several things are wrong, which error comes
+    first is your decision (the approach asks); the check says whether it is PyTorch's.
     """
     # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
     # target and still returns a plausible number; refuse it, and say why.
@@ -763,16 +764,17 @@ plt.show()
 def _check_class_targets(name, input, target, ignore_index):
     """Check int64 class-index targets against input of shape (C,), (N, C) or (N, C, d1, ...).
 
-    Contract: `input` and `target` are Tensors. Returns None when the target fits. Otherwise,
-    in this order, every message starting with `name`:
-    - TypeError when input is not floating (the message says "floating");
-    - ValueError when input is 0-d (says it needs a class dimension);
-    - TypeError when target is not int64 (names int64 and suggests target.long());
-    - ValueError when target's shape is not input's shape without dimension 1 (() for a 1-D
-      input): the message names both shapes; when the batch sizes (dimension 0) differ it
-      also names both batch sizes and says "batch";
-    - IndexError when a target value is outside 0..C-1 and not equal to ignore_index: the
-      message names the first such value and the number of classes C.
+    Contract: `input` and `target` are Tensors. Returns None when the target fits the input
+    (the table above: shape and values). Otherwise one error, its message starting with `name`:
+    - TypeError for a dtype that cannot work: an input that is not floating (the message says
+      "floating"), a target that is not int64 (names int64 and suggests target.long());
+    - ValueError for a shape that cannot work: a 0-d input (it needs a class dimension), a
+      target of the wrong shape (the message names both shapes; when the batch sizes differ,
+      it also names both batch sizes and says "batch");
+    - IndexError for a target value that names no class and is not ignore_index (the message
+      names the first such value and the number of classes C).
+    When several things are wrong, report the most fundamental first: which order is that?
+    (The approach asks; the check says whether your order is PyTorch's.)
     """
     # Idea: the target has the input's shape minus the class dimension, and holds indices
     # into that dimension.
@@ -828,7 +830,10 @@ for _exc, _must, _args in [
         (ValueError, ["batch", "4", "3"], ("nll_loss", _z, Tensor([0, 1, 2]), -100)),
         (ValueError, ["(4, 5)", "(4, 2)"], ("nll_loss", _z, Tensor(np.zeros((4, 2), np.int64)), -100)),
         (ValueError, ["(2, 3, 7)", "(2, 6)"], ("nll_loss", Tensor(np.zeros((2, 3, 7), np.float32)),
-                                             Tensor(np.zeros((2, 6), np.int64)), -100))]:
+                                             Tensor(np.zeros((2, 6), np.int64)), -100)),
+        # two mistakes at once: the one reported must be the one to fix first
+        (TypeError, ["int64", ".long()"], ("nll_loss", _z, Tensor([0.0, 1.0, 2.0]), -100)),  # float, wrong batch
+        (ValueError, ["batch", "4", "3"], ("nll_loss", _z, Tensor([0, 9, 1]), -100))]:       # wrong batch, class 9
     _e = assert_raises(_exc, _check_class_targets, *_args,
                        what=f"{_args[0]}: {_args[1].shape} input, {_args[2].dtype} target {_args[2].shape}")
     check(all(m in str(_e) for m in _must) and str(_e).startswith(_args[0]),

@@ -292,3 +292,12 @@ def test_cross_entropy_smoothing_shares_one_log_softmax():
         stack.extend(x.grad_fn for x in node.inputs)
     ops = [n.op for n in alive]
     assert ops.count("log_softmax") == 1, f"both parts of the mix read one log_softmax, got the ops {ops}"
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_check_class_targets_reports_the_mistake_to_fix_first(name):
+    z = Tensor(np.zeros((4, 5), np.float32))
+    with pytest.raises(TypeError, match="int64"):  # float labels for the wrong batch: the dtype first
+        LOSSES[name](z, Tensor([0.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="batch"):  # the wrong batch, holding class 9 of 5: the shape first
+        LOSSES[name](z, Tensor([0, 9, 1]))

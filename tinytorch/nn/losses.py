@@ -66,10 +66,11 @@ def _check_pointwise(name, input, target):
 
     Contract: `name` is the calling loss's name, `input` and `target` are Tensors (two
     floating dtypes were already promoted to one). Returns None when both are floating and
-    of the same shape. Otherwise, checked in this order, every message starting with `name`:
-    - TypeError when input is not floating (the message names input's dtype);
-    - TypeError when target is not floating (names target's dtype, says to convert it to float);
-    - ValueError when the shapes differ (names both shapes and says a loss does not broadcast).
+    of the same shape. Otherwise one error, its message starting with `name`: TypeError for
+    a tensor that is not floating (naming that tensor, input or target, and its dtype; for
+    target, saying to convert it to float), ValueError for shapes that differ (naming both
+    and saying a loss does not broadcast). When several things are wrong, which error comes
+    first is your decision (the approach asks); the check says whether it is PyTorch's.
     """
     # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
     # target and still returns a plausible number; refuse it, and say why.
@@ -157,16 +158,17 @@ def binary_cross_entropy_with_logits(input, target, weight=None, *, reduction="m
 def _check_class_targets(name, input, target, ignore_index):
     """Check int64 class-index targets against input of shape (C,), (N, C) or (N, C, d1, ...).
 
-    Contract: `input` and `target` are Tensors. Returns None when the target fits. Otherwise,
-    in this order, every message starting with `name`:
-    - TypeError when input is not floating (the message says "floating");
-    - ValueError when input is 0-d (says it needs a class dimension);
-    - TypeError when target is not int64 (names int64 and suggests target.long());
-    - ValueError when target's shape is not input's shape without dimension 1 (() for a 1-D
-      input): the message names both shapes; when the batch sizes (dimension 0) differ it
-      also names both batch sizes and says "batch";
-    - IndexError when a target value is outside 0..C-1 and not equal to ignore_index: the
-      message names the first such value and the number of classes C.
+    Contract: `input` and `target` are Tensors. Returns None when the target fits the input
+    (the table above: shape and values). Otherwise one error, its message starting with `name`:
+    - TypeError for a dtype that cannot work: an input that is not floating (the message says
+      "floating"), a target that is not int64 (names int64 and suggests target.long());
+    - ValueError for a shape that cannot work: a 0-d input (it needs a class dimension), a
+      target of the wrong shape (the message names both shapes; when the batch sizes differ,
+      it also names both batch sizes and says "batch");
+    - IndexError for a target value that names no class and is not ignore_index (the message
+      names the first such value and the number of classes C).
+    When several things are wrong, report the most fundamental first: which order is that?
+    (The approach asks; the check says whether your order is PyTorch's.)
     """
     # Idea: the target has the input's shape minus the class dimension, and holds indices
     # into that dimension.
