@@ -128,9 +128,10 @@ def _load(f):
 def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **extra):
     """Save what a resumed run needs to `f` (a path or a binary file), with save().
 
-    Contract: the saved dict has "model" (model.state_dict()), "rng_state" (the default
-    generator's state, get_rng_state()), "extra" (the keyword arguments), and
-    "optimizer", "scheduler", "history" (their state_dict()) for each of those given.
+    Contract: the saved dict has "model" (model.state_dict()), "rng_state" (your answer to
+    the section's question, in the form its owner reports it), "extra" (the keyword
+    arguments), and "optimizer", "scheduler", "history" (their state_dict()) for each of
+    those given.
     """
     # Idea: a run's state is the state of each object that changes during training.
     # YOUR CODE HERE
@@ -140,8 +141,7 @@ def save_checkpoint(f, model, optimizer=None, scheduler=None, history=None, **ex
 def load_checkpoint(f, model, optimizer=None, scheduler=None, history=None):
     """Restore, in place, the objects given from a file written by save_checkpoint.
 
-    Contract: also restores the default generator's state when the file holds
-    "rng_state". Returns the saved extra keyword arguments as a dict. ValueError, naming
+    Contract: also restores the "rng_state" part when the file holds one. Returns the saved extra keyword arguments as a dict. ValueError, naming
     the part, when an object is given whose part is not in the file (checked before
     anything is restored).
     """
