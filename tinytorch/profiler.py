@@ -16,7 +16,7 @@ import numpy as np
 from tinytorch._tensor import Tensor, broadcast_shapes
 from tinytorch.nn.conv import _pair  # module 09's: an int or a pair -> a pair of ints
 from tinytorch.utils.dispatch import DispatchMode
-from tinytorch.utils.timing import median_time
+from tinytorch.utils.timing import median_time, pinned_threads
 
 __all__ = ["parameter_counts", "count_parameters", "matmul_flops", "conv2d_flops",
            "softmax_flops", "layer_norm_flops", "attention_flops", "FLOP_RULES",
@@ -30,7 +30,8 @@ def parameter_counts(model):
     """Parameters per module, each shared Parameter once.
 
     Contract: `model` a Module. Returns a dict {module name: int}, in `model.named_modules()`
-    order ("" names the model itself, "0.weight"-style dotted names the descendants): for each
+    order ("" names the model itself; dotted module names such as "0" or "blocks.0.ln1" its
+    descendants): for each
     module, the number of scalars in the parameters registered directly on it (not on its
     children), leaving out parameters an earlier module was already credited with. Modules
     credited with 0 are left out. The values add up to the number of distinct trained
@@ -162,7 +163,8 @@ def _conv_product(node):
 BACKWARD_FLOP_RULES = {
     "MatmulBackward": lambda node: matmul_flops(node.inputs[0].shape, node.inputs[1].shape)
     * sum(1 for x in node.inputs if x.requires_grad),
-    "Conv2DBackward": lambda node: 2 * _conv_product(node),
+    # module 09's rule always computes the weight's gradient, the input's only when needed
+    "Conv2DBackward": lambda node: _conv_product(node) * (1 + int(node.inputs[0].requires_grad)),
 }
 
 
@@ -287,12 +289,11 @@ class profile(DispatchMode):
     def dispatch(self, op, fn, args, kwargs):
         """Run one op and record it.
 
-        Contract: `op` the op's name, `fn(*args, **kwargs)` runs it. Calls fn exactly once and
-        returns its result unchanged. Appends one FunctionEvent to self._events: name op,
-        input_shapes the list of tuple(a.shape) for each argument a in args that is a Tensor or
-        a numpy array (in order; others skipped), cpu_time_total the wall time of the fn call
-        alone in microseconds, read from time.perf_counter, flops op_flops(op, args, kwargs, result), cpu_memory_usage
-        output_bytes(result).
+        Contract: `op` the op's name, `fn(*args, **kwargs)` runs it. Runs the op once, as if no
+        profiler were there, and appends one FunctionEvent (section 4.1's fields) describing
+        that call: its name; the shapes of its array arguments (Tensors and numpy arrays, in
+        order); the time of the op alone, in microseconds of time.perf_counter; its FLOPs and
+        the new bytes of its result (your functions of sections 3 and 4).
         """
         # Idea: time the op and nothing else, then write down what it was.
         # YOUR CODE HERE
@@ -377,12 +378,15 @@ def peak_memory(fn):
 # -- cell 54 --
 def latency(fn, repeats=7, warmup=2):
     """Wall-clock statistics of fn() through median_time: a dict with "median", "q1", "q3",
-    "iqr" (q3 - q1), "min", "max" (seconds) and "samples", after `warmup` untimed calls."""
+    "iqr" (q3 - q1), "min", "max" (seconds) and "samples", after `warmup` untimed calls.
+    BLAS and numba run on one thread meanwhile: on a shared machine, threads that compete
+    with other load make times swing by several x."""
     if repeats < 1:
         raise ValueError(f"latency needs at least one timed repeat, got repeats={repeats}")
-    if warmup > 0:
-        median_time(fn, repeats=1, warmup=warmup - 1)
-    samples = [median_time(fn, repeats=1, warmup=0) for _ in range(repeats)]
+    with pinned_threads(1):
+        if warmup > 0:
+            median_time(fn, repeats=1, warmup=warmup - 1)
+        samples = [median_time(fn, repeats=1, warmup=0) for _ in range(repeats)]
     q1, med, q3 = (float(v) for v in np.percentile(samples, [25, 50, 75]))
     return {"median": med, "q1": q1, "q3": q3, "iqr": q3 - q1, "min": min(samples),
             "max": max(samples), "samples": samples}

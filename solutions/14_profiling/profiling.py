@@ -146,7 +146,7 @@ import numpy as np
 from tinytorch._tensor import Tensor, broadcast_shapes
 from tinytorch.nn.conv import _pair  # module 09's: an int or a pair -> a pair of ints
 from tinytorch.utils.dispatch import DispatchMode
-from tinytorch.utils.timing import median_time
+from tinytorch.utils.timing import median_time, pinned_threads
 
 __all__ = ["parameter_counts", "count_parameters", "matmul_flops", "conv2d_flops",
            "softmax_flops", "layer_norm_flops", "attention_flops", "FLOP_RULES",
@@ -194,7 +194,8 @@ def parameter_counts(model):
     """Parameters per module, each shared Parameter once.
 
     Contract: `model` a Module. Returns a dict {module name: int}, in `model.named_modules()`
-    order ("" names the model itself, "0.weight"-style dotted names the descendants): for each
+    order ("" names the model itself; dotted module names such as "0" or "blocks.0.ln1" its
+    descendants): for each
     module, the number of scalars in the parameters registered directly on it (not on its
     children), leaving out parameters an earlier module was already credited with. Modules
     credited with 0 are left out. The values add up to the number of distinct trained
@@ -225,7 +226,8 @@ with preserved_state():  # building layers draws from tinytorch's generator: put
     _mlp = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2, bias=False))
     _counts = parameter_counts(_mlp)
     print("MLP:", _counts)
-    assert_equal(_counts, {"0": 4 * 3 + 3, "2": 3 * 2}, "per-layer counts of Linear(4,3)+ReLU+Linear(3,2, no bias)")
+    assert_equal(list(_counts.items()), [("0", 4 * 3 + 3), ("2", 3 * 2)],
+                 "per-layer counts of Linear(4,3)+ReLU+Linear(3,2, no bias), in named_modules() order")
 
     _tied = nn.Sequential(nn.Linear(5, 5, bias=False), nn.Linear(5, 5, bias=False))
     _tied[1].weight = _tied[0].weight  # one Parameter, two layers
@@ -562,7 +564,8 @@ def _conv_product(node):
 BACKWARD_FLOP_RULES = {
     "MatmulBackward": lambda node: matmul_flops(node.inputs[0].shape, node.inputs[1].shape)
     * sum(1 for x in node.inputs if x.requires_grad),
-    "Conv2DBackward": lambda node: 2 * _conv_product(node),
+    # module 09's rule always computes the weight's gradient, the input's only when needed
+    "Conv2DBackward": lambda node: _conv_product(node) * (1 + int(node.inputs[0].requires_grad)),
 }
 
 
@@ -789,12 +792,11 @@ class profile(DispatchMode):
     def dispatch(self, op, fn, args, kwargs):
         """Run one op and record it.
 
-        Contract: `op` the op's name, `fn(*args, **kwargs)` runs it. Calls fn exactly once and
-        returns its result unchanged. Appends one FunctionEvent to self._events: name op,
-        input_shapes the list of tuple(a.shape) for each argument a in args that is a Tensor or
-        a numpy array (in order; others skipped), cpu_time_total the wall time of the fn call
-        alone in microseconds, read from time.perf_counter, flops op_flops(op, args, kwargs, result), cpu_memory_usage
-        output_bytes(result).
+        Contract: `op` the op's name, `fn(*args, **kwargs)` runs it. Runs the op once, as if no
+        profiler were there, and appends one FunctionEvent (section 4.1's fields) describing
+        that call: its name; the shapes of its array arguments (Tensors and numpy arrays, in
+        order); the time of the op alone, in microseconds of time.perf_counter; its FLOPs and
+        the new bytes of its result (your functions of sections 3 and 4).
         """
         # Idea: time the op and nothing else, then write down what it was.
         ### BEGIN SOLUTION
@@ -857,8 +859,9 @@ with preserved_state():
     check(0 < _sum <= _wall, "op times (µs) are positive and fit inside the block's wall time",
           got=f"{_sum:.1f} µs of ops", expected=f"at most {_wall:.1f} µs")
     with profile() as _p3:
-        F.softmax(_x, dim=0)
-    assert_equal(_p3.events()[0].flops, softmax_flops((4, 6), 0), "a softmax over dim 0: the op's own options reach op_flops")
+        F.log_softmax(_x, dim=0)
+    assert_equal(_p3.events()[0].flops, softmax_flops((4, 6), 0, log=True),
+                 "a log_softmax over dim 0 of (4, 6): the op's own options (dim) reach op_flops")
     _n = len(_prof.events())
     _net(_x).sum().backward()  # after the block: nothing more is recorded
     assert_equal(len(_prof.events()), _n, "nothing recorded after the with block")
@@ -1172,15 +1175,22 @@ _r = _h.relu()            # 60 bytes
 _v = _r.reshape(15)[3:]   # two views of _r's memory (a reshape, a slice): nothing new
 _s = (_v * _v).sum()      # the product (12 floats: 48 bytes) and the sum (4 bytes)
 print("saved bytes:", saved_activation_bytes(_s))
+_d = _h + _h  # a diamond: _h's node is reached twice
+assert_equal(saved_activation_bytes(_d), 60 + 60, "h + h: a node reached along two paths counts once")
 assert_equal(saved_activation_bytes(_s), 60 + 60 + 48 + 4, "matmul + relu + mul + sum outputs; the views add nothing")
 _c = _r.T.reshape(15)     # a reshape of a transposed tensor cannot be a view: a 60-byte copy
 assert_equal(saved_activation_bytes(_c.sum()), 60 + 60 + 60 + 4, "matmul + relu + the copy + sum; the .T view adds nothing")
-_d = _h + _h  # a diamond: _h's node is reached twice
-assert_equal(saved_activation_bytes(_d), 60 + 60, "a diamond counts each node once")
 assert_equal(saved_activation_bytes(Tensor([1.0])), 0, "no graph: 0 bytes")
 _res = _h + (_h * 3.0).tanh()  # a residual: the add's first input is the shortcut, its second a branch
 assert_equal(saved_activation_bytes(_res.sum()), 60 + 60 + 60 + 60 + 4,
              "h + tanh(3h): the matmul, the mul, the tanh, the add and the sum (every input of every node is followed)")
+_deep = Tensor(np.ones(2, dtype=np.float32), requires_grad=True)
+for _ in range(3 * sys.getrecursionlimit()):  # deeper than Python's recursion limit
+    _deep = _deep + 1.0
+check(saved_activation_bytes(_deep) == 3 * sys.getrecursionlimit() * 8,
+      "a chain of 3x Python's recursion limit: every add's 8 bytes (a walk that recurses cannot get there)",
+      got=saved_activation_bytes(_deep))
+del _deep
 print("✓ saved_activation_bytes: the small graph keeps", saved_activation_bytes(_s), "bytes")
 
 # %% [markdown]
@@ -1260,18 +1270,22 @@ print(f"Adam state:  estimate {estimate['optimizer_state'] / 1e3:9.1f} KB | meas
 # are not timed, time several **repeats**, report the **median** (one slow outlier barely moves
 # it) and a **spread** (the interquartile range says how far to trust it). The course has one
 # timer, `tinytorch.utils.timing.median_time`; `latency` (provided) collects its one-repeat
-# samples, so every number in the course is timed the same way.
+# samples, so every number in the course is timed the same way, with BLAS on one thread
+# (several threads on a machine with other load make a matmul's time swing by several x).
 
 # %%
 #| export
 def latency(fn, repeats=7, warmup=2):
     """Wall-clock statistics of fn() through median_time: a dict with "median", "q1", "q3",
-    "iqr" (q3 - q1), "min", "max" (seconds) and "samples", after `warmup` untimed calls."""
+    "iqr" (q3 - q1), "min", "max" (seconds) and "samples", after `warmup` untimed calls.
+    BLAS and numba run on one thread meanwhile: on a shared machine, threads that compete
+    with other load make times swing by several x."""
     if repeats < 1:
         raise ValueError(f"latency needs at least one timed repeat, got repeats={repeats}")
-    if warmup > 0:
-        median_time(fn, repeats=1, warmup=warmup - 1)
-    samples = [median_time(fn, repeats=1, warmup=0) for _ in range(repeats)]
+    with pinned_threads(1):
+        if warmup > 0:
+            median_time(fn, repeats=1, warmup=warmup - 1)
+        samples = [median_time(fn, repeats=1, warmup=0) for _ in range(repeats)]
     q1, med, q3 = (float(v) for v in np.percentile(samples, [25, 50, 75]))
     return {"median": med, "q1": q1, "q3": q3, "iqr": q3 - q1, "min": min(samples),
             "max": max(samples), "samples": samples}
@@ -1447,8 +1461,9 @@ gpt_stages = ([("embeddings", lambda i: gpt.tok_emb(i) + gpt.pos_emb(tinytorch.a
                 nn.ModuleList([gpt.tok_emb, gpt.pos_emb]))]
               + [(f"block {k}", b, b) for k, b in enumerate(gpt.blocks)]
               + [("ln_f", gpt.ln_f, gpt.ln_f), ("head (tied)", gpt.head, None)])
-with tinytorch.no_grad():
+with tinytorch.no_grad(), pinned_threads(1):  # one BLAS thread, as in latency
     gpt_rows = layer_report(gpt_stages, idx)
+    gpt(idx)  # a warm-up, so that the profile below holds no first-call costs
     with profile() as gprof:
         logits, _ = gpt(idx)
 print("small GPT, batch 8 x 64 tokens, forward (no_grad); the head's weight is the token table:")
@@ -1566,24 +1581,21 @@ if torch is not None:
         ours(x_digits).sum().backward()
     big = {"matmul", "conv2d", "MatmulBackward", "Conv2DBackward"}
     mine = sum(e.flops for e in tp.events() if e.name in big)
-    skipped = conv2d_flops(tuple(x_digits.shape), (16, 1, 3, 3), 1, 1, bias=False)
-    print(f"torch FlopCounterMode: {counter.get_total_flops():,} FLOPs | yours (matmul + conv): {mine:,}")
-    print(f"difference {mine - counter.get_total_flops():,} = the first conv's input gradient, {skipped:,}")
+    print(f"torch FlopCounterMode: {counter.get_total_flops():,} FLOPs | yours (matmul + conv): {mine:,} | "
+          f"difference {mine - counter.get_total_flops():,}")
 
 # %% [markdown]
-# The two agree on the forward products. In the backward, torch's conv computes no
-# gradient for the images (they do not require one), while module 09's conv2d backward
-# always computes both, which the provided `Conv2DBackward` FLOP rule counts: the
-# difference is exactly the skipped input gradient of the first convolution. (Without
-# PyTorch installed the cell above only says so; the numbers it would print are the two
-# totals and their difference.)
+# The two agree, forward and backward: in the backward, neither conv computes a gradient
+# for the images (they do not require one: module 09's rule skips it, and the provided
+# `Conv2DBackward` FLOP rule counts only what the rule computes). (Without PyTorch
+# installed the cell above only says so; it would print the two totals and a difference of 0.)
 #
 # ## 10. Recap
 #
 # - **Parameters**: counted per module, each shared Parameter once (`parameter_counts`).
-# - **FLOPs**: a convention, fixed once: matmul $2mkn$; Conv2d the im2col matmul plus
-#   the bias; softmax $5n$ and LayerNorm $5n+5$ (+$2n$) per row; attention $2LSE + 6LS +
-#   2LSE_v$ per head, quadratic in the context; data movement 0.
+# - **FLOPs**: a convention, fixed once and counted by hand per op: matmul $2mkn$; Conv2d as
+#   its im2col matmul plus the bias; softmax and LayerNorm a few FLOPs per element; attention
+#   quadratic in the context; data movement 0.
 # - **The profiler** is a `DispatchMode`: it sees every forward op and backward rule through
 #   the dispatch extension point, runs each once, times it, and records name, shapes, µs,
 #   FLOPs and bytes; `key_averages()` groups and `table()` sorts.

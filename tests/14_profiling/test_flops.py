@@ -108,3 +108,20 @@ def test_mlp_forward_backward_flops_match_torch_flop_counter(torch):
         ours(tt.tensor(x)).sum().backward()
     got = sum(e.flops for e in prof.events() if e.name in ("matmul", "MatmulBackward"))
     assert got == counter.get_total_flops(), f"expected torch's forward+backward count {counter.get_total_flops()}, got {got}"
+
+
+def test_cnn_forward_backward_flops_match_torch_flop_counter(torch):
+    """A first conv computes no gradient for its images, in either framework."""
+    x = np.random.default_rng(2).standard_normal((3, 1, 8, 8)).astype(np.float32)
+    FlopCounterMode = torch_reference.companion_module(torch, "torch.utils.flop_counter").FlopCounterMode
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1, bias=False), torch.nn.ReLU(),
+                                 torch.nn.Flatten(), torch.nn.Linear(4 * 64, 5, bias=False))
+    ours = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, bias=False), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(4 * 64, 5, bias=False))
+    with FlopCounterMode(display=False) as counter:
+        theirs(torch.tensor(x)).sum().backward()
+    with profile() as prof:
+        ours(tt.tensor(x)).sum().backward()
+    big = ("matmul", "conv2d", "MatmulBackward", "Conv2DBackward")
+    got = sum(e.flops for e in prof.events() if e.name in big)
+    assert got == counter.get_total_flops(), f"expected torch's forward+backward count {counter.get_total_flops()}, got {got}"

@@ -73,3 +73,13 @@ def test_saved_activation_bytes_below_forward_peak():
     est = saved_activation_bytes(out)
     assert est == 256 * (128 * 3 + 32 * 2) * 4, f"expected 5 saved outputs of 256 rows, got {est}"
     assert 0 < est <= peak, f"expected the saved outputs ({est} bytes) to fit in the forward's measured peak ({peak})"
+
+
+def test_saved_activation_bytes_walks_a_chain_deeper_than_the_recursion_limit():
+    import sys
+
+    x = tt.tensor(np.ones(2, dtype=np.float32), requires_grad=True)
+    n = 3 * sys.getrecursionlimit()
+    for _ in range(n):
+        x = x + 1.0
+    assert saved_activation_bytes(x) == n * 8
