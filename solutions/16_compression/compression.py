@@ -37,9 +37,9 @@
 #
 # ## Prerequisites
 #
-# Modules 01-09: `Tensor` and its ops (01), `log_softmax` (02), `Module`, `Linear`,
+# Modules 01-09 and 14: `Tensor` and its ops (01), `log_softmax` (02), `Module`, `Linear`,
 # `Sequential` (03), `cross_entropy` (04), `Digits` and `DataLoader` (05), autograd (06),
-# `SGD` and `Adam` (07), `evaluate` (08), `Conv2d` (09).
+# `SGD` and `Adam` (07), `Conv2d` (09), `count_parameters` (14).
 #
 # ## How this notebook works
 #
@@ -108,8 +108,10 @@ def draw_pruning_kinds(axes, seed=0):
               (pruned, f"unstructured, 60% zeros:\nstill 8 × 12, {int(np.isfinite(pruned).sum())} non-zero"),
               (w[rows], f"structured, {int(rows.sum())} of 8 rows kept:\na {int(rows.sum())} × 12 matrix "
                         f"({12 * int(rows.sum())} weights)")]
+    cmap = plt.get_cmap("coolwarm").copy()
+    cmap.set_bad("black")  # a removed weight (NaN): black, unlike a small kept one (near white)
     for ax, (m, title) in zip(axes, panels):
-        ax.imshow(m, cmap="coolwarm", vmin=-2.5, vmax=2.5)
+        ax.imshow(m, cmap=cmap, vmin=-2.5, vmax=2.5)
         ax.set_title(title, fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
@@ -124,7 +126,7 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# (White is a removed weight.) The middle matrix computes the same number of
+# (Black is a removed weight; a small kept weight is pale.) The middle matrix computes the same number of
 # multiply-adds as the left one on a dense backend such as numpy: multiplying by zero costs
 # as much as multiplying by anything. Only the right one is cheaper. Section 7 measures it.
 #
@@ -213,6 +215,7 @@ assert_equal(magnitude_mask(_w, 3).dtype, np.dtype(np.float32), "the mask has th
 _ties = np.array([1.0, 0.5, 0.5, 0.5, 2.0])
 assert_equal(magnitude_mask(_ties, 2), np.array([1.0, 0.0, 0.0, 1.0, 1.0]),
              "exactly k = 2 zeros among three tied values: the earlier positions go first")
+assert_equal(magnitude_mask(_ties, 2).dtype, np.dtype(np.float64), "a float64 array's mask is float64")
 _many = np.round(np.random.default_rng(8).standard_normal((20, 15)), 1)  # 300 values, many of them tied
 _mm = magnitude_mask(_many, 120).ravel()
 _at = np.flatnonzero(np.abs(_many).ravel() == np.abs(_many).ravel()[_mm == 0].max())  # where the cut falls
@@ -282,6 +285,9 @@ assert_equal(_mb.dtype, np.dtype(np.float32), "each mask keeps its array's dtype
 _m64, _m32 = global_magnitude_masks([np.ones(3), np.ones(2, dtype=np.float32)], 1)
 assert_equal((_m64.dtype, _m32.dtype), (np.dtype(np.float64), np.dtype(np.float32)),
              "a float64 and a float32 array: each mask in its own array's dtype")
+_t1, _t2 = global_magnitude_masks([np.array([0.5, 0.1]), np.array([0.1, 0.5])], 1)
+assert_equal((_t1.tolist(), _t2.tolist()), ([1.0, 0.0], [1.0, 1.0]),
+             "k = 1, a 0.1 in each array: the earlier array's goes first")
 _tied = [np.round(np.random.default_rng(4).standard_normal(600), 1), np.full(300, 0.1)]  # hundreds of ties
 _gm = np.concatenate([m.ravel() for m in global_magnitude_masks(_tied, 400)])
 _ga = np.abs(np.concatenate(_tied))
@@ -556,6 +562,22 @@ with preserved_state():
         assert_close(_out.numpy(), _ref, rtol=1e-5, atol=1e-6, what=f"{_label}: output with the masked weight")
 assert_equal(sorted(_model.state_dict())[:3], ["0.module.bias", "0.module.weight_mask", "0.module.weight_orig"],
              "state_dict keys of the pruned layer")
+with preserved_state():
+    tinytorch.manual_seed(1)
+    _two = nn.Sequential(nn.Linear(4, 5))
+    _xt = tinytorch.randn(3, 4)
+_w_before, _b_before = _two[0].weight.numpy().copy(), _two[0].bias.numpy().copy()
+l1_unstructured(_two, "0.weight", 0.5)
+l1_unstructured(_two, "0.bias", 0.4)
+_pl = _two[0].module
+assert_equal(_pl.weight_orig.numpy(), _w_before, "weight_orig keeps every value, the pruned ones too "
+             "(only the mask zeroes them)")
+assert_equal(_pl.bias_orig.numpy(), _b_before, "bias_orig keeps every value, the pruned ones too")
+_two(_xt).sum().backward()
+check(_pl.weight_orig.grad is not None and _pl.bias_orig.grad is not None,
+      "weight and bias of one layer pruned: both originals get a gradient (every pruned parameter is recomputed)",
+      got=(_pl.weight_orig.grad, _pl.bias_orig.grad))
+assert_equal(_two[0].bias.numpy() == 0, _pl.bias_mask.numpy() == 0, "the bias is masked too")
 print(f"✓ PrunedModule keeps the mask: after Adam, sparsity of layer 0 = {sparsity(_model[0].weight):.3f}")
 
 # %% [markdown]
@@ -820,6 +842,8 @@ with tinytorch.no_grad():  # neurons 1 and 4 are dead: zero weights, negative bi
 _keep = channels_to_keep(neuron_importance(_fc1.weight.numpy(), 1), 2 / 6)
 assert_equal(_keep, np.array([0, 2, 3, 5]), "the two dead neurons have the lowest L1 norm")
 _n1, _n2 = shrink_linear(_fc1, _fc2, _keep)
+check(_n1.bias is not None and _n2.bias is not None, "both new layers keep their bias (the next layer's too: "
+      "its outputs are not removed)", got=(_n1.bias, _n2.bias))
 assert_equal((_n1.weight.shape, _n1.bias.shape, _n2.weight.shape, _n2.bias.shape),
              ((4, 5), (4,), (4, 4), (4,)), "shapes: Linear(5, 4) then Linear(4, 4)")
 assert_equal((_n1.in_features, _n1.out_features, _n2.in_features), (5, 4, 4), "in/out features")
@@ -958,6 +982,7 @@ def count_flops(model, sample):
 
 # %%
 predicted_param_factor = None  # your number: params(before) / params(after)
+predicted_flop_factor = None    # your number: FLOPs(before) / FLOPs(after), per example
 
 # %%
 with preserved_state():
@@ -969,8 +994,10 @@ print(_small_mlp)
 for _label, _m in [("before", _mlp), ("after", _small_mlp)]:
     print(f"{_label:6s}: {count_parameters(_m):7,d} parameters, {count_flops(_m, _sample):7,d} FLOPs per example, "
           f"output shape {_m(_sample).shape}")
-print(f"measured factor {count_parameters(_mlp) / count_parameters(_small_mlp):.2f}; "
-      + ("no prediction written" if predicted_param_factor is None else f"you predicted {predicted_param_factor}"))
+print(f"measured factors: parameters {count_parameters(_mlp) / count_parameters(_small_mlp):.2f}, "
+      f"FLOPs {count_flops(_mlp, _sample) / count_flops(_small_mlp, _sample):.2f}; "
+      + ("no prediction written" if predicted_param_factor is None and predicted_flop_factor is None
+         else f"you predicted {predicted_param_factor} and {predicted_flop_factor}"))
 
 # %% [markdown]
 # The middle matrix `256 × 128` shrinks on both sides (4× fewer weights), the first and
@@ -994,10 +1021,15 @@ with preserved_state():
                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * 4 * 4, 10))
     _imgs = tinytorch.randn(32, 1, 8, 8)
 _small_cnn = prune_neurons(_cnn, 0.5)
-_cnn_ms = {}
+_cnn_times = {"before": [], "after": []}
+with tinytorch.no_grad():
+    for _m in (_cnn, _small_cnn):
+        _m(_imgs)  # a warm-up call each
+    for _ in range(11):  # interleaved rounds: a busy moment of the machine slows both models alike
+        for _label, _m in (("before", _cnn), ("after", _small_cnn)):
+            _cnn_times[_label].append(median_time(lambda: _m(_imgs), repeats=3, warmup=0))
+_cnn_ms = {_label: float(np.median(_t)) * 1e3 for _label, _t in _cnn_times.items()}
 for _label, _m in [("before", _cnn), ("after", _small_cnn)]:
-    with tinytorch.no_grad():
-        _cnn_ms[_label] = median_time(lambda: _m(_imgs), repeats=21, warmup=3) * 1e3
     print(f"{_label:6s}: channels {_m[0].out_channels:2d}, {_m[2].out_channels:2d}; {count_parameters(_m):6,d} parameters, "
           f"{count_flops(_m, _imgs):9,d} FLOPs per image, {_cnn_ms[_label]:6.2f} ms for 32 images")
 print(f"FLOP ratio {count_flops(_cnn, _imgs) / count_flops(_small_cnn, _imgs):.2f}; measured speed-up "
@@ -1005,8 +1037,9 @@ print(f"FLOP ratio {count_flops(_cnn, _imgs) / count_flops(_small_cnn, _imgs):.2
       + ("no prediction written" if predicted_cnn_speedup is None else f"you predicted {predicted_cnn_speedup}x"))
 
 # %% [markdown]
-# The smaller CNN is really faster, but the speed-up need not equal the FLOP ratio, and it
-# can miss it in either direction. Below it: every op has a fixed cost (Python, the
+# The two models were timed in alternation (11 rounds, the median of each side), so a busy
+# moment of the machine slows both. The smaller CNN is faster, but the speed-up need not
+# equal the FLOP ratio, and it can miss it in either direction. Below it: every op has a fixed cost (Python, the
 # dispatch) that does not shrink, and ReLU and pooling shrink only with the channel count.
 # Above it: the big model's im2col matrix and feature maps (megabytes for 32 images) may
 # not fit in the CPU's caches, or may cost fresh memory from the operating system at every
@@ -1127,9 +1160,20 @@ assert_close(distillation_loss(Tensor(_s3), Tensor(_t3), 2.0).item(), 4 * (np.ex
              rtol=1e-6, what="(2, 3, C) logits: averaged over the 6 rows")
 _st, _tt = Tensor(_s, requires_grad=True), Tensor(_t, requires_grad=True)
 distillation_loss(_st, _tt, 2.0).backward()
-_p2, _q2 = np.exp(_log_softmax_np(_t / 2)), np.exp(_log_softmax_np(_s / 2))
-assert_close(_st.grad.numpy(), 2.0 * (_q2 - _p2) / 4, rtol=1e-6, atol=1e-9,
-             what="gradient w.r.t. the student's logits, at T = 2")
+
+
+def _kd_np(s, t, T):
+    lp, lq = _log_softmax_np(t / T), _log_softmax_np(s / T)
+    return T ** 2 * (np.exp(lp) * (lp - lq)).sum() / s.shape[0]
+
+
+_num = np.zeros_like(_s)  # central differences of the loss: a measurement, not a formula
+for _i in np.ndindex(_s.shape):
+    _e = np.zeros_like(_s)
+    _e[_i] = 1e-6
+    _num[_i] = (_kd_np(_s + _e, _t, 2.0) - _kd_np(_s - _e, _t, 2.0)) / 2e-6
+assert_close(_st.grad.numpy(), _num, rtol=1e-5, atol=1e-8,
+             what="gradient w.r.t. the student's logits at T = 2, against central differences of the loss")
 check(_tt.grad is None, "no gradient reaches the teacher's logits", got=_tt.grad)
 _far = distillation_loss(Tensor([[0.0, 240.0]]), Tensor([[240.0, 0.0]]), 2.0).item()
 assert_close(_far, 480.0, rtol=1e-6, what="logits 120 apart after dividing by T = 2: T² · 120 "
@@ -1184,11 +1228,6 @@ if torch is not None:
           bool((_lin_t.weight_mask.numpy() == magnitude_mask(_big.astype(np.float32), 700)).all()))
 
 # %% [markdown]
-# Note the gradient $T\,(q - p)/N$: the $T^2$ and the $1/T$ of the softmax leave one factor
-# $T$, and $q - p$ itself shrinks roughly like $1/T$ as both distributions flatten, which is
-# the scale-keeping the factor was for.
-
-# %% [markdown]
 # ## 6. Low-rank factorisation
 #
 # A `Linear(in, out)` stores an `out × in` matrix $W$. If $W$ is close to a matrix of rank
@@ -1210,6 +1249,10 @@ if torch is not None:
 # $A$ and $B$ from $U$, $\Sigma$ and $V^\top$ so that $BA = W_r$ with that property. Write
 # `low_rank_factors(weight, rank)`; the provided `low_rank_linear(layer, rank)` builds the
 # two layers from them (the bias goes to the second).
+#
+# **Predict first.** The check below factors a 12 × 9 matrix that is "rank 3 plus a little
+# noise" at every rank from 1 to 9 and prints the errors. How will they fall with the rank:
+# smoothly, or with a knee, and where?
 #
 # <details><summary>Hint 1</summary>
 #
@@ -1293,10 +1336,10 @@ assert_equal(low_rank_factors(_W.astype(np.float32), 2)[0].dtype, np.dtype(np.fl
 print("✓ low_rank_factors; errors for rank 1..9:", np.round(_errs, 3).tolist())
 
 # %% [markdown]
-# **Predict first.** The matrix above is "rank 3 plus a little noise". How does its error
-# fall with the rank: smoothly, or with a knee? Then look at a *trained* layer: the second
-# Linear of the digits MLP below (256 → 128), whose singular values the plot after training
-# draws next to the same layer's at initialisation.
+# Your prediction against the printout: the knee sits where the rank reaches the matrix's
+# true rank, and after it only the noise is left to remove. Now a *trained* layer: the
+# second Linear of the digits MLP below (256 → 128), whose singular values the plot after
+# training draws next to the same layer's at initialisation.
 
 # %% [markdown]
 # ## 7. Before and after, on the digits
@@ -1418,7 +1461,9 @@ print(f"speed-up of the 80% pruned model: {_speed:.2f}x; "
 # - **Unstructured pruning** keeps the accuracy after a short fine-tune, but changes
 #   neither the dense parameter count nor the FLOPs, and the bytes *grow* (mask + original).
 #   It is no faster: numpy multiplies the zeros like any number, and each forward pass
-#   also computes `weight_orig * weight_mask`, so expect the same latency or a little more.
+#   also computes `weight_orig * weight_mask`, so expect it no faster than the dense model
+#   and usually slower: by a few percent, or by a third and more when the batch is small and
+#   that product is a large part of the work.
 #   The accuracy before fine-tuning can drop a little or a lot depending on the run: the
 #   smaller the removed weights were, the less it drops.
 # - **Structured pruning** and **low rank** really shrink the model: fewer parameters,
@@ -1467,7 +1512,8 @@ plt.show()
 # On the left: a random matrix has a flat spectrum (no good low-rank approximation), and
 # training typically makes it decay faster, which is what low-rank compression relies on;
 # how fast it decays depends on the layer and the training. On the right, the figures of the
-# table: only the rows that changed the dense shapes moved the latency.
+# table: the rows that shrank the dense shapes are faster; the masked model is no faster
+# than the dense one, and pays for its extra product at every call.
 #
 # ## 8. What PyTorch does
 #

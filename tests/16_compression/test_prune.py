@@ -217,3 +217,28 @@ def test_magnitude_mask_breaks_many_ties_by_position():
     mags = np.abs(values).ravel()
     tied = np.flatnonzero(mags == mags[mask == 0].max())
     assert int((mask == 0).sum()) == 120 and np.all(np.diff(mask[tied]) >= 0), mask[tied]
+
+
+def test_global_magnitude_masks_break_a_tie_across_arrays_by_array_order():
+    first, second = prune.global_magnitude_masks([np.array([0.5, 0.1]), np.array([0.1, 0.5])], 1)
+    assert (first.tolist(), second.tolist()) == ([1.0, 0.0], [1.0, 1.0])
+
+
+def test_magnitude_mask_has_the_values_dtype():
+    for dtype in (np.float32, np.float64):
+        assert prune.magnitude_mask(np.array([1.0, 0.5, 0.5, 2.0], dtype=dtype), 2).dtype == np.dtype(dtype)
+
+
+def test_prunedmodule_forward_recomputes_every_pruned_parameter_of_a_layer():
+    tt.manual_seed(1)
+    model = nn.Sequential(nn.Linear(4, 5))
+    x = tt.randn(3, 4)
+    w0, b0 = model[0].weight.numpy().copy(), model[0].bias.numpy().copy()
+    prune.l1_unstructured(model, "0.weight", 0.5)
+    prune.l1_unstructured(model, "0.bias", 0.4)
+    layer = model[0].module
+    np.testing.assert_array_equal(layer.weight_orig.numpy(), w0)
+    np.testing.assert_array_equal(layer.bias_orig.numpy(), b0)
+    model(x).sum().backward()
+    assert layer.weight_orig.grad is not None and layer.bias_orig.grad is not None, "both originals must train"
+    np.testing.assert_array_equal(model[0].bias.numpy() == 0, layer.bias_mask.numpy() == 0)
