@@ -438,6 +438,8 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
     failing = [(_units_of(junit_test_id(case.get("classname", ""), case.get("name", "")), stubs), ran)
                for case, bad, ran in counted if bad is not None]
     common, accused = _explanation(failing, scores)
+    cleared = _cleared([(junit_test_id(case.get("classname", ""), case.get("name", "")), bad is not None)
+                        for case, bad, ran in counted], stubs)
     for case, props, bad, ran in cases:
         name = junit_test_id(case.get("classname", ""), case.get("name", ""))
         if props.get("tinytorch_parity") and bad is None and case.find("skipped") is None:
@@ -454,7 +456,7 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
             pool = common or ran
             pool = (pool & accused) or pool
             candidates = _suspect(message, stub, unit[0] if unit else None, pool, scores, position,
-                                  _units_of(name, stubs), _home_of(name, stubs))
+                                  _units_of(name, stubs), _home_of(name, stubs), cleared)
             chosen = candidates[0] if candidates else None
             if chosen is not None and (chosen != stub or len(candidates) > 1):
                 entry = stubs[position[chosen]]
@@ -481,13 +483,24 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
     return outcome
 
 
-def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=(), home=()) -> list[str]:
+def _cleared(counted: list[tuple[str, bool]], stubs: list[dict]) -> set[str]:
+    """The functions whose own tests (named after them) all ran and passed, from (test id,
+    failed?) per test: named second with another suspect, they would only be noise."""
+    own = {}
+    for test, failed in counted:
+        for unit in _units_of(test, stubs):
+            own.setdefault(unit, []).append(failed)
+    return {unit for unit, fails in own.items() if not any(fails)}
+
+
+def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=(), home=(), cleared=()) -> list[str]:
     """The student functions a failure points at, most likely first; more than one only
     when they are nearly as suspect (NEARLY). In order: a backward rule the engine's message names;
     the function that recursed too deep, or that was running when a test ran out of time; else, of the student's functions this test ran, the ones the whole run suspects most
     (the traceback's own function, or the unit the test is named after, when it is nearly
     as suspect; among the rest, those of the class or function the test's file is named
-    after first); else the traceback's function; else the unit."""
+    after first); else the traceback's function; else the unit. A function whose own tests
+    all passed is never named second (`cleared`)."""
     named = _RULE.search(message)
     if named and f"_{named.group(1)}_backward" in position:
         return [f"_{named.group(1)}_backward"]
@@ -501,15 +514,15 @@ def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=(), ho
             if preferred in ran and scores.get(preferred, 0.0) >= NEARLY * top:
                 # ... named with any function the tests always run together with it
                 # (`__enter__` and `__exit__`): where it failed need not be what is wrong
-                same = [n for n in sorted(ran, key=position.get)
-                        if n != preferred and abs(scores.get(n, 0.0) - scores[preferred]) < 1e-9]
+                same = [n for n in sorted(ran, key=position.get) if n != preferred and n not in cleared
+                        and abs(scores.get(n, 0.0) - scores[preferred]) < 1e-9]
                 if preferred == unit_stub:  # a test named after two (forward_and_backward): both
                     same += [u for u in sorted(units, key=position.get) if u != preferred and u not in same
                              and u in ran and scores.get(u, 0.0) >= NEARLY * top]
                 return [preferred, *same][:3]
         near = sorted((n for n in ran if scores.get(n, 0.0) >= NEARLY * top - 1e-9),
                       key=lambda n: (n not in home, -scores.get(n, 0.0), position.get(n)))
-        return near[:3]
+        return (near[:1] + [n for n in near[1:] if n not in cleared])[:3]
     return [name for name in (frame_stub or unit_stub,) if name]
 
 

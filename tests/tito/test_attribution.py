@@ -73,6 +73,16 @@ def test_functions_nearly_as_suspect_are_named_together(tmp_path):
     assert _first(tmp_path, cases) == ("_mean_backward", "_sum_backward")
 
 
+def test_a_function_whose_own_tests_all_pass_is_not_named_with_another(tmp_path):
+    """Module 04's replay: every BCE mistake was filed as "`_bce_with_logits_forward` or
+    `_check_pointwise`", whose own tests all passed (the loss runs the check each call)."""
+    both = {"_sum_backward", "_mean_backward"}
+    cases = [("test_a.py::test_one", True, both), ("test_a.py::test_two", False, both)]
+    assert _first(tmp_path, cases) == ("_sum_backward", "_mean_backward")  # equally suspect
+    cases.append(("test_a.py::test_mean_backward_of_ones", False, both))  # mean's own test passes
+    assert _first(tmp_path, cases) == ("_sum_backward",)
+
+
 def test_among_functions_nearly_as_suspect_the_one_the_test_file_is_named_after_comes_first(tmp_path):
     """test_unbroadcast.py holds unbroadcast's tests: when the scores cannot tell it from
     another function, it is named first (a DataLoader shuffling bug was filed under §4's
