@@ -316,9 +316,10 @@ print("broadcast MSE, shape", (_pred - _target).shape, ":", np.mean((_pred - _ta
 # one (float32 and float64 give float64) before your check runs.
 #
 # Write `_check_pointwise(name, input, target)`, used by MSE and by BCE (section 4). It
-# refuses, in this order: a non-floating input; a non-floating target (say how to convert
-# it); two different shapes (name both shapes and say that a loss does not broadcast). Each message starts with `name`
-# (`"mse_loss: ..."`), so the user knows which call failed.
+# refuses a non-floating input, a non-floating target (say how to convert it) and two
+# different shapes (name both shapes and say that a loss does not broadcast). Each message
+# starts with `name` (`"mse_loss: ..."`), so the user knows which call failed. When a call
+# has two of these mistakes at once, which should its author hear about first?
 #
 # Then write `_mse_forward(input, target, reduction)`: the per-element squared error,
 # reduced with your `_reduce`. The provided `mse_loss` checks its arguments and dispatches
@@ -376,9 +377,11 @@ def _check_pointwise(name, input, target):
     floating dtypes were already promoted to one). Returns None when both are floating and
     of the same shape. Otherwise one error, its message starting with `name`: TypeError for
     a tensor that is not floating (naming that tensor, input or target, and its dtype; for
-    target, saying to convert it to float), ValueError for shapes that differ (naming both
-    and saying a loss does not broadcast). When several things are wrong, which error comes
-    first is your decision (the approach asks); the check says whether it is PyTorch's.
+    target, the fix: `target.float()`), ValueError for shapes that differ (naming both and
+    saying a loss does not broadcast). When several things are wrong, which error comes
+    first is your decision (the approach asks); the check says whether it is the course's
+    rule: the mistake that must be fixed first is reported first. (PyTorch's own order
+    differs from loss to loss.)
     """
     # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
     # target and still returns a plausible number; refuse it, and say why.
@@ -439,10 +442,9 @@ for _sa, _sb in [((4, 1), (4,)), ((4, 1), (1, 4)), ((5, 3), (3,))]:   # each pai
                        what=f"mse_loss({_sa} input, {_sb} target)")
     check(str(_sa) in str(_e) and str(_sb) in str(_e) and "broadcast" in str(_e) and "mse_loss" in str(_e),
           "the shape message names mse_loss, both shapes and the word 'broadcast'", got=str(_e))
-# the dtype is the real mistake, so it is reported even when the shapes differ too
-for _input, _target, _names in [(Tensor([1.0, 2.0]), Tensor([1, 2]), ["int64", "float"]),
+for _input, _target, _names in [(Tensor([1.0, 2.0]), Tensor([1, 2]), ["int64", ".float()"]),
                                 (Tensor([1, 2]), Tensor([1.0, 2.0]), ["int64"]),
-                                (Tensor([1.0, 2.0]), Tensor([[1], [2]]), ["int64", "float"]),
+                                (Tensor([1.0, 2.0]), Tensor([[1], [2]]), ["int64", ".float()"]),
                                 (Tensor([[1], [2]]), Tensor([1.0, 2.0]), ["int64"])]:
     _e = assert_raises(TypeError, mse_loss, _input, _target,
                        what=f"mse_loss({_input.dtype} input, {_target.dtype} target)")
@@ -774,7 +776,8 @@ def _check_class_targets(name, input, target, ignore_index):
     - IndexError for a target value that names no class and is not ignore_index (the message
       names the first such value and the number of classes C).
     When several things are wrong, report the most fundamental first: which order is that?
-    (The approach asks; the check says whether your order is PyTorch's.)
+    (The approach asks; the check says whether your order is the course's: the mistake that
+    must be fixed first is reported first, which is not always PyTorch's order.)
     """
     # Idea: the target has the input's shape minus the class dimension, and holds indices
     # into that dimension.
@@ -814,10 +817,15 @@ def _check_class_targets(name, input, target, ignore_index):
 # %% nbgrader={"grade": true, "grade_id": "test-class-targets", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _z = Tensor(np.zeros((4, 5), dtype=np.float32))   # N = 4 samples, C = 5 classes
 # these fit: indices in 0..4 or ignore_index; (N, C, d1) with (N, d1); (C,) with a 0-d target
-_check_class_targets("nll_loss", _z, Tensor([0, 4, 2, -100]), -100)
-_check_class_targets("nll_loss", _z, Tensor([0, 4, 9, 2]), 9)        # ignore_index outside 0..C-1
-_check_class_targets("nll_loss", Tensor(np.zeros((2, 3, 7), np.float32)), Tensor(np.zeros((2, 7), np.int64)), -100)
-_check_class_targets("nll_loss", Tensor(np.zeros(3, np.float32)), Tensor(2), -100)
+for _args, _why in [(("nll_loss", _z, Tensor([0, 4, 2, -100]), -100), "classes 0..4 and ignore_index -100"),
+                    (("nll_loss", _z, Tensor([0, 4, 9, 2]), 9), "ignore_index=9, outside 0..C-1, as a target"),
+                    (("nll_loss", Tensor(np.zeros((2, 3, 7), np.float32)), Tensor(np.zeros((2, 7), np.int64)), -100),
+                     "a (2, 3, 7) input with a (2, 7) target"),
+                    (("nll_loss", Tensor(np.zeros(3, np.float32)), Tensor(2), -100), "a (3,) input with a 0-d target")]:
+    try:
+        _check_class_targets(*_args)
+    except Exception as _exc:  # any refusal of a target that fits is the mistake to report
+        check(False, f"{_why} fits: it must be accepted", got=f"{type(_exc).__name__}: {_exc}", expected="None")
 for _exc, _must, _args in [
         (TypeError, ["int64", ".long()"], ("cross_entropy", _z, Tensor([0.0, 1.0, 2.0, 3.0]), -100)),
         (TypeError, ["int64", ".long()"], ("nll_loss", _z, Tensor(np.arange(4, dtype=np.int32)), -100)),
@@ -831,9 +839,8 @@ for _exc, _must, _args in [
         (ValueError, ["(4, 5)", "(4, 2)"], ("nll_loss", _z, Tensor(np.zeros((4, 2), np.int64)), -100)),
         (ValueError, ["(2, 3, 7)", "(2, 6)"], ("nll_loss", Tensor(np.zeros((2, 3, 7), np.float32)),
                                              Tensor(np.zeros((2, 6), np.int64)), -100)),
-        # two mistakes at once: the one reported must be the one to fix first
-        (TypeError, ["int64", ".long()"], ("nll_loss", _z, Tensor([0.0, 1.0, 2.0]), -100)),  # float, wrong batch
-        (ValueError, ["batch", "4", "3"], ("nll_loss", _z, Tensor([0, 9, 1]), -100))]:       # wrong batch, class 9
+        (TypeError, ["int64", ".long()"], ("nll_loss", _z, Tensor([0.0, 1.0, 2.0]), -100)),
+        (ValueError, ["batch", "4", "3"], ("nll_loss", _z, Tensor([0, 9, 1]), -100))]:
     _e = assert_raises(_exc, _check_class_targets, *_args,
                        what=f"{_args[0]}: {_args[1].shape} input, {_args[2].dtype} target {_args[2].shape}")
     check(all(m in str(_e) for m in _must) and str(_e).startswith(_args[0]),

@@ -56,10 +56,10 @@ def test_different_shapes_are_refused_naming_both(a, b):
     assert "mse_loss" in msg
 
 
-def test_integer_target_is_a_type_error():
+def test_check_pointwise_refuses_an_integer_target_and_gives_the_fix():
     with pytest.raises(TypeError) as info:
         F.mse_loss(Tensor([1.0, 2.0]), Tensor([1, 2]))
-    assert "int64" in str(info.value) and "float" in str(info.value)
+    assert "int64" in str(info.value) and ".float()" in str(info.value)
 
 
 def test_integer_input_is_a_type_error():

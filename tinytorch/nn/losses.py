@@ -68,9 +68,11 @@ def _check_pointwise(name, input, target):
     floating dtypes were already promoted to one). Returns None when both are floating and
     of the same shape. Otherwise one error, its message starting with `name`: TypeError for
     a tensor that is not floating (naming that tensor, input or target, and its dtype; for
-    target, saying to convert it to float), ValueError for shapes that differ (naming both
-    and saying a loss does not broadcast). When several things are wrong, which error comes
-    first is your decision (the approach asks); the check says whether it is PyTorch's.
+    target, the fix: `target.float()`), ValueError for shapes that differ (naming both and
+    saying a loss does not broadcast). When several things are wrong, which error comes
+    first is your decision (the approach asks); the check says whether it is the course's
+    rule: the mistake that must be fixed first is reported first. (PyTorch's own order
+    differs from loss to loss.)
     """
     # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
     # target and still returns a plausible number; refuse it, and say why.
@@ -168,7 +170,8 @@ def _check_class_targets(name, input, target, ignore_index):
     - IndexError for a target value that names no class and is not ignore_index (the message
       names the first such value and the number of classes C).
     When several things are wrong, report the most fundamental first: which order is that?
-    (The approach asks; the check says whether your order is PyTorch's.)
+    (The approach asks; the check says whether your order is the course's: the mistake that
+    must be fixed first is reported first, which is not always PyTorch's order.)
     """
     # Idea: the target has the input's shape minus the class dimension, and holds indices
     # into that dimension.
