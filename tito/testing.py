@@ -456,12 +456,15 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
             pool = common or ran
             pool = (pool & accused) or pool
             candidates = _suspect(message, stub, unit[0] if unit else None, pool, scores, position,
-                                  _units_of(name, stubs), _home_of(name, stubs), cleared)
+                                  _units_of(name, stubs), _home_of(name, stubs))
+            # after the first, a function whose own tests all pass is the less likely one: last, and said so
+            candidates = candidates[:1] + sorted(candidates[1:], key=lambda c: c in cleared)
             chosen = candidates[0] if candidates else None
             if chosen is not None and (chosen != stub or len(candidates) > 1):
                 entry = stubs[position[chosen]]
                 section = f"§{_section(entry['section'])}, " if entry.get("section") else ""
-                named = " or ".join(f"`{c}`" for c in candidates)
+                named = " or ".join(f"`{c}`" + (" (whose own tests pass)" if i and c in cleared else "")
+                                    for i, c in enumerate(candidates))
                 stub, where = chosen, f"{section}{named} ({module.notebook_rel})"
                 if len(candidates) > 1:
                     where += (": the failing tests point at these about equally, so tito "
@@ -485,7 +488,7 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
 
 def _cleared(counted: list[tuple[str, bool]], stubs: list[dict]) -> set[str]:
     """The functions whose own tests (named after them) all ran and passed, from (test id,
-    failed?) per test: named second with another suspect, they would only be noise."""
+    failed?) per test: named with another suspect, they are the less likely one."""
     own = {}
     for test, failed in counted:
         for unit in _units_of(test, stubs):
@@ -493,14 +496,13 @@ def _cleared(counted: list[tuple[str, bool]], stubs: list[dict]) -> set[str]:
     return {unit for unit, fails in own.items() if not any(fails)}
 
 
-def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=(), home=(), cleared=()) -> list[str]:
+def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=(), home=()) -> list[str]:
     """The student functions a failure points at, most likely first; more than one only
     when they are nearly as suspect (NEARLY). In order: a backward rule the engine's message names;
     the function that recursed too deep, or that was running when a test ran out of time; else, of the student's functions this test ran, the ones the whole run suspects most
     (the traceback's own function, or the unit the test is named after, when it is nearly
     as suspect; among the rest, those of the class or function the test's file is named
-    after first); else the traceback's function; else the unit. A function whose own tests
-    all passed is never named second (`cleared`)."""
+    after first); else the traceback's function; else the unit."""
     named = _RULE.search(message)
     if named and f"_{named.group(1)}_backward" in position:
         return [f"_{named.group(1)}_backward"]
@@ -514,15 +516,15 @@ def _suspect(message, frame_stub, unit_stub, ran, scores, position, units=(), ho
             if preferred in ran and scores.get(preferred, 0.0) >= NEARLY * top:
                 # ... named with any function the tests always run together with it
                 # (`__enter__` and `__exit__`): where it failed need not be what is wrong
-                same = [n for n in sorted(ran, key=position.get) if n != preferred and n not in cleared
-                        and abs(scores.get(n, 0.0) - scores[preferred]) < 1e-9]
+                same = [n for n in sorted(ran, key=position.get)
+                        if n != preferred and abs(scores.get(n, 0.0) - scores[preferred]) < 1e-9]
                 if preferred == unit_stub:  # a test named after two (forward_and_backward): both
                     same += [u for u in sorted(units, key=position.get) if u != preferred and u not in same
                              and u in ran and scores.get(u, 0.0) >= NEARLY * top]
                 return [preferred, *same][:3]
         near = sorted((n for n in ran if scores.get(n, 0.0) >= NEARLY * top - 1e-9),
                       key=lambda n: (n not in home, -scores.get(n, 0.0), position.get(n)))
-        return (near[:1] + [n for n in near[1:] if n not in cleared])[:3]
+        return near[:3]
     return [name for name in (frame_stub or unit_stub,) if name]
 
 
