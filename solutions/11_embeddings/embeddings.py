@@ -59,6 +59,7 @@
 # %%
 import sys
 import time
+import tracemalloc
 
 import matplotlib
 
@@ -215,7 +216,8 @@ def _embedding_forward(weight, *, indices, padding_idx):
 def _as_indices(input, num_embeddings):
     """The ids `input` (Tensor, array or list, any shape) as a fresh int64 numpy array.
 
-    TypeError when they are not integers (the message says integer ids are needed).
+    TypeError when they are not integers (bool is not: PyTorch refuses it too; the message
+    says integer ids are needed).
     IndexError when an id is negative or >= num_embeddings: the message names that id and
     the number of rows of the table."""
     # Idea: valid ids are exactly 0 .. num_embeddings - 1; negative ids are not "from the end".
@@ -306,6 +308,7 @@ assert_raises(IndexError, embedding, Tensor([3, 7]), Tensor(_w), match="7", what
 _err = assert_raises(IndexError, embedding, Tensor([[1, 2], [-1, 3]]), Tensor(_w), match="-1", what="id -1")
 check("7" in str(_err), "the message names the table size", got=str(_err))
 assert_raises(TypeError, embedding, Tensor([1.0, 2.0]), Tensor(_w), match="integer", what="float ids")
+assert_raises(TypeError, _as_indices, np.array([True, False]), 7, what="bool ids (PyTorch refuses them too)")
 print("✓ embedding forward is a gather; ids checked:", _out.numpy()[0, 0])
 
 # %% [markdown]
@@ -340,8 +343,11 @@ _g_wrong[np.array([3, 0, 3])] += _upstream
 print("g[ids] += grad, row 3:", _g_wrong[3], " (should be 1 + 100 = 101)")
 
 # %% [markdown]
-# Your backward must add *every* occurrence. (PyTorch's CPU kernel sorts the ids and sums
-# runs of equal ids; numpy offers more than one way, see the hints.)
+# Your backward must add *every* occurrence. (PyTorch's CPU kernel gives each thread a range
+# of the table's rows; each thread scans all the ids and adds those in its range, so no two
+# threads write one row. numpy offers more than one way, see the hints.) And it must not
+# build the one-hot matrix: for GPT-2's 50,257 rows and a batch of 8,192 tokens that is
+# 3.3 GB of float64 zeros for one gradient. The check measures your backward's memory.
 #
 # One more rule, **`padding_idx`**. Batches of sentences of different lengths are padded to a
 # common length with a special id (often 0). Those positions are not real tokens, so the
@@ -413,6 +419,19 @@ _w_t = Tensor(_wd, requires_grad=True)
 embedding(Tensor(_ids), _w_t, padding_idx=1).backward(Tensor(_up))
 assert_equal(_w_t.grad.numpy()[1], np.zeros(3), "the padding row (1) gets no gradient")
 assert_close(_w_t.grad.numpy()[[0, 3]], _expected[[0, 3]], rtol=1e-12, atol=1e-12, what="the other rows unchanged")
+_w_t = Tensor(_wd, requires_grad=True)
+embedding(Tensor(np.array([[0, 2], [0, 0]])), _w_t, padding_idx=0).backward(Tensor(np.ones((2, 2, 3))))
+assert_equal(_w_t.grad.numpy()[[0, 2]], np.array([[0.0] * 3, [1.0] * 3]),
+             "padding_idx=0 (the commonest padding id, and falsy): row 0 gets no gradient, row 2 its one")
+_V, _n = 20_000, 500                    # a one-hot (n, V) float64 matrix would be 80 MB
+_big_w = Tensor(np.zeros((_V, 2)), requires_grad=True)
+_node = embedding(Tensor(np.arange(_n) * 37 % _V), _big_w).grad_fn
+tracemalloc.start()
+_embedding_backward(_node, np.ones((_n, 2)))
+_peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+check(_peak < 4 * (_V + _n) * 2 * 8, f"the backward allocates about the gradient ({_V * 2 * 8 / 1e6:.2f} MB), "
+      f"not a one-hot matrix ({_n * _V * 8 / 1e6:.0f} MB)", got=f"{_peak / 1e6:.2f} MB at the peak")
 _w32 = Tensor(_wd.astype(np.float32), requires_grad=True)
 (_g32,) = _embedding_backward(embedding(Tensor([0, 0]), _w32).grad_fn, np.ones((2, 3), dtype=np.float32))
 assert_equal((_g32.dtype, _g32.shape), (np.dtype(np.float32), (5, 3)),
@@ -519,6 +538,7 @@ with preserved_state():
     _emb = Embedding(1000, 64)
     _pad = Embedding(10, 4, padding_idx=-1)
 assert_equal((_emb.weight.shape, _emb.weight.dtype), ((1000, 64), tinytorch.float32), "weight shape and dtype")
+assert_equal(Embedding(3, 2, dtype=tinytorch.float64).weight.dtype, tinytorch.float64, "Embedding(3, 2, dtype=float64)")
 assert_equal([n for n, _ in _emb.named_parameters()], ["weight"], "one parameter, named weight")
 _wv = _emb.weight.numpy()
 assert_close(np.array([_wv.mean(), _wv.std()]), np.array([0.0, 1.0]), atol=0.02, rtol=0,
@@ -625,6 +645,9 @@ assert_close(_p[7, 4:6], np.array([np.sin(7 / 10000 ** (4 / 16)), np.cos(7 / 100
 assert_close(_p[9, 14:16], np.array([np.sin(9 / 10000 ** (14 / 16)), np.cos(9 / 10000 ** (14 / 16))]),
              what="position 9, the last pair: ω = 10000^(-14/16)")
 assert_close(_p[:, 0::2] ** 2 + _p[:, 1::2] ** 2, np.ones((50, 8)), rtol=1e-6, what="every pair lies on a circle")
+assert_close(sinusoidal_positions(1000, 4, dtype=tinytorch.float64).numpy()[999, 2:],
+             np.array([np.sin(999 / 100.0), np.cos(999 / 100.0)]), rtol=1e-12, atol=1e-14,
+             what="position 999, float64: the angles computed in float64 (float32 angles are off by ~2e-7 here)")
 _odd = sinusoidal_positions(10, 5, dtype=tinytorch.float64).numpy()
 assert_equal((_odd.shape, _odd.dtype), ((10, 5), np.dtype(np.float64)), "dim 5, float64")
 assert_close(_odd[:, 4], np.sin(np.arange(10) / 10000 ** (4 / 5)), rtol=1e-12, what="odd dim: the last column is a sine")
@@ -984,8 +1007,9 @@ print(f"one-hot / gather at V = {_vocab[-1]:,}: measured {_t_onehot[-1] / _t_gat
 # ## 9. What PyTorch does
 #
 # - `torch.nn.Embedding` / `F.embedding` are the same op: a gather (`index_select`) forward
-#   and an `embedding_dense_backward` that sorts the ids and sums runs of equal ids (on the
-#   GPU, atomics or a segmented reduction) — a scatter-add that accumulates, like yours.
+#   and an `embedding_dense_backward` that accumulates per row (on the CPU, threads that
+#   each own a range of rows and scan all the ids; on the GPU, the ids sorted and runs of
+#   equal ids summed) — a scatter-add that accumulates, like yours.
 #   `padding_idx` behaves as here: the row is zeroed at construction and gets no gradient.
 # - Options we skipped: `max_norm` (renormalise looked-up rows in place),
 #   `scale_grad_by_freq` (divide each row's gradient by its count in the batch), and

@@ -175,3 +175,30 @@ def test_as_indices_names_the_first_bad_id():
     with pytest.raises(IndexError) as info:
         _as_indices(np.array([[1, 8], [12, -3]]), 7)
     assert "8" in str(info.value) and "12" not in str(info.value) and "-3" not in str(info.value)
+
+
+def test_embedding_backward_freezes_padding_row_0():
+    w = tt.tensor(table(5, 3), requires_grad=True)
+    F.embedding(tt.tensor([[0, 2], [0, 0]]), w, padding_idx=0).backward(tt.tensor(np.ones((2, 2, 3))))
+    np.testing.assert_array_equal(w.grad.numpy()[[0, 2]], [[0.0] * 3, [1.0] * 3])
+
+
+def test_embedding_backward_allocates_the_gradient_not_a_one_hot_matrix():
+    import tracemalloc
+
+    from tinytorch.nn.embedding import _embedding_backward
+
+    rows, n = 20_000, 500  # a one-hot (n, rows) float64 matrix: 80 MB; the gradient: 0.32 MB
+    node = F.embedding(tt.tensor(np.arange(n) * 37 % rows), tt.tensor(np.zeros((rows, 2)), requires_grad=True)).grad_fn
+    tracemalloc.start()
+    _embedding_backward(node, np.ones((n, 2)))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * (rows + n) * 2 * 8, f"peak {peak / 1e6:.1f} MB during the backward"
+
+
+def test_as_indices_refuses_bool_ids():
+    from tinytorch.nn.embedding import _as_indices
+
+    with pytest.raises(TypeError, match="integer"):
+        _as_indices(np.array([True, False]), 4)

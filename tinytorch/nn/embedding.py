@@ -37,7 +37,8 @@ def _embedding_forward(weight, *, indices, padding_idx):
 def _as_indices(input, num_embeddings):
     """The ids `input` (Tensor, array or list, any shape) as a fresh int64 numpy array.
 
-    TypeError when they are not integers (the message says integer ids are needed).
+    TypeError when they are not integers (bool is not: PyTorch refuses it too; the message
+    says integer ids are needed).
     IndexError when an id is negative or >= num_embeddings: the message names that id and
     the number of rows of the table."""
     # Idea: valid ids are exactly 0 .. num_embeddings - 1; negative ids are not "from the end".
