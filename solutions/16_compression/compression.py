@@ -683,6 +683,7 @@ assert_close(neuron_importance(_w2, 2), np.array([3.0, 5.0]), what="L2 norms of 
 _w4 = np.random.default_rng(2).standard_normal((5, 3, 2, 2))
 assert_equal(neuron_importance(_w4, 2).shape, (5,), "one score per filter of a (5, 3, 2, 2) conv weight")
 assert_close(neuron_importance(_w4, 2), np.sqrt((_w4 ** 2).sum(axis=(1, 2, 3))), what="L2 norm of each filter")
+assert_close(neuron_importance(_w4, 1), np.abs(_w4).sum(axis=(1, 2, 3)), what="L1 norm of each filter (p=1, 4-D)")
 assert_close(neuron_importance(_w4.reshape(5, 12), 1), np.abs(_w4).reshape(5, 12).sum(1),
              what="L1 norms of a non-square (5, 12) weight: one per row")
 print("✓ neuron_importance; L1 of the two rows:", neuron_importance(_w2, 1).tolist())
@@ -871,6 +872,7 @@ with tinytorch.no_grad():  # channels 0 and 3 are dead
 _keep = channels_to_keep(neuron_importance(_c1.weight.numpy(), 2), 0.4)
 assert_equal(_keep, np.array([1, 2, 4]), "the two dead filters have the lowest L2 norm")
 _k1, _k2 = shrink_conv2d(_c1, _c2, _keep)
+check(_k1.bias is not None and _k2.bias is not None, "both new convolutions keep their bias", got=(_k1.bias, _k2.bias))
 assert_equal((_k1.weight.shape, _k1.bias.shape, _k2.weight.shape), ((3, 2, 3, 3), (3,), (3, 3, 3, 3)),
              "conv shapes after removing 2 of 5 channels")
 assert_equal((_k1.padding, _k2.stride), ((1, 1), (2, 2)), "the geometry is kept")
@@ -1400,11 +1402,24 @@ def accuracy(model):
 
 
 def row(name, model):
-    with tinytorch.no_grad():
-        latency = median_time(lambda: model(X_test), repeats=21, warmup=3)
+    """A table row; its latency is measured once every row exists (`time_rows`)."""
     return dict(model=name, params=count_parameters(model), nonzero=count_nonzero(model),
                 bytes=model_bytes(model), flops=count_flops(model, X_test[:8]),
-                latency_ms=latency * 1e3, accuracy=accuracy(model))
+                accuracy=accuracy(model), net=model)
+
+
+def time_rows(rows, rounds=7):
+    """Each row's forward latency on the test set: the median over `rounds` interleaved rounds
+    (every model once per round), so that a busy moment of the machine slows all alike."""
+    times = [[] for _ in rows]
+    with tinytorch.no_grad():
+        for r in rows:
+            r["net"](X_test)  # a warm-up call each
+        for _ in range(rounds):
+            for t, r in zip(times, rows):
+                t.append(median_time(lambda: r["net"](X_test), repeats=3, warmup=0))
+    for t, r in zip(times, rows):
+        r["latency_ms"] = float(np.median(t)) * 1e3
 
 
 def copy_of(model, hidden=(256, 128)):
@@ -1443,6 +1458,7 @@ small_labels = train(make_mlp((32,), seed=5), epochs=15, seed=4)
 rows.append(row("small 64-32-10, labels only", small_labels))
 small_kd = train(make_mlp((32,), seed=5), epochs=15, seed=4, teacher=teacher)
 rows.append(row("small 64-32-10, distilled", small_kd))
+time_rows(rows)
 
 print(f"{'model':34s} {'params':>8s} {'non-zero':>9s} {'bytes':>9s} {'FLOPs':>8s} {'latency':>10s} {'accuracy':>9s}")
 for r in rows:
@@ -1509,7 +1525,7 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# On the left: a random matrix has a flat spectrum (no good low-rank approximation), and
+# On the left: a random matrix's spectrum decays slowly (no good low-rank approximation), and
 # training typically makes it decay faster, which is what low-rank compression relies on;
 # how fast it decays depends on the layer and the training. On the right, the figures of the
 # table: the rows that shrank the dense shapes are faster; the masked model is no faster
