@@ -247,7 +247,7 @@ print(f"✓ quantile: median of [10, 20, 30, 40] = {quantile([10, 20, 30, 40], 0
 # %% [markdown]
 # ## 3. A `Measurement`: per-run times from blocks of runs
 #
-# A clock has a resolution and a cost (section 8 measures both), so a harness rarely times a
+# A clock has a resolution and a cost (section 9 measures both), so a harness rarely times a
 # single call of a fast function. It times a **block** of `number_per_run` calls between two
 # clock reads; each block gives one **raw time**, and the time of one run is the raw time
 # divided by the block's size. `torch.utils.benchmark.Measurement(number_per_run, raw_times,
@@ -611,6 +611,9 @@ async def _not_awaited():
 assert_raises(BenchmarkError, Timer(_not_awaited, label="async")._timeit, 1, match="coroutine")
 _frozen = _FakeClock()
 assert_raises(BenchmarkError, Timer(lambda: None, label="frozen", timer=_frozen)._timeit, 5, match="clock")
+_inf_clock = iter([0.0, float("inf")])
+assert_raises(BenchmarkError, Timer(lambda: None, label="inf", timer=lambda: next(_inf_clock))._timeit, 1,
+              match="clock", what="a clock that jumps to inf")
 _nan_clock = iter([0.0, float("nan")])
 assert_raises(BenchmarkError, Timer(lambda: None, label="nan", timer=lambda: next(_nan_clock))._timeit, 1,
               match="clock")
@@ -623,7 +626,10 @@ print(f"✓ Timer._timeit: 3 fake runs = {_t._timeit(3)} s; refused: a raise, a 
 # Two questions remain: how many runs per block, and how many blocks. The block size is
 # provided (`_estimate_block_size`, torch's rule: grow the block tenfold until it is long
 # compared with the clock's own cost). `timeit(number)` and `blocked_autorange` are provided
-# too (cells below). Write the adaptive one, torch's `adaptive_autorange`:
+# too (cells below). Write the adaptive one, after torch's `adaptive_autorange` (two
+# differences, both deliberate: torch has no `warmup` argument, its block-size estimate
+# being the warm-up, and it tests the budget after each block, so it always times one and
+# reads `max_run_time=0` as no budget; ours warms up on purpose and refuses an empty budget):
 #
 # 1. **warm-up**: the first calls of a workload pay one-off costs (imports, allocation, caches
 #    filled, code compiled by numba). `warmup` untimed calls come first and never reach the
@@ -696,7 +702,7 @@ Timer.adaptive_autorange = adaptive_autorange
 
 # %% [markdown]
 # The provided parts of `Timer`: the block size, the Measurement with its labels and the
-# environment record (section 9), torch's two simpler entry points, and the thread limit:
+# environment record (section 10), torch's two simpler entry points, and the thread limit:
 # all three entry points measure with BLAS and numba pinned to the Timer's `num_threads`
 # (one by default), so that a machine's other load slows every workload alike. `timeit(number)` is
 # one warm-up call and one block; `blocked_autorange(min_run_time)` runs blocks until
@@ -769,7 +775,7 @@ Timer.blocked_autorange = _with_threads(blocked_autorange)
 Timer.__repr__ = lambda self: f"Timer({self.title})"
 
 # %% [markdown]
-# The environment record is section 9's; the Measurement above needs it, so here it is,
+# The environment record is section 10's; the Measurement above needs it, so here it is,
 # provided: everything about the machine and the libraries that can change a timing.
 
 # %%
@@ -868,6 +874,11 @@ _cold = _FakeWork(_clk, [5.0] + [1e-6] * 2000)        # the first call compiles:
 _m3 = Timer(_cold, timer=_clk).adaptive_autorange(0.1, min_run_time=0.0)
 assert_equal(_m3.number_per_run, 100, "a workload whose first call takes 5 s, then 1 µs: the block size "
              "estimated on the warm workload (100 runs), not on its cold first call (1 run)")
+_clk = _FakeClock()
+_w3 = _FakeWork(_clk, [0.02])
+Timer(_w3, timer=_clk).adaptive_autorange(0.1, min_run_time=0.0, warmup=3)
+assert_equal(_w3.calls, 3 + 1 + MIN_BLOCKS, "warmup=3 with identical 20 ms runs: 3 warm-up calls, 1 for the "
+             "block-size estimate, then MIN_BLOCKS blocks of 1 run")
 assert_raises(BenchmarkError, Timer(_FakeWork(_clk, [0.01]), timer=_clk).adaptive_autorange, max_run_time=0.0,
               what="a budget of 0 s: no block, so no Measurement")
 assert_raises(BenchmarkError, Timer(_broken, label="broken").adaptive_autorange, match="broken")
@@ -889,7 +900,7 @@ print(f"outliers beyond Tukey's fences: {len(_m.outliers)} of {len(_m.times)} bl
 # %% [markdown]
 # The printout has torch's layout. Its IQR line says how far the median can be trusted; on a
 # busy machine the warning line appears. The number depends on this machine's BLAS, its
-# threads and its load (section 9 records them).
+# threads and its load (section 10 records them).
 #
 # **What the rule says, and what it does not.** IQR / median is the spread of the runs, a
 # property of the workload on this machine: more blocks estimate it better, but do not
@@ -1049,6 +1060,8 @@ assert_close(_r.ratio, 2.0, rtol=1e-12, what="the median of the per-pair ratios 
 assert_close((_r.low, _r.high), (2.0, 4.0), rtol=1e-12, what="(low, high): the quartiles of the ratios")
 assert_close(_r.a.raw_times, [2.0, 6.0, 4.0, 2.0, 30.0], rtol=1e-12, what="A's Measurement: its five blocks")
 assert_close(_r.b.median, 1.0, rtol=1e-12, what="B's median")
+assert_equal((_r.a.label, _r.a.sub_label, "environment" in _r.a.metadata), ("A vs B", "A", True),
+             "A's Measurement carries its labels and the environment (built by its Timer's _measurement)")
 _fm = _FakeMachine([1.0, 1.0] + [3.0, 1.5] * 3 + [30.0, 15.0] * 3)     # the machine slows down 10x midway
 _r = compare(_fm.workload("fast"), _fm.workload("slow"), rounds=6, number=1, timer=_fm.clock)
 assert_close(_r.ratio, 2.0, rtol=1e-12, what="A takes twice B's time in every round: the drift cancels in each pair")
@@ -1205,8 +1218,8 @@ print("your prediction:", "none written" if predicted_clock_ns is None else f"{p
 # source and whether it runs in a virtual machine (some virtual clocks are much slower).
 #
 # Now a FLOP rate. A float32 matmul of two $n \times n$ matrices costs $2n^3$ FLOPs (module 14).
-# **Predict first**: how many GFLOP/s does numpy reach at $n = 256$ on this machine, with the
-# BLAS threads it has? And how much slower is the same product through a tinytorch `Tensor`
+# **Predict first**: how many GFLOP/s does numpy reach at $n = 256$ on this machine, on one
+# BLAS thread (the Timer pins it)? And how much slower is the same product through a tinytorch `Tensor`
 # at $n = 32$, where the framework's per-op overhead (dispatch, checks, a new Tensor)
 # competes with very little arithmetic?
 
