@@ -15,7 +15,7 @@ function is read from a second run with the compiler off (`Reference.ran_as_pyth
 from __future__ import annotations
 
 import ast
-import difflib
+import functools
 import json
 import shutil
 import tempfile
@@ -66,7 +66,18 @@ def compiled_stubs(module: Module, text: str) -> set[str]:
     with the compiler off can). (`cuda.jit` kernels need no entry: numba's simulator runs them
     as Python, so the trace sees every launch, and on a real GPU no test is seen entering
     them, so `selection` runs every test.)"""
-    names, found = set(stub_names(module)), set()
+    return set(_compiled(tuple(stub_names(module)), text))
+
+
+def stub_spans(module: Module, text: str) -> dict[str, tuple[int, int]]:
+    """{student function: (first line, last line)} in the solution `text`."""
+    return dict(_spans(tuple(stub_names(module)), text))
+
+
+# Both are asked once per mutant of the same text (`tito verify`): remembered, not re-parsed.
+@functools.lru_cache(maxsize=8)
+def _compiled(names: tuple[str, ...], text: str) -> frozenset[str]:
+    found = set()
     for node in ast.walk(parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
             for decorator in node.decorator_list:
@@ -75,12 +86,12 @@ def compiled_stubs(module: Module, text: str) -> set[str]:
                 on_gpu = isinstance(call, ast.Attribute) and getattr(call.value, "id", "") == "cuda"
                 if name in COMPILERS and not on_gpu:
                     found.add(node.name)
-    return found
+    return frozenset(found)
 
 
-def stub_spans(module: Module, text: str) -> dict[str, tuple[int, int]]:
-    """{student function: (first line, last line)} in the solution `text`."""
-    names, spans = set(stub_names(module)), {}
+@functools.lru_cache(maxsize=8)
+def _spans(names: tuple[str, ...], text: str) -> tuple[tuple[str, tuple[int, int]], ...]:
+    spans = {}
     stack = [(node, "") for node in parse(text).body]
     while stack:
         node, prefix = stack.pop()
@@ -89,18 +100,19 @@ def stub_spans(module: Module, text: str) -> dict[str, tuple[int, int]]:
             if qualname in names:
                 spans[qualname] = (node.lineno, node.end_lineno)
             stack.extend((child, f"{qualname}.") for child in node.body)
-    return spans
+    return tuple(spans.items())
 
 
 def touched(module: Module, text: str, mutated: str) -> set[str] | None:
     """The student functions whose lines the mutant changes; None when a changed line lies
     in none of them (module-level code: any test may see it)."""
     spans = stub_spans(module, text)
-    lines = set()
-    matcher = difflib.SequenceMatcher(None, text.splitlines(), mutated.splitlines(), autojunk=False)
-    for tag, i1, i2, _, _ in matcher.get_opcodes():
-        if tag != "equal":  # 1-based lines i1+1..i2; an insertion: the line it follows
-            lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else [i1])
+    old, new = text.splitlines(), mutated.splitlines()
+    same = min(len(old), len(new))
+    head = next((i for i in range(same) if old[i] != new[i]), same)  # lines equal at the start
+    tail = next((i for i in range(same - head) if old[-1 - i] != new[-1 - i]), same - head)  # and the end
+    # 1-based lines head+1..len(old)-tail changed; none (an insertion): the line it follows
+    lines = set(range(head + 1, len(old) - tail + 1)) or {head}
     found = set()
     for line in lines:
         around = {name for name, (first, last) in spans.items() if first <= line <= last}

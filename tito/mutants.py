@@ -144,9 +144,7 @@ def build_variant(root: Path, solutions: Path, module: Module, mutant: Mutant, t
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(solutions / "tinytorch", dest / "tinytorch", ignore=build.IGNORE)
-    import jupytext
-
-    nb = jupytext.reads(text, fmt="py:percent")
+    nb = notebook.reads_edited(module.solution_path.read_text(encoding="utf-8"), text)
     chunks = notebook.export_chunks(nb, module.solution_path.relative_to(root).as_posix())
     build._write(dest / "tinytorch", notebook.group_by_target(chunks), module.solution_path.relative_to(root).as_posix())
     return dest
@@ -166,14 +164,12 @@ def graded_checks(module: Module, package_parent: Path, found: list[Mutant]) -> 
     {mutant name: (caught, how)})."""
     import json
 
-    import jupytext
-
     text = module.solution_path.read_text(encoding="utf-8")
-    original = jupytext.reads(text, fmt="py:percent")
+    original = notebook.reads_percent(text)
     specs, results = [], {}
     for mutant in found:
         try:
-            index, source = _changed_cell(original, jupytext.reads(apply(module, mutant, text), fmt="py:percent"))
+            index, source = _changed_cell(original, notebook.reads_edited(text, apply(module, mutant, text)))
         except TitoError as exc:
             results[mutant.name] = (False, exc.message)
             continue

@@ -7,6 +7,7 @@ Directives (nbdev style) are comment lines at the top of a code cell:
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -40,6 +41,68 @@ def read_solution(path: Path):
         return jupytext.read(path, fmt="py:percent")
     except Exception as exc:  # jupytext raises many kinds; all mean "fix the file"
         raise TitoError(f"cannot read solution notebook {path}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def reads_percent(text: str):
+    """jupytext's reading of percent-format `text`, remembered for the last few texts: one
+    notebook object shared by every caller, so none may change it."""
+    import jupytext
+
+    return jupytext.reads(text, fmt="py:percent")
+
+
+def reads_edited(text: str, edited: str):
+    """jupytext's reading of `edited` (percent format), a copy of the solution `text` changed
+    inside one cell, as a notebook of its own. Why: `tito verify` reads hundreds of such
+    copies (its mutants), and jupytext takes seconds over a whole solution; `text` is read
+    once and only the changed cell again. The shortcut is checked each time (the old cell,
+    read alone, must equal the whole reading's); where it is not sure, the whole of `edited`
+    is read."""
+    import nbformat
+
+    nb = reads_percent(text)
+    old, new = text.splitlines(keepends=True), edited.splitlines(keepends=True)
+    same = min(len(old), len(new))
+    head = next((i for i in range(same) if old[i] != new[i]), same)
+    tail = next((i for i in range(same - head) if old[-1 - i] != new[-1 - i]), same - head)
+    starts = [i for i, line in enumerate(old) if line.startswith("# %%")]
+    first_cell = len(nb.cells) - len(starts)  # 1: jupytext made a cell of the lines before the first marker
+    k = max((n for n, start in enumerate(starts) if start < head), default=None)
+    if k is not None and first_cell in (0, 1):
+        end = starts[k + 1] if k + 1 < len(starts) else len(old)
+        new_end = end + len(new) - len(old)
+        if len(old) - tail <= end and not any(line.startswith("# %%") for line in new[starts[k] + 1:new_end]):
+            was = jupytext_cells("".join(old[starts[k]:end]))
+            now = jupytext_cells("".join(new[starts[k]:new_end]))
+            kept = nb.cells[first_cell + k]
+            if len(was) == len(now) == 1 and cell_key(was[0]) == cell_key(kept):
+                cell = now[0]
+                if cell.metadata.get(_SPACING) == was[0].metadata.get(_SPACING):  # read alone, the last cell of
+                    cell.metadata.pop(_SPACING, None)                           # a file ends differently
+                    if _SPACING in kept.metadata:
+                        cell.metadata[_SPACING] = kept.metadata[_SPACING]
+                cells = list(nb.cells)
+                cells[first_cell + k] = cell
+                return nbformat.from_dict(dict(nb, cells=cells))
+    return jupytext_cells(edited, whole=True)
+
+
+_SPACING = "lines_to_next_cell"  # jupytext's note of the blank lines after a cell
+
+
+def cell_key(cell) -> tuple:
+    """What a cell holds, for comparing two readings: its type, source and metadata (not
+    jupytext's random id, nor its note of the blank lines that follow it)."""
+    return cell.cell_type, cell.source, {k: v for k, v in cell.metadata.items() if k != _SPACING}
+
+
+def jupytext_cells(text: str, whole: bool = False):
+    """jupytext's reading of percent-format `text`: its cells, or (`whole`) the notebook."""
+    import jupytext
+
+    nb = jupytext.reads(text, fmt="py:percent")
+    return nb if whole else nb.cells
 
 
 def _read_text(path: Path, rel: str, number: int) -> str:

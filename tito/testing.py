@@ -1,6 +1,7 @@
 """Running a module's pytest suite against a package folder, and summarising it."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -323,37 +324,52 @@ def _contains(tokens: list[str], part: list[str]) -> bool:
 def _units_of(test: str, stubs: list[dict]) -> set[str]:
     """Every stub a test is named after: `_unit_of`'s rule, keeping each whose words are not
     part of another's (test_f_forward_and_backward tests `F.forward` and `F.backward`)."""
-    found = []
-    for stub in stubs:
-        unit = _unit_of(test, [stub])
-        if unit:
-            found.append((stub["name"], [t for part in stub["name"].split(".") for t in _tokens(part)]))
-    return {name for name, words in found
-            if not any(other != name and len(more) > len(words) and _contains(more, words) for other, more in found)}
+    return set(_units_named(test, tuple(stub["name"] for stub in stubs)))
 
 
 def _unit_of(test: str, stubs: list[dict]) -> tuple[str, int] | None:
     """The stub a test is named after (test_numerical_grad_x tests `numerical_grad`): the
     stub's words appear whole in the test's name (test_quantizedlinear does not test
     `_quantize`); a method counts only with its class named too."""
+    return _unit_named(test, tuple(stub["name"] for stub in stubs))
+
+
+# Both depend on names alone, and `tito verify` asks them of every test once per mutant.
+@functools.lru_cache(maxsize=None)
+def _units_named(test: str, names: tuple[str, ...]) -> frozenset[str]:
+    found = []
+    for stub in names:
+        if _named_after(test, (stub,)):
+            found.append((stub, [t for part in stub.split(".") for t in _tokens(part)]))
+    return frozenset(name for name, words in found
+                     if not any(other != name and len(more) > len(words) and _contains(more, words)
+                                for other, more in found))
+
+
+@functools.lru_cache(maxsize=None)
+def _unit_named(test: str, names: tuple[str, ...]) -> tuple[str, int] | None:
+    return _named_after(test, names)
+
+
+def _named_after(test: str, names: tuple[str, ...]) -> tuple[str, int] | None:
     name = _tokens(test.split("::")[-1].split("[")[0])
     # a test of one op's rule names the op as its `op` or `name` parameter: [op=div] tests `_div_backward`
     params = test.split("[", 1)[1].rstrip("]") if "[" in test else ""
     ops = {token.split("=", 1)[1].lower() for token in params.split("-")
            if token.split("=", 1)[0] in ("op", "name") and "=" in token}
-    for position, stub in enumerate(stubs):
-        if stub["name"].strip("_").lower() in {f"{op}_backward" for op in ops}:
-            return stub["name"], position
+    for position, stub in enumerate(names):
+        if stub.strip("_").lower() in {f"{op}_backward" for op in ops}:
+            return stub, position
     best = None
     # MinMaxObserver is named min_max_observer or minmaxobserver in a test's name, and
     # BPETokenizer (one word to _tokens) bpe_tokenizer: runs of up to three words, joined
     runs = {"".join(name[i:i + k]) for k in (1, 2, 3) for i in range(len(name) - k + 1)}
-    for position, stub in enumerate(stubs):
-        parts = [_tokens(p) for p in stub["name"].split(".")]
+    for position, stub in enumerate(names):
+        parts = [_tokens(p) for p in stub.split(".")]
         if all(part and (_contains(name, part) or "".join(part) in runs) for part in parts):
             size = sum(len(t) for part in parts for t in part)
             if best is None or size > best[2]:
-                best = (stub["name"], position, size)
+                best = (stub, position, size)
     return best[:2] if best else None
 
 

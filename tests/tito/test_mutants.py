@@ -88,3 +88,48 @@ def test_a_test_is_the_unit_test_of_the_stub_whose_words_its_name_holds_whole():
     assert _unit_of("t.py::test_minmaxobserver_forward_keeps_range", stubs)[0] == "MinMaxObserver.forward"
     assert _unit_of("t.py::test_loss_grads[reduction=mean]", stubs) is None  # a parameter, not an op
     assert _unit_of("t.py::test_rules[op=div]", stubs)[0] == "_div_backward"
+
+
+def test_a_mutated_solution_reads_as_jupytext_reads_the_whole_file(monkeypatch):
+    """build_variant and the graded-check run read each mutant's notebook again by its one
+    changed cell (notebook.reads_edited): it must read as jupytext reads the whole text, and
+    a mutant's text must not be read whole (seconds each, hundreds of mutants)."""
+    from pathlib import Path
+
+    import jupytext
+
+    from tito import notebook
+
+    read_whole, cells_of = [], notebook.jupytext_cells
+    monkeypatch.setattr(notebook, "jupytext_cells",
+                        lambda text, whole=False: read_whole.append(whole) or cells_of(text, whole))
+
+    module = resolve("02", Path(__file__).resolve().parents[2])  # a short notebook: jupytext is slow
+    text = module.solution_path.read_text(encoding="utf-8")
+    first = text.index("\n# %%") + 1
+    edits = [mutants.apply(module, m, text) for m in mutants.load(module)[:2]]
+    edits += [text[:first] + "# %%\nx = 1\n\n" + text[first:],                # a new cell
+              text + "\n# %%\ny = 2\n"]                                       # after the last cell
+    for n, edited in enumerate(edits):
+        read_whole.clear()
+        fast, whole = notebook.reads_edited(text, edited), jupytext.reads(edited, fmt="py:percent")
+        assert any(read_whole) == (n >= 2), "a mutant is read by its cell; a new cell, whole"
+        assert [notebook.cell_key(c) for c in fast.cells] == [notebook.cell_key(c) for c in whole.cells]
+        assert [c.metadata for c in fast.cells] == [c.metadata for c in whole.cells]
+        assert fast.metadata == whole.metadata
+
+
+def test_a_mutant_touches_the_lines_it_changes_and_an_insertion_the_line_before():
+    from pathlib import Path
+
+    from tito import attribution
+
+    module = resolve("06", Path(__file__).resolve().parents[2])
+    text = module.solution_path.read_text(encoding="utf-8")
+    spans = attribution.stub_spans(module, text)
+    first, last = spans["_div_backward"]
+    lines = text.splitlines(keepends=True)
+    inserted = "".join(lines[:last] + ["    pass  # an inserted line\n"] + lines[last:])
+    assert attribution.touched(module, text, inserted) == {"_div_backward"}
+    changed = "".join(lines[:first] + ["    # changed\n"] + lines[first + 1:])
+    assert attribution.touched(module, text, changed) == {"_div_backward"}
