@@ -306,7 +306,7 @@ assert_equal(matmul_flops((2, 1, 3, 4), (6, 4, 5)), 2 * (2 * 6) * 3 * 4 * 5, "ba
 assert_equal(matmul_flops((7, 3, 4), (4, 5)), 7 * 2 * 3 * 4 * 5, "a 2-D right operand broadcasts over the batch")
 assert_equal(matmul_flops((3, 2, 4), (3, 4, 5)), 3 * 2 * 2 * 4 * 5, "batch (3,) with batch (3,): 3 products, not 9")
 check(isinstance(matmul_flops((3, 4), (4, 5)), int), "FLOPs are a Python int", got=type(matmul_flops((3, 4), (4, 5))))
-assert_raises(ValueError, matmul_flops, (3, 4), (5, 6), match=r"\(3, 4\)")
+assert_raises(ValueError, matmul_flops, (3, 4), (5, 6), match=r"\(3, 4\).*\(5, 6\)")
 print("✓ matmul_flops: batched (2,1,3,4)@(6,4,5) =", matmul_flops((2, 1, 3, 4), (6, 4, 5)))
 
 # %% [markdown]
@@ -375,6 +375,8 @@ assert_equal(conv2d_flops((1, 2, 9, 7), (5, 2, 3, 2), stride=2, padding=0, bias=
              2 * 5 * (2 * 3 * 2) * (4 * 3), "stride 2, kernel (3,2): H_out = 4, W_out = 3")
 assert_equal(conv2d_flops((1, 1, 5, 5), (1, 1, 3, 3), stride=(2, 1), padding=(1, 0), bias=False),
              2 * 9 * (3 * 3), "stride (2,1), padding (1,0): H_out = 3, W_out = 3")
+assert_equal(conv2d_flops((1, 2, 9, 11), (3, 2, 3, 5), stride=(2, 3), padding=(1, 2), bias=False),
+             2 * 3 * (2 * 3 * 5) * (5 * 4), "input 9x11, kernel (3,5), stride (2,3), padding (1,2): H_out = 5, W_out = 4")
 assert_raises(ValueError, conv2d_flops, (1, 3, 5, 5), (2, 4, 3, 3), match=r"\(2, 4, 3, 3\)")
 print("✓ conv2d_flops: stride 2, kernel (3,2) on 9x7 ->", conv2d_flops((1, 2, 9, 7), (5, 2, 3, 2), 2, 0, False))
 
@@ -1478,9 +1480,10 @@ print(f"whole forward, profiled at once: {gprof.events().total_flops():,} FLOPs;
 # The blocks' FLOPs are almost all matmuls. Per block, with $B \cdot T$ tokens of width $d$:
 # the four projections of attention ($Q, K, V$, out) cost $4 \cdot 2BTd^2$, the feed-forward
 # network's two Linears ($d \to 4d \to d$) $2 \cdot 2BT \cdot 4d^2$, and the two attention
-# matmuls $2 \cdot 2BT^2d$: in all $24BTd^2 + 4BT^2d$, the forward half of module 13's
-# "6N FLOPs per token" plus the attention term that grows with the context. The profiler's
-# matmul records of one block:
+# matmuls $2 \cdot 2BT^2d$: in all $24BTd^2 + 4BT^2d$. The first term is $2N$ FLOPs per token
+# for the block's $N = 12d^2$ weights, module 13's forward pass (a third of its "6N per
+# token", which counts a whole training step); the second is the attention term, which grows
+# with the context. The profiler's matmul records of one block:
 
 # %%
 B, d = idx.shape[0], gpt.config.d_model

@@ -35,6 +35,7 @@ def test_matmul_flops_inner_mismatch_names_shapes():
     ((1, 2, 9, 7), (5, 2, 3, 2), 2, 0, False, 2 * 5 * 12 * (4 * 3)),
     ((1, 1, 5, 5), (1, 1, 3, 3), (2, 1), (1, 0), False, 2 * 9 * 9),
     ((3, 2, 6, 6), (4, 2, 1, 1), 1, 0, True, 2 * 4 * 2 * 108 + 3 * 4 * 36),
+    ((1, 2, 9, 11), (3, 2, 3, 5), (2, 3), (1, 2), False, 2 * 3 * 30 * (5 * 4)),  # every width term differs
 ])
 def test_conv2d_flops_hand_counts(inp, w, stride, padding, bias, expected):
     got = conv2d_flops(inp, w, stride, padding, bias)

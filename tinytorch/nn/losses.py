@@ -69,10 +69,10 @@ def _check_pointwise(name, input, target):
     of the same shape. Otherwise one error, its message starting with `name`: TypeError for
     a tensor that is not floating (naming that tensor, input or target, and its dtype; for
     target, the fix: `target.float()`), ValueError for shapes that differ (naming both and
-    saying a loss does not broadcast). When several things are wrong, which error comes
-    first is your decision (the approach asks); the check says whether it is the course's
-    rule: the mistake that must be fixed first is reported first. (PyTorch's own order
-    differs from loss to loss.)
+    saying a loss does not broadcast). When several things are wrong, one order is the
+    course's rule: the mistake that must be fixed first is reported first. Which one that is,
+    is yours to work out (the approach asks); the check tells you whether you did. (PyTorch's
+    own order differs from loss to loss.)
     """
     # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
     # target and still returns a plausible number; refuse it, and say why.
