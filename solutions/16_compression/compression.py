@@ -377,8 +377,9 @@ class PrunedModule(Module):
             layer.register_parameter(name + "_orig", param)
             layer.register_buffer(name + "_mask", Tensor(np.asarray(mask, dtype=param.dtype)))
             self.pruned_names.append(name)
-        with no_grad():  # so that reading layer.<name> before the next forward gives the pruned value
-            setattr(layer, name, getattr(layer, name + "_orig") * getattr(layer, name + "_mask"))
+        # reading layer.<name> before the next forward gives the pruned value (a plain copy)
+        orig, kept = getattr(layer, name + "_orig"), getattr(layer, name + "_mask")
+        setattr(layer, name, Tensor(orig.numpy() * kept.numpy()))
 
     def forward(self, *args, **kwargs):
         """Contract: returns what the wrapped layer returns for the same arguments, computed
