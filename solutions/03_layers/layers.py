@@ -613,7 +613,8 @@ def _module_setattr(module, name, value):
     - a name that is already a registered parameter accepts only a Parameter or None (None
       unsets it and keeps its place in the order); any other value raises TypeError naming
       the attribute and the type expected. Likewise a registered child (Module or None)
-      and a registered buffer (Tensor or None, stored in the buffer registry);
+      and a registered buffer (Tensor or None, stored in the buffer registry; a buffer
+      registered with persistent=False stays out of state_dict);
     - anything else (numbers, strings, the training flag, a Tensor under a new name) is an
       ordinary attribute in the instance's __dict__.
     """
@@ -701,6 +702,10 @@ _m.steps = _steps
 check(_m._buffers["steps"] is _steps and "steps" not in _m.__dict__,
       "a Tensor assigned to the buffer name 'steps' replaces the buffer in its registry",
       got=f"_buffers['steps'] {_m._buffers['steps']}, plain attributes {sorted(_m.__dict__)}")
+_m.register_buffer("scratch", Tensor([0.0]), persistent=False)
+_m.scratch = Tensor([1.0])
+check("scratch" in _m._non_persistent_buffers, "a buffer registered with persistent=False, then re-assigned, "
+      "is still non-persistent", got=f"_non_persistent_buffers {sorted(_m._non_persistent_buffers)}")
 _m.note = Parameter([1.0])  # an ordinary attribute may become a parameter
 check("note" in _m._parameters and "note" not in _m.__dict__, "an ordinary attribute re-assigned a Parameter "
       "becomes a registered parameter", got=(list(_m._parameters), sorted(_m.__dict__)))
@@ -1553,6 +1558,8 @@ with preserved_state():
     assert_close(_w.numpy().std(), _std, rtol=0.01, atol=0, what="std of xavier_normal_(gain=2) on (400, 600)")
     _empty = zeros(0, 5)
     check(xavier_uniform_(_empty) is _empty, "an empty tensor is returned unchanged")
+    _flat_empty = zeros(0)
+    check(xavier_uniform_(_flat_empty) is _flat_empty, "xavier_uniform_ of an empty 1-D tensor: returned unchanged")
     _flat_empty = zeros(0)
     check(xavier_normal_(_flat_empty) is _flat_empty,
           "an empty 1-D tensor is returned unchanged (no elements: checked before the fans, which need 2 dims)")

@@ -173,6 +173,14 @@ def test_module_setattr_replaces_a_buffer_in_its_registry():
     assert enc.state_dict()["steps"].tolist() == [1.0]
 
 
+def test_module_setattr_keeps_a_non_persistent_buffer_non_persistent():
+    enc = Encoder()
+    enc.register_buffer("cache", tt.zeros(2), persistent=False)
+    enc.cache = tt.ones(2)
+    assert enc._buffers["cache"].tolist() == [1.0, 1.0]
+    assert "cache" not in enc.state_dict(), "reassigning a persistent=False buffer must not make it persistent"
+
+
 def test_module_setattr_none_keeps_the_place_of_a_middle_parameter():
     m = Affine()
     m.extra = nn.Parameter([1.0])

@@ -323,7 +323,8 @@ def _module_setattr(module, name, value):
     - a name that is already a registered parameter accepts only a Parameter or None (None
       unsets it and keeps its place in the order); any other value raises TypeError naming
       the attribute and the type expected. Likewise a registered child (Module or None)
-      and a registered buffer (Tensor or None, stored in the buffer registry);
+      and a registered buffer (Tensor or None, stored in the buffer registry; a buffer
+      registered with persistent=False stays out of state_dict);
     - anything else (numbers, strings, the training flag, a Tensor under a new name) is an
       ordinary attribute in the instance's __dict__.
     """
