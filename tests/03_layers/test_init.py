@@ -20,14 +20,17 @@ def check_moments(values, var, kurtosis, mean=0.0):
     """kurtosis = m4 / var**2: 9/5 for a uniform distribution, 3 for a normal one."""
     v = np.asarray(values, dtype=np.float64).ravel()
     n = v.size
-    assert abs(v.mean() - mean) < 5 * math.sqrt(var / n), (v.mean(), mean)
-    assert abs(v.var() - var) < 5 * math.sqrt((kurtosis - 1) * var ** 2 / n), (v.var(), var)
+    mean_ok, var_ok = 5 * math.sqrt(var / n), 5 * math.sqrt((kurtosis - 1) * var ** 2 / n)  # five standard errors
+    assert abs(v.mean() - mean) < mean_ok, f"the {n} draws' mean is {v.mean():.6g}; expected {mean:g} (within {mean_ok:.2g})"
+    assert abs(v.var() - var) < var_ok, (f"the {n} draws' variance is {v.var():.6g}; expected {var:.6g} "
+                                         f"(std {math.sqrt(var):.6g}, within {var_ok:.2g} of the variance)")
 
 
 def check_uniform(values, bound):
     v = np.abs(np.asarray(values)).ravel()
-    assert v.max() <= bound
-    assert v.max() > bound * (1 - 20 / v.size), "the draws should reach close to the bound"
+    assert v.max() <= bound, f"a draw of magnitude {v.max():.6g} lies beyond the bound {bound:.6g}"
+    assert v.max() > bound * (1 - 20 / v.size), (f"the largest of {v.size} draws, {v.max():.6g}, stays far below "
+                                                  f"the bound {bound:.6g}: the draws should reach close to it")
     check_moments(values, bound ** 2 / 3, 9 / 5)
 
 
