@@ -841,6 +841,11 @@ with preserved_state():
     _names = [e.name for e in _prof.events()]
     print("recorded:", _names)
     check(_same is _prof, "`with profile() as prof` gives the profiler itself", got=_same)
+    _alone = _OpLog()
+    with _alone:
+        _net(_x).sum().backward()
+    assert_equal(_log.names, _alone.names, "the ops that reached a mode around the profiler, against the same "
+                 "forward and backward with no profiler: each op runs once, through your dispatch")
     assert_equal(_names, _log.names, "one record per op, in the order the ops ran")
     assert_equal(_names[:7], ["permute", "matmul", "add", "relu", "permute", "matmul", "add"],
                  "the forward of Linear, ReLU, Linear")
