@@ -56,7 +56,6 @@ import math
 import os
 import sys
 import time
-import types
 import tracemalloc
 
 import matplotlib
@@ -889,8 +888,17 @@ def _slow(f):
     return wrapped
 
 
+class _FakeTime:
+    """Stands in for the time module during this one call: only perf_counter, on the fake clock."""
+    perf_counter = staticmethod(lambda: _ticks[0])
+
+    def __getattr__(self, name):
+        raise AttributeError(f"this check replaces the time module by a fake clock that has only perf_counter, "
+                             f"and your code read time.{name}: the contract's clock is time.perf_counter")
+
+
 _time_module, _flops_fn, _bytes_fn = time, op_flops, output_bytes
-time = types.SimpleNamespace(perf_counter=lambda: _ticks[0])  # what `time.perf_counter()` reads, for this call
+time = _FakeTime()  # what `time.perf_counter()` reads, for this call
 op_flops, output_bytes = _slow(_flops_fn), _slow(_bytes_fn)
 try:
     _fake = profile()
