@@ -556,10 +556,10 @@ print("last x where the naive y=1 loss is inf:", _x32[~np.isfinite(_naive_y1)].m
 #
 # <details><summary>Hint 2</summary>
 #
-# After factoring, each tail is log(1 + e^(t − max(t, 0))). Write t − max(t, 0) for t = x
-# and for t = −x using |x|: both tails are then one expression, whose exponent is never
-# positive. Take its log with the function that is accurate for tiny arguments
-# (`np.log1p`), or a confident right answer's loss of 10⁻²² rounds to 0.
+# After factoring, each tail is log(1 + e^(t − max(t, 0))). Tabulate t − max(t, 0) for
+# t = x and for t = −x, once with x > 0 and once with x < 0: which one expression in x
+# gives all four entries? The prose's third fact says how to take the log of one plus
+# something tiny.
 # </details>
 #
 # <details><summary>Hint 3</summary>
@@ -887,8 +887,7 @@ print("✓ _check_class_targets: float labels, bad batch and shapes, class 7 of 
 #
 # numpy's gather along one axis is `np.take_along_axis`; its index array has as many
 # dimensions as the data, with size 1 on the gathered axis (where does that axis go for a
-# target of shape `(N, d1, …)`?). Any valid class (0 will do) is a safe stand-in for an
-# ignored target, and a select (`np.where`) keeps a −inf out.
+# target of shape `(N, d1, …)`?).
 # </details>
 #
 # <details><summary>The approach</summary>
