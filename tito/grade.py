@@ -214,8 +214,8 @@ def _prepare_template(module: Module, course_dir: Path, env: dict) -> Path:
 def _test_folder(root: Path, module: Module, dest: Path) -> Path:
     """dest/tests/<slug> and the files a test run needs; returns dest."""
     (dest / "tests").mkdir(parents=True)
-    for shared in ("conftest.py", "torch_reference.py", "stub_spectrum.py"):  # the shared test set-up
-        shutil.copy2(root / "tests" / shared, dest / "tests" / shared)
+    for shared in sorted((root / "tests").glob("*.py")):  # the shared test set-up: conftest.py and its helpers
+        shutil.copy2(shared, dest / "tests" / shared.name)
     shutil.copytree(module.tests_path, dest / "tests" / module.slug, ignore=build.IGNORE)
     shutil.copy2(Path(__file__).with_name("report_plugin.py"), dest / "_tito_report.py")
     (dest / "pytest.ini").write_text("[pytest]\ntimeout = 60\naddopts = -p no:cacheprovider -p no:anyio "
