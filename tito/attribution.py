@@ -144,20 +144,27 @@ def _spectra(module: Module, report: Path, passed_only: bool = False) -> dict[st
     return ran
 
 
-def reference(root, solutions, module: Module) -> Reference:
-    """Run the module's tests once on the solutions build, recording each test's functions
-    (and once more with numba's compiler off when the student writes compiled functions)."""
-    folder = build.build_root(root) / "attribution"
-    folder.mkdir(parents=True, exist_ok=True)
-    report = folder / f"{module.slug}-reference.xml"
-    outcome = testing.run_suite(module, solutions, show_output=False, fork=True, report=report)
-    if not outcome.ok:
-        raise TitoError(f"{module.label}: the solutions must pass every test before attribution can be "
-                        f"measured: {outcome.problem or outcome.failures[:1]}")
+def reference_report(root, module: Module) -> Path:
+    """Where the module's reference run keeps its junit report."""
+    return build.build_root(root) / "attribution" / f"{module.slug}-reference.xml"
+
+
+def reference(root, package, module: Module, *, ran: bool = False) -> Reference:
+    """The module's tests on `package` (the module's solutions build), each with the functions
+    it entered: run once here, or with `ran`, read from the report of a passing run that
+    already made it (tito verify's solutions check), and once more with numba's compiler off
+    when the student writes compiled functions."""
+    report = reference_report(root, module)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    if not ran:
+        outcome = testing.run_suite(module, package, show_output=False, fork=True, report=report)
+        if not outcome.ok:
+            raise TitoError(f"{module.label}: the solutions must pass every test before attribution can be "
+                            f"measured: {outcome.problem or outcome.failures[:1]}")
     ref = Reference(report, _spectra(module, report))
     if compiled_stubs(module, module.solution_path.read_text(encoding="utf-8")):
-        as_python = folder / f"{module.slug}-reference-as-python.xml"
-        outcome = testing.run_suite(module, solutions, show_output=False, fork=True, report=as_python, jit=False)
+        as_python = report.with_name(f"{module.slug}-reference-as-python.xml")
+        outcome = testing.run_suite(module, package, show_output=False, fork=True, report=as_python, jit=False)
         if not outcome.problem:
             ref.ran_as_python = _spectra(module, as_python, passed_only=True)
     return ref
@@ -194,32 +201,31 @@ def _merged(ref: Reference, report: Path, into: Path) -> None:
     tree.write(into, encoding="utf-8")
 
 
-def run_mutant(root, solutions, module: Module, mutant: mutants.Mutant,
+def run_mutant(root, package, module: Module, mutant: mutants.Mutant,
                ref: Reference | None = None) -> testing.Outcome:
-    """`tito test`'s outcome for a package built from the mutated solution: with `ref`, only
-    the tests the mutant can change run (selection), the others keep their reference result."""
+    """`tito test`'s outcome for `package` (the module's solutions build) with the module
+    exported from the mutated solution: with `ref`, only the tests the mutant can change run
+    (selection), the others keep their reference result."""
     text = module.solution_path.read_text(encoding="utf-8")
     mutated = mutants.apply(module, mutant, text)
     functions = touched(module, text, mutated)
     chosen = selection(ref, functions, compiled_stubs(module, text)) if ref is not None else None
-    variant = mutants.build_variant(root, solutions, module, mutant, mutated)
-    try:
+    with mutants.variant(root, package, module, mutated) as mutated_package:
         if chosen is None:
-            return testing.run_suite(module, variant, show_output=False, fork=True)
+            return testing.run_suite(module, mutated_package, show_output=False, fork=True)
         with tempfile.TemporaryDirectory() as tmp:
             report, merged = Path(tmp) / "run.xml", Path(tmp) / "merged.xml"
             if chosen:
-                outcome = testing.run_suite(module, variant, show_output=False, fork=True, tests=chosen, report=report)
+                outcome = testing.run_suite(module, mutated_package, show_output=False, fork=True, tests=chosen,
+                                            report=report)
                 if outcome.problem:
                     return outcome
                 if outcome.total != len(chosen):  # the mutant changed what is collected
-                    return testing.run_suite(module, variant, show_output=False, fork=True)
+                    return testing.run_suite(module, mutated_package, show_output=False, fork=True)
                 _merged(ref, report, merged)
             else:
                 shutil.copyfile(ref.report, merged)
-            return testing.parse_junit(merged, variant, module)
-    finally:
-        shutil.rmtree(variant, ignore_errors=True)
+            return testing.parse_junit(merged, mutated_package, module)
 
 
 def judged(outcome: testing.Outcome, wanted: str | None) -> tuple[bool, str]:

@@ -25,6 +25,24 @@ def locked(path: Path, shared: bool = False):
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def try_locked(path: Path):
+    """Take the lock on `path` if nobody holds it: yields True (held for the block) or False."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+        try:
+            yield True
+        finally:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write a file so that a reader sees the old text or the new, never half of it: a full
     disk leaves the old file whole, and the error names `path` (not the temporary file)."""

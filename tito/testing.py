@@ -212,16 +212,15 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
     `verbose`: tito's own summary names each failure's message and notebook cell. With
     `fork`, the run is a fork of a preloaded pytest process (tito.forkrun: for the many
     short runs of tito verify's mutants; output is not shown), of only the pytest node ids
-    `tests` when given, its junit report copied to `report` when given, and with numba's
-    compiler off when not `jit` (its functions run as Python, so a trace sees every call).
+    `tests` when given, and with numba's compiler off when not `jit` (its functions run as Python, so a trace sees every call).
     With `judged`, the tests run as `tito grade` runs them, the package in a process of its
-    own (judged_env)."""
+    own (judged_env). The junit report is copied to `report` when given."""
     if judged:
         extra_args = ("-p", "tito.judge", *extra_args)
     if fork:
         return _run_suite_forked(module, package_parent, extra_args, tests=tests, report=report, jit=jit)
-    if tests is not None or report is not None or not jit:
-        raise ValueError("run_suite: `tests`, `report` and `jit` need fork=True")
+    if tests is not None or not jit:
+        raise ValueError("run_suite: `tests` and `jit` need fork=True")
     problem = check_import(package_parent)
     if problem:
         return Outcome(problem=problem)
@@ -244,6 +243,8 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
         if not xml.is_file():
             tail = "" if show_output else "\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
             return Outcome(problem=f"pytest did not run (exit code {proc.returncode}){tail}")
+        if report is not None:
+            shutil.copyfile(xml, report)
         outcome = parse_junit(xml, package_parent, module)
         if outcome.total == 0:
             outcome.problem = f"no tests were collected from {module.tests_path.relative_to(module.root)}"

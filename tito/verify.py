@@ -55,13 +55,21 @@ class Checks:
 
 def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str, float]]:
     """The base checks of one module, as (name, ok, detail, seconds). `variant` is the
-    solutions build with this module back in its released (stub) state."""
+    solutions build with this module back in its released (stub) state. The solutions' run
+    leaves its report as the module's attribution reference (tito.attribution) when it passes."""
+    from tito import attribution
+
     results = []
     started = time.perf_counter()
     # The student's journey: modules 1..k from the solutions, later ones as released stubs
     # (what a student at module k has), so no module's tests may need a later module.
-    outcome = testing.run_suite(module, build.build_prefix(root, module.number), show_output=False)
+    report = attribution.reference_report(root, module)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.unlink(missing_ok=True)
+    outcome = testing.run_suite(module, build.build_prefix(root, module.number), show_output=False, report=report)
     ok = outcome.ok and outcome.skipped == 0
+    if not ok:
+        report.unlink(missing_ok=True)
     detail = testing.summary(module, outcome, "the solutions")
     if outcome.skipped:
         detail += f"\n{outcome.skipped} test(s) skipped: no test may skip (parity tests replay their stored answers)."
@@ -190,12 +198,21 @@ def mutant_count_check(module) -> tuple[str, bool, str, float]:
 
 
 class References:
-    """Each module's reference test run (tito.attribution.reference), made once, by the first
-    mutant check of that module that needs it; None when it could not be made."""
+    """Each module's attribution reference (tito.attribution.reference) on its solutions
+    build (build_prefix: what a student who finished it has), made once, by the first
+    mutant check of that module that needs it; None when it could not be made. With
+    `solved` (slug -> the future of check_module), the reference is that check's passing
+    run, not a run of its own."""
 
-    def __init__(self, root, solutions):
-        self.root, self.solutions = root, solutions
-        self._lock, self._made = threading.Lock(), {}
+    def __init__(self, root, solved=None):
+        self.root, self.solved = root, solved or {}
+        self._lock, self._made, self._packages = threading.Lock(), {}, {}
+
+    def package(self, module):
+        with self._lock:
+            if module.slug not in self._packages:
+                self._packages[module.slug] = build.build_prefix(self.root, module.number)
+            return self._packages[module.slug]
 
     def get(self, module):
         from tito import attribution
@@ -204,15 +221,19 @@ class References:
             entry = self._made.setdefault(module.slug, [threading.Lock(), False, None])
         with entry[0]:
             if not entry[1]:
+                ran = module.slug in self.solved
+                if ran:
+                    self.solved[module.slug].result()
                 try:
-                    entry[2] = attribution.reference(self.root, self.solutions, module)
+                    if not ran or attribution.reference_report(self.root, module).is_file():
+                        entry[2] = attribution.reference(self.root, self.package(module), module, ran=ran)
                 except TitoError:  # the solutions' own check reports it; mutants then run every test
                     entry[2] = None
                 entry[1] = True
             return entry[2]
 
 
-def check_mutant_tests(root, solutions, module, mutant, references):
+def check_mutant_tests(root, module, mutant, references):
     """One mutant against the module's tests, as `tito test` runs them (the tests it can
     change; tito.attribution): it must fail them, and the first group `tito test` prints
     must name the function the mutant edits."""
@@ -222,7 +243,8 @@ def check_mutant_tests(root, solutions, module, mutant, references):
     try:
         mutants.apply(module, mutant)
         wanted = attribution.target(module, mutant)
-        outcome = attribution.run_mutant(root, solutions, module, mutant, references.get(module))
+        ref = references.get(module)
+        outcome = attribution.run_mutant(root, references.package(module), module, mutant, ref)
     except TitoError as exc:
         return [(f"{module.slug}: mutant {mutant.name} applies", False, exc.message, 0.0)]
     if outcome.problem:
@@ -326,15 +348,16 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     # (slower: numba, bigger models) first, so that no long run is left for the end.
     book_pool = ThreadPoolExecutor(max_workers=1)
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = [pool.submit(check_module, root, solutions, m, variants[m.slug]) for m in modules]
+        solved = {m.slug: pool.submit(check_module, root, solutions, m, variants[m.slug]) for m in modules}
+        futures = list(solved.values())
         grading = [pool.submit(check_grading, root, m) for m in modules]
         futures += grading
         # the book, once every solution notebook has run, alongside the mutants
         book_future = book_pool.submit(check_book, root, grading) if not only else None
         found = {m.slug: mutants.load(m) if with_mutants else [] for m in modules}
         cells = {m.slug: pool.submit(check_graded_cells, m, variants[m.slug], found[m.slug]) for m in modules}
-        references = References(root, solutions)
-        tests = {m.slug: [pool.submit(check_mutant_tests, root, solutions, m, mutant, references)
+        references = References(root, solved)
+        tests = {m.slug: [pool.submit(check_mutant_tests, root, m, mutant, references)
                           for mutant in found[m.slug]] for m in reversed(modules)}
         for future in futures:
             for name, ok, detail, seconds in future.result():
@@ -426,8 +449,8 @@ def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...])
         if "checks" in halves:
             futures.append(pool.submit(check_graded_cells, module, variant, found))
         if "tests" in halves:
-            references = References(root, solutions)
-            futures += [pool.submit(check_mutant_tests, root, solutions, module, m, references) for m in found]
+            references = References(root)
+            futures += [pool.submit(check_mutant_tests, root, module, m, references) for m in found]
         lines = []
         for future in futures:
             for name, ok, detail, seconds in future.result():

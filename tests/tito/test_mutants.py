@@ -133,3 +133,29 @@ def test_a_mutant_touches_the_lines_it_changes_and_an_insertion_the_line_before(
     assert attribution.touched(module, text, inserted) == {"_div_backward"}
     changed = "".join(lines[:first] + ["    # changed\n"] + lines[first + 1:])
     assert attribution.touched(module, text, changed) == {"_div_backward"}
+
+
+def test_a_mutants_package_rewrites_only_its_files_each_with_a_time_no_earlier_version_had(course):
+    """Mutants are built in kept slot folders (bytecode and numba's kernels cached for the
+    unchanged files stay valid): only the mutated file differs from the solutions build, the
+    others keep their modification times, and each version of the mutated file gets a time
+    of its own (both mutants here have the same size; caches compare time and size)."""
+    from tito import build
+
+    module = _write(course, CAUGHT + SURVIVES)
+    text = module.solution_path.read_text(encoding="utf-8")
+    solutions = build.build_solutions(course.root)
+    caught, survives = mutants.load(module)
+    times = []
+    for mutant in (caught, survives, caught):
+        with mutants.variant(course.root, solutions, module, mutants.apply(module, mutant, text)) as package:
+            files = sorted(p.relative_to(package) for p in (package / "tinytorch").rglob("*")
+                           if p.is_file() and "__pycache__" not in p.parts)
+            assert files == sorted(p.relative_to(solutions) for p in (solutions / "tinytorch").rglob("*")
+                                   if p.is_file() and "__pycache__" not in p.parts)
+            changed = [rel for rel in files if (package / rel).read_bytes() != (solutions / rel).read_bytes()]
+            assert len(changed) == 1 and mutant.replace in (package / changed[0]).read_text(encoding="utf-8")
+            assert all((package / rel).stat().st_mtime_ns == (solutions / rel).stat().st_mtime_ns
+                       for rel in files if rel not in changed)
+            times.append(int((package / changed[0]).stat().st_mtime))
+    assert len(set(times)) == 3 and int((solutions / changed[0]).stat().st_mtime) not in times
