@@ -12,27 +12,14 @@ except ImportError:  # Windows: no advisory locks; tito runs one command at a ti
 
 
 @contextlib.contextmanager
-def locked(path: Path, shared: bool = False):
-    """Hold an advisory lock on `path` (created if missing) for the block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        if fcntl is not None:
-            fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def try_locked(path: Path):
-    """Take the lock on `path` if nobody holds it: yields True (held for the block) or False."""
+def locked(path: Path, shared: bool = False, wait: bool = True):
+    """Hold an advisory lock on `path` (created if missing) for the block. Yields True; with
+    `wait=False`, a lock somebody else holds is not waited for and the block gets False."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
         if fcntl is not None:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
                 yield False
                 return

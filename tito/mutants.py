@@ -151,11 +151,11 @@ def variant(root: Path, package: Path, module: Module, text: str):
     differ from `package` are rewritten, so that the bytecode and numba's
     compiled kernels cached for the other files stay valid (a fresh copy per mutant
     recompiled module 17's kernels in every run: 10 to 30 s each)."""
-    from tito.locks import try_locked
+    from tito.locks import locked
 
     slots = build.build_root(root) / "mutants"
     for number in itertools.cycle(range(SLOTS)):
-        with try_locked(slots / f"slot-{number}.lock") as held:
+        with locked(slots / f"slot-{number}.lock", wait=False) as held:
             if not held:
                 if number == SLOTS - 1:
                     time.sleep(0.2)  # every slot busy: another tito command's runs

@@ -212,9 +212,10 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
     `verbose`: tito's own summary names each failure's message and notebook cell. With
     `fork`, the run is a fork of a preloaded pytest process (tito.forkrun: for the many
     short runs of tito verify's mutants; output is not shown), of only the pytest node ids
-    `tests` when given, and with numba's compiler off when not `jit` (its functions run as Python, so a trace sees every call).
-    With `judged`, the tests run as `tito grade` runs them, the package in a process of its
-    own (judged_env). The junit report is copied to `report` when given."""
+    `tests` when given, and with numba's compiler off when not `jit` (its functions run as
+    Python, so a trace sees every call). With `judged`, the tests run as `tito grade` runs
+    them, the package in a process of its own (judged_env). The junit report is copied to
+    `report` when given."""
     if judged:
         extra_args = ("-p", "tito.judge", *extra_args)
     if fork:
