@@ -63,14 +63,15 @@ def _course_of(package_parent: Path) -> Path:
     return package_parent
 
 
-def pytest_command() -> list[str]:
-    """How tito starts pytest: with nothing from its working directory on sys.path, so the
-    course folder (the student's tinytorch/) never shadows the package under test. Python
-    3.11+ honours PYTHONSAFEPATH (suite_env); 3.10 ignores it, so the launcher drops the
-    entry `python -c` puts there."""
-    if sys.version_info >= (3, 11):
+def pytest_command(python: str | None = None) -> list[str]:
+    """How tito starts pytest (in this interpreter, or in `python`): with nothing from its
+    working directory on sys.path, so the course folder (the student's tinytorch/) never
+    shadows the package under test. Python 3.11+ honours PYTHONSAFEPATH (suite_env); 3.10
+    ignores it, so the launcher drops the entry `python -c` puts there."""
+    if python is None and sys.version_info >= (3, 11):
         return [sys.executable, "-m", "pytest"]
-    return [sys.executable, "-c", "import sys; sys.path.remove(''); import pytest; sys.exit(pytest.console_main())"]
+    return [python or sys.executable, "-c",
+            "import sys; '' in sys.path and sys.path.remove(''); import pytest; sys.exit(pytest.main())"]
 
 
 def suite_env(package_parent: Path) -> dict:

@@ -35,6 +35,14 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 TITO_TEST_WORKERS = 3
 
 
+def pytorch_python() -> str:
+    """The interpreter of the checks that need live PyTorch (the parity drift, tito's own
+    tests): TITO_PYTORCH_PYTHON, or this one. CI runs verify on a Python that has no PyTorch
+    wheel here (3.12: its tests run about twice as fast, see tests/stub_spectrum.py) and
+    names a 3.11 environment with PyTorch for these two."""
+    return os.environ.get("TITO_PYTORCH_PYTHON") or sys.executable
+
+
 class Checks:
     def __init__(self):
         self.passed, self.failed = 0, []
@@ -332,7 +340,7 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     tito_tests = None
     if not only:  # tito's own tests run alongside the module checks
         # in TITO_TEST_WORKERS processes (pytest-xdist): most of them wait on the CLI they run
-        tito_tests = _Background("tito's tests", [*testing.pytest_command(), str(root / "tests" / "tito"), "-q",
+        tito_tests = _Background("tito's tests", [*testing.pytest_command(pytorch_python()), str(root / "tests" / "tito"), "-q",
                                                    "-p", "no:cacheprovider", "-n", str(TITO_TEST_WORKERS),
                                                    "--dist", "load"], root, t0, finished,
                                  env={k: v for k, v in os.environ.items() if k != "TINYTORCH_PARITY"})
@@ -418,13 +426,13 @@ def _parity_drift(root, solutions, t0, finished):
     suites = [str(m.tests_path) for m in available_modules(root) if m.tests_path.is_dir()]
     script = (
         "import subprocess, sys\n"
-        f"failed = [s for s in sys.argv[1:] if subprocess.run([*{testing.pytest_command()!r}, s, '-q', '-p',"
+        f"failed = [s for s in sys.argv[1:] if subprocess.run([*{testing.pytest_command(pytorch_python())!r}, s, '-q', '-p',"
         f" 'no:cacheprovider', '-o', 'timeout={SLOW_CHECK_TIMEOUT_S}']).returncode not in (0, 5)]\n"
         "print(f'{len(sys.argv) - 1 - len(failed)} of {len(sys.argv) - 1} modules match'"
         " + (': drift in ' + ', '.join(failed) if failed else ''))\n"
         "sys.exit(1 if failed else 0)\n"
     )
-    return _Background("parity drift", [sys.executable, "-c", script, *suites], root, t0, finished, env=env)
+    return _Background("parity drift", [pytorch_python(), "-c", script, *suites], root, t0, finished, env=env)
 
 
 def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...]) -> int:
