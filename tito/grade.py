@@ -642,14 +642,15 @@ def grade_together(root: Path, module: Module, found: dict[str, Path], course_di
         results = {student: Result(student) for student in found}
         started = time.perf_counter()
         folder = _run_notebooks(g, work, found, results)
-        for r in results.values():
-            if feedback and r.status != "not graded":
-                made = _nbgrader(folder, "generate_feedback", module.slug, f"--student={r.student}", "--force",
-                                 env=g.env)
+        graded = [r for r in results.values() if r.status != "not graded"]
+        if feedback and graded:  # one nbgrader run writes every graded student's page
+            made = _nbgrader(folder, "generate_feedback", module.slug, "--force", env=g.env)
+            for r in graded:
                 pages = sorted((folder / "feedback" / r.student / module.slug).glob("*.html"))
                 r.feedback = pages[0] if pages else None
                 if made.returncode != 0:
                     r.reasons.append(f"no feedback: {_last_line(made.stderr)[:200]}")
+        for r in results.values():
             r.seconds = time.perf_counter() - started
         return [results[s] for s in sorted(results)]
 
