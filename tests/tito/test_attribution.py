@@ -7,7 +7,7 @@ import pytest
 from tito import attribution, mutants, testing
 from tito.course import resolve
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.command]
 
 ROOT = Path(__file__).resolve().parents[2]
 

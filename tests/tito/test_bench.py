@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.command]
 
 
 def test_quick_bench_measures_the_reference_and_refuses_to_invent_numbers_for_stubs(course, tmp_path):

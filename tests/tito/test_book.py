@@ -10,7 +10,7 @@ import pytest
 
 from tito import book
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.command]
 
 NEEDED = ["tito", "tinytorch", "solutions", "modules", "milestones", "book", "pyproject.toml"]
 

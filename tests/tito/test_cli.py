@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 # These run whole tito commands (full test suites, nbgrader): far longer than a unit test.
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.command]
 
 MODULE = "modules/01_tensor/tensor.ipynb"
 PACKAGE_FILE = "tinytorch/_tensor.py"

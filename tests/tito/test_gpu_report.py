@@ -2,7 +2,7 @@
 (under numba's CUDA simulator, at tiny sizes) and fills in every row it prints."""
 import pytest
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.command]
 
 ROWS = ("copy host to device", "copy device to host", "map_kernel EXP", "elementwise(EXP)", "block_reduce_kernel SUM",
         "matmul_naive_kernel", "matmul_tiled_kernel", "MLP training step on cpu", "MLP training step on cuda")

@@ -14,7 +14,7 @@ import pytest
 from tito.verify import hidden_test_lines, page_text
 
 # Whole tito commands (nbgrader, sandboxed kernels, test suites): far longer than a unit test.
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.command]
 
 
 def _copy(nb):

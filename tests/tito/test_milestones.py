@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 # The solutions runs train real (small) models: longer than a unit test.
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.command]
 
 FAST = ["perceptron", "xor", "digits_mlp"]
 

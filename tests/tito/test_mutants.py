@@ -5,7 +5,7 @@ from tito import mutants
 from tito.course import resolve
 from tito.errors import TitoError
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.command]
 
 CAUGHT = '''
 [[mutant]]

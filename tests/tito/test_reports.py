@@ -7,7 +7,7 @@ import jupytext
 import nbformat
 import pytest
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.command]
 
 MODULE = "modules/02_activations/activations.ipynb"
 

@@ -13,7 +13,7 @@ from tito import build, commands, testing
 from tito.course import resolve
 from tito.errors import TitoError
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.command]
 
 MODULE = "modules/02_activations/activations.ipynb"
 PACKAGE_FILE = "tinytorch/nn/activations.py"

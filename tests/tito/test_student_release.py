@@ -10,7 +10,7 @@ import jupytext
 import nbformat
 import pytest
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.command]
 
 MODULE = "modules/01_tensor/tensor.ipynb"
 SECRET_START, SECRET_END = ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS"), ("END SOLUTION", "END HIDDEN TESTS")
