@@ -24,6 +24,7 @@ render blank or with untypeset math in headless chromium.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html as html_lib
 import importlib.util
@@ -707,14 +708,35 @@ class _Server:
         self.httpd.server_close()
 
 
-def _chromium_run(browser: str, url: str, *args: str, budget_ms: int = 15000) -> subprocess.CompletedProcess:
+CHROMIUM_TIMEOUT_S, CHROMIUM_TRIES = 120, 3
+
+
+def _chromium_run(browser: str, url: str, *args: str, budget_ms: int = 15000) -> subprocess.CompletedProcess | None:
+    """One page in headless chromium; None when every try ran past CHROMIUM_TIMEOUT_S.
+    Headless chromium now and then never finishes a page load (seen once in CI, a page that
+    loads in seconds): each try gets a fresh profile, and a stuck one is killed with every
+    process it started, so that none is left spinning on the machine."""
+    import signal
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="tito-chromium-") as profile:
-        cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9",
-               "--no-first-run", "--disable-extensions", "--disable-dev-shm-usage", "--hide-scrollbars",
-               f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}", *args, url]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    for _ in range(CHROMIUM_TRIES):
+        with tempfile.TemporaryDirectory(prefix="tito-chromium-") as profile:
+            cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9",
+                   "--no-first-run", "--disable-extensions", "--disable-dev-shm-usage", "--hide-scrollbars",
+                   f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}", *args, url]
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+            try:
+                out, err = proc.communicate(timeout=CHROMIUM_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                out = None
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # its renderer and helper processes too
+            if out is not None:
+                return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+            proc.communicate()
+    return None
 
 
 RAW_MATH = re.compile(r"\\\(|\\\[|\$\$|(?<![\\\w])\$[^$\n]{1,80}\$")  # \( \[ $$ or $...$ left as text
@@ -794,6 +816,9 @@ def render_problems(html_dir: Path, pages: list[str] | None = None, shots: Path 
         png.unlink(missing_ok=True)
         args = (["--dump-dom"] if dump else []) + ([f"--screenshot={png}"] if shoot else [])
         proc = _chromium_run(browser, f"{base}/{rel}", *args, f"--window-size={width},{height}")
+        if proc is None:
+            return [f"{rel}: chromium did not finish loading the page at width {width} ({CHROMIUM_TRIES} tries of "
+                    f"{CHROMIUM_TIMEOUT_S} s each)"]
         found = []
         if dump:
             if proc.returncode != 0 or "<body" not in proc.stdout:
