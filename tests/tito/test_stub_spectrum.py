@@ -53,8 +53,8 @@ def fake(tmp_path):
     del sys.modules[spec.name]
 
 
-def test_a_test_records_the_stubs_it_enters_calls_and_source_reads_and_nothing_outside_its_window(fake):
-    fake.entered()  # before the test's window: not recorded
+def test_a_test_records_the_stubs_it_enters_by_calls_and_source_reads_and_none_after_it_stops(fake):
+    fake.entered()  # before the window: start() clears it
     stub_spectrum.start()
     fake.Thing().method()
     inspect.getsourcelines(fake.read_only)  # reading a stub's source depends on it
