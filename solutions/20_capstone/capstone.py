@@ -37,6 +37,9 @@
 # - say how far a measured accuracy gap could move on another test set (`accuracy_gap`), and
 #   why two variants measured on the same digits can be told apart far more sharply than
 #   two accuracies on their own;
+# - spend a pruning budget where it hurts least (`allocate_sparsity`): one amount per layer
+#   from measured sensitivity curves, the best of more choices than could ever be tried
+#   one by one;
 # - read the report and the Pareto plot, and say which trade-offs this machine and this
 #   framework really offer (int8 is 4x smaller, but is it faster here?).
 #
@@ -74,7 +77,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import tinytorch
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state, python_steps
 
 from tinytorch.utils.reload import reload_on_export
 
@@ -133,9 +136,10 @@ plt.show()
 """The capstone (module 20): variants of a trained model, measured and compared.
 
 make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front and
-choose (the decision) and accuracy_gap (how far a measured gap could move) are written in
-the notebook; the model, the accelerated layers, the
-byte and FLOP counts, the latency measurement, the table and the plot are provided.
+choose (the decision), accuracy_gap (how far a measured gap could move) and
+allocate_sparsity (a pruning budget spent layer by layer) are written in the notebook; the
+model, the accelerated layers, the byte and FLOP counts, the latency measurement, the
+pruning sweep, the table and the plot are provided.
 """
 import contextlib
 import copy
@@ -156,7 +160,8 @@ from tinytorch.utils.benchmark import Measurement, Timer
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency",
-           "report_row", "pareto_front", "choose", "accuracy_gap", "format_report", "pareto_plot"]
+           "report_row", "pareto_front", "choose", "accuracy_gap", "PRUNE_AMOUNTS", "pruning_curves",
+           "prune_by_layer", "allocate_sparsity", "format_report", "pareto_plot"]
 
 # %% [markdown]
 # ## 2. The model, trained once
@@ -382,24 +387,29 @@ print("numba forward of a batch of 64: " + ", ".join(f"{n} thread(s) {s * 1e3:.2
 # ## 5. The variant pipeline
 #
 # Write `make_variants(model, calibration, amount, fine_tune)`. It returns a dict of five
-# models, each an **independent copy** built from the trained `model`, which must come out
-# unchanged (module 16's pruning works in place, like `torch.nn.utils.prune`):
+# models, each an **independent copy** made from the trained `model`, which must come out
+# unchanged. What each variant must be:
 #
-# | name | how |
+# | name | what it is |
 # |---|---|
-# | `"float32"` | a copy of the model as trained |
-# | `"int8"` | module 15's `quantize_model`, calibrated on `calibration` (a list of batches) |
-# | `"pruned"` | module 16's `prune.global_unstructured` over every `Linear` weight (`linear_weight_names`), `amount` of them ranked together, then made permanent with `prune.remove` |
-# | `"shrunk"` | module 16's `prune_neurons(model, amount)` (structured: real channels and units removed), then `fine_tune(shrunk)` when a `fine_tune` function is given |
-# | `"numba"` | `accelerate(model)` from section 4 |
+# | `"float32"` | the model as trained |
+# | `"int8"` | the same network with its `Linear` weights stored as int8, the ranges of its activations calibrated on `calibration` (a list of batches) |
+# | `"pruned"` | the `amount` of all `Linear` weights with the smallest magnitudes, ranked across the layers together, set to zero; held as plain weights, as a deployed model holds them |
+# | `"shrunk"` | a smaller dense network: `amount` of the channels and hidden units removed, then trained by `fine_tune(shrunk)` when a `fine_tune` function is given |
+# | `"numba"` | the same weights, computing on module 17's kernels |
 #
-# Every variant is put in eval mode, so BatchNorm or Dropout layers, if the model had any,
-# would behave as at test time.
+# Each is one or two calls to tools you built in modules 15 and 16 or were given in
+# section 4; which tools, and which of them change the model you hand them, is yours to
+# find out (their docstrings say). Every variant is put in eval mode, so BatchNorm or
+# Dropout layers, if the model had any, would behave as at test time.
 #
 # <details><summary>Hint 1</summary>
 #
-# Which of the five tools change the model you give them, and which return a new one? For
-# the ones that change it, what do you hand them instead?
+# The tools: module 15's `quantize_model`, module 16's `prune.global_unstructured` and
+# `prune.remove` (with section 4's `linear_weight_names` for the names), module 16's
+# `prune_neurons`, and section 4's `accelerate`. Which of them change the model you give
+# them, and which return a new one? For the ones that change it, what do you hand them
+# instead?
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -923,7 +933,7 @@ plt.show()
 #   per call is tiny, and the call overheads on both paths matter as much as the arithmetic.
 #
 # The printed latencies are this machine's, now; on a loaded machine the IQRs widen and the
-# order of close variants can swap. That is why the rows carry the IQR and why section 11
+# order of close variants can swap. That is why the rows carry the IQR and why section 12
 # compares two variants in pairs.
 #
 # The check below tests the thresholds this pipeline promises (the same as `tito test`).
@@ -1100,7 +1110,240 @@ for _name in ("int8", "pruned", "shrunk", "numba"):
 #   that played no part in the choice.
 
 # %% [markdown]
-# ## 11. Systems look: does smaller mean faster? Predict, then measure
+# ## 11. Where to prune: one sparsity budget, spent layer by layer
+#
+# The `"pruned"` variant ranked the weights of both `Linear` layers together by magnitude.
+# That assumes a small weight matters as little in one layer as in another, which nothing
+# checked. An engineer with a budget ("zero at least half of the `Linear` weights") can
+# instead *measure* how much each layer minds being pruned, and spend the budget where it
+# hurts least. This section is yours to design.
+#
+# **The measurement (provided).** `pruning_curves` prunes one layer alone, on a copy, at
+# each amount 0.0, 0.1, ..., 0.9 of its weights, and records the accuracy on the
+# calibration batches. Those are *training* digits: the decision is made on data the test
+# will not see, and the test digits give the verdict afterwards (section 10's last point).
+# The result is one curve per layer, a list of `(amount, accuracy)` pairs:
+
+# %%
+#| export
+PRUNE_AMOUNTS = tuple(round(0.1 * i, 1) for i in range(10))  # 0.0, 0.1, ..., 0.9
+
+
+def pruning_curves(model, names, batches, amounts=PRUNE_AMOUNTS):
+    """{name: [(amount, accuracy), ...]}: the accuracy of `model` on `batches` with only the
+    weight `name` pruned by magnitude at each amount (each on its own copy; model unchanged)."""
+    curves = {}
+    for name in names:
+        curve = []
+        for amount in amounts:
+            pruned = copy.deepcopy(model)
+            if amount > 0:
+                prune.l1_unstructured(pruned, name, amount)
+            curve.append((amount, evaluate(pruned, batches)["accuracy"]))
+        curves[name] = curve
+    return curves
+
+
+def prune_by_layer(model, amounts):
+    """A copy of `model` with each weight of `amounts` ({name: amount}) pruned by magnitude
+    at its own amount, made permanent (plain weights, as a deployed model holds them)."""
+    pruned = copy.deepcopy(model)
+    for name, amount in amounts.items():
+        if amount > 0:
+            prune.l1_unstructured(pruned, name, amount)
+            prune.remove(pruned, name)
+    pruned.eval()
+    return pruned
+
+
+# %%
+_names = linear_weight_names(model)
+curves = pruning_curves(model, _names, _calib)
+sizes = {n: model.state_dict()[n].numpy().size for n in _names}
+fig, ax = plt.subplots(figsize=(6, 3.4))
+for _n, _curve in curves.items():
+    ax.plot(*zip(*_curve), marker="o", label=f"{_n} ({sizes[_n]:,} weights)")
+ax.set_xlabel("amount of that layer's weights zeroed (the other layer untouched)")
+ax.set_ylabel("accuracy on the calibration batches")
+ax.legend(fontsize=8)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# **The decision (yours).** Write `allocate_sparsity(curves, sizes, target)`: one amount
+# per layer, each taken from that layer's own curve, such that the weights zeroed in all
+# layers together are at least `target` of all their weights, and the predicted accuracy
+# loss is as small as it can be. The prediction is the simplest one: a layer pruned at
+# amount $a$ loses what its own curve says (its accuracy at 0.0 minus its accuracy at $a$),
+# and the losses of different layers add up. (Whether they really add is measured after
+# the check.) A layer of $n$ weights pruned at amount $a$ zeroes `round(a * n)` of them,
+# the count module 16's pruning uses.
+#
+# Before you write anything, answer three questions for yourself:
+#
+# - How many choices are there for this two-layer model with ten amounts each? For a
+#   network of 12 layers? The contract asks for 12 layers and beyond in well under a
+#   second, and the check measures how your work grows with the number of layers.
+# - Is "prune the least sensitive layer first" optimal? Try two layers of 100 weights and
+#   a target of 0.7, with made-up curves, on paper.
+# - The target counts weights, the curves count amounts. Which layer should a 0.1 step
+#   cost more in, one of 8,192 weights or one of 640?
+#
+# <details><summary>Hint 1</summary>
+#
+# Suppose the amounts of the first $k$ layers are decided. What do the remaining layers
+# need to know about that partial choice to finish it as well as possible? Two numbers.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Take two partial choices over the same layers: one zeroes at least as many weights as
+# the other and loses no more accuracy. Can the other one ever be the start of the best
+# complete choice? Section 1 has a word for the ones worth keeping.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Go through the layers one at a time, carrying the partial choices made so far, each with
+# its two numbers. Extending every carried choice by every amount of the next layer
+# multiplies their number, but most of the new ones are beaten on both numbers by another
+# one and can be dropped at once, so what is carried stays small. At the end, among the
+# complete choices that meet the budget, the cheapest wins; if none does, the budget cannot
+# be met with these curves, and the error says what the most is.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "allocate-sparsity", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def allocate_sparsity(curves, sizes, target):
+    """Per-layer pruning amounts that meet a sparsity budget at the least predicted loss.
+
+    Contract: `curves` maps layer names to lists of (amount, accuracy) pairs, each list
+    holding amount 0.0; `sizes` maps the same names to weight counts; `target` a float with
+    0 <= target < 1. Returns {name: amount}, every name of `curves`, each amount from its own
+    curve, such that the weights zeroed (round(amount * size) per layer) total at least
+    target * sum(sizes), with the least predicted loss (the sum over layers of accuracy at
+    0.0 minus accuracy at the chosen amount) of all such choices; ties: any of them. Runs in
+    well under a second for 12 layers of 10 amounts. Errors: ValueError when target is
+    outside [0, 1) (the message gives it), when curves and sizes name different layers (the
+    message names them), when no choice reaches the target (the message gives the most
+    weights any choice zeroes).
+    """
+    # Idea: a partial choice that zeroes no more and loses no less than another is never needed.
+    ### BEGIN SOLUTION
+    if not 0 <= target < 1:
+        raise ValueError(f"allocate_sparsity: target must be in [0, 1), got {target}")
+    if set(curves) != set(sizes):
+        raise ValueError(f"allocate_sparsity: curves and sizes name different layers: "
+                         f"{sorted(set(curves) ^ set(sizes))}")
+    front = [(0, 0.0, {})]  # (weights zeroed, predicted loss, amounts so far), none beaten
+    for name, curve in curves.items():
+        base = dict(curve)[0.0]
+        grown = [(zeroed + round(amount * sizes[name]), loss + base - acc, {**chosen, name: amount})
+                 for zeroed, loss, chosen in front for amount, acc in curve]
+        front = []
+        for choice in sorted(grown, key=lambda c: (-c[0], c[1])):  # most zeroed first
+            if not front or choice[1] < front[-1][1]:  # loses less than everything zeroing more
+                front.append(choice)
+    total = sum(sizes.values())
+    meeting = [c for c in front if c[0] >= target * total]
+    if not meeting:
+        raise ValueError(f"allocate_sparsity: no choice zeroes {target} of the {total} weights; "
+                         f"the most any zeroes is {front[0][0]}")
+    return min(meeting, key=lambda c: c[1])[2]
+    ### END SOLUTION
+
+
+# %% [markdown]
+# The check tries two hand-made budgets (the answers worked out on paper), counts the
+# Python steps your function takes for 4 and for 8 layers of four amounts (256 and 65,536
+# choices), solves a 12-layer budget whose best loss is known, and then allocates this
+# model's budget.
+
+# %% nbgrader={"grade": true, "grade_id": "test-allocate-sparsity", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_c1 = {"A": [(0.0, 0.95), (0.5, 0.94), (0.9, 0.85)], "B": [(0.0, 0.95), (0.5, 0.92), (0.9, 0.90)]}
+assert_equal(allocate_sparsity(_c1, {"A": 100, "B": 100}, 0.7), {"A": 0.5, "B": 0.9},
+             "two layers of 100 weights, target 0.7 (140 weights): the cheapest 140")
+_c2 = {"A": [(0.0, 0.9), (0.5, 0.89), (0.9, 0.80)], "B": [(0.0, 0.9), (0.5, 0.8995), (0.9, 0.899)]}
+assert_equal(allocate_sparsity(_c2, {"A": 900, "B": 100}, 0.45), {"A": 0.5, "B": 0.0},
+             "A has 900 weights, B 100; target 0.45 (450 weights): amounts are not weights")
+assert_equal(allocate_sparsity(_c2, {"A": 900, "B": 100}, 0.0), {"A": 0.0, "B": 0.0},
+             "target 0: nothing needs pruning")
+
+
+def _layers(n_layers, n_amounts, seed):
+    """Made-up curves (accuracy falling with the amount) and sizes for n_layers layers."""
+    r = np.random.default_rng(seed)
+    amounts = [round(float(a), 2) for a in np.linspace(0.0, 0.9, n_amounts)]
+    curves = {f"layer{i}": [(a, 0.95 - d) for a, d in zip(amounts, np.sort(r.random(n_amounts)) * r.choice([0.01, 0.1, 0.5]) * (np.arange(n_amounts) > 0))]
+              for i in range(n_layers)}
+    return curves, {f"layer{i}": int(r.integers(10, 5000)) for i in range(n_layers)}
+
+
+_steps = [python_steps(allocate_sparsity, *_layers(_n, 4, _n), 0.5) for _n in (4, 8)]
+check(_steps[1] < 40 * _steps[0], "going from 4 to 8 layers (256 to 65,536 choices) multiplies your "
+      "function's Python steps by less than 40: it does not try every choice",
+      got=f"{_steps[0]:,} steps for 4 layers, {_steps[1]:,} for 8 ({_steps[1] / _steps[0]:.0f}x)", expected="< 40x")
+_c12, _s12 = _layers(12, 10, 12)
+_got12 = allocate_sparsity(_c12, _s12, 0.6)
+_loss12 = sum(dict(_c12[n])[0.0] - dict(_c12[n])[a] for n, a in _got12.items())
+check(sum(round(a * _s12[n]) for n, a in _got12.items()) >= 0.6 * sum(_s12.values()),
+      "12 layers, target 0.6: the choice zeroes at least 60% of the weights", got=_got12)
+assert_close(_loss12, 0.3656753257998828, rtol=0, atol=1e-12, what="12 layers, target 0.6: the least predicted loss")
+assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, 1.0, match="1.0")
+assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, -0.1, match="-0.1")
+assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "C": 100}, 0.5, match="C")
+assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, 0.95, match="180")
+amounts = allocate_sparsity(curves, sizes, 0.5)
+check(all(amounts[n] in dict(curves[n]) for n in curves) and set(amounts) == set(curves),
+      "this model: one amount per layer, from its own curve", got=amounts)
+_zeroed = sum(round(a * sizes[n]) for n, a in amounts.items())
+check(_zeroed >= 0.5 * sum(sizes.values()), "this model: at least half of the Linear weights zeroed",
+      got=f"{_zeroed} of {sum(sizes.values())}", expected=">= half")
+print(f"✓ allocate_sparsity: this model's budget spent as {amounts} ({_zeroed / sum(sizes.values()):.1%} zeroed); "
+      f"{_steps[0]:,} and {_steps[1]:,} steps for 4 and 8 layers")
+
+# %% [markdown]
+# Does spending the budget layer by layer beat the global ranking of the `"pruned"` variant
+# on the test digits? The next cell prunes a copy by your amounts and another copy by the
+# global ranking with exactly as many zeros (the grid's 0.1 steps rarely land on the
+# target itself). Before you run it, write down what you expect: the difference in test
+# accuracy (layer by layer minus global), and whether section 10's `accuracy_gap` will
+# call it real.
+
+# %%
+predicted_by_layer_minus_global = None  # your number, in points (e.g. +0.5 or -1.0)
+
+# %%
+by_layer = prune_by_layer(model, amounts)
+global_same = copy.deepcopy(model)  # the global ranking at the same number of zeros (an int amount is a count)
+prune.global_unstructured(global_same, _names, _zeroed)
+for _n in _names:
+    prune.remove(global_same, _n)
+with tinytorch.no_grad():
+    for _name, _m in (("by layer", by_layer), ("global", global_same)):
+        _right[_name] = _m(test_set.data).numpy().argmax(1) == test_set.targets.numpy()
+_gap, _lo, _hi = accuracy_gap(_right["by layer"], _right["global"])
+print(f"{_zeroed:,} of {sum(sizes.values()):,} Linear weights zeroed ({_zeroed / sum(sizes.values()):.1%}) both ways; "
+      f"test accuracy: by layer {_right['by layer'].mean():.4f}, global {_right['global'].mean():.4f}")
+print(f"gap {_gap * 100:+.2f} points, 95% interval [{_lo * 100:+.2f}, {_hi * 100:+.2f}]; you predicted",
+      f"{predicted_by_layer_minus_global:+.2f}" if predicted_by_layer_minus_global is not None else "nothing")
+_predicted = sum(dict(curves[n])[0.0] - dict(curves[n])[a] for n, a in amounts.items())
+_measured = evaluate(model, _calib)["accuracy"] - evaluate(by_layer, _calib)["accuracy"]
+print(f"on the calibration batches: predicted loss {_predicted * 100:.2f} points (the curves added), "
+      f"measured {_measured * 100:.2f} points (both layers pruned together)")
+
+# %% [markdown]
+# What to look for (your numbers are this run's): with two layers of very different sizes
+# the budget mostly lands on the big layer, and the two allocations often end close, within
+# an interval that contains 0. The allocation is only as good as its two assumptions, and
+# the last line tests one of them: losses measured one layer at a time need not add when
+# both layers are pruned together. The method pays in deep networks with many layers of
+# different sensitivity, where PyTorch users run the same sweep (prune each layer alone,
+# measure, choose per-layer amounts); the search you wrote handles those sizes.
+
+
+# %% [markdown]
+# ## 12. Systems look: does smaller mean faster? Predict, then measure
 #
 # int8 stores a quarter of the `Linear` bytes, and shrunk does well under half the FLOPs.
 # Before measuring, write down two ratios for a forward pass over a batch of 64 digits on
@@ -1159,7 +1402,7 @@ _env = environment()
 print({k: _env[k] for k in ("cpu", "usable_cores", "numpy", "numba", "blas", "thread_env")})
 
 # %% [markdown]
-# ## 12. What PyTorch does
+# ## 13. What PyTorch does
 #
 # PyTorch has a tool for each step, and the capstone's names follow them:
 #
@@ -1204,7 +1447,7 @@ if torch is not None:
           f"same predictions on {(_ours.argmax(1) == _theirs.argmax(1)).mean():.1%} of the test digits")
 
 # %% [markdown]
-# ## 13. Recap
+# ## 14. Recap
 #
 # - One trained model, many **variants**: each an independent copy built from the trained
 #   weights (in-place tools get a copy), each in eval mode.
@@ -1218,6 +1461,9 @@ if torch is not None:
 # - A gap measured on a finite test set is itself a measurement with an **interval**: on the
 #   same examples only the disagreements carry it, so compare variants per example, and
 #   remember the width falls only as $1/\sqrt{n}$.
+# - A budget can be **spent where it hurts least**: measure each layer's sensitivity alone,
+#   then search the choices by keeping only partial choices nothing beats (zeroed weights
+#   against predicted loss), which stays small where trying every choice never ends.
 # - Smaller is not automatically faster: int8 saves 4x the weight bytes but needs integer
 #   kernels to save time; unstructured sparsity stored densely saves nothing; structured
 #   pruning saves FLOPs and time, and needs fine-tuning to win back its accuracy; the same
