@@ -3,15 +3,17 @@
 Vaswani et al.'s "Attention Is All You Need" (2017) replaced recurrence with attention: each
 position looks at every earlier one and takes what it needs. A GPT-style decoder (Radford et
 al., 2018) stacks such blocks and learns to predict the next token. This one is tiny (two
-blocks, width 64) and trains for a few hundred steps on the Aesop fables shipped with the
-course, with your tokenizer, embeddings, attention, transformer blocks, AdamW and clipping.
-It then writes a fable of its own: shaped like English, not yet spelled like it.
+blocks, width 64) and trains for 1,500 steps on the Aesop fables shipped with the course,
+with your tokenizer, embeddings, attention, transformer blocks, AdamW and clipping. It then
+writes a fable of its own, one character at a time, and counts how many of the words it
+wrote are real words of the fables: after 200 steps about a third are, after 1,500 most.
 
 Run it with `tito milestone run transformer` (or plainly: python milestones/transformer_2017.py).
 """
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -35,10 +37,11 @@ YEAR = 2017
 MODULES = ["01_tensor", "02_activations", "03_layers", "04_losses", "05_dataloader", "06_autograd",
            "07_optimizers", "08_training", "10_tokenization", "11_embeddings", "12_attention",
            "13_transformers"]
-TARGET = "validation loss <= 2.5 nats/char (guessing by character frequency alone: about 3.1)"
+TARGET = "at least 70% of the words it writes are words of the fables (validation loss printed beside)"
 OUT = Path(os.environ.get("TINYTORCH_MILESTONES_OUT") or Path(__file__).resolve().parents[1] / "build" / "milestones")
-STEPS = 200  # the training length: 1,000-2,000 steps write nicer fables (minutes, not seconds)
+STEPS = 1500  # measured: 200 steps write about 30% real words, 1,000 steps 69%, 1,500 steps 86%
 BATCH, WARMUP, PEAK_LR = 32, 20, 3e-3
+SAMPLE_CHARS, WORDS_TARGET = 400, 0.70
 
 
 def main():
@@ -79,11 +82,14 @@ def main():
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
     bar.close()
     val = estimate_loss(model, val_data, config.block_size)
-    met = val <= 2.5
 
-    prompt = tinytorch.tensor([tok.encode("The Fox and the ")], dtype=tinytorch.int64)
-    sample = model.generate(prompt, 160, temperature=0.8, top_k=10, generator=Generator().manual_seed(0))
-    print("the model's own fable:\n  " + tok.decode(sample.numpy()[0]).replace("\n", "\n  "))
+    prompt_text = "The Fox and the "
+    prompt = tinytorch.tensor([tok.encode(prompt_text)], dtype=tinytorch.int64)
+    sample = model.generate(prompt, SAMPLE_CHARS, temperature=0.8, top_k=10, generator=Generator().manual_seed(0))
+    fable = tok.decode(sample.numpy()[0])
+    print("the model's own fable:\n  " + fable.replace("\n", "\n  "))
+    real, written = real_words(fable[len(prompt_text):], text)
+    met = real >= WORDS_TARGET * written
 
     OUT.mkdir(parents=True, exist_ok=True)
     plot = OUT / "transformer_2017.png"
@@ -102,9 +108,21 @@ def main():
     fig.savefig(plot, dpi=100)
     plt.close(fig)
 
-    result = (f"validation loss {val:.3f} nats/char after {STEPS} steps (character frequencies: "
-              f"{unigram:.3f}, uniform: {math.log(tok.vocab_size):.3f})")
+    result = (f"{real} of the {written} words it wrote ({real / max(written, 1):.0%}) are words of the fables; "
+              f"validation loss {val:.3f} nats/char after {STEPS} steps (character frequencies: {unigram:.3f}, "
+              f"uniform: {math.log(tok.vocab_size):.3f})")
     return report("transformer", result, met, plot)
+
+
+def real_words(written, corpus):
+    """(how many of the words in `written` are words of `corpus`, how many words it has). A
+    word is a run of letters, compared without case; the last one is dropped when the text
+    stops in the middle of it."""
+    vocabulary = {w.lower() for w in re.findall(r"[A-Za-z]+", corpus)}
+    words = re.findall(r"[A-Za-z]+", written)
+    if words and written[-1].isalpha():
+        words = words[:-1]
+    return sum(w.lower() in vocabulary for w in words), len(words)
 
 
 def estimate_loss(model, data, block_size, batches=8, seed=123):

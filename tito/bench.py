@@ -18,9 +18,7 @@ from pathlib import Path
 from tito import build
 from tito.course import find_root, resolve
 from tito.errors import TitoError
-
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
-               "VECLIB_MAXIMUM_THREADS")
+from tito.testing import THREAD_VARS
 
 
 def _seconds(value):

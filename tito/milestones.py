@@ -192,6 +192,9 @@ def _run_one(root: Path, milestone: Milestone, package_parent: Path) -> dict:
     record.unlink(missing_ok=True)  # a stale record must not pass for this run's
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
     from tito.build import build_root
+    from tito.testing import one_thread_each
+
+    one_thread_each(env)  # small models: one thread is as fast, and never waits for a busy core
 
     env.update({
         "PYTHONPATH": str(package_parent),

@@ -318,9 +318,7 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
     """Check the whole course, or with `only` just those modules (no release or tito checks)."""
     root = find_root()
     checks = Checks()
-    # Checks run side by side: one BLAS thread each, or the threads fight over the cores.
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
+    testing.one_thread_each(os.environ)  # checks run side by side: threads would fight over the cores
     # The module checks run as a student's install does: PyTorch hidden, parity tests
     # answered from their stored references (tests/torch_reference.py); the drift check
     # below compares those references with live PyTorch.
@@ -439,8 +437,7 @@ def mutants_command(spec: str, names: list[str] | None, halves: tuple[str, ...])
     """`tito mutants NN`: check one module's mutants (for authors writing them)."""
     root = find_root()
     module = resolve(spec, root)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
+    testing.one_thread_each(os.environ)
     found = mutants.load(module)
     if names:
         unknown = sorted(set(names) - {m.name for m in found})

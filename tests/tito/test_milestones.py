@@ -149,3 +149,35 @@ def test_milestones_import_only_tinytorch_and_plain_libraries():
             bad = [t for t in tops if t not in allowed]
             assert not bad, (f"{m.path.name}, line {node.lineno} imports {bad}: a milestone is a user's program "
                              f"and imports only tinytorch, numpy, matplotlib, tqdm and the standard library")
+
+
+def test_a_milestone_runs_with_one_thread_per_pool_unless_told_otherwise(tmp_path, monkeypatch):
+    from tito.milestones import Milestone, _run_one
+    from tito.testing import THREAD_VARS
+
+    script = tmp_path / "threads_2000.py"
+    script.write_text(
+        "import json, os\n"
+        f"seen = {{v: os.environ.get(v) for v in {THREAD_VARS!r}}}\n"
+        "out = os.path.join(os.environ['TINYTORCH_MILESTONES_OUT'], 'threads.json')\n"
+        "open(out, 'w').write(json.dumps({'result': json.dumps(seen), 'met': True}))\n")
+    for var in THREAD_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    monkeypatch.delenv("TITO_BUILD_DIR", raising=False)
+    milestone = Milestone("threads", script, "threads", 2000, (), "", "")
+    seen = json.loads(_run_one(tmp_path, milestone, tmp_path)["result"])
+    assert seen == {**{v: "1" for v in THREAD_VARS}, "OPENBLAS_NUM_THREADS": "3"}, (
+        f"every thread pool at one thread, except one the user set: {seen}")
+
+
+def test_the_transformer_counts_real_words_without_case_and_without_a_cut_last_word():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("transformer_2017", ROOT / "milestones" / "transformer_2017.py")
+    fables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fables)
+    corpus = "The Fox saw the Grapes. The Crow, too."
+    assert fables.real_words("the fox sww grapes, crow", corpus) == (3, 4), "crow is cut off: four words, three real"
+    assert fables.real_words("THE CROW too ", corpus) == (3, 3), "case does not matter; a final space ends a word"
+    assert fables.real_words("", corpus) == (0, 0)
