@@ -113,7 +113,9 @@ def _weight_layers(model):
 
 def prune_neurons(model, amount, p=1):
     """A new Sequential in which every Linear/Conv2d but the last has lost round(amount * n)
-    of its output units (lowest Lp norm), and the next weight layer the matching inputs."""
+    of its output units (lowest Lp norm), and the next weight layer the matching inputs. The
+    weight layers are new; `model` is unchanged, and its parameter-free layers (ReLU,
+    Flatten, ...) are shared with the result, not copied."""
     children, found = _weight_layers(model)
     layers = {i: child for i, (_, child) in enumerate(children)}
     for i, j in zip(found, found[1:]):

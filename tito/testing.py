@@ -584,8 +584,9 @@ def summary(module: Module, outcome: Outcome, against: str, limit: int = 8) -> s
         lines.append("  " + parity_line(outcome.parity))
     if outcome.timeout:
         lines.append(f"  ⏱ a test ran past its time limit while `{outcome.timeout}` was running, so the run "
-                     f"stopped there (the other tests were not run). Look for a loop in it whose exit "
-                     f"condition is never met, then test again.")
+                     f"stopped there (the other tests were not run). Look in it for a loop whose exit "
+                     f"condition is never met, or for work that grows far faster than its input (trying "
+                     f"every combination), then test again.")
     groups: dict[str, list[Failure]] = {}
     for failure in sorted(outcome.details, key=lambda f: f.order):
         groups.setdefault(failure.stub or failure.where or failure.message.splitlines()[0], []).append(failure)

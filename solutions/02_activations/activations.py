@@ -550,30 +550,55 @@ _ERF_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1
 _RSQRTPI = 0.56418958354775628695  # 1 / sqrt(pi)
 
 
+def _ratio(v, num_coefs, den_coefs, num_lead, den_last):
+    """(((lead v + n0) v + n1) v ... + n_last) / ((((v + d0) v + d1) v ...) + d_last), in place:
+    the rational functions of Cody's three ranges, written once."""
+    num, den = num_lead * v, v.copy()
+    for n, d in zip(num_coefs[:-1], den_coefs):
+        num += n
+        num *= v
+        den += d
+        den *= v
+    num += num_coefs[-1]
+    den += den_last
+    num /= den
+    return num
+
+
+def _exp_minus_square(y):
+    """exp(-y^2) for y >= 0, to full relative precision: y^2 rounds, so y is split as hi + lo
+    with hi a multiple of 1/16 (hi^2 exact) and exp(-y^2) = exp(-hi^2) exp(-(y - hi)(y + hi))."""
+    hi = np.trunc(y * 16.0) / 16.0
+    rest = y - hi
+    rest *= y + hi
+    np.negative(rest, out=rest)
+    np.exp(rest, out=rest)
+    hi *= hi
+    np.negative(hi, out=hi)
+    np.exp(hi, out=hi)
+    hi *= rest
+    return hi
+
+
 def _erf_parts(z):
-    """(small, erf_small, erfc_abs) for a float64 array z: erf(z) where |z| <= 0.46875, and
-    erfc(|z|) elsewhere. All three of Cody's ranges are evaluated everywhere (vectorised) and
-    the right one is picked with np.where; warnings from the unused ones are silenced."""
+    """(small, erf_small, erfc_abs) for a float64 array z: erf(z) where |z| <= 0.46875 (the
+    mask `small`), and erfc(|z|) elsewhere (the other entries are 0). Each of Cody's three
+    ranges is evaluated on its own elements only, in place: a third of the work of
+    evaluating all three everywhere, and no temporary per operator."""
     y = np.abs(z)
-    with np.errstate(all="ignore"):
-        zz = y * y  # |z| <= 0.46875: erf(z) = z * A(z^2) / B(z^2)
-        num, den = _ERF_A[4] * zz, zz
-        for a, b in zip(_ERF_A[:3], _ERF_B[:3]):
-            num, den = (num + a) * zz, (den + b) * zz
-        erf_small = z * (num + _ERF_A[3]) / (den + _ERF_B[3])
-        num, den = _ERF_C[8] * y, y  # 0.46875 < |z| <= 4: erfc(|z|) = exp(-z^2) C(|z|) / D(|z|)
-        for c, d in zip(_ERF_C[:7], _ERF_D[:7]):
-            num, den = (num + c) * y, (den + d) * y
-        r_mid = (num + _ERF_C[7]) / (den + _ERF_D[7])
-        w = 1.0 / zz  # |z| > 4: erfc(|z|) = exp(-z^2) / |z| * (1/sqrt(pi) - w P(w) / Q(w))
-        num, den = _ERF_P[5] * w, w
-        for p, q in zip(_ERF_P[:4], _ERF_Q[:4]):
-            num, den = (num + p) * w, (den + q) * w
-        r_big = (_RSQRTPI - w * (num + _ERF_P[4]) / (den + _ERF_Q[4])) / y
-        r = np.where(y <= 4.0, r_mid, r_big)
-        hi = np.trunc(y * 16.0) / 16.0  # exp(-y^2) = exp(-hi^2) exp(-(y-hi)(y+hi)), exact split
-        erfc_abs = np.where(np.isinf(y), 0.0, np.exp(-hi * hi) * np.exp(-(y - hi) * (y + hi)) * r)
-    return y <= 0.46875, erf_small, erfc_abs
+    small, big = y <= 0.46875, y > 4.0
+    mid = ~(small | big)
+    erf_small, erfc_abs = np.zeros_like(y), np.zeros_like(y)
+    zs = z[small]  # |z| <= 0.46875: erf(z) = z * A(z^2) / B(z^2)
+    erf_small[small] = zs * _ratio(zs * zs, _ERF_A[:4], _ERF_B[:3], _ERF_A[4], _ERF_B[3])
+    v = y[mid]  # 0.46875 < |z| <= 4: erfc(|z|) = exp(-z^2) C(|z|) / D(|z|)
+    erfc_abs[mid] = _ratio(v, _ERF_C[:8], _ERF_D[:7], _ERF_C[8], _ERF_D[7]) * _exp_minus_square(v)
+    v = y[big]  # |z| > 4: erfc(|z|) = exp(-z^2) / |z| * (1/sqrt(pi) - w P(w) / Q(w)), w = 1/z^2
+    with np.errstate(all="ignore"):  # |z| = inf: w = 0, exp(-inf) = 0
+        w = 1.0 / (v * v)
+        r = (_RSQRTPI - w * _ratio(w, _ERF_P[:5], _ERF_Q[:4], _ERF_P[5], _ERF_Q[4])) / v
+        erfc_abs[big] = np.where(np.isinf(v), 0.0, r * _exp_minus_square(v))
+    return small, erf_small, erfc_abs
 
 
 def _erf(z):

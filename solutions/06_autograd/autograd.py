@@ -2693,9 +2693,19 @@ def _gelu_backward(node, grad):
         t *= 0.5
         slope += t
     else:
-        from tinytorch.nn.activations import _erfc  # module 02's accurate erfc
+        # slope = Phi(x) + x phi(x). The forward already computed x Phi(x): dividing it by x
+        # gives Phi back at the output's precision (1/2 at x = 0), so only phi needs an exp,
+        # and erfc (the costly part, several times an exp) is not evaluated twice.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cdf = node.output / x
+        cdf[x == 0] = 0.5
         x = x.astype(np.float64)
-        slope = 0.5 * _erfc(-x / np.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+        pdf = x * x
+        pdf *= -0.5
+        np.exp(pdf, out=pdf)
+        pdf *= x
+        pdf *= 1 / np.sqrt(2 * np.pi)
+        slope = pdf + cdf
     return (grad * slope,)
 
 

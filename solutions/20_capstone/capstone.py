@@ -215,10 +215,11 @@ print(f"trained in {train_seconds:.1f} s; test accuracy {float_acc:.4f} on {len(
 # every op that passes through the dispatch point, with its FLOPs and its time. The table
 # below is one forward pass over the test set, measured now, after one untimed pass (a
 # first call pays one-off costs, such as starting the BLAS threads, that would top the
-# table; module 19's lesson: warm up before you measure); expect the convolution's
-# matmul and the first `Linear`'s matmul among the top rows by FLOPs, and, because the model
-# is tiny, a good part of the time in small bookkeeping ops (the numbers depend on this
-# machine and its load).
+# table; module 19's lesson: warm up before you measure). Read two columns: FLOPs say that
+# `conv2d` and the `Linear` layers' `matmul` do nearly all the arithmetic; the time column
+# says how much of the pass they take on this machine, and with a model this small the
+# elementwise ops (`relu`, `max_pool2d`, the bias additions) take a share of the time far
+# larger than their share of the arithmetic.
 
 # %%
 with tinytorch.no_grad():
@@ -931,6 +932,12 @@ plt.show()
 # - **numba** computes the same numbers (same accuracy, same bytes, same FLOPs); whether it is
 #   faster depends on the batch, the thread count and the machine. At these sizes the work
 #   per call is tiny, and the call overheads on both paths matter as much as the arithmetic.
+# - **The choice** follows the rule, not the table's best row. int8 and shrunk are both
+#   about 9.5 KiB; when int8 is a few hundred bytes smaller, the rule picks it even if
+#   shrunk is faster and as accurate, because the rule ranks bytes alone among the variants
+#   within 2 points. If that choice looks wrong to you, the rule was wrong for your product
+#   (a second key, latency, would break near-ties in bytes): decision rules are written
+#   before the measurements, and revised in the open, never quietly after them.
 #
 # The printed latencies are this machine's, now; on a loaded machine the IQRs widen and the
 # order of close variants can swap. That is why the rows carry the IQR and why section 12
@@ -1051,9 +1058,9 @@ check(_g[1] <= _g[0] <= _g[2], "low <= gap <= high", got=_g)
 check(all(type(v) is float for v in _g), "gap, low and high are Python floats", got=[type(v).__name__ for v in _g])
 _same = np.arange(359) % 7 != 0
 _gs = accuracy_gap(_same, _same.copy())
-check(_gs[0] == 0 and _gs[2] - _gs[1] <= 0.01,
-      "two variants right on exactly the same digits: gap 0, and no room for any other gap", got=_gs,
-      expected="(0.0, about 0, about 0)")
+check(_gs[0] == 0 and _gs[1] <= 0 <= _gs[2] and _gs[2] - _gs[1] <= 0.03,
+      "two variants right on exactly the same digits: gap 0, in an interval at most 3 points wide "
+      "(not one digit disagrees)", got=_gs, expected="(0.0, low <= 0, high >= 0, high - low <= 0.03)")
 _rng = np.random.default_rng(20)
 _cells = [0.90, 0.04, 0.015, 0.045]  # both right, only a right, only b right, both wrong
 _hits, _widths = 0, []
@@ -1094,8 +1101,12 @@ for _name in ("int8", "pruned", "shrunk", "numba"):
 #
 # - **int8 and numba** disagree with float32 on a handful of digits, or none: their intervals
 #   are a point wide or less, far narrower than the unpaired column, because the digits
-#   both get right or both get wrong cancel. (Few disagreements also make the 95% figure
-#   rough: the approximation assumes many digits carry information.)
+#   both get right or both get wrong cancel. Few disagreements also make the 95% figure
+#   rough: the normal approximation assumes many digits carry information, and with none
+#   it gives an interval of width 0, which claims more than 359 digits can show (with 0
+#   disagreements in $n$, the disagreement rate could still be about $3/n$, 0.8% here:
+#   the "rule of three"). Adding ½ to each of the four cells before estimating is a
+#   standard correction that keeps such intervals honest.
 # - **pruned and shrunk** changed or retrained the weights, so they disagree with float32 on
 #   more digits and their intervals are wider. A gap whose interval contains 0 is one this
 #   test set cannot tell from luck.
@@ -1119,10 +1130,13 @@ for _name in ("int8", "pruned", "shrunk", "numba"):
 # hurts least. This section is yours to design.
 #
 # **The measurement (provided).** `pruning_curves` prunes one layer alone, on a copy, at
-# each amount 0.0, 0.1, ..., 0.9 of its weights, and records the accuracy on the
-# calibration batches. Those are *training* digits: the decision is made on data the test
-# will not see, and the test digits give the verdict afterwards (section 10's last point).
-# The result is one curve per layer, a list of `(amount, accuracy)` pairs:
+# each amount 0.0, 0.1, ..., 0.9 of its weights, and records the mean cross-entropy loss
+# on the training digits. Why the loss and not the accuracy? The trained model gets
+# nearly every training digit right, so a little pruning changes the accuracy by a digit
+# or two, or not at all (noise, as section 10 showed), while the loss moves smoothly with
+# every weight removed. Why training digits? The decision is made on data the test will
+# not see, and the test digits give the verdict afterwards (section 10's last point). The
+# result is one curve per layer, a list of `(amount, loss)` pairs:
 
 # %%
 #| export
@@ -1130,8 +1144,8 @@ PRUNE_AMOUNTS = tuple(round(0.1 * i, 1) for i in range(10))  # 0.0, 0.1, ..., 0.
 
 
 def pruning_curves(model, names, batches, amounts=PRUNE_AMOUNTS):
-    """{name: [(amount, accuracy), ...]}: the accuracy of `model` on `batches` with only the
-    weight `name` pruned by magnitude at each amount (each on its own copy; model unchanged)."""
+    """{name: [(amount, loss), ...]}: the mean cross-entropy of `model` on `batches` with only
+    the weight `name` pruned by magnitude at each amount (each on its own copy; model unchanged)."""
     curves = {}
     for name in names:
         curve = []
@@ -1139,7 +1153,7 @@ def pruning_curves(model, names, batches, amounts=PRUNE_AMOUNTS):
             pruned = copy.deepcopy(model)
             if amount > 0:
                 prune.l1_unstructured(pruned, name, amount)
-            curve.append((amount, evaluate(pruned, batches)["accuracy"]))
+            curve.append((amount, evaluate(pruned, batches, loss_fn=nn.CrossEntropyLoss())["loss"]))
         curves[name] = curve
     return curves
 
@@ -1158,13 +1172,15 @@ def prune_by_layer(model, amounts):
 
 # %%
 _names = linear_weight_names(model)
-curves = pruning_curves(model, _names, _calib)
+_train_digits = [(train_set.data, train_set.targets)]  # every training digit, one batch
+curves = pruning_curves(model, _names, _train_digits)
 sizes = {n: model.state_dict()[n].numpy().size for n in _names}
 fig, ax = plt.subplots(figsize=(6, 3.4))
 for _n, _curve in curves.items():
     ax.plot(*zip(*_curve), marker="o", label=f"{_n} ({sizes[_n]:,} weights)")
 ax.set_xlabel("amount of that layer's weights zeroed (the other layer untouched)")
-ax.set_ylabel("accuracy on the calibration batches")
+ax.set_ylabel("cross-entropy on the training digits")
+ax.set_yscale("log")
 ax.legend(fontsize=8)
 fig.tight_layout()
 plt.show()
@@ -1172,11 +1188,11 @@ plt.show()
 # %% [markdown]
 # **The decision (yours).** Write `allocate_sparsity(curves, sizes, target)`: one amount
 # per layer, each taken from that layer's own curve, such that the weights zeroed in all
-# layers together are at least `target` of all their weights, and the predicted accuracy
-# loss is as small as it can be. The prediction is the simplest one: a layer pruned at
-# amount $a$ loses what its own curve says (its accuracy at 0.0 minus its accuracy at $a$),
-# and the losses of different layers add up. (Whether they really add is measured after
-# the check.) A layer of $n$ weights pruned at amount $a$ zeroes `round(a * n)` of them,
+# layers together are at least `target` of all their weights, and the predicted damage is
+# as small as it can be. The prediction is the simplest one: a layer pruned at amount $a$
+# raises the loss by what its own curve says (its loss at $a$ minus its loss at 0.0), and
+# the rises of different layers add up. (Whether they really add is measured after the
+# check.) A layer of $n$ weights pruned at amount $a$ zeroes `round(a * n)` of them,
 # the count module 16's pruning uses.
 #
 # Before you write anything, answer three questions for yourself:
@@ -1217,32 +1233,32 @@ plt.show()
 def allocate_sparsity(curves, sizes, target):
     """Per-layer pruning amounts that meet a sparsity budget at the least predicted loss.
 
-    Contract: `curves` maps layer names to lists of (amount, accuracy) pairs, each list
-    holding amount 0.0; `sizes` maps the same names to weight counts; `target` a float with
+    Contract: `curves` maps layer names to lists of (amount, loss) pairs, each list holding
+    amount 0.0; `sizes` maps the same names to weight counts; `target` a float with
     0 <= target < 1. Returns {name: amount}, every name of `curves`, each amount from its own
     curve, such that the weights zeroed (round(amount * size) per layer) total at least
-    target * sum(sizes), with the least predicted loss (the sum over layers of accuracy at
-    0.0 minus accuracy at the chosen amount) of all such choices; ties: any of them. Runs in
+    target * sum(sizes), with the least predicted rise of the loss (the sum over layers of
+    the loss at the chosen amount minus the loss at 0.0) of all such choices; ties: any. Runs in
     well under a second for 12 layers of 10 amounts. Errors: ValueError when target is
     outside [0, 1) (the message gives it), when curves and sizes name different layers (the
     message names them), when no choice reaches the target (the message gives the most
     weights any choice zeroes).
     """
-    # Idea: a partial choice that zeroes no more and loses no less than another is never needed.
+    # Idea: decide one layer at a time, and carry forward only what the later layers need to know.
     ### BEGIN SOLUTION
     if not 0 <= target < 1:
         raise ValueError(f"allocate_sparsity: target must be in [0, 1), got {target}")
     if set(curves) != set(sizes):
         raise ValueError(f"allocate_sparsity: curves and sizes name different layers: "
                          f"{sorted(set(curves) ^ set(sizes))}")
-    front = [(0, 0.0, {})]  # (weights zeroed, predicted loss, amounts so far), none beaten
+    front = [(0, 0.0, {})]  # (weights zeroed, predicted rise, amounts so far), none beaten
     for name, curve in curves.items():
         base = dict(curve)[0.0]
-        grown = [(zeroed + round(amount * sizes[name]), loss + base - acc, {**chosen, name: amount})
-                 for zeroed, loss, chosen in front for amount, acc in curve]
+        grown = [(zeroed + round(amount * sizes[name]), rise + loss - base, {**chosen, name: amount})
+                 for zeroed, rise, chosen in front for amount, loss in curve]
         front = []
         for choice in sorted(grown, key=lambda c: (-c[0], c[1])):  # most zeroed first
-            if not front or choice[1] < front[-1][1]:  # loses less than everything zeroing more
+            if not front or choice[1] < front[-1][1]:  # rises less than everything zeroing more
                 front.append(choice)
     total = sum(sizes.values())
     meeting = [c for c in front if c[0] >= target * total]
@@ -1260,10 +1276,10 @@ def allocate_sparsity(curves, sizes, target):
 # model's budget.
 
 # %% nbgrader={"grade": true, "grade_id": "test-allocate-sparsity", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-_c1 = {"A": [(0.0, 0.95), (0.5, 0.94), (0.9, 0.85)], "B": [(0.0, 0.95), (0.5, 0.92), (0.9, 0.90)]}
+_c1 = {"A": [(0.0, 0.10), (0.5, 0.11), (0.9, 0.20)], "B": [(0.0, 0.10), (0.5, 0.13), (0.9, 0.15)]}
 assert_equal(allocate_sparsity(_c1, {"A": 100, "B": 100}, 0.7), {"A": 0.5, "B": 0.9},
              "two layers of 100 weights, target 0.7 (140 weights): the cheapest 140")
-_c2 = {"A": [(0.0, 0.9), (0.5, 0.89), (0.9, 0.80)], "B": [(0.0, 0.9), (0.5, 0.8995), (0.9, 0.899)]}
+_c2 = {"A": [(0.0, 0.2), (0.5, 0.21), (0.9, 0.30)], "B": [(0.0, 0.2), (0.5, 0.2005), (0.9, 0.201)]}
 assert_equal(allocate_sparsity(_c2, {"A": 900, "B": 100}, 0.45), {"A": 0.5, "B": 0.0},
              "A has 900 weights, B 100; target 0.45 (450 weights): amounts are not weights")
 assert_equal(allocate_sparsity(_c2, {"A": 900, "B": 100}, 0.0), {"A": 0.0, "B": 0.0},
@@ -1271,10 +1287,10 @@ assert_equal(allocate_sparsity(_c2, {"A": 900, "B": 100}, 0.0), {"A": 0.0, "B": 
 
 
 def _layers(n_layers, n_amounts, seed):
-    """Made-up curves (accuracy falling with the amount) and sizes for n_layers layers."""
+    """Made-up curves (loss rising with the amount) and sizes for n_layers layers."""
     r = np.random.default_rng(seed)
     amounts = [round(float(a), 2) for a in np.linspace(0.0, 0.9, n_amounts)]
-    curves = {f"layer{i}": [(a, 0.95 - d) for a, d in zip(amounts, np.sort(r.random(n_amounts)) * r.choice([0.01, 0.1, 0.5]) * (np.arange(n_amounts) > 0))]
+    curves = {f"layer{i}": [(a, 0.3 + d) for a, d in zip(amounts, np.sort(r.random(n_amounts)) * r.choice([0.01, 0.1, 0.5]) * (np.arange(n_amounts) > 0))]
               for i in range(n_layers)}
     return curves, {f"layer{i}": int(r.integers(10, 5000)) for i in range(n_layers)}
 
@@ -1285,10 +1301,10 @@ check(_steps[1] < 40 * _steps[0], "going from 4 to 8 layers (256 to 65,536 choic
       got=f"{_steps[0]:,} steps for 4 layers, {_steps[1]:,} for 8 ({_steps[1] / _steps[0]:.0f}x)", expected="< 40x")
 _c12, _s12 = _layers(12, 10, 12)
 _got12 = allocate_sparsity(_c12, _s12, 0.6)
-_loss12 = sum(dict(_c12[n])[0.0] - dict(_c12[n])[a] for n, a in _got12.items())
+_rise12 = sum(dict(_c12[n])[a] - dict(_c12[n])[0.0] for n, a in _got12.items())
 check(sum(round(a * _s12[n]) for n, a in _got12.items()) >= 0.6 * sum(_s12.values()),
       "12 layers, target 0.6: the choice zeroes at least 60% of the weights", got=_got12)
-assert_close(_loss12, 0.3656753257998828, rtol=0, atol=1e-12, what="12 layers, target 0.6: the least predicted loss")
+assert_close(_rise12, 0.365675325799883, rtol=0, atol=1e-12, what="12 layers, target 0.6: the least predicted rise of the loss")
 assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, 1.0, match="1.0")
 assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, -0.1, match="-0.1")
 assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "C": 100}, 0.5, match="C")
@@ -1327,17 +1343,20 @@ print(f"{_zeroed:,} of {sum(sizes.values()):,} Linear weights zeroed ({_zeroed /
       f"test accuracy: by layer {_right['by layer'].mean():.4f}, global {_right['global'].mean():.4f}")
 print(f"gap {_gap * 100:+.2f} points, 95% interval [{_lo * 100:+.2f}, {_hi * 100:+.2f}]; you predicted",
       f"{predicted_by_layer_minus_global:+.2f}" if predicted_by_layer_minus_global is not None else "nothing")
-_predicted = sum(dict(curves[n])[0.0] - dict(curves[n])[a] for n, a in amounts.items())
-_measured = evaluate(model, _calib)["accuracy"] - evaluate(by_layer, _calib)["accuracy"]
-print(f"on the calibration batches: predicted loss {_predicted * 100:.2f} points (the curves added), "
-      f"measured {_measured * 100:.2f} points (both layers pruned together)")
+_loss = nn.CrossEntropyLoss()
+_predicted = sum(dict(curves[n])[a] - dict(curves[n])[0.0] for n, a in amounts.items())
+_measured = evaluate(by_layer, _train_digits, loss_fn=_loss)["loss"] - evaluate(model, _train_digits, loss_fn=_loss)["loss"]
+_pruned_layers = [n for n, a in amounts.items() if a > 0]
+print(f"on the training digits: predicted rise of the loss {_predicted:.4f} (the curves added), measured "
+      f"{_measured:.4f} with {', '.join(_pruned_layers)} pruned together"
+      + ("" if len(_pruned_layers) > 1 else " (one layer pruned: nothing to add, so the two agree by construction)"))
 
 # %% [markdown]
 # What to look for (your numbers are this run's): with two layers of very different sizes
 # the budget mostly lands on the big layer, and the two allocations often end close, within
 # an interval that contains 0. The allocation is only as good as its two assumptions, and
-# the last line tests one of them: losses measured one layer at a time need not add when
-# both layers are pruned together. The method pays in deep networks with many layers of
+# the last line tests one of them: rises measured one layer at a time need not add when
+# both layers are pruned together (pruning one layer changes what the other receives). The method pays in deep networks with many layers of
 # different sensitivity, where PyTorch users run the same sweep (prune each layer alone,
 # measure, choose per-layer amounts); the search you wrote handles those sizes.
 
@@ -1461,9 +1480,9 @@ if torch is not None:
 # - A gap measured on a finite test set is itself a measurement with an **interval**: on the
 #   same examples only the disagreements carry it, so compare variants per example, and
 #   remember the width falls only as $1/\sqrt{n}$.
-# - A budget can be **spent where it hurts least**: measure each layer's sensitivity alone,
-#   then search the choices by keeping only partial choices nothing beats (zeroed weights
-#   against predicted loss), which stays small where trying every choice never ends.
+# - A budget can be **spent where it hurts least**: measure each layer's sensitivity alone
+#   (on training data, with a smooth measure such as the loss), then search the per-layer
+#   choices with an algorithm whose work does not follow the number of combinations.
 # - Smaller is not automatically faster: int8 saves 4x the weight bytes but needs integer
 #   kernels to save time; unstructured sparsity stored densely saves nothing; structured
 #   pruning saves FLOPs and time, and needs fine-tuning to win back its accuracy; the same

@@ -29,11 +29,12 @@ def test_accuracy_gap_accepts_zero_one_integers():
     assert gap == pytest.approx(0.25, abs=1e-12), f"0/1 lists: expected gap 0.25, got {gap}"
 
 
-def test_accuracy_gap_of_identical_answers_has_no_room():
+def test_accuracy_gap_of_identical_answers_is_0_with_a_narrow_interval():
     same = np.arange(200) % 5 != 0
     gap, low, high = accuracy_gap(same, same.copy())
-    assert gap == 0 and high - low <= 0.01, \
-        f"two variants right on exactly the same examples: expected gap 0 and a width near 0, got {(gap, low, high)}"
+    assert gap == 0 and low <= 0 <= high and high - low <= 0.03, (
+        f"two variants right on exactly the same examples: expected gap 0 in an interval at most 3 points wide "
+        f"(no disagreement; variances of the two accuracies added would give about 16), got {(gap, low, high)}")
 
 
 @pytest.mark.parametrize("cells, n", [

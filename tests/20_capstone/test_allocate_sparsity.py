@@ -10,8 +10,8 @@ from tinytorch.capstone import allocate_sparsity
 from tinytorch.testing import python_steps
 
 
-def loss(curves, chosen):
-    return sum(dict(curves[n])[0.0] - dict(curves[n])[a] for n, a in chosen.items())
+def rise(curves, chosen):
+    return sum(dict(curves[n])[a] - dict(curves[n])[0.0] for n, a in chosen.items())
 
 
 def zeroed(sizes, chosen):
@@ -19,24 +19,24 @@ def zeroed(sizes, chosen):
 
 
 def exhaustive(curves, sizes, target):
-    """The least loss over every combination of amounts that meets the target (None: none does)."""
+    """The least rise over every combination of amounts that meets the target (None: none does)."""
     names = list(curves)
     best = None
     for combo in itertools.product(*(curves[n] for n in names)):
         if sum(round(a * sizes[n]) for n, (a, _) in zip(names, combo)) >= target * sum(sizes.values()):
-            value = sum(dict(curves[n])[0.0] - acc for n, (_, acc) in zip(names, combo))
+            value = sum(loss - dict(curves[n])[0.0] for n, (_, loss) in zip(names, combo))
             best = value if best is None or value < best else best
     return best
 
 
 def knapsack(curves, sizes, target):
-    """The least loss for each exact count of zeroed weights, layer by layer; the best that meets the target."""
+    """The least rise for each exact count of zeroed weights, layer by layer; the best that meets the target."""
     best = {0: 0.0}
     for n, curve in curves.items():
         base, grown = dict(curve)[0.0], {}
         for count, value in best.items():
-            for a, acc in curve:
-                k, v = count + round(a * sizes[n]), value + base - acc
+            for a, loss in curve:
+                k, v = count + round(a * sizes[n]), value + loss - base
                 if v < grown.get(k, np.inf):
                     grown[k] = v
         best = grown
@@ -49,7 +49,7 @@ def made_up(rng, n_layers, n_amounts, max_size):
     for i in range(n_layers):
         drops = np.sort(rng.random(n_amounts)) * rng.choice([0.01, 0.1, 0.5])
         drops[0] = 0.0
-        curves[f"layer{i}"] = [(a, 0.95 - float(d)) for a, d in zip(amounts, drops)]
+        curves[f"layer{i}"] = [(a, 0.3 + float(d)) for a, d in zip(amounts, drops)]
         sizes[f"layer{i}"] = int(rng.integers(1, max_size))
     return curves, sizes
 
@@ -59,20 +59,20 @@ def check_choice(curves, sizes, target, chosen, best):
     assert all(chosen[n] in dict(curves[n]) for n in curves), f"each amount from its own curve: got {chosen}"
     assert zeroed(sizes, chosen) >= target * sum(sizes.values()), (
         f"target {target}: the choice {chosen} zeroes {zeroed(sizes, chosen)} of {sum(sizes.values())} weights")
-    assert loss(curves, chosen) == pytest.approx(best, abs=1e-12), (
-        f"target {target}: predicted loss {loss(curves, chosen)} of {chosen}, but {best} is possible")
+    assert rise(curves, chosen) == pytest.approx(best, abs=1e-12), (
+        f"target {target}: predicted rise {rise(curves, chosen)} of {chosen}, but {best} is possible")
 
 
 @pytest.mark.parametrize("curves, sizes, target, expected, why", [
-    ({"A": [(0.0, 0.95), (0.5, 0.94), (0.9, 0.85)], "B": [(0.0, 0.95), (0.5, 0.92), (0.9, 0.90)]},
+    ({"A": [(0.0, 0.10), (0.5, 0.11), (0.9, 0.20)], "B": [(0.0, 0.10), (0.5, 0.13), (0.9, 0.15)]},
      {"A": 100, "B": 100}, 0.7, {"A": 0.5, "B": 0.9}, "the least sensitive layer first costs 0.13, not 0.06"),
-    ({"A": [(0.0, 0.9), (0.5, 0.89), (0.9, 0.80)], "B": [(0.0, 0.9), (0.5, 0.8995), (0.9, 0.899)]},
+    ({"A": [(0.0, 0.2), (0.5, 0.21), (0.9, 0.30)], "B": [(0.0, 0.2), (0.5, 0.2005), (0.9, 0.201)]},
      {"A": 900, "B": 100}, 0.45, {"A": 0.5, "B": 0.0}, "B's 0.9 is only 90 weights: amounts are not weights"),
-    ({"A": [(0.0, 0.9), (0.5, 0.89)], "B": [(0.0, 0.9), (0.5, 0.88)]},
+    ({"A": [(0.0, 0.2), (0.5, 0.21)], "B": [(0.0, 0.2), (0.5, 0.22)]},
      {"A": 10, "B": 10}, 0.25, {"A": 0.5, "B": 0.0}, "exactly on the budget (5 of 20 weights) is enough"),
-    ({"A": [(0.0, 0.9), (0.5, 0.91), (0.9, 0.7)], "B": [(0.0, 0.9), (0.5, 0.8)]},
-     {"A": 10, "B": 10}, 0.0, {"A": 0.5, "B": 0.0}, "pruning that helps (a negative loss) is taken even at target 0"),
-    ({"A": [(0.9, 0.5), (0.0, 0.9), (0.5, 0.85)]},
+    ({"A": [(0.0, 0.2), (0.5, 0.19), (0.9, 0.4)], "B": [(0.0, 0.2), (0.5, 0.3)]},
+     {"A": 10, "B": 10}, 0.0, {"A": 0.5, "B": 0.0}, "pruning that helps (a negative rise) is taken even at target 0"),
+    ({"A": [(0.9, 0.6), (0.0, 0.2), (0.5, 0.25)]},
      {"A": 7}, 0.5, {"A": 0.5}, "a curve in any order; round(0.5 * 7) = 4 weights meet 3.5"),
 ])
 def test_allocate_sparsity_hand_checked(curves, sizes, target, expected, why):
@@ -117,18 +117,18 @@ def test_allocate_sparsity_leaves_its_inputs_alone():
 
 @pytest.mark.parametrize("target, match", [(1.0, "1.0"), (-0.1, "-0.1"), (1.5, "1.5")])
 def test_allocate_sparsity_refuses_a_target_outside_0_1(target, match):
-    curves = {"A": [(0.0, 0.9), (0.5, 0.8)]}
+    curves = {"A": [(0.0, 0.2), (0.5, 0.3)]}
     with pytest.raises(ValueError, match=match):
         allocate_sparsity(curves, {"A": 10}, target)
 
 
 def test_allocate_sparsity_refuses_layers_that_do_not_match():
-    curves = {"A": [(0.0, 0.9), (0.5, 0.8)], "B": [(0.0, 0.9), (0.5, 0.8)]}
+    curves = {"A": [(0.0, 0.2), (0.5, 0.3)], "B": [(0.0, 0.2), (0.5, 0.3)]}
     with pytest.raises(ValueError, match="C"):
         allocate_sparsity(curves, {"A": 10, "C": 10}, 0.5)
 
 
 def test_allocate_sparsity_says_what_is_reachable():
-    curves = {"A": [(0.0, 0.9), (0.5, 0.8), (0.9, 0.7)], "B": [(0.0, 0.9), (0.5, 0.8)]}
+    curves = {"A": [(0.0, 0.2), (0.5, 0.3), (0.9, 0.4)], "B": [(0.0, 0.2), (0.5, 0.3)]}
     with pytest.raises(ValueError, match="140"):  # 0.9 * 100 + 0.5 * 100: 140 of 200 weights at most
         allocate_sparsity(curves, {"A": 100, "B": 100}, 0.8)
