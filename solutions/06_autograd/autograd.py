@@ -2696,16 +2696,10 @@ def _gelu_backward(node, grad):
         # slope = Phi(x) + x phi(x). The forward already computed x Phi(x): dividing it by x
         # gives Phi back at the output's precision (1/2 at x = 0), so only phi needs an exp,
         # and erfc (the costly part, several times an exp) is not evaluated twice.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cdf = node.output / x
-        cdf[x == 0] = 0.5
+        cdf = np.divide(node.output, x, where=x != 0,
+                        out=np.full(np.shape(x), 0.5, dtype=np.result_type(node.output, x)))
         x = x.astype(np.float64)
-        pdf = x * x
-        pdf *= -0.5
-        np.exp(pdf, out=pdf)
-        pdf *= x
-        pdf *= 1 / np.sqrt(2 * np.pi)
-        slope = pdf + cdf
+        slope = cdf + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
     return (grad * slope,)
 
 

@@ -1,5 +1,7 @@
 """The activations (module 02) and losses (module 04) pass float64 gradcheck, with every
 reduction, weights, pos_weight, ignore_index, label smoothing and K-dimensional inputs."""
+import math
+
 import numpy as np
 import pytest
 
@@ -33,6 +35,15 @@ def test_activations(name):
 def test_activations_at_large_inputs(name):
     x = tt.tensor(np.array([[-30.0, -8.0, 0.5, 9.0, 40.0]]), requires_grad=True)
     assert gradcheck(ACTIVATIONS[name], [x]), name
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, -2.0])
+def test_exact_gelu_gradient_of_a_0d_tensor(value):
+    """Phi(x) + x phi(x) at one number, in a 0-d float64 tensor (at 0 exactly 1/2)."""
+    slope = 0.5 * math.erfc(-value / math.sqrt(2)) + value * math.exp(-value * value / 2) / math.sqrt(2 * math.pi)
+    x = tt.tensor(value, dtype=tt.float64, requires_grad=True)
+    F.gelu(x).backward()
+    assert x.grad.shape == () and abs(x.grad.item() - slope) < 1e-15, f"gelu'({value}): got {x.grad}, expected {slope}"
 
 
 def test_activation_layers_from_module_03():
