@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import gc
 import inspect
 import re
 import sys
@@ -406,6 +407,22 @@ def one_gemm_problems(log, weight_shape):
     return problems
 
 
+@contextlib.contextmanager
+def _collector_paused():
+    """No garbage collection inside: a collection that fires during a measurement runs the
+    callbacks of whatever it frees (a WeakSet's, say, for a finished thread) in the measured
+    thread, and those count as fn's steps and bytes. When it fires depends on what other
+    threads allocated, so a measurement that includes it changes from run to run."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def python_steps(fn, *args):
     """How many Python lines and calls fn(*args) executes (numpy's compiled loops count none)."""
     count = [0]
@@ -421,11 +438,12 @@ def python_steps(fn, *args):
             outer(frame, event, arg)
         return on_line
 
-    sys.settrace(on_call)
-    try:
-        fn(*args)
-    finally:
-        sys.settrace(outer)
+    with _collector_paused():
+        sys.settrace(on_call)
+        try:
+            fn(*args)
+        finally:
+            sys.settrace(outer)
     return count[0]
 
 
@@ -462,11 +480,12 @@ def peak_bytes(fn, *args):
     started = not tracemalloc.is_tracing()
     if started:
         tracemalloc.start()
-    tracemalloc.reset_peak()
-    before = tracemalloc.get_traced_memory()[0]
     try:
-        fn(*args)
-        return tracemalloc.get_traced_memory()[1] - before
+        with _collector_paused():
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            fn(*args)
+            return tracemalloc.get_traced_memory()[1] - before
     finally:
         if started:
             tracemalloc.stop()

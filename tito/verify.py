@@ -46,6 +46,7 @@ def pytorch_python() -> str:
 class Checks:
     def __init__(self):
         self.passed, self.failed = 0, []
+        self.details = {}  # a failed check's name -> what it printed
 
     def report(self, name: str, ok: bool, detail: str = "", started: float | None = None,
                seconds: float | None = None) -> None:
@@ -59,6 +60,23 @@ class Checks:
             self.passed += 1
         else:
             self.failed.append(name)
+            self.details[name] = detail
+
+    def failures(self, shown: int = 3, lines_each: int = 15) -> str:
+        """The failed checks again, the first `shown` with the start of their detail: a log
+        read from its end (a CI page) then shows why, not only what, failed. The first
+        failure is usually the cause of the later ones (a solutions run that fails leaves no
+        reference for the mutants' attribution)."""
+        out = []
+        for i, name in enumerate(self.failed):
+            out.append(f"✗ {name}")
+            if i >= shown:
+                continue
+            detail = self.details.get(name, "").splitlines()
+            out += ["    " + line for line in detail[:lines_each]]
+            if len(detail) > lines_each:
+                out.append(f"    ... {len(detail) - lines_each} more lines where the check ran, above")
+        return "\n".join(out)
 
 
 def check_module(root, solutions, module, variant) -> list[tuple[str, bool, str, float]]:
@@ -408,7 +426,7 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
               + ", ".join(f"{what} {at:.0f} s" for what, at in sorted(finished.items(), key=lambda kv: kv[1])),
               flush=True)
     if checks.failed:
-        print("\nfailed: " + "; ".join(checks.failed))
+        print("\nfailed:\n" + checks.failures())
     print(f"\nverify: {checks.passed} passed, {len(checks.failed)} failed", flush=True)
     return 1 if checks.failed else 0
 

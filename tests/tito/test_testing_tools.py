@@ -1,6 +1,9 @@
-"""tinytorch.testing's tools that see how a result was computed: spied (the numpy operations)
-and parallel_write_clashes (the writes of a numba prange loop's iterations)."""
+"""tinytorch.testing's tools that see how a result was computed: spied (the numpy operations),
+parallel_write_clashes (the writes of a numba prange loop's iterations), and the meters of
+Python steps and peak memory."""
+import gc
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -13,9 +16,38 @@ from tinytorch.testing import (
     float64_ops,
     parallel_regions,
     parallel_write_clashes,
+    peak_bytes,
     prange_trips,
+    python_steps,
     spied,
 )
+
+
+class _Cycle:
+    """An object in a reference cycle: only a garbage collection frees it."""
+
+    def __init__(self):
+        self.me = self
+
+
+def _garbage_with_a_callback(callback):
+    """Garbage whose collection runs `callback` (as a finished thread's does, through WeakSets)."""
+    cycle = _Cycle()
+    return weakref.ref(cycle, callback)
+
+
+def test_python_steps_counts_no_collection_of_earlier_garbage():
+    """gc.collect runs no Python of its own; a collection inside the measurement would run
+    the callbacks of garbage made before it, and count them as the function's steps."""
+    ref = _garbage_with_a_callback(lambda r: [i for i in range(100)])
+    assert python_steps(gc.collect) == 0
+    assert ref() is None  # the garbage was collected, before the measurement
+
+
+def test_peak_bytes_counts_no_collection_of_earlier_garbage():
+    ref = _garbage_with_a_callback(lambda r: np.ones(1_000_000).sum())
+    assert peak_bytes(gc.collect) < 100_000
+    assert ref() is None
 
 
 @pytest.mark.parametrize("widen", [lambda a: a.astype(np.int32), lambda a: np.asarray(a, dtype=np.int32),
