@@ -193,19 +193,15 @@ def measure_latency(model, x, name=None, min_run_time=0.2):
 
 
 # -- cell 31 (report-row) --
-def _is_count(v):
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
 def report_row(name, accuracy, latency, nbytes, flops):
     """One measured row of the report: {"name", "accuracy", "median_s", "iqr_s", "bytes", "flops"}.
 
-    Contract: `accuracy` a finite real number in [0, 1] (returned as a float); `latency` a
+    Contract: `accuracy` the fraction of the test digits the variant got right; `latency` a
     module 19 Measurement, whose median and IQR (seconds) become median_s and iqr_s; `nbytes`
-    and `flops` integers > 0 (Python or numpy ints, stored as Python ints; not bools).
-    Errors: ValueError for any
-    field that is missing (None) or fails its rule; the message names the variant `name` and
-    the field (accuracy, latency, bytes or flops) and shows the value it got.
+    the bytes the variant stores, `flops` its FLOPs per example. Numbers are stored as Python
+    floats and ints. Errors: ValueError for a value that cannot be the measurement its field
+    names; the message names the variant `name` and the field (accuracy, latency, bytes or
+    flops) and shows the value it got.
     """
     # Idea: a row is built from measurements or not at all.
     # YOUR CODE HERE
@@ -218,17 +214,18 @@ def pareto_front(rows):
 
     Contract: `rows` a list of report rows (dicts with "name", "median_s", "accuracy"), with
     dominance as section 1 defines it. Returns the list of the names of the non-dominated
-    rows, in the order of `rows` ([] for no rows).
+    rows, in the order of `rows` ([] for no rows), and leaves `rows` as it was. Its work
+    grows like n log n, not n^2: sweeps of thousands of configurations ask the same question.
     """
-    # Idea: a variant is worth considering when nothing beats it on both axes at once.
+    # Idea: a row is on the front when nothing beats it on both axes at once.
     # YOUR CODE HERE
     raise NotImplementedError('pareto_front() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
 # -- cell 39 (choose) --
 def choose(rows, within=0.02):
-    """Name of the smallest row (fewest bytes, then lowest median_s) whose accuracy is within
-    `within` of the best accuracy in `rows` (accuracy >= best - within).
+    """Name of the row section 8's requirement ships: the fewest bytes among the rows not more
+    than `within` below the best accuracy in `rows`, the faster of equally small ones.
 
     Contract: `rows` a non-empty list of report rows; `within` >= 0, an accuracy fraction
     (0.02 = 2 points). Errors: ValueError for no rows (the message says there is nothing to
@@ -239,7 +236,7 @@ def choose(rows, within=0.02):
     raise NotImplementedError('choose() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 42 --
+# -- cell 45 --
 def format_report(rows, front=(), chosen=None):
     """The rows as a text table (latency in ms, bytes in KiB); front rows marked *, the chosen one <-."""
     head = f"{'variant':<10}{'accuracy':>10}{'median ms':>11}{'IQR ms':>9}{'KiB':>9}{'kFLOP/ex':>10}  front"
@@ -300,7 +297,7 @@ def _place_labels(ax, rows):
                     arrowprops=dict(arrowstyle="-", color="grey", lw=0.5) if abs(dy) > 10 else None)
 
 
-# -- cell 47 (accuracy-gap) --
+# -- cell 50 (accuracy-gap) --
 def accuracy_gap(correct_a, correct_b):
     """The accuracy gap of variant a over variant b on the same test examples, with an
     approximate 95% interval for the gap on the population the examples were drawn from.
@@ -318,7 +315,7 @@ def accuracy_gap(correct_a, correct_b):
     raise NotImplementedError('accuracy_gap() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 54 --
+# -- cell 57 --
 PRUNE_AMOUNTS = tuple(round(0.1 * i, 1) for i in range(10))  # 0.0, 0.1, ..., 0.9
 
 
@@ -349,7 +346,7 @@ def prune_by_layer(model, amounts):
     return pruned
 
 
-# -- cell 57 (allocate-sparsity) --
+# -- cell 60 (allocate-sparsity) --
 def allocate_sparsity(curves, sizes, target):
     """Per-layer pruning amounts that meet a sparsity budget at the least predicted loss.
 

@@ -604,10 +604,18 @@ print(f"model_bytes(float CNN): {model_bytes(model):,} bytes = 4 x {model_bytes(
 # Write `report_row(name, accuracy, latency, nbytes, flops)`: one row of the report, as a dict
 # with the keys `name`, `accuracy`, `median_s`, `iqr_s`, `bytes`, `flops`. The latency is a
 # `Measurement`: the row holds its **median** and its **IQR** (its `median` and `iqr`
-# properties), in seconds. The row is the last place a made-up number could slip into the
-# report, so it refuses one: a missing value (`None`), an accuracy that is not a finite number
-# in [0, 1], a latency that is not a `Measurement`, bytes or FLOPs that are not positive
-# integers. Each refusal is a `ValueError` whose message names the variant and the field.
+# properties), in seconds; the other numbers are stored as plain Python numbers.
+#
+# The row is the last place a made-up or broken number could slip into the report: after
+# it, the front and the decision rank whatever they are given. So `report_row` is a
+# gatekeeper, and what it lets through is yours to design. For each field, decide what a
+# value must be to *be* that measurement (what range, what type, what about a value that
+# is missing), and refuse everything else with a `ValueError` whose message names the
+# variant and the field. Decide in Python, not in your head: before writing a line, ask the
+# interpreter what it thinks of `isinstance(True, int)`, `float("nan") < 0`,
+# `float("nan") > 1`, `isinstance(np.int64(5), int)` and `isinstance(np.float32(0.5), float)`,
+# and say for each what it means for your rules. The check then feeds your gate the values
+# a broken pipeline really produces.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -619,31 +627,18 @@ print(f"model_bytes(float CNN): {model_bytes(model):,} bytes = 4 x {model_bytes(
 # A `Measurement` already knows its median and IQR (module 19); the row copies them, it does
 # not recompute them from the raw times.
 # </details>
-#
-# <details><summary>The approach</summary>
-#
-# A report row is evidence: a row built from a wrong value (a NaN accuracy, a latency that
-# is a plain float with no spread, a size of True) would be ranked as if it were right.
-# List what each field could wrongly be, in Python's types (a bool is an int; a numpy int
-# is not a Python int), and refuse each with a message that names the variant and the
-# field.
-# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "report-row", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
-def _is_count(v):
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
 def report_row(name, accuracy, latency, nbytes, flops):
     """One measured row of the report: {"name", "accuracy", "median_s", "iqr_s", "bytes", "flops"}.
 
-    Contract: `accuracy` a finite real number in [0, 1] (returned as a float); `latency` a
+    Contract: `accuracy` the fraction of the test digits the variant got right; `latency` a
     module 19 Measurement, whose median and IQR (seconds) become median_s and iqr_s; `nbytes`
-    and `flops` integers > 0 (Python or numpy ints, stored as Python ints; not bools).
-    Errors: ValueError for any
-    field that is missing (None) or fails its rule; the message names the variant `name` and
-    the field (accuracy, latency, bytes or flops) and shows the value it got.
+    the bytes the variant stores, `flops` its FLOPs per example. Numbers are stored as Python
+    floats and ints. Errors: ValueError for a value that cannot be the measurement its field
+    names; the message names the variant `name` and the field (accuracy, latency, bytes or
+    flops) and shows the value it got.
     """
     # Idea: a row is built from measurements or not at all.
     ### BEGIN SOLUTION
@@ -654,7 +649,8 @@ def report_row(name, accuracy, latency, nbytes, flops):
         raise ValueError(f"report_row({name!r}): latency must be a Measurement from the benchmark "
                          f"harness, got {latency!r}")
     for field, value in (("bytes", nbytes), ("flops", flops)):
-        if not _is_count(value) or value <= 0:
+        is_count = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+        if not is_count or value <= 0:
             raise ValueError(f"report_row({name!r}): {field} must be a positive integer, got {value!r}")
     return {"name": name, "accuracy": float(accuracy), "median_s": float(latency.median),
             "iqr_s": float(latency.iqr), "bytes": int(nbytes), "flops": int(flops)}
@@ -679,47 +675,71 @@ check(isinstance(_row["flops"], int), "flops stored as a Python int", got=type(_
 _acc1 = report_row("x", 1, _m, 1, 1)["accuracy"]
 check(type(_acc1) is float and _acc1 == 1.0, "accuracy 1 (an int) is allowed, and stored as the float 1.0",
       got=repr(_acc1), expected="1.0")
-assert_raises(ValueError, report_row, "int8", None, _m, 10, 10, match="accuracy", what="report_row with accuracy=None")
-assert_raises(ValueError, report_row, "int8", float("nan"), _m, 10, 10, match="int8",
-              what="report_row with accuracy=NaN")
-assert_raises(ValueError, report_row, "int8", 1.5, _m, 10, 10, match="accuracy", what="report_row with accuracy=1.5")
-assert_raises(ValueError, report_row, "int8", -0.1, _m, 10, 10, match="accuracy", what="report_row with accuracy=-0.1")
-assert_raises(ValueError, report_row, "int8", 0.9, None, 10, 10, match="latency", what="report_row with latency=None")
-assert_raises(ValueError, report_row, "int8", 0.9, 0.003, 10, 10, match="latency", what="report_row with latency=0.003")
-assert_raises(ValueError, report_row, "int8", 0.9, _m, None, 10, match="bytes", what="report_row with bytes=None")
-assert_raises(ValueError, report_row, "int8", 0.9, _m, 0, 10, match="bytes", what="report_row with bytes=0")
-assert_raises(ValueError, report_row, "int8", 0.9, _m, 10.5, 10, match="bytes", what="report_row with bytes=10.5")
-assert_raises(ValueError, report_row, "int8", 0.9, _m, 10, None, match="flops", what="report_row with flops=None")
-assert_raises(ValueError, report_row, "int8", 0.9, _m, 10, True, match="flops", what="report_row with flops=True")
+_acc32 = report_row("x", np.float32(0.75), _m, np.int64(2), 1)
+check(type(_acc32["accuracy"]) is float and _acc32["accuracy"] == 0.75 and type(_acc32["bytes"]) is int,
+      "numpy numbers are measurements too (an accuracy computed with numpy is a np.float32 or np.float64, a size "
+      "a np.int64), stored as Python numbers", got=repr(_acc32), expected="accuracy 0.75 (float), bytes 2 (int)")
+_refused = [  # (field, value, why the gate refuses it)
+    ("accuracy", None, "missing: the variant was never evaluated"),
+    ("accuracy", float("nan"), "NaN: what 0 correct / 0 examples gives; it compares False with everything"),
+    ("accuracy", 1.5, "more than every digit right"),
+    ("accuracy", -0.1, "fewer than no digit right"),
+    ("accuracy", True, "a bool: an answer to 'was it right?', not a fraction"),
+    ("latency", None, "missing: the variant was never timed"),
+    ("latency", 0.003, "a bare number: no spread, no record of how it was timed"),
+    ("bytes", None, "missing"),
+    ("bytes", 0, "a model that stores nothing"),
+    ("bytes", 10.5, "half a byte"),
+    ("bytes", True, "a bool is an int in Python, but not a size"),
+    ("flops", None, "missing"),
+    ("flops", -4, "negative work"),
+    ("flops", True, "a bool is an int in Python, but not a count"),
+]
+for _field, _value, _why in _refused:
+    _args = {"accuracy": 0.9, "latency": _m, "bytes": 10, "flops": 10} | {_field: _value}
+    assert_raises(ValueError, report_row, "int8", _args["accuracy"], _args["latency"], _args["bytes"],
+                  _args["flops"], match=_field, what=f"report_row with {_field}={_value!r} ({_why})")
+    assert_raises(ValueError, report_row, "int8", _args["accuracy"], _args["latency"], _args["bytes"],
+                  _args["flops"], match="int8", what=f"report_row's message for {_field}={_value!r} names the variant")
 print(f"✓ report_row: median {_row['median_s'] * 1e3:.1f} ms, IQR {_row['iqr_s'] * 1e3:.1f} ms; "
-      f"None, NaN, 1.5, a bare float latency and 0 bytes refused")
+      f"{len(_refused)} broken values refused, numpy numbers accepted")
 
 # %% [markdown]
 # ## 7. The Pareto front
 #
 # Write `pareto_front(rows)`: the names of the rows that no other row **dominates** on
 # (`median_s`, lower is better) and (`accuracy`, higher is better), in the order of `rows`,
-# with section 1's definition of dominance. Before writing it, decide from that definition
-# what happens to two rows with the same latency and the same accuracy, and to a row
-# compared with itself.
+# with section 1's definition of dominance.
+#
+# Five variants are easy: any way of comparing works. But the same question is asked of
+# sweeps: every amount of pruning times every bit width times every thread count is
+# thousands of configurations, and a search over architectures measures far more.
+# Comparing every row with every other is $n^2$ dominance tests, 100 million for 10,000
+# rows. Your `pareto_front` must do better: its work may grow like $n \log n$ (one sort,
+# in numpy's or Python's compiled code) plus a constant amount of Python per row. The check
+# counts the Python steps it runs for 250 rows and for 500 rows that are all on the front
+# (the hardest case for comparing pairs: no row can stop early).
+#
+# Design it before writing it:
+#
+# - If the rows were ordered from fastest to slowest, what would a row have to beat, among
+#   the rows before it, to be on the front? Can you keep that in one number as you go?
+# - Two rows with the **same latency**: which can dominate which? And two rows equal on
+#   both axes (section 1's definition decides: try it on the pair)? A row is never compared
+#   with itself.
+# - The names come back in the order of `rows`, not in the order you visited them.
 #
 # <details><summary>Hint 1</summary>
 #
-# In the picture of section 1, why is C off the front? Name the point that beats it, and on
-# which axes.
+# In the picture of section 1, walk the points from left to right and say, at each one,
+# why it is or is not on the front. What did you remember from the points already passed?
 # </details>
 #
 # <details><summary>Hint 2</summary>
 #
-# Write "a dominates b" as its own small test first; the front is then one pass over the
-# rows with that test inside. With five variants, comparing every pair is fine.
-# </details>
-#
-# <details><summary>The approach</summary>
-#
-# The definition of domination is the whole algorithm; the care is in its edges. Can a
-# row dominate itself? Do two rows with equal time and accuracy dominate each other? Work
-# both out from the definition before you write it, and keep the order the rows came in.
+# A row of the same latency is not "faster": it can only beat a row by being more accurate.
+# Decide for a whole group of equal latencies at once, then let the group count as
+# "faster" for the rows after it.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "pareto-front", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -729,22 +749,31 @@ def pareto_front(rows):
 
     Contract: `rows` a list of report rows (dicts with "name", "median_s", "accuracy"), with
     dominance as section 1 defines it. Returns the list of the names of the non-dominated
-    rows, in the order of `rows` ([] for no rows).
+    rows, in the order of `rows` ([] for no rows), and leaves `rows` as it was. Its work
+    grows like n log n, not n^2: sweeps of thousands of configurations ask the same question.
     """
-    # Idea: a variant is worth considering when nothing beats it on both axes at once.
+    # Idea: a row is on the front when nothing beats it on both axes at once.
     ### BEGIN SOLUTION
-    def dominates(a, b):
-        no_worse = a["median_s"] <= b["median_s"] and a["accuracy"] >= b["accuracy"]
-        better = a["median_s"] < b["median_s"] or a["accuracy"] > b["accuracy"]
-        return no_worse and better
-
-    return [r["name"] for r in rows if not any(dominates(o, r) for o in rows if o is not r)]
+    rows = list(rows)
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["median_s"], -rows[i]["accuracy"]))
+    keep = set()
+    faster_best = -math.inf  # the best accuracy among strictly faster rows
+    group_time, group_best = None, -math.inf  # the current latency, and its best accuracy
+    for i in order:
+        row = rows[i]
+        if row["median_s"] != group_time:  # a slower latency: the group before is now strictly faster
+            faster_best = max(faster_best, group_best)
+            group_time, group_best = row["median_s"], row["accuracy"]  # sorted: its first is its best
+        if row["accuracy"] == group_best and row["accuracy"] > faster_best:
+            keep.add(i)
+    return [row["name"] for i, row in enumerate(rows) if i in keep]
     ### END SOLUTION
 
 
 # %% [markdown]
-# The check uses the made-up points of section 1 (front A, B, D, checked by hand), then a tie,
-# a point beaten on one axis only, and the empty case.
+# The check uses the made-up points of section 1 (front A, B, D, checked by hand), ties of
+# each kind, 200 random sets drawn from a small grid (so ties are everywhere) against the
+# definition applied to every pair, and the Python steps for 250 and 500 rows.
 
 # %% nbgrader={"grade": true, "grade_id": "test-pareto-front", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 def _rows(points):
@@ -760,35 +789,67 @@ assert_equal(pareto_front(_rows({"worse": (1.0, 0.8), "better": (1.0, 0.9)})), [
              "same latency, less accurate: dominated")
 assert_equal(pareto_front(_rows({"a": (1.0, 0.9), "b": (2.0, 0.95), "c": (0.5, 0.7)})), ["a", "b", "c"],
              "a trade-off on every pair: all on the front")
+assert_equal(pareto_front(_rows({"z": (0.3, 0.8), "a": (1.0, 0.95), "m": (0.6, 0.93)})), ["z", "a", "m"],
+             "names in the order of the rows, not sorted")
 assert_equal(pareto_front([]), [], "no rows, no front")
-print(f"✓ pareto_front: section 1's points -> {pareto_front(_rows(_demo))}")
+
+
+def _by_definition(points):
+    """The front by section 1's definition, every pair compared (the slow way, for checking)."""
+    return [n for n, (x, y) in points.items()
+            if not any(x2 <= x and y2 >= y and (x2 < x or y2 > y) for m, (x2, y2) in points.items() if m != n)]
+
+
+_rng = np.random.default_rng(7)
+for _trial in range(200):
+    _pts = {f"v{_i}": (float(_rng.integers(1, 5)), float(_rng.integers(1, 5)) / 8)
+            for _i in range(int(_rng.integers(1, 10)))}
+    _given = _rows(_pts)
+    _copy = [dict(r) for r in _given]
+    assert_equal(pareto_front(_given), _by_definition(_pts), f"the front of {_pts} (latency, accuracy)")
+    assert_equal(_given, _copy, "the rows after pareto_front (unchanged)")
+
+
+def _trade_offs(n):
+    """n rows, each slower and more accurate than the one before, shuffled: all on the front."""
+    order = np.random.default_rng(n).permutation(n)
+    return [{"name": f"c{i}", "median_s": 1e-3 * (1 + i), "accuracy": 0.5 + 0.4 * i / n} for i in order]
+
+
+assert_equal(len(pareto_front(_trade_offs(250))), 250, "the front of 250 trade-offs (every row)")
+_steps = [python_steps(pareto_front, _trade_offs(n)) for n in (250, 500)]
+check(_steps[1] < 3 * _steps[0],
+      "twice the rows cost pareto_front less than 3x the Python steps (work like n log n; comparing every "
+      "pair costs 4x: a sweep of 10,000 configurations would be 100 million comparisons)",
+      got=f"{_steps[0]:,} steps for 250 rows, {_steps[1]:,} for 500 ({_steps[1] / _steps[0]:.1f}x)",
+      expected="less than 3x")
+print(f"✓ pareto_front: section 1's points -> {pareto_front(_rows(_demo))}; 200 random sets with ties match "
+      f"the definition; {_steps[0]:,} -> {_steps[1]:,} Python steps for 250 -> 500 rows "
+      f"({_steps[1] / _steps[0]:.1f}x)")
 
 # %% [markdown]
 # ## 8. The decision rule
 #
-# The front says which variants are defensible; a requirement picks one. Write
-# `choose(rows, within=0.02)`: among the rows whose accuracy is at least the best accuracy
-# minus `within` (a fraction: 0.02 is 2 percentage points), the one with the fewest `bytes`;
-# a tie on bytes goes to the lower `median_s`. Returns that row's name.
+# The front says which variants are defensible; a requirement picks one. Ours, as the
+# product team wrote it: *"Ship the smallest variant that is not noticeably worse than the
+# best one we have. 'Noticeably' means more than `within` below the best accuracy (a
+# fraction: 0.02 is 2 percentage points). If two are equally small, ship the faster."*
+# Write `choose(rows, within=0.02)`, which returns the name of the row that requirement
+# ships. A requirement in words leaves edges to decide: say what yours does with a row
+# exactly `within` below the best, with two rows equal in size, and with a negative
+# `within`, and why the requirement means that.
 #
 # <details><summary>Hint 1</summary>
 #
-# The best accuracy is a property of all the rows, so find it before filtering. Is a row
-# exactly `within` below the best still acceptable?
-# </details>
-#
-# <details><summary>The approach</summary>
-#
-# Two criteria in order: first a filter (good enough), then a ranking (smallest, and
-# among equally small, fastest). Python compares tuples in order, which is exactly a
-# ranking by one field and then another.
+# "The best one we have" is a property of all the rows, not of the ones left after a
+# filter. Is a row exactly `within` below the best "more than `within` below"?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "choose", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
 def choose(rows, within=0.02):
-    """Name of the smallest row (fewest bytes, then lowest median_s) whose accuracy is within
-    `within` of the best accuracy in `rows` (accuracy >= best - within).
+    """Name of the row section 8's requirement ships: the fewest bytes among the rows not more
+    than `within` below the best accuracy in `rows`, the faster of equally small ones.
 
     Contract: `rows` a non-empty list of report rows; `within` >= 0, an accuracy fraction
     (0.02 = 2 points). Errors: ValueError for no rows (the message says there is nothing to
@@ -823,6 +884,24 @@ assert_equal(choose(_cands[2:3]), "shrunk", "one row: that row")
 assert_raises(ValueError, choose, [], match="nothing")
 assert_raises(ValueError, choose, _cands, within=-0.01, match="-0.01")
 print(f"✓ choose: within 2 points -> {choose(_cands, 0.02)!r}, within 6.25 -> {choose(_cands, 0.0625)!r}")
+
+# %% [markdown]
+# Section 1 claimed that this rule can ship a variant that is **off** the latency-accuracy
+# front. Make it happen: write a few rows (each a dict with "name", "accuracy", "median_s"
+# and "bytes") where `choose` ships a row that your `pareto_front` leaves out. Which row
+# must beat the shipped one, on which axes, and why does the rule not care?
+
+# %%
+rows_off_the_front = None  # your rows: a list of dicts with "name", "accuracy", "median_s", "bytes"
+
+# %%
+if rows_off_the_front is None:
+    print("no rows yet: write them in the cell above, then run this one")
+else:
+    _picked, _on_front = choose(rows_off_the_front), pareto_front(rows_off_the_front)
+    print(f"choose ships {_picked!r}; the front is {_on_front}: "
+          + ("off the front, as section 1 said. What dominates it, and what does it win on that the front "
+             "does not see?" if _picked not in _on_front else "on the front: not yet a counterexample"))
 
 # %% [markdown]
 # ## 9. The report: every variant, measured

@@ -1,8 +1,10 @@
-"""pareto_front on synthetic points, each case checked by hand."""
+"""pareto_front on synthetic points: cases checked by hand, random sets with ties against the
+definition applied to every pair, and how its work grows with the number of rows."""
 import numpy as np
 import pytest
 
 from tinytorch.capstone import pareto_front
+from tinytorch.testing import python_steps
 
 
 def rows(points):
@@ -32,10 +34,36 @@ def test_pareto_front_empty_and_order():
     assert pareto_front(rows(pts)) == ["z", "a", "m"], "names come back in the rows' order"
 
 
-def test_pareto_front_against_brute_force():
-    rng = np.random.default_rng(0)
-    for trial in range(30):
-        pts = {f"v{i}": (float(rng.integers(1, 6)), float(rng.integers(1, 6)) / 10) for i in range(8)}
+@pytest.mark.parametrize("size", [3, 8, 20])
+def test_pareto_front_against_brute_force(size):
+    """Points on a small grid (ties of latency, of accuracy and of both), the rows unchanged."""
+    rng = np.random.default_rng(size)
+    for trial in range(100):
+        pts = {f"v{i}": (float(rng.integers(1, 6)), float(rng.integers(1, 6)) / 10) for i in range(size)}
         want = [n for n, (x, y) in pts.items()
                 if not any(x2 <= x and y2 >= y and (x2 < x or y2 > y) for m, (x2, y2) in pts.items() if m != n)]
-        assert pareto_front(rows(pts)) == want, f"trial {trial}: points {pts}: expected {want}"
+        given = rows(pts)
+        before = [dict(r) for r in given]
+        assert pareto_front(given) == want, f"trial {trial}: points {pts}: expected {want}"
+        assert given == before, "pareto_front changed its rows"
+
+
+def test_pareto_front_of_three_twins_keeps_all_three():
+    pts = {"a": (1.0, 0.9), "b": (1.0, 0.9), "slow": (2.0, 0.9), "c": (1.0, 0.9), "worse": (1.0, 0.5)}
+    assert pareto_front(rows(pts)) == ["a", "b", "c"]
+
+
+def trade_offs(n):
+    """n rows, each slower and more accurate than the one before, shuffled: all on the front,
+    so a comparison of pairs can never stop early."""
+    order = np.random.default_rng(n).permutation(n)
+    return [{"name": f"c{i}", "median_s": 1e-3 * (1 + i), "accuracy": 0.5 + 0.4 * i / n, "bytes": 1}
+            for i in order]
+
+
+def test_pareto_front_work_grows_like_n_log_n_not_n_squared():
+    assert len(pareto_front(trade_offs(300))) == 300
+    small, large = python_steps(pareto_front, trade_offs(300)), python_steps(pareto_front, trade_offs(600))
+    assert large < 3 * small, (
+        f"pareto_front ran {small} Python steps for 300 rows and {large} for 600 ({large / small:.1f}x): "
+        f"it compares pairs of rows (4x for twice the rows); sort once and sweep")

@@ -31,6 +31,13 @@ def test_report_row_uses_the_measurement_statistics():
     assert report_row("c", 0, M, 1, 1)["accuracy"] == 0.0, "accuracy 0 is allowed"
 
 
+def test_report_row_accepts_numpy_numbers_and_stores_python_ones():
+    row = report_row("d", np.float32(0.75), M, np.int64(2), np.int32(3))
+    assert (type(row["accuracy"]), type(row["bytes"]), type(row["flops"])) == (float, int, int), \
+        f"numpy numbers are measurements too, stored as Python float and ints: {row!r}"
+    assert (row["accuracy"], row["bytes"], row["flops"]) == (0.75, 2, 3), f"values kept: {row!r}"
+
+
 @pytest.mark.parametrize("bad", [None, math.nan, math.inf, 1.5, -0.1, "0.9", True])
 def test_report_row_refuses_bad_accuracy(bad):
     with pytest.raises(ValueError, match="accuracy") as err:
