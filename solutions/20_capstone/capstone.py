@@ -1349,7 +1349,7 @@ def allocate_sparsity(curves, sizes, target):
 
 
 # %% [markdown]
-# The check tries two hand-made budgets (the answers worked out on paper), counts the
+# The check tries three hand-made budgets (the answers worked out on paper), counts the
 # Python steps your function takes for 4 and for 8 layers of four amounts (256 and 65,536
 # choices), solves a 12-layer budget whose best loss is known, and then allocates this
 # model's budget.
@@ -1363,6 +1363,10 @@ assert_equal(allocate_sparsity(_c2, {"A": 900, "B": 100}, 0.45), {"A": 0.5, "B":
              "A has 900 weights, B 100; target 0.45 (450 weights): amounts are not weights")
 assert_equal(allocate_sparsity(_c2, {"A": 900, "B": 100}, 0.0), {"A": 0.0, "B": 0.0},
              "target 0: nothing needs pruning")
+_c3 = {"A": [(0.0, 0.2), (0.3, 0.201), (0.6, 0.25)], "B": [(0.0, 0.2), (0.3, 0.202), (0.6, 0.26)]}
+assert_equal(allocate_sparsity(_c3, {"A": 3, "B": 3}, 0.25), {"A": 0.3, "B": 0.3},
+             "two layers of 3 weights (amount 0.3 zeroes round(0.9) = 1, 0.6 zeroes 2); target 0.25 of 6 is 1.5 "
+             "weights, so 1 is not enough: 2")
 
 
 def _layers(n_layers, n_amounts, seed):

@@ -70,6 +70,8 @@ def check_choice(curves, sizes, target, chosen, best):
      {"A": 900, "B": 100}, 0.45, {"A": 0.5, "B": 0.0}, "B's 0.9 is only 90 weights: amounts are not weights"),
     ({"A": [(0.0, 0.2), (0.5, 0.21)], "B": [(0.0, 0.2), (0.5, 0.22)]},
      {"A": 10, "B": 10}, 0.25, {"A": 0.5, "B": 0.0}, "exactly on the budget (5 of 20 weights) is enough"),
+    ({"A": [(0.0, 0.2), (0.3, 0.201), (0.6, 0.25)], "B": [(0.0, 0.2), (0.3, 0.202), (0.6, 0.26)]},
+     {"A": 3, "B": 3}, 0.25, {"A": 0.3, "B": 0.3}, "a budget of 1.5 weights needs 2: 1 zeroed weight is short"),
     ({"A": [(0.0, 0.2), (0.5, 0.19), (0.9, 0.4)], "B": [(0.0, 0.2), (0.5, 0.3)]},
      {"A": 10, "B": 10}, 0.0, {"A": 0.5, "B": 0.0}, "pruning that helps (a negative rise) is taken even at target 0"),
     ({"A": [(0.9, 0.6), (0.0, 0.2), (0.5, 0.25)]},
