@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -307,6 +308,12 @@ def check_graded_cells(module, variant, found):
     return out
 
 
+def _slowest_tests(pytest_output: str) -> list[str]:
+    """The lines of pytest's --durations table ("12.3s call tests/...::test_x"), or []."""
+    return [line.strip() for line in pytest_output.splitlines()
+            if re.match(r"\s*\d+(\.\d+)?s (call|setup|teardown) ", line)]
+
+
 class _Background:
     """A command running beside the checks, its output in a file (a pipe nobody reads while
     the checks run would fill and stall it); `finished[name]` gets its end time."""
@@ -358,7 +365,7 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
         # in TITO_TEST_WORKERS processes (pytest-xdist): most of them wait on the CLI they run
         tito_tests = _Background("tito's tests", [*testing.pytest_command(pytorch_python()), str(root / "tests" / "tito"), "-q",
                                                    "-p", "no:cacheprovider", "-n", str(TITO_TEST_WORKERS),
-                                                   "--dist", "load"], root, t0, finished,
+                                                   "--dist", "load", "--durations=12"], root, t0, finished,
                                  env={k: v for k, v in os.environ.items() if k != "TINYTORCH_PARITY"})
     solutions = build.build_solutions(root)
     milestones = drift = None
@@ -420,6 +427,9 @@ def verify(only: list[str] | None = None, *, with_mutants: bool = True) -> int:
         tail = "\n".join(out.strip().splitlines()[-25:])
         last = tail.splitlines()[-1] if tail else ""
         checks.report(f"tito's own tests: {last.strip('= ')}", code == 0, tail, seconds=seconds)
+        slowest = _slowest_tests(out)
+        if slowest:  # where CI's time goes, in every log (issue: keep CI short)
+            print("    the slowest of them:\n" + "\n".join("      " + line for line in slowest), flush=True)
 
     if not only:
         print(f"\nverify took {time.perf_counter() - t0:.0f} s; finished at: "
