@@ -2062,14 +2062,11 @@ class Sequential(Module):
         ### END SOLUTION
 
     def __getitem__(self, idx):
-        items = list(self._modules.items())
+        """self[i] as ModuleList's self[i] (your indexing, its errors); self[a:b] a new
+        Sequential of the same modules under the same names."""
         if isinstance(idx, slice):
-            return Sequential(OrderedDict(items[idx]))
-        if not isinstance(idx, int) or isinstance(idx, bool):
-            raise TypeError(f"Sequential indices must be integers or slices, not {type(idx).__name__}")
-        if not -len(items) <= idx < len(items):
-            raise IndexError(f"index {idx} is out of range for a Sequential of length {len(items)}")
-        return items[idx][1]
+            return Sequential(OrderedDict(list(self._modules.items())[idx]))
+        return ModuleList(self._modules.values())[idx]
 
     def __len__(self):
         return len(self._modules)
