@@ -1479,14 +1479,16 @@ gpt_stages = ([("embeddings", lambda i: gpt.tok_emb(i) + gpt.pos_emb(tinytorch.a
 with tinytorch.no_grad(), pinned_threads(1):  # one BLAS thread, as in latency
     gpt_rows = layer_report(gpt_stages, idx)
     gpt(idx)  # a warm-up, so that the profile below holds no first-call costs
+    PROFILED_RUNS = 5  # section 7: one run is one sample; the op table sums five
     with profile() as gprof:
-        logits, _ = gpt(idx)
+        for _ in range(PROFILED_RUNS):
+            logits, _ = gpt(idx)
 print("small GPT, batch 8 x 64 tokens, forward (no_grad); the head's weight is the token table:")
 print(format_report(gpt_rows))
 _head = gpt_rows[-1]
 print(f"head: {100 * _head['median'] / sum(r['median'] for r in gpt_rows):.1f} % of the time "
       + ("(no prediction written)" if predicted_head_share is None else f"(you predicted {predicted_head_share} %)"))
-print(f"whole forward, profiled at once: {gprof.events().total_flops():,} FLOPs; "
+print(f"whole forward, profiled at once: {gprof.events().total_flops() // PROFILED_RUNS:,} FLOPs per run; "
       f"the stages add up to {sum(r['flops'] for r in gpt_rows):,}")
 
 # %% [markdown]
@@ -1507,7 +1509,9 @@ block_matmuls = sum(e.flops for e in bprof.events() if e.name == "matmul")
 print(f"24·B·T·d² + 4·B·T²·d = {24 * B * T * d * d + 4 * B * T * T * d:,}; profiled matmuls of block 0: {block_matmuls:,}")
 
 # %% [markdown]
-# Where does the GPT's time go, op by op? The table of the whole forward, sorted by time:
+# Where does the GPT's time go, op by op? The table of the whole forward, five runs of it
+# profiled together (each op's count is five times its calls per run, and its average is
+# over five runs' calls), sorted by time:
 
 # %%
 print(gprof.key_averages().table(sort_by="cpu_time_total", row_limit=12))
