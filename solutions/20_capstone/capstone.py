@@ -77,7 +77,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import tinytorch
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state, python_steps
+from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, peak_bytes, preserved_state,
+                               python_steps)
 
 from tinytorch.utils.reload import reload_on_export
 
@@ -692,6 +693,7 @@ _refused = [  # (field, value, why the gate refuses it)
     ("bytes", 10.5, "half a byte"),
     ("bytes", True, "a bool is an int in Python, but not a size"),
     ("flops", None, "missing"),
+    ("flops", 0, "no multiply-adds: every variant here has layers that model_flops counts"),
     ("flops", -4, "negative work"),
     ("flops", True, "a bool is an int in Python, but not a count"),
 ]
@@ -737,9 +739,8 @@ print(f"✓ report_row: median {_row['median_s'] * 1e3:.1f} ms, IQR {_row['iqr_s
 #
 # <details><summary>Hint 2</summary>
 #
-# A row of the same latency is not "faster": it can only beat a row by being more accurate.
-# Decide for a whole group of equal latencies at once, then let the group count as
-# "faster" for the rows after it.
+# A row of the same latency is not "faster": how can it beat another, then? And once you
+# have moved past a latency, what do its rows become for the rows after them?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "pareto-front", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -773,7 +774,8 @@ def pareto_front(rows):
 # %% [markdown]
 # The check uses the made-up points of section 1 (front A, B, D, checked by hand), ties of
 # each kind, 200 random sets drawn from a small grid (so ties are everywhere) against the
-# definition applied to every pair, and the Python steps for 250 and 500 rows.
+# definition applied to every pair, the Python steps for 250 and 500 rows, and the memory
+# for 2,000.
 
 # %% nbgrader={"grade": true, "grade_id": "test-pareto-front", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 def _rows(points):
@@ -818,6 +820,11 @@ def _trade_offs(n):
 
 assert_equal(len(pareto_front(_trade_offs(250))), 250, "the front of 250 trade-offs (every row)")
 _steps = [python_steps(pareto_front, _trade_offs(n)) for n in (250, 500)]
+_peak = peak_bytes(pareto_front, _trade_offs(2000))
+check(_peak <= 1000 * 2000,
+      "pareto_front's peak memory for 2,000 rows is at most 1,000 bytes per row (a record per row takes about "
+      "150; an n x n table of comparisons, in numpy or not, takes n bytes per row for each table)",
+      got=f"{_peak:,} bytes ({_peak / 2000:,.0f} per row)", expected="<= 2,000,000 bytes")
 check(_steps[1] < 3 * _steps[0],
       "twice the rows cost pareto_front less than 3x the Python steps (work like n log n; comparing every "
       "pair costs 4x: a sweep of 10,000 configurations would be 100 million comparisons)",
@@ -882,7 +889,9 @@ assert_equal(choose(_cands, within=0.015625), "int8", "within 1.5625 points: int
 assert_equal(choose(_cands, within=0.02), "int8", "within 2 points (an accuracy fraction, 0.02): int8")
 assert_equal(choose(_cands[2:3]), "shrunk", "one row: that row")
 assert_raises(ValueError, choose, [], match="nothing")
-assert_raises(ValueError, choose, _cands, within=-0.01, match="-0.01")
+assert_raises(ValueError, choose, _cands, within=-0.01, match="-0.01",
+              what="choose with within=-0.01 (a negative tolerance is a caller's mistake: refuse it, giving the "
+                   "value, before choosing anything)")
 print(f"✓ choose: within 2 points -> {choose(_cands, 0.02)!r}, within 6.25 -> {choose(_cands, 0.0625)!r}")
 
 # %% [markdown]
@@ -945,9 +954,9 @@ def pareto_plot(rows, front=(), chosen=None, ax=None):
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
     ax.margins(x=0.3, y=0.25)
-    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: median ± IQR/2)")
+    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: median ± IQR/2, cut at a third of it)")
     ax.set_ylabel("test accuracy")
-    ax.set_title("variants: red = Pareto front, marker area = bytes, black ring = chosen", fontsize=9)
+    ax.set_title("variants: red = Pareto front, bigger marker = more bytes, black ring = chosen", fontsize=9)
     _place_labels(ax, rows)
     return ax
 
@@ -1293,7 +1302,7 @@ plt.show()
 # <details><summary>Hint 2</summary>
 #
 # Take two partial choices over the same layers: one zeroes at least as many weights as
-# the other and loses no more accuracy. Can the other one ever be the start of the best
+# the other and raises the predicted loss no more. Can the other one ever be the start of the best
 # complete choice? Section 1 has a word for the ones worth keeping.
 # </details>
 #
@@ -1380,7 +1389,9 @@ def _layers(n_layers, n_amounts, seed):
 
 _steps = [python_steps(allocate_sparsity, *_layers(_n, 4, _n), 0.5) for _n in (4, 8)]
 check(_steps[1] < 40 * _steps[0], "going from 4 to 8 layers (256 to 65,536 choices) multiplies your "
-      "function's Python steps by less than 40: it does not try every choice",
+      "function's Python steps by less than 40 (its work grows much faster than the layers: trying every "
+      "choice does, and so does carrying forward a partial choice for every count of zeroed weights, most of "
+      "them beaten by another)",
       got=f"{_steps[0]:,} steps for 4 layers, {_steps[1]:,} for 8 ({_steps[1] / _steps[0]:.0f}x)", expected="< 40x")
 _c12, _s12 = _layers(12, 10, 12)
 _got12 = allocate_sparsity(_c12, _s12, 0.6)

@@ -80,7 +80,8 @@ def test_make_variants_pruned_reaches_its_sparsity(built, trained):
 def test_make_variants_shrunk_is_smaller_and_fine_tuned(built, trained):
     variants, tuned, acc = built
     s = variants["shrunk"]
-    assert len(tuned) == 1 and tuned[0] is s, f"fine_tune should be called once with the shrunk model, got {len(tuned)} call(s)"
+    assert len(tuned) == 1, f"fine_tune should be called once, got {len(tuned)} call(s)"
+    assert tuned[0] is s, "fine_tune should be given the shrunk variant itself (after the cut), not another model"
     assert s[0].out_channels == 4 and s[4].out_features == 32, \
         f"expected half the channels and units removed: got {s[0].out_channels} channels, {s[4].out_features} units"
     assert acc["shrunk"] >= 0.85, f"fine-tuned shrunk accuracy: expected >= 0.85, got {acc['shrunk']}"

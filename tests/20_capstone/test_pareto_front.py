@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tinytorch.capstone import pareto_front
-from tinytorch.testing import python_steps
+from tinytorch.testing import peak_bytes, python_steps
 
 
 def rows(points):
@@ -67,3 +67,11 @@ def test_pareto_front_work_grows_like_n_log_n_not_n_squared():
     assert large < 3 * small, (
         f"pareto_front ran {small} Python steps for 300 rows and {large} for 600 ({large / small:.1f}x): "
         f"it compares pairs of rows (4x for twice the rows); sort once and sweep")
+
+
+def test_pareto_front_memory_grows_like_n_not_n_squared():
+    """A record per row is about 150 bytes; an n x n table of comparisons is n bytes per row."""
+    peak = peak_bytes(pareto_front, trade_offs(2000))
+    assert peak <= 1000 * 2000, (
+        f"pareto_front's peak memory for 2,000 rows was {peak:,} bytes ({peak / 2000:,.0f} per row): it builds "
+        f"an n x n table of comparisons; sort once and sweep")
