@@ -718,9 +718,10 @@ print(f"✓ report_row: median {_row['median_s'] * 1e3:.1f} ms, IQR {_row['iqr_s
 # thousands of configurations, and a search over architectures measures far more.
 # Comparing every row with every other is $n^2$ dominance tests, 100 million for 10,000
 # rows. Your `pareto_front` must do better: its work may grow like $n \log n$ (one sort,
-# in numpy's or Python's compiled code) plus a constant amount of Python per row. The check
-# counts the Python steps it runs for 250 rows and for 500 rows that are all on the front
-# (the hardest case for comparing pairs: no row can stop early).
+# in numpy's or Python's compiled code) plus a constant amount of Python per row, and its
+# memory like $n$. The check counts the Python steps it runs for 250 rows and for 500 rows
+# that are all on the front (the hardest case for comparing pairs: no row can stop early),
+# and the memory it holds for 2,000.
 #
 # Design it before writing it:
 #
