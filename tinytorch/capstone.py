@@ -269,7 +269,8 @@ def pareto_plot(rows, front=(), chosen=None, ax=None):
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
     ax.margins(x=0.3, y=0.25)
-    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: median ± IQR/2, cut at a third of it)")
+    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: the IQR, centred on the median, "
+                  "never left of a third of it)")
     ax.set_ylabel("test accuracy")
     ax.set_title("variants: red = Pareto front, bigger marker = more bytes, black ring = chosen", fontsize=9)
     _place_labels(ax, rows)

@@ -259,7 +259,7 @@ print(f"conv2d's bias additions: 8 channels x 8 x 8 positions = {8 * 64:,} FLOPs
 # cost far more than the work, worst on a busy machine whose other cores are taken (then a
 # parallel call waits for a time slice). So the layers run their kernels on one numba thread
 # by default (`num_threads=1`), as PyTorch runs small ops single-threaded below a grain size;
-# the cell after the next measures both settings on this machine.
+# a cell after the two layers measures both settings on this machine.
 
 # %%
 #| export
@@ -400,9 +400,9 @@ print("numba forward of a batch of 64: " + ", ".join(f"{n} thread(s) {s * 1e3:.2
 # | `"shrunk"` | a smaller dense network: `amount` of the channels and hidden units removed, then trained by `fine_tune(shrunk)` when a `fine_tune` function is given |
 # | `"numba"` | the same weights, computing on module 17's kernels |
 #
-# Each is one or two calls to tools you built in modules 15 and 16 or were given in
+# Each takes a few calls to tools you built in modules 15 and 16 or were given in
 # section 4; which tools, and which of them change the model you hand them, is yours to
-# find out (their docstrings say). Every variant is put in eval mode, so BatchNorm or
+# find out (their docstrings say, and an experiment on a copy shows). Every variant is put in eval mode, so BatchNorm or
 # Dropout layers, if the model had any, would behave as at test time.
 #
 # <details><summary>Hint 1</summary>
@@ -455,7 +455,7 @@ def make_variants(model, calibration, amount=0.5, fine_tune=None):
     prune.global_unstructured(pruned, names, amount)
     for name in names:
         prune.remove(pruned, name)
-    shrunk = prune_neurons(model, amount)
+    shrunk = prune_neurons(copy.deepcopy(model), amount)  # it shares the layers it does not cut
     if fine_tune is not None:
         fine_tune(shrunk)
     variants = {"float32": copy.deepcopy(model), "int8": quantize_model(model, calibration),
@@ -498,6 +498,11 @@ assert_equal(sorted(variants), sorted(["float32", "int8", "pruned", "shrunk", "n
 for _k, _v in model.state_dict().items():
     assert_equal(_v.numpy(), _before[_k], f"the trained model's {_k} after make_variants (must be unchanged)")
 check(all(v is not model for v in variants.values()), "every variant is a new model, not the trained one")
+_shared = {n: [type(m).__name__ for m in v.modules() if any(m is o for o in model.modules())]
+           for n, v in variants.items()}
+check(not any(_shared.values()), "no variant shares a layer with the trained model (a shared ReLU or Flatten "
+      "follows the other model into train mode, and a shared Dropout or BatchNorm would change its behaviour)",
+      got={n: s for n, s in _shared.items() if s}, expected="no shared layers")
 check(all(not v.training for v in variants.values()), "every variant is in eval mode",
       got={n: v.training for n, v in variants.items()}, expected="training False for all")
 _qlayers = [m for m in variants["int8"].modules() if isinstance(m, QuantizedLinear)]
@@ -955,7 +960,8 @@ def pareto_plot(rows, front=(), chosen=None, ax=None):
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
     ax.margins(x=0.3, y=0.25)
-    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: median ± IQR/2, cut at a third of it)")
+    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: the IQR, centred on the median, "
+                  "never left of a third of it)")
     ax.set_ylabel("test accuracy")
     ax.set_title("variants: red = Pareto front, bigger marker = more bytes, black ring = chosen", fontsize=9)
     _place_labels(ax, rows)

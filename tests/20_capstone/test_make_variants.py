@@ -32,6 +32,16 @@ def test_make_variants_leaves_the_model_unchanged(trained, built):
     assert p[4].weight.numpy() is not f[4].weight.numpy(), "pruned and float32 share a weight array"
 
 
+def test_make_variants_shares_no_layer_with_the_model(trained, built):
+    """prune_neurons shares the layers it does not cut: a variant cut from the model itself
+    would share its ReLUs, and fine-tuning it would put the model's layers in train mode."""
+    model, _ = trained
+    variants, _, _ = built
+    mine = list(model.modules())
+    shared = {n: [type(m).__name__ for m in v.modules() if any(m is o for o in mine)] for n, v in variants.items()}
+    assert not any(shared.values()), f"variants share layers with the trained model: { {n: s for n, s in shared.items() if s} }"
+
+
 def test_make_variants_float32_accuracy(built, trained, digits):
     variants, _, acc = built
     model, _ = trained

@@ -161,7 +161,8 @@ def l1_unstructured(model, name, amount):
 
 
 def global_unstructured(model, names, amount):
-    """Prune `amount` of all the weights named in `names`, ranked together. Returns the model."""
+    """Prune `amount` of all the weights named in `names`, ranked together, in place (masks on
+    `model` itself, as each pruning function here adds them). Returns the model."""
     names = list(names)
     if not names:
         raise ValueError("global_unstructured needs at least one parameter name")
