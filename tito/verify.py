@@ -136,7 +136,6 @@ def hidden_test_lines(source: str) -> list[str]:
 def page_text(page: str) -> str:
     """What a reader of an HTML page sees: its text without tags, entities decoded."""
     import html
-    import re
 
     return html.unescape(re.sub(r"<[^>]+>", "", page))
 
