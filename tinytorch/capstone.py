@@ -306,7 +306,8 @@ def accuracy_gap(correct_a, correct_b):
     Contract: `correct_a`, `correct_b` 1-D arrays of bools (or 0/1), one entry per test
     example in the same order, True where that variant's prediction was right; n >= 2
     entries each. Returns (gap, low, high) as Python floats, gap = accuracy of a - accuracy
-    of b and low <= gap <= high. A few milliseconds a call at most: the check calls it
+    of b and low < gap < high: never 0 wide, since n examples cannot show that the two
+    never disagree. A few milliseconds a call at most: the check calls it
     2,000 times.
     Errors: ValueError when the arrays are not 1-D of the same length, or have fewer than 2
     entries (the message gives both shapes).

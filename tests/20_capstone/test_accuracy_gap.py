@@ -29,21 +29,25 @@ def test_accuracy_gap_accepts_zero_one_integers():
     assert gap == pytest.approx(0.25, abs=1e-12), f"0/1 lists: expected gap 0.25, got {gap}"
 
 
-def test_accuracy_gap_of_identical_answers_is_0_with_a_narrow_interval():
-    same = np.arange(200) % 5 != 0
+@pytest.mark.parametrize("n", [359, 500, 1000])
+def test_accuracy_gap_of_identical_answers_is_0_with_a_narrow_interval_that_is_not_empty(n):
+    same = np.arange(n) % 5 != 0
     gap, low, high = accuracy_gap(same, same.copy())
-    assert gap == 0 and low <= 0 <= high and high - low <= 0.03, (
-        f"two variants right on exactly the same examples: expected gap 0 in an interval at most 3 points wide "
-        f"(no disagreement; variances of the two accuracies added would give about 16), got {(gap, low, high)}")
+    assert gap == 0 and low < 0 < high and 0.5 / n <= high - low <= 0.03, (
+        f"two variants right on exactly the same {n} examples: expected gap 0 in an interval at most 3 points wide "
+        f"(no disagreement; variances of the two accuracies added would give about 16) but not 0 wide (at least "
+        f"{50 / n:.2f} points: {n} examples cannot show that the two never disagree), got {(gap, low, high)}")
 
 
 @pytest.mark.parametrize("cells, n", [
     ((0.80, 0.08, 0.05, 0.07), 359),   # many disagreements, true gap 3 points
     ((0.93, 0.04, 0.01, 0.02), 500),   # a rounded copy: few disagreements, true gap 3 points
+    ((0.40, 0.50, 0.00, 0.10), 359),   # a against a much worse b: true gap 50 points
 ])
 def test_accuracy_gap_interval_covers_the_true_gap_about_95_percent(cells, n):
     """Too narrow (68% intervals, a division by n) covers too rarely; treating the two
-    accuracies as measured on different examples (variances added) covers almost always."""
+    accuracies as measured on different examples (variances added), or the variance of one
+    example's effect without the squared gap, covers almost always."""
     rng = np.random.default_rng(7)
     true = cells[1] - cells[2]
     hits = sum(lo <= true <= hi for _, lo, hi in (accuracy_gap(*_sampled(cells, n, rng)) for _ in range(1500)))
