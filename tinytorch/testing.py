@@ -665,6 +665,20 @@ def simd_float_ops(kernel, *args):
     return len(pattern.findall(_compiled_ir(kernel, args)))
 
 
+def math_library_calls(kernel, *args):
+    """The math-library functions (exp, pow, erf, ...) that the machine code of a numba
+    kernel, compiled for `args`, calls: a sorted list of names, empty when there is none or
+    for a function that is not compiled.
+
+    Why: a library call computes one number per call, so a loop around it cannot run its
+    body on a vector of numbers at once, however plain the rest of the loop is."""
+    import re
+
+    pattern = re.compile(r"call [^\n]*?@(?:llvm\.|numba_)?((?:exp|exp2|expm1|pow|powi|ldexp|erf|erfc|gamma|lgamma|"
+                         r"log|log2|log10|log1p|tanh|sinh|cosh)f?(?:\.[a-z0-9]+)*)\(")
+    return sorted(set(pattern.findall(_compiled_ir(kernel, args))))
+
+
 def float64_ops(kernel, *args):
     """How many operations on float64 values (arithmetic, conversions to float64, calls of
     float64 math functions) the machine code of a numba kernel holds, compiled for `args`:

@@ -4,19 +4,22 @@
 
 # -- cell 6 --
 """CPU kernels compiled with numba (module 17): module 01's strided loops, a fused bias +
-GELU, a parallel sum, cache-aware matmuls and im2col. Each equals numpy on the same input."""
+GELU, an exp and an exact GELU built for vectorising, a parallel sum, cache-aware matmuls and
+im2col. Each equals numpy (or module 02's GELU) on the same input."""
 import math
 
 import numpy as np
 from numba import njit, prange
 
 from tinytorch import _strided  # module 01's broadcast_strides, for the wrappers
+from tinytorch.utils.dispatch import DispatchMode  # module 01's extension point, for compiled()
 
 # cache=True stores the machine code on disk (NUMBA_CACHE_DIR, or next to the source file), so
 # the next process skips the compilation; a notebook cell has no source file, so numba refuses.
 CACHE = __name__ != "__main__"
 
 __all__ = ["strided_position", "strided_map", "strided_zip", "strided_reduce", "bias_gelu",
+           "exp_approx", "ERFC_Q", "gelu_float32", "gelu_backward_float32", "compiled",
            "parallel_sum", "matmul_ijk", "matmul_ikj", "matmul_blocked", "im2col"]
 
 
@@ -116,7 +119,102 @@ def bias_gelu(x, bias):
     raise NotImplementedError('bias_gelu() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 36 (parallel-sum) --
+# -- cell 32 (exp-approx) --
+@njit(inline="always", cache=CACHE)
+def exp_approx(v):
+    """e**v for a float64 `v` in [-700, 700], to a relative error below 1e-9.
+
+    Contract: computed with arithmetic, comparisons and bit operations only (no call into
+    the math library), so that the compiler can vectorise a loop that calls it. Outside
+    [-700, 700] the result is unspecified: callers clamp.
+    """
+    # Idea: an exact power of 2 times e**r on an interval small enough for a short polynomial.
+    # YOUR CODE HERE
+    raise NotImplementedError('exp_approx() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
+
+
+# -- cell 37 --
+# Q(t), highest power first: erfc(a) = t exp(-a^2 + Q(t)), t = 1 / (1 + a/2), a >= 0. A
+# least-squares fit of degree 10 at 4,000 Chebyshev points of t (a in [0, 10.5]) against
+# the C library's erfc; relative error below 1e-8 (the next cell refits it).
+ERFC_Q = (-0.1406173352681586, 0.9643716998243123, -2.768500244465489, 4.210768261304685,
+          -3.529170621549964, 1.6555893170743912, -0.7081292021953514, 0.22495894446208659,
+          0.35462745852839905, 1.0016734505162022, -1.2655717252509415)
+_A_TAIL = 14.0  # erfc(14) ~ 1e-87: past it, Phi is 0 or 1 in any float
+
+
+@njit(inline="always", error_model="numpy", cache=CACHE)
+def _half_erfc(a):
+    """erfc(a) / 2 for a float64 a in [0, 14], from exp_approx and ERFC_Q."""
+    t = 1.0 / (1.0 + 0.5 * a)
+    q = ERFC_Q[0]
+    for c in ERFC_Q[1:]:  # a loop over a tuple: unrolled when compiled
+        q = q * t + c
+    return 0.5 * t * exp_approx(q - a * a)
+
+
+@njit(fastmath={"contract"}, error_model="numpy", cache=CACHE)
+def _gelu_float32(x, out):
+    for i in range(x.size):
+        v = np.float64(x[i])
+        a = abs(v) * 0.7071067811865476
+        h = _half_erfc(min(a, _A_TAIL)) if a < _A_TAIL else 0.0  # a NaN compares False: h = 0
+        out[i] = v * (h if v <= 0.0 else 1.0 - h)
+    return out
+
+
+@njit(fastmath={"contract"}, error_model="numpy", cache=CACHE)
+def _gelu_backward_float32(x, y, grad, out):
+    for i in range(x.size):
+        v = np.float64(x[i])
+        a = abs(v) * 0.7071067811865476
+        density = exp_approx(-a * a) * 0.3989422804014327 if a < _A_TAIL else 0.0  # phi(x) = e^(-x^2/2) / sqrt(2 pi)
+        cdf = y[i] / v if v != 0.0 else 0.5  # Phi(x) = GELU(x) / x: the forward's output saves an erfc
+        out[i] = np.float64(grad[i]) * (cdf + v * density)
+    return out
+
+
+def gelu_float32(x):
+    """Exact GELU, x Phi(x), of a float32 array, with no math-library call per element.
+
+    Contract: `x` a float32 numpy array of any shape; returns a new float32 array of its
+    shape, within 2 units in the last place of module 02's exact GELU (inf gives inf,
+    -inf and NaN give NaN)."""
+    flat = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+    return _gelu_float32(flat, np.empty_like(flat)).reshape(np.shape(x))
+
+
+def gelu_backward_float32(x, y, grad):
+    """grad * (Phi(x) + x phi(x)), exact GELU's backward, given its input x and output y =
+    GELU(x): float32 arrays of one shape, as module 06's rule computes it."""
+    flat = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+    out_flat = np.ascontiguousarray(y, dtype=np.float32).reshape(-1)
+    g = np.ascontiguousarray(grad, dtype=np.float32).reshape(-1)
+    return _gelu_backward_float32(flat, out_flat, g, np.empty_like(flat)).reshape(np.shape(x))
+
+
+class compiled(DispatchMode):
+    """While active, exact GELU on float32 tensors (forward and backward) runs through the
+    kernels above; every other op, and GELU in other dtypes or its tanh form, as before.
+
+    Why: the dispatcher's extension point (module 01's DispatchMode) swaps an op's kernel
+    without touching the op, as PyTorch's dispatcher picks a CPU kernel per op and dtype.
+    """
+
+    def dispatch(self, op, fn, args, kwargs):
+        if op == "gelu" and kwargs.get("approximate") == "none":
+            x = args[0].numpy()
+            if x.dtype == np.float32:
+                return gelu_float32(x)
+        elif op == "GeluBackward":
+            node, grad = args
+            x = node.inputs[0].numpy()
+            if node.attrs["approximate"] == "none" and x.dtype == np.float32 and np.shape(grad) == x.shape:
+                return (gelu_backward_float32(x, node.output, grad),)
+        return fn(*args, **kwargs)
+
+
+# -- cell 50 (parallel-sum) --
 @njit(parallel=True, cache=CACHE)
 def parallel_sum(x, n_chunks):
     """The sum of the 1-D array `x`, as a float64, computed by `n_chunks` parallel workers.
@@ -130,7 +228,7 @@ def parallel_sum(x, n_chunks):
     raise NotImplementedError('parallel_sum() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 39 (matmul-cpu) --
+# -- cell 53 (matmul-cpu) --
 @njit(cache=CACHE)
 def matmul_ijk(a, b):
     """C = A @ B with the textbook loop order (inner loop down a column of B): the baseline."""
@@ -171,7 +269,7 @@ def matmul_blocked(a, b, block=64):
     raise NotImplementedError('matmul_blocked() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 45 (im2col) --
+# -- cell 59 (im2col) --
 @njit(parallel=True, cache=CACHE)
 def im2col(x, kh, kw, stride=1, padding=0):
     """The column matrix of a batch of images (torch.nn.functional.unfold's layout).

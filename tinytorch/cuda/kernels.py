@@ -2,7 +2,7 @@
 # Each block names the notebook cell it came from.
 
 
-# -- cell 60 --
+# -- cell 74 --
 """CUDA kernels with numba's CUDA target (module 17) and the `cuda` device backend: map, zip,
 a shared-memory block reduction, naive and tiled matmuls, and the registration of the ops
 an MLP needs (forward and backward) in module 01's kernel registry."""
@@ -87,7 +87,7 @@ def _unary(op, v):
     return v
 
 
-# -- cell 62 (map-zip-kernels) --
+# -- cell 76 (map-zip-kernels) --
 @cuda.jit
 def map_kernel(x, x_strides, x_offset, out, shape, op):
     """out[i] = _unary(op, element i of x) for every row-major ordinal i of `shape`.
@@ -115,7 +115,7 @@ def zip_kernel(a, a_strides, a_offset, b, b_strides, b_offset, out, shape, op):
     raise NotImplementedError('zip_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 64 --
+# -- cell 78 --
 def _grid(n):
     """Blocks for n elements: enough to cover them, at most MAX_BLOCKS (then threads loop)."""
     return max(1, min(-(-n // BLOCK), MAX_BLOCKS))
@@ -156,7 +156,7 @@ def elementwise(op, a, b=None, dtype=None):
     return out.copy_to_host().reshape(shape)
 
 
-# -- cell 68 (block-reduce) --
+# -- cell 82 (block-reduce) --
 @cuda.jit
 def block_reduce_kernel(x, out, op):
     """Reduce each block's BLOCK elements of each row of `x` with a shared-memory tree.
@@ -172,7 +172,7 @@ def block_reduce_kernel(x, out, op):
     raise NotImplementedError('block_reduce_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 70 --
+# -- cell 84 --
 def reduce_rows(x, op):
     """SUM or MAX of each row of the 2-D numpy array x, on the device; a (R,) numpy array."""
     rows, n = x.shape
@@ -203,7 +203,7 @@ def reduce(x, dims, keepdim, op):
     return result
 
 
-# -- cell 75 (matmul-kernels) --
+# -- cell 89 (matmul-kernels) --
 @cuda.jit
 def matmul_naive_kernel(a, b, c):
     """c = a @ b, one thread per element of c, every operand read from global memory.
@@ -228,7 +228,7 @@ def matmul_tiled_kernel(a, b, c):
     raise NotImplementedError('matmul_tiled_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 77 --
+# -- cell 91 --
 def _launch_matmul(kernel, a, b):
     a = np.ascontiguousarray(a, dtype=np.float32)
     b = np.ascontiguousarray(b, dtype=np.float32)
@@ -260,7 +260,7 @@ def matmul(a, b):
     return c.reshape(shape)
 
 
-# -- cell 83 --
+# -- cell 97 --
 def _zip_op(code):
     def kernel(x, y):
         dt = _result_dtype(x, y)
@@ -335,7 +335,7 @@ def _to_device_copy(x, device):
     return elementwise(COPY, x.numpy())
 
 
-# -- cell 85 --
+# -- cell 99 --
 def _unbroadcast(g, shape):
     """Sum g over the dims broadcasting added or stretched, so it gets `shape` (device sums)."""
     lead = g.ndim - len(shape)
@@ -416,7 +416,7 @@ def _nll_loss_backward(node, g):
     return (out.copy_to_host().reshape(x.shape),)
 
 
-# -- cell 87 (cuda-log-softmax) --
+# -- cell 101 (cuda-log-softmax) --
 def _log_softmax(x, dim):
     """log_softmax of the tensor x along `dim`, computed on the device: a numpy array of x's
     shape and dtype, finite for finite logits of any size."""
@@ -433,7 +433,7 @@ def _log_softmax_backward(node, g):
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 90 --
+# -- cell 104 --
 _LAYOUT_OPS = ("permute", "transpose", "view", "reshape", "squeeze", "unsqueeze", "expand",
                "as_strided", "getitem", "flatten")
 _LAYOUT_RULES = ("PermuteBackward", "TransposeBackward", "ViewBackward", "ReshapeBackward",
