@@ -2,6 +2,7 @@
 parallel_write_clashes (the writes of a numba prange loop's iterations), and the meters of
 Python steps and peak memory."""
 import gc
+import math
 import re
 import weakref
 
@@ -14,6 +15,7 @@ from tinytorch.testing import (
     assert_close,
     float64_accumulators,
     float64_ops,
+    math_library_calls,
     parallel_regions,
     parallel_write_clashes,
     peak_bytes,
@@ -214,6 +216,28 @@ def test_float64_ops_sees_a_float64_constant_in_float32_code():
     assert float64_ops(_scaled_in_its_dtype, x) == 0
     assert float64_ops(_scaled_in_float64, x) > 0
     assert float64_ops(_scaled_in_float64.py_func, x) == 0  # not compiled: nothing to read
+
+
+@njit
+def _exp_erf_pow(v, out):
+    for i in range(v.size):
+        out[i] = math.exp(v[i]) + math.erf(v[i]) + 2.0 ** v[i]
+    return out
+
+
+@njit
+def _polynomial(v, out):
+    for i in range(v.size):
+        out[i] = 1.0 + v[i] * (1.0 + v[i] * 0.5)
+    return out
+
+
+def test_math_library_calls_names_exp_erf_and_a_power_and_nothing_in_plain_arithmetic():
+    v = np.linspace(-1, 1, 64)
+    calls = math_library_calls(_exp_erf_pow, v, np.empty_like(v))
+    assert {"erf", "exp.f64", "exp2.f64"} <= set(calls), calls  # 2.0 ** v compiles to exp2
+    assert math_library_calls(_polynomial, v, np.empty_like(v)) == []
+    assert math_library_calls(_polynomial.py_func, v, np.empty_like(v)) == []  # not compiled: nothing to read
 
 _SIMULATED_KERNELS = """
 import numpy as np
