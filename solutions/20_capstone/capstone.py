@@ -1335,16 +1335,6 @@ plt.show()
 # the other and raises the predicted loss no more. Can the other one ever be the start of the best
 # complete choice? Section 1 has a word for the ones worth keeping.
 # </details>
-#
-# <details><summary>The approach</summary>
-#
-# Go through the layers one at a time, carrying the partial choices made so far, each with
-# its two numbers. Extending every carried choice by every amount of the next layer
-# multiplies their number, but most of the new ones are beaten on both numbers by another
-# one and can be dropped at once, so what is carried stays small. At the end, among the
-# complete choices that meet the budget, the cheapest wins; if none does, the budget cannot
-# be met with these curves, and the error says what the most is.
-# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "allocate-sparsity", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
