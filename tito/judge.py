@@ -10,8 +10,8 @@ conftest files add to the environment reaches it before each test file is import
 own copy ($TITO_TRUSTED_TESTING); those that measure or change the package's process
 (python_steps, equality_calls, peak_bytes, spied, parallel_write_clashes, prange_trips,
 divergent_barriers, multiply_written, global_reads, coalesced_share, with_garbage_shared_memory,
-scattered_active_threads, bank_conflicts, held_bytes, simd_float_ops, float64_ops, parallel_regions,
-float64_accumulators, preserved_state, hidden_module, weak_ref, run_fresh) are
+scattered_active_threads, bank_conflicts, held_bytes, simd_float_ops, float64_ops, math_library_calls,
+parallel_regions, float64_accumulators, preserved_state, hidden_module, weak_ref, run_fresh) are
 asked of the answerer.
 
 A test also fails when an assertion failed in one of its functions the package called back,
@@ -34,7 +34,7 @@ from tito import remote
 _MEASURES = ("python_steps", "equality_calls", "peak_bytes", "spied", "parallel_write_clashes", "prange_trips", "element_reads",
              "divergent_barriers", "multiply_written", "global_reads", "coalesced_share", "with_garbage_shared_memory",
              "scattered_active_threads", "bank_conflicts", "held_bytes", "simd_float_ops", "float64_ops",
-             "parallel_regions", "float64_accumulators")
+             "math_library_calls", "parallel_regions", "float64_accumulators")
 _RUN_THERE = (*_MEASURES, "preserved_state", "hidden_module", "weak_ref", "run_fresh")
 _state: dict = {}
 

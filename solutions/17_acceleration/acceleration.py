@@ -145,7 +145,7 @@ from tinytorch.utils.dispatch import DispatchMode  # module 01's extension point
 CACHE = __name__ != "__main__"
 
 __all__ = ["strided_position", "strided_map", "strided_zip", "strided_reduce", "bias_gelu",
-           "exp_approx", "ERFC_Q", "gelu_float32", "gelu_backward_float32", "compiled",
+           "exp_approx", "exp_approx_array", "ERFC_Q", "gelu_float32", "gelu_backward_float32", "compiled",
            "parallel_sum", "matmul_ijk", "matmul_ikj", "matmul_blocked", "im2col"]
 
 # %% [markdown]
@@ -707,6 +707,15 @@ ERFC_Q = (-0.1406173352681586, 0.9643716998243123, -2.768500244465489, 4.2107682
           -3.529170621549964, 1.6555893170743912, -0.7081292021953514, 0.22495894446208659,
           0.35462745852839905, 1.0016734505162022, -1.2655717252509415)
 _A_TAIL = 14.0  # erfc(14) ~ 1e-87: past it, Phi is 0 or 1 in any float
+
+
+@njit(error_model="numpy", cache=CACHE)
+def exp_approx_array(v):
+    """exp_approx of each element of a 1-D float64 array, in one compiled loop: a new array."""
+    out = np.empty_like(v)
+    for i in range(v.size):
+        out[i] = exp_approx(v[i])
+    return out
 
 
 @njit(inline="always", error_model="numpy", cache=CACHE)

@@ -667,8 +667,10 @@ def report_row(name, accuracy, latency, nbytes, flops):
 # The check builds rows from `Measurement`s made of known raw times (so the median and the
 # IQR are known exactly: per-run times 1, 2, 3, 4, 10 ms have median 3 ms and IQR 2 ms) and
 # tries two refusals any gate makes. What else your gate refuses is your design: the
-# grader feeds it the broken values real pipelines produce, which this notebook does not
-# list, so test your own rules on the values you decided to refuse before you move on.
+# grader feeds it broken values real pipelines produce, which this notebook does not list,
+# so test your own rules on the values you decided to refuse before you move on. It grades
+# only values that no measurement of a variant can be; where two careful designs could
+# differ, it grades neither way.
 
 # %% nbgrader={"grade": true, "grade_id": "test-report-row", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _m = Measurement(10, [0.010, 0.020, 0.030, 0.040, 0.100])       # per run: 1, 2, 3, 4, 10 ms
@@ -1380,8 +1382,9 @@ def allocate_sparsity(curves, sizes, target):
 # %% [markdown]
 # The check tries three hand-made budgets (the answers worked out on paper), counts the
 # Python steps your function takes for 4 and for 8 layers of four amounts (256 and 65,536
-# choices), solves a 12-layer budget whose best loss is known, and then allocates this
-# model's budget.
+# choices), measures its memory for 8 layers as they are and with 100 times as many weights
+# each, solves a 12-layer budget whose best loss is known, and then allocates this model's
+# budget.
 
 # %% nbgrader={"grade": true, "grade_id": "test-allocate-sparsity", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 _c1 = {"A": [(0.0, 0.10), (0.5, 0.11), (0.9, 0.20)], "B": [(0.0, 0.10), (0.5, 0.13), (0.9, 0.15)]}
@@ -1413,6 +1416,12 @@ check(_steps[1] < 40 * _steps[0], "going from 4 to 8 layers (256 to 65,536 choic
       "choice does, and so does carrying forward a partial choice for every count of zeroed weights, most of "
       "them beaten by another)",
       got=f"{_steps[0]:,} steps for 4 layers, {_steps[1]:,} for 8 ({_steps[1] / _steps[0]:.0f}x)", expected="< 40x")
+_c8, _s8 = _layers(8, 10, 8)
+_peaks = [peak_bytes(allocate_sparsity, _c8, {n: k * _scale for n, k in _s8.items()}, 0.5) for _scale in (1, 100)]
+check(_peaks[1] < 2 * _peaks[0], "8 layers with 100 times as many weights each (the same curves) take less than twice "
+      "the memory: the work may follow the layers and their amounts, not the weights (a table over every count of "
+      "zeroed weights grows with them, however fast numpy fills it)",
+      got=f"{_peaks[0]:,} bytes at most, then {_peaks[1]:,} ({_peaks[1] / _peaks[0]:.1f}x)", expected="< 2x")
 _c12, _s12 = _layers(12, 10, 12)
 _got12 = allocate_sparsity(_c12, _s12, 0.6)
 _rise12 = sum(dict(_c12[n])[a] - dict(_c12[n])[0.0] for n, a in _got12.items())

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tinytorch.capstone import allocate_sparsity
-from tinytorch.testing import python_steps
+from tinytorch.testing import peak_bytes, python_steps
 
 
 def rise(curves, chosen):
@@ -108,6 +108,14 @@ def test_allocate_sparsity_grows_slowly_with_the_layers():
     assert steps[1] < 40 * steps[0], (
         f"4 layers took {steps[0]:,} Python steps, 8 layers {steps[1]:,} ({steps[1] / steps[0]:.0f}x): from 256 "
         f"to 65,536 choices the work must not follow the number of choices")
+
+
+def test_allocate_sparsity_memory_follows_the_layers_not_the_weights():
+    curves, sizes = made_up(np.random.default_rng(9), 8, 10, 5000)
+    peaks = [peak_bytes(allocate_sparsity, curves, {n: k * scale for n, k in sizes.items()}, 0.5) for scale in (1, 100)]
+    assert peaks[1] < 2 * peaks[0], (
+        f"8 layers took {peaks[0]:,} bytes at most; with 100 times the weights per layer {peaks[1]:,} "
+        f"({peaks[1] / peaks[0]:.1f}x): a table over every count of zeroed weights grows with the weights")
 
 
 def test_allocate_sparsity_leaves_its_inputs_alone():

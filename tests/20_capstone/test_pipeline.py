@@ -53,4 +53,16 @@ def test_make_variants_int8_matches_pytorch_quantization(built, torch):
     # recorded one to float64's tolerance, though it drifts like the float32 training it came from
     scales = torch.from_numpy(q.weight_scale.numpy()).double()
     tq = torch.quantize_per_channel(w, scales, torch.zeros(len(scales), dtype=torch.int64), 0, torch.qint8)
-    np.testing.assert_array_equal(q.weight_int8.numpy(), tq.int_repr().numpy(), err_msg="int8 weights vs torch.quantize_per_channel")
+    ours, theirs = q.weight_int8.numpy().astype(np.int64), tq.int_repr().numpy().astype(np.int64)
+    # Each row's largest weight lands on w / scale = +-127.5 (the scale is max|w| / 127.5): a
+    # rounding tie, which one rounding step decides either way. Replayed answers were recorded
+    # for the reference's weights, and trained weights drift by ~1e-6 from them, so a tie may
+    # go the other way here: off by one is allowed there, and only there.
+    scaled = variants["float32"][4].weight.numpy().astype(np.float64) / q.weight_scale.numpy().astype(np.float64)[:, None]
+    tie = np.abs(np.abs(scaled) % 1 - 0.5) < 1e-4
+    off = ours != theirs
+    assert not (off & ~tie).any(), (
+        f"int8 weights vs torch.quantize_per_channel: {int((off & ~tie).sum())} of {ours.size} differ away from a "
+        f"rounding tie, first at {tuple(int(i) for i in np.argwhere(off & ~tie)[0])}: "
+        f"ours {ours[off & ~tie][0]}, torch {theirs[off & ~tie][0]}")
+    assert (np.abs(ours - theirs)[tie] <= 1).all(), "at a rounding tie (w / scale = k + 1/2) the two may differ by 1, no more"

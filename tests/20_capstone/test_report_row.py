@@ -38,7 +38,10 @@ def test_report_row_accepts_numpy_numbers_and_stores_python_ones():
     assert (row["accuracy"], row["bytes"], row["flops"]) == (0.75, 2, 3), f"values kept: {row!r}"
 
 
-@pytest.mark.parametrize("bad", [None, math.nan, math.inf, 1.5, -0.1, "0.9", True])
+# Only values no reasonable gate lets through: a gate is the student's design, so a value some
+# designs accept and others refuse (the string "0.9", a whole-number float for a count) is
+# not graded either way.
+@pytest.mark.parametrize("bad", [None, math.nan, math.inf, 1.5, -0.1, True])
 def test_report_row_refuses_bad_accuracy(bad):
     with pytest.raises(ValueError, match="accuracy") as err:
         report_row("pruned", bad, M, 10, 10)
@@ -53,7 +56,7 @@ def test_report_row_refuses_a_latency_that_is_not_a_measurement(bad):
 
 
 @pytest.mark.parametrize("field", ["bytes", "flops"])
-@pytest.mark.parametrize("bad", [None, 0, -5, 10.5, True, np.float64(3)])
+@pytest.mark.parametrize("bad", [None, 0, -5, 10.5, True])
 def test_report_row_refuses_bad_counts(field, bad):
     args = {"bytes": 10, "flops": 10}
     args[field] = bad
