@@ -222,17 +222,6 @@ plt.show()
 # way condition 2 did. For int8, count how many steps from 0 the magnitude $m$ lands:
 # a fraction past the last positive integer is fine, since it is within half a step.
 # </details>
-#
-# <details><summary>The approach</summary>
-#
-# A minimum above its maximum is the caller's mistake: refuse it first, with a message
-# showing both. Then think only about the range stretched to contain 0. The scale of each
-# scheme follows from its width condition alone; floor it at `EPS` before anything else
-# uses it, because the zero point must belong to the scale you return. The affine zero
-# point asks where the real 0 lands when the low end sits on $q_{min}$: in general between
-# two integers, so it is rounded and kept inside the integer range; the symmetric zero
-# point needs no computing at all. Stay in float32 until the zero point becomes int64.
-# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "calculate-qparams", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
@@ -971,8 +960,9 @@ print(f"✓ MinMaxObserver.forward; observed range [{float(_obs.min_val)}, {floa
 # Min/max is at the mercy of one extreme value. Activations often have long tails: if one
 # value in a million is 20 while the rest lie below 2, min/max spends 90 % of the grid on
 # a range almost nothing uses, and every ordinary value gets a step ten times coarser.
-# Clipping the tail (those rare values saturate at the clamp) can lower the error of
-# everything else by more than it costs on the few.
+# Clipping the tail trades the two: the rare values saturate at the clamp, each with a
+# large error, and every ordinary value gets a finer step. Which side of the trade wins
+# depends on how many values are clipped and how far out they lie.
 #
 # `PercentileObserver(percentile=99.99)` estimates the range from percentiles. Each batch
 # contributes its `100 - p`th and `p`th percentile (`np.percentile`), taken over **all**
@@ -1247,6 +1237,11 @@ assert_equal(_int8_linear(_bx, 1.0, 0, _bw, np.ones(16, np.float32), 0),
              (_bx.astype(np.int64) @ _bw.astype(np.int64).T).astype(np.float32),
              "sums of 4096 products near 127² reach ~6.6e7 > 2^24, where float32 sums round: "
              "the exact integer sum, rounded once to float32")
+_bz = np.array([50, -60, 0, 127, -128, 1, -1, 33] * 2)
+assert_equal(_int8_linear(_bx, 1.0, -100, _bw, np.ones(16, np.float32), _bz),
+             ((_bx.astype(np.int64) + 100) @ (_bw.astype(np.int64) - _bz[:, None]).T).astype(np.float32),
+             "the same inputs with zero points -100 (input) and 50, -60, ... (weights): the row sums (about "
+             "520,000) and the corrections they enter need int32 as much as the product (int16 wraps at 32,767)")
 _, _log = spied(lambda qx, qw: _int8_linear(qx, 0.05, 7, qw, _ws, _wz, _b), _qx, _qw)
 _shifted = [e for e in _log if e[0] in ("add", "subtract", "multiply", "true_divide", "negative")
             and any(shape in (_qx.shape, _qw.shape) for shape in e[1])]
@@ -1433,9 +1428,9 @@ print("max |quantized - float| on 4 inputs:",
 #
 # <details><summary>Hint 1</summary>
 #
-# Every positive float is a fraction in $[\frac12, 1)$ times a power of two (`np.frexp`
-# returns both). Scaled by $2^{31}$, the fraction has 31 bits before the point: which
-# shift makes $m / 2^r$ equal to $M$ again?
+# Every positive float is a fraction in $[\frac12, 1)$ times a power of two, and the
+# float already stores the two apart (numpy has a function that hands you both). How many
+# bits of the fraction can a 31-bit $m$ hold, and what is $r$ then?
 # </details>
 #
 # <details><summary>Hint 2</summary>

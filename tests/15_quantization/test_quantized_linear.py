@@ -96,6 +96,21 @@ def test_int8_linear_exact_beyond_float32_integers(seed):
                                           "of the dequantized values rounds its partial sums)")
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_int8_linear_sums_and_corrections_with_zero_points_are_exact_at_4096_inputs(seed):
+    # Row sums of 4096 int8 values near 127 reach ~520,000 (int16 wraps at 32,767), and the
+    # zero points multiply them: every correction needs int32 as much as the product does.
+    rng = np.random.default_rng(seed)
+    q_x = rng.integers(100, 128, (16, 4096)).astype(np.int8)
+    q_w = rng.integers(100, 128, (8, 4096)).astype(np.int8)
+    zx, zw = -100, np.array([50, -60, 0, 127, -128, 1, -1, 33])
+    exact = (q_x.astype(np.int64) - zx) @ (q_w.astype(np.int64) - zw[:, None]).T
+    out = Q._int8_linear(q_x, 1.0, zx, q_w, np.ones(8, np.float32), zw)
+    np.testing.assert_array_equal(out, exact.astype(np.float32),
+                                  err_msg="the exact shifted sum over 4096 inputs with zero points, rounded once "
+                                          "to float32 (row sums and corrections in int16 wrap around)")
+
+
 def test_int8_linear_zero_point_correction():
     rng = np.random.default_rng(1)
     q_w = rng.integers(-127, 128, (4, 10)).astype(np.int8)
