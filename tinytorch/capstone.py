@@ -29,7 +29,7 @@ from tinytorch.training import evaluate, fit
 from tinytorch.utils.benchmark import Measurement, Timer
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
-           "linear_weight_names", "make_variants", "model_flops", "measure_latency",
+           "linear_weight_names", "make_variants", "model_flops", "measure_latency", "measure_latencies",
            "report_row", "pareto_front", "choose", "accuracy_gap", "PRUNE_AMOUNTS", "pruning_curves",
            "prune_by_layer", "allocate_sparsity", "format_report", "pareto_plot"]
 
@@ -190,6 +190,21 @@ def measure_latency(model, x, name=None, min_run_time=0.2):
 
     timer = Timer(forward, label="digits CNN forward", sub_label=f"batch {x.shape[0]}", description=name)
     return timer.blocked_autorange(min_run_time=min_run_time)
+
+
+def measure_latencies(models, x, rounds=5, min_run_time=0.2):
+    """{name: Measurement} for each model of the dict `models` on `x`, timed in `rounds`
+    turns that go through every model in order, each turn a share of `min_run_time`.
+
+    Why: a machine's load drifts over seconds. Timed one model after the other, a busy
+    moment lands on whichever model ran then, and two close variants swap places; timed in
+    turns, it lands on every model alike, and the IQR of the pooled per-run times shows it."""
+    per_run = {name: [] for name in models}
+    for _ in range(rounds):
+        for name, model in models.items():
+            per_run[name] += measure_latency(model, x, name=name, min_run_time=min_run_time / rounds).times
+    return {name: Measurement(1, times, label="digits CNN forward", sub_label=f"batch {x.shape[0]}",
+                              description=name) for name, times in per_run.items()}
 
 
 # -- cell 31 (report-row) --

@@ -160,7 +160,7 @@ from tinytorch.training import evaluate, fit
 from tinytorch.utils.benchmark import Measurement, Timer
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
-           "linear_weight_names", "make_variants", "model_flops", "measure_latency",
+           "linear_weight_names", "make_variants", "model_flops", "measure_latency", "measure_latencies",
            "report_row", "pareto_front", "choose", "accuracy_gap", "PRUNE_AMOUNTS", "pruning_curves",
            "prune_by_layer", "allocate_sparsity", "format_report", "pareto_plot"]
 
@@ -567,7 +567,9 @@ print(f"shrunk straight after the cut: {_cut_acc:.3f}; after 2 epochs of fine-tu
 #   multiply-add; a `QuantizedLinear` does the same multiply-adds in integers, so it counts
 #   the same);
 # - `measure_latency(model, x)` times `model(x)` under `no_grad` with module 19's
-#   `Timer.blocked_autorange`.
+#   `Timer.blocked_autorange`; `measure_latencies(models, x)` times several models in
+#   turns (each turn goes through all of them), as module 19's `compare` does for two, so
+#   that the machine's drifting load falls on every variant alike.
 
 # %%
 #| export
@@ -597,6 +599,21 @@ def measure_latency(model, x, name=None, min_run_time=0.2):
 
     timer = Timer(forward, label="digits CNN forward", sub_label=f"batch {x.shape[0]}", description=name)
     return timer.blocked_autorange(min_run_time=min_run_time)
+
+
+def measure_latencies(models, x, rounds=5, min_run_time=0.2):
+    """{name: Measurement} for each model of the dict `models` on `x`, timed in `rounds`
+    turns that go through every model in order, each turn a share of `min_run_time`.
+
+    Why: a machine's load drifts over seconds. Timed one model after the other, a busy
+    moment lands on whichever model ran then, and two close variants swap places; timed in
+    turns, it lands on every model alike, and the IQR of the pooled per-run times shows it."""
+    per_run = {name: [] for name in models}
+    for _ in range(rounds):
+        for name, model in models.items():
+            per_run[name] += measure_latency(model, x, name=name, min_run_time=min_run_time / rounds).times
+    return {name: Measurement(1, times, label="digits CNN forward", sub_label=f"batch {x.shape[0]}",
+                              description=name) for name, times in per_run.items()}
 
 
 # %%
@@ -1007,7 +1024,7 @@ for _v in variants.values():                     # one untimed call each (compil
     with tinytorch.no_grad():
         _v(_x64)
 _acc["numba"] = evaluate(variants["numba"], [(test_set.data, test_set.targets)])["accuracy"]
-latencies = {n: measure_latency(v, _x64, name=n, min_run_time=0.2) for n, v in variants.items()}
+latencies = measure_latencies(variants, _x64)  # in turns: a busy moment falls on every variant alike
 rows = [report_row(n, _acc[n], latencies[n], model_bytes(v), model_flops(v, _x64))
         for n, v in variants.items()]
 front = pareto_front(rows)
@@ -1224,9 +1241,8 @@ for _name in ("int8", "pruned", "shrunk", "numba"):
 #   rough: the normal approximation assumes many digits carry information, and with none
 #   it gives an interval of width 0, which claims more than 359 digits can show. That is
 #   why the check wanted a width when nothing disagrees. Two standard answers: add ½ to
-#   each of the four cells before estimating (this notebook's reference), or the "rule of
-#   three" (with 0 disagreements in $n$, the disagreement rate could still be about $3/n$,
-#   0.8% here).
+#   each of the four cells before estimating, or the "rule of three" (with 0
+#   disagreements in $n$, the disagreement rate could still be about $3/n$, 0.8% here).
 # - **pruned and shrunk** changed or retrained the weights, so they disagree with float32 on
 #   more digits and their intervals are wider. A gap whose interval contains 0 is one this
 #   test set cannot tell from luck.
