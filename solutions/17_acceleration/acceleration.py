@@ -609,9 +609,9 @@ print(f"numpy's exp: {_t_exp / _X.size * 1e9:.2f} ns per element | bias_gelu (on
 #
 # <details><summary>Hint 3</summary>
 #
-# The bound is one line of Python: `[(x ** k / math.factorial(k), k) for k in range(4, 12)]`
-# with `x` the largest $|r|$ on your interval. Evaluate the polynomial Horner-style:
-# $1 + r(1 + r(\tfrac12 + r(\tfrac16 + \dots)))$.
+# The first term left out, $|r|^k / k!$, is one line of Python to evaluate for
+# k = 5, 6, 7, ... with the largest $|r|$ on your interval. Which k is the first below
+# $10^{-9}$, and so how many terms do you keep?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "exp-approx", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1013,6 +1013,14 @@ print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 6
 # negative indices, which wrap around as in Python). How can the innermost loop of a tile
 # start from 0?
 #
+# And one numba habit for debugging: compiled code checks no index against the array's
+# bounds, so a tile loop that runs past the last row writes into memory that belongs to
+# something else, and the process may die with no Python error at all (a dead Jupyter
+# kernel, a "Fatal Python error" in `tito test`). While you develop, set the environment
+# variable `NUMBA_BOUNDSCHECK=1` before numba is imported (or pass `boundscheck=True` to one
+# `@njit`): every index is then checked and a stray one raises an `IndexError` that names
+# the line. Take it away to measure: the checks cost time and stop vectorisation.
+#
 # <details><summary>Hint 1 (i-k-j)</summary>
 #
 # Write $C_{ij} = \sum_p A_{ip} B_{pj}$. Which index must the innermost loop run over so
@@ -1370,7 +1378,7 @@ def draw_roofline(ax, points):
     ax.axvline(PEAK / BANDWIDTH, color="gray", ls=":", lw=1)
     markers = "os^vD<>ph*"
     for (name, i, f), mk in zip(points, markers):
-        ax.loglog(i, f / 1e9, mk, ms=8, label=f"{name}: {f / 1e9:.1f} GFLOP/s")
+        ax.loglog(i, f / 1e9, mk, ms=8, label=f"{name}: {f / 1e9:.3g} GFLOP/s")
     ax.set_xlabel("arithmetic intensity (FLOP per byte)")
     ax.set_ylabel("GFLOP/s (measured)")
     ax.set_title(f"Roofline of one core of this machine: {BANDWIDTH / 1e9:.0f} GB/s, {PEAK / 1e9:.0f} GFLOP/s")
