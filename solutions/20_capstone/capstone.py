@@ -724,11 +724,9 @@ _refused = [  # (field, value, why the gate refuses it)
     ("latency", None, "missing: the variant was never timed"),
     ("latency", 0.003, "a bare number: no spread, no record of how it was timed"),
     ("bytes", None, "missing"),
-    ("bytes", 0, "a model that stores nothing"),
     ("bytes", 10.5, "half a byte"),
     ("bytes", True, "a bool is an int in Python, but not a size"),
     ("flops", None, "missing"),
-    ("flops", 0, "no multiply-adds: every variant here has layers that model_flops counts"),
     ("flops", -4, "negative work"),
     ("flops", True, "a bool is an int in Python, but not a count"),
 ]
