@@ -113,7 +113,7 @@ def test_numba_compiled_stubs_are_known_and_selected_by_the_run_without_the_comp
     Python under the simulator and never seen on a GPU."""
     module = resolve("17", ROOT)
     text = module.solution_path.read_text(encoding="utf-8")
-    cpu = {"strided_position", "bias_gelu", "parallel_sum", "matmul_ikj", "matmul_blocked", "im2col"}
+    cpu = {"strided_position", "bias_gelu", "exp_approx", "parallel_sum", "matmul_ikj", "matmul_blocked", "im2col"}
     assert attribution.compiled_stubs(module, text) == cpu
     on_gpu = attribution.Reference(Path("unused.xml"), {"tests/17/test_k.py::test_map": {"_check"}})
     assert attribution.selection(on_gpu, {"map_kernel"}) is None  # no test was seen entering it: all run
