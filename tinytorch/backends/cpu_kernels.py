@@ -167,7 +167,9 @@ def _gelu_float32(x, out):
     for i in range(x.size):
         v = np.float64(x[i])
         a = abs(v) * 0.7071067811865476
-        h = _half_erfc(min(a, _A_TAIL)) if a < _A_TAIL else 0.0  # a NaN compares False: h = 0
+        # Vectorised, both sides of the choice are computed: min keeps the unused one inside
+        # exp_approx's range. A NaN compares False: h = 0, and v * h stays NaN.
+        h = _half_erfc(min(a, _A_TAIL)) if a < _A_TAIL else 0.0
         out[i] = v * (h if v <= 0.0 else 1.0 - h)
     return out
 
