@@ -36,7 +36,9 @@
 # - **quantize** (the inverse of the grid's definition, saturated) and **dequantize**, with
 #   an error of at most half a step inside the range, **per tensor** and **per channel**;
 # - **calibrate** the ranges from data with observers (`MinMaxObserver`, a percentile
-#   observer) and explain when clipping outliers wins;
+#   observer) and explain when clipping outliers wins; design the search of a
+#   **histogram observer** that picks the range of least estimated error, fast enough for
+#   two million candidate ranges;
 # - derive the integer core of a quantized `Linear`: expand the zero points out of the
 #   sum so that the only large piece of work is an int8 × int8 matrix product in **int32
 #   accumulators**, plus cheap **correction terms**;
@@ -242,7 +244,7 @@ from tinytorch.nn.layers import Linear, Module
 __all__ = [
     "per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric",
     "QTensor", "quantize_per_tensor", "quantize_per_channel", "dequantize",
-    "MinMaxObserver", "PerChannelMinMaxObserver", "PercentileObserver",
+    "MinMaxObserver", "PerChannelMinMaxObserver", "PercentileObserver", "HistogramObserver",
     "QConfig", "default_qconfig", "QuantizedLinear", "ObservedLinear",
     "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
     "FakeQuantize", "QATLinear", "quantize_model", "prepare_qat", "convert",
@@ -369,11 +371,13 @@ print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {float(_TORCH_QPARAMS[0][
 # - **PyTorch's arithmetic.** In exact arithmetic $2.25 / 0.3 = 7.5$, a tie; in float32 it
 #   is not quite one, and which side it lands on depends on how it is computed. For that
 #   value and four others in the check (with $z = 0$), PyTorch's integers are 8, -8, 13,
-#   28 and 54, while `np.round(x / s)` gives 7, -7, 12, 27 and 55. Find a computation
-#   that gives its integers, by trying candidates on these five values: which float32
-#   operations could stand for "x in steps of s"? It matters beyond
-#   these five: a symmetric grid puts the largest weight of each row exactly on a tie
-#   (section 2), where the last bit decides the rounding.
+#   28 and 54, while `np.round(x / s)` gives 7, -7, 12, 27 and 55. The difference is a
+#   design choice of fast kernels: quantizing touches every activation of every layer,
+#   and a float division takes several times as long as a multiplication on most
+#   processors, so a kernel spends as few divisions as it can. Design the cheapest
+#   float32 way to count "x in steps of s" over a whole array, and check it against
+#   these five values. It matters beyond them: a symmetric grid puts the largest weight
+#   of each row exactly on a tie (section 2), where the last bit decides the rounding.
 # - **saturation.** A value beyond the grid gets the grid's end integer, never a wrapped-around one.
 #
 # **A worked example of the tie rule**, on another grid than the check's: step $s = 0.25$,
@@ -969,9 +973,8 @@ print(f"✓ MinMaxObserver.forward; observed range [{float(_obs.min_val)}, {floa
 # its values whatever its shape: one range per tensor, as `MinMaxObserver`'s. The
 # observer's range is the **mean** of those over the batches seen so far, every batch with
 # equal weight, and like `MinMaxObserver` it keeps no batch: its state is the current
-# range and the count `n` of batches. PyTorch's closest relative is `HistogramObserver`,
-# which searches a histogram for the range with the least quantization error; ours is
-# simpler and makes the same trade.
+# range and the count `n` of batches. (After it, a third observer makes the same trade by
+# pricing it.)
 #
 # <details><summary>Hint 1</summary>
 #
@@ -1098,7 +1101,232 @@ print(f"better: {min(_mse, key=_mse.get)}; "
 # question in one line: which values matter? For a classifier, usually the bulk — section
 # 10 measures it on a real model.
 # </details>
+
+# %% [markdown]
+# ### A histogram observer: let the error choose the range
 #
+# The percentile observer clips by a rule of thumb: 99.9 or 99.99, and the best choice
+# changes with the bits and with the data. But section 3's noise model already prices
+# both sides of the trade: a value inside the range costs the grid's rounding error, and
+# a clipped one costs its distance to the end it saturates at. So an observer that
+# remembers *how* the values were spread can ask, for each candidate range, what
+# quantizing with it would cost, and keep the cheapest. That is PyTorch's
+# `HistogramObserver`: it keeps a histogram of everything it has seen (a fixed number of
+# bins, so its size does not grow with calibration) and searches it for the range of
+# least squared error.
+#
+# The observer is provided below your function. Write the search,
+# `_l2_optimal_range(counts, edges, quant_min, quant_max)`: the contract defines the
+# estimated error $E(lo, hi)$ of a range whose two ends are bin edges; return the range
+# with the least $E$ over **every** pair of edges. PyTorch's default is 2048 bins, so
+# there are about two million candidate ranges. Before you write any code, count what the
+# obvious plan costs: evaluating each candidate by a sum over all the bins is billions of
+# operations, for one layer. Design an evaluation in which a candidate costs a few
+# operations once something has been computed for all of them. (PyTorch's own search
+# is a greedy one that can stop short of the best pair, so its ranges differ from
+# yours; the check holds you to the best pair.)
+#
+# <details><summary>Hint 1</summary>
+#
+# Split $E(lo, hi)$ into the bins below $lo$, those between, and those above $hi$. Which of
+# the three parts depends on $lo$ only, which on $hi$ only, and what does the middle part
+# need to know about the bins between besides the range itself?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The part above $hi$ is a sum of $n_b (c_b - hi)^2$ over the bins $b$ past some index.
+# Multiply the square out: what is left is $hi$ and $hi^2$ times sums that do not involve
+# $hi$ at all. Over which bins are those sums taken, and how many different ones can
+# there be?
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# With those sums in hand, fix $lo$ and evaluate every $hi$ above it in one numpy
+# expression: your `_calculate_qparams` and `_rounding_mse` take arrays. Is a full
+# $B \times B$ table of errors needed at once, or one row at a time?
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "l2-optimal-range", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _l2_optimal_range(counts, edges, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+    """Contract: counts a 1-D numpy array of B >= 1 non-negative bin counts, not all 0;
+    edges the B + 1 increasing bin edges (np.histogram's pair). Returns (lo, hi), two
+    Python floats, each one of `edges`, lo < hi, whose estimated squared error E(lo, hi)
+    is the least over every pair of edges (to 1e-6 relative), where E puts each bin's
+    values at its centre c and sums, over all values, the cost of one:
+    - lo <= c <= hi: _rounding_mse(scale), scale the one _calculate_qparams gives for
+      the float32 range [lo, hi] (affine, quant_min..quant_max);
+    - c < lo: (c - lo) ** 2, and c > hi: (c - hi) ** 2 (it saturates at that end).
+    For B = 2048 it answers within a second (far fewer than B³ operations)."""
+    # Idea: the cost of a range splits into parts that can be prepared once for all ranges.
+    ### BEGIN SOLUTION
+    counts = np.asarray(counts, dtype=np.float64)
+    edges = np.asarray(edges, dtype=np.float64)
+    centres = (edges[:-1] + edges[1:]) / 2
+    # sums over the bins [0, k): how many values, their sum, their sum of squares
+    n0 = np.concatenate([[0.0], np.cumsum(counts)])
+    n1 = np.concatenate([[0.0], np.cumsum(counts * centres)])
+    n2 = np.concatenate([[0.0], np.cumsum(counts * centres ** 2)])
+    best_err, best_i, best_j = np.inf, 0, len(edges) - 1
+    for i in range(len(edges) - 1):  # lo = edges[i]; every hi = edges[j] above it at once
+        lo = edges[i]
+        j = np.arange(i + 1, len(edges))
+        hi = edges[j]
+        below = n2[i] - 2 * lo * n1[i] + lo * lo * n0[i]
+        above = (n2[-1] - n2[j]) - 2 * hi * (n1[-1] - n1[j]) + hi * hi * (n0[-1] - n0[j])
+        scale, _ = _calculate_qparams(np.full(j.shape, lo, dtype=np.float32), hi.astype(np.float32), False,
+                                      quant_min, quant_max)
+        err = below + above + (n0[j] - n0[i]) * _rounding_mse(scale)
+        k = int(np.argmin(err))
+        if err[k] < best_err:
+            best_err, best_i, best_j = err[k], i, int(j[k])
+    return float(edges[best_i]), float(edges[best_j])
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-l2-optimal-range", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import arithmetic, python_steps
+
+
+def _estimated_error(counts, edges, lo, hi, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+    """The contract's E(lo, hi), bin by bin."""
+    c = (edges[:-1] + edges[1:]) / 2
+    s, _ = _calculate_qparams(np.float32(lo), np.float32(hi), False, quant_min, quant_max)
+    cost = np.where(c < lo, (c - lo) ** 2, np.where(c > hi, (c - hi) ** 2, float(_rounding_mse(s))))
+    return float(np.sum(counts * cost))
+
+
+def _least_error(counts, edges, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+    """The least E over every pair of edges, by trying them all (fine for a few dozen bins)."""
+    return min(_estimated_error(counts, edges, edges[i], edges[j], quant_min, quant_max)
+               for i in range(len(edges)) for j in range(i + 1, len(edges)))
+
+
+_rng = np.random.default_rng(11)
+_cases = {
+    "ReLU-like values with 10 outliers at 25, 8 bits": (
+        np.concatenate([np.abs(_rng.standard_normal(10_000)), np.full(10, 25.0)]), 40, -128, 127),
+    "two-sided heavy tails, 4 bits": (_rng.laplace(0.5, 1.0, 5000), 36, -8, 7),
+    "values all in [5, 10] (the grid must still hold 0), 3 bits": (_rng.uniform(5, 10, 2000), 30, -4, 3),
+    "a uniform spread, 8 bits": (_rng.uniform(-1, 3, 3000), 24, -128, 127),
+}
+for _what, (_data, _bins, _qmin, _qmax) in _cases.items():
+    _counts, _edges = np.histogram(_data, _bins)
+    _got = _l2_optimal_range(_counts, _edges, _qmin, _qmax)
+    check(isinstance(_got, tuple) and len(_got) == 2 and all(type(v) is float for v in _got),
+          f"{_what}: returns (lo, hi), two Python floats", got=_got)
+    _lo, _hi = _got
+    check(_lo < _hi and _lo in _edges and _hi in _edges, f"{_what}: lo < hi, both of them bin edges",
+          got=_got, expected=f"two of the {_bins + 1} edges, from {_edges[0]:.3f} to {_edges[-1]:.3f}")
+    _best = _least_error(_counts, _edges, _qmin, _qmax)
+    assert_close(_estimated_error(_counts, _edges, _lo, _hi, _qmin, _qmax), _best, rtol=1e-6, atol=0,
+                 what=f"{_what}: E of your range against the least E over all {_bins * (_bins + 1) // 2} pairs of edges")
+_big = np.concatenate([_rng.laplace(0, 1, 200_000), [-60.0, 45.0]])
+_counts, _edges = np.histogram(_big, 2048)
+_lo, _hi = _l2_optimal_range(_counts, _edges)
+_yours = _estimated_error(_counts, _edges, _lo, _hi)
+_pairs = np.sort(_rng.choice(len(_edges), size=(3000, 2)), axis=1)
+_others = {"min/max": _estimated_error(_counts, _edges, _edges[0], _edges[-1]),
+           "the best of 3,000 random pairs": min(_estimated_error(_counts, _edges, _edges[a], _edges[b])
+                                                for a, b in _pairs if a < b)}
+for _name, _e in _others.items():
+    check(_yours <= _e * (1 + 1e-9), f"2048 bins of Laplace values with outliers at -60 and 45: your range's E is "
+          f"no larger than {_name}'s", got=f"E = {_yours:.6g} for [{_lo:.3f}, {_hi:.3f}]", expected=f"<= {_e:.6g}")
+_work = {}
+for _b in (24, 96):  # the work of a search, as the bins quadruple: numbers computed by numpy, plus Python steps
+    _c, _e = np.histogram(np.random.default_rng(0).laplace(0, 1, 5000), _b)
+    _, _log = spied(_l2_optimal_range, _c, _e)
+    _work[_b] = sum(int(np.prod(r)) for _, _, r in arithmetic(_log)) + python_steps(_l2_optimal_range, _c, _e)
+check(_work[96] < 24 * _work[24], "the search's work grows about as B², not B³: with 4x the bins, under 24x the "
+      "work (numpy's computed numbers plus Python steps), so 2048 bins answer within a second",
+      got=f"{_work[96] / _work[24]:.1f}x ({_work[24]:,} at 24 bins, {_work[96]:,} at 96)", expected="< 24x (B² is 16x)")
+print(f"✓ _l2_optimal_range; on 2048 bins it keeps [{_lo:.2f}, {_hi:.2f}] of [{_edges[0]:.1f}, {_edges[-1]:.1f}], "
+      f"E {_yours:.4g} against min/max's {_others['min/max']:.4g}")
+
+# %% [markdown]
+# The observer around your search (provided). When a batch widens the range, the bins
+# widen with it: each old bin's count moves to the new bin that holds its centre, a small
+# blur PyTorch's observer accepts too.
+
+# %%
+#| export
+class HistogramObserver(MinMaxObserver):
+    """A histogram of everything seen, in `bins` equal bins over the running range; its
+    range is the pair of bin edges your `_l2_optimal_range` picks (torch's HistogramObserver,
+    per tensor affine; its search differs, so its ranges do too)."""
+
+    def __init__(self, bins=2048, qscheme=per_tensor_affine, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
+        if qscheme != per_tensor_affine:
+            raise ValueError(f"HistogramObserver here searches per_tensor_affine ranges only, got {qscheme!r}")
+        super().__init__(qscheme, quant_min, quant_max)
+        self.bins = int(bins)
+        self.histogram = np.zeros(self.bins)  # counts over [min_val, max_val]
+
+    def _edges(self, lo, hi):
+        return np.linspace(float(lo), float(hi), self.bins + 1)
+
+    def forward(self, x):
+        values = _array(x).ravel()
+        old_lo, old_hi = float(self.min_val), float(self.max_val)
+        super().forward(x)
+        lo, hi = float(self.min_val), float(self.max_val)
+        if hi == lo:  # every value so far is the same one: the first bin holds them all
+            self.histogram[0] += values.size
+            return x
+        if self.histogram.any() and (old_lo, old_hi) != (lo, hi):
+            old_edges = self._edges(old_lo, old_hi)
+            centres = (old_edges[:-1] + old_edges[1:]) / 2
+            self.histogram = np.histogram(centres, self.bins, (lo, hi), weights=self.histogram)[0]
+        self.histogram = self.histogram + np.histogram(values, self.bins, (lo, hi))[0]
+        return x
+
+    def calculate_qparams(self):
+        if not self.max_val > self.min_val:  # no data yet (MinMaxObserver says so), or a single value
+            return super().calculate_qparams()
+        lo, hi = _l2_optimal_range(self.histogram, self._edges(self.min_val, self.max_val),
+                                   self.quant_min, self.quant_max)
+        return _calculate_qparams(np.float32(lo), np.float32(hi), False, self.quant_min, self.quant_max)
+
+    def extra_repr(self):
+        return f"bins={self.bins}, " + super().extra_repr()
+
+
+# %% [markdown]
+# The three observers on the prediction's values (ReLU-like, with 10 outliers at 25), fed
+# in three batches, at 8 bits and at 4. Before you run it: will the histogram observer
+# clip the outliers at both widths?
+
+# %%
+for _bits in (8, 4):
+    _qmin, _qmax = -(2 ** (_bits - 1)), 2 ** (_bits - 1) - 1
+    _observers = {"minmax": MinMaxObserver(quant_min=_qmin, quant_max=_qmax),
+                  "percentile 99.9": PercentileObserver(99.9, quant_min=_qmin, quant_max=_qmax),
+                  "histogram": HistogramObserver(quant_min=_qmin, quant_max=_qmax)}
+    for _name, _ob in _observers.items():
+        for _part in np.array_split(_acts, 3):
+            _ob(_part)
+        _s, _z = _ob.calculate_qparams()
+        _back = _dequantize(_quantize(_acts, _s, _z, _qmin, _qmax), _s, _z)
+        print(f"{_bits} bits, {_name:16s}: covers [{float(_s) * (_qmin - int(_z)):6.2f}, "
+              f"{float(_s) * (_qmax - int(_z)):6.2f}], MSE all {np.mean((_back - _acts) ** 2):.2e}, "
+              f"without the outliers {np.mean((_back - _acts)[:-10] ** 2):.2e}")
+
+# %% [markdown]
+# <details><summary>What the search weighed (open after you have run it)</summary>
+#
+# The ten outliers, clipped, would each cost about $(25 - 	ext{end})^2$; keeping them
+# costs every other value a coarser step. At 8 bits the step is fine either way, so the
+# ten large errors outweigh what 10,000 values would gain, and the search keeps (nearly)
+# the whole range. At 4 bits the step is 16 times coarser, the rounding noise of the
+# 10,000 grows 256-fold, and clipping pays, but only so far: the search stops where the
+# outliers' growing cost meets the step's saving, well above the percentile's end (which,
+# on these values, loses to min/max at both widths). A percentile is blind to the width;
+# the error is not. Section 10 measures what that buys on a real model.
+# </details>
+
+# %% [markdown]
 # ## 6. `QuantizedLinear`: derive the integer matmul
 #
 # A quantized `Linear` keeps its weight as int8 $q_W$, shape `(out, in)`, with a scale
@@ -2080,7 +2308,8 @@ def qconfig_bits(bits, activation=MinMaxObserver):
 BITS = [8, 6, 5, 4, 3, 2]
 sweep = {name: [accuracy_of(quantize_model(float_model, calibration, qconfig_bits(b, obs))) for b in BITS]
          for name, obs in [("min/max", MinMaxObserver),
-                           ("percentile 99.9", functools.partial(PercentileObserver, 99.9))]}
+                           ("percentile 99.9", functools.partial(PercentileObserver, 99.9)),
+                           ("histogram", HistogramObserver)]}
 for name, accs in sweep.items():
     print(f"{name:16s}" + "  ".join(f"{b} bits {a:.3f}" for b, a in zip(BITS, accs)))
 LOSSY_BITS = {name: [b for b, a in zip(BITS, accs) if _acc_f - a > 0.01] for name, accs in sweep.items()}
@@ -2088,7 +2317,7 @@ for name, lossy in LOSSY_BITS.items():
     print(f"{name}: more than 1 point below float32 ({_acc_f:.3f}) at "
           + (", ".join(f"{b}" for b in lossy) + " bits" if lossy else "no width measured"))
 fig, ax = plt.subplots(figsize=(6, 3.4))
-for (name, accs), marker in zip(sweep.items(), "os"):
+for (name, accs), marker in zip(sweep.items(), "os^"):
     ax.plot(BITS, accs, marker + "-", label=f"PTQ, activations {name}")
 ax.axhline(_acc_f, color="gray", ls="--", label="float32")
 ax.set_xlabel("bits (weights and activations)")
@@ -2104,10 +2333,10 @@ plt.show()
 # below the noise that training leaves in the weights, then a fall, steep once it starts,
 # when the grid gets too coarse (each bit fewer doubles the step). Where the fall begins
 # depends on the model, its trained weights, the calibration batches and the observer, so
-# read it from the printed lines, not from this text; the percentile observer usually
-# holds on longer than min/max. Clipping the activations' tail
+# read it from the printed lines, not from this text. Clipping the activations' tail
 # usually helps at the narrow widths, where every level counts, and matters little at 8
-# bits. Section 12 asks whether *training* with the rounding can recover what
+# bits; the percentile observer clips by a fixed rule, your histogram search by the error
+# at the width in hand, so compare the two lines where the grid is coarsest. Section 12 asks whether *training* with the rounding can recover what
 # post-training quantization loses at the widths where this run measured a loss.
 #
 # The same `quantize_model` handles any model whose layers it can find: the digits **CNN**
