@@ -508,6 +508,10 @@ check(all(not v.training for v in variants.values()), "every variant is in eval 
 _qlayers = [m for m in variants["int8"].modules() if isinstance(m, QuantizedLinear)]
 assert_equal(len(_qlayers), 2, "QuantizedLinear layers in the int8 variant")
 assert_equal(_qlayers[0].weight_int8.dtype, np.dtype(np.int8), "the int8 variant's stored weight dtype")
+_input_grids = [[(float(m.input_scale), int(m.input_zero_point)) for m in qm.modules() if isinstance(m, QuantizedLinear)]
+                for qm in (variants["int8"], quantize_model(model, _calib))]
+assert_equal(_input_grids[0], _input_grids[1], "the int8 variant's input (scale, zero point) per layer, against "
+             "observers that saw all 8 calibration batches")
 _w_back = _qlayers[0].weight_int8.numpy() * _qlayers[0].weight_scale.numpy()[:, None]
 assert_close(_w_back, model[4].weight.numpy(), atol=float(_qlayers[0].weight_scale.max()),
              what="int8 weights dequantized vs the trained (unpruned) Linear weights, within one step")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tinytorch
-from tinytorch.ao.quantization import QuantizedLinear
+from tinytorch.ao.quantization import QuantizedLinear, quantize_model
 from tinytorch.capstone import make_variants
 from tinytorch.compression import model_bytes
 from tinytorch.data import DataLoader
@@ -69,6 +69,24 @@ def test_make_variants_int8_within_2_points_and_4x_smaller(built, trained):
         f"int8 accuracy should be within 2 points of float32: got {acc['int8']} vs {acc['float32']}"
     ratio = model_bytes(variants["float32"]) / model_bytes(variants["int8"])
     assert ratio >= 3.5, f"int8 variant should be >= 3.5x smaller in total, got {ratio:.2f}x"
+
+
+def test_make_variants_int8_is_calibrated_on_every_batch(built, trained, digits):
+    """The observers must see all of `calibration`: one batch gives other ranges (and a worse model on new data)."""
+    variants, _, _ = built
+    model, _ = trained
+    calibration = list(DataLoader(digits[0], batch_size=64))[:8]  # the fixture's batches
+
+    def input_grids(qmodel):
+        return [(float(m.input_scale), int(m.input_zero_point)) for m in qmodel.modules()
+                if isinstance(m, QuantizedLinear)]
+
+    every, first = input_grids(quantize_model(model, calibration)), input_grids(quantize_model(model, calibration[:1]))
+    assert every != first, "the test needs batches whose ranges differ"
+    got = input_grids(variants["int8"])
+    assert got == every, (f"the int8 variant's input (scale, zero point) per layer: {got}; calibrated on all 8 "
+                          f"batches they are {every}" + (" (you calibrated on the first batch only)" if got == first
+                                                         else ""))
 
 
 def test_make_variants_pruned_reaches_its_sparsity(built, trained):
