@@ -2454,8 +2454,9 @@ print("✓ as_strided's rule")
 # Three things to know before you start:
 #
 # - `relu` has a kink at 0; PyTorch's subgradient there is 0, and the tests follow PyTorch.
-# - The node saved the **output**. When a derivative can be written with the output alone,
-#   backward recomputes nothing (no `exp` again): look for that form.
+# - Section 6's question again: what should each rule read? The check hides x from the
+#   rules of `sigmoid`, `tanh`, `softmax` and `log_softmax` (they read NaN there), as it did
+#   from `exp`'s, so each derivative must be written with something else the node holds.
 # - `softmax` and `log_softmax` are not elementwise: every output along `dim` depends on
 #   every input along `dim`, so the chain rule's sum keeps all its terms. Their Jacobian
 #   along `dim` is an $n \times n$ matrix per row, and the rule must **not** build it (for a
@@ -2506,8 +2507,8 @@ print("✓ as_strided's rule")
 # <details><summary>The approach</summary>
 #
 # Each rule multiplies the upstream gradient by a local derivative, written with whatever
-# the node holds that makes it cheapest: the input for `relu` (where was it positive?),
-# the output for the other four. For the two along-`dim` ops, the contraction with the
+# the node holds that makes it cheapest to compute (for `relu`: what decides its slope?).
+# For the two along-`dim` ops, the contraction with the
 # upstream gradient turns the Jacobian into one sum along `dim` (kept for broadcasting)
 # and elementwise arithmetic: the same shape of answer as the worked example, with the
 # quantities your derivation produced.
@@ -2531,7 +2532,7 @@ def _relu_backward(node, grad):
 
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
-    """y = sigmoid(x). Computed from the output the node holds, without reading x."""
+    """y = sigmoid(x). The check hides x from the rule (it reads NaN there), as exp's did."""
     # Idea: differentiate σ(x) = 1 / (1 + e^-x); which arrays does your result need, and which does the node hold?
     ### BEGIN SOLUTION
     s = node.output
@@ -2541,7 +2542,7 @@ def _sigmoid_backward(node, grad):
 
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
-    """y = tanh(x). Computed from the output the node holds, without reading x."""
+    """y = tanh(x). The check hides x from the rule (it reads NaN there), as exp's did."""
     # Idea: differentiate tanh; which arrays does your result need, and which does the node hold?
     ### BEGIN SOLUTION
     t = node.output
@@ -2551,8 +2552,8 @@ def _tanh_backward(node, grad):
 
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
-    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). Computed
-    from the output the node holds, without reading x, in memory of a few arrays of x's size."""
+    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). The
+    check hides x from the rule (it reads NaN there); memory: a few arrays of x's size."""
     # Idea: the Jacobian's entries, contracted with grad, without building the matrix.
     ### BEGIN SOLUTION
     s = node.output
@@ -2563,9 +2564,8 @@ def _softmax_backward(node, grad):
 
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
-    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim).
-    Computed from the output the node holds, without reading x, in memory of a few arrays of
-    x's size."""
+    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). The
+    check hides x from the rule (it reads NaN there); memory: a few arrays of x's size."""
     # Idea: differentiate the two terms of ℓ = x - log S separately.
     ### BEGIN SOLUTION
     dim = node.attrs["dim"]

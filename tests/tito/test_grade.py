@@ -150,8 +150,10 @@ def _with_exported(nb, code):
 
 
 def _submissions(course, root, slug, name, cases):
-    """Simulated students of `slug`: "all" the honest and careless cases and the attacks,
-    "attacks" every attack, "forgeries" only the attacks on the test run's verdicts."""
+    """Simulated students of `slug` beside a complete submission: "honest" the careless and
+    broken cases, "attacks" the attacks on the sandbox and on other students, "forgeries"
+    the attacks on the test run's verdicts. Each kind is graded on one module: what it
+    attacks (the sandbox, the verdicts, nbgrader's handling of files) is the same for all."""
     released = nbformat.read(course.path(f"modules/{slug}/{name}.ipynb"), as_version=4)
     solved = jupytext.read(course.path(f"solutions/{slug}/{name}.py"))
     for cell in solved.cells:
@@ -167,26 +169,12 @@ def _submissions(course, root, slug, name, cases):
     submit("complete", solved)
     (root / "complete" / "timestamp.txt").write_text("2026-12-01 16:59:00.000000 UTC")  # as nbgrader submit writes
     (root / "complete" / "submission_secret.txt").write_text("0123abcd" * 16)
-    for student, code in [("forges_callinfo", FORGE_CALLINFO), ("forges_junit", FORGE_JUNIT),
-                          ("patches_assertions", MONKEYPATCH_ASSERTIONS)]:
-        submit(student, _with_exported(_copy(released), code))
     if cases == "forgeries":
-        return sum(c.metadata["nbgrader"]["points"] for c in _graded_cells(solved))
-    if cases == "all":  # (tito verify grades the released notebook of every module already)
+        for student, code in [("forges_callinfo", FORGE_CALLINFO), ("forges_junit", FORGE_JUNIT),
+                              ("patches_assertions", MONKEYPATCH_ASSERTIONS)]:
+            submit(student, _with_exported(_copy(released), code))
+    elif cases == "honest":  # (tito verify grades the released notebook of every module already)
         submit("empty", released)
-    nb = _copy(released)  # every solution cell imports whatever the reference package holds
-    for cell in _solution_cells(nb):
-        cell.source = IMPORT_REFERENCE
-    submit("imports_reference", nb)
-    nb = _copy(released)  # the first solution cell searches the disk for the solutions and runs them
-    for i, cell in enumerate(_solution_cells(nb)):
-        cell.source = READ_INSTRUCTOR_FILES.format(slug=slug) if i == 0 else "pass"
-    submit("reads_instructor_files", nb)
-    for student, code in [("switches_tests_off", SWITCH_TESTS_OFF), ("vandal", VANDAL)]:
-        nb = _copy(released)
-        _solution_cells(nb)[0].source = code
-        submit(student, nb)
-    if cases == "all":  # honest and careless cases, on one module
         edits = _copy(released)  # every test cell edited to pass: nbgrader restores them
         for cell in _graded_cells(edits):
             cell.source = "pass"
@@ -206,7 +194,19 @@ def _submissions(course, root, slug, name, cases):
         nb.cells[0].source += "\ncafé"
         (root / "not_utf8").mkdir()
         (root / "not_utf8" / f"{name}.ipynb").write_bytes(nbformat.writes(nb).encode().replace("é".encode(), b"\xe9"))
-    else:  # the attacks that one module shows
+    else:  # the attacks on the sandbox, the course's files and the other students
+        nb = _copy(released)  # every solution cell imports whatever the reference package holds
+        for cell in _solution_cells(nb):
+            cell.source = IMPORT_REFERENCE
+        submit("imports_reference", nb)
+        nb = _copy(released)  # the first solution cell searches the disk for the solutions and runs them
+        for i, cell in enumerate(_solution_cells(nb)):
+            cell.source = READ_INSTRUCTOR_FILES.format(slug=slug) if i == 0 else "pass"
+        submit("reads_instructor_files", nb)
+        for student, code in [("switches_tests_off", SWITCH_TESTS_OFF), ("vandal", VANDAL)]:
+            nb = _copy(released)
+            _solution_cells(nb)[0].source = code
+            submit(student, nb)
         nb = _copy(released)
         _solution_cells(nb)[0].source += "\n" + HIDDEN_TRANSFORMER
         submit("hides_transformer", nb)
@@ -243,12 +243,12 @@ def _live_student_code(page):
     return found
 
 
-@pytest.mark.parametrize("slug, name, cases", [("02_activations", "activations", "all"),
+@pytest.mark.parametrize("slug, name, cases", [("02_activations", "activations", "honest"),
                                                ("04_losses", "losses", "attacks"),
                                                ("15_quantization", "quantization", "forgeries")])
 def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, name, cases):
-    """On 02 every case; on 04 the attacks, beside a complete submission they must not touch;
-    on 15 the forged verdicts."""
+    """On 02 the careless and broken cases; on 04 the attacks, beside a complete submission
+    they must not touch; on 15 the forged verdicts."""
     subs = tmp_path / "submissions"
     total = _submissions(course, subs, slug, name, cases)
     before = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
@@ -269,12 +269,15 @@ def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, n
     assert (score("complete"), float(rows["complete"]["max_score"]), rows["complete"]["status"]) == \
         (total, total, "graded"), report
     assert rows["complete"]["tests_passed"] == rows["complete"]["tests_total"] != "0", report
-    # code that forges verdicts runs where no verdict is made (the answerer, which has no
-    # pytest): every test of those stubs fails, and the scan flags the attempt
-    for student in ("forges_callinfo", "forges_junit", "patches_assertions"):
-        assert rows[student]["status"] == "flagged", report
-        assert rows[student]["tests_passed"] == "0", report
-    if cases == "forgeries":  # nbgrader's formgrader and release_feedback see the grades and feedback
+    after = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
+    assert after == before, "a submission file changed during grading"
+    if cases == "forgeries":
+        # code that forges verdicts runs where no verdict is made (the answerer, which has no
+        # pytest): every test of those stubs fails, and the scan flags the attempt
+        for student in ("forges_callinfo", "forges_junit", "patches_assertions"):
+            assert rows[student]["status"] == "flagged", report
+            assert rows[student]["tests_passed"] == "0", report
+        # nbgrader's formgrader and release_feedback see the grades and feedback
         from nbgrader.api import Gradebook
 
         with Gradebook(f"sqlite:///{grading / 'gradebook.db'}") as gb:
@@ -290,15 +293,7 @@ def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, n
         assert released.returncode == 0, released.stdout + released.stderr
         assert list((exchange / "tinytorch" / "feedback").glob("*.html")), released.stdout + released.stderr
         return
-    assert score("imports_reference") == 0, report            # the kernel has no reference of this module
-    assert score("reads_instructor_files") == 0, report       # the sandbox shows no course files
-    assert rows["switches_tests_off"]["status"] == "flagged", report  # in-kernel tests off: caught outside it
-    assert score("vandal") == 0, report
-    # the vandal changed nobody's grade or file
-    assert score("complete") == total, report
-    after = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
-    assert after == before, "a submission file changed during grading"
-    if cases == "all":
+    if cases == "honest":
         assert score("empty") == 0 and rows["empty"]["status"] == "graded", report
         assert score("edits_tests") == 0, report
         assert rows["loops"]["status"] != "not graded" and score("loops") < total, report
@@ -320,6 +315,10 @@ def test_grading_simulated_students_honest_and_hostile(course, tmp_path, slug, n
         again = course.tito("grade", slug[:2], str(subs), "--course-dir", str(grading), "--resume", timeout=600)
         assert "already graded" in again.stdout and "graded complete" not in again.stdout, again.stdout + again.stderr
         return
+    assert score("imports_reference") == 0, report            # the kernel has no reference of this module
+    assert score("reads_instructor_files") == 0, report       # the sandbox shows no course files
+    assert rows["switches_tests_off"]["status"] == "flagged", report  # in-kernel tests off: caught outside it
+    assert score("vandal") == 0, report                       # and it changed nobody's grade (above) or file
     assert rows["hides_transformer"]["status"] == "flagged", report
     assert rows["nests_deeply"]["status"] == "flagged" and "nested" in rows["nests_deeply"]["reason"], report
     # as root too, the sandboxed kernel could not remount the prefix build and change it

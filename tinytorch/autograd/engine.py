@@ -751,7 +751,7 @@ def _relu_backward(node, grad):
 
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
-    """y = sigmoid(x). Computed from the output the node holds, without reading x."""
+    """y = sigmoid(x). The check hides x from the rule (it reads NaN there), as exp's did."""
     # Idea: differentiate σ(x) = 1 / (1 + e^-x); which arrays does your result need, and which does the node hold?
     # YOUR CODE HERE
     raise NotImplementedError('_sigmoid_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -759,7 +759,7 @@ def _sigmoid_backward(node, grad):
 
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
-    """y = tanh(x). Computed from the output the node holds, without reading x."""
+    """y = tanh(x). The check hides x from the rule (it reads NaN there), as exp's did."""
     # Idea: differentiate tanh; which arrays does your result need, and which does the node hold?
     # YOUR CODE HERE
     raise NotImplementedError('_tanh_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -767,8 +767,8 @@ def _tanh_backward(node, grad):
 
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
-    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). Computed
-    from the output the node holds, without reading x, in memory of a few arrays of x's size."""
+    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). The
+    check hides x from the rule (it reads NaN there); memory: a few arrays of x's size."""
     # Idea: the Jacobian's entries, contracted with grad, without building the matrix.
     # YOUR CODE HERE
     raise NotImplementedError('_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
@@ -776,9 +776,8 @@ def _softmax_backward(node, grad):
 
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
-    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim).
-    Computed from the output the node holds, without reading x, in memory of a few arrays of
-    x's size."""
+    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). The
+    check hides x from the rule (it reads NaN there); memory: a few arrays of x's size."""
     # Idea: differentiate the two terms of ℓ = x - log S separately.
     # YOUR CODE HERE
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
