@@ -140,6 +140,15 @@ def notebook_text(nb) -> str:
 
 
 HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*$")
+_LATEX_SYMBOLS = {"times": "×", "sqrt": "√", "cdot": "·", "le": "≤", "ge": "≥"}
+
+
+def _plain_heading(text: str) -> str:
+    """A heading as a terminal shows it: no code quotes, and $T \\times T$ as T × T."""
+    def plain(math):
+        out = re.sub(r"\\([A-Za-z]+)", lambda c: _LATEX_SYMBOLS.get(c.group(1), ""), math.group(1))
+        return out.replace("{", "").replace("}", "")
+    return re.sub(r"\$([^$]+)\$", plain, text.replace("`", ""))
 
 
 def stub_manifest(solution_nb, module: Module) -> list[dict]:
@@ -151,9 +160,9 @@ def stub_manifest(solution_nb, module: Module) -> list[dict]:
             for line in cell.source.splitlines():
                 match = HEADING.match(line)
                 if match and line.startswith("## "):  # '## 6. Views' (not the '# ' title)
-                    section, subsection = match.group(1).replace("`", ""), None
+                    section, subsection = _plain_heading(match.group(1)), None
                 elif match and line.startswith("### "):
-                    subsection = match.group(1).replace("`", "")
+                    subsection = _plain_heading(match.group(1))
             continue
         lines = cell.source.split("\n")
         for i, line in enumerate(lines):

@@ -267,8 +267,8 @@ def causal_mask(L, S=None, diagonal=0):
     """Where query i may attend to key j under causality.
 
     Contract: `L` queries, `S` keys (default `L`), `diagonal` an int offset. Returns a bool
-    Tensor of shape (L, S) that is True exactly where j <= i + diagonal (the diagonal itself
-    is allowed when diagonal = 0), False elsewhere.
+    Tensor of shape (L, S), True for the pairs (query i, key j) that
+    torch.ones(L, S).tril(diagonal) keeps, False elsewhere.
     """
     S = L if S is None else S
     # Idea: allowed pairs form a (shifted) lower triangle; compare key index with query index.
@@ -345,11 +345,11 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# Three things can go wrong without an error. Polarity: the fill writes where its mask is
-# True, while an attention mask is True where a score survives. The graph: the scores, and
-# a float mask given as a Tensor, must stay Tensors throughout, or their gradients are
-# cut. The dtype: a mask of another float dtype must not change the scores' dtype. Let
-# `_mask_array` be the one judge of a mask, so its errors are the ones raised.
+# Several mistakes here raise no error, so test your function against each question. What
+# does True mean to the fill you use, and what does it mean to an attention mask? Which of
+# your values are still Tensors in a graph, and which became numbers on the way? What dtype
+# comes out when the mask's dtype differs from the scores'? And whose array did you write
+# into? Let `_mask_array` be the one judge of a mask, so its errors are the ones raised.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "apply-attn-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -375,9 +375,10 @@ def apply_attn_mask(scores, attn_mask=None, is_causal=False):
 
     Contract: `scores` a floating Tensor (..., L, S). `attn_mask` None, or a bool mask (True =
     may attend) or a float mask (added), as a Tensor, array or list broadcasting to the scores;
-    `is_causal` adds the causal mask of the last two dims. Returns a new Tensor of the scores'
-    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any). A
-    float mask given as a Tensor that requires grad (a learned bias) gets its gradient.
+    `is_causal` adds the causal mask of the last two dims. Returns a Tensor of the scores'
+    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any); the
+    caller's `scores` are left as they were. A float mask given as a Tensor that requires
+    grad (a learned bias) gets its gradient.
     Errors: those of `_mask_array` (TypeError for a mask of another dtype, ShapeError naming
     both shapes for a mask that does not broadcast).
     """
@@ -407,6 +408,11 @@ assert_close(apply_attn_mask(Tensor(_s), _fm).numpy(), _s + _fm, rtol=1e-12, wha
 assert_equal(apply_attn_mask(Tensor(_s), is_causal=True).numpy(),
              np.where(np.tril(np.ones((4, 5), bool)), _s, -np.inf), "is_causal=True on (2, 4, 5) scores")
 assert_equal(apply_attn_mask(Tensor(_s)).numpy(), _s, "no mask: scores unchanged")
+_callers = Tensor(_s.copy())
+for _mask, _what in [(Tensor(_bm), "a bool mask"), (_fm, "a float mask"), (None, "is_causal=True")]:
+    apply_attn_mask(_callers, _mask, is_causal=_mask is None)
+    assert_equal(_callers.numpy(), _s, f"the caller's scores after apply_attn_mask with {_what} (the result is "
+                 f"new: the caller may still need the scores it passed)")
 assert_raises(ShapeError, apply_attn_mask, Tensor(_s), np.ones((5, 4), dtype=bool), match=r"\(5, 4\)")
 assert_raises(TypeError, apply_attn_mask, Tensor(_s), np.ones((4, 5), dtype=np.int64), match="bool")
 check(apply_attn_mask(Tensor(_s.astype(np.float32)), _fm).dtype == tinytorch.float32,
@@ -441,9 +447,12 @@ print("✓ apply_attn_mask; row 0 of the causal scores:", apply_attn_mask(Tensor
 # **zeros**, and so do we: a query that may attend to nothing receives nothing, and its
 # gradient is zero.
 #
-# Replacing the NaN afterwards is not enough: the softmax's backward would still multiply by
-# NaN. Think about what the softmax must be *given* for a dead row so that neither its
-# forward nor its backward produces a NaN, and what the weights of that row must be after it.
+# Replacing the NaN afterwards is fragile: a `where` after the softmax hides the NaN from
+# a bool mask's gradient (its backward sends nothing to the discarded side), but the
+# softmax's own backward still sees it, and a float mask's bias, which is added before the
+# softmax, receives it. Think about what the softmax must be *given* for a dead row so that
+# neither its forward nor its backward ever holds a NaN, and what the weights of that row
+# must be after it.
 #
 # Write `attention_weights(query, key, attn_mask=None, is_causal=False, scale=None)`: the
 # `(..., L, S)` matrix of weights, scale defaulting to $1/\sqrt{E}$ (section 2). Module 02's
@@ -1012,7 +1021,11 @@ def _mha_mask(attn_mask, key_padding_mask, N, H, L, S, is_causal, dtype):
 # %% nbgrader={"grade": true, "grade_id": "test-mha-masks", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 def _as_scores(m, N, H, L, S):
     """A converted mask, broadcast to the scores' shape (N, H, L, S)."""
-    return np.broadcast_to(m, (N, H, L, S))
+    try:
+        return np.broadcast_to(m, (N, H, L, S))
+    except ValueError:
+        check(False, f"the converted mask broadcasts to the scores' shape (N, H, L, S) = {(N, H, L, S)}",
+              got=f"shape {np.shape(m)}")
 
 
 _N, _H, _L, _S = 2, 3, 4, 5
@@ -1291,10 +1304,17 @@ with preserved_state():
     _drop = MultiheadAttention(12, 3, dropout=0.5, dtype=tinytorch.float64).eval()
     _e1, _e2 = (_drop(Tensor(_xq), Tensor(_xq), Tensor(_xq))[0].numpy() for _ in range(2))
     assert_equal(_e1, _e2, "eval mode: no dropout, two calls agree")
-    _, _wtrain = _drop.train()(Tensor(_xq), Tensor(_xq), Tensor(_xq), average_attn_weights=False)
+    _otrain, _wtrain = _drop.train()(Tensor(_xq), Tensor(_xq), Tensor(_xq), average_attn_weights=False)
     check(np.mean(_wtrain.numpy() == 0) > 0.3, "training with dropout=0.5: the weights returned are the ones "
           "the values were averaged with, after dropout (about half of them 0), as in PyTorch",
           got=f"{np.mean(_wtrain.numpy() == 0):.0%} zeros")
+    _W, _b = _drop.in_proj_weight.numpy(), _drop.in_proj_bias.numpy()
+    _V = (_xq @ _W[24:].T + _b[24:]).reshape(2, 4, 3, 4).swapaxes(1, 2)   # the heads' values, by hand
+    _from_returned = (_wtrain.numpy() @ _V).swapaxes(1, 2).reshape(2, 4, 12) @ _drop.out_proj.weight.numpy().T \
+        + _drop.out_proj.bias.numpy()
+    assert_close(_otrain.numpy(), _from_returned, rtol=1e-10, atol=1e-12,
+                 what="training with dropout: the output against out_proj(the returned per-head weights @ V) "
+                      "(one dropout draw, used for both)")
     _small = MultiheadAttention(4, 2, dtype=tinytorch.float64)
 _xs = Tensor(_rng.standard_normal((1, 3, 4)), requires_grad=True)
 check(gradcheck(lambda x, w: _small(x, x, x, is_causal=True)[0], [_xs, _small.in_proj_weight]),
@@ -1409,17 +1429,19 @@ plt.show()
 #
 # ### Never storing the $T \times T$ matrix: the online softmax
 #
-# Row $i$ of the output needs all of row $i$'s scores, but not all at once. Visit the keys
-# in **blocks** of `block` keys and keep, per query, only three running quantities over the
-# keys seen so far: the largest score $m$, the denominator $\ell = \sum_j e^{s_j - m}$, and
-# the unnormalised output $o = \sum_j e^{s_j - m}\, v_j$. After the last block,
-# $\text{out} = o / \ell$: exactly the softmax-weighted average of the values, while only an
-# $L \times \text{block}$ piece of the scores ever exists.
+# Row $i$ of the output needs all of row $i$'s scores, but not all at once. Write the
+# output of one query as a fraction,
 #
-# The catch is in the definitions: $\ell$ and $o$ are sums *relative to* $m$, and a new block
-# can bring a larger maximum $m'$. Derive what must happen to $\ell$ and $o$ so that, after
-# the block, they are the sums relative to $m'$ over the old keys *and* the new ones. (And
-# why keep a maximum at all, instead of summing plain $e^{s_j}$? Think of a score of 1000.)
+# $$\text{out} = \frac{\sum_j e^{s_j}\, v_j}{\sum_j e^{s_j}} ,$$
+#
+# and notice that the top and the bottom are both sums over the keys: sums can be built up
+# a **block** of `block` keys at a time, keeping per query only a few running quantities,
+# while only an $L \times \text{block}$ piece of the scores ever exists. Design that state
+# and its update. Two constraints decide the design: a score of 1000 must not overflow
+# (as written above, $e^{1000}$ does; module 02's softmax met the same problem in one
+# pass), and the state after a block must be exactly what it would be had all the keys
+# so far come in one block, so that the last division gives the softmax to rounding,
+# whichever block held the largest score.
 #
 # Write `online_softmax_attention(q, k, v, block)` on numpy arrays: one head, no mask, the
 # scale $1/\sqrt{d}$. The check compares it with your `scaled_dot_product_attention` for
@@ -1429,24 +1451,26 @@ plt.show()
 #
 # <details><summary>Hint 1</summary>
 #
-# Write one old term relative to the new maximum: $e^{s_j - m'} = e^{s_j - m}\,e^{\,?}$.
-# Every old term of $\ell$, and every old term of $o$, changes by the same factor.
+# Module 02's one-pass fix measured every exponent from the row's largest score $m$. Here
+# the largest score so far can grow when a block arrives, to $m'$. Write one old term
+# relative to the new maximum: $e^{s_j - m'} = e^{s_j - m}\,e^{\,?}$. What does that say
+# about each running sum you kept?
 # </details>
 #
 # <details><summary>Hint 2</summary>
 #
-# Start from $m = -\infty$, $\ell = 0$, $o = 0$. What does your factor give at the first
-# block, and why is that harmless? numpy's `maximum` and `exp` handle $-\infty$ as you
-# would hope.
+# Before the first block, what are the running maximum and the two sums? What does your
+# factor give at the first block, and why is that harmless? numpy's `maximum` and `exp`
+# handle $-\infty$ as you would hope.
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Keep an invariant: after each block, $m$ is the largest score seen so far, and $\ell$
-# and $o$ are the exact sums over every key seen so far, both relative to that $m$. A new
-# block can break it only by raising the maximum. So bring the old sums to the new maximum
-# first (Hint 1's factor), then add the block's own terms, already taken relative to it,
-# so that they need no factor. Divide by $\ell$ only once every key has been seen.
+# Keep an invariant: after each block, the state describes every key seen so far exactly,
+# with every exponent measured from the largest score seen so far. A new block can break it
+# only by raising that maximum; then the old sums must be brought to the new reference
+# before the block's own terms join them. The division waits until every key has been
+# seen.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "online-softmax", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1460,7 +1484,7 @@ def online_softmax_attention(q, k, v, block=64):
     exists: only (L, block) pieces, one at a time.
     """
     L, d = q.shape
-    # Idea: three running quantities per query, corrected whenever the maximum grows.
+    # Idea: a running state per query, corrected whenever the largest score grows.
     ### BEGIN SOLUTION
     m = np.full((L, 1), -np.inf)
     ell = np.zeros((L, 1))

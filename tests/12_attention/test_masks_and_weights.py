@@ -33,6 +33,17 @@ def test_apply_attn_mask():
     np.testing.assert_array_equal(apply_attn_mask(tt.tensor(s)).numpy(), s)
 
 
+@pytest.mark.parametrize("kind", ["bool", "float", "causal"])
+def test_apply_attn_mask_leaves_the_callers_scores(kind):
+    rng = np.random.default_rng(4)
+    s = rng.standard_normal((2, 3, 4))
+    scores = tt.tensor(s.copy())
+    mask = {"bool": tt.tensor(rng.random((3, 4)) < 0.5), "float": rng.standard_normal((3, 4)), "causal": None}[kind]
+    apply_attn_mask(scores, mask, is_causal=kind == "causal")
+    np.testing.assert_array_equal(scores.numpy(), s, err_msg=f"apply_attn_mask with a {kind} mask changed the "
+                                                             f"caller's scores: the result must be a new Tensor")
+
+
 def test_a_float_mask_tensor_stays_in_the_graph():
     """A learned attention bias (relative positions, ALiBi) is a float mask that requires grad."""
     rng = np.random.default_rng(5)

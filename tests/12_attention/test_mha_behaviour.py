@@ -92,6 +92,23 @@ def test_multihead_attention_attend_drops_only_in_training():
                                             f"got {np.mean(wc.numpy() == 0):.0%} zeros")
 
 
+
+def test_multihead_attention_attend_output_uses_the_returned_weights():
+    """One dropout draw: the weights returned are the ones the output was computed with."""
+    tt.manual_seed(3)
+    m = nn.MultiheadAttention(8, 2, dropout=0.5, dtype=tt.float64).train()
+    with tt.no_grad():
+        m.in_proj_bias.copy_(tt.tensor(np.random.default_rng(1).standard_normal(24)))
+    xq = np.random.default_rng(2).standard_normal((2, 5, 8))
+    out, w = m(tt.tensor(xq), tt.tensor(xq), tt.tensor(xq), average_attn_weights=False)
+    W, b = m.in_proj_weight.numpy(), m.in_proj_bias.numpy()
+    v = (xq @ W[16:].T + b[16:]).reshape(2, 5, 2, 4).swapaxes(1, 2)   # (N, H, S, d)
+    expected = (w.numpy() @ v).swapaxes(1, 2).reshape(2, 5, 8) @ m.out_proj.weight.numpy().T + m.out_proj.bias.numpy()
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-10, atol=1e-12,
+                               err_msg="the output against out_proj(merge(returned per-head weights @ V)): the "
+                                       "weights returned must be the very ones (after dropout) the values were "
+                                       "averaged with")
+
 def test_multihead_attention_attend_gradcheck():
     tt.manual_seed(10)
     m = nn.MultiheadAttention(6, 3, dtype=tt.float64)

@@ -23,8 +23,8 @@ def causal_mask(L, S=None, diagonal=0):
     """Where query i may attend to key j under causality.
 
     Contract: `L` queries, `S` keys (default `L`), `diagonal` an int offset. Returns a bool
-    Tensor of shape (L, S) that is True exactly where j <= i + diagonal (the diagonal itself
-    is allowed when diagonal = 0), False elsewhere.
+    Tensor of shape (L, S), True for the pairs (query i, key j) that
+    torch.ones(L, S).tril(diagonal) keeps, False elsewhere.
     """
     S = L if S is None else S
     # Idea: allowed pairs form a (shifted) lower triangle; compare key index with query index.
@@ -54,9 +54,10 @@ def apply_attn_mask(scores, attn_mask=None, is_causal=False):
 
     Contract: `scores` a floating Tensor (..., L, S). `attn_mask` None, or a bool mask (True =
     may attend) or a float mask (added), as a Tensor, array or list broadcasting to the scores;
-    `is_causal` adds the causal mask of the last two dims. Returns a new Tensor of the scores'
-    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any). A
-    float mask given as a Tensor that requires grad (a learned bias) gets its gradient.
+    `is_causal` adds the causal mask of the last two dims. Returns a Tensor of the scores'
+    shape: forbidden entries are -inf, the rest unchanged (plus the float mask, if any); the
+    caller's `scores` are left as they were. A float mask given as a Tensor that requires
+    grad (a learned bias) gets its gradient.
     Errors: those of `_mask_array` (TypeError for a mask of another dtype, ShapeError naming
     both shapes for a mask that does not broadcast).
     """
@@ -331,6 +332,6 @@ def online_softmax_attention(q, k, v, block=64):
     exists: only (L, block) pieces, one at a time.
     """
     L, d = q.shape
-    # Idea: three running quantities per query, corrected whenever the maximum grows.
+    # Idea: a running state per query, corrected whenever the largest score grows.
     # YOUR CODE HERE
     raise NotImplementedError('online_softmax_attention() is not implemented yet: write it in modules/12_attention/attention.ipynb (module 12, attention), then run `tito test module 12`.')
