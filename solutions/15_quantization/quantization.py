@@ -343,8 +343,9 @@ for (_lo, _hi), _sym, (_qmin, _qmax), _ts, _tz in _TORCH_QPARAMS:
     _s, _z = _check_grid(_lo, _hi, _sym, _qmin, _qmax)
     assert_equal((float(_s), int(_z)), (float(np.float32(_ts)), _tz),
                  f"{'symmetric' if _sym else 'affine'} [{_lo}, {_hi}] on {_qmin}..{_qmax}: (scale, zero point) "
-                 f"equal to PyTorch's, bit for bit (a scale off in its last bit, or a zero point off by one, "
-                 f"usually means some of the arithmetic ran in float64)")
+                 f"equal to PyTorch's, bit for bit (a scale off in its last bit usually means some of the "
+                 f"arithmetic ran in float64; a zero point off by one, that it was rounded from the other end "
+                 f"of the range or by another tie rule: in the last case min / scale is exactly -1.5)")
 _s, _z = _calculate_qparams(_f([-2.0, -2.0, 0.0]), _f([1.0, 8.0, 0.0]), symmetric=False)
 assert_equal(_s, _f([0.011764706, 0.039215688, EPS]),
              "per-channel scales (PyTorch's); the all-zero channel gets the floor EPS, not 0")
@@ -1316,7 +1317,7 @@ for _bits in (8, 4):
 # %% [markdown]
 # <details><summary>What the search weighed (open after you have run it)</summary>
 #
-# The ten outliers, clipped, would each cost about $(25 - 	ext{end})^2$; keeping them
+# The ten outliers, clipped, would each cost about $(25 - \text{end})^2$; keeping them
 # costs every other value a coarser step. At 8 bits the step is fine either way, so the
 # ten large errors outweigh what 10,000 values would gain, and the search keeps (nearly)
 # the whole range. At 4 bits the step is 16 times coarser, the rounding noise of the
@@ -2604,7 +2605,7 @@ timings = {
     "float32 x @ W.T + b (BLAS)": median_time(lambda: _X @ _W.T + _bias, repeats=5),
     "int8 path: quantize x + _int8_linear": median_time(
         lambda: _int8_linear(_quantize(_X, _xs, _xz), float(_xs), int(_xz), _qW, _wscale, 0, _bias), repeats=3),
-    "  of which the int32 matmul alone": median_time(
+    "  numpy's int32 matmul of those integers": median_time(
         lambda: _qX.astype(np.int32) @ _qW.astype(np.int32).T, repeats=3),
     "  the same integers as float32 (BLAS)": median_time(
         lambda: _qX.astype(np.float32) @ _qW.astype(np.float32).T, repeats=5),
@@ -2622,8 +2623,8 @@ print(f"digits MLP on the test set: float32 {median_time(lambda: float_model(X_t
 # %% [markdown]
 # <details><summary>Why (open after you have compared your prediction)</summary>
 #
-# Expect the int8 path to be *slower* on numpy, typically by a large factor (ten or more
-# on a large layer; the printed ratio is this machine's, measured with one thread on each
+# Expect an int8 path that multiplies in an integer dtype to be *slower* on numpy,
+# typically by a large factor (ten or more on a large layer; the printed ratio is this machine's, measured with one thread on each
 # side, since `median_time` pins BLAS; the numpy build and the processor move it). The integer matmul is the culprit, not the arithmetic:
 # the same integers multiplied as float32 go through BLAS at float speed, and the result
 # is **exact**, since every partial sum stays below $2^{24}$, float32's limit for exact
@@ -2751,7 +2752,8 @@ for _bits in QAT_BITS:
                           accuracy_of(quantize_model(longer_float, calibration, qat_qconfig(_bits))),
                           accuracy_of(convert(_qat)))
     print(f"{_bits} bits: PTQ {qat_results[_bits][0]:.4f}   PTQ of the 5-epochs-longer float model "
-          f"{qat_results[_bits][1]:.4f}   QAT (5 epochs, converted) {qat_results[_bits][2]:.4f}")
+          f"{qat_results[_bits][1]:.4f}   QAT (5 epochs, converted) {qat_results[_bits][2]:.4f}   "
+          f"(section 10: PTQ with your histogram observer {sweep['histogram'][BITS.index(_bits)]:.4f})")
 print(f"({len(QAT_BITS)} QAT runs in {time.perf_counter() - _t0:.1f} s) "
       + ("no prediction written" if predicted_qat_accuracy is None else f"you predicted {predicted_qat_accuracy}"))
 fig, ax = plt.subplots(figsize=(6.5, 3.6))
@@ -2782,7 +2784,11 @@ print(f"2-bit fake-quant model vs its integer conversion: median |logit differen
 # the most (the exact figures depend on the run; a few test digits are a fraction of a
 # point each). The middle column keeps the comparison fair: QAT trained for 5 more epochs,
 # so part of any gain could be that extra training alone; PTQ of a float model trained
-# just as long separates the two effects.
+# just as long separates the two effects. Compare the last number of each line too: the
+# QAT here calibrates its activations with the percentile rule, and section 10's
+# histogram search, with no training at all, may come close to it or pass it at the
+# narrowest width. The two are not rivals: a QAT model's observers could search their
+# ranges the same way.
 # </details>
 #
 # The last line is the point of fake quantization: the model trained with `FakeQuantize`
