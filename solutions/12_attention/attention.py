@@ -154,25 +154,30 @@ predicted_var_scaled_256 = None  # your number: Var(q·k/√E) at E = 256
 # %%
 _rng = np.random.default_rng(0)
 _dims = [4, 16, 64, 256, 1024]
-_var_raw, _var_scaled, _max_raw, _max_scaled = [], [], [], []
+_var_raw, _var_scaled, _max_raw, _max_scaled, _grad_raw, _grad_scaled = [], [], [], [], [], []
 for _E in _dims:
     _qq = _rng.standard_normal((400, _E, 1))
     _kk = _rng.standard_normal((400, 32, _E))
     _sc = (_kk @ _qq)[..., 0]                                # 400 queries x 32 keys each
     _var_raw.append(_sc.var())
     _var_scaled.append((_sc / np.sqrt(_E)).var())
-    for _x, _out in [(_sc, _max_raw), (_sc / np.sqrt(_E), _max_scaled)]:
+    _g = _rng.standard_normal(_sc.shape)                    # an upstream gradient on the weights
+    for _x, _out, _grad in [(_sc, _max_raw, _grad_raw), (_sc / np.sqrt(_E), _max_scaled, _grad_scaled)]:
         _w = np.exp(_x - _x.max(1, keepdims=True))
-        _out.append((_w / _w.sum(1, keepdims=True)).max(1).mean())
+        _w = _w / _w.sum(1, keepdims=True)
+        _out.append(_w.max(1).mean())
+        _through = _w * (_g - (_g * _w).sum(1, keepdims=True))   # what reaches the scores (module 06's rule)
+        _grad.append(np.linalg.norm(_through, axis=1).mean())
     print(f"E = {_E:>4}: Var(q·k) = {_var_raw[-1]:7.1f}   Var(q·k/√E) = {_var_scaled[-1]:.2f}   "
-          f"mean largest weight: {_max_raw[-1]:.2f} unscaled, {_max_scaled[-1]:.2f} scaled")
+          f"mean largest weight: {_max_raw[-1]:.2f} unscaled, {_max_scaled[-1]:.2f} scaled   "
+          f"gradient reaching the scores: {_grad_raw[-1]:.1e} unscaled, {_grad_scaled[-1]:.1e} scaled")
 _i256 = _dims.index(256)
 for _label, _pred, _meas in [("Var(q·k)", predicted_var_raw_256, _var_raw[_i256]),
                              ("Var(q·k/√E)", predicted_var_scaled_256, _var_scaled[_i256])]:
     print(f"E = 256, {_label}: measured {_meas:.2f}, "
           + ("no prediction written" if _pred is None else f"you predicted {_pred}"))
 
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
 axes[0].loglog(_dims, _var_raw, "o-", label="q·k")
 axes[0].loglog(_dims, _var_scaled, "s-", label="q·k / √E")
 axes[0].loglog(_dims, _dims, "k:", label="E")
@@ -185,14 +190,21 @@ axes[1].axhline(1 / 32, color="k", ls=":", label="uniform (1/32)")
 axes[1].set_xlabel("E")
 axes[1].set_ylabel("mean largest softmax weight")
 axes[1].legend()
+axes[2].loglog(_dims, _grad_raw, "o-", label="unscaled")
+axes[2].loglog(_dims, _grad_scaled, "s-", label="scaled by 1/√E")
+axes[2].set_xlabel("E")
+axes[2].set_ylabel("mean |gradient reaching the scores|")
+axes[2].legend()
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
 # The measured variances are estimates from $400 \times 32$ random scores, so they sit
 # within a few percent of $E$ and of 1, not exactly on them. Without scaling, the softmax
-# becomes a hard arg-max as $E$ grows; with it, the weights stay spread out the same way at
-# every width.
+# becomes a hard arg-max as $E$ grows, and the third panel measures what that does to
+# learning: the gradient that reaches the scores through the softmax (for the same random
+# upstream gradient) shrinks as the weights saturate. With the scaling, the weights stay
+# spread out the same way at every width, and so does the gradient.
 #
 # The package file starts here.
 
