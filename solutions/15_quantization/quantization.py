@@ -2574,6 +2574,30 @@ assert_raises(ValueError, fuse_conv_bn_eval, _conv.eval(), nn.BatchNorm2d(5, tra
 print(f"✓ fuse_conv_bn_eval; largest difference from bn(conv(x)): {np.abs(_got - _want).max():.1e}")
 
 # %% [markdown]
+# Now on a trained network: the digits CNN from above, with a batch norm after its
+# convolution. Once trained and in eval mode, the pair is folded into one convolution, the
+# folded network is compared with the original on the test digits, and its `Linear` layers
+# are quantized as before. How many layers does the folded network run, and how close are
+# its outputs?
+
+# %%
+tinytorch.manual_seed(0)
+cnn_bn = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                       nn.Linear(8 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10))
+fit(cnn_bn, nn.CrossEntropyLoss(), Adam(cnn_bn.parameters(), lr=3e-3),
+    DataLoader(TensorDataset(X_img_train, y_train), batch_size=64, shuffle=True), epochs=4, progress=False)
+cnn_bn.eval()
+cnn_folded = nn.Sequential(fuse_conv_bn_eval(cnn_bn[0], cnn_bn[1]),
+                           *[copy.deepcopy(cnn_bn[_i]) for _i in range(2, len(cnn_bn))]).eval()
+with tinytorch.no_grad():
+    _fold_diff = np.abs(cnn_folded(X_img_test).numpy() - cnn_bn(X_img_test).numpy()).max()
+print(f"layers: {len(cnn_bn)} with the batch norm, {len(cnn_folded)} folded; largest logit difference on the "
+      f"test digits {_fold_diff:.1e}")
+print(f"test accuracy: with batch norm {evaluate(cnn_bn, [(X_img_test, y_test)])['accuracy']:.4f}, folded "
+      f"{evaluate(cnn_folded, [(X_img_test, y_test)])['accuracy']:.4f}, folded with int8 Linear layers "
+      f"{evaluate(quantize_model(cnn_folded, _cal_img), [(X_img_test, y_test)])['accuracy']:.4f}")
+
+# %% [markdown]
 # ## 11. A systems look: is int8 faster here?
 #
 # int8 moves 4x fewer bytes, and CPUs with VNNI (x86) or dot-product instructions (ARM)

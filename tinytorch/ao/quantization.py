@@ -597,7 +597,7 @@ def fuse_conv_bn_eval(conv, bn):
     raise NotImplementedError('fuse_conv_bn_eval() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 93 --
+# -- cell 95 --
 class FakeQuantize(Module):
     """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
     training mode (and in eval mode until it has seen data); fresh=True re-observes every
