@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tito import build, mutants, testing
+from tito.compiled import cpu_compiled
 from tito.course import Module
 from tito.errors import TitoError
 from tito.pyparse import parse
@@ -57,16 +58,13 @@ def first_group(outcome: testing.Outcome) -> tuple[str, ...]:
     return first.candidates or ((first.stub,) if first.stub else ())
 
 
-COMPILERS = {"njit", "jit", "vectorize", "guvectorize", "stencil"}  # numba's decorators
-
-
 def compiled_stubs(module: Module, text: str) -> set[str]:
     """The student functions that numba compiles for the CPU: compiled code calls them without
     a Python frame, so a trace of the compiled tests cannot say which tests run them (the run
     with the compiler off can). (`cuda.jit` kernels need no entry: numba's simulator runs them
     as Python, so the trace sees every launch, and on a real GPU no test is seen entering
     them, so `selection` runs every test.)"""
-    return set(_compiled(tuple(stub_names(module)), text))
+    return set(cpu_compiled(tuple(stub_names(module)), text))
 
 
 def stub_spans(module: Module, text: str) -> dict[str, tuple[int, int]]:
@@ -74,21 +72,7 @@ def stub_spans(module: Module, text: str) -> dict[str, tuple[int, int]]:
     return dict(_spans(tuple(stub_names(module)), text))
 
 
-# Both are asked once per mutant of the same text (`tito verify`): remembered, not re-parsed.
-@functools.lru_cache(maxsize=8)
-def _compiled(names: tuple[str, ...], text: str) -> frozenset[str]:
-    found = set()
-    for node in ast.walk(parse(text)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
-            for decorator in node.decorator_list:
-                call = decorator.func if isinstance(decorator, ast.Call) else decorator
-                name = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", "")
-                on_gpu = isinstance(call, ast.Attribute) and getattr(call.value, "id", "") == "cuda"
-                if name in COMPILERS and not on_gpu:
-                    found.add(node.name)
-    return frozenset(found)
-
-
+# Asked once per mutant of the same text (`tito verify`): remembered, not re-parsed.
 @functools.lru_cache(maxsize=8)
 def _spans(names: tuple[str, ...], text: str) -> tuple[tuple[str, tuple[int, int]], ...]:
     spans = {}

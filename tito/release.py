@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tito import notebook
 from tito.backup import backup_notebook
+from tito.compiled import cpu_compiled
 from tito.course import Module, all_modules, available_modules, find_root, is_course, is_student_copy, require_solutions
 from tito.errors import TitoError
 
@@ -231,8 +232,13 @@ def release_outputs(module: Module, solution=None) -> dict[Path, str]:
                for target, group in grouped.items()}
     released = {f"tinytorch/{t.replace('.', '/')}.py": text_digest(notebook.render(group, module.notebook_rel))
                 for t, group in grouped.items()}
+    stubs = stub_manifest(solution, module)
+    compiled = cpu_compiled(tuple(s["name"] for s in stubs), module.solution_path.read_text(encoding="utf-8"))
+    for stub in stubs:
+        if stub["name"] in compiled:
+            stub["compiled"] = True  # numba-compiled for the CPU: invisible to a trace (tito test names it anyway)
     outputs[manifest_path(module)] = json.dumps(
-        {"module": module.slug, "stubs": stub_manifest(solution, module), "exports": exports,
+        {"module": module.slug, "stubs": stubs, "exports": exports,
          "released": released}, indent=1) + "\n"
     readme = module.solution_path.parent / "README.md"
     if readme.is_file():

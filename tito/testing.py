@@ -476,6 +476,12 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
     common, accused = _explanation(failing, scores)
     cleared = _cleared([(junit_test_id(case.get("classname", ""), case.get("name", "")), bad is not None)
                         for case, bad, ran in counted], stubs)
+    # numba-compiled stubs run where no trace sees them: a failure that names no student
+    # function may come from one, if that one's own tests fail too
+    compiled = {stub["name"] for stub in stubs if stub.get("compiled")}
+    broken_compiled = sorted({unit for case, bad, ran in counted if bad is not None
+                              for unit in _units_of(junit_test_id(case.get("classname", ""), case.get("name", "")),
+                                                    stubs)} & compiled, key=position.get)
     for case, props, bad, ran in cases:
         name = junit_test_id(case.get("classname", ""), case.get("name", ""))
         if props.get("tinytorch_parity") and bad is None and case.find("skipped") is None:
@@ -495,6 +501,9 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
                                   _units_of(name, stubs), _home_of(name, stubs))
             # after the first, a function whose own tests all pass is the less likely one: last, and said so
             candidates = candidates[:1] + sorted(candidates[1:], key=lambda c: c in cleared)
+            unseen = not candidates and stub is None and not ran and bool(broken_compiled)
+            if unseen:
+                candidates = broken_compiled[:3]
             chosen = candidates[0] if candidates else None
             if chosen is not None and (chosen != stub or len(candidates) > 1):
                 entry = stubs[position[chosen]]
@@ -502,7 +511,11 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
                 named = " or ".join(f"`{c}`" + (" (whose own tests pass)" if i and c in cleared else "")
                                     for i, c in enumerate(candidates))
                 stub, where = chosen, f"{section}{named} ({module.notebook_rel})"
-                if len(candidates) > 1:
+                if unseen:
+                    where += (": this test ran none of your functions as Python, but compiled code it "
+                              "ran may call " + ("these" if len(candidates) > 1 else "this one") +
+                              ", whose own tests fail too")
+                elif len(candidates) > 1:
                     where += (": the failing tests point at these about equally, so tito "
                               "cannot tell which one is wrong")
                 order = (module.slug, position[chosen])
