@@ -49,7 +49,8 @@
 #   `QuantizedLinear` that stores a real `int8` array) and report the accuracy drop;
 # - derive the **noise** that rounding adds and the signal-to-noise ratio it predicts per
 #   bit, and fold a **batch norm** into the convolution before it, as deployment does
-#   before quantizing a CNN;
+#   before quantizing a CNN, then quantize the **convolution** itself (im2col around your
+#   integer product: what must the padding be?);
 # - write **fake quantization** with a **straight-through** gradient and fine-tune a model
 #   *quantization-aware*, and compare it with post-training quantization.
 #
@@ -246,7 +247,7 @@ __all__ = [
     "QTensor", "quantize_per_tensor", "quantize_per_channel", "dequantize",
     "MinMaxObserver", "PerChannelMinMaxObserver", "PercentileObserver", "HistogramObserver",
     "QConfig", "default_qconfig", "QuantizedLinear", "ObservedLinear",
-    "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
+    "QuantizedConv2d", "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
     "FakeQuantize", "QATLinear", "quantize_model", "prepare_qat", "convert",
 ]
 
@@ -2596,6 +2597,152 @@ print(f"layers: {len(cnn_bn)} with the batch norm, {len(cnn_folded)} folded; lar
 print(f"test accuracy: with batch norm {evaluate(cnn_bn, [(X_img_test, y_test)])['accuracy']:.4f}, folded "
       f"{evaluate(cnn_folded, [(X_img_test, y_test)])['accuracy']:.4f}, folded with int8 Linear layers "
       f"{evaluate(quantize_model(cnn_folded, _cal_img), [(X_img_test, y_test)])['accuracy']:.4f}")
+
+# %% [markdown]
+# ### A quantized convolution
+#
+# The folded CNN still runs its convolution in float. Module 09 turned a convolution into
+# one matrix product: `im2col` lays every window of the input out as a column, and the
+# weight, seen as a `(C_out, C·kh·kw)` matrix, multiplies the columns. Your `_int8_linear`
+# is exactly such a product on integers, so a quantized convolution is the same
+# rearrangement around it. Write `_int8_conv2d`. One of module 09's choices does not carry
+# over unchanged: look at what `im2col` puts where a window covers the padding, and at
+# what that integer stands for on the input's grid.
+#
+# <details><summary>Hint 1</summary>
+#
+# Which real value does the integer 0 stand for when the input's zero point is -37? Which
+# integer stands for the real 0 that a convolution's padding means?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `_int8_linear` wants the inputs as rows `(..., in)` against a weight `(out, in)`;
+# `im2col` gives columns `(N, C·kh·kw, L)`. Which axes must trade places, before and
+# after, so that the result comes out `(N, C_out, H_out, W_out)`?
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "int8-conv2d", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _int8_conv2d(q_x, x_scale, x_zero_point, q_w, w_scale, w_zero_point, bias=None, stride=1, padding=0):
+    """The integer core of a quantized Conv2d.
+
+    Contract: q_x int8 (N, C, H, W) standing for x_scale * (q_x - x_zero_point) (a float and
+    an int); q_w int8 (C_out, C, kh, kw) with w_scale float32 (C_out,) and w_zero_point an
+    int or an int array (C_out,); bias float32 (C_out,) or None; stride and padding ints or
+    (height, width) pairs. Returns the float32 (N, C_out, H_out, W_out) convolution
+    (torch.nn.functional.conv2d) of the real tensors the integers stand for, padded with
+    real zeros, plus the bias. All of its arithmetic on the data is your _int8_linear's,
+    called once on int8 operands.
+    """
+    from tinytorch.nn.conv import im2col
+
+    (sh, sw), (ph, pw) = ((v, v) if np.ndim(v) == 0 else tuple(v) for v in (stride, padding))
+    # Idea: module 09's rearrangement around the integer product; mind what the padding means.
+    ### BEGIN SOLUTION
+    padded = np.pad(q_x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=x_zero_point)  # real 0
+    kh, kw = q_w.shape[2:]
+    cols = im2col(padded, (kh, kw), (sh, sw))                       # (N, C·kh·kw, L), int8
+    out = _int8_linear(cols.transpose(0, 2, 1), x_scale, x_zero_point, q_w.reshape(len(q_w), -1),
+                       w_scale, w_zero_point, bias)                 # (N, L, C_out)
+    n, _, h, w = padded.shape
+    return np.ascontiguousarray(out.transpose(0, 2, 1)).reshape(n, len(q_w), (h - kh) // sh + 1, (w - kw) // sw + 1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-int8-conv2d", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def _dequantized_conv(q_x, xs, xz, q_w, ws, wz, bias, stride, padding):
+    """Module 09's conv2d in float64 on the values the integers stand for: the reference."""
+    x = (q_x.astype(np.float64) - xz) * np.float64(np.float32(xs))
+    w = (q_w.astype(np.float64) - np.reshape(wz, (-1, 1, 1, 1))) * ws.astype(np.float64)[:, None, None, None]
+    b = None if bias is None else Tensor(bias.astype(np.float64))
+    return nn.functional.conv2d(Tensor(x), Tensor(w), b, stride, padding).numpy()
+
+
+_rng = np.random.default_rng(21)
+_calls = []
+_int8_linear_of_the_notebook = _int8_linear
+
+
+def _int8_linear(q_x, *args, **kwargs):  # noqa: F811 (the check counts the calls, then puts yours back)
+    _calls.append(q_x.dtype)
+    return _int8_linear_of_the_notebook(q_x, *args, **kwargs)
+
+
+try:
+    for _case, (_shape, _co, _k, _st, _pd, _xz, _affine) in {
+        "3x3, stride 1, padding 1, input zero point -37": ((2, 3, 7, 6), 4, (3, 3), 1, 1, -37, False),
+        "3x2, stride (2, 1), padding (0, 2), affine weights": ((1, 2, 8, 7), 3, (3, 2), (2, 1), (0, 2), 25, True),
+        "1x1, no padding, zero point 0": ((2, 4, 5, 5), 2, (1, 1), 1, 0, 0, False),
+    }.items():
+        _qx = _rng.integers(-128, 128, _shape).astype(np.int8)
+        _qw = _rng.integers(-127, 128, (_co, _shape[1]) + _k).astype(np.int8)
+        _ws = _rng.uniform(0.001, 0.01, _co).astype(np.float32)
+        _wz = _rng.integers(-20, 20, _co) if _affine else 0
+        _b = _rng.standard_normal(_co).astype(np.float32)
+        _calls.clear()
+        _got = _int8_conv2d(_qx, 0.02, _xz, _qw, _ws, _wz, _b, _st, _pd)
+        _want = _dequantized_conv(_qx, 0.02, _xz, _qw, _ws, _wz, _b, _st, _pd)
+        assert_equal((_got.shape, _got.dtype), (_want.shape, np.dtype(np.float32)), f"{_case}: shape and dtype")
+        assert_close(_got, _want, rtol=1e-5, atol=1e-4, what=f"{_case}: against module 09's conv2d on the values the "
+                                                              f"integers stand for (the padding: real zeros)")
+        check(_calls == [np.dtype(np.int8)], f"{_case}: the arithmetic is your _int8_linear's, called once on int8 "
+              f"operands", got=f"{len(_calls)} call(s), input dtypes {[str(d) for d in _calls]}", expected="1 call, int8")
+finally:
+    _int8_linear = _int8_linear_of_the_notebook
+print(f"✓ _int8_conv2d; a 3x3 convolution of a (2, 3, 7, 6) int8 batch, output[0, 0, 0, :3] = {_got[0, 0, 0, :3]}")
+
+# %% [markdown]
+# The layer around it (provided, as `QuantizedLinear` is around `_int8_linear`), and the
+# digits CNN with every layer that multiplies in integers: the folded convolution with
+# its input grid observed on the calibration images, the `Linear` layers as before.
+
+# %%
+#| export
+class QuantizedConv2d(Module):
+    """A Conv2d with int8 weights per output channel (symmetric) and a fixed input grid
+    (torch.ao.nn.quantized.Conv2d, float in and out); its state is buffers, as QuantizedLinear's."""
+
+    def __init__(self, weight_int8, weight_scale, bias, input_scale, input_zero_point, stride, padding):
+        super().__init__()
+        self.out_channels, self.in_channels = np.shape(weight_int8)[:2]
+        self.stride, self.padding = stride, padding
+        self.register_buffer("weight_int8", Tensor(np.asarray(weight_int8, dtype=np.int8)))  # (out, in, kh, kw)
+        self.register_buffer("weight_scale", Tensor(np.asarray(weight_scale, dtype=np.float32)))  # (out,)
+        self.register_buffer("bias", None if bias is None else Tensor(np.asarray(bias, dtype=np.float32)))
+        self.register_buffer("input_scale", Tensor(np.float64(input_scale)))
+        self.register_buffer("input_zero_point", Tensor(np.int64(input_zero_point)))
+
+    @classmethod
+    def from_float(cls, conv, input_scale, input_zero_point):
+        weight = conv.weight.numpy().astype(np.float32)
+        _, scale, _ = _weight_qparams(weight, _default_weight_observer)
+        q_w = _quantize(weight, scale[:, None, None, None], 0)
+        bias = None if conv.bias is None else conv.bias.numpy()
+        return cls(q_w, scale, bias, input_scale, input_zero_point, conv.stride, conv.padding)
+
+    def forward(self, input):
+        q_x = _quantize(_array(input), np.float32(self.input_scale.item()), self.input_zero_point.item())
+        return Tensor(_int8_conv2d(q_x, self.input_scale.item(), self.input_zero_point.item(),
+                                   self.weight_int8.numpy(), self.weight_scale.numpy(), 0,
+                                   None if self.bias is None else self.bias.numpy(), self.stride, self.padding))
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, stride={self.stride}, padding={self.padding}, "
+                f"input_scale={self.input_scale.item():.4g}, input_zero_point={self.input_zero_point.item()}")
+
+
+# %%
+_image_observer = MinMaxObserver()
+for _batch in _cal_img:
+    _image_observer(_batch_inputs(_batch))
+_img_scale, _img_zero = _image_observer.calculate_qparams()
+cnn_int8 = quantize_model(cnn_folded, _cal_img)
+_swap_modules(cnn_int8, nn.Conv2d, lambda conv: QuantizedConv2d.from_float(conv, float(_img_scale), int(_img_zero)))
+print(cnn_int8)
+print(f"test accuracy: folded float {evaluate(cnn_folded, [(X_img_test, y_test)])['accuracy']:.4f}, every "
+      f"multiplying layer int8 {evaluate(cnn_int8, [(X_img_test, y_test)])['accuracy']:.4f} (input grid: scale "
+      f"{float(_img_scale):.4f}, zero point {int(_img_zero)})")
 
 # %% [markdown]
 # ## 11. A systems look: is int8 faster here?

@@ -22,7 +22,7 @@ __all__ = [
     "QTensor", "quantize_per_tensor", "quantize_per_channel", "dequantize",
     "MinMaxObserver", "PerChannelMinMaxObserver", "PercentileObserver", "HistogramObserver",
     "QConfig", "default_qconfig", "QuantizedLinear", "ObservedLinear",
-    "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
+    "QuantizedConv2d", "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
     "FakeQuantize", "QATLinear", "quantize_model", "prepare_qat", "convert",
 ]
 
@@ -597,7 +597,61 @@ def fuse_conv_bn_eval(conv, bn):
     raise NotImplementedError('fuse_conv_bn_eval() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
+# -- cell 92 (int8-conv2d) --
+def _int8_conv2d(q_x, x_scale, x_zero_point, q_w, w_scale, w_zero_point, bias=None, stride=1, padding=0):
+    """The integer core of a quantized Conv2d.
+
+    Contract: q_x int8 (N, C, H, W) standing for x_scale * (q_x - x_zero_point) (a float and
+    an int); q_w int8 (C_out, C, kh, kw) with w_scale float32 (C_out,) and w_zero_point an
+    int or an int array (C_out,); bias float32 (C_out,) or None; stride and padding ints or
+    (height, width) pairs. Returns the float32 (N, C_out, H_out, W_out) convolution
+    (torch.nn.functional.conv2d) of the real tensors the integers stand for, padded with
+    real zeros, plus the bias. All of its arithmetic on the data is your _int8_linear's,
+    called once on int8 operands.
+    """
+    from tinytorch.nn.conv import im2col
+
+    (sh, sw), (ph, pw) = ((v, v) if np.ndim(v) == 0 else tuple(v) for v in (stride, padding))
+    # Idea: module 09's rearrangement around the integer product; mind what the padding means.
+    # YOUR CODE HERE
+    raise NotImplementedError('_int8_conv2d() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
+
+
 # -- cell 95 --
+class QuantizedConv2d(Module):
+    """A Conv2d with int8 weights per output channel (symmetric) and a fixed input grid
+    (torch.ao.nn.quantized.Conv2d, float in and out); its state is buffers, as QuantizedLinear's."""
+
+    def __init__(self, weight_int8, weight_scale, bias, input_scale, input_zero_point, stride, padding):
+        super().__init__()
+        self.out_channels, self.in_channels = np.shape(weight_int8)[:2]
+        self.stride, self.padding = stride, padding
+        self.register_buffer("weight_int8", Tensor(np.asarray(weight_int8, dtype=np.int8)))  # (out, in, kh, kw)
+        self.register_buffer("weight_scale", Tensor(np.asarray(weight_scale, dtype=np.float32)))  # (out,)
+        self.register_buffer("bias", None if bias is None else Tensor(np.asarray(bias, dtype=np.float32)))
+        self.register_buffer("input_scale", Tensor(np.float64(input_scale)))
+        self.register_buffer("input_zero_point", Tensor(np.int64(input_zero_point)))
+
+    @classmethod
+    def from_float(cls, conv, input_scale, input_zero_point):
+        weight = conv.weight.numpy().astype(np.float32)
+        _, scale, _ = _weight_qparams(weight, _default_weight_observer)
+        q_w = _quantize(weight, scale[:, None, None, None], 0)
+        bias = None if conv.bias is None else conv.bias.numpy()
+        return cls(q_w, scale, bias, input_scale, input_zero_point, conv.stride, conv.padding)
+
+    def forward(self, input):
+        q_x = _quantize(_array(input), np.float32(self.input_scale.item()), self.input_zero_point.item())
+        return Tensor(_int8_conv2d(q_x, self.input_scale.item(), self.input_zero_point.item(),
+                                   self.weight_int8.numpy(), self.weight_scale.numpy(), 0,
+                                   None if self.bias is None else self.bias.numpy(), self.stride, self.padding))
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, stride={self.stride}, padding={self.padding}, "
+                f"input_scale={self.input_scale.item():.4g}, input_zero_point={self.input_zero_point.item()}")
+
+
+# -- cell 101 --
 class FakeQuantize(Module):
     """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
     training mode (and in eval mode until it has seen data); fresh=True re-observes every
