@@ -141,6 +141,7 @@ def notebook_text(nb) -> str:
 
 
 HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*$")
+WRITE = re.compile(r"\b[Ww]rite `([A-Za-z_][\w.]*)")  # the prose's request for a function, by name
 _LATEX_SYMBOLS = {"times": "×", "sqrt": "√", "cdot": "·", "le": "≤", "ge": "≥"}
 
 
@@ -156,6 +157,7 @@ def stub_manifest(solution_nb, module: Module) -> list[dict]:
     """The functions the student writes, in notebook order, each with its cell's grade_id
     and the section heading above it: how `tito test` names the student's own code."""
     found, section, subsection = [], None, None
+    asked = {}  # a function the prose asks for ("Write `GPT._init_weights`"): the section that asks
     for number, cell in enumerate(solution_nb.cells, 1):
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
@@ -164,13 +166,15 @@ def stub_manifest(solution_nb, module: Module) -> list[dict]:
                     section, subsection = _plain_heading(match.group(1)), None
                 elif match and line.startswith("### "):
                     subsection = _plain_heading(match.group(1))
+                for name in WRITE.findall(line):
+                    asked.setdefault(name, " › ".join(part for part in (section, subsection) if part) or None)
             continue
         lines = cell.source.split("\n")
         for i, line in enumerate(lines):
             if BEGIN_SOLUTION in line:
                 name = enclosing_name(lines, i) or f"cell {number}"
                 if not any(entry["name"] == name for entry in found):
-                    where = " › ".join(part for part in (section, subsection) if part)
+                    where = asked.get(name) or " › ".join(part for part in (section, subsection) if part)
                     found.append({"name": name, "grade_id": cell.metadata.get("nbgrader", {}).get("grade_id"),
                                   "section": where or None})
     return found

@@ -476,12 +476,6 @@ _x = Tensor(_xx, requires_grad=True)
 _w, _b = Tensor(_w.numpy(), requires_grad=True), Tensor(_b.numpy(), requires_grad=True)
 _out = layer_norm(_x, 6, _w, _b)
 assert_equal(_out.grad_fn.op, "layer_norm", "layer_norm records one op")
-check(gradcheck(lambda x, w, b: layer_norm(x, 6, w, b), [_x, _w, _b]),
-      "gradcheck of layer_norm over the last dim (input, weight, bias)")
-_w2 = Tensor(_rng.standard_normal((5, 6)), requires_grad=True)
-check(gradcheck(lambda x, w: layer_norm(x, (5, 6), w), [_x, _w2]),
-      "gradcheck of layer_norm over the last two dims")
-check(gradcheck(lambda x: layer_norm(x, 6, eps=0.5), [_x]), "gradcheck with a large eps = 0.5")
 for _k, _shape in ((1, 6), (2, (5, 6))):                  # the two facts of the derivation, per group
     _xk = Tensor(_xx, requires_grad=True)
     _wk = Tensor(_rng.standard_normal(_shape) + 1)
@@ -492,6 +486,25 @@ for _k, _shape in ((1, 6), (2, (5, 6))):                  # the two facts of the
                  what=f"normalized_shape of {_k} dim(s): x̄ sums to 0 over each group (a shift of a token changes nothing)")
     assert_close((_xk.grad.numpy() * _xh).sum(_ax), np.zeros(_xx.shape[:3 - _k]), atol=1e-9,
                  what=f"normalized_shape of {_k} dim(s): Σ x̄·x̂ = 0 over each group (a scaling about the mean changes nothing)")
+
+
+def _gradcheck_says(fn, inputs, what):
+    """gradcheck, with this cell's label on a failure and gradcheck's own account of it."""
+    try:
+        ok, why = gradcheck(fn, inputs), None
+    except Exception as exc:  # gradcheck names the input and the error it measured
+        ok, why = False, str(exc)
+    check(ok, what, got=why)
+
+
+_gradcheck_says(lambda x, w, b: layer_norm(x, 6, w, b), [_x, _w, _b],
+                "gradcheck of layer_norm over the last dim (input, weight, bias)")
+_w2 = Tensor(_rng.standard_normal((5, 6)), requires_grad=True)
+_gradcheck_says(lambda x, w: layer_norm(x, (5, 6), w), [_x, _w2], "gradcheck of layer_norm over the last two dims")
+_gradcheck_says(lambda x: layer_norm(x, 6, eps=0.5), [_x], "gradcheck with a large eps = 0.5")
+_x1, _w1, _b1 = (Tensor(_rng.standard_normal(7), requires_grad=True) for _ in range(3))
+_gradcheck_says(lambda x, w, b: layer_norm(x, 7, w, b), [_x1, _w1, _b1],
+                "gradcheck on one unbatched token (7,): no leading dims to sum the weight's and bias's gradients over")
 _out.backward(Tensor(np.ones((2, 5, 6))))
 assert_close(_b.grad.numpy(), np.full(6, 10.0), rtol=1e-12, what="bias gradient: sum of ones over 2×5 tokens")
 print("✓ layer_norm backward: one node, gradcheck passes; bias grad", _b.grad.numpy())
@@ -780,16 +793,54 @@ with tinytorch.no_grad():                                 # two LayerNorms that 
     _blk.ln2.bias.copy_(Tensor(np.linspace(-1.0, 1.0, 8, dtype=np.float32)))
 _yb = _blk(_xb)
 assert_equal(_yb.shape, (2, 5, 8), "block output shape")
-# the definition, from the block's own parts
-_h1 = _blk.ln1(_xb)
-_s1 = _xb + _blk.attn(_h1, _h1, _h1, attn_mask=_causal_attn_mask(5), need_weights=False)[0]
-_ref = _s1 + _blk.ff(_blk.ln2(_s1))
-assert_close(_yb.numpy(), _ref.numpy(), rtol=1e-5, atol=1e-6, what="x + attn(ln1(x)), then x + ff(ln2(x))")
-_blk.dropout = passthrough_spy()                                     # the block's own dropout: on the attention branch
-_blk(_xb)
-assert_equal(len(_blk.dropout.seen), 1, "the block calls self.dropout once per forward")
-assert_close(_blk.dropout.seen[0], (_s1 - _xb).numpy(), rtol=1e-5, atol=1e-6,
-             what="what the block's dropout receives: the attention branch's output, before the addition")
+
+
+class _Recorder(Module):
+    """Runs the layer it wraps and keeps the arguments of each call: what the block fed it."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.calls = inner, []
+
+    def forward(self, *args, **kwargs):
+        self.calls.append(([a.numpy().copy() if isinstance(a, Tensor) else a for a in args], kwargs))
+        return self.inner(*args, **kwargs)
+
+
+_parts = {name: getattr(_blk, name) for name in ("ln1", "attn", "dropout", "ln2", "ff")}
+for _name, _part in _parts.items():
+    setattr(_blk, _name, _Recorder(_part))
+try:
+    _yr = _blk(_xb).numpy()
+    _seen = {name: getattr(_blk, name).calls for name in _parts}
+finally:
+    for _name, _part in _parts.items():
+        setattr(_blk, _name, _part)
+check([len(c) for c in _seen.values()] == [1] * 5, "one call of each part per forward: ln1, attn, dropout, ln2, ff",
+      got={n: len(c) for n, c in _seen.items()})
+_x0 = _xb.numpy()
+assert_close(_seen["ln1"][0][0][0], _x0, rtol=0, atol=0, what="ln1 reads the stream as the block received it")
+_q, _k, _v = _seen["attn"][0][0][:3]
+_n1 = _parts["ln1"](_xb).numpy()
+for _role, _arr in (("query", _q), ("key", _k), ("value", _v)):
+    assert_close(_arr, _n1, rtol=1e-6, atol=1e-7, what=f"the attention's {_role}: the normalised stream (self-attention)")
+_kw = _seen["attn"][0][1]
+assert_equal(np.asarray(_kw.get("attn_mask").numpy() if isinstance(_kw.get("attn_mask"), Tensor)
+                        else _kw.get("attn_mask")), _causal_attn_mask(5).numpy(),
+             "the attention's attn_mask (a keyword): the causal mask, in MultiheadAttention's convention")
+check(_kw.get("need_weights") is False, "need_weights=False passed to the attention", got=_kw.get("need_weights"))
+_att_out = _parts["attn"](Tensor(_n1), Tensor(_n1), Tensor(_n1), attn_mask=_causal_attn_mask(5),
+                          need_weights=False)[0].numpy()
+assert_close(_seen["dropout"][0][0][0], _att_out, rtol=1e-5, atol=1e-6,
+             what="what the block's dropout receives: the attention branch's output, before the residual addition")
+_s1 = _x0 + _att_out                                       # the stream after the first branch
+assert_close(_seen["ln2"][0][0][0], _s1, rtol=1e-5, atol=1e-6,
+             what="ln2 reads the stream after the attention branch was added to it (not the normalised copy, "
+                  "not the input)")
+_n2 = _parts["ln2"](Tensor(_s1)).numpy()
+assert_close(_seen["ff"][0][0][0], _n2, rtol=1e-5, atol=1e-6, what="the feed-forward branch reads ln2's output")
+assert_close(_yr, _s1 + _parts["ff"](Tensor(_n2)).numpy(), rtol=1e-5, atol=1e-6,
+             what="the block's output: the stream after the first branch, plus the feed-forward branch's output")
 # causality: changing the input at position 3 leaves positions 0..2 unchanged
 _xb2 = Tensor(_xb.numpy().copy())
 _xb2.numpy()[:, 3] += 1.0
@@ -859,8 +910,9 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# With the additions, the gradient at the bottom stays of the order of the gradient at the
-# top (it even grows a little: every branch adds its own path to the identity). Without
+# With the additions, the gradient at the bottom does not shrink with depth: it grows
+# (read the printed ratio at 48 blocks), because every branch adds its own path beside the
+# identity, a growth the 1/√(2L) initialisation of section 5 is there to keep in check. Without
 # them it shrinks block after block, a product of $L$ Jacobians, and the lowest blocks of a
 # deep stack would barely learn. The figures come from one seeded initialisation, so they
 # are the same on every machine.
@@ -1260,7 +1312,9 @@ def _sample_next(logits, temperature, top_k, rng):
     """Contract: logits numpy (B, V); temperature >= 0 (0 = greedy); top_k None or int >= 1;
     rng a numpy Generator, called once as rng.random((B, 1)) when sampling. Returns int64
     (B,): the argmax per row when temperature is 0, else one draw per row from
-    softmax(logits / temperature) restricted to the top_k largest logits."""
+    softmax(logits / temperature) restricted to the logits at least as large as the
+    top_k-th largest (ties with it stay, as nanoGPT's); a token of probability 0 is never
+    drawn, for any u that rng.random can return, 0 and the float just below 1 included."""
     # Idea: reshape the distribution (temperature, top-k), then one uniform draw per row.
     ### BEGIN SOLUTION
     logits = np.asarray(logits, dtype=np.float64)
@@ -1348,6 +1402,14 @@ assert_equal(_sample_next(_hot, 0.01, None, CountingRng(0.99)), np.array([0]),
              "temperature 0.01 on logits (10, 9, 2): almost surely token 0, and no overflow to NaN")
 assert_equal(_sample_next(_hot[:, ::-1].copy(), 0.01, None, CountingRng(0.99)), np.array([2]),
              "temperature 0.01 on logits (2, 9, 10): almost surely token 2 (a NaN would pick token 0)")
+for _u, _want in ((0.25, 0), (0.75, 1)):
+    assert_equal(_sample_next(np.array([[3.0, 3.0, 1.0]]), 1.0, 1, CountingRng(_u)), np.array([_want]),
+                 f"top_k=1 on logits (3, 3, 1), u = {_u}: both tied largest logits stay, each with probability 1/2")
+assert_equal(_sample_next(np.array([[-5.0, 2.0, 1.0]]), 1.0, 2, CountingRng(0.0)), np.array([1]),
+             "u = 0 (rng.random can return it) with token 0 cut by top_k=2: never the cut token")
+assert_equal(_sample_next(np.zeros((1, 10)), 1.0, None, CountingRng(np.nextafter(1.0, 0.0))), np.array([9]),
+             "u = the float just below 1 on ten equal logits: the last token (ten probabilities of 0.1 add up "
+             "to just below 1 in floating point, so u may lie beyond their rounded sum)")
 print("✓ _sample_next: greedy, top-k, temperature; draws of row 0:", np.bincount(_draws[:, 0], minlength=4))
 
 # %% nbgrader={"grade": true, "grade_id": "test-generate", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}

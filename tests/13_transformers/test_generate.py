@@ -167,3 +167,21 @@ def test_sample_next_at_a_tiny_temperature_does_not_overflow(order):
     expected = 0 if order == 1 else 2
     assert out.tolist() == [expected], (f"temperature 0.01 on logits {logits[0].tolist()}: almost surely token "
                                         f"{expected}, got {out.tolist()} (exp overflowing to inf gives NaN)")
+
+
+@pytest.mark.parametrize("u,expected", [(0.25, 0), (0.75, 1)])
+def test_sample_next_keeps_ties_at_the_top_k_threshold(u, expected):
+    out = _sample_next(np.array([[3.0, 3.0, 1.0]]), 1.0, 1, CountingRng(u))
+    np.testing.assert_array_equal(out, [expected], err_msg=f"top_k=1 on (3, 3, 1), u = {u}: the two tied logits "
+                                                           f"both stay (probability 1/2 each)")
+
+
+def test_sample_next_never_draws_a_token_of_probability_zero_at_u_zero():
+    out = _sample_next(np.array([[-5.0, 2.0, 1.0], [0.0, 9.0, 8.0]]), 1.0, 2, CountingRng(0.0))
+    np.testing.assert_array_equal(out, [1, 1], err_msg="u = 0 with token 0 cut by top_k: the first kept token")
+
+
+def test_sample_next_at_the_largest_u_below_one_draws_the_last_token():
+    out = _sample_next(np.zeros((2, 10)), 1.0, None, CountingRng(np.nextafter(1.0, 0.0)))
+    np.testing.assert_array_equal(out, [9, 9], err_msg="u just below 1 on ten equal logits: the last token (their "
+                                                       "normalised probabilities add up to just below 1)")

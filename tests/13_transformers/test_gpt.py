@@ -31,7 +31,10 @@ def test_forward_shapes_and_loss_is_flattened_cross_entropy():
     logp = z - z.max(-1, keepdims=True)
     logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
     ref = -np.take_along_axis(logp, y.numpy()[..., None], -1).mean()
-    np.testing.assert_allclose(loss.item(), ref, rtol=1e-5)
+    np.testing.assert_allclose(loss.item(), ref, rtol=1e-5,
+                               err_msg="the loss: mean cross-entropy of logits[b, t] against targets[b, t] over all "
+                                       "B·T positions (the targets arrive already shifted: y[t] is the token after "
+                                       "x[t])")
     short, _ = model(x[:, :3])
     assert short.shape == (3, 3, 13)
     np.testing.assert_allclose(short.numpy(), logits.numpy()[:, :3], atol=1e-5)
@@ -68,7 +71,8 @@ def test_ignore_index_targets():
     z = z - z.max(-1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
     ref = -np.take_along_axis(logp, y_np[:, 4:, None], -1).mean()
-    np.testing.assert_allclose(loss_masked.item(), ref, rtol=1e-5)
+    np.testing.assert_allclose(loss_masked.item(), ref, rtol=1e-5,
+                               err_msg="targets of -100 are left out of the mean (ignore_index), the rest averaged")
 
 
 @pytest.mark.parametrize("t", [0, 3, 7])

@@ -277,7 +277,9 @@ def _sample_next(logits, temperature, top_k, rng):
     """Contract: logits numpy (B, V); temperature >= 0 (0 = greedy); top_k None or int >= 1;
     rng a numpy Generator, called once as rng.random((B, 1)) when sampling. Returns int64
     (B,): the argmax per row when temperature is 0, else one draw per row from
-    softmax(logits / temperature) restricted to the top_k largest logits."""
+    softmax(logits / temperature) restricted to the logits at least as large as the
+    top_k-th largest (ties with it stay, as nanoGPT's); a token of probability 0 is never
+    drawn, for any u that rng.random can return, 0 and the float just below 1 included."""
     # Idea: reshape the distribution (temperature, top-k), then one uniform draw per row.
     # YOUR CODE HERE
     raise NotImplementedError('_sample_next() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
