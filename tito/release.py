@@ -305,11 +305,13 @@ def repeated_headings(solution_nb) -> list[str]:
 
 
 def control_characters(path: Path) -> list[int]:
-    """The line numbers of a solution file that hold a control character other than a tab (a
-    LaTeX `\\frac` written in a plain Python string arrives as a form feed and `rac`)."""
+    """The line numbers of a solution file that hold a control character, a tab in a comment
+    line (markdown) included (a LaTeX `\\frac` or `\\text` written in a plain Python string
+    arrives as a form feed and `rac`, or a tab and `ext`)."""
     lines = path.read_text(encoding="utf-8").split("\n")
     return [i for i, line in enumerate(lines, 1)
-            if any(ord(ch) < 32 and ch not in "\t\r" or ord(ch) == 127 for ch in line)]
+            if any(ord(ch) < 32 and ch not in "\t\r" or ord(ch) == 127 for ch in line)
+            or ("\t" in line and line.lstrip(" ").startswith("#"))]
 
 
 def release(check: bool = False) -> int:

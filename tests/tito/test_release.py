@@ -60,7 +60,22 @@ def test_a_control_character_in_a_solution_is_reported(tmp_path):
     from tito.release import control_characters
 
     path = tmp_path / "losses.py"
-    path.write_text("# $$U = -\\frac{1}{C}$$\n# $$V = -\frac{1}{C}$$\n\tx = 1\r\n", encoding="utf-8")
-    assert control_characters(path) == [2]
+    path.write_text("# $$U = -\\frac{1}{C}$$\n# $$V = -\frac{1}{C}$$\n\tx = 1\r\n# cost $(25 - \text{end})^2$\n",
+                    encoding="utf-8")
+    assert control_characters(path) == [2, 4]
     for module in available_modules():
         assert control_characters(module.solution_path) == [], module.slug
+
+
+def test_a_stub_is_named_under_the_section_that_asks_for_it_with_headings_in_plain_text():
+    from tito.release import stub_manifest
+
+    nb = jupytext.reads(
+        "# %% [markdown]\n# ## 5. GPT: $T \\times T$ scores\n#\n# ### Initialisation\n#\n# Write `GPT._init_weights`.\n\n"
+        "# %% [markdown]\n# ### The forward pass\n\n"
+        "# %%\nclass GPT:\n    def _init_weights(self):\n        ### BEGIN SOLUTION\n        pass\n"
+        "        ### END SOLUTION\n\n    def forward(self, x):\n        ### BEGIN SOLUTION\n        return x\n"
+        "        ### END SOLUTION\n", fmt="py:percent")
+    sections = {s["name"]: s["section"] for s in stub_manifest(nb, None)}
+    assert sections == {"GPT._init_weights": "5. GPT: T × T scores › Initialisation",
+                        "GPT.forward": "5. GPT: T × T scores › The forward pass"}, sections
