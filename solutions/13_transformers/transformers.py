@@ -1161,16 +1161,36 @@ check(_gpt.head.weight is _gpt.tok_emb.weight, "tie_weights=True: the head's wei
 _logits, _loss = _gpt(_idx)
 assert_equal(_logits.shape, (3, 8, 11), "logits shape (B, T, V)")
 check(_loss is None, "no targets: loss is None", got=_loss)
-_h = _gpt.tok_emb(_idx) + _gpt.pos_emb(tinytorch.arange(8))          # the definition, by hand
-for _block in _gpt.blocks:
-    _h = _block(_h)
-assert_close(_logits.numpy(), _gpt.ln_f(_h).numpy() @ _gpt.tok_emb.weight.numpy().T, rtol=1e-5, atol=1e-6,
-             what="logits = head(ln_f(blocks(tok_emb(idx) + pos_emb(positions))))")
-_gpt.drop = passthrough_spy()
-_gpt(_idx)
-assert_equal(len(_gpt.drop.seen), 1, "GPT.forward calls its dropout `drop` once")
-assert_close(_gpt.drop.seen[0], (_gpt.tok_emb(_idx) + _gpt.pos_emb(tinytorch.arange(8))).numpy(), rtol=1e-6,
+_gparts = {name: getattr(_gpt, name) for name in ("tok_emb", "pos_emb", "drop", "ln_f")}
+_gblocks = list(_gpt.blocks)
+for _name, _part in _gparts.items():                      # record what each part reads (section 4's _Recorder)
+    setattr(_gpt, _name, _Recorder(_part))
+for _i, _block in enumerate(_gblocks):
+    _gpt.blocks[_i] = _Recorder(_block)
+try:
+    _lr = _gpt(_idx)[0].numpy()
+    _gseen = {name: getattr(_gpt, name).calls for name in _gparts}
+    _bseen = [_gpt.blocks[_i].calls for _i in range(len(_gblocks))]
+finally:
+    for _name, _part in _gparts.items():
+        setattr(_gpt, _name, _part)
+    for _i, _block in enumerate(_gblocks):
+        _gpt.blocks[_i] = _block
+assert_equal(_gseen["tok_emb"][0][0][0], _idx.numpy(), "the token table reads the ids")
+assert_equal(np.asarray(_gseen["pos_emb"][0][0][0]), np.arange(8), "the position table reads the positions 0..T-1")
+_e = _gparts["tok_emb"](_idx).numpy() + _gparts["pos_emb"](tinytorch.arange(8)).numpy()
+assert_close(_gseen["drop"][0][0][0], _e, rtol=1e-6, atol=1e-7,
              what="what GPT's `drop` receives: the token plus the position embeddings")
+_stream = _gseen["drop"][0][0][0]                          # drop is the identity at p = 0
+for _i, _calls in enumerate(_bseen):
+    check(len(_calls) == 1, f"block {_i} runs once", got=len(_calls))
+    assert_close(_calls[0][0][0], _stream, rtol=1e-5, atol=1e-6,
+                 what=f"block {_i} reads " + ("the dropped embeddings" if _i == 0 else f"block {_i - 1}'s output"))
+    _stream = _gblocks[_i](Tensor(_stream)).numpy()
+assert_close(_gseen["ln_f"][0][0][0], _stream, rtol=1e-5, atol=1e-6, what="ln_f reads the last block's output")
+assert_close(_lr, _gparts["ln_f"](Tensor(_stream)).numpy() @ _gpt.tok_emb.weight.numpy().T, rtol=1e-5, atol=1e-6,
+             what="the logits: the head (the token table, tied) applied to ln_f's output")
+check(len(_gseen["drop"]) == 1, "GPT.forward calls its dropout `drop` once", got=len(_gseen["drop"]))
 _logits, _loss = _gpt(_idx[:, :-1], _idx[:, 1:])
 assert_equal(_loss.shape, (), "the loss is a scalar")
 _lp = _logits.numpy() - _logits.numpy().max(-1, keepdims=True)
