@@ -751,9 +751,10 @@ print("✓ conv2d forward = the seven loops; e.g. output shape", _t.shape)
 # kernel, for a few small image sizes (the loops only at tiny sizes: they are slow). Each
 # time is the median of a few runs.
 #
-# **Predict first.** The loops do one multiply-add per Python iteration. A Python loop
-# iteration costs tens of nanoseconds; a BLAS kernel does several multiply-adds per clock
-# cycle. How many times faster do you expect `conv2d` to be on 16×16 images? Write a
+# **Predict first.** The loops do one multiply-add per Python iteration, and each iteration
+# also indexes two 4-D numpy arrays, which costs far more than the multiply-add itself (the
+# cell prints the time per iteration it measured); a BLAS kernel does several multiply-adds
+# per clock cycle. How many times faster do you expect `conv2d` to be on 16×16 images? Write a
 # number (it is not graded; it is what you compare against).
 
 # %%
@@ -775,6 +776,8 @@ for _n in _sizes:
     print(f"{_n:3d}×{_n:<3d} seven loops {_t_loops[-1] * 1e3:9.2f} ms   im2col+matmul "
           f"{_t_cols[-1] * 1e3:7.3f} ms   speed-up {_t_loops[-1] / _t_cols[-1]:8.0f}×")
 _measured = _t_loops[-1] / _t_cols[-1]
+print(f"one iteration of the loops (a multiply-add and its indexing) at 16×16: "
+      f"{_t_loops[-1] / (2 * 8 * 27 * 16 * 16) * 1e9:.0f} ns")
 if predicted_speedup_16 is None:
     print(f"measured speed-up at 16×16: {_measured:.0f}× (no prediction written: set "
           f"predicted_speedup_16 above and re-run)")
@@ -951,6 +954,9 @@ for (_k, _s, _p) in [(2, 1, 0), (3, 2, 1), ((3, 2), (1, 2), (2, 0))]:
     assert_equal(_back.shape, _xx.shape, f"col2im shape, k={_k}, s={_s}, p={_p}")
     assert_close(np.sum(_xx * _back), np.sum(_cx * _yy), rtol=1e-10, atol=1e-10,
                  what=f"the adjoint identity <x, col2im(y)> = <im2col(x), y>, k={_k}, s={_s}, p={_p}")
+check(_back.flags["C_CONTIGUOUS"] and not np.shares_memory(_back, _yy), "col2im returns a new C-contiguous array "
+      "(the contract's: a gradient the engine may keep and add into)", got=(_back.flags["C_CONTIGUOUS"],
+      "shares memory with cols" if np.shares_memory(_back, _yy) else "new"))
 _steps = [python_steps(col2im, np.zeros((1, 2 * 9, (_n - 2) ** 2)), (_n, _n), 3) for _n in (6, 20)]
 check(_steps[1] <= _steps[0] + 10, "col2im runs no Python loop over output positions (only over the kh·kw kernel "
       "offsets): the Python lines it runs must not grow with the image",
@@ -1318,6 +1324,15 @@ assert_equal(_x.grad.numpy()[0, 0], np.array([[0.0, 0, 0, 0], [0, 0, 1 + 2 + 4, 
 assert_equal(max_pool2d(Tensor(-_xm), 3, stride=2, padding=1).numpy()[0, 0], np.array([[-1.0, 0], [0, -1]]),
              "padding never wins, even against negative values")
 _r = Tensor(np.random.default_rng(4).permutation(2 * 3 * 5 * 6).reshape(2, 3, 5, 6) / 10.0 - 4.5, requires_grad=True)
+_G = np.random.default_rng(5).standard_normal((2, 3, 2, 3))
+(max_pool2d(_r, 2) * Tensor(_G)).sum().backward()
+_want = np.zeros((2, 3, 5, 6))
+for _n, _c, _i, _j in np.ndindex(2, 3, 2, 3):            # the definition, window by window, plane by plane
+    _u, _v = np.unravel_index(np.argmax(_r.numpy()[_n, _c, 2 * _i:2 * _i + 2, 2 * _j:2 * _j + 2]), (2, 2))
+    _want[_n, _c, 2 * _i + _u, 2 * _j + _v] += _G[_n, _c, _i, _j]
+assert_equal(_r.grad.numpy(), _want, "a batch of 2 images of 3 channels, 2x2 windows: each plane's gradient goes "
+             "to that plane's own winners (the indices are per plane: image and channel offsets)")
+_r.grad = None
 from types import SimpleNamespace  # noqa: E402  (a stand-in node for calling the rule directly)
 
 _pool_steps = []
@@ -1355,8 +1370,8 @@ print("✓ max_pool2d routes each gradient to its argmax; gradient of the 3x3 ex
 # is the whole op; since padding counts, the divisor never changes. Backward: each window
 # hands each of its cells the same share of its output's gradient. In im2col's layout that
 # is a column gradient whose entries depend only on the output position, and you have a
-# function that sends column gradients home, adding overlaps. Can that array exist without
-# copying the gradient `kh·kw` times?
+# function that sends column gradients home, adding overlaps. That column array is the
+# one large allocation of the backward; how small can the rest of the work stay?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "avg-pool", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2190,7 +2205,10 @@ print(f"forward {_t_fwd * 1e3:.1f} ms, backward ≈ {(_t_both - _t_fwd) * 1e3:.1
       else f"(you predicted {predicted_backward_over_forward})")
 
 fig, ax = plt.subplots(figsize=(5.5, 3.5))
-ax.loglog([r[0] for r in _rows], [r[1] * 1e3 for r in _rows], "o-")
+ax.loglog([r[0] for r in _rows], [r[1] * 1e3 for r in _rows], "o-", label="measured")
+_f0, _t0 = _rows[-1][0], _rows[-1][1] * 1e3
+ax.loglog([r[0] for r in _rows], [_t0 * r[0] / _f0 for r in _rows], "k:", label="slope 1 (time ∝ FLOPs)")
+ax.legend(fontsize=8)
 ax.set_xlabel("FLOPs of the forward pass")
 ax.set_ylabel("median time (ms)")
 ax.set_title("conv2d forward: time grows with FLOPs")

@@ -116,6 +116,14 @@ def test_col2im_counts_window_memberships():
     np.testing.assert_array_equal(strided, [[1, 1, 1, 1, 0]] * 4)
 
 
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_col2im_returns_a_new_contiguous_array(padding):
+    cols = rand((2, 3 * 9, 5 * 4 if padding else 3 * 2), 1)
+    out = col2im(cols, (5, 4), 3, 1, padding)
+    assert out.flags["C_CONTIGUOUS"], "col2im's result must be C-contiguous (its contract), got a strided view"
+    assert not np.shares_memory(out, cols), "col2im's result must be a new array"
+
 @pytest.mark.parametrize("fn", ["im2col", "col2im"])
 def test_no_python_loop_runs_over_output_positions(fn):
     """The module's systems rule: numpy loops over positions, Python at most over kernel offsets."""
