@@ -893,7 +893,7 @@ class MinMaxObserver(Module):
         (float32 numpy values, of the shape _batch_range gives: 0-d per tensor, (C,) per
         channel) are the minimum and maximum over every input seen so far, not just the last
         one. Returns x unchanged."""
-        # Idea: a running extreme combines the old extreme with the new batch's.
+        # Idea: what must the state after this batch remember of every batch before it?
         ### BEGIN SOLUTION
         lo, hi = self._batch_range(_array(x))
         self.min_val = np.minimum(self.min_val, lo).astype(np.float32)
@@ -1210,6 +1210,8 @@ _rng = np.random.default_rng(11)
 _cases = {
     "ReLU-like values with 10 outliers at 25, 8 bits": (
         np.concatenate([np.abs(_rng.standard_normal(10_000)), np.full(10, 25.0)]), 40, -128, 127),
+    "ReLU-like values with 10 outliers at 25, 4 bits": (
+        np.concatenate([np.abs(_rng.standard_normal(10_000)), np.full(10, 25.0)]), 32, -8, 7),
     "two-sided heavy tails, 4 bits": (_rng.laplace(0.5, 1.0, 5000), 36, -8, 7),
     "values all in [5, 10] (the grid must still hold 0), 3 bits": (_rng.uniform(5, 10, 2000), 30, -4, 3),
     "a uniform spread, 8 bits": (_rng.uniform(-1, 3, 3000), 24, -128, 127),
@@ -1702,7 +1704,7 @@ def _quantize_multiplier(multiplier):
     and m / 2^shift the nearest such number to multiplier:
     |m * 2^-shift - multiplier| <= 2^-(shift + 1). Raises ValueError, naming the value,
     for a multiplier that is not positive and finite."""
-    # Idea: a float's digits and its size, kept apart: 31 digits in binary, and a shift.
+    # Idea: any positive real number is some 31-bit integer times a power of two: which ones?
     ### BEGIN SOLUTION
     real = np.asarray(multiplier, dtype=np.float64)
     if not np.all(np.isfinite(real) & (real > 0)):
@@ -1830,7 +1832,7 @@ class FakeQuantizeFunction(Function):
         replaced by the real value its quantized integer stands for, with the integers of
         _quantize (and of PyTorch's fake_quantize_* functions). Saves for backward what the
         rule you derived in the prose needs, and nothing of x's size more."""
-        # Idea: the values of the int8 model, in float; remember who was clipped.
+        # Idea: the values of the int8 model, in float; what will the backward need to know?
         ### BEGIN SOLUTION
         a = x.numpy()
         q = np.round(a * (np.float32(1.0) / np.asarray(scale, dtype=np.float32))) + zero_point
@@ -2197,7 +2199,7 @@ check(_after, "grad recording is back on after quantize_model (it changes no glo
 print(f"✓ quantize_model; max |quantized - float| on the calibration data {_d:.4f}")
 
 # %% [markdown]
-# ## 10. Post-training quantization of the digits MLP
+# ## 10. Post-training quantization of the digits networks
 #
 # A real model: the 8×8 digits of module 05, standardised with the training side's
 # statistics, and an MLP with two hidden layers trained with Adam for a moment
@@ -2343,8 +2345,7 @@ plt.show()
 #
 # The same `quantize_model` handles any model whose layers it can find: the digits **CNN**
 # of module 09 has two `Linear` layers after its convolution, and only those are quantized
-# (a quantized `Conv2d` would use the same integer core on im2col's columns; we leave the
-# convolution in float).
+# (the convolution stays in float here; the end of this section quantizes it too).
 
 # %%
 tinytorch.manual_seed(0)
@@ -3049,8 +3050,10 @@ if torch is not None:
 #   (which also does the ReLU). The digits MLP gives the same answers that way.
 # - **PTQ** (`quantize_model`: copy, observe, calibrate in eval mode without a graph, swap)
 #   costs the digits MLP about nothing at 8 bits and a lot once the grid is too coarse
-#   (where that starts, the sweep measured); there, **QAT** with fake quantization and the
-#   **straight-through** gradient recovers part or all of the loss.
+#   (where that starts, the sweep measured); there, a range chosen by its error (your
+#   histogram search) recovers much of the loss with no training, and **QAT** with fake
+#   quantization and the **straight-through** gradient recovers part of it by training (on
+#   this run, compare the two at 2 bits).
 # - **Folding** an eval-mode batch norm into the convolution before it leaves one
 #   convolution (you derived its weight and bias), so a quantized CNN has one layer, one
 #   range and one grid where it had two.

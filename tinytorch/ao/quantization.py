@@ -238,7 +238,7 @@ class MinMaxObserver(Module):
         (float32 numpy values, of the shape _batch_range gives: 0-d per tensor, (C,) per
         channel) are the minimum and maximum over every input seen so far, not just the last
         one. Returns x unchanged."""
-        # Idea: a running extreme combines the old extreme with the new batch's.
+        # Idea: what must the state after this batch remember of every batch before it?
         # YOUR CODE HERE
         raise NotImplementedError('MinMaxObserver.forward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
@@ -456,7 +456,7 @@ def _quantize_multiplier(multiplier):
     and m / 2^shift the nearest such number to multiplier:
     |m * 2^-shift - multiplier| <= 2^-(shift + 1). Raises ValueError, naming the value,
     for a multiplier that is not positive and finite."""
-    # Idea: a float's digits and its size, kept apart: 31 digits in binary, and a shift.
+    # Idea: any positive real number is some 31-bit integer times a power of two: which ones?
     # YOUR CODE HERE
     raise NotImplementedError('_quantize_multiplier() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
@@ -487,7 +487,7 @@ class FakeQuantizeFunction(Function):
         replaced by the real value its quantized integer stands for, with the integers of
         _quantize (and of PyTorch's fake_quantize_* functions). Saves for backward what the
         rule you derived in the prose needs, and nothing of x's size more."""
-        # Idea: the values of the int8 model, in float; remember who was clipped.
+        # Idea: the values of the int8 model, in float; what will the backward need to know?
         # YOUR CODE HERE
         raise NotImplementedError('FakeQuantizeFunction.forward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
