@@ -21,6 +21,7 @@ import re
 import sys
 import textwrap
 import threading
+import traceback
 import tracemalloc
 import types
 
@@ -136,9 +137,13 @@ def assert_raises(exception, fn, *args, match=None, what="", **kwargs):
         fn(*args, **kwargs)
     except exception as exc:
         if match is not None and not re.search(match, str(exc), flags=re.IGNORECASE):
+            frames = traceback.extract_tb(exc.__traceback__)
+            origin = (f" in {frames[-1].name} ({frames[-1].filename.replace(chr(92), '/').rsplit('/', 1)[-1]}, "
+                      f"line {frames[-1].lineno})") if frames else ""
             raise AssertionError(
-                f"✗ {label}: raised {type(exc).__name__} as it should, but its message does not say "
-                f"what it must (looked for /{match}/):\n    message: {exc}") from None
+                f"✗ {label}: raised {type(exc).__name__}{origin}, but its message does not say what it must "
+                f"(looked for /{match}/): was it raised by a check of yours, or by something that failed "
+                f"on the way?\n    message: {exc}") from None
         return exc
     except NotImplementedError:
         raise

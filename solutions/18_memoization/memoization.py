@@ -25,8 +25,8 @@
 #
 # By the end of this module you will be able to
 #
-# - say **why** a decoder may cache keys and values (causality) and why it must not cache
-#   the queries or the attention weights;
+# - say **why** a decoder may cache keys and values (causality) and why caching the
+#   queries or the attention weights would buy nothing;
 # - build a `KVCache` **preallocated per layer** to `(batch, heads, block_size, head_dim)`,
 #   whose `update(layer_idx, k, v)` writes the new entries and returns the filled prefix
 #   (in the spirit of Hugging Face's cache objects);
@@ -72,7 +72,7 @@ import tinytorch
 from tinytorch import Tensor
 from tinytorch.nn import GPT, GPTConfig, MultiheadAttention
 from tinytorch.nn.transformer import _generate
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, passthrough_spy, preserved_state
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
@@ -686,6 +686,19 @@ for (_a, _b), _lg in zip(_chunks, _got):
     assert_close(_lg, _ref[:, _a:_b], rtol=1e-9, atol=1e-10,
                  what=f"logits of tokens {_a}..{_b - 1} with {_a} cached vs the full forward pass")
 assert_equal([_c.get_seq_length(i) for i in range(3)], [11, 11, 11], "every layer holds the 11 tokens")
+_drop = _gpt.drop
+_gpt.drop = passthrough_spy()                                        # the embedding dropout: on the new tokens
+try:
+    with tinytorch.no_grad():
+        _c.crop(4)
+        cached_gpt_forward(_gpt, _ids[:, 4:7], _c)
+    _dropped = list(_gpt.drop.seen)
+finally:
+    _gpt.drop = _drop
+check(len(_dropped) == 1, "cached_gpt_forward calls the model's embedding dropout `drop` once, as GPT.forward does "
+      "(in eval mode it is the identity, so the logits alone cannot show it)", got=f"{len(_dropped)} calls")
+assert_close(_dropped[0], (_gpt.tok_emb(_ids[:, 4:7]) + _gpt.pos_emb(Tensor(np.arange(4, 7)))).numpy(), rtol=1e-12,
+             what="what `drop` receives: the new tokens' embeddings plus the embeddings of their positions 4..6")
 print("✓ cached_gpt_forward: 5 chunks equal the full forward; logits[0, -1, :3] =", _got[-1][0, -1, :3].round(4))
 
 # %% [markdown]
@@ -695,17 +708,14 @@ print("✓ cached_gpt_forward: 5 chunks equal the full forward; logits[0, -1, :3
 # under `no_grad`, and calls `_generate_cached(model, ids, max_new_tokens, temperature,
 # top_k, rng)` instead of `_generate`: same arguments, same result, same random draws
 # (module 13's `_sample_next`, once per step), so a seed gives the same text with or without
-# the cache. Write it:
-#
-# 1. **the room check.** Learned positions stop at `block_size`: a cache cannot slide its
-#    window the way module 13's loop crops the context (every cached key was computed at
-#    its own position). So refuse, before any work, a generation that would make the model
-#    read past `block_size`. Count carefully: which tokens does the model actually read?
-#    The provided `_room_message` takes your count.
-# 2. **prefill**: a cache sized for the model and the batch (`KVCache.for_model`), and the
-#    whole prompt through `cached_gpt_forward` in **one** pass;
-# 3. **decode**: sample the next token from the last position's logits, append it, and
-#    feed **only that token** to the next call.
+# the cache. Write it. Two constraints shape it. Learned positions stop at `block_size`,
+# and a cache cannot slide its window the way module 13's loop crops the context (every
+# cached key was computed at its own position): so a generation that would make the model
+# read past `block_size` must be refused before any work, and what counts is which tokens
+# the model actually reads (the provided `_room_message` takes your count). And the point
+# of the cache is that nothing is computed twice: the prompt should go through the model
+# in as few passes as the cache allows (`KVCache.for_model` sizes one for the model and
+# the batch), and each later pass should carry only what the cache does not already hold.
 #
 # <details><summary>Hint 1</summary>
 #

@@ -99,3 +99,20 @@ def test_cached_attention_through_the_transformer_block_hook():
     np.testing.assert_allclose(np.concatenate(parts, 1), ref, rtol=1e-10, atol=1e-12,
                                err_msg="TransformerBlock.forward(x, kv_cache=..., layer_idx=1) vs the block on the whole sequence")
     assert (cache.get_seq_length(0), cache.get_seq_length(1)) == (0, 6), "the block wrote into layer 1 only"
+
+
+def test_cached_gpt_forward_passes_the_new_embeddings_through_the_dropout():
+    """Eval mode makes the dropout the identity, so the logits cannot show a skipped one: a spy can."""
+    from tinytorch.testing import passthrough_spy
+
+    model = small(seed=5)
+    seq = ids(2, 7, seed=5)
+    cache = KVCache.for_model(model, 2)
+    model.drop = passthrough_spy()
+    with tt.no_grad():
+        cached_gpt_forward(model, seq[:, :4], cache)
+        cached_gpt_forward(model, seq[:, 4:7], cache)
+    assert len(model.drop.seen) == 2, f"one call of the embedding dropout per forward, got {len(model.drop.seen)}"
+    expected = (model.tok_emb(seq[:, 4:7]) + model.pos_emb(tt.arange(4, 7))).numpy()
+    np.testing.assert_allclose(model.drop.seen[1], expected, rtol=1e-6,
+                               err_msg="the dropout receives the new tokens' embeddings plus their positions' (4..6)")
