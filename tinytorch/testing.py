@@ -17,6 +17,7 @@ import ast
 import contextlib
 import gc
 import inspect
+import os
 import re
 import sys
 import textwrap
@@ -138,8 +139,8 @@ def assert_raises(exception, fn, *args, match=None, what="", **kwargs):
     except exception as exc:
         if match is not None and not re.search(match, str(exc), flags=re.IGNORECASE):
             frames = traceback.extract_tb(exc.__traceback__)
-            origin = (f" in {frames[-1].name} ({frames[-1].filename.replace(chr(92), '/').rsplit('/', 1)[-1]}, "
-                      f"line {frames[-1].lineno})") if frames else ""
+            origin = (f" in {frames[-1].name} ({os.path.basename(frames[-1].filename)}, line {frames[-1].lineno})"
+                      if frames else "")
             raise AssertionError(
                 f"✗ {label}: raised {type(exc).__name__}{origin}, but its message does not say what it must "
                 f"(looked for /{match}/): was it raised by a check of yours, or by something that failed "

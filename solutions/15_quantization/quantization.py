@@ -375,8 +375,8 @@ print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {float(_TORCH_QPARAMS[0][
 #   value and four others in the check (with $z = 0$), PyTorch's integers are 8, -8, 13,
 #   28 and 54, while `np.round(x / s)` gives 7, -7, 12, 27 and 55. The difference is a
 #   design choice of fast kernels: quantizing touches every activation of every layer,
-#   and a float division takes several times as long as a multiplication on most
-#   processors, so a kernel spends as few divisions as it can. Design the cheapest
+#   and a float division costs more than a multiplication on most processors, so a
+#   kernel spends as few divisions as it can. Design the cheapest
 #   float32 way to count "x in steps of s" over a whole array, and check it against
 #   these five values. It matters beyond them: a symmetric grid puts the largest weight
 #   of each row exactly on a tie (section 2), where the last bit decides the rounding.
@@ -1161,7 +1161,7 @@ def _l2_optimal_range(counts, edges, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
     - lo <= c <= hi: _rounding_mse(scale), scale the one _calculate_qparams gives for
       the float32 range [lo, hi] (affine, quant_min..quant_max);
     - c < lo: (c - lo) ** 2, and c > hi: (c - hi) ** 2 (it saturates at that end).
-    For B = 2048 it answers within a second (far fewer than B³ operations)."""
+    Its work grows about as B², not B³ (2048 bins make two million candidate ranges)."""
     # Idea: the cost of a range splits into parts that can be prepared once for all ranges.
     ### BEGIN SOLUTION
     counts = np.asarray(counts, dtype=np.float64)
@@ -1244,7 +1244,7 @@ for _b in (24, 96):  # the work of a search, as the bins quadruple: numbers comp
     _, _log = spied(_l2_optimal_range, _c, _e)
     _work[_b] = sum(int(np.prod(r)) for _, _, r in arithmetic(_log)) + python_steps(_l2_optimal_range, _c, _e)
 check(_work[96] < 24 * _work[24], "the search's work grows about as B², not B³: with 4x the bins, under 24x the "
-      "work (numpy's computed numbers plus Python steps), so 2048 bins answer within a second",
+      "work (numpy's computed numbers plus Python steps): two million candidates at 2048 bins stay affordable",
       got=f"{_work[96] / _work[24]:.1f}x ({_work[24]:,} at 24 bins, {_work[96]:,} at 96)", expected="< 24x (B² is 16x)")
 print(f"✓ _l2_optimal_range; on 2048 bins it keeps [{_lo:.2f}, {_hi:.2f}] of [{_edges[0]:.1f}, {_edges[-1]:.1f}], "
       f"E {_yours:.4g} against min/max's {_others['min/max']:.4g}")

@@ -301,7 +301,7 @@ def _l2_optimal_range(counts, edges, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
     - lo <= c <= hi: _rounding_mse(scale), scale the one _calculate_qparams gives for
       the float32 range [lo, hi] (affine, quant_min..quant_max);
     - c < lo: (c - lo) ** 2, and c > hi: (c - hi) ** 2 (it saturates at that end).
-    For B = 2048 it answers within a second (far fewer than B³ operations)."""
+    Its work grows about as B², not B³ (2048 bins make two million candidate ranges)."""
     # Idea: the cost of a range splits into parts that can be prepared once for all ranges.
     # YOUR CODE HERE
     raise NotImplementedError('_l2_optimal_range() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
