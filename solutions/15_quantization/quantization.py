@@ -43,7 +43,8 @@
 #   sum so that the only large piece of work is an int8 × int8 matrix product in **int32
 #   accumulators**, plus cheap **correction terms**;
 # - **requantize** those accumulators to the next layer's int8 with an integer
-#   **fixed-point multiplier** and a rounding shift, and run the digits MLP with integer
+#   **fixed-point multiplier** and a rounding shift, then design the integer-only layer
+#   (where the bias goes, what the ReLU becomes) and run the digits MLP with integer
 #   arithmetic between its layers;
 # - quantize a trained model (`quantize_model`: observe, calibrate, swap each `Linear` for a
 #   `QuantizedLinear` that stores a real `int8` array) and report the accuracy drop;
@@ -1633,9 +1634,8 @@ print("max |quantized - float| on 4 inputs:",
 # integer unit and a microcontroller without a floating-point unit run the whole network
 # like this.
 #
-# Say the bias is already folded into the accumulator $A_j$ (stored as an integer on the
-# accumulator's grid, of scale $s_x s_W[j]$; provided in section 10), so the layer's
-# output is $y_j = s_x s_W[j]\, A_j$. In steps of the output grid that is
+# Leave the bias aside for now (where an integer machine adds it is a question of
+# section 10): the layer's output is then $y_j = s_x s_W[j]\, A_j$. In steps of the output grid that is
 # $y_j / s_y = M_j A_j$ with the real number $M_j = s_x s_W[j] / s_y$, and by section 3
 # the output integer is $z_y$ plus the nearest integer to $M_j A_j$, saturated. $M_j$
 # is a constant of the layer, usually far below 1. An integer machine has no float
@@ -2367,20 +2367,150 @@ print("quantized layers:", [n for n, m in qcnn.named_modules() if isinstance(m, 
 # ### The digits MLP in integers only
 #
 # `int8_model` still uses floats between its layers: each `QuantizedLinear` rescales its
-# accumulators to float32, the `ReLU` runs on floats, and the next layer quantizes again.
-# With your `_requantize`, the hidden activations can stay int8 all the way: the only
-# float operations left are quantizing the input image once and scaling the last layer's
-# accumulators into logits. The provided `integer_only_mlp` runs a `Sequential` of
-# `QuantizedLinear` layers with a `ReLU` between each pair that way:
+# accumulators to float32, adds a float bias, the `ReLU` runs on floats, and the next layer
+# quantizes again. With your `_requantize`, the hidden activations can stay int8 all the
+# way: the only float operations left are quantizing the input image once and scaling
+# the last layer's accumulators into logits. What is left to design is one layer of it.
 #
-# - the bias becomes an integer on the accumulator's grid (scale $s_x s_W[j]$), added to
-#   the accumulators that your `_int8_linear` returns with unit scales (exact integers, by
-#   its contract, while they stay below $2^{24}$, as they do here);
-# - each layer's $M_j = s_x s_W[j] / s_y$, with $(s_y, z_y)$ the next layer's calibrated
-#   input grid, goes through your `_quantize_multiplier`, and the accumulators through
-#   your `_requantize`;
-# - the ReLU costs nothing: the next layer's calibrated input range starts at 0, so its
-#   zero point is $q_{min}$, and saturating at $z_y$ from below *is* the ReLU.
+# Write `_requantized_linear(q_x, layer, scale, zero_point, quant_min, quant_max, relu)`:
+# a `QuantizedLinear` applied to int8 inputs on its calibrated input grid, its output
+# (after a ReLU when `relu` is true) delivered as int8 on the grid
+# `(scale, zero_point, quant_min, quant_max)` that the next layer expects. Its contract is
+# TensorFlow Lite's: bit for bit what an integer machine computes, which allows a float
+# only for the layer's constants, each prepared once and rounded once, and no float
+# arithmetic on the activations. Three questions are yours:
+#
+# - **The accumulators.** Your `_int8_linear` with unit scales and no bias returns them
+#   (exact integers, by its contract, while they stay below $2^{24}$, as here), or
+#   compute them as it does.
+# - **The bias.** It is a float32 per output, and section 7 left it aside. An integer
+#   machine has to add an integer somewhere between the accumulators and the int8 output.
+#   Where does one rounding of the bias lose least, and which integer stands for $b_j$
+#   there?
+# - **The ReLU.** There is no float to compare with 0. Which integers on the output grid
+#   stand for negative numbers, and what does the ReLU do to them?
+#
+# The check builds small layers whose scales are powers of two, so that each of these
+# decisions changes an integer you can work out by hand.
+#
+# <details><summary>Hint 1</summary>
+#
+# Write the layer's real output as one scale times one sum: $y_j = s_x s_W[j]\,(A_j + ?)$.
+# What goes in place of the question mark, and is it an integer? Compare with adding a
+# rounded bias after `_requantize`: how many roundings does each output get then?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# On the output grid the real 0 is the integer $z_y$. After a ReLU, what is the least
+# integer the layer can return, and which of `_requantize`'s arguments sets it?
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# The multiplier takes the real ratio of two grids, in float64 (the input scale is kept
+# as a float64, the weight's scales as float32). Which two grids, for output $j$?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Everything the layer adds must live on the grid its accumulators live on, so that one
+# requantization turns the sum into the output integers with a single rounding; that
+# fixes the grid on which the bias is rounded, once, when the layer is prepared. The
+# multiplier is the ratio of that grid to the output's, per output channel. A ReLU on a
+# grid with zero point $z_y$ keeps the integers at or above $z_y$, and the saturation
+# that `_requantize` already does can keep them there.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "requantized-linear", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _requantized_linear(q_x, layer, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX, relu=False):
+    """Integer-only inference of one layer, as TensorFlow Lite defines its int8 kernels.
+
+    Contract: q_x int8 (..., in), the input on layer's calibrated input grid
+    (layer.input_scale, layer.input_zero_point); layer a QuantizedLinear whose accumulators
+    stay below 2^24 in magnitude; (scale, zero_point, quant_min, quant_max) the output's
+    grid, quant_min < quant_max within int8's range. Returns int8 (..., out): the layer's
+    output y = x W^T + b (max(y, 0) where relu is true) on that grid, bit for bit as an
+    integer machine computes it: the layer's real constants (the bias, the rescaling) are
+    each rounded once, to the nearest int64 or 31-bit fixed-point number, from float64;
+    the activations see integer arithmetic only, with one rounding at the end
+    (_requantize's, halves up) and saturation.
+    """
+    # Idea: what the machine adds must share a grid with what it adds to.
+    ### BEGIN SOLUTION
+    ones = np.ones(layer.out_features, np.float32)
+    acc = _int8_linear(q_x, 1.0, layer.input_zero_point.item(), layer.weight_int8.numpy(), ones,
+                       layer._w_zero_point()).astype(np.int64)         # exact below 2^24
+    acc_scale = np.float64(layer.input_scale.item()) * layer.weight_scale.numpy().astype(np.float64)  # (out,)
+    if layer.bias is not None:
+        acc = acc + np.round(layer.bias.numpy() / acc_scale).astype(np.int64)  # the bias on the accumulators' grid
+    multiplier, shift = _quantize_multiplier(acc_scale / np.float64(scale))
+    low = max(quant_min, zero_point) if relu else quant_min             # the ReLU: nothing below the real 0
+    return _requantize(acc, multiplier, shift, zero_point, low, quant_max)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-requantized-linear", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _layer(q_w, w_scale, bias=None, x_scale=0.125, x_zero_point=0, w_zero_point=None):
+    """A QuantizedLinear built from its integers (scales powers of two: every product is exact)."""
+    return QuantizedLinear(np.array(q_w, np.int8), np.array(w_scale, np.float32),
+                           None if bias is None else np.array(bias, np.float32), x_scale, x_zero_point,
+                           weight_zero_point=w_zero_point)
+
+
+_q = _requantized_linear(np.array([[10, 20], [3, 1]], np.int8), _layer([[1, 2], [3, -1]], [0.5, 0.25]), 0.25, 0)
+assert_equal((_q.shape, _q.dtype), ((2, 2), np.dtype(np.int8)), "shape (batch, out), int8")
+assert_equal(_q, np.array([[13, 1], [1, 1]], np.int8),
+             "accumulators [[50, 10], [5, 8]] on grids of scale [1/16, 1/32] (input 1/8 times each output's weight "
+             "scale), the output grid 1/4: y / s_y = [[12.5, 1.25], [1.25, 1.0]], halves going up (one rounding, "
+             "_requantize's)")
+_q = _requantized_linear(np.array([[1, 0]], np.int8), _layer([[1, 0], [3, 0]], [0.5, 0.25], bias=[1 / 16, 0.0]),
+                         0.25, 0)
+assert_equal(_q, np.array([[1, 0]], np.int8),
+             "output 0: y = 1/16 (accumulator 1) + 1/16 (bias) = 1/8, half a step of the output grid 1/4, so 1; "
+             "output 1: y = 3/32, so 0.375 steps, 0 ... unless the bias is added where it is rounded separately "
+             "(rounded on the output grid, 1/16 is 0.25 steps and vanishes)")
+_q = _requantized_linear(np.array([[0, 0], [2, 0]], np.int8), _layer([[1, 0]], [0.5], bias=[0.23]), 0.0625, 0)
+assert_equal(_q, np.array([[4], [6]], np.int8),
+             "the grids agree (scale 1/16 both), so the output is the accumulator plus the bias as an integer: "
+             "0.23 * 16 = 3.68 is nearest to 4, not 3")
+_q = _requantized_linear(np.array([[0, 0]], np.int8), _layer([[1, 0]], [0.5], bias=[-0.23]), 0.0625, 0)
+assert_equal(_q, np.array([[-4]], np.int8), "a negative bias: -0.23 * 16 = -3.68 is nearest to -4")
+_x, _neg = np.array([[-8, 0], [8, 0], [1, 0]], np.int8), _layer([[1, 0]], [0.5])
+assert_equal(_requantized_linear(_x, _neg, 0.25, 10, relu=True), np.array([[10], [12], [10]], np.int8),
+             "output zero point 10: y = -1/2 is the integer 8 without the ReLU; with it, the real 0, which is the "
+             "integer 10 (not the integer 0)")
+assert_equal(_requantized_linear(_x, _neg, 0.25, 10, relu=False), np.array([[8], [12], [10]], np.int8),
+             "relu=False: negative outputs stay (-1/2 is the integer 8 on the grid of zero point 10)")
+assert_equal(_requantized_linear(_x, _neg, 0.25, -128, relu=True), np.array([[-128], [-126], [-128]], np.int8),
+             "a grid calibrated after a ReLU (zero point -128): the real 0 is the least integer")
+_q = _requantized_linear(np.array([[-2, 4]], np.int8), _layer([[5, 7]], [0.5], x_zero_point=-4, w_zero_point=[3]),
+                         0.5, 0)
+assert_equal(_q, np.array([[5]], np.int8), "zero points on both sides: shifted integers (2, 8) and (2, 4) give 36, "
+             "36 / 16 = 2.25 real, 4.5 steps of 1/2, so 5")
+_q = _requantized_linear(np.array([[127, 127]], np.int8), _layer([[127, 127]], [0.5]), 0.25, 0, -8, 7)
+assert_equal(_q, np.array([[7]], np.int8), "saturated at quant_max")
+_rng = np.random.default_rng(15)
+_big = _layer(_rng.integers(-127, 128, (6, 20)), _rng.uniform(0.002, 0.01, 6), bias=_rng.normal(0, 0.5, 6),
+              x_scale=0.03, x_zero_point=-20)
+_qx = _rng.integers(-128, 128, (4, 5, 20)).astype(np.int8)
+_q = _requantized_linear(_qx, _big, 0.05, -3, relu=True)
+_real = np.maximum(_big(Tensor(((_qx.astype(np.float32) + 20) * 0.03))).numpy(), 0) / 0.05 - 3
+assert_equal((_q.shape, _q.dtype), ((4, 5, 6), np.dtype(np.int8)), "leading dimensions kept, int8")
+_bound = 0.5 + 0.5 * (0.03 * _big.weight_scale.numpy().max() / 0.05) + 1e-4  # half a step, plus the bias's rounding
+check(np.all(np.abs(_q - np.clip(_real, -3, 127)) <= _bound),
+      "on realistic scales, each output is the nearest integer to the float layer's y / scale + zero point",
+      got=np.abs(_q - np.clip(_real, -3, 127)).max(),
+      expected=f"<= {_bound:.4f} (half a step, plus half an accumulator step for the bias's rounding)")
+print("✓ _requantized_linear: the bias on the accumulators' grid, one rounding, the ReLU at the zero point")
+
+
+# %% [markdown]
+# The provided `integer_only_mlp` runs a `Sequential` of `QuantizedLinear` layers with a
+# `ReLU` between each pair on your `_requantized_linear`, each hidden layer landing on the
+# next layer's calibrated input grid; the last layer's accumulators become the logits
+# (its `_int8_linear`, the one float step at the end).
 
 # %%
 def integer_only_mlp(qmodel, x):
@@ -2389,21 +2519,15 @@ def integer_only_mlp(qmodel, x):
     also the int8 hidden activations."""
     layers = [m for m in qmodel.modules() if isinstance(m, QuantizedLinear)]
     q, hidden = layers[0].quantize_input(x), []
-    for layer, nxt in zip(layers, layers[1:] + [None]):
-        acc = _int8_linear(q, 1.0, layer.input_zero_point.item(), layer.weight_int8.numpy(),  # unit scales,
-                           np.ones(layer.out_features, np.float32), layer._w_zero_point())  # no bias: the accumulators
-        check(np.abs(acc).max() < 2 ** 24, "the accumulators are within float32's exact integers",
-              got=float(np.abs(acc).max()), expected=f"< {2 ** 24}")
-        acc_scale = np.float64(layer.input_scale.item()) * layer.weight_scale.numpy()  # the accumulator's grid, (out,)
-        if layer.bias is not None:
-            acc = acc.astype(np.int64) + np.round(layer.bias.numpy() / acc_scale).astype(np.int64)
-        if nxt is None:
-            return (acc * acc_scale).astype(np.float32), hidden                # the one float step: logits
-        multiplier, shift = _quantize_multiplier(acc_scale / nxt.input_scale.item())
-        z_next = nxt.input_zero_point.item()
-        q = _requantize(acc.astype(np.int64), multiplier, shift, z_next,
-                        max(nxt.input_quant_min, z_next), nxt.input_quant_max)  # ReLU: at z_y
+    for layer, nxt in zip(layers, layers[1:]):
+        q = _requantized_linear(q, layer, nxt.input_scale.item(), nxt.input_zero_point.item(),
+                                nxt.input_quant_min, nxt.input_quant_max, relu=True)
         hidden.append(q)
+    last = layers[-1]
+    logits = _int8_linear(q, last.input_scale.item(), last.input_zero_point.item(), last.weight_int8.numpy(),
+                          last.weight_scale.numpy(), last._w_zero_point(),
+                          None if last.bias is None else last.bias.numpy())
+    return logits, hidden
 
 
 # %% [markdown]
@@ -2986,7 +3110,7 @@ print(f"2-bit fake-quant model vs its integer conversion: median |logit differen
 #   Quantized `Linear` and `Conv2d` kernels (FBGEMM, oneDNN, QNNPACK) keep int8 between
 #   layers: they add the zero-point correction terms (the weight-only ones precomputed
 #   when the weight is packed) and *requantize* the int32 accumulators straight to the
-#   next layer's int8, as your `integer_only_mlp` does; QNNPACK, gemmlowp and TensorFlow
+#   next layer's int8, as your `_requantized_linear` does; QNNPACK, gemmlowp and TensorFlow
 #   Lite with a 31-bit fixed-point multiplier and a rounding shift, as yours.
 # - `torch.ao.quantization.quantize_dynamic` quantizes weights ahead of time and
 #   activations per batch at run time (no calibration): the usual choice for LSTMs and
@@ -3047,7 +3171,9 @@ if torch is not None:
 #   says so.
 # - **Requantization** keeps a network in integers: $M = s_x s_W / s_y$ as a 31-bit
 #   integer and a shift, an int64 product, a rounding shift, the zero point, saturation
-#   (which also does the ReLU). The digits MLP gives the same answers that way.
+#   (which also does the ReLU, at the zero point). The bias joins the accumulators on
+#   their own grid, so each output is rounded once. The digits MLP gives the same answers
+#   that way.
 # - **PTQ** (`quantize_model`: copy, observe, calibrate in eval mode without a graph, swap)
 #   costs the digits MLP about nothing at 8 bits and a lot once the grid is too coarse
 #   (where that starts, the sweep measured); there, a range chosen by its error (your

@@ -578,7 +578,26 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     raise NotImplementedError('quantize_model() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 87 (fuse-conv-bn) --
+# -- cell 81 (requantized-linear) --
+def _requantized_linear(q_x, layer, scale, zero_point, quant_min=QINT8_MIN, quant_max=QINT8_MAX, relu=False):
+    """Integer-only inference of one layer, as TensorFlow Lite defines its int8 kernels.
+
+    Contract: q_x int8 (..., in), the input on layer's calibrated input grid
+    (layer.input_scale, layer.input_zero_point); layer a QuantizedLinear whose accumulators
+    stay below 2^24 in magnitude; (scale, zero_point, quant_min, quant_max) the output's
+    grid, quant_min < quant_max within int8's range. Returns int8 (..., out): the layer's
+    output y = x W^T + b (max(y, 0) where relu is true) on that grid, bit for bit as an
+    integer machine computes it: the layer's real constants (the bias, the rescaling) are
+    each rounded once, to the nearest int64 or 31-bit fixed-point number, from float64;
+    the activations see integer arithmetic only, with one rounding at the end
+    (_requantize's, halves up) and saturation.
+    """
+    # Idea: what the machine adds must share a grid with what it adds to.
+    # YOUR CODE HERE
+    raise NotImplementedError('_requantized_linear() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
+
+
+# -- cell 90 (fuse-conv-bn) --
 def fuse_conv_bn_eval(conv, bn):
     """A new Conv2d equal to bn(conv(x)) for eval-mode layers (torch.nn.utils.fusion.fuse_conv_bn_eval).
 
@@ -597,7 +616,7 @@ def fuse_conv_bn_eval(conv, bn):
     raise NotImplementedError('fuse_conv_bn_eval() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 92 (int8-conv2d) --
+# -- cell 95 (int8-conv2d) --
 def _int8_conv2d(q_x, x_scale, x_zero_point, q_w, w_scale, w_zero_point, bias=None, stride=1, padding=0):
     """The integer core of a quantized Conv2d.
 
@@ -617,7 +636,7 @@ def _int8_conv2d(q_x, x_scale, x_zero_point, q_w, w_scale, w_zero_point, bias=No
     raise NotImplementedError('_int8_conv2d() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
 
 
-# -- cell 95 --
+# -- cell 98 --
 class QuantizedConv2d(Module):
     """A Conv2d with int8 weights per output channel (symmetric) and a fixed input grid
     (torch.ao.nn.quantized.Conv2d, float in and out); its state is buffers, as QuantizedLinear's."""
@@ -651,7 +670,7 @@ class QuantizedConv2d(Module):
                 f"input_scale={self.input_scale.item():.4g}, input_zero_point={self.input_zero_point.item()}")
 
 
-# -- cell 101 --
+# -- cell 104 --
 class FakeQuantize(Module):
     """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
     training mode (and in eval mode until it has seen data); fresh=True re-observes every
