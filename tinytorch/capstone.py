@@ -73,6 +73,9 @@ class NumbaConv2d(nn.Module):
 
     def __init__(self, conv, num_threads=1):
         super().__init__()
+        if conv.groups != 1 or conv.dilation != (1, 1) or isinstance(conv.padding, str):
+            raise ValueError(f"NumbaConv2d: {conv} has groups, dilation or a string padding; the numba "
+                             "im2col takes groups=1, dilation=1 and numeric padding")
         self.num_threads = num_threads
         self.in_channels, self.out_channels = conv.in_channels, conv.out_channels
         self.kernel_size, self.stride, self.padding = conv.kernel_size, conv.stride, conv.padding

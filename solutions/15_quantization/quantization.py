@@ -2609,7 +2609,8 @@ def fuse_conv_bn_eval(conv, bn):
 
     Contract: `conv` a Conv2d and `bn` a BatchNorm2d over conv's out_channels, both in eval
     mode, bn tracking running statistics. Returns a new Conv2d, in eval mode, with conv's
-    channels, kernel size, stride and padding and a bias (even if conv had none), whose
+    geometry (channels, kernel size, stride, padding, dilation, groups) and a bias (even if
+    conv had none), whose
     output equals bn(conv(x)) to float32 rounding for every input; conv and bn are left as
     they were. Raises ValueError if either is in training mode (batch norm would use each
     batch's own statistics, which no fixed weight can), if bn has no running statistics,
@@ -2634,7 +2635,7 @@ def fuse_conv_bn_eval(conv, bn):
     beta = np.zeros(bn.num_features) if bn.bias is None else bn.bias.numpy().astype(np.float64)
     a = gamma / np.sqrt(bn.running_var.numpy().astype(np.float64) + bn.eps)
     fused = Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
-                   bias=True, dtype=conv.weight.dtype)
+                   conv.dilation, conv.groups, bias=True, dtype=conv.weight.dtype)
     with no_grad():
         fused.weight.copy_(Tensor((w * a[:, None, None, None]).astype(fused.weight.dtype)))
         fused.bias.copy_(Tensor(((b - bn.running_mean.numpy()) * a + beta).astype(fused.bias.dtype)))
@@ -2840,6 +2841,9 @@ class QuantizedConv2d(Module):
 
     @classmethod
     def from_float(cls, conv, input_scale, input_zero_point):
+        if conv.groups != 1 or conv.dilation != (1, 1) or isinstance(conv.padding, str):
+            raise ValueError(f"QuantizedConv2d: {conv} has groups, dilation or a string padding; the int8 "
+                             "convolution here takes groups=1, dilation=1 and numeric padding")
         weight = conv.weight.numpy().astype(np.float32)
         _, scale, _ = _weight_qparams(weight, _default_weight_observer)
         q_w = _quantize(weight, scale[:, None, None, None], 0)

@@ -791,7 +791,10 @@ def _linear_from(weight, bias):
 
 def _conv_from(weight, bias, like):
     """A new Conv2d holding copies of `weight` (out, in, kh, kw) and `bias`, with like's geometry."""
-    conv = Conv2d(weight.shape[1], weight.shape[0], like.kernel_size, like.stride, like.padding,
+    if like.groups != 1:
+        raise ValueError(f"removing channels of a grouped convolution ({like}) is not supported: a group's "
+                         "channels would have to go together")
+    conv = Conv2d(weight.shape[1], weight.shape[0], like.kernel_size, like.stride, like.padding, like.dilation,
                   bias=bias is not None, dtype=weight.dtype)
     with no_grad():
         conv.weight.copy_(Tensor(np.ascontiguousarray(weight)))

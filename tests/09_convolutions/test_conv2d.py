@@ -147,3 +147,69 @@ def test_conv2d_errors_name_shapes(torch):
     y = F.conv2d(x, w, padding=1)
     ref = torch.nn.functional.conv2d(torch.from_numpy(x.numpy()), torch.from_numpy(w.numpy()), padding=1)
     np.testing.assert_allclose(y.numpy(), ref.numpy(), **TOL[np.float32])
+
+
+# PyTorch's geometry beyond stride and padding: dilation, groups (depthwise included) and the
+# string paddings, provided around the student's op; the layer must pass them on.
+GEOMETRY = [dict(dilation=2, padding=2), dict(dilation=(2, 3), padding=(1, 3), stride=(2, 1)),
+            dict(groups=2, padding=1), dict(groups=4, stride=2), dict(groups=2, dilation=2, padding="same"),
+            dict(padding="same"), dict(padding="same", dilation=(1, 2)), dict(padding="valid", stride=2)]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")  # PyTorch's note on even kernels
+@pytest.mark.parametrize("k", [3, (2, 3)])
+@pytest.mark.parametrize("case", range(len(GEOMETRY)))
+def test_conv2d_dilation_groups_and_string_padding_equal_pytorch(torch, k, case):
+    kw = GEOMETRY[case]
+    kk = k if isinstance(k, tuple) else (k, k)
+    groups = kw.get("groups", 1)
+    x, w, b = rand((2, 4, 9, 8), seed=20 + case), rand((4, 4 // groups) + kk, seed=30 + case), rand(4, seed=40 + case)
+    xo, wo, bo = (tt.tensor(a, requires_grad=True) for a in (x, w, b))
+    xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    yo, yt = F.conv2d(xo, wo, bo, **kw), torch.nn.functional.conv2d(xt, wt, bt, **kw)
+    assert yo.shape == tuple(yt.shape), f"{kw}: shape {yo.shape}, PyTorch {tuple(yt.shape)}"
+    g = rand(yo.shape, seed=50 + case)
+    (yo * tt.tensor(g)).sum().backward()
+    yt.backward(torch.from_numpy(g))
+    for name, o, t in zip(["output", "input grad", "weight grad", "bias grad"],
+                          [yo, xo.grad, wo.grad, bo.grad], [yt.detach(), xt.grad, wt.grad, bt.grad]):
+        np.testing.assert_allclose(o.numpy(), t.numpy(), err_msg=f"{kw}: {name}", **TOL[np.float64])
+
+
+def test_conv2d_layer_with_groups_and_dilation_equals_torch_layer(torch):
+    tt.manual_seed(3)
+    ours = Conv2d(6, 9, 3, padding="same", dilation=2, groups=3)
+    theirs = torch.nn.Conv2d(6, 9, 3, padding="same", dilation=2, groups=3)
+    assert ours.weight.shape == tuple(theirs.weight.shape) == (9, 2, 3, 3), "weight (out, in / groups, kh, kw)"
+    bound = 1 / math.sqrt(2 * 3 * 3)  # the fan-in: one output reads in / groups channels
+    assert 0.7 * bound < np.abs(ours.weight.numpy()).max() <= bound
+    with torch.no_grad():
+        theirs.weight.copy_(torch.from_numpy(ours.weight.numpy()))
+        theirs.bias.copy_(torch.from_numpy(ours.bias.numpy()))
+    x = rand((2, 6, 7, 8), np.float32, 4)
+    yo, yt = ours(tt.tensor(x)), theirs(torch.from_numpy(x))
+    np.testing.assert_allclose(yo.numpy(), yt.detach().numpy(), **TOL[np.float32])
+    assert (ours.dilation, ours.groups, ours.padding) == ((2, 2), 3, "same")
+    assert "dilation=(2, 2)" in repr(ours) and "groups=3" in repr(ours)
+
+
+def test_conv2d_geometry_errors_are_specific():
+    x = tt.randn(1, 4, 8, 8)
+    with pytest.raises(ValueError, match=r"groups=3"):
+        F.conv2d(x, tt.randn(6, 2, 3, 3), groups=3)
+    with pytest.raises(ValueError, match=r"per group.*groups=2"):
+        F.conv2d(x, tt.randn(4, 4, 3, 3), groups=2)
+    with pytest.raises(ValueError, match="same.*strided"):
+        F.conv2d(x, tt.randn(4, 4, 3, 3), padding="same", stride=2)
+    with pytest.raises(ValueError, match="'full'"):
+        F.conv2d(x, tt.randn(4, 4, 3, 3), padding="full")
+    with pytest.raises(ValueError, match="dilation"):
+        F.conv2d(x, tt.randn(4, 4, 3, 3), dilation=0)
+    with pytest.raises(ValueError, match="larger"):
+        F.conv2d(x, tt.randn(4, 4, 3, 3), dilation=4)   # spans 9 > 8
+    with pytest.raises(ValueError, match=r"groups=3.*in_channels \(4\)"):
+        Conv2d(4, 6, 3, groups=3)
+    with pytest.raises(ValueError, match="padding_mode='reflect'"):
+        Conv2d(4, 4, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match="same"):
+        Conv2d(4, 4, 3, padding="same", stride=2)

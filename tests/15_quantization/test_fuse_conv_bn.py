@@ -89,3 +89,20 @@ def test_no_running_statistics_or_wrong_channels_are_refused():
         fuse_conv_bn_eval(conv, nn.BatchNorm2d(4, track_running_stats=False).eval())
     with pytest.raises(ValueError, match="channels"):
         fuse_conv_bn_eval(conv, nn.BatchNorm2d(5).eval())
+
+
+def test_a_grouped_dilated_conv_keeps_its_geometry():
+    tt.manual_seed(4)
+    conv, bn = nn.Conv2d(4, 6, 3, padding="same", dilation=2, groups=2).eval(), nn.BatchNorm2d(6)
+    with tt.no_grad():
+        for _ in range(5):
+            bn(conv(tt.randn(2, 4, 9, 9)))
+    bn.eval()
+    x = tt.randn(2, 4, 9, 9)
+    with tt.no_grad():
+        want = bn(conv(x)).numpy()
+        fused = fuse_conv_bn_eval(conv, bn)
+        got = fused(x).numpy()
+    assert (fused.dilation, fused.groups, fused.padding) == ((2, 2), 2, "same"), \
+        f"the fused conv keeps dilation, groups and padding: got {fused}"
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from tinytorch._tensor import ShapeError, Tensor, apply, ones, tensor, zeros
+from tinytorch._tensor import ShapeError, Tensor, apply, cat, ones, stack, tensor, zeros, zeros_like
 from tinytorch.autograd import backward_rule
 from tinytorch.nn.init import _calculate_fan_in_and_fan_out, kaiming_uniform_, uniform_
 from tinytorch.nn.layers import Module, Parameter
@@ -134,32 +134,84 @@ def _check_image_batch(op, input):
         raise TypeError(f"{op}: input must be floating (float32 or float64), got {input.dtype}")
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0):
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation) of input (N, C_in, H, W) with weight
-    (C_out, C_in, kh, kw) and optional bias (C_out,) (torch.nn.functional.conv2d)."""
+    (C_out, C_in / groups, kh, kw) and optional bias (C_out,) (torch.nn.functional.conv2d).
+    padding is an int, a pair, "valid" (none) or "same" (stride 1: the output keeps H and
+    W; an odd total goes to the bottom and right, as PyTorch pads). dilation and groups are
+    PyTorch's, provided around your op: a dilated kernel is your op's kernel with zeros
+    between its taps (dh·dw times the work; cuDNN skips the zeros), and groups call your op
+    once per group of channels."""
     _check_image_batch("conv2d", input)
     _check_float("conv2d", "weight", weight, input.dtype)
     if weight.ndim != 4:
         raise ShapeError(f"conv2d: weight must be 4-D (C_out, C_in, kh, kw), got shape {weight.shape}")
-    if input.shape[1] != weight.shape[1]:
+    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
+    if weight.shape[0] % groups:
+        raise ShapeError(f"conv2d: groups={groups} must divide the weight's C_out = {weight.shape[0]}")
+    if input.shape[1] != weight.shape[1] * groups:
         raise ShapeError(f"conv2d: input of shape {input.shape} has {input.shape[1]} channels, but "
-                         f"the weight of shape {weight.shape} expects C_in = {weight.shape[1]} channels")
+                         f"the weight of shape {weight.shape} expects C_in = {weight.shape[1]} channels"
+                         + (f" per group, {weight.shape[1] * groups} in all (groups={groups})" if groups > 1 else ""))
     stride = _pair(stride, "stride", "conv2d")
+    dilation = _pair(dilation, "dilation", "conv2d")
+    if min(dilation) < 1:
+        raise ValueError(f"conv2d: dilation must be positive, got {dilation}")
+    reach = tuple(d * (k - 1) + 1 for d, k in zip(dilation, weight.shape[2:]))  # the kernel's span in the input
+    if isinstance(padding, str):
+        input, padding = _string_padding(input, padding, reach, stride)
     padding = _pair(padding, "padding", "conv2d")
-    for d, (size, k) in enumerate(zip(input.shape[2:], weight.shape[2:])):
+    for d, (size, k) in enumerate(zip(input.shape[2:], reach)):
         try:
             conv_output_size(size, k, stride[d], padding[d])
         except ValueError as exc:
             raise ShapeError(f"conv2d: input {input.shape}, weight {weight.shape}, stride {stride}, "
-                             f"padding {padding}: {exc}") from None
-    inputs = (input, weight)
+                             f"padding {padding}, dilation {dilation}: {exc}") from None
     if bias is not None:
         _check_float("conv2d", "bias", bias, input.dtype)
         if bias.shape != (weight.shape[0],):
             raise ShapeError(f"conv2d: bias must have shape ({weight.shape[0]},) (one per output "
                              f"channel), got {bias.shape}")
-        inputs = inputs + (bias,)
+    if groups > 1:
+        c_in, c_out = weight.shape[1], weight.shape[0] // groups
+        return cat([conv2d(input[:, g * c_in:(g + 1) * c_in], weight[g * c_out:(g + 1) * c_out],
+                           None if bias is None else bias[g * c_out:(g + 1) * c_out], stride, padding, dilation)
+                    for g in range(groups)], dim=1)
+    if dilation != (1, 1):
+        weight = _dilated(weight, dilation)
+    inputs = (input, weight) if bias is None else (input, weight, bias)
     return apply("conv2d", _conv2d_forward, *inputs, stride=stride, padding=padding)
+
+
+def _string_padding(input, padding, reach, stride):
+    """(input, padding) for PyTorch's padding="valid" / "same": "same" pads each side by
+    half of (span - 1), the odd one at the bottom and right (by padding the input itself)."""
+    if padding == "valid":
+        return input, 0
+    if padding != "same":
+        raise ValueError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+    if stride != (1, 1):
+        raise ValueError(f"conv2d: padding='same' is not supported for strided convolutions (stride {stride}), "
+                         "as in PyTorch")
+    before = [(r - 1) // 2 for r in reach]
+    after = [r - 1 - b for r, b in zip(reach, before)]
+    if before == after:
+        return input, tuple(before)
+    return pad(input, (before[1], after[1], before[0], after[0])), 0
+
+
+def _dilated(weight, dilation):
+    """The kernel with dilation - 1 zeros between neighbouring taps, as a differentiable
+    tensor: (C_out, C_in, dh(kh - 1) + 1, dw(kw - 1) + 1)."""
+    for axis, d in ((2, dilation[0]), (3, dilation[1])):
+        if d > 1:
+            k = weight.shape[axis]
+            spread = stack([weight] + [zeros_like(weight)] * (d - 1), dim=axis + 1)  # each tap, then d - 1 zeros
+            shape = list(weight.shape)
+            shape[axis] = k * d
+            weight = spread.reshape(*shape)[(slice(None),) * axis + (slice(0, d * (k - 1) + 1),)]
+    return weight
 
 
 # -- cell 32 (col2im) --
@@ -452,23 +504,39 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 class Conv2d(Module):
     """2-D convolution layer over (N, C_in, H, W) inputs (torch.nn.Conv2d).
 
-    Contract: parameters `weight` (out, in, kh, kw) and `bias` (out,) or None, of `dtype`
-    (float32 by default), initialised as PyTorch does: weight and bias uniform in
-    ±1/√(in·kh·kw). kernel_size, stride, padding are stored as pairs. forward(input) is
-    conv2d(input, weight, bias, stride, padding). A bad geometry raises ValueError naming
-    Conv2d (provided).
+    Contract: parameters `weight` (out, in / groups, kh, kw) and `bias` (out,) or None, of
+    `dtype` (float32 by default), initialised as PyTorch does: weight and bias uniform in
+    ±1/√(fan-in), the fan-in being the number of inputs one output value reads. kernel_size,
+    stride, dilation (and padding, unless "same" or "valid") are stored as pairs; groups as
+    an int. forward(input) is conv2d(input, weight, bias, stride, padding, dilation,
+    groups). A bad geometry raises ValueError naming Conv2d (provided).
     """
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, dtype=None):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", dtype=None):
         super().__init__()
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
         self.kernel_size = _pair(kernel_size, "kernel_size", "Conv2d")
         self.stride = _pair(stride, "stride", "Conv2d")
-        self.padding = _pair(padding, "padding", "Conv2d")
-        if min(self.stride) < 1 or min(self.kernel_size) < 1 or min(self.padding) < 0:
-            raise ValueError(f"Conv2d: kernel_size {self.kernel_size} and stride {self.stride} must be "
-                             f"positive and padding {self.padding} non-negative")
-        # Idea: one filter (in × kh × kw) and one bias per output channel.
+        self.dilation = _pair(dilation, "dilation", "Conv2d")
+        self.groups = groups
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv2d: padding_mode={padding_mode!r} is not supported; tinytorch pads with zeros "
+                             "(padding_mode='zeros')")
+        self.padding_mode = padding_mode
+        self.padding = padding if padding in ("same", "valid") else _pair(padding, "padding", "Conv2d")
+        if self.padding == "same" and self.stride != (1, 1):
+            raise ValueError(f"Conv2d: padding='same' is not supported for strided convolutions "
+                             f"(stride {self.stride}), as in PyTorch")
+        if (min(self.stride) < 1 or min(self.kernel_size) < 1 or min(self.dilation) < 1
+                or (not isinstance(self.padding, str) and min(self.padding) < 0)):
+            raise ValueError(f"Conv2d: kernel_size {self.kernel_size}, stride {self.stride} and dilation "
+                             f"{self.dilation} must be positive and padding {self.padding} non-negative")
+        if (not isinstance(groups, int) or isinstance(groups, bool) or groups < 1
+                or self.in_channels % groups or self.out_channels % groups):
+            raise ValueError(f"Conv2d: groups={groups!r} must be a positive int dividing in_channels "
+                             f"({self.in_channels}) and out_channels ({self.out_channels})")
+        # Idea: one filter per output channel, over the inputs that channel's group reads.
         # YOUR CODE HERE
         raise NotImplementedError('Conv2d.__init__() is not implemented yet: write it in modules/09_convolutions/convolutions.ipynb (module 09, convolutions), then run `tito test module 09`.')
 
@@ -487,7 +555,11 @@ class Conv2d(Module):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
         if self.padding != (0, 0):
-            s += f", padding={self.padding}"
+            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
         return s + ("" if self.bias is not None else ", bias=False")
 
 
