@@ -1,7 +1,7 @@
-"""An MNIST-style CNN (two conv blocks, max-pooling, a linear head) trained through
-`torch.utils.data`: a TensorDataset, a Sampler subclass of our own that visits the samples
-in a fixed interleaved order, `DataLoader(sampler=..., batch_size=...)`. float32, SGD with
-momentum."""
+"""An MNIST-style CNN (a conv block, a dilated depthwise-separable block, max-pooling, a
+linear head) trained through `torch.utils.data`: a TensorDataset, a Sampler subclass of our
+own that visits the samples in a fixed interleaved order, `DataLoader(sampler=...,
+batch_size=...)`. float32, SGD with momentum."""
 import numpy as np
 from compat_common import same_start
 
@@ -24,7 +24,8 @@ def main(torch):
 
     model = same_start(torch, nn.Sequential(
         nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(4, 4, 3, padding="same", dilation=2, groups=4), nn.Conv2d(4, 8, 1),  # depthwise, dilated
+        nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(8 * 2 * 2, 10)))
     rng = np.random.default_rng(3)
     images = torch.tensor(rng.standard_normal((N, 1, 8, 8)).astype(np.float32))
