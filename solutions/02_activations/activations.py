@@ -215,10 +215,18 @@ def _float_array(x):
 # expected), and one more helper: `no_overflow` calls a function with numpy's
 # floating-point warnings (overflow, invalid value such as `inf/inf`, divide by zero)
 # turned into a failed check, exactly as the tests do. Underflow to 0 is allowed: it is
-# often the right answer.
+# often the right answer. `vectorised` fails when a forward runs Python code per element.
 
 # %%
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, spied
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, python_steps, spied
+
+
+def vectorised(what, fn, *args, **kwargs):
+    """Fail unless fn(*args) on 10,000 elements runs far fewer Python lines than elements."""
+    steps = python_steps(lambda: fn(Tensor(np.linspace(-3.0, 3.0, 10_000).reshape(100, 100)), *args, **kwargs))
+    check(steps < 2_000, f"{what} is vectorised: numpy loops over the elements, not Python (np.vectorize and "
+          "np.apply_along_axis run Python code per element or per row)",
+          got=f"{steps:,d} Python lines and calls for 10,000 elements", expected="fewer than 2,000")
 
 
 def no_overflow(what, fn, *args, **kwargs):
@@ -318,6 +326,12 @@ def _leaky_relu_forward(x, negative_slope):
 
 # %% nbgrader={"grade": true, "grade_id": "test-relu", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _a = np.array([[-2.0, -0.5, 0.0], [0.5, 3.0, -1e4]], dtype=np.float32)
+_x = Tensor(_a)
+relu(_x)
+assert_equal(_x.numpy(), _a, "the input tensor after relu (x.numpy() is its own memory: a forward that writes "
+             "into it, np.maximum(arr, 0, out=arr) say, changes the caller's tensor)")
+leaky_relu(_x, 0.2)
+assert_equal(_x.numpy(), _a, "the input tensor after leaky_relu (a forward must not write into what it reads)")
 _r = relu(Tensor(_a))
 assert_equal(_r.numpy(), np.maximum(_a, 0), "relu of a float32 matrix")
 assert_equal(str(_r.dtype), "float32", "relu keeps float32")
@@ -337,11 +351,8 @@ _v = Tensor(_a).T  # a non-contiguous view: the forwards must read it through x.
 assert_equal(relu(_v).numpy(), np.maximum(_a.T, 0), "relu of a transposed (non-contiguous) view")
 assert_close(leaky_relu(_v, 0.2).numpy(), np.where(_a.T > 0, _a.T, np.float32(0.2) * _a.T), rtol=1e-6, atol=0,
              what="leaky_relu of a transposed view")
-_x = Tensor(_a)
-relu(_x)
-leaky_relu(_x, 0.2)
-assert_equal(_x.numpy(), _a, "the input tensor after relu and leaky_relu (x.numpy() is its own memory: a forward "
-             "that writes into it, np.maximum(arr, 0, out=arr) say, changes the caller's tensor)")
+assert_equal(relu(Tensor([-np.inf, np.inf, -1.0])).tolist(), [0.0, np.inf, 0.0],
+             "relu at -inf, inf, -1 (a mask product, x * (x > 0), gives -inf * 0 = nan)")
 _w = Tensor(_a, requires_grad=True)
 assert_equal(relu(_w).grad_fn.op, "relu", "the op relu records")
 assert_equal(leaky_relu(_w, 0.1).grad_fn.attrs, {"negative_slope": 0.1}, "leaky_relu's recorded attrs")
@@ -420,6 +431,7 @@ assert_equal(str(_s.dtype), "float32", "sigmoid keeps float32")
 assert_close(_s.numpy(), np.array([0.0, np.exp(-100.0), 0.5, 1.0, 1.0], dtype=np.float32), rtol=1e-6,
              atol=3e-45, what="sigmoid at [-1e4, -100, 0, 100, 1e4]")
 assert_equal(str(sigmoid(Tensor([0])).dtype), "float32", "sigmoid of ints becomes float32")
+vectorised("sigmoid", sigmoid)
 print("✓ sigmoid: at [-1e4, -100, 0, 100, 1e4] it gives", _s.tolist())
 
 # %% [markdown]
@@ -447,9 +459,9 @@ print("✓ sigmoid: at [-1e4, -100, 0, 100, 1e4] it gives", _s.tolist())
 #
 # <details><summary>Hint 2</summary>
 #
-# The result, $\frac{1 - e^{-2y}}{1 + e^{-2y}}$, still subtracts two nearly equal numbers
-# when $y$ is tiny. Write both numerator and denominator in terms of $m = e^{-2y} - 1$,
-# which `expm1` gives you accurately.
+# The result of Hint 1 still subtracts two nearly equal numbers when $y$ is tiny. Which
+# quantity that `expm1` computes accurately can the numerator and the denominator both be
+# written in?
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -477,7 +489,7 @@ def _tanh_forward(x):
     within an ulp or so of the true value for every input including tiny ones (1e-300),
     and without numpy overflow warnings at +-1e4. Does not call np.tanh.
     """
-    # Idea: work with |x| so that exp only sees non-positive numbers, and avoid "e^z - 1".
+    # Idea: two dangers, one per side of 0 and one at 0; which tool fits which?
     ### BEGIN SOLUTION
     a = _float_array(x)
     m = np.expm1(-2 * np.abs(a))
@@ -491,11 +503,14 @@ assert_close(tanh(Tensor(_a)).numpy(), np.tanh(_a), rtol=1e-14, atol=0,
              what="tanh on [-20, 20] and at 1e-8, -1e-12, 1e-300 (float64, relative accuracy)")
 _t = no_overflow("tanh at ±1e4 (float32)", tanh, Tensor(np.array([-1e4, -50.0, 0.0, 50.0, 1e4], dtype=np.float32)))
 assert_equal(str(_t.dtype), "float32", "tanh keeps float32")
+assert_equal(str(tanh(Tensor([0, 1])).dtype), "float32", "tanh of ints becomes float32")
 assert_equal(_t.tolist(), [-1.0, -1.0, 0.0, 1.0, 1.0], "tanh at [-1e4, -50, 0, 50, 1e4]")
 _, _calls = spied(lambda v: tanh(Tensor(v)), np.linspace(-3.0, 3.0, 7))
 check("tanh" not in [_c[0] for _c in _calls], "tanh is built from exp or expm1 here, not handed to np.tanh (the "
       "exercise is the stable form); got the numpy calls it made", got=[_c[0] for _c in _calls])
-print(f"✓ tanh: tanh(1e-8) in float64 = {tanh(Tensor(np.array([1e-8]))).item()!r} (np.tanh: {np.tanh(1e-8)!r})")
+vectorised("tanh", tanh)
+print(f"✓ tanh: tanh(1e-8) in float64 = {tanh(Tensor(np.array([1e-8]))).item()!r} "
+      f"(np.tanh: {float(np.tanh(1e-8))!r})")
 
 # %% [markdown]
 # ## 6. GELU: the error function, and `erfc` against cancellation
@@ -642,9 +657,9 @@ print("1 + erf(-8/√2) =", 1 + math.erf(-8 / math.sqrt(2)), "  erfc(8/√2) =",
 #
 # <details><summary>Hint 2</summary>
 #
-# $\Phi(x) = \tfrac12\,\mathrm{erfc}(-x/\sqrt2)$: the $\sqrt 2$ divides, it turns a standard
-# normal variable into erf's argument. The tanh form's constants are exactly those in the
-# formula above.
+# Check your $\Phi$ in erfc form at three points before you code it: $\Phi(0) = \tfrac12$,
+# $\Phi(+\infty) = 1$, $\Phi(-\infty) = 0$. The $\sqrt 2$ turns a standard normal variable
+# into erf's argument. The tanh form's constants are exactly those in the formula above.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -675,7 +690,7 @@ def _gelu_forward(x, approximate):
     (about 1e-15 in float64) for very negative inputs, where 1 + erf cancels; no
     overflow at +-1e4.
     """
-    # Idea: 1 + erf(z) is erfc(-z), and erfc does not cancel.
+    # Idea: the digits are lost in one sum; which provided function never forms it?
     ### BEGIN SOLUTION
     a = _float_array(x)
     v = a.astype(np.float64)
@@ -702,8 +717,13 @@ _exact = np.array([v * 0.5 * math.erfc(-v / math.sqrt(2)) for v in _a])
 assert_close(gelu(Tensor(_a)).numpy(), _exact, rtol=1e-13, atol=1e-300, what="exact gelu on [-6, 6], float64")
 _neg = -np.linspace(3.0, 30.0, 28)  # where 1 + erf(x/√2) cancels, down to exactly 0
 _exact_neg = np.array([v * 0.5 * math.erfc(-v / math.sqrt(2)) for v in _neg])
-assert_close(gelu(Tensor(_neg)).numpy(), _exact_neg, rtol=1e-13, atol=0,
-             what="exact gelu at x = -3 ... -30 (relative accuracy where 1 + erf cancels)")
+# erfc(z) changes by a relative 2z² (= x²) times a relative change of z: x/√2 and x·√½
+# round apart by one ulp, so two correct spellings may differ by x² ulps, no more
+_rel, _allowed = np.abs(gelu(Tensor(_neg)).numpy() / _exact_neg - 1), 1e-14 + 2 * _neg ** 2 * 2.0 ** -52
+check(np.all(_rel <= _allowed), "exact gelu at x = -3 ... -30: relative accuracy where 1 + erf cancels (allowing "
+      "erfc's sensitivity to its argument's last bit, x² ulps)",
+      got=f"relative error {_rel.max():.2e}, {np.max(_rel / _allowed):.3g}x the allowance at x = "
+          f"{_neg[np.argmax(_rel / _allowed)]}", expected="within 1e-14 + x²·2^-51 at every x")
 _approx = 0.5 * _a * (1 + np.tanh(math.sqrt(2 / math.pi) * (_a + 0.044715 * _a ** 3)))
 assert_close(gelu(Tensor(_a), approximate="tanh").numpy(), _approx, rtol=1e-12, atol=1e-15,
              what="gelu(approximate='tanh') on [-6, 6]")
@@ -714,10 +734,13 @@ for _mode in ("none", "tanh"):
     assert_equal(_g.tolist(), [0.0, 0.0, 1e4], f"gelu({_mode!r}) at [-1e4, 0, 1e4]")
 assert_equal(gelu(Tensor([1.0], requires_grad=True), "tanh").grad_fn.attrs, {"approximate": "tanh"},
              "gelu's recorded attrs")
+vectorised("gelu", gelu)
+for _mode in ("none", "tanh"):
+    assert_equal(str(gelu(Tensor([-1, 2]), _mode).dtype), "float32", f"gelu({_mode!r}) of ints becomes float32")
 print(f"✓ gelu: gelu(-10) = {gelu(Tensor([-10.0])).item():.4e} (1 + erf would give 0)")
 
 # %% [markdown]
-# ## 7. Softmax and LogSoftmax: subtract the max, log-sum-exp
+# ## 7. Softmax and LogSoftmax: range first, then precision
 #
 # Softmax turns a vector of scores (logits) into a probability distribution along one
 # dimension `dim`:
@@ -788,7 +811,7 @@ def _softmax_forward(x, dim):
     Finite, and without numpy overflow or invalid-value warnings, for any finite input,
     also logits of +-1e4 in float32.
     """
-    # Idea: shift each slice by a constant that makes its largest exponent exactly 0.
+    # Idea: the identity allows any constant; which one, and one per what?
     ### BEGIN SOLUTION
     a = _float_array(x)
     e = np.exp(a - a.max(axis=dim, keepdims=True))
@@ -817,6 +840,8 @@ _ep = np.exp(_a.transpose(2, 0, 1))
 assert_close(softmax(_perm, dim=1).numpy(), _ep / _ep.sum(axis=1, keepdims=True), rtol=1e-12, atol=0,
              what="softmax(dim=1) of a permuted (non-contiguous) view")
 assert_equal(softmax(Tensor(_a, requires_grad=True), -1).grad_fn.attrs, {"dim": 2}, "softmax's recorded attrs")
+vectorised("softmax", softmax, dim=1)
+assert_equal(str(softmax(Tensor([[1, 2, 3]]), dim=1).dtype), "float32", "softmax of an int tensor becomes float32")
 print("✓ softmax: softmax([1000, 999, 998]) =", np.round(_s.numpy()[2], 6).tolist())
 ### BEGIN HIDDEN TESTS
 _x = _rng.standard_normal((2, 6)).astype(np.float32) * 50
@@ -869,7 +894,7 @@ def _logsumexp(a, axis):
     Finite, and without numpy overflow or divide-by-zero warnings, for every finite `a`
     (entries of +-1e4 in float32 included); a is not modified.
     """
-    # Idea: factor each slice's largest exponential out of its sum.
+    # Idea: which term of the sum overflows first, and what is left if you take it out?
     ### BEGIN SOLUTION
     m = a.max(axis=axis, keepdims=True)
     return m + np.log(np.exp(a - m).sum(axis=axis, keepdims=True))
@@ -900,8 +925,8 @@ print("✓ _logsumexp: of [1e4, 1e4, -1e4] it is", float(_lse[0, 0]), "= 1e4 + l
 # **precision**, not range. In float32, $10^4 + \log 2$ is stored with an error of about
 # $5\times10^{-4}$ (the spacing of float32 numbers near $10^4$ is $10^{-3}$); subtract it
 # from $10^4$ and that error lands in a result of size $0.69$: only three correct digits.
-# The cure is the shift once more, applied before the subtraction, so that the numbers
-# being subtracted are small where the result is small. Your result must be exact to float32
+# What would make the two numbers being subtracted small wherever the result is small?
+# Your result must be exact to float32
 # precision (a relative error around $10^{-7}$), never positive, and never `-inf`: for the
 # logits $(10^4, 0, -10^4)$ it is $(0, -10^4, -2\times10^4)$.
 #
@@ -969,6 +994,9 @@ assert_close(_ls.numpy(), [[0, -1e4, -2e4], [-_ln3] * 3, [-_ln2, -_ln2, -2e4 - _
              what="log_softmax(dim=1) of [[1e4, 0, -1e4], [-1e4, -1e4, -1e4], [1e4, 1e4, -1e4]]")
 assert_equal(log_softmax(Tensor(_a, requires_grad=True), -2).grad_fn.attrs, {"dim": 1},
              "log_softmax's recorded attrs")
+vectorised("log_softmax", log_softmax, dim=1)
+assert_equal(str(log_softmax(Tensor([[1, 2, 3]]), dim=1).dtype), "float32",
+             "log_softmax of an int tensor becomes float32")
 print("✓ log_softmax: of [1e4, 0, -1e4] it is", _ls.numpy()[0].tolist())
 
 # %% [markdown]
@@ -984,13 +1012,15 @@ print("✓ log_softmax: of [1e4, 0, -1e4] it is", _ls.numpy()[0].tolist())
 # An elementwise activation does very little arithmetic per element, so its speed is set
 # mostly by **memory traffic**: reading 4 bytes and writing 4 bytes per float32 element.
 # A plain copy (`clone`) moves the same bytes and does no arithmetic, so it is the baseline.
-# Let us measure every activation on a float32 tensor of 4 million elements (16 MiB, bigger
-# than the CPU caches) and report nanoseconds per element and the effective bandwidth
-# (8 bytes per element divided by the time). These are *your* machine's numbers.
+# Let us measure every activation on a float32 tensor of 4 million elements (16 MiB; if
+# your CPU's last-level cache is larger, `lscpu` says, the "bandwidth" below is partly the
+# cache's) and report nanoseconds per element and the effective bandwidth (8 bytes per
+# element divided by the time). These are *your* machine's numbers.
 #
 # Before you run it, predict: how many copies' worth of time does the **exact GELU** take?
-# (Count the passes over memory it makes: the float64 conversion, Cody's three ranges, the
-# `np.where`s, the cast back.)
+# (Count the passes over memory it makes: the float64 conversion, Cody's three ranges, each
+# a gather of its elements, a polynomial and a scatter back, the `np.where`s, the cast
+# back.)
 
 # %%
 predicted_gelu_over_copy = None  # your number: time of gelu (erf) / time of a copy
@@ -1038,16 +1068,30 @@ else:
 #   on a sorted array to see it.
 # - Sigmoid and tanh above those: a transcendental function (`exp`, `expm1`) per element,
 #   and several temporaries, each a full pass over memory.
-# - The exact GELU the most expensive: float64 temporaries (twice the bytes), and Cody's
-#   polynomials evaluated for all three ranges before `np.where` picks one. This is why
-#   fused GELU kernels exist, and why the tanh approximation was popular. In a real
+# - The exact GELU among the most expensive: float64 temporaries (twice the bytes), and for
+#   each of Cody's three ranges a gather of its elements, a rational function and two
+#   exponentials, and a scatter back. This is why fused GELU kernels exist. In a real
 #   network the activations are still cheap next to the matrix products around them
 #   (module 03 measures a Linear layer's FLOPs), but they are not free.
+# - The tanh GELU was popular because it was cheaper, and in a fused kernel it is. Here it
+#   may not be, and one spelling decides it: see the next cell.
 #
 # If your order differs (a numpy with a very fast SIMD `exp` can put sigmoid near
 # LeakyReLU), the explanation is the same: count the passes over memory and the work per
 # element.
 #
+# **One spelling, a large factor.** The tanh formula has $x^3$. numpy treats a few
+# exponents specially (2 is one: a multiplication) and hands the others, 3 included, to
+# the general power function, which is built for any real exponent. Predict the ratio
+# before you run it.
+#
+# %%
+_v = _big.numpy().astype(np.float64)
+_t_pow, _t_mul = median_time(lambda: _v ** 3), median_time(lambda: _v * _v * _v)
+print(f"x ** 3: {_t_pow * 1e3:.1f} ms;  x * x * x: {_t_mul * 1e3:.1f} ms  ({_t_pow / _t_mul:.0f}x) "
+      f"on {_n:,} float64 elements. If your gelu(approximate='tanh') writes x ** 3, its line above pays this.")
+
+# %% [markdown]
 # ### Why softmax reads its input three times
 #
 # Look at what the stable softmax does along each row:
@@ -1115,6 +1159,7 @@ for _ax, (_name, _f) in zip(axes, _fns.items()):
     _ax.plot(_x, _y, lw=2, label="φ(x)")
     _ax.plot(_x, _dy, lw=2, ls="--", label="φ'(x)")
     _ax.set_title(_name, fontsize=9)
+    _ax.set_ylim(-0.5, 1.5)  # the derivatives' range: GELU's dip below 0 shows
 axes[0].legend(fontsize=8)
 fig.tight_layout()
 plt.show()

@@ -98,7 +98,7 @@ def _tanh_forward(x):
     within an ulp or so of the true value for every input including tiny ones (1e-300),
     and without numpy overflow warnings at +-1e4. Does not call np.tanh.
     """
-    # Idea: work with |x| so that exp only sees non-positive numbers, and avoid "e^z - 1".
+    # Idea: two dangers, one per side of 0 and one at 0; which tool fits which?
     # YOUR CODE HERE
     raise NotImplementedError('_tanh_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
@@ -207,7 +207,7 @@ def _gelu_forward(x, approximate):
     (about 1e-15 in float64) for very negative inputs, where 1 + erf cancels; no
     overflow at +-1e4.
     """
-    # Idea: 1 + erf(z) is erfc(-z), and erfc does not cancel.
+    # Idea: the digits are lost in one sum; which provided function never forms it?
     # YOUR CODE HERE
     raise NotImplementedError('_gelu_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
@@ -239,7 +239,7 @@ def _softmax_forward(x, dim):
     Finite, and without numpy overflow or invalid-value warnings, for any finite input,
     also logits of +-1e4 in float32.
     """
-    # Idea: shift each slice by a constant that makes its largest exponent exactly 0.
+    # Idea: the identity allows any constant; which one, and one per what?
     # YOUR CODE HERE
     raise NotImplementedError('_softmax_forward() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
@@ -253,7 +253,7 @@ def _logsumexp(a, axis):
     Finite, and without numpy overflow or divide-by-zero warnings, for every finite `a`
     (entries of +-1e4 in float32 included); a is not modified.
     """
-    # Idea: factor each slice's largest exponential out of its sum.
+    # Idea: which term of the sum overflows first, and what is left if you take it out?
     # YOUR CODE HERE
     raise NotImplementedError('_logsumexp() is not implemented yet: write it in modules/02_activations/activations.ipynb (module 02, activations), then run `tito test module 02`.')
 
