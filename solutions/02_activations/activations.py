@@ -31,11 +31,10 @@
 # - write ReLU, LeakyReLU, Sigmoid, Tanh, GELU (exact and tanh-approximate), Softmax and
 #   LogSoftmax with PyTorch's names and signatures (`tinytorch.nn.functional.relu`, ...);
 # - recognise the two classic floating-point traps, **overflow** (`exp(89)` is `inf` in
-#   float32) and **cancellation** (`1 - 0.9999999` loses most of its digits), and rewrite a
-#   formula to avoid them (branch on the sign, subtract the max, log-sum-exp, `expm1`,
-#   `erfc`);
-# - route each activation through `apply` as **one op** with the attributes its backward
-#   rule will need in module 06;
+#   float32) and **cancellation** (`1 - 0.9999999` loses most of its digits), and find,
+#   for each activation, a rewriting of its formula that avoids them;
+# - read how each activation is recorded as **one op** (the provided wrappers call `apply`
+#   with the attributes its backward rule will need in module 06);
 # - measure what an activation costs, and explain why a softmax reads its input three times.
 #
 # ## Prerequisites
