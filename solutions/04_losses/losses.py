@@ -267,6 +267,8 @@ assert_equal(_reduce(_l, "none").dtype, np.dtype(np.float32), "_reduce(float32 l
 assert_close(_reduce(np.array([2.0, 0.0]), "mean", total_weight=1.0), 2.0,
              what="weighted mean = sum / total_weight (not sum / number of elements = 1.0)")
 assert_close(_reduce(_l, "mean", total_weight=np.float32(8.0)), 1.5, what="sum 12 / total weight 8")
+assert_close(_reduce(_l, "sum", total_weight=8.0), 12.0,
+             what="'sum' with a total_weight is still the plain sum (the weight only divides a mean)")
 check(np.isnan(_reduce(np.zeros(3), "mean", total_weight=0.0)),
       "a mean over total weight 0 (every target ignored) is nan, as in PyTorch",
       got=_reduce(np.zeros(3), "mean", total_weight=0.0), expected=np.nan)
@@ -334,9 +336,9 @@ print("broadcast MSE, shape", (_pred - _target).shape, ":", np.mean((_pred - _ta
 #
 # <details><summary>Hint 2</summary>
 #
-# An int64 target of the wrong shape: which message helps its author more, "the shapes
-# differ" or "the target must be floating"? After fixing the one you report, would the call
-# work?
+# The contract fixes which mistake is reported first when there are several. Why that
+# order? Take an int64 target of the wrong shape: after fixing only the shape, would the
+# call work?
 # </details>
 #
 # <details><summary>Hint 3</summary>
@@ -348,9 +350,9 @@ print("broadcast MSE, shape", (_pred - _target).shape, ":", np.mean((_pred - _ta
 #
 # <details><summary>The approach</summary>
 #
-# Which mistake is the real one when a tensor is both of the wrong kind and of the wrong
-# shape? Say that one first: fixing the shape alone would not make the call work. The
-# forward itself is the definition; everything it needs is already checked.
+# Check in the contract's order and stop at the first mistake: a tensor of the wrong kind
+# needs converting whatever its shape, so its message comes first. The forward itself is
+# the definition; everything it needs is already checked.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "mse", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -378,10 +380,9 @@ def _check_pointwise(name, input, target):
     of the same shape. Otherwise one error, its message starting with `name`: TypeError for
     a tensor that is not floating (naming that tensor, input or target, and its dtype; for
     target, the fix: `target.float()`), ValueError for shapes that differ (naming both and
-    saying a loss does not broadcast). When several things are wrong, one order is the
-    course's rule: the mistake that must be fixed first is reported first. Which one that is,
-    is yours to work out (the approach asks); the check tells you whether you did. (PyTorch's
-    own order differs from loss to loss.)
+    saying a loss does not broadcast). When several things are wrong, the first in this
+    order is reported: the input's dtype, the target's dtype, the shapes (a dtype must be
+    fixed whatever the shape; PyTorch's own order differs from loss to loss).
     """
     # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
     # target and still returns a plausible number; refuse it, and say why.
@@ -466,7 +467,7 @@ print(f"✓ mse_loss: mean {_out.item():.4f}, sum 5.25, (4, 1) against (4,) refu
 # the obvious way — sigmoid first, then log — and it breaks at logits that real networks do
 # produce:
 #
-# - **y = 0, x ≳ 17**: e^(−x) < 6·10⁻⁸ is less than half the gap between 1 and the next
+# - **y = 0, x ≳ 16.7**: e^(−x) < 6·10⁻⁸ is less than half the gap between 1 and the next
 #   float32 (2⁻²³ ≈ 1.2·10⁻⁷), so `1 + e^(−x)` *rounds to exactly 1.0*, σ(x) = 1.0, then
 #   `1 − σ(x) = 0` and `log 0 = −∞`. The loss is `inf` although the true value is just ≈ x.
 # - **y = 1, x below about −88.7**: `e^(−x)` exceeds float32's maximum (≈ 3.4·10³⁸, which
@@ -775,9 +776,10 @@ def _check_class_targets(name, input, target, ignore_index):
       it also names both batch sizes and says "batch");
     - IndexError for a target value that names no class and is not ignore_index (the message
       names the first such value and the number of classes C).
-    When several things are wrong, report the most fundamental first: which order is that?
-    (The approach asks; the check says whether your order is the course's: the mistake that
-    must be fixed first is reported first, which is not always PyTorch's order.)
+    When several things are wrong, the first in this order is reported: the input's dtype,
+    a 0-d input, the target's dtype, the target's shape (the batch size first), its values
+    (a mistake whose fix is needed whatever else is wrong comes first; not always PyTorch's
+    order).
     """
     # Idea: the target has the input's shape minus the class dimension, and holds indices
     # into that dimension.
@@ -831,6 +833,7 @@ for _exc, _must, _args in [
         (TypeError, ["int64", ".long()"], ("nll_loss", _z, Tensor(np.arange(4, dtype=np.int32)), -100)),
         (TypeError, ["floating"], ("nll_loss", Tensor(np.zeros((4, 5), np.int64)), Tensor([0, 1, 2, 3]), -100)),
         (ValueError, ["class dimension"], ("nll_loss", Tensor(1.0), Tensor(0), -100)),
+        (TypeError, ["floating"], ("nll_loss", Tensor(1), Tensor(0), -100)),   # 0-d and int: the dtype first
         (IndexError, ["7", "5"], ("nll_loss", _z, Tensor([0, 7, 1, 1]), -100)),
         (IndexError, ["6", "5"], ("nll_loss", _z, Tensor([0, 6, 9, 1]), -100)),   # the first bad value, 6
         (IndexError, ["-1", "5"], ("nll_loss", _z, Tensor([0, -1, 1, 1]), -100)),   # not "the last class"
@@ -922,7 +925,7 @@ def _nll_forward(input, target, weight, ignore_index, reduction):
     picked = np.where(valid, np.take_along_axis(logp, safe[:, None], axis=1)[:, 0], 0)
     w = np.ones_like(picked) if weight is None else weight[safe]
     w = np.where(valid, w, 0).astype(logp.dtype)
-    losses = (-picked * w).astype(logp.dtype)
+    losses = np.where(valid, -picked * w, 0.0).astype(logp.dtype)  # +0.0 where ignored, as PyTorch
     if input.ndim == 1:
         losses = losses[0]
     return _reduce(losses, reduction, total_weight=w.sum())
@@ -961,9 +964,21 @@ _lp = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25], [0.3, 0.3, 0.4], [0.6
 _lp[2, 0] = -np.inf                              # row 2 is ignored: its -inf must not leak
 _t = np.array([2, 0, -100, 1])
 _want = -np.array([_lp[0, 2], _lp[1, 0], 0.0, _lp[3, 1]]) + 0.0  # (+ 0.0: an ignored position is 0, not -0)
-_out = nll_loss(Tensor(_lp), Tensor(_t), reduction="none")
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+        try:
+            _out = nll_loss(Tensor(_lp), Tensor(_t), reduction="none")
+        except (FloatingPointError, RuntimeWarning) as _exc:
+            check(False, "nll_loss computes nothing invalid at an ignored position (its logp may be -inf: "
+                  "0 * -inf is nan, with a numpy warning, even if np.where throws it away afterwards)", got=str(_exc))
 assert_equal(_out.dtype, np.dtype(np.float64), "nll_loss keeps float64")
 assert_close(_out, _want, what="-logp[i, t_i] per row, 0 for the ignored row 2")
+check(not np.signbit(_out.numpy()[2]), "the ignored row's loss is +0.0, as PyTorch's (-0.0 comes from negating a 0)",
+      got=float(_out.numpy()[2]), expected=0.0)
+check(np.isnan(nll_loss(Tensor(_lp), Tensor(np.full(4, -100))).item()),
+      "the mean over a batch whose every target is ignored is nan (0 / 0 weight), as PyTorch's",
+      got=nll_loss(Tensor(_lp), Tensor(np.full(4, -100))).item(), expected=np.nan)
 assert_close(nll_loss(Tensor(_lp), Tensor(_t)).item(), _want.sum() / 3,
              what="mean over the 3 non-ignored targets (not all 4)")
 assert_close(nll_loss(Tensor(_lp), Tensor(_t), reduction="sum").item(), _want.sum(), what="'sum'")
@@ -1161,8 +1176,8 @@ def _smoothing_term(logp, target, weight, ignore_index, reduction):
     "none" -> those values, "sum" -> their sum, "mean" -> their sum divided by the same total
     weight nll_loss uses (the sum of the target classes' weights over non-ignored positions).
     """
-    # Idea: the loss against the uniform target is the (weighted) average of -logp over all
-    # C classes, reduced exactly like the NLL it is mixed with.
+    # Idea: the definition of the loss against a target distribution, with q uniform; then
+    # the same reduction as the NLL it is mixed with.
     ### BEGIN SOLUTION
     class_dim = 1 if logp.ndim > 1 else 0
     n_classes = logp.shape[class_dim]

@@ -88,7 +88,7 @@ def test_smoothing_term_is_the_loss_against_the_uniform_target(reduction, weight
     z = rng.standard_normal((4, 5))
     logp = z - np.log(np.exp(z).sum(1, keepdims=True))
     target = np.array([0, 2, -100, 4])
-    w = np.linspace(0.5, 1.5, 5) if weighted else None
+    w = np.array([0.5, 1.0, 2.0, 4.0, 0.25]) if weighted else None  # summing to 7.75, not C = 5
     uniform_ce = -((logp * (1.0 if w is None else w)) * (1.0 / 5)).sum(1)
     uniform_ce[2] = 0.0
     total_weight = 3.0 if w is None else w[[0, 2, 4]].sum()
@@ -301,3 +301,10 @@ def test_check_class_targets_reports_the_mistake_to_fix_first(name):
         LOSSES[name](z, Tensor([0.0, 1.0, 2.0]))
     with pytest.raises(ValueError, match="batch"):  # the wrong batch, holding class 9 of 5: the shape first
         LOSSES[name](z, Tensor([0, 9, 1]))
+
+
+@pytest.mark.parametrize("name", ["nll_loss", "cross_entropy"])
+def test_check_class_targets_reports_the_input_dtype_before_a_missing_class_dimension(name):
+    fn = getattr(F, name)
+    with pytest.raises(TypeError, match="floating"):
+        fn(Tensor(np.array(1)), Tensor(np.array(0)))   # a 0-d int64 input: its dtype comes first

@@ -22,8 +22,9 @@ def test_mse_equals_pytorch(torch, shape, dtype, reduction):
     ours = F.mse_loss(Tensor(x), Tensor(y), reduction=reduction)
     ref = torch.nn.functional.mse_loss(torch.from_numpy(np.array(x)), torch.from_numpy(np.array(y)),
                                        reduction=reduction).numpy()
-    assert ours.shape == ref.shape and ours.dtype == dtype
-    np.testing.assert_allclose(ours.numpy(), ref, **TOL[dtype])
+    assert ours.shape == ref.shape, f"mse_loss(reduction={reduction!r}): shape {ours.shape}, PyTorch {ref.shape}"
+    assert ours.dtype == dtype, f"mse_loss of {np.dtype(dtype)} inputs gave {ours.dtype}"
+    np.testing.assert_allclose(ours.numpy(), ref, err_msg=f"mse_loss(reduction={reduction!r})", **TOL[dtype])
 
 
 @settings(max_examples=30, deadline=None)

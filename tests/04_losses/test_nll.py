@@ -86,9 +86,19 @@ def test_nll_all_ignored_mean_is_nan_like_pytorch(torch):
 
 
 def test_nll_ignores_minus_inf_at_ignored_positions():
+    import warnings
+
     lp = np.array([[-np.inf, 0.0], [np.log(0.5), np.log(0.5)]])
-    out = F.nll_loss(Tensor(lp), Tensor([-100, 1]), reduction="none").numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+            try:
+                out = F.nll_loss(Tensor(lp), Tensor([-100, 1]), reduction="none").numpy()
+            except (FloatingPointError, RuntimeWarning) as exc:
+                pytest.fail(f"nll_loss computed an invalid value at an ignored position ({exc}): 0 * -inf is nan, "
+                            "even where np.where throws the result away")
     np.testing.assert_allclose(out, [0.0, np.log(2.0)])
+    assert not np.signbit(out[0]), "an ignored position's loss is +0.0, as PyTorch's, not -0.0"
 
 
 def test_nll_uses_whatever_values_it_is_given():

@@ -52,9 +52,9 @@ def test_loss_modules_check_reduction_when_built(cls):
 def test_mean_and_sum_are_zero_dim_none_keeps_shape(loss):
     per = CALLS[loss]("none")
     expected_shape = (3, 4) if loss in ("mse_loss", "bce_with_logits") else (5,)
-    assert per.shape == expected_shape
+    assert per.shape == expected_shape, f"{loss}(reduction='none'): shape {per.shape}, expected {expected_shape}"
     total, mean = CALLS[loss]("sum"), CALLS[loss]("mean")
-    assert total.shape == () and mean.shape == ()
+    assert total.shape == () and mean.shape == (), f"{loss}: 'sum' {total.shape} and 'mean' {mean.shape} must be 0-d"
     np.testing.assert_allclose(total.item(), per.numpy().astype(np.float64).sum(), rtol=1e-5)
     np.testing.assert_allclose(mean.item(), per.numpy().astype(np.float64).mean(), rtol=1e-5)
 
@@ -68,9 +68,9 @@ def test_every_loss_keeps_the_input_dtype(dtype, reduction):
             F.binary_cross_entropy_with_logits(x, y, reduction=reduction),
             F.nll_loss(z, t, reduction=reduction),
             F.cross_entropy(z, t, reduction=reduction)]
-    for out in outs:
-        assert out.dtype == dtype
-        assert np.asarray(out.numpy()).dtype == dtype
+    for name, out in zip(["mse_loss", "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy"], outs):
+        assert out.dtype == dtype, f"{name}(reduction={reduction!r}) of {np.dtype(dtype)} inputs gave {out.dtype}"
+        assert np.asarray(out.numpy()).dtype == dtype, f"{name}: the array inside is {np.asarray(out.numpy()).dtype}"
 
 
 def test_default_reduction_is_mean():
@@ -103,3 +103,12 @@ def test_reduce_refuses_a_bad_reduction(bad):
     with pytest.raises(ValueError) as info:
         _reduce(np.ones(3, dtype=np.float32), bad)
     assert all(f"'{r}'" in str(info.value) for r in ("mean", "sum", "none")), str(info.value)
+
+
+@pytest.mark.parametrize("reduction, want", [("sum", 12.0), ("mean", 1.5), ("none", [[1.0, 2.0], [3.0, 6.0]])])
+def test_reduce_uses_total_weight_only_for_the_mean(reduction, want):
+    from tinytorch.nn.losses import _reduce
+
+    got = _reduce(np.array([[1.0, 2.0], [3.0, 6.0]], np.float32), reduction, total_weight=8.0)
+    np.testing.assert_allclose(got, want, rtol=1e-6,
+                               err_msg=f"_reduce(losses summing to 12, {reduction!r}, total_weight=8)")

@@ -69,10 +69,9 @@ def _check_pointwise(name, input, target):
     of the same shape. Otherwise one error, its message starting with `name`: TypeError for
     a tensor that is not floating (naming that tensor, input or target, and its dtype; for
     target, the fix: `target.float()`), ValueError for shapes that differ (naming both and
-    saying a loss does not broadcast). When several things are wrong, one order is the
-    course's rule: the mistake that must be fixed first is reported first. Which one that is,
-    is yours to work out (the approach asks); the check tells you whether you did. (PyTorch's
-    own order differs from loss to loss.)
+    saying a loss does not broadcast). When several things are wrong, the first in this
+    order is reported: the input's dtype, the target's dtype, the shapes (a dtype must be
+    fixed whatever the shape; PyTorch's own order differs from loss to loss).
     """
     # Idea: a loss that broadcasts (N, 1) against (N,) compares every prediction with every
     # target and still returns a plausible number; refuse it, and say why.
@@ -169,9 +168,10 @@ def _check_class_targets(name, input, target, ignore_index):
       it also names both batch sizes and says "batch");
     - IndexError for a target value that names no class and is not ignore_index (the message
       names the first such value and the number of classes C).
-    When several things are wrong, report the most fundamental first: which order is that?
-    (The approach asks; the check says whether your order is the course's: the mistake that
-    must be fixed first is reported first, which is not always PyTorch's order.)
+    When several things are wrong, the first in this order is reported: the input's dtype,
+    a 0-d input, the target's dtype, the target's shape (the batch size first), its values
+    (a mistake whose fix is needed whatever else is wrong comes first; not always PyTorch's
+    order).
     """
     # Idea: the target has the input's shape minus the class dimension, and holds indices
     # into that dimension.
@@ -260,8 +260,8 @@ def _smoothing_term(logp, target, weight, ignore_index, reduction):
     "none" -> those values, "sum" -> their sum, "mean" -> their sum divided by the same total
     weight nll_loss uses (the sum of the target classes' weights over non-ignored positions).
     """
-    # Idea: the loss against the uniform target is the (weighted) average of -logp over all
-    # C classes, reduced exactly like the NLL it is mixed with.
+    # Idea: the definition of the loss against a target distribution, with q uniform; then
+    # the same reduction as the NLL it is mixed with.
     # YOUR CODE HERE
     raise NotImplementedError('_smoothing_term() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
