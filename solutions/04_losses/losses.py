@@ -32,6 +32,8 @@
 #   **log-sum-exp** for cross-entropy, so that both stay finite at logits of ±10⁴;
 # - build cross-entropy by **composition**: log-softmax (module 02) followed by the
 #   negative log-likelihood of the target class, with `ignore_index` for padding;
+# - derive the gradient cross-entropy sends back to the logits, check it against finite
+#   differences, and see why classifiers do not put a squared error after a sigmoid;
 # - implement the three **reductions** (`"mean"`, `"sum"`, `"none"`) and error messages that
 #   stop the classic loss bugs (silent broadcasting, float class labels);
 # - measure what a loss costs: the memory of the `(N, C)` log-probability matrix when C is a
@@ -1249,6 +1251,127 @@ print(f"✓ label smoothing: mean {cross_entropy(Tensor(_zl), Tensor(_tl), label
       "weighted and ignored positions as in PyTorch")
 
 # %% [markdown]
+# ### 5.2 The gradient cross-entropy sends back: derive it
+#
+# Training moves the logits against the gradient of the loss, and that gradient is the
+# first thing that flows backward through a classifier. Module 06 will get it for you by
+# chaining the rules of `log_softmax` and `nll_loss`; here you derive it by hand, once, the
+# way CS231n's softmax exercise does, and a finite-difference check judges your algebra.
+#
+# Take one row: logits $z_1 \dots z_C$ and target class $y$. Its loss is
+#
+# $$L = -\log \frac{e^{z_y}}{\sum_j e^{z_j}} = -z_y + \log \sum_j e^{z_j}.$$
+#
+# Find $\partial L / \partial z_c$ for every class $c$ (the target class and the others
+# may differ). For a batch, `cross_entropy(..., reduction="mean")` averages the rows whose
+# target is not `ignore_index`: what does that do to each row's gradient, and to an ignored
+# row's?
+#
+# Write `_cross_entropy_grad(logits, target, ignore_index)`: numpy in, numpy out, the
+# gradient of the mean loss with respect to every logit. It must stay finite wherever the
+# loss is: logits of $\pm 10^4$ in float32 included.
+#
+# <details><summary>Hint 1</summary>
+#
+# Differentiate the two terms separately with respect to one $z_c$. Which of them cares
+# whether $c = y$? For the second, the chain rule: $\frac{d}{dz}\log u(z) = u'(z)/u(z)$.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Before you code it, predict two facts about your formula and let the check confirm them:
+# what does one row's gradient sum to over the $C$ classes, and how large can one entry be?
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# Your formula has a quotient of exponentials in it. Module 02 showed how to evaluate that
+# one without overflow.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# One term of the loss touches only the target's logit, the other every logit, through a
+# quotient you have met before; add the two derivatives per class. The mean divides each
+# counted row by the number of counted rows, and a row that is not counted has no
+# influence on the loss at all. Evaluate the quotient the stable way, and let nothing
+# promote float32.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "cross-entropy-grad", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _cross_entropy_grad(logits, target, ignore_index=-100):
+    """The gradient of cross_entropy(logits, target, reduction="mean") with respect to logits.
+
+    Contract: `logits` a floating numpy array (N, C); `target` an int64 numpy array (N,) of
+    classes in 0..C-1 or ignore_index, at least one of them a class. Returns a numpy array
+    (N, C) of logits' dtype: d(mean loss)/d(logits), finite for any finite logits (+-1e4 in
+    float32 included), without numpy warnings. The check compares it with central
+    differences of your cross_entropy.
+    """
+    # Idea: differentiate the two terms of one row's loss, then ask what the mean does.
+    ### BEGIN SOLUTION
+    valid = target != ignore_index
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    grad = e / e.sum(axis=1, keepdims=True)
+    grad[np.arange(len(target))[valid], target[valid]] -= 1
+    grad *= (valid / valid.sum())[:, None]
+    return grad.astype(logits.dtype)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-cross-entropy-grad", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _central_differences(z, t, h=1e-6):
+    """d(mean cross_entropy)/dz by (L(z + h e_k) - L(z - h e_k)) / 2h, entry by entry, in float64."""
+    grad = np.zeros_like(z)
+    for _k in np.ndindex(*z.shape):
+        _plus, _minus = z.copy(), z.copy()
+        _plus[_k] += h
+        _minus[_k] -= h
+        grad[_k] = (cross_entropy(Tensor(_plus), Tensor(t)).item() - cross_entropy(Tensor(_minus), Tensor(t)).item()) / (2 * h)
+    return grad
+
+
+_zg = np.random.default_rng(5).standard_normal((4, 5)) * 2
+_tg = np.array([1, 4, -100, 0])
+_g = _cross_entropy_grad(_zg, _tg)
+assert_equal((_g.shape, _g.dtype), ((4, 5), np.dtype(np.float64)), "the gradient has the logits' shape and dtype")
+assert_close(_g, _central_differences(_zg, _tg), rtol=0, atol=1e-8,
+             what="your gradient against central differences of your cross_entropy (h = 1e-6; the difference "
+                  "quotient itself is good to about 1e-9)")
+check(np.all(_g[2] == 0), "the ignored row 2 has no influence on the loss: its gradient is 0", got=_g[2])
+assert_close(_g.sum(axis=1), np.zeros(4), rtol=0, atol=1e-15, what="each row's gradient sums to 0")
+assert_close(_cross_entropy_grad(_zg, np.array([1, 4, 2, 0])), _central_differences(_zg, np.array([1, 4, 2, 0])),
+             rtol=0, atol=1e-8, what="no ignored row: the mean is over all 4 rows")
+_zb = np.array([[1e4, 0.0, -1e4], [-1e4, -1e4, 1e4]], dtype=np.float32)
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+        try:
+            _gb = _cross_entropy_grad(_zb, np.array([2, 2]))
+        except (FloatingPointError, RuntimeWarning) as _exc:
+            check(False, "the gradient at logits of ±1e4 (float32) computes nothing that overflows", got=str(_exc))
+assert_equal(_gb.dtype, np.dtype(np.float32), "float32 logits give a float32 gradient")
+assert_close(_gb, np.array([[0.5, 0.0, -0.5], [0.0, 0.0, 0.0]], np.float32), rtol=0, atol=1e-7,
+             what="at ±1e4: row 0 is confidently wrong (all of its probability on class 0, target 2), row 1 "
+                  "confidently right; each row weighs 1/2 in the mean")
+print(f"✓ _cross_entropy_grad: matches central differences to {np.abs(_g - _central_differences(_zg, _tg)).max():.1e}")
+
+# %% [markdown]
+# Your formula explains a choice every classifier makes. Put a sigmoid in front of a mean
+# squared error instead, for one logit $x$ with target 1, and the gradient at $x$ carries
+# the sigmoid's slope, $\sigma(x)(1 - \sigma(x))$, which vanishes exactly when the model is
+# confidently wrong. Cross-entropy on the logits has no such factor. The two-class case
+# (logits $(0, x)$, target class 1) with your function, against that MSE:
+
+# %%
+for _x in (-10.0, -3.0, 0.0, 3.0):
+    _ce_slope = _cross_entropy_grad(np.array([[0.0, _x]]), np.array([1]))[0, 1]
+    _sig = 1 / (1 + np.exp(-_x))
+    _mse_slope = 2 * (_sig - 1) * _sig * (1 - _sig)
+    print(f"x = {_x:6.1f}: d(cross-entropy)/dx = {_ce_slope:9.2e}   d(MSE of sigmoid)/dx = {_mse_slope:9.2e}")
+
+# %% [markdown]
 # ## 6. Loss modules
 #
 # In PyTorch most code builds a loss object once (`criterion = nn.CrossEntropyLoss()`) and
@@ -1502,9 +1625,9 @@ print(f"tinytorch cross_entropy {_t_ours * 1e3:.2f} ms, numpy stable_ce {_t_np *
 #
 # - `torch.nn.functional.cross_entropy` is literally `log_softmax` followed by `nll_loss` (in
 #   C++: `at::cross_entropy_loss` calls `at::log_softmax` and `at::nll_loss_nd`); `nll_loss`
-#   is a gather with weights, reduced in the same kernel. Its backward is
-#   the famous `softmax(z) − onehot(y)`, which autograd gets by chaining the two backward
-#   rules, as module 06 will.
+#   is a gather with weights, reduced in the same kernel. Its backward is the gradient you
+#   derived in section 5.2, which autograd gets by chaining the two backward rules, as
+#   module 06 will (PyTorch's fused kernels write it directly).
 # - `ignore_index=-100` is the default precisely for padding: Hugging Face's data collators
 #   pad the labels with −100 and its models call the loss with the default, so padding
 #   tokens (and prompt tokens that should not be learned) never count.
@@ -1557,7 +1680,8 @@ if torch is not None:
 #   and log-sum-exp) keep every exponent ≤ 0 and are finite at ±10⁴, for the same price.
 # - **Cross-entropy = log_softmax + nll_loss**: the log-sum-exp is module 02's, and the NLL
 #   is a gather of the target's log-probability; `ignore_index` removes padding from both
-#   the sum and the count.
+#   the sum and the count. Its gradient at the logits, which you derived, has no factor
+#   that vanishes when the model is confidently wrong.
 # - Losses refuse what would silently be wrong: shapes that would broadcast, float class
 #   labels, out-of-range classes.
 # - Every loss is one op through `apply` (`mse_loss`, `binary_cross_entropy_with_logits`,

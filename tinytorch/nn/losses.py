@@ -266,7 +266,22 @@ def _smoothing_term(logp, target, weight, ignore_index, reduction):
     raise NotImplementedError('_smoothing_term() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
 
 
-# -- cell 38 --
+# -- cell 38 (cross-entropy-grad) --
+def _cross_entropy_grad(logits, target, ignore_index=-100):
+    """The gradient of cross_entropy(logits, target, reduction="mean") with respect to logits.
+
+    Contract: `logits` a floating numpy array (N, C); `target` an int64 numpy array (N,) of
+    classes in 0..C-1 or ignore_index, at least one of them a class. Returns a numpy array
+    (N, C) of logits' dtype: d(mean loss)/d(logits), finite for any finite logits (+-1e4 in
+    float32 included), without numpy warnings. The check compares it with central
+    differences of your cross_entropy.
+    """
+    # Idea: differentiate the two terms of one row's loss, then ask what the mean does.
+    # YOUR CODE HERE
+    raise NotImplementedError('_cross_entropy_grad() is not implemented yet: write it in modules/04_losses/losses.ipynb (module 04, losses), then run `tito test module 04`.')
+
+
+# -- cell 43 --
 class MSELoss(Module):
     """Mean squared error as a module (see mse_loss)."""
 
