@@ -1258,32 +1258,6 @@ def _reshape_forward(t, shape):
     raise NotImplementedError('_reshape_forward() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-def _view_strides(shape, strides, new_shape):
-    """Strides that show a NON-contiguous layout (shape, strides) with `new_shape`, element
-    for element in row-major order, or None when none exist. PyTorch's rule for view(): a
-    run of dimensions that memory keeps in step (each stride the next one's stride times its
-    size) is one chunk, which the new shape may split or merge freely, never across chunks."""
-    new_strides = [0] * len(new_shape)
-    k = len(new_shape) - 1  # the next new dimension to give a stride, from the right
-    base = strides[-1] if strides else 1  # the stride of the current chunk's last dimension
-    chunk = seen = 1  # elements in the current chunk, and in the new dimensions laid onto it
-    for d in range(len(shape) - 1, -1, -1):
-        chunk *= shape[d]
-        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != chunk * base):  # the chunk ends here
-            while k >= 0 and (seen < chunk or new_shape[k] == 1):
-                new_strides[k] = seen * base
-                seen *= new_shape[k]
-                k -= 1
-            if seen != chunk:
-                return None
-            if d > 0:
-                base, chunk, seen = strides[d - 1], 1, 1
-    while k >= 0 and new_shape[k] == 1:  # leading size-1 dimensions: any stride will do
-        new_strides[k] = seen * base
-        k -= 1
-    return tuple(new_strides) if k < 0 else None
-
-
 def _view_op(input, *shape):
     """Tensor.view: resolve the shape, then dispatch. A non-contiguous tensor may still be
     viewed where PyTorch allows it (_view_strides): nanoGPT's `q.view(B, T, H, C // H)`
@@ -1313,7 +1287,23 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shape)
 
 
-# -- cell 55 (squeeze-unsqueeze) --
+# -- cell 55 (view-strides) --
+def _view_strides(shape, strides, new_shape):
+    """Strides for view() of a layout that is not contiguous.
+
+    Contract: `shape` and `strides` a layout with at least one element (strides may be 0 or
+    any positive ints; not contiguous); `new_shape` resolved, with the same number of
+    elements. Returns a tuple of len(new_shape) ints such that the layout (new_shape, those
+    strides) at the same offset visits exactly the addresses of (shape, strides), element
+    for element in row-major order; or None when no strides can. Work independent of the
+    number of elements (a layout may have 10^12 of them): nothing is enumerated.
+    """
+    # Idea: which neighbouring dimensions could merge into one without moving an address?
+    # YOUR CODE HERE
+    raise NotImplementedError('_view_strides() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
+
+
+# -- cell 58 (squeeze-unsqueeze) --
 def _squeeze_dims(shape, dim):
     """The positions that squeeze(dim) removes from a tensor of `shape`.
 
@@ -1360,7 +1350,7 @@ def _unsqueeze_view(t, dim):
     raise NotImplementedError('_unsqueeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 58 (broadcast-shapes) --
+# -- cell 61 (broadcast-shapes) --
 def broadcast_shapes(*shapes):
     """The shape that `shapes` broadcast to, or a ShapeError naming the two shapes that clash.
 
@@ -1376,7 +1366,7 @@ def broadcast_shapes(*shapes):
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 61 (expand) --
+# -- cell 64 (expand) --
 def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
@@ -1402,7 +1392,7 @@ def broadcast_to(input, shape):
     return _expand(input, _shape_arg((shape,)) if not isinstance(shape, int) else (shape,))
 
 
-# -- cell 73 --
+# -- cell 76 --
 def _is_int_index(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
@@ -1458,7 +1448,7 @@ def _normalize_basic_index(items, ndim):
     return tuple(out)
 
 
-# -- cell 75 (basic-indexing) --
+# -- cell 78 (basic-indexing) --
 def _slice_layout(item, size, stride):
     """The layout of one slice of a dimension with `size` and `stride`.
 
@@ -1534,7 +1524,7 @@ def _setitem(t, index, value):
     t.numpy()[np_index] = src
 
 
-# -- cell 78 --
+# -- cell 81 --
 def _is_scalar(x):
     return isinstance(x, (bool, int, float, np.bool_, np.number))
 
@@ -1619,7 +1609,7 @@ def _apply_quietly(op, forward, *inputs):
         _FP_ERRORS.reset(quiet)
 
 
-# -- cell 80 (elementwise) --
+# -- cell 83 (elementwise) --
 def _elementwise_forward(np_fn, a, b, dtype):
     """Forward of a binary op.
 
@@ -1694,7 +1684,7 @@ def _masked_fill(t, mask, value):
     return where(mask, value, t)
 
 
-# -- cell 83 (inplace) --
+# -- cell 86 (inplace) --
 def _check_writable(t, check_grad=True):
     """Refuse an unsafe in-place write into `t`.
 
@@ -1752,7 +1742,7 @@ def _inplace(t, np_fn, other, cast=False, alpha=1):
     return t
 
 
-# -- cell 86 (reductions) --
+# -- cell 89 (reductions) --
 def _reduction_dims(dim, ndim):
     """Normalise a reduction's `dim` for a tensor with `ndim` dimensions.
 
@@ -1815,7 +1805,7 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
     return apply(op, lambda x: np_fn(x.numpy(), axis=d, keepdims=keepdim), t)
 
 
-# -- cell 89 (matmul) --
+# -- cell 92 (matmul) --
 def _matmul_shape(a_shape, b_shape):
     """Result shape of a @ b with numpy's matmul rules.
 
@@ -1842,7 +1832,7 @@ def matmul(input, other):
     return apply("matmul", forward, a, b)
 
 
-# -- cell 92 --
+# -- cell 95 --
 def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
@@ -1877,7 +1867,7 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
-# -- cell 94 --
+# -- cell 97 --
 def tril(input, diagonal=0):
     """The lower triangle of the last two dims (entries above `diagonal` zeroed)."""
     if input.ndim < 2:
@@ -1968,7 +1958,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _ordered("topk", input, int(k), dim, largest)
 
 
-# -- cell 96 --
+# -- cell 99 --
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
     if device is None:
@@ -2035,7 +2025,7 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     return _made(np.eye(n, m, dtype=float32 if dtype is None else _check_dtype(dtype)), requires_grad, device)
 
 
-# -- cell 99 --
+# -- cell 102 --
 def _float_dtype(dtype):
     dt = float32 if dtype is None else _check_dtype(dtype)
     if dt.kind != "f":
@@ -2066,7 +2056,7 @@ def randint(low, high=None, size=None, dtype=None, device=None):
     return _made(numpy_generator(None).integers(low, high, size=shape).astype(dt), False, device)
 
 
-# -- cell 102 (memory-footprint) --
+# -- cell 105 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 

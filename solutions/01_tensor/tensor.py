@@ -27,7 +27,8 @@
 #   the pure-Python **strided loops** (map, zip with broadcasting, reduce) that define what
 #   every elementwise op and reduction computes, on any view;
 # - compute **contiguous strides** and turn `transpose`, `permute`, `reshape`, `squeeze`,
-#   `unsqueeze` and `expand` into **zero-copy views** by changing only that metadata;
+#   `unsqueeze` and `expand` into **zero-copy views** by changing only that metadata, and
+#   design the rule for when a non-contiguous tensor can still be viewed without a copy;
 # - implement the **broadcasting rule**, with error messages that teach;
 # - implement **basic indexing** (`x[1, ::2, None]`) as a view, and know when indexing
 #   must copy (advanced indexing);
@@ -1943,11 +1944,8 @@ print("✓ transpose, permute, T, mT: y.permute(2, 0, 1).stride() =", _p.stride(
 # into a new buffer first: a copy.
 #
 # - `view(*shape)` never copies: your forward raises if the tensor is not contiguous.
-#   PyTorch's `view` also accepts some non-contiguous layouts, and so does tinytorch's, in
-#   the provided `_view_op` below, before your forward is called: where a run of dimensions
-#   still steps through memory in row-major order (a slice of the last dimension, say), the
-#   new shape may split or merge inside that run. Read `_view_strides` after your functions
-#   pass; it is the address formula again, one run at a time.
+#   PyTorch's `view` also accepts some non-contiguous layouts without copying; which ones
+#   is the design question at the end of this section (`_view_strides`).
 # - `reshape(*shape)` returns a view when it can and a copy otherwise — convenient, but you
 #   cannot rely on it sharing memory.
 # - One size may be `-1`: it is inferred from the number of elements (`x.view(-1)`,
@@ -2082,32 +2080,6 @@ def _reshape_forward(t, shape):
     ### END SOLUTION
 
 
-def _view_strides(shape, strides, new_shape):
-    """Strides that show a NON-contiguous layout (shape, strides) with `new_shape`, element
-    for element in row-major order, or None when none exist. PyTorch's rule for view(): a
-    run of dimensions that memory keeps in step (each stride the next one's stride times its
-    size) is one chunk, which the new shape may split or merge freely, never across chunks."""
-    new_strides = [0] * len(new_shape)
-    k = len(new_shape) - 1  # the next new dimension to give a stride, from the right
-    base = strides[-1] if strides else 1  # the stride of the current chunk's last dimension
-    chunk = seen = 1  # elements in the current chunk, and in the new dimensions laid onto it
-    for d in range(len(shape) - 1, -1, -1):
-        chunk *= shape[d]
-        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != chunk * base):  # the chunk ends here
-            while k >= 0 and (seen < chunk or new_shape[k] == 1):
-                new_strides[k] = seen * base
-                seen *= new_shape[k]
-                k -= 1
-            if seen != chunk:
-                return None
-            if d > 0:
-                base, chunk, seen = strides[d - 1], 1, 1
-    while k >= 0 and new_shape[k] == 1:  # leading size-1 dimensions: any stride will do
-        new_strides[k] = seen * base
-        k -= 1
-    return tuple(new_strides) if k < 0 else None
-
-
 def _view_op(input, *shape):
     """Tensor.view: resolve the shape, then dispatch. A non-contiguous tensor may still be
     viewed where PyTorch allows it (_view_strides): nanoGPT's `q.view(B, T, H, C // H)`
@@ -2157,7 +2129,8 @@ assert_equal((_off.view(6).storage_offset(), _off.view(6).tolist()), (6, [6.0, 7
              "view of a contiguous view keeps its offset")
 _xt = _x.view(3, 4).T
 check(not _xt.is_contiguous(), "a transposed 3x4 is not contiguous")
-assert_raises(RuntimeError, _xt.view, 12, match="contiguous", what="view of a non-contiguous tensor")
+assert_raises(RuntimeError, _view_forward, _xt, (12,), match="contiguous",
+              what="_view_forward of a non-contiguous tensor")
 _r = _xt.reshape(12)
 assert_equal(_r.numpy(), np.arange(12.0).reshape(3, 4).T.reshape(12), "reshape of a non-contiguous tensor: values")
 check(_r._storage is not _x._storage, "reshape of a non-contiguous tensor copies")
@@ -2169,6 +2142,169 @@ assert_equal((_c.is_contiguous(), _c.stride()), (True, (3, 1)), "contiguous() of
 check(_x.contiguous() is _x, "contiguous() of a contiguous tensor is the tensor itself")
 assert_equal(Tensor(np.zeros((2, 3, 4))).flatten(1).shape, (2, 12), "flatten(1)")
 print("✓ contiguity, view, reshape, flatten: x.view(3, -1).stride() =", _v.stride())
+
+# %% [markdown]
+# ### Viewing a non-contiguous tensor: when do strides exist?
+#
+# Your `_view_forward` refuses every non-contiguous tensor, and for a transpose that is
+# right: `x.T.view(-1)` would need the transposed elements in row-major order, and no
+# strides put them there. But take `x = arange(32).view(4, 8)` and its slice `s = x[:, :6]`,
+# shape `(4, 6)`, strides `(8, 1)`, not contiguous (a gap of 2 after every row). Viewed as
+# `(4, 2, 3)`, each row's 6 evenly spaced elements become 2 × 3, and the strides `(8, 3, 1)`
+# address them exactly: no copy needed. nanoGPT's attention does exactly this,
+# `q.view(B, T, H, C // H)` on a slice of the last dimension, and PyTorch's `view` allows
+# it. PyTorch's rule: `view` works whenever strides for the new shape exist, and refuses
+# only when none do.
+#
+# Write `_view_strides(shape, strides, new_shape)`: those strides, or `None`. The provided
+# `_view_op` (above) asks it for every non-contiguous tensor before your `_view_forward`
+# runs. The design is yours, from the address formula: element $(i_0, \dots, i_{n-1})$ of the
+# old layout lives at offset $+ \sum_d i_d s_d$, and the new strides must give each element,
+# in row-major order, the same address. It must not enumerate the elements (a layout may
+# have $10^{12}$ of them). Work these by hand first; the check starts with them:
+#
+# | layout (shape, strides) | new shape | strides? |
+# |---|---|---|
+# | `(4, 6), (8, 1)` (the slice) | `(4, 2, 3)` | `(8, 3, 1)` |
+# | `(4, 6), (8, 1)` | `(24,)` | none |
+# | `(4, 6), (8, 1)` | `(8, 3)` | ? |
+# | `(3, 4), (1, 3)` (a transpose) | `(3, 2, 2)` | ? |
+# | `(3, 4), (0, 1)` (an `expand`) | `(3, 2, 2)` | ? |
+#
+# <details><summary>Hint 1</summary>
+#
+# When could two neighbouring dimensions $d$ and $d+1$ be replaced by one of size
+# $n_d \cdot n_{d+1}$ without moving any address? Write the condition on their sizes and
+# strides, and try it on the table's layouts.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Apply Hint 1 repeatedly: the old dimensions fall into maximal runs that behave like one
+# dimension each. What does the new shape have to do with those runs' sizes, and can one
+# new dimension take its elements from two runs?
+# </details>
+#
+# <details><summary>Hint 3</summary>
+#
+# Inside one run the addresses are one arithmetic progression. New dimensions laid onto it
+# from the right: what is the stride of each, given the run's innermost stride and the
+# sizes of the new dimensions to its right? And a dimension of size 1, old or new: is it
+# ever stepped along?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Group the old dimensions from the right into runs that memory keeps in step; a size-1
+# dimension never breaks a run, since nothing steps along it. Then walk the new shape from
+# the right, laying its dimensions onto the runs in order: each one's stride is its run's
+# innermost stride times the elements already laid onto that run, and a run must be filled
+# exactly, never overfilled into the next. If the new dimensions and the runs cannot be
+# matched that way, no strides exist.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "view-strides", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def _view_strides(shape, strides, new_shape):
+    """Strides for view() of a layout that is not contiguous.
+
+    Contract: `shape` and `strides` a layout with at least one element (strides may be 0 or
+    any positive ints; not contiguous); `new_shape` resolved, with the same number of
+    elements. Returns a tuple of len(new_shape) ints such that the layout (new_shape, those
+    strides) at the same offset visits exactly the addresses of (shape, strides), element
+    for element in row-major order; or None when no strides can. Work independent of the
+    number of elements (a layout may have 10^12 of them): nothing is enumerated.
+    """
+    # Idea: which neighbouring dimensions could merge into one without moving an address?
+    ### BEGIN SOLUTION
+    new_strides = [0] * len(new_shape)
+    k = len(new_shape) - 1  # the next new dimension to give a stride, from the right
+    base = strides[-1] if strides else 1  # the stride of the current chunk's last dimension
+    chunk = seen = 1  # elements in the current chunk, and in the new dimensions laid onto it
+    for d in range(len(shape) - 1, -1, -1):
+        chunk *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != chunk * base):  # the chunk ends here
+            while k >= 0 and (seen < chunk or new_shape[k] == 1):
+                new_strides[k] = seen * base
+                seen *= new_shape[k]
+                k -= 1
+            if seen != chunk:
+                return None
+            if d > 0:
+                base, chunk, seen = strides[d - 1], 1, 1
+    return tuple(new_strides) if k < 0 else None
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-view-strides", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _addresses(shape, strides):
+    """Every element's address (offset 0) in row-major order: the brute force the check may use."""
+    index = np.indices(shape).reshape(len(shape), -1)
+    return (np.array(strides, dtype=np.int64)[:, None] * index).sum(axis=0) if shape else np.zeros(1, np.int64)
+
+
+def _strides_exist(shape, strides, new_shape):
+    """Whether some strides show (shape, strides) as new_shape: its addresses, laid out in
+    new_shape, must change by a constant along every dimension."""
+    a = _addresses(shape, strides).reshape(new_shape)
+    return all(np.all(np.diff(a, axis=k) == np.diff(a, axis=k).flat[0]) for k in range(a.ndim) if a.shape[k] > 1)
+
+
+for _shape, _strides, _new, _want in [((4, 6), (8, 1), (4, 2, 3), (8, 3, 1)), ((4, 6), (8, 1), (24,), None),
+                                      ((4, 6), (8, 1), (8, 3), None), ((3, 4), (1, 3), (3, 2, 2), (1, 6, 3)),
+                                      ((3, 4), (1, 3), (12,), None), ((3, 4), (0, 1), (3, 2, 2), (0, 2, 1)),
+                                      ((3, 4), (0, 1), (12,), None), ((2, 1, 3), (6, 99, 2), (6,), (2,))]:
+    _got = _view_strides(_shape, _strides, _new)
+    if _want is None:
+        check(_got is None, f"_view_strides({_shape}, {_strides}, {_new}): no strides exist", got=_got, expected=None)
+    else:
+        assert_equal(_got is not None and tuple(_got), _want, f"_view_strides({_shape}, {_strides}, {_new})")
+_ones = _view_strides((4, 6), (8, 1), (1, 4, 1, 6, 1))
+check(_ones is not None and np.array_equal(_addresses((1, 4, 1, 6, 1), tuple(_ones)), _addresses((4, 6), (8, 1))),
+      "size-1 dimensions may be added anywhere: (4, 6) with strides (8, 1) as (1, 4, 1, 6, 1)", got=_ones)
+
+
+def _random_new_shape(n, rng):
+    """A shape with n elements: up to three factors of n, sometimes with size-1 dimensions between."""
+    dims = []
+    while n > 1 and len(dims) < 2:
+        dims.append(int(rng.choice([k for k in range(1, n + 1) if n % k == 0])))
+        n //= dims[-1]
+    dims.append(n)
+    if rng.random() < 0.3:
+        dims.insert(int(rng.integers(0, len(dims) + 1)), 1)
+    return tuple(dims)
+
+
+_rng = np.random.default_rng(1)
+for _ in range(300):  # layouts a program makes (slices, transposes, expands) and shapes of the same size
+    _nd = int(_rng.integers(1, 4))
+    _shape = tuple(int(v) for v in _rng.integers(1, 5, _nd))
+    _strides = tuple(int(v) for v in _rng.choice([0, 1, 2, 3, 4, 5, 6, 8, 12, 24], _nd))
+    if _is_contiguous(_shape, _strides):
+        continue
+    _new = _random_new_shape(math.prod(_shape), _rng)
+    _got = _view_strides(_shape, _strides, _new)
+    _can = _strides_exist(_shape, _strides, _new)
+    check((_got is not None) == _can, f"_view_strides({_shape}, {_strides}, {_new}): strides "
+          + ("exist (the addresses step evenly along every new dimension)" if _can else "do not exist"),
+          got=_got, expected="a tuple" if _can else None)
+    if _got is not None:
+        assert_equal(_addresses(_new, tuple(_got)), _addresses(_shape, _strides),
+                     f"the strides {tuple(_got)} for {_new} visit the addresses of {_shape}, {_strides} in order")
+try:
+    _huge = _view_strides((10 ** 6, 10 ** 6), (2 * 10 ** 6, 1), (10 ** 6, 1000, 1000))
+except MemoryError:
+    check(False, "_view_strides of a layout with 10^12 elements: the rule needs the shape and strides only, "
+          "not the elements", got="MemoryError")
+assert_equal(_huge is not None and tuple(_huge), (2 * 10 ** 6, 1000, 1),
+             "a (10^6, 10^6) slice with rows 2*10^6 apart, viewed as (10^6, 1000, 1000)")
+_x = Tensor(np.arange(32.0)).view(4, 8)
+_s = _x.as_strided((4, 6), (8, 1), 0).view(4, 2, 3)   # x[:, :6] (indexing comes in section 11)
+check(_s._storage is _x._storage, "x[:, :6].view(4, 2, 3) shares the storage (no copy)")
+assert_equal(_s.tolist(), np.arange(32.0).reshape(4, 8)[:, :6].reshape(4, 2, 3).tolist(), "x[:, :6].view(4, 2, 3)")
+assert_raises(RuntimeError, _x.T.view, 32, match="contiguous", what="x.T.view(32): no strides exist")
+print("✓ _view_strides: x[:, :6].view(4, 2, 3) has strides", _s.stride())
 
 # %% [markdown]
 # ## 8. squeeze and unsqueeze
@@ -4297,7 +4433,7 @@ report("strided_map / numpy", round(t_loop / t_numpy), predicted_loop_over_numpy
 #   views; `reshape` is a view when it can be; advanced indexing copies; `contiguous()`
 #   copies only when needed. PyTorch's `view` also works on a non-contiguous tensor whenever
 #   the new shape can be expressed with strides (splitting one dimension of a transposed
-#   tensor, say); tinytorch's does too, through the provided `_view_strides` of section 7.
+#   tensor, say); tinytorch's does too, through your `_view_strides` of section 7.
 # - **The loops.** PyTorch's CPU kernels run elementwise ops and reductions through
 #   `TensorIterator`, the C++ counterpart of your `strided_map`/`strided_zip`/
 #   `strided_reduce`: it broadcasts the operands' strides (stride 0, as yours do), then
