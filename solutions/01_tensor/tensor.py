@@ -3011,7 +3011,7 @@ def _is_advanced(items):
 def _check_slice(item):
     if isinstance(item, slice) and item.step is not None and item.step <= 0:
         raise ValueError(f"step must be greater than zero (got slice step {item.step}); "
-                         f"tinytorch, like PyTorch, has no negative-step views")
+                         f"tinytorch, like PyTorch, has no negative-step views; x.flip(dim) makes the reversed copy")
 
 
 def _numpy_index(index):

@@ -29,6 +29,11 @@ def epoch(loader):
     return [batch.tolist() for batch in loader]
 
 
+def index_epoch(loader):
+    """One epoch of index batches, straight from _index_batches (no collate, no len)."""
+    return [list(b) for b in loader._index_batches()]
+
+
 def flat(batches):
     return [i for b in batches for i in b]
 
@@ -37,33 +42,42 @@ def flat(batches):
 @pytest.mark.parametrize("batch_size", [1, 3, 4, 5, 12, 20])
 @pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("drop_last", [False, True])
-def test_each_sample_exactly_once_per_epoch(n, batch_size, shuffle, drop_last):
+def test_index_batches_hold_each_sample_once_per_epoch(n, batch_size, shuffle, drop_last):
     loader = DataLoader(Range(n), batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                         generator=Generator().manual_seed(100 * n + batch_size))
+    what = f"N={n}, batch_size={batch_size}, shuffle={shuffle}, drop_last={drop_last}"
     for _ in range(2):  # every epoch, not just the first
-        batches = epoch(loader)
+        batches = index_epoch(loader)
         seen = flat(batches)
-        assert len(seen) == len(set(seen)), f"a sample came twice in one epoch: {batches}"
+        assert len(seen) == len(set(seen)), f"a sample came twice in one epoch ({what}): {batches}"
         if drop_last:
-            assert len(seen) == (n // batch_size) * batch_size
-            assert all(len(b) == batch_size for b in batches)
+            assert len(seen) == (n // batch_size) * batch_size, (
+                f"drop_last keeps the {(n // batch_size) * batch_size} samples of the full batches ({what}): {batches}")
+            assert all(len(b) == batch_size for b in batches), f"drop_last: only full batches ({what}): {batches}"
         else:
-            assert sorted(seen) == list(range(n)), f"not every sample was seen: {batches}"
+            assert sorted(seen) == list(range(n)), f"not every sample was seen ({what}): {batches}"
         if not shuffle:
-            assert seen == list(range(len(seen))), "without shuffle the order is 0..N-1"
-        assert len(batches) == len(loader)
+            assert seen == list(range(len(seen))), f"without shuffle the order is 0..N-1 ({what}): {batches}"
+
+
+@pytest.mark.parametrize("n, batch_size", [(10, 3), (12, 4), (7, 10), (0, 3)])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_dataloader_len_equals_the_batches_an_epoch_yields(n, batch_size, drop_last):
+    loader = DataLoader(Range(n), batch_size=batch_size, drop_last=drop_last)
+    want = n // batch_size if drop_last else math.ceil(n / batch_size)
+    assert len(loader) == want, f"len(loader), N={n}, batch_size={batch_size}, drop_last={drop_last}: {want} batches"
 
 
 @pytest.mark.parametrize("n,batch_size", [(10, 4), (12, 4), (10, 3), (10, 10), (10, 11), (1, 1), (13, 5)])
-def test_the_last_batch(n, batch_size):
+def test_index_batches_the_last_batch(n, batch_size):
     n_batches = math.ceil(n / batch_size)
     expected_last = n - batch_size * (n_batches - 1)
-    sizes = [len(b) for b in epoch(DataLoader(Range(n), batch_size=batch_size))]
-    assert sizes == [batch_size] * (n_batches - 1) + [expected_last]
-    shuffled = [len(b) for b in epoch(DataLoader(Range(n), batch_size=batch_size, shuffle=True))]
+    sizes = [len(b) for b in index_epoch(DataLoader(Range(n), batch_size=batch_size))]
+    assert sizes == [batch_size] * (n_batches - 1) + [expected_last], f"batch sizes for N={n}, batch_size={batch_size}"
+    shuffled = [len(b) for b in index_epoch(DataLoader(Range(n), batch_size=batch_size, shuffle=True))]
     assert shuffled == sizes, "shuffling changes the order, not the batch sizes"
-    dropped = [len(b) for b in epoch(DataLoader(Range(n), batch_size=batch_size, drop_last=True))]
-    assert dropped == [batch_size] * (n // batch_size)
+    dropped = [len(b) for b in index_epoch(DataLoader(Range(n), batch_size=batch_size, drop_last=True))]
+    assert dropped == [batch_size] * (n // batch_size), f"drop_last batch sizes for N={n}, batch_size={batch_size}"
 
 
 @pytest.mark.parametrize("n", [0, 1, 9, 10, 11, 100])
@@ -86,10 +100,10 @@ def test_len_formula_and_bad_batch_size():
             DataLoader(Range(5), batch_size=bad)
 
 
-def test_same_seed_same_epochs_and_another_seed_differs():
+def test_index_batches_same_seed_same_epochs_and_another_seed_differs():
     def run(seed):
         loader = DataLoader(Range(50), batch_size=8, shuffle=True, generator=Generator().manual_seed(seed))
-        return [flat(epoch(loader)) for _ in range(3)]
+        return [flat(index_epoch(loader)) for _ in range(3)]
 
     a, b, c = run(7), run(7), run(8)
     assert a == b, "the same generator seed must give the same sequence of epochs"
@@ -98,18 +112,18 @@ def test_same_seed_same_epochs_and_another_seed_differs():
         assert sorted(order) == list(range(50))
 
 
-def test_a_new_order_each_epoch():
+def test_index_batches_a_new_order_each_epoch():
     loader = DataLoader(Range(40), batch_size=5, shuffle=True, generator=Generator().manual_seed(0))
-    orders = [flat(epoch(loader)) for _ in range(4)]
+    orders = [flat(index_epoch(loader)) for _ in range(4)]
     assert all(sorted(o) == list(range(40)) for o in orders)
     assert len({tuple(o) for o in orders}) == 4, "each epoch must draw a fresh permutation"
     assert orders[0] != list(range(40)), "shuffle=True must actually shuffle"
 
 
-def test_without_a_generator_tinytorch_manual_seed_makes_runs_reproducible():
+def test_index_batches_without_a_generator_follow_tinytorch_manual_seed():
     def run():
         loader = DataLoader(Range(30), batch_size=4, shuffle=True)
-        return [flat(epoch(loader)) for _ in range(2)]
+        return [flat(index_epoch(loader)) for _ in range(2)]
 
     tt.manual_seed(5)
     first = run()
@@ -122,13 +136,13 @@ def test_without_a_generator_tinytorch_manual_seed_makes_runs_reproducible():
     assert first[0] != first[1]
 
 
-def test_an_own_generator_is_independent_of_the_global_rng():
+def test_index_batches_with_an_own_generator_ignore_the_global_rng():
     tt.manual_seed(0)
-    a = flat(epoch(DataLoader(Range(30), batch_size=4, shuffle=True, generator=Generator().manual_seed(3))))
+    a = flat(index_epoch(DataLoader(Range(30), batch_size=4, shuffle=True, generator=Generator().manual_seed(3))))
     tt.manual_seed(99)
     tt.rand(10)
-    b = flat(epoch(DataLoader(Range(30), batch_size=4, shuffle=True, generator=Generator().manual_seed(3))))
-    assert a == b
+    b = flat(index_epoch(DataLoader(Range(30), batch_size=4, shuffle=True, generator=Generator().manual_seed(3))))
+    assert a == b, "a loader with its own generator must not depend on the global random state"
 
 
 def test_batches_of_a_tensor_dataset_hold_the_right_rows():
@@ -146,16 +160,16 @@ def test_batches_of_a_tensor_dataset_hold_the_right_rows():
     assert sorted(seen) == list(range(23))
 
 
-def test_custom_collate_fn_receives_the_list_of_samples():
+def test_dataloader_iter_hands_the_samples_to_a_custom_collate_fn():
     got = []
 
     def collate(samples):
         got.append(list(samples))
         return sum(samples)
 
-    sums = list(DataLoader(Range(7), batch_size=3, collate_fn=collate))
-    assert got == [[0, 1, 2], [3, 4, 5], [6]]
-    assert sums == [3, 12, 6]
+    sums = [batch for batch in DataLoader(Range(7), batch_size=3, collate_fn=collate)]
+    assert got == [[0, 1, 2], [3, 4, 5], [6]], f"collate_fn must receive each batch's list of samples, got {got}"
+    assert sums == [3, 12, 6], f"the loader yields what collate_fn returns, got {sums}"
 
 
 @settings(max_examples=60, deadline=None)
@@ -180,7 +194,7 @@ def test_index_batches_follow_the_samplers_order(batch_size, drop_last):
     included), cut into batches as usual; len() counts the sampler's indices."""
     order = [7, 2, 2, 9, 0, 5, 3]
     loader = DataLoader(Range(10), batch_size=batch_size, sampler=order, drop_last=drop_last)
-    batches = epoch(loader)
+    batches = index_epoch(loader)
     kept = len(order) - (len(order) % batch_size if drop_last else 0)
     assert flat(batches) == order[:kept], f"batches {batches} do not follow the sampler's order {order}"
     assert all(len(b) == batch_size for b in batches[:-1] if b)
@@ -202,14 +216,14 @@ def test_dataloader_len_counts_the_samplers_indices(batch_size, drop_last, expec
                                     f"batch_size {batch_size}, drop_last {drop_last}"
 
 
-def test_a_random_sampler_gives_a_new_permutation_each_epoch():
+def test_index_batches_ask_a_random_sampler_for_a_new_order_each_epoch():
     from tinytorch.data import RandomSampler
 
     loader = DataLoader(Range(12), batch_size=5, sampler=RandomSampler(Range(12), generator=Generator().manual_seed(3)))
-    first, second = flat(epoch(loader)), flat(epoch(loader))
-    assert sorted(first) == sorted(second) == list(range(12))
+    first, second = flat(index_epoch(loader)), flat(index_epoch(loader))
+    assert sorted(first) == sorted(second) == list(range(12)), f"each epoch visits every sample once: {first}"
     assert first != second, "the sampler is asked for a new order each epoch"
-    assert len(loader) == 3
+    assert len(loader) == 3, "len(loader): 12 indices in batches of 5"
 
 
 def test_sampler_and_shuffle_are_exclusive_and_the_worker_options_are_accepted():

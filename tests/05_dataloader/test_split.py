@@ -94,3 +94,11 @@ def test_stratified_split_is_fixed_by_its_seed_alone():
     assert a[1].max() >= 40, "the test side is a random draw, not each class's first 8 samples"
     with pytest.raises(ValueError):
         stratified_split(labels, 1.5)
+
+
+@pytest.mark.parametrize("lengths", [[12, -2], [2.5, 7.5], [-1, 11], [3.0, 7.5]])
+def test_random_split_refuses_lengths_that_are_not_whole_non_negative_numbers(lengths):
+    from tinytorch.data import TensorDataset, random_split
+
+    with pytest.raises(ValueError):
+        random_split(TensorDataset(np.arange(10)), lengths)

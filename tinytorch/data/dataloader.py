@@ -217,7 +217,8 @@ def random_split(dataset, lengths, generator=None):
     left-over samples one each to pieces 0, 1, ... in turn). Returns one Subset per length,
     of that length: disjoint, together covering 0..N-1, cut from one permutation drawn from
     numpy_generator(generator) (same seed, same split). Raises ValueError for a fraction outside
-    [0, 1] or lengths that do not sum to N (the message names the lengths and N).
+    [0, 1], for lengths that are not whole non-negative numbers (unless they are fractions
+    summing to 1), or lengths that do not sum to N (the message names the lengths and N).
     """
     # Idea: one permutation, cut into consecutive pieces.
     # YOUR CODE HERE
