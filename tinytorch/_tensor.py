@@ -1345,7 +1345,7 @@ def _unsqueeze_view(t, dim):
     Contract: `0 <= dim <= t.ndim`. Returns a view over the same storage and offset with a
     size-1 dimension at position `dim`, whose stride is PyTorch's choice (see the text).
     """
-    # Idea: what stride would a fresh tensor of the new shape have there? Say it with t's own fields.
+    # Idea: the new dimension is never stepped along; PyTorch still picks its stride by a rule.
     # YOUR CODE HERE
     raise NotImplementedError('_unsqueeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -2064,7 +2064,7 @@ def memory_footprint(*tensors):
     much larger storage alive; this is the number that matters for "will it fit?".
     """
     # Contract: `tensors` are Tensors (none: 0). Returns an int: the bytes of memory behind
-    # them, each block of memory counted once however many of the tensors view it.
-    # Idea: memory is held by storages, not by tensors.
+    # their storages, each byte counted once however many tensors or storages sit on it.
+    # Idea: memory is held by storages, and storages may share memory.
     # YOUR CODE HERE
     raise NotImplementedError('memory_footprint() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')

@@ -1784,7 +1784,7 @@ def _through_modes(depth, op, fn, args, kwargs):
 # - **permute(*dims)** generalises this: output dimension `k` is input dimension
 #   `dims[k]`.
 #
-# The offset never changes: element `[0, 0, ...]` is still the same element.
+# And the offset: does it change? Which element is `[0, 0, ...]` of the result?
 #
 # The provided wrappers check and normalise the arguments (negative dims count from the
 # end, as in Python lists), then call `apply` with your forward function. Normalising
@@ -2258,7 +2258,7 @@ for _shape, _strides, _new, _want in [((4, 6), (8, 1), (4, 2, 3), (8, 3, 1)), ((
     if _want is None:
         check(_got is None, f"_view_strides({_shape}, {_strides}, {_new}): no strides exist", got=_got, expected=None)
     else:
-        assert_equal(_got is not None and tuple(_got), _want, f"_view_strides({_shape}, {_strides}, {_new})")
+        assert_equal(None if _got is None else tuple(_got), _want, f"_view_strides({_shape}, {_strides}, {_new})")
 _ones = _view_strides((4, 6), (8, 1), (1, 4, 1, 6, 1))
 check(_ones is not None and np.array_equal(_addresses((1, 4, 1, 6, 1), tuple(_ones)), _addresses((4, 6), (8, 1))),
       "size-1 dimensions may be added anywhere: (4, 6) with strides (8, 1) as (1, 4, 1, 6, 1)", got=_ones)
@@ -2297,7 +2297,7 @@ try:
 except MemoryError:
     check(False, "_view_strides of a layout with 10^12 elements: the rule needs the shape and strides only, "
           "not the elements", got="MemoryError")
-assert_equal(_huge is not None and tuple(_huge), (2 * 10 ** 6, 1000, 1),
+assert_equal(None if _huge is None else tuple(_huge), (2 * 10 ** 6, 1000, 1),
              "a (10^6, 10^6) slice with rows 2*10^6 apart, viewed as (10^6, 1000, 1000)")
 _x = Tensor(np.arange(32.0)).view(4, 8)
 _s = _x.as_strided((4, 6), (8, 1), 0).view(4, 2, 3)   # x[:, :6] (indexing comes in section 11)
@@ -2409,7 +2409,7 @@ def _unsqueeze_view(t, dim):
     Contract: `0 <= dim <= t.ndim`. Returns a view over the same storage and offset with a
     size-1 dimension at position `dim`, whose stride is PyTorch's choice (see the text).
     """
-    # Idea: what stride would a fresh tensor of the new shape have there? Say it with t's own fields.
+    # Idea: the new dimension is never stepped along; PyTorch still picks its stride by a rule.
     ### BEGIN SOLUTION
     stride = t._strides[dim] * t.shape[dim] if dim < t.ndim else 1
     shape = t.shape[:dim] + (1,) + t.shape[dim:]
@@ -2703,7 +2703,8 @@ print("✓ expand: (3,) -> (4, 3) has strides", _b.expand(4, 3).stride())
 # output's shape, so that the output's multi-index reads the input directly and the address
 # formula does the rest. Work two cases by hand before you write it: a `(3,)` input with
 # stride `(1,)` read as `(2, 3)`, and a `(2, 1)` input with strides `(1, 1)` read as
-# `(2, 3)` (careful: the size-1 dimension's own stride is not what the output needs).
+# `(2, 3)`. For each output dimension, ask: when the output's index moves one step along
+# it, how far must the input's address move?
 #
 # The provided `layout_of(base, view)` below gives the `(shape, strides, offset)` of any
 # numpy view of a 1-D `base` array, in elements. It is how the checks (and the tests) build
@@ -2970,10 +2971,9 @@ print("✓ strided_reduce: sum over dim 1 of a (2, 3, 4) ->", _b3.sum(axis=1, ke
 #   `start, start + step, ...` before `stop`;
 # - **`None`** inserts a new dimension of size 1, consuming no input dimension.
 #
-# For each kind, work out what it does to the shape, the strides and the offset.
-#
-# `x[1, ::2]` on a `(3, 4)` tensor with strides `(4, 1)`: offset `1·4 = 4`, then a slice of
-# size 2 and stride 2 — shape `(2,)`, strides `(2,)`, offset 4: elements 4 and 6.
+# For each kind, work out what it does to the shape, the strides and the offset. Try
+# `x[1, ::2]` on a `(3, 4)` tensor with strides `(4, 1)` by hand first: which elements of
+# the storage does it pick, and which (shape, strides, offset) picks them?
 #
 # You write the arithmetic of one slice as a pure function, `_slice_layout(item, size,
 # stride)`, and the walk over the index, `_basic_index`. Python's `slice.indices(size)`
@@ -3059,8 +3059,8 @@ def _normalize_basic_index(items, ndim):
 #
 # <details><summary>Hint 1 (_slice_layout)</summary>
 #
-# After `slice.indices`, how many elements does the slice pick? (`range` knows.) Which
-# element of the old dimension is the new dimension's element 0?
+# After `slice.indices`, how many elements does the slice pick? Which element of the old
+# dimension is the new dimension's element 0?
 # </details>
 #
 # <details><summary>The approach (_slice_layout)</summary>
@@ -4235,8 +4235,11 @@ print(full((2,), True), zeros_like(_a).shape, randint(0, 10, (5,)).dtype)
 #
 # But `nbytes` counts the elements a tensor *sees*, not the memory it *keeps alive*. All
 # views of a tensor share one storage, so the honest measure of memory for a group of
-# tensors is the total size of their **distinct storages**. Write `memory_footprint(*tensors)`:
-# count each distinct storage once, with all of its bytes.
+# tensors is the memory behind their storages, each byte once. Write
+# `memory_footprint(*tensors)`. One more case makes it a design question: two *different*
+# storage objects can sit on the same memory. `tinytorch.from_numpy(a)` wraps `a`'s memory
+# without copying, so calling it twice (or on `a` and on `a[50:]`) gives two storages over
+# one block of memory, which a footprint must count once.
 #
 # It shows two facts that surprise people:
 #
@@ -4247,15 +4250,17 @@ print(full((2,), True), zeros_like(_a).shape, randint(0, 10, (5,)).dtype)
 #
 # <details><summary>Hint 1</summary>
 #
-# Two tensors hold the same memory exactly when they have the same storage object. How do
-# you count each object once, however many tensors point at it?
+# A storage is a 1-D C-contiguous numpy array, so it occupies one unbroken range of
+# addresses. numpy tells an array's first address: `arr.__array_interface__["data"][0]`.
+# What identifies memory, then, better than the storage object?
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Memory is counted per storage, not per tensor: several tensors may share one, and a
-# view's storage may be much larger than the view. How do you tell whether two tensors
-# share a storage, and count it once?
+# Memory is counted per byte, not per tensor or per storage: several tensors may share one
+# storage, a view's storage may be much larger than the view, and storages may overlap.
+# Each storage is an address range; the footprint is the size of the union of the ranges,
+# which is easiest to measure with the ranges in order of their start.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "memory-footprint", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -4267,13 +4272,16 @@ def memory_footprint(*tensors):
     much larger storage alive; this is the number that matters for "will it fit?".
     """
     # Contract: `tensors` are Tensors (none: 0). Returns an int: the bytes of memory behind
-    # them, each block of memory counted once however many of the tensors view it.
-    # Idea: memory is held by storages, not by tensors.
+    # their storages, each byte counted once however many tensors or storages sit on it.
+    # Idea: memory is held by storages, and storages may share memory.
     ### BEGIN SOLUTION
-    seen = {}
-    for t in tensors:
-        seen[id(t._storage)] = t._storage.nbytes
-    return sum(seen.values())
+    spans = sorted((start, start + t._storage.nbytes) for t in tensors
+                   for start in [t._storage.__array_interface__["data"][0]])
+    total, reach = 0, 0
+    for start, end in spans:  # the union of the address ranges, left to right
+        total += max(0, end - max(start, reach))
+        reach = max(reach, end)
+    return total
     ### END SOLUTION
 
 
@@ -4288,6 +4296,13 @@ assert_equal(memory_footprint(_x[0, :3].clone()), 12, "a clone of the slice hold
 assert_equal(memory_footprint(), 0, "no tensors, no bytes")
 _y = zeros(10, dtype=float64)
 assert_equal(memory_footprint(_y, _x, _y[2:]), 20_080, "two storages of different dtypes, one with a view")
+_a = np.zeros(1000, np.float32)
+_wrap = Tensor._from_array  # what tinytorch.from_numpy does: a tensor over the array's own memory
+assert_equal(memory_footprint(_wrap(_a), _wrap(_a)), 4_000,
+             "from_numpy(a) twice: two storage objects over the same 4,000 bytes")
+assert_equal(memory_footprint(_wrap(_a[500:]), _wrap(_a), _wrap(_a[:100])), 4_000,
+             "storages over overlapping parts of one array: each byte once")
+assert_equal(memory_footprint(_wrap(_a[:100]), _wrap(_a[900:])), 800, "two disjoint parts of one array")
 print("✓ memory_footprint(x, x.T, x[::2]) =", memory_footprint(_x, _x.T, _x[::2]), "bytes")
 
 # %% [markdown]

@@ -40,3 +40,14 @@ def test_nbytes_counts_seen_elements():
     assert x[:, :2].nbytes == 160
     assert x[0].expand(5, 10).nbytes == 400
     assert np.prod(x.shape) * x.element_size() == x.nbytes
+
+
+def test_memory_footprint_counts_memory_that_two_storages_share_once():
+    from tinytorch import from_numpy
+    from tinytorch._tensor import memory_footprint
+
+    a = np.zeros(1000, np.float32)
+    assert memory_footprint(from_numpy(a), from_numpy(a)) == 4_000, "from_numpy(a) twice: one block of memory"
+    assert memory_footprint(from_numpy(a[500:]), from_numpy(a), from_numpy(a[:100])) == 4_000, "overlapping parts"
+    assert memory_footprint(from_numpy(a[:100]), from_numpy(a[900:])) == 800, "two disjoint parts of one array"
+    assert memory_footprint(from_numpy(a[:600]), from_numpy(a[400:])) == 4_000, "two parts that overlap by 200"
