@@ -270,11 +270,11 @@ def _calculate_qparams(min_val, max_val, symmetric, quant_min=QINT8_MIN, quant_m
     per channel); quant_min < quant_max ints. Returns (scale, zero_point): a float32 and an
     int64 numpy array, both of that shape, such that for every entry
     - 0.0 is exactly a grid point: zero_point is an integer in [quant_min, quant_max];
-    - affine (symmetric=False): the grid's quant_max - quant_min steps are exactly as wide
-      as the range widened to contain 0, and quant_min and quant_max stand for values
-      within half a step of its minimum and maximum (anchored at the minimum);
-    - symmetric: zero_point is 0, and the grid is exactly as wide as [-m, m], m the larger
-      magnitude of the widened range;
+    - affine (symmetric=False): the grid's quant_max - quant_min steps cover every value
+      the grid must represent and no more (its end integers stand for values within half
+      a step of the lowest and highest of them; anchored at the lowest);
+    - symmetric: zero_point is 0, and the grid is the narrowest one centred on 0 that
+      covers what it must;
     - scale >= EPS (an all-zero range gets exactly EPS, and the zero point of that scale).
     The values equal, bit for bit, what PyTorch's MinMaxObserver / PerChannelMinMaxObserver
     return from calculate_qparams() for the same range, scheme and integer range.
@@ -314,7 +314,7 @@ def _check_grid(lo, hi, symmetric, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
                  f"{name}: dtypes of (scale, zero point)")
     check(quant_min <= int(z) <= quant_max, f"{name}: 0.0 is a grid point, so the zero point is one of the integers",
           got=int(z), expected=f"in [{quant_min}, {quant_max}]")
-    wlo, whi = min(lo, 0.0), max(hi, 0.0)                      # the range widened to contain 0
+    wlo, whi = min(lo, 0.0), max(hi, 0.0)                      # what the grid must cover
     ends = (float(s) * (quant_min - int(z)), float(s) * (quant_max - int(z)))  # what the end integers stand for
     if symmetric:
         assert_equal(int(z), 0, f"{name}: zero point")
@@ -322,9 +322,10 @@ def _check_grid(lo, hi, symmetric, quant_min=QINT8_MIN, quant_max=QINT8_MAX):
         assert_close(ends[1] - ends[0], 2 * m, rtol=1e-6, atol=0, what=f"{name}: grid width = width of [-m, m], m = {m}")
     else:
         assert_close(ends[1] - ends[0], whi - wlo, rtol=1e-6, atol=0,
-                     what=f"{name}: grid width = width of the range widened to contain 0, [{wlo}, {whi}]")
+                     what=f"{name}: grid width = width of what it must cover, [{wlo}, {whi}]")
         check(max(abs(ends[0] - wlo), abs(ends[1] - whi)) <= float(s) / 2 * (1 + 1e-5),
-              f"{name}: the end integers stand for values within half a step ({float(s) / 2:.3g}) of the widened range",
+              f"{name}: the end integers stand for values within half a step ({float(s) / 2:.3g}) of the "
+              "extremes the grid must cover",
               got=ends, expected=(wlo, whi))
     return s, z
 
@@ -1228,6 +1229,14 @@ for _what, (_data, _bins, _qmin, _qmax) in _cases.items():
     _best = _least_error(_counts, _edges, _qmin, _qmax)
     assert_close(_estimated_error(_counts, _edges, _lo, _hi, _qmin, _qmax), _best, rtol=1e-6, atol=0,
                  what=f"{_what}: E of your range against the least E over all {_bins * (_bins + 1) // 2} pairs of edges")
+_work = {}
+for _b in (24, 96):  # the work of a search, as the bins quadruple: numbers computed by numpy, plus Python steps
+    _c, _e = np.histogram(np.random.default_rng(0).laplace(0, 1, 5000), _b)
+    _, _log = spied(_l2_optimal_range, _c, _e)
+    _work[_b] = sum(int(np.prod(r)) for _, _, r in arithmetic(_log)) + python_steps(_l2_optimal_range, _c, _e)
+check(_work[96] < 24 * _work[24], "the search's work grows about as B², not B³: with 4x the bins, under 24x the "
+      "work (numpy's computed numbers plus Python steps): two million candidates at 2048 bins stay affordable",
+      got=f"{_work[96] / _work[24]:.1f}x ({_work[24]:,} at 24 bins, {_work[96]:,} at 96)", expected="< 24x (B² is 16x)")
 _big = np.concatenate([_rng.laplace(0, 1, 200_000), [-60.0, 45.0]])
 _counts, _edges = np.histogram(_big, 2048)
 _lo, _hi = _l2_optimal_range(_counts, _edges)
@@ -1239,14 +1248,6 @@ _others = {"min/max": _estimated_error(_counts, _edges, _edges[0], _edges[-1]),
 for _name, _e in _others.items():
     check(_yours <= _e * (1 + 1e-9), f"2048 bins of Laplace values with outliers at -60 and 45: your range's E is "
           f"no larger than {_name}'s", got=f"E = {_yours:.6g} for [{_lo:.3f}, {_hi:.3f}]", expected=f"<= {_e:.6g}")
-_work = {}
-for _b in (24, 96):  # the work of a search, as the bins quadruple: numbers computed by numpy, plus Python steps
-    _c, _e = np.histogram(np.random.default_rng(0).laplace(0, 1, 5000), _b)
-    _, _log = spied(_l2_optimal_range, _c, _e)
-    _work[_b] = sum(int(np.prod(r)) for _, _, r in arithmetic(_log)) + python_steps(_l2_optimal_range, _c, _e)
-check(_work[96] < 24 * _work[24], "the search's work grows about as B², not B³: with 4x the bins, under 24x the "
-      "work (numpy's computed numbers plus Python steps): two million candidates at 2048 bins stay affordable",
-      got=f"{_work[96] / _work[24]:.1f}x ({_work[24]:,} at 24 bins, {_work[96]:,} at 96)", expected="< 24x (B² is 16x)")
 print(f"✓ _l2_optimal_range; on 2048 bins it keeps [{_lo:.2f}, {_hi:.2f}] of [{_edges[0]:.1f}, {_edges[-1]:.1f}], "
       f"E {_yours:.4g} against min/max's {_others['min/max']:.4g}")
 
@@ -2325,6 +2326,7 @@ for (name, accs), marker in zip(sweep.items(), "os^"):
     ax.plot(BITS, accs, marker + "-", label=f"PTQ, activations {name}")
 ax.axhline(_acc_f, color="gray", ls="--", label="float32")
 ax.set_xlabel("bits (weights and activations)")
+ax.set_xticks(BITS)
 ax.set_ylabel("test accuracy")
 ax.invert_xaxis()
 ax.set_title("digits MLP: post-training quantization vs bit width", fontsize=10)
@@ -2433,9 +2435,9 @@ def _requantized_linear(q_x, layer, scale, zero_point, quant_min=QINT8_MIN, quan
     grid, quant_min < quant_max within int8's range. Returns int8 (..., out): the layer's
     output y = x W^T + b (max(y, 0) where relu is true) on that grid, bit for bit as an
     integer machine computes it: the layer's real constants (the bias, the rescaling) are
-    each rounded once, to the nearest int64 or 31-bit fixed-point number, from float64;
-    the activations see integer arithmetic only, with one rounding at the end
-    (_requantize's, halves up) and saturation.
+    each rounded once, to the nearest int64 or 31-bit fixed-point number, from their exact
+    float64 values; every value computed from the activations is an exact integer, with
+    one rounding at the end (_requantize's, halves up) and saturation.
     """
     # Idea: what the machine adds must share a grid with what it adds to.
     ### BEGIN SOLUTION
@@ -2462,25 +2464,22 @@ def _layer(q_w, w_scale, bias=None, x_scale=0.125, x_zero_point=0, w_zero_point=
 _q = _requantized_linear(np.array([[10, 20], [3, 1]], np.int8), _layer([[1, 2], [3, -1]], [0.5, 0.25]), 0.25, 0)
 assert_equal((_q.shape, _q.dtype), ((2, 2), np.dtype(np.int8)), "shape (batch, out), int8")
 assert_equal(_q, np.array([[13, 1], [1, 1]], np.int8),
-             "accumulators [[50, 10], [5, 8]] on grids of scale [1/16, 1/32] (input 1/8 times each output's weight "
-             "scale), the output grid 1/4: y / s_y = [[12.5, 1.25], [1.25, 1.0]], halves going up (one rounding, "
-             "_requantize's)")
+             "input scale 1/8, weight scales [1/2, 1/4], output grid 1/4: y / s_y = [[12.5, 1.25], [1.25, 1.0]], "
+             "halves going up")
 _q = _requantized_linear(np.array([[1, 0]], np.int8), _layer([[1, 0], [3, 0]], [0.5, 0.25], bias=[1 / 16, 0.0]),
                          0.25, 0)
 assert_equal(_q, np.array([[1, 0]], np.int8),
-             "output 0: y = 1/16 (accumulator 1) + 1/16 (bias) = 1/8, half a step of the output grid 1/4, so 1; "
-             "output 1: y = 3/32, so 0.375 steps, 0 ... unless the bias is added where it is rounded separately "
-             "(rounded on the output grid, 1/16 is 0.25 steps and vanishes)")
+             "output 0: y = 1/16 + 1/16 (the bias) = 1/8, half a step of the output grid 1/4, so 1; output 1: "
+             "y = 3/32, 0.375 steps, so 0")
 _q = _requantized_linear(np.array([[0, 0], [2, 0]], np.int8), _layer([[1, 0]], [0.5], bias=[0.23]), 0.0625, 0)
 assert_equal(_q, np.array([[4], [6]], np.int8),
-             "the grids agree (scale 1/16 both), so the output is the accumulator plus the bias as an integer: "
-             "0.23 * 16 = 3.68 is nearest to 4, not 3")
+             "output grid 1/16: y = 0.23 and 0.23 + 2/16, that is 3.68 and 5.68 steps (one rounding, to the "
+             "nearest)")
 _q = _requantized_linear(np.array([[0, 0]], np.int8), _layer([[1, 0]], [0.5], bias=[-0.23]), 0.0625, 0)
-assert_equal(_q, np.array([[-4]], np.int8), "a negative bias: -0.23 * 16 = -3.68 is nearest to -4")
+assert_equal(_q, np.array([[-4]], np.int8), "a negative bias: y = -0.23, -3.68 steps of 1/16")
 _x, _neg = np.array([[-8, 0], [8, 0], [1, 0]], np.int8), _layer([[1, 0]], [0.5])
 assert_equal(_requantized_linear(_x, _neg, 0.25, 10, relu=True), np.array([[10], [12], [10]], np.int8),
-             "output zero point 10: y = -1/2 is the integer 8 without the ReLU; with it, the real 0, which is the "
-             "integer 10 (not the integer 0)")
+             "output grid (1/4, zero point 10), relu=True: y = -1/2, 1/2, 1/16 before the ReLU")
 assert_equal(_requantized_linear(_x, _neg, 0.25, 10, relu=False), np.array([[8], [12], [10]], np.int8),
              "relu=False: negative outputs stay (-1/2 is the integer 8 on the grid of zero point 10)")
 assert_equal(_requantized_linear(_x, _neg, 0.25, -128, relu=True), np.array([[-128], [-126], [-128]], np.int8),
@@ -2491,6 +2490,10 @@ assert_equal(_q, np.array([[5]], np.int8), "zero points on both sides: shifted i
              "36 / 16 = 2.25 real, 4.5 steps of 1/2, so 5")
 _q = _requantized_linear(np.array([[127, 127]], np.int8), _layer([[127, 127]], [0.5]), 0.25, 0, -8, 7)
 assert_equal(_q, np.array([[7]], np.int8), "saturated at quant_max")
+_q = _requantized_linear(np.array([[3]], np.int8), _layer([[1]], [1.0], x_scale=0.5 - 1e-9), 1.0, 0)
+assert_equal(_q, np.array([[1]], np.int8), "input scale 0.5 - 1e-9 (a float64 that float32 rounds to 0.5), "
+             "accumulator 3: y = 1.5 - 3e-9, just below the halfway point, so 1 (the multiplier computed from "
+             "float32 scales is 0.5, and 1.5 rounds up to 2)")
 _rng = np.random.default_rng(15)
 _big = _layer(_rng.integers(-127, 128, (6, 20)), _rng.uniform(0.002, 0.01, 6), bias=_rng.normal(0, 0.5, 6),
               x_scale=0.03, x_zero_point=-20)
@@ -2691,6 +2694,21 @@ for _bias, _affine, _tiny, _in, _label in [
     check(isinstance(_fused, nn.Conv2d) and not _fused.training,
           f"{_label}: the fused layer is a Conv2d in eval mode, ready for inference",
           got=f"{type(_fused).__name__}, training={_fused.training}", expected="Conv2d, training=False")
+with preserved_state():
+    tinytorch.manual_seed(2)
+    _gconv = nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2).eval()
+    _gbn = nn.BatchNorm2d(6)
+    with tinytorch.no_grad():
+        for _ in range(5):
+            _gbn(_gconv(tinytorch.randn(2, 4, 9, 9)))
+    _gbn.eval()
+    _xg = tinytorch.randn(2, 4, 9, 9)
+with tinytorch.no_grad():
+    _gfused = fuse_conv_bn_eval(_gconv, _gbn)
+    assert_close(_gfused(_xg), _gbn(_gconv(_xg)), rtol=1e-4, atol=1e-5,
+                 what="a conv with stride 2, padding 2, dilation 2 and 2 groups: the fused layer keeps its geometry")
+assert_equal((_gfused.stride, _gfused.padding, _gfused.dilation, _gfused.groups), ((2, 2), (2, 2), (2, 2), 2),
+             "the fused conv's stride, padding, dilation and groups")
 _conv, _bn = _conv_bn_pair()
 assert_raises(ValueError, fuse_conv_bn_eval, _conv.train(), _bn, match="eval",
               what="fusing a convolution in training mode")
@@ -3057,16 +3075,17 @@ for _bits in QAT_BITS:
 print(f"({len(QAT_BITS)} QAT runs in {time.perf_counter() - _t0:.1f} s) "
       + ("no prediction written" if predicted_qat_accuracy is None else f"you predicted {predicted_qat_accuracy}"))
 fig, ax = plt.subplots(figsize=(6.5, 3.6))
-_labels = ["PTQ", "PTQ, 5 epochs longer", "QAT, 5 epochs"]
+_labels = ["PTQ (percentile)", "PTQ, 5 epochs longer", "QAT, 5 epochs", "PTQ (your histogram search)"]
+_heights = {b: (*qat_results[b], sweep["histogram"][BITS.index(b)]) for b in QAT_BITS}
 _x = np.arange(len(QAT_BITS))
 for _k, _label in enumerate(_labels):
-    _bars = ax.bar(_x + (_k - 1) * 0.27, [qat_results[b][_k] for b in QAT_BITS], width=0.27, label=_label, zorder=2)
+    _bars = ax.bar(_x + (_k - 1.5) * 0.2, [_heights[b][_k] for b in QAT_BITS], width=0.2, label=_label, zorder=2)
     ax.bar_label(_bars, fmt="%.3f", label_type="center", rotation=90, fontsize=8, color="white")
 ax.axhline(accuracy_of(float_model), color="black", ls="--", lw=1.2, label="float32", zorder=3)
 ax.set_xticks(_x, [f"{b} bits" for b in QAT_BITS])
 ax.set_ylabel("test accuracy")
 ax.set_ylim(0, 1)
-ax.set_title("digits MLP: quantization-aware training vs post-training", fontsize=10)
+ax.set_title("digits MLP: quantization-aware training and post-training ranges", fontsize=10)
 ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 fig.tight_layout()
 plt.show()

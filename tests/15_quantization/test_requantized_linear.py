@@ -88,3 +88,10 @@ def test_requantized_linear_bit_exact_on_realistic_layers(seed, relu):
 def test_requantized_linear_saturates_at_the_output_range():
     out = Q._requantized_linear(np.array([[127, 127], [-128, -128]], np.int8), _layer([[127, 127]], [0.5]), 0.25, 0, -8, 7)
     np.testing.assert_array_equal(out[:, 0], np.array([7, -8], np.int8), err_msg="saturated at quant_max and quant_min")
+
+
+def test_requantized_linear_multiplier_comes_from_the_float64_scales():
+    # 0.5 - 1e-9 is a float64 that float32 rounds to 0.5: y = 3 (0.5 - 1e-9) lies just below 1.5
+    out = Q._requantized_linear(np.array([[3]], np.int8), _layer([[1]], [1.0], x_scale=0.5 - 1e-9), 1.0, 0)
+    np.testing.assert_array_equal(out, np.array([[1]], np.int8),
+                                  err_msg="y = 1.5 - 3e-9 rounds to 1; a multiplier from float32 scales gives 2")

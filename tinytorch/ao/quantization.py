@@ -44,11 +44,11 @@ def _calculate_qparams(min_val, max_val, symmetric, quant_min=QINT8_MIN, quant_m
     per channel); quant_min < quant_max ints. Returns (scale, zero_point): a float32 and an
     int64 numpy array, both of that shape, such that for every entry
     - 0.0 is exactly a grid point: zero_point is an integer in [quant_min, quant_max];
-    - affine (symmetric=False): the grid's quant_max - quant_min steps are exactly as wide
-      as the range widened to contain 0, and quant_min and quant_max stand for values
-      within half a step of its minimum and maximum (anchored at the minimum);
-    - symmetric: zero_point is 0, and the grid is exactly as wide as [-m, m], m the larger
-      magnitude of the widened range;
+    - affine (symmetric=False): the grid's quant_max - quant_min steps cover every value
+      the grid must represent and no more (its end integers stand for values within half
+      a step of the lowest and highest of them; anchored at the lowest);
+    - symmetric: zero_point is 0, and the grid is the narrowest one centred on 0 that
+      covers what it must;
     - scale >= EPS (an all-zero range gets exactly EPS, and the zero point of that scale).
     The values equal, bit for bit, what PyTorch's MinMaxObserver / PerChannelMinMaxObserver
     return from calculate_qparams() for the same range, scheme and integer range.
@@ -588,9 +588,9 @@ def _requantized_linear(q_x, layer, scale, zero_point, quant_min=QINT8_MIN, quan
     grid, quant_min < quant_max within int8's range. Returns int8 (..., out): the layer's
     output y = x W^T + b (max(y, 0) where relu is true) on that grid, bit for bit as an
     integer machine computes it: the layer's real constants (the bias, the rescaling) are
-    each rounded once, to the nearest int64 or 31-bit fixed-point number, from float64;
-    the activations see integer arithmetic only, with one rounding at the end
-    (_requantize's, halves up) and saturation.
+    each rounded once, to the nearest int64 or 31-bit fixed-point number, from their exact
+    float64 values; every value computed from the activations is an exact integer, with
+    one rounding at the end (_requantize's, halves up) and saturation.
     """
     # Idea: what the machine adds must share a grid with what it adds to.
     # YOUR CODE HERE
