@@ -40,7 +40,7 @@ def ordinal_to_index(ordinal, shape):
     raise NotImplementedError('ordinal_to_index() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 69 (broadcast-strides) --
+# -- cell 71 (broadcast-strides) --
 def broadcast_strides(shape, strides, out_shape):
     """The strides that read a tensor of (shape, strides) with the larger shape `out_shape`.
 
@@ -63,7 +63,7 @@ def _numel(shape):
     return n
 
 
-# -- cell 71 (strided-loops) --
+# -- cell 73 (strided-loops) --
 def strided_map(fn, out_storage, out_shape, out_strides, out_offset,
                 in_storage, in_shape, in_strides, in_offset):
     """out[i] = fn(in[i]) for every multi-index i of the output, written into out_storage.

@@ -254,7 +254,7 @@ class _TensorStorage:
         return arr.copy() if copy else arr
 
 
-# -- cell 20 --
+# -- cell 22 --
 class _TensorInfo:
     """Read-only facts about the layout: dtype, sizes, strides, bytes, contiguity."""
 
@@ -332,7 +332,7 @@ class _TensorInfo:
         return apply("clone", lambda x: np.array(x.numpy(), copy=True, order="C"), self)
 
 
-# -- cell 22 --
+# -- cell 24 --
 class _TensorAutograd:
     """The fields module 06 uses: requires_grad, grad, grad_fn, detach, backward."""
 
@@ -423,7 +423,7 @@ class _TensorAutograd:
         return _backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
 
 
-# -- cell 24 --
+# -- cell 26 --
 class _TensorPython:
     """Conversions to Python: item, tolist, len, iteration, bool, repr, to(dtype)."""
 
@@ -509,7 +509,7 @@ class _TensorPython:
         return _to_device(self, "cpu")
 
 
-# -- cell 26 --
+# -- cell 28 --
 class _TensorViews:
     """The view methods; each calls the module-level op you write in sections 6-9 and 11."""
 
@@ -577,7 +577,7 @@ class _TensorViews:
         _setitem(self, index, value)
 
 
-# -- cell 28 --
+# -- cell 30 --
 class _TensorOperators:
     """Arithmetic and comparison operators; all go through _binary (section 12)."""
 
@@ -658,7 +658,7 @@ class _TensorOperators:
         return _binary("ge", np.greater_equal, self, other) if _is_operand(other) else NotImplemented
 
 
-# -- cell 30 --
+# -- cell 32 --
 class _TensorMath:
     """Unary functions, clamp and masked_fill (section 12) and the in-place ops (section 13)."""
 
@@ -740,7 +740,7 @@ class _TensorMath:
         return self.div_(other)
 
 
-# -- cell 32 --
+# -- cell 34 --
 class _TensorReductions:
     """Reductions (section 14), matmul (section 15) and dtype shortcuts."""
 
@@ -821,7 +821,7 @@ class _TensorReductions:
         return self.to(bool_)
 
 
-# -- cell 34 --
+# -- cell 36 --
 class _TensorMoreOps:
     """Method forms PyTorch users reach for; each calls a function (section 16 or a later
     module), so every one still passes through `apply`."""
@@ -883,7 +883,7 @@ class _TensorMoreOps:
         return topk(self, k, dim, largest, sorted)
 
 
-# -- cell 36 --
+# -- cell 38 --
 from tinytorch._tensor_extras import _TensorExtras
 
 
@@ -900,7 +900,7 @@ class Tensor(_TensorStorage, _TensorInfo, _TensorAutograd, _TensorPython, _Tenso
     __array_ufunc__ = None
 
 
-# -- cell 39 (dispatch) --
+# -- cell 41 (dispatch) --
 _grad_enabled = True
 _DEVICES_IN_USE = set()  # device types that some tensor was ever moved to ("cuda"; module 17)
 _KERNELS = {}  # (op or backward-rule name, device type) -> kernel; filled by backends
@@ -1003,7 +1003,7 @@ def apply(op, forward, *inputs, **attrs):
     return out
 
 
-# -- cell 43 --
+# -- cell 45 --
 class DispatchMode:
     """Code that sees every op on its way through the dispatcher: forward ops in `apply` and,
     once module 06 exists, backward rules in its `call_rule`.
@@ -1133,7 +1133,7 @@ def _through_modes(depth, op, fn, args, kwargs):
         _DISPATCH_MODES[depth - 1:] = inside
 
 
-# -- cell 45 --
+# -- cell 47 --
 def _wrap_dim(dim, ndim):
     """Turn a possibly negative dim into 0..ndim-1, with PyTorch's error when out of range."""
     if type(dim) is int and -ndim <= dim < ndim:  # the common case, checked cheaply
@@ -1166,7 +1166,7 @@ def _shape_arg(args):
     return tuple(out)
 
 
-# -- cell 47 (transpose-permute) --
+# -- cell 49 (transpose-permute) --
 def transpose(input, dim0, dim1):
     """Swap dimensions dim0 and dim1: a zero-copy view (PyTorch's torch.transpose)."""
     d0, d1 = _wrap_dim(dim0, input.ndim), _wrap_dim(dim1, input.ndim)
@@ -1208,7 +1208,7 @@ def _permute_view(t, dims):
     raise NotImplementedError('_permute_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 50 (view-reshape) --
+# -- cell 52 (view-reshape) --
 def _is_contiguous(shape, strides):
     """Whether the layout (shape, strides) is row-major without gaps.
 
@@ -1232,7 +1232,7 @@ def _infer_shape(shape, numel):
     raise NotImplementedError('_infer_shape() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 52 (view-forwards) --
+# -- cell 54 (view-forwards) --
 def _view_forward(t, shape):
     """Forward of view: never a copy.
 
@@ -1287,7 +1287,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shape)
 
 
-# -- cell 55 (view-strides) --
+# -- cell 57 (view-strides) --
 def _view_strides(shape, strides, new_shape):
     """Strides for view() of a layout that is not contiguous.
 
@@ -1303,7 +1303,7 @@ def _view_strides(shape, strides, new_shape):
     raise NotImplementedError('_view_strides() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 58 (squeeze-unsqueeze) --
+# -- cell 60 (squeeze-unsqueeze) --
 def _squeeze_dims(shape, dim):
     """The positions that squeeze(dim) removes from a tensor of `shape`.
 
@@ -1350,7 +1350,7 @@ def _unsqueeze_view(t, dim):
     raise NotImplementedError('_unsqueeze_view() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 61 (broadcast-shapes) --
+# -- cell 63 (broadcast-shapes) --
 def broadcast_shapes(*shapes):
     """The shape that `shapes` broadcast to, or a ShapeError naming the two shapes that clash.
 
@@ -1366,7 +1366,7 @@ def broadcast_shapes(*shapes):
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
 
-# -- cell 64 (expand) --
+# -- cell 66 (expand) --
 def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
@@ -1392,7 +1392,7 @@ def broadcast_to(input, shape):
     return _expand(input, _shape_arg((shape,)) if not isinstance(shape, int) else (shape,))
 
 
-# -- cell 76 --
+# -- cell 78 --
 def _is_int_index(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
@@ -1448,7 +1448,7 @@ def _normalize_basic_index(items, ndim):
     return tuple(out)
 
 
-# -- cell 78 (basic-indexing) --
+# -- cell 80 (basic-indexing) --
 def _slice_layout(item, size, stride):
     """The layout of one slice of a dimension with `size` and `stride`.
 
@@ -1524,7 +1524,7 @@ def _setitem(t, index, value):
     t.numpy()[np_index] = src
 
 
-# -- cell 81 --
+# -- cell 83 --
 def _is_scalar(x):
     return isinstance(x, (bool, int, float, np.bool_, np.number))
 
@@ -1609,7 +1609,7 @@ def _apply_quietly(op, forward, *inputs):
         _FP_ERRORS.reset(quiet)
 
 
-# -- cell 83 (elementwise) --
+# -- cell 85 (elementwise) --
 def _elementwise_forward(np_fn, a, b, dtype):
     """Forward of a binary op.
 
@@ -1684,7 +1684,7 @@ def _masked_fill(t, mask, value):
     return where(mask, value, t)
 
 
-# -- cell 86 (inplace) --
+# -- cell 88 (inplace) --
 def _check_writable(t, check_grad=True):
     """Refuse an unsafe in-place write into `t`.
 
@@ -1742,7 +1742,7 @@ def _inplace(t, np_fn, other, cast=False, alpha=1):
     return t
 
 
-# -- cell 89 (reductions) --
+# -- cell 91 (reductions) --
 def _reduction_dims(dim, ndim):
     """Normalise a reduction's `dim` for a tensor with `ndim` dimensions.
 
@@ -1805,7 +1805,7 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
     return apply(op, lambda x: np_fn(x.numpy(), axis=d, keepdims=keepdim), t)
 
 
-# -- cell 92 (matmul) --
+# -- cell 94 (matmul) --
 def _matmul_shape(a_shape, b_shape):
     """Result shape of a @ b with numpy's matmul rules.
 
@@ -1832,7 +1832,7 @@ def matmul(input, other):
     return apply("matmul", forward, a, b)
 
 
-# -- cell 95 --
+# -- cell 97 --
 def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
@@ -1867,7 +1867,7 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
-# -- cell 97 --
+# -- cell 99 --
 def tril(input, diagonal=0):
     """The lower triangle of the last two dims (entries above `diagonal` zeroed)."""
     if input.ndim < 2:
@@ -1958,7 +1958,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _ordered("topk", input, int(k), dim, largest)
 
 
-# -- cell 99 --
+# -- cell 101 --
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
     if device is None:
@@ -2025,7 +2025,7 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     return _made(np.eye(n, m, dtype=float32 if dtype is None else _check_dtype(dtype)), requires_grad, device)
 
 
-# -- cell 102 --
+# -- cell 104 --
 def _float_dtype(dtype):
     dt = float32 if dtype is None else _check_dtype(dtype)
     if dt.kind != "f":
@@ -2056,7 +2056,7 @@ def randint(low, high=None, size=None, dtype=None, device=None):
     return _made(numpy_generator(None).integers(low, high, size=shape).astype(dt), False, device)
 
 
-# -- cell 105 (memory-footprint) --
+# -- cell 107 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 

@@ -690,6 +690,20 @@ class _TensorStorage:
 
 
 # %% [markdown]
+# A first look at your `_init_storage`, on the class as it stands (the full check of the
+# storage and layout comes when the Tensor class is complete, at the end of this section):
+
+# %%
+_probe, _arr = _TensorStorage.__new__(_TensorStorage), np.arange(6.0).reshape(2, 3)
+_probe._init_storage(_arr)
+check(getattr(_probe, "_storage", None) is not None and np.shares_memory(_probe._storage, _arr)
+      and _probe._storage.ndim == 1, "the storage is the array's own memory, as one flat (1-D) array",
+      got=getattr(_probe, "_storage", None))
+assert_equal((_probe.shape, _probe._strides, _probe._offset), ((2, 3), (3, 1), 0),
+             "a fresh (2, 3) array: (shape, strides, offset)")
+print("✓ _init_storage, first look:", (_probe.shape, _probe._strides, _probe._offset))
+
+# %% [markdown]
 # The layout's read-only facts (`dtype`, `ndim`, `size()`, `stride()`, `nbytes`,
 # `is_contiguous()`, ...) and the two copies, `contiguous()` and `clone()`:
 

@@ -57,7 +57,7 @@ def test_storage_is_flat_and_contiguous():
     np.testing.assert_array_equal(t._storage, [1, 2, 3, 4, 5, 6])
 
 
-def test_storage_wraps_a_computed_array_without_copying_it():
+def test_tensor_storage_init_storage_wraps_a_computed_array_without_copying_it():
     arr = np.arange(6.0, dtype=np.float32).reshape(2, 3)
     t = tt.Tensor._from_array(arr)
     assert np.shares_memory(t._storage, arr), \
