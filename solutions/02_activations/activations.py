@@ -358,7 +358,7 @@ assert_equal(leaky_relu(_w, 0.1).grad_fn.attrs, {"negative_slope": 0.1}, "leaky_
 print("✓ relu, leaky_relu: leaky_relu([-2, 3], 2.0) =", leaky_relu(Tensor([-2.0, 3.0]), 2.0).tolist())
 
 # %% [markdown]
-# ## 4. Sigmoid: branch on the sign
+# ## 4. Sigmoid: an overflow to design away
 #
 # $$\sigma(x) = \frac{1}{1 + e^{-x}}$$
 #
@@ -371,9 +371,9 @@ print("✓ relu, leaky_relu: leaky_relu([-2, 3], 2.0) =", leaky_relu(Tensor([-2.
 #   equivalent form $\frac{e^x}{1 + e^x}$ that people also write gives $\infty/\infty =
 #   \text{nan}$ at large *positive* $x$.
 #
-# Each of the two forms is safe on one side of zero. Your forward must **never call `exp`
-# on a positive number**, for any input; the check below turns numpy's overflow report
-# into a failure, as the tests do.
+# Where is each of the two forms safe? Your forward must **never call `exp` on a positive
+# number**, for any input; the check below turns numpy's overflow report into a failure,
+# as the tests do.
 #
 # <details><summary>Hint 1</summary>
 #
