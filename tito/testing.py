@@ -585,8 +585,9 @@ def parity_line(parity: dict) -> str:
 
 
 def summary(module: Module, outcome: Outcome, against: str, limit: int = 8) -> str:
-    """Failures grouped by the student's function they point at, in notebook order; a unit's
-    own tests before the tests that merely use it; each message whole."""
+    """Failures grouped by the student's function they point at, the most suspect first, then
+    in notebook order; a unit's own tests before the tests that merely use it; each message
+    whole."""
     head = f"{module.label}, tested against {against}: "
     if outcome.problem:
         return head + "could not run.\n  " + outcome.problem

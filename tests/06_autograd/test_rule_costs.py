@@ -116,3 +116,15 @@ def test_rules_written_with_the_output_need_not_see_the_input(op, forward):
                              attrs=node.attrs)
     got = np.asarray(autograd.BACKWARD_RULES[op](hidden, np.ones(3))[0])
     assert np.isfinite(got).all(), f"{op}'s rule recomputed from the input instead of using the saved output: {got}"
+
+
+def test_log_backward_needs_the_input_not_an_exponential_of_the_output():
+    """d log(x)/dx = 1/x: a rule that rebuilds x as exp(output) spends an exponential per
+    element; on a node whose output is hidden (NaN), the gradient must stay finite."""
+    from types import SimpleNamespace
+
+    x = tt.tensor(np.array([0.5, 1.0, 2.0]), requires_grad=True)
+    node = x.log().grad_fn
+    hidden = SimpleNamespace(op=node.op, inputs=node.inputs, output=np.full(3, np.nan), attrs=node.attrs)
+    got = np.asarray(autograd.BACKWARD_RULES["log"](hidden, np.ones(3))[0])
+    np.testing.assert_allclose(got, [2.0, 1.0, 0.5], err_msg="log's rule, with the output hidden: 1/x from x alone")

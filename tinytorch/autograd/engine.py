@@ -143,7 +143,8 @@ def call_rule(node, grad):
         if g.shape != x.shape:
             hint = ""
             if _broadcasts_to(x.shape, g.shape):
-                hint = " — it looks broadcast: did you forget unbroadcast()?"
+                hint = (" — it looks broadcast: was it passed through unbroadcast(), and does unbroadcast "
+                        "sum every dimension that was broadcast?")
             elif sorted(g.shape) == sorted(x.shape):
                 hint = " — the same sizes in another order: is an axis order left to undo?"
             raise RuntimeError(f"the backward rule of {node.op!r} returned a gradient of shape "
@@ -219,7 +220,7 @@ def _exp_backward(node, grad):
 
 @backward_rule("log")
 def _log_backward(node, grad):
-    """y = log(x)."""
+    """y = log(x). The check hides y from the rule (it reads NaN there), as exp's hides x."""
     # Idea: log is the inverse of exp; an inverse's slope is one over the function's slope.
     # YOUR CODE HERE
     raise NotImplementedError('_log_backward() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
