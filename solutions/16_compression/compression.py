@@ -576,10 +576,25 @@ assert_equal(_pl.weight_orig.numpy(), _w_before, "weight_orig keeps every value,
              "(only the mask zeroes them)")
 assert_equal(_pl.bias_orig.numpy(), _b_before, "bias_orig keeps every value, the pruned ones too")
 _two(_xt).sum().backward()
+assert_equal(_pl.weight_orig.numpy(), _w_before, "after a forward and a backward, weight_orig still keeps every "
+             "value (the pruned ones are what rewinding and un-pruning need; only the product is masked)")
 check(_pl.weight_orig.grad is not None and _pl.bias_orig.grad is not None,
       "weight and bias of one layer pruned: both originals get a gradient (every pruned parameter is recomputed)",
       got=(_pl.weight_orig.grad, _pl.bias_orig.grad))
 assert_equal(_two[0].bias.numpy() == 0, _pl.bias_mask.numpy() == 0, "the bias is masked too")
+class _Scaled(nn.Module):  # a layer whose forward takes more than one argument
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(tinytorch.ones(3))
+
+    def forward(self, x, y, scale=1.0):
+        return (x + y) * self.weight * scale
+
+
+_sc = nn.Sequential(_Scaled())
+l1_unstructured(_sc, "0.weight", 1 / 3)
+assert_close(_sc[0](tinytorch.ones(3), tinytorch.ones(3), scale=2.0).numpy(), np.array([0.0, 4.0, 4.0], np.float32),
+             what="PrunedModule passes every argument on: (x + y) * masked weight * scale, with scale=2.0 by keyword")
 print(f"✓ PrunedModule keeps the mask: after Adam, sparsity of layer 0 = {sparsity(_model[0].weight):.3f}")
 
 # %% [markdown]

@@ -242,3 +242,28 @@ def test_prunedmodule_forward_recomputes_every_pruned_parameter_of_a_layer():
     model(x).sum().backward()
     assert layer.weight_orig.grad is not None and layer.bias_orig.grad is not None, "both originals must train"
     np.testing.assert_array_equal(model[0].bias.numpy() == 0, layer.bias_mask.numpy() == 0)
+
+
+def test_prunedmodule_forward_leaves_the_originals_whole():
+    tt.manual_seed(2)
+    model = nn.Sequential(nn.Linear(4, 5))
+    w0 = model[0].weight.numpy().copy()
+    prune.l1_unstructured(model, "0.weight", 0.5)
+    model(tt.randn(3, 4)).sum().backward()
+    np.testing.assert_array_equal(model[0].module.weight_orig.numpy(), w0,
+                                  err_msg="forward must not zero weight_orig: only the product is masked")
+
+
+def test_prunedmodule_forward_passes_every_argument_on():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(tt.ones(3))
+
+        def forward(self, x, y, scale=1.0):
+            return (x + y) * self.weight * scale
+
+    model = nn.Sequential(Scaled())
+    prune.l1_unstructured(model, "0.weight", 1 / 3)
+    out = model[0](tt.ones(3), tt.ones(3), scale=2.0).numpy()
+    np.testing.assert_allclose(out, [0.0, 4.0, 4.0], err_msg="positional and keyword arguments reach the layer")
