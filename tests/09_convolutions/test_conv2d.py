@@ -208,6 +208,8 @@ def test_conv2d_geometry_errors_are_specific():
         F.conv2d(x, tt.randn(4, 4, 3, 3), dilation=4)   # spans 9 > 8
     with pytest.raises(ValueError, match=r"groups=3.*in_channels \(4\)"):
         Conv2d(4, 6, 3, groups=3)
+    with pytest.raises(ValueError, match="'full'"):
+        Conv2d(4, 4, 3, padding="full")
     with pytest.raises(ValueError, match="padding_mode='reflect'"):
         Conv2d(4, 4, 3, padding_mode="reflect")
     with pytest.raises(ValueError, match="same"):

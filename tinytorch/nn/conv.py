@@ -524,7 +524,9 @@ class Conv2d(Module):
             raise ValueError(f"Conv2d: padding_mode={padding_mode!r} is not supported; tinytorch pads with zeros "
                              "(padding_mode='zeros')")
         self.padding_mode = padding_mode
-        self.padding = padding if padding in ("same", "valid") else _pair(padding, "padding", "Conv2d")
+        if isinstance(padding, str) and padding not in ("same", "valid"):
+            raise ValueError(f"Conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+        self.padding = padding if isinstance(padding, str) else _pair(padding, "padding", "Conv2d")
         if self.padding == "same" and self.stride != (1, 1):
             raise ValueError(f"Conv2d: padding='same' is not supported for strided convolutions "
                              f"(stride {self.stride}), as in PyTorch")
