@@ -887,7 +887,7 @@ _xr = np.random.default_rng(4).standard_normal(3_000_000)
 _exact = np.sum(_xr)
 _wrong = sum(abs(racy_sum(_xr) - _exact) > 1e-9 * np.abs(_xr).sum() for _ in range(20))
 print(f"racy_sum with {numba.config.NUMBA_NUM_THREADS} thread(s) available: wrong in {_wrong} of 20 runs "
-      f"| your prediction: {predicted_wrong_runs}")
+      f"| your prediction: {'none given' if predicted_wrong_runs is None else predicted_wrong_runs}")
 
 # %% [markdown]
 # On one core the threads never overlap, and the race never shows; on several it shows in
