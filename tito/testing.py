@@ -457,6 +457,19 @@ def _first_line(message: str) -> str:
     return lines[0]
 
 
+def _message_lines(message: str) -> list[str]:
+    """A failure's message as printed under its group: no leading blank lines, and a header
+    that ends in a colon (numpy's "AssertionError: ") joined to the line that says something."""
+    lines = message.splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if len(lines) > 1 and lines[0].rstrip().endswith(":"):
+        rest = [i for i in range(1, len(lines)) if lines[i].strip()]
+        if rest:
+            lines = [f"{lines[0].rstrip()} {lines[rest[0]].strip()}"] + lines[rest[0] + 1:]
+    return lines
+
+
 def parse_junit(path: Path, package_parent: Path, module: Module | None = None) -> Outcome:
     outcome = Outcome()
     stubs = _manifest(module.root, module.notebook_rel) if module else []
@@ -610,7 +623,7 @@ def summary(module: Module, outcome: Outcome, against: str, limit: int = 8) -> s
         lines.append(f"  ✗ {top.where or 'in the test itself'}")
         names = [f.test for f in group]
         lines.append(f"      {names[0]}" + (f" and {len(names) - 1} more" if len(names) > 1 else ""))
-        for text in top.message.splitlines()[:8]:
+        for text in _message_lines(top.message)[:8]:
             lines.append(f"        {text}")
     rest = list(groups.values())[limit:]
     if rest:

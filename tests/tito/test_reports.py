@@ -237,3 +237,13 @@ def test_the_summary_line_of_a_failure_is_never_blank(message, first):
     from tito.testing import _first_line
 
     assert _first_line(message) == first
+
+
+def test_a_groups_message_opens_with_what_failed_not_a_bare_header():
+    from tito.testing import _message_lines
+
+    got = _message_lines("AssertionError: \n\nNot equal to tolerance rtol=1e-05\n\nMismatched elements: 1 / 3")
+    assert got[0] == "AssertionError: Not equal to tolerance rtol=1e-05", got
+    assert got[1:] == ["", "Mismatched elements: 1 / 3"], got
+    assert _message_lines("\nValueError: bad\nmore") == ["ValueError: bad", "more"]
+    assert _message_lines("AssertionError:") == ["AssertionError:"]
