@@ -694,8 +694,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     _check_float("conv2d", "weight", weight, input.dtype)
     if weight.ndim != 4:
         raise ShapeError(f"conv2d: weight must be 4-D (C_out, C_in, kh, kw), got shape {weight.shape}")
-    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
+    _check_groups(groups, "conv2d")
     if weight.shape[0] % groups:
         raise ShapeError(f"conv2d: groups={groups} must divide the weight's C_out = {weight.shape[0]}")
     if input.shape[1] != weight.shape[1] * groups:
@@ -732,16 +731,27 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return apply("conv2d", _conv2d_forward, *inputs, stride=stride, padding=padding)
 
 
+def _check_groups(groups, op):
+    """ValueError naming `op` unless groups is a positive int."""
+    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+
+
+def _check_string_padding(padding, stride, op):
+    """ValueError naming `op` for a padding string other than PyTorch's two, or "same" with a stride."""
+    if padding not in ("same", "valid"):
+        raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+    if padding == "same" and stride != (1, 1):
+        raise ValueError(f"{op}: padding='same' is not supported for strided convolutions (stride {stride}), "
+                         "as in PyTorch")
+
+
 def _string_padding(input, padding, reach, stride):
     """(input, padding) for PyTorch's padding="valid" / "same": "same" pads each side by
     half of (span - 1), the odd one at the bottom and right (by padding the input itself)."""
+    _check_string_padding(padding, stride, "conv2d")
     if padding == "valid":
         return input, 0
-    if padding != "same":
-        raise ValueError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
-    if stride != (1, 1):
-        raise ValueError(f"conv2d: padding='same' is not supported for strided convolutions (stride {stride}), "
-                         "as in PyTorch")
     before = [(r - 1) // 2 for r in reach]
     after = [r - 1 - b for r, b in zip(reach, before)]
     if before == after:
@@ -1842,20 +1852,17 @@ class Conv2d(Module):
             raise ValueError(f"Conv2d: padding_mode={padding_mode!r} is not supported; tinytorch pads with zeros "
                              "(padding_mode='zeros')")
         self.padding_mode = padding_mode
-        if isinstance(padding, str) and padding not in ("same", "valid"):
-            raise ValueError(f"Conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+        if isinstance(padding, str):
+            _check_string_padding(padding, self.stride, "Conv2d")
         self.padding = padding if isinstance(padding, str) else _pair(padding, "padding", "Conv2d")
-        if self.padding == "same" and self.stride != (1, 1):
-            raise ValueError(f"Conv2d: padding='same' is not supported for strided convolutions "
-                             f"(stride {self.stride}), as in PyTorch")
         if (min(self.stride) < 1 or min(self.kernel_size) < 1 or min(self.dilation) < 1
                 or (not isinstance(self.padding, str) and min(self.padding) < 0)):
             raise ValueError(f"Conv2d: kernel_size {self.kernel_size}, stride {self.stride} and dilation "
                              f"{self.dilation} must be positive and padding {self.padding} non-negative")
-        if (not isinstance(groups, int) or isinstance(groups, bool) or groups < 1
-                or self.in_channels % groups or self.out_channels % groups):
-            raise ValueError(f"Conv2d: groups={groups!r} must be a positive int dividing in_channels "
-                             f"({self.in_channels}) and out_channels ({self.out_channels})")
+        _check_groups(groups, "Conv2d")
+        if self.in_channels % groups or self.out_channels % groups:
+            raise ValueError(f"Conv2d: groups={groups!r} must divide in_channels ({self.in_channels}) and "
+                             f"out_channels ({self.out_channels})")
         # Idea: one filter per output channel, over the inputs that channel's group reads.
         ### BEGIN SOLUTION
         self.weight = Parameter(zeros(self.out_channels, self.in_channels // self.groups, *self.kernel_size,
