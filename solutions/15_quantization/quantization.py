@@ -2379,12 +2379,12 @@ print("quantized layers:", [n for n, m in qcnn.named_modules() if isinstance(m, 
 # (after a ReLU when `relu` is true) delivered as int8 on the grid
 # `(scale, zero_point, quant_min, quant_max)` that the next layer expects. Its contract is
 # TensorFlow Lite's: bit for bit what an integer machine computes, which allows a float
-# only for the layer's constants, each prepared once and rounded once, and no float
-# arithmetic on the activations. Three questions are yours:
+# only for the layer's constants, each prepared once and rounded once, while every value
+# computed from the activations is an exact integer. The accumulators are plumbing: your
+# `_int8_linear` with unit scales and no bias returns them (exact integers, by its
+# contract, while they stay below $2^{24}$, as here). Three questions are yours:
 #
-# - **The accumulators.** Your `_int8_linear` with unit scales and no bias returns them
-#   (exact integers, by its contract, while they stay below $2^{24}$, as here), or
-#   compute them as it does.
+# - **The multiplier.** Which two grids does it convert between, for output $j$?
 # - **The bias.** It is a float32 per output, and section 7 left it aside. An integer
 #   machine has to add an integer somewhere between the accumulators and the int8 output.
 #   Where does one rounding of the bias lose least, and which integer stands for $b_j$
