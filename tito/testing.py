@@ -449,12 +449,8 @@ def _first_line(message: str) -> str:
     """A failure's summary line. numpy's assertions start their message on a new line
     ("AssertionError: " then "Not equal to tolerance ..."): then the next line that says
     something is joined on."""
-    lines = [line for line in message.splitlines() if line.strip()]
-    if not lines:
-        return message.strip()
-    if lines[0].rstrip().endswith(":") and len(lines) > 1:
-        return f"{lines[0].rstrip()} {lines[1].strip()}"
-    return lines[0]
+    lines = _message_lines(message)
+    return lines[0] if lines else message.strip()
 
 
 def _message_lines(message: str) -> list[str]:
