@@ -38,18 +38,29 @@ def _garbage_with_a_callback(callback):
     return weakref.ref(cycle, callback)
 
 
+def _measured_after_the_garbage_went(meter, callback):
+    """What fn saw when `meter` ran it, with garbage made just before whose collection would
+    run `callback`: whether that garbage was already gone and whether the collector could fire
+    inside fn. (fn forces no collection itself: one it forced would also collect what other
+    threads, pytest-xdist's among them, let go of meanwhile, and run their callbacks here.)"""
+    ref = _garbage_with_a_callback(callback)
+    seen = []
+    measured = meter(lambda: seen.append((ref() is None, gc.isenabled())))
+    return measured, seen
+
+
 def test_python_steps_counts_no_collection_of_earlier_garbage():
-    """gc.collect runs no Python of its own; a collection inside the measurement would run
-    the callbacks of garbage made before it, and count them as the function's steps."""
-    ref = _garbage_with_a_callback(lambda r: [i for i in range(100)])
-    assert python_steps(gc.collect) == 0
-    assert ref() is None  # the garbage was collected, before the measurement
+    """A collection inside the measurement would run the callbacks of garbage made before it
+    and count them as the function's steps."""
+    steps, seen = _measured_after_the_garbage_went(python_steps, lambda r: [i for i in range(100)])
+    assert seen == [(True, False)]  # collected before fn ran; none could fire while it ran
+    assert steps == 3  # the lambda's call, its one line and its return
 
 
 def test_peak_bytes_counts_no_collection_of_earlier_garbage():
-    ref = _garbage_with_a_callback(lambda r: np.ones(1_000_000).sum())
-    assert peak_bytes(gc.collect) < 100_000
-    assert ref() is None
+    peak, seen = _measured_after_the_garbage_went(peak_bytes, lambda r: np.ones(1_000_000).sum())
+    assert seen == [(True, False)]
+    assert peak < 100_000  # the callback's 8 MB array was made and freed before
 
 
 @pytest.mark.parametrize("widen", [lambda a: a.astype(np.int32), lambda a: np.asarray(a, dtype=np.int32),
