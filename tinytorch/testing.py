@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
            "weak_ref", "run_fresh", "spied", "one_gemm_problems", "equality_calls", "parallel_write_clashes",
-           "divergent_barriers", "multiply_written", "global_reads", "held_bytes", "element_reads",
+           "divergent_barriers", "shared_memory_races", "multiply_written", "global_reads", "held_bytes", "element_reads",
            "reuse_distances", "coalesced_share", "prange_trips", "parallel_regions", "float64_accumulators"]
 
 
@@ -1070,6 +1070,41 @@ def scattered_active_threads(launch):
     found = [(block, step, sorted(threads)[:8]) for (block, step), threads in sorted(writers.items())
              if sorted(threads) != list(range(len(threads)))]
     return found[:5]
+
+
+def shared_memory_races(launch):
+    """Run `launch()` (which launches CUDA kernels) and return the shared-memory slots that
+    one thread wrote and another thread read or wrote in the same step (the stretch between
+    two barriers): (block, step, slot, the writing thread, the other thread, "read" or
+    "write"), at most five, threads as their index in the block. None when numba's CUDA
+    simulator is not in use.
+
+    Why: between two barriers nothing orders the threads of a block, so such a read may see
+    the value before or after the write. The simulator runs threads in one order, so a
+    missing barrier often gives the right values there; on a GPU the answer changes from
+    run to run. Which slots each thread touches between its barriers does not depend on
+    that order, so this finds the race every time."""
+    accesses = _shared_accesses(launch)
+    if accesses is None:
+        return None
+    touched = {}
+    for (array, block, step, thread), seen in accesses.log.items():
+        for flat, writes, _ in seen:
+            readers, writers = touched.setdefault((array, block, step, flat), (set(), set()))
+            (writers if writes else readers).add(thread)
+    found = []
+    for (array, block, step, flat), (readers, writers) in sorted(touched.items(), key=lambda item: item[0][1:]):
+        for writer in sorted(writers):
+            other = min(writers - {writer}, default=None)
+            kind = "write"
+            if other is None:
+                other, kind = min(readers - {writer}, default=None), "read"
+            if other is not None:
+                found.append((block, step, flat, writer, other, kind))
+                break
+        if len(found) == 5:
+            break
+    return found
 
 
 def bank_conflicts(launch):

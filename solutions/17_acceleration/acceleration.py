@@ -100,7 +100,7 @@ from tinytorch.testing import (arithmetic, assert_close, assert_equal, assert_ra
                                coalesced_share, divergent_barriers, element_reads, float64_accumulators,
                                float64_ops, global_reads, math_library_calls, multiply_written, parallel_regions,
                                parallel_write_clashes, peak_bytes, prange_trips, preserved_state,
-                               reuse_distances, scattered_active_threads, simd_float_ops, spied,
+                               reuse_distances, scattered_active_threads, shared_memory_races, simd_float_ops, spied,
                                with_garbage_shared_memory)
 from tinytorch.utils.timing import median_time
 
@@ -110,8 +110,9 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 
 
 def check_barriers(launch, what):
-    """Every thread of every block passes the same cuda.syncthreads() calls, in order, while
-    launch() runs (under the simulator; a real GPU cannot be watched this way)."""
+    """While launch() runs (under the simulator; a real GPU cannot be watched this way): every
+    thread of a block passes the same cuda.syncthreads() calls in order, and no shared slot
+    that one thread writes is read or written by another between the same two barriers."""
     divergent = divergent_barriers(launch)
     if divergent is None:
         print(f"({what}: on a real GPU the barriers cannot be watched; the simulator checks them)")
@@ -121,6 +122,12 @@ def check_barriers(launch, what):
           "undefined behaviour on a GPU: it may hang, or let threads read shared memory before it is written); "
           "got lists (block, a thread, the lines of the barriers it passed, and those of the block's first thread, "
           "each line counted in the kernel's source with its @cuda.jit line as 1)", got=divergent)
+    races = shared_memory_races(launch)
+    check(not races, f"{what}: no shared-memory slot is written by one thread and read or written by another "
+          "between the same two barriers (a race: on a GPU the other thread sees the old value or the new one, "
+          "differently from run to run; the simulator runs the threads in one order, so the values may still "
+          "come out right here); got (block, step = barriers passed before it, slot (flat index), the writing "
+          "thread, the other thread, its access), threads by their index in the block", got=races)
 
 # %% [markdown]
 # The package file starts with its imports. `njit` compiles a function the first time it
@@ -1758,8 +1765,11 @@ print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elem
 # (`cuda.syncthreads()`: no thread passes until every thread of the block has arrived), and
 # which threads must reach each of those waits? The shared buffer holds float64 whatever
 # the input's dtype: it is an accumulator. The check runs your kernel with every barrier
-# watched (section 3's idea, for a GPU): every thread of a block must pass the same
-# barriers in the same order.
+# and every shared-memory access watched (section 3's idea, for a GPU): every thread of a
+# block must pass the same barriers in the same order, and a slot that one thread writes
+# must not be read or written by another between the same two barriers. That is a race
+# even when the sum comes out right: the simulator runs the threads in one fixed order, a
+# GPU does not.
 #
 # Two costs do not show in the values, and the check watches both. A warp runs its 32
 # threads in lockstep: a warp with one busy thread takes as long as a full one, so in each
@@ -1866,6 +1876,7 @@ def reduce(x, dims, keepdim, op):
 # %% nbgrader={"grade": true, "grade_id": "test-block-reduce", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 _rng = np.random.default_rng(10)
 _m = _rng.standard_normal((3, BLOCK * 3 + 5)).astype(np.float32)  # three and a bit blocks per row
+check_barriers(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM), "block_reduce_kernel")  # first: a race can give wrong sums
 assert_close(reduce_rows(_m, SUM), _m.sum(axis=1), rtol=1e-5, atol=1e-5, what="row sums over 3+ blocks")
 assert_close(reduce_rows(_m, MAX), _m.max(axis=1), what="row maxima over 3+ blocks")
 assert_close(reduce_rows(-np.abs(_m[:, :7]) - 1, MAX), (-np.abs(_m[:, :7]) - 1).max(axis=1),
@@ -1878,7 +1889,6 @@ assert_equal(reduce_rows(np.array([[2**40 + 1, 2**40 + 3, 5]], np.int64), SUM), 
 _t3 = _rng.standard_normal((2, 3, 5)).astype(np.float32)
 assert_close(reduce(_t3, (0, 2), False, SUM), _t3.sum(axis=(0, 2)), rtol=1e-5, atol=1e-5, what="sum over dims (0, 2)")
 assert_close(reduce(_t3, (1,), True, MAX), _t3.max(axis=1, keepdims=True), what="max over dim 1, keepdim")
-check_barriers(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM), "block_reduce_kernel")
 _twice = multiply_written(lambda: reduce_rows(_m[:1, :BLOCK + 3], SUM))
 check(not _twice, "each block's result is written by one thread (the others' writes are wasted work); got "
       "(array shape, element, number of threads that wrote it)", got=_twice)
@@ -1911,7 +1921,7 @@ print("✓ block reduction equals numpy; row sums:", reduce_rows(_m, SUM))
 # once (16×16 tiles: 4 FLOP/byte). Design the step: which element of each tile does
 # thread (ty, tx) load (one of each, so that together the block loads both tiles), when
 # must the block wait, and what does a tile that hangs over the matrix edge hold? The
-# check watches the barriers, as in section 9.
+# check watches the barriers and the shared-memory accesses, as in section 9.
 #
 # The picture shows one block's work: the block owns a TILE×TILE tile of C (dark); in step t
 # it stages tile t of its band of rows of A and tile t of its band of columns of B (dark)
@@ -2060,9 +2070,9 @@ def matmul(a, b):
 
 # %% nbgrader={"grade": true, "grade_id": "test-matmul-kernels", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 _rng = np.random.default_rng(11)
-check_barriers(lambda: matmul(_rng.standard_normal((TILE + 1, 3)).astype(np.float32),  # first: a thread that
-                              _rng.standard_normal((3, 2)).astype(np.float32)),  # skips one also gives wrong values
-               "matmul_tiled_kernel (edge tiles)")
+check_barriers(lambda: matmul(_rng.standard_normal((TILE + 1, TILE + 1)).astype(np.float32),  # first: a missing
+                              _rng.standard_normal((TILE + 1, 2)).astype(np.float32)),  # barrier also gives wrong values
+               "matmul_tiled_kernel (edge tiles, two steps along k)")
 for _n, _k, _m in [(9, 7, 5), (1, 1, 1), (TILE, TILE, TILE), (2 * TILE + 1, 3, TILE + 2), (3, 0, 2)]:
     _a = _rng.standard_normal((_n, _k)).astype(np.float32)
     _b = _rng.standard_normal((_k, _m)).astype(np.float32)

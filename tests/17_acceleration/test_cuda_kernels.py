@@ -12,6 +12,7 @@ from tinytorch.testing import (
     global_reads,
     multiply_written,
     scattered_active_threads,
+    shared_memory_races,
     with_garbage_shared_memory,
 )
 
@@ -163,6 +164,32 @@ def test_matmul_tiled_kernel_threads_pass_the_same_barriers(rng):
     a = rng.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
     b = rng.standard_normal((K.TILE + 1, 3)).astype(np.float32)
     _assert_same_barriers(lambda: K.matmul(a, b), "matmul_tiled_kernel")
+
+
+def _assert_no_races(launch, kernel):
+    races = shared_memory_races(launch)
+    if races is None:
+        pytest.skip("shared memory is watched under numba's CUDA simulator only (this run uses a real GPU)")
+    if races:
+        block, step, slot, writer, other, access = races[0]
+        raise AssertionError(
+            f"{kernel}: a race in shared memory: in block {block}, between barriers {step} and {step + 1}, thread "
+            f"{writer} wrote slot {slot} and thread {other} {'wrote' if access == 'write' else 'read'} it (nothing "
+            f"orders two threads between barriers: a cuda.syncthreads() is missing between the write and the "
+            f"other access); {len(races)} such slot(s) found, at most 5 listed: {races}")
+
+
+def test_block_reduce_kernel_has_no_shared_memory_races(rng):
+    """Between two barriers no thread touches a slot another thread writes: the loads, and each halving step."""
+    x = rng.standard_normal((2, K.BLOCK + 3)).astype(np.float32)
+    _assert_no_races(lambda: K.reduce_rows(x, K.SUM), "block_reduce_kernel")
+
+
+def test_matmul_tiled_kernel_has_no_shared_memory_races(rng):
+    """Two steps along k: the tiles are read only once loaded, and reloaded only once every thread is done."""
+    a = rng.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
+    b = rng.standard_normal((K.TILE + 1, 3)).astype(np.float32)
+    _assert_no_races(lambda: K.matmul(a, b), "matmul_tiled_kernel")
 
 
 @pytest.mark.parametrize("op,second", [(K.EXP, False), (K.ADD, True)], ids=["map", "zip"])

@@ -325,6 +325,37 @@ for apart in (False, True):
     print("interleaved", apart, scattered_active_threads(lambda: interleaved[1, 32](x, apart))[:1],
           bank_conflicts(lambda: interleaved[1, 32](x, apart))[0], x[0])
 print("copied back", arithmetic(spied(lambda v: cuda.to_device(v).copy_to_host() * 2, np.ones(3))[1]))
+
+from tinytorch.testing import shared_memory_races
+
+@cuda.jit
+def halves(x, load_barrier, step_barrier):
+    buf = cuda.shared.array(8, dtype=np.float64)
+    t = cuda.threadIdx.x
+    buf[t] = x[t]
+    if load_barrier:
+        cuda.syncthreads()
+    half = 4
+    while half > 0:
+        if t < half:
+            buf[t] += buf[t + half]
+        if step_barrier:
+            cuda.syncthreads()
+        half //= 2
+    if t == 0:
+        x[0] = buf[0]
+
+@cuda.jit
+def same_slot(out):
+    buf = cuda.shared.array(1, dtype=np.float32)
+    buf[0] = cuda.threadIdx.x
+    cuda.syncthreads()
+    out[cuda.threadIdx.x] = buf[0]
+
+for load_barrier, step_barrier in ((True, True), (False, True), (True, False)):
+    x = np.arange(8.0)
+    print("races", load_barrier, step_barrier, shared_memory_races(lambda: halves[1, 8](x, load_barrier, step_barrier))[:2])
+print("races same slot", shared_memory_races(lambda: same_slot[1, 3](np.zeros(3, np.float32))))
 """
 
 
@@ -343,4 +374,9 @@ def test_barriers_writes_shared_memory_and_copies_are_watched_under_the_cuda_sim
         "interleaved False [((0, 0, 0), 1, [0, 2, 4, 6, 8, 10, 12, 14])] 1 992.0",
         "interleaved True [] 2 992.0",
         "copied back [('multiply', ((3,), ()), (3,))]",
+        "races True True []",
+        # the load's barrier missing: thread 0 reads slot 4 in the step in which thread 4 writes it
+        "races False True [((0, 0, 0), 0, 4, 4, 0, 'read'), ((0, 0, 0), 0, 5, 5, 1, 'read')]",
+        "races True False [((0, 0, 0), 1, 1, 1, 0, 'read'), ((0, 0, 0), 1, 2, 2, 0, 'read')]",
+        "races same slot [((0, 0, 0), 0, 0, 0, 1, 'write')]",
     ], err
