@@ -1582,7 +1582,11 @@ def _unary(op, v):
 # Two details make the kernels correct for every size:
 #
 # - the **guard**: the grid has a whole number of blocks, so the last one usually sticks out
-#   past the end of the array; those threads must not write;
+#   past the end of the array; those threads must not write. Under the simulator a thread
+#   that reads or writes past an array's end stops the launch with `IndexError: tid=[t, 0,
+#   0] ctaid=[b, 0, 0]: index ... is out of bounds` (tid is the thread's `threadIdx`, ctaid
+#   its `blockIdx`); a GPU raises nothing: the write lands in whatever memory lies there,
+#   or the kernel faults and takes the process's CUDA context with it;
 # - the **grid-stride loop**: the launcher caps the number of blocks (`MAX_BLOCKS`), so an
 #   array can have more elements than the grid has threads, and some threads must handle
 #   several elements. Which ones, so that every element is handled by exactly one thread,
