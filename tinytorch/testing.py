@@ -22,6 +22,7 @@ import re
 import sys
 import textwrap
 import threading
+import time
 import traceback
 import tracemalloc
 import types
@@ -888,6 +889,36 @@ def _watching_kernel_arrays(launch, method, watch):
         launch()
     finally:
         setattr(FakeWithinKernelCUDAArray, method, original)
+
+
+def with_reads_interleaved(launch, pause=0.0005):
+    """`launch()`'s result (it launches CUDA kernels) when every simulated thread, after each
+    read of a device array, pauses and lets the block's other threads run. None when numba's
+    CUDA simulator is not in use.
+
+    Why: a GPU keeps thousands of threads in flight, so between one thread's read of an
+    address and its write, others read and write it too. The simulator's threads rarely
+    switch there, so a read-add-write that is not atomic usually gives the right answer on
+    it; with this pause it loses updates as it would on a GPU (how many changes from run to
+    run). An atomic operation reads and writes as one step, the pause inside it."""
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return None
+    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
+
+    original = FakeWithinKernelCUDAArray.__getitem__
+
+    def read_then_pause(self, index):
+        value = original(self, index)
+        time.sleep(pause)
+        return value
+
+    FakeWithinKernelCUDAArray.__getitem__ = read_then_pause
+    try:
+        return launch()
+    finally:
+        FakeWithinKernelCUDAArray.__getitem__ = original
 
 
 def multiply_written(launch):

@@ -101,7 +101,7 @@ from tinytorch.testing import (arithmetic, assert_close, assert_equal, assert_ra
                                float64_ops, global_reads, math_library_calls, multiply_written, parallel_regions,
                                parallel_write_clashes, peak_bytes, prange_trips, preserved_state,
                                reuse_distances, scattered_active_threads, shared_memory_races, simd_float_ops, spied,
-                               with_garbage_shared_memory)
+                               with_garbage_shared_memory, with_reads_interleaved)
 from tinytorch.utils.timing import median_time
 
 from tinytorch.utils.reload import reload_on_export
@@ -1748,8 +1748,61 @@ print(f"✓ map and zip kernels equal numpy over {_n} elements; exp(-2) =", elem
 # %% [markdown]
 # ## 9. A shared-memory block reduction
 #
-# A sum on the GPU cannot have every thread add into one number (that is section 3's race,
-# with thousands of threads). The classic answer is a **tree inside each block**: the
+# A sum on the GPU: why not let every thread add its element into one number? Here is that
+# kernel, run three times as the simulator runs it, and three times with
+# `with_reads_interleaved` (from `tinytorch.testing`), which makes every thread pause after
+# each read of device memory so that the block's other threads run in between, as the
+# thousands of threads a GPU keeps in flight do. Predict both rows before you run it.
+
+# %%
+@cuda.jit
+def sum_into_one(x, out):
+    """out[0] += every element of x, one thread per element."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[0] += x[i]
+
+
+def _launch_sum(kernel, x):
+    out = np.zeros(1, dtype=np.float32)
+    kernel[-(-x.shape[0] // 32), 32](x, out)
+    return float(out[0])
+
+
+_ones = np.ones(64, dtype=np.float32)
+print("plain launches:   ", [_launch_sum(sum_into_one, _ones) for _ in range(3)], "(exact: 64)")
+_interleaved = [with_reads_interleaved(lambda: _launch_sum(sum_into_one, _ones)) for _ in range(3)]
+print("reads interleaved:", _interleaved if SIMULATED else "(not needed on a real GPU: it interleaves by itself)")
+
+# %% [markdown]
+# `out[0] += x[i]` is three steps: read `out[0]`, add, write `out[0]`. Every thread that
+# read before another thread's write overwrites that write, and the additions in between
+# are lost; how many depends on the schedule, so the sum changes from run to run. The
+# simulator's threads rarely switch between the read and the write, which is why its plain
+# launches give 64 (a GPU's do not): a race can pass a test every time on one machine and
+# fail on another.
+# This is section 3's race, with thousands of threads instead of a handful.
+#
+# The repair is an **atomic** operation: `cuda.atomic.add(out, 0, v)` does the read, the
+# add and the write as one step that no other thread can enter.
+
+# %%
+@cuda.jit
+def sum_atomic(x, out):
+    """out[0] += every element of x, one thread per element, each addition atomic."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        cuda.atomic.add(out, 0, x[i])
+
+
+print("atomic, reads interleaved:", [with_reads_interleaved(lambda: _launch_sum(sum_atomic, _ones))
+                                     for _ in range(3)] if SIMULATED else _launch_sum(sum_atomic, _ones))
+
+# %% [markdown]
+# Right every time, and slow by design: the additions to one address now happen one after
+# another, so $N$ elements take $N$ steps however many thousands of threads the GPU has. A
+# sum should take about $\log_2 N$ steps of parallel work. The classic answer is a **tree
+# inside each block**: the
 # block's `BLOCK` values sit in its **shared memory** (`cuda.shared.array`, on-chip, ~100×
 # faster than global memory, visible to the block's threads only), and in each step half of
 # the values still in play are combined into the other half, until one is left after

@@ -156,7 +156,7 @@ def elementwise(op, a, b=None, dtype=None):
     return out.copy_to_host().reshape(shape)
 
 
-# -- cell 82 (block-reduce) --
+# -- cell 86 (block-reduce) --
 @cuda.jit
 def block_reduce_kernel(x, out, op):
     """Reduce each block's BLOCK elements of each row of `x` with a shared-memory tree.
@@ -172,7 +172,7 @@ def block_reduce_kernel(x, out, op):
     raise NotImplementedError('block_reduce_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 84 --
+# -- cell 88 --
 def reduce_rows(x, op):
     """SUM or MAX of each row of the 2-D numpy array x, on the device; a (R,) numpy array."""
     rows, n = x.shape
@@ -203,7 +203,7 @@ def reduce(x, dims, keepdim, op):
     return result
 
 
-# -- cell 89 (matmul-kernels) --
+# -- cell 93 (matmul-kernels) --
 @cuda.jit
 def matmul_naive_kernel(a, b, c):
     """c = a @ b, one thread per element of c, every operand read from global memory.
@@ -228,7 +228,7 @@ def matmul_tiled_kernel(a, b, c):
     raise NotImplementedError('matmul_tiled_kernel() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 91 --
+# -- cell 95 --
 def _launch_matmul(kernel, a, b):
     a = np.ascontiguousarray(a, dtype=np.float32)
     b = np.ascontiguousarray(b, dtype=np.float32)
@@ -260,7 +260,7 @@ def matmul(a, b):
     return c.reshape(shape)
 
 
-# -- cell 97 --
+# -- cell 101 --
 def _zip_op(code):
     def kernel(x, y):
         dt = _result_dtype(x, y)
@@ -335,7 +335,7 @@ def _to_device_copy(x, device):
     return elementwise(COPY, x.numpy())
 
 
-# -- cell 99 --
+# -- cell 103 --
 def _unbroadcast(g, shape):
     """Sum g over the dims broadcasting added or stretched, so it gets `shape` (device sums)."""
     lead = g.ndim - len(shape)
@@ -416,7 +416,7 @@ def _nll_loss_backward(node, g):
     return (out.copy_to_host().reshape(x.shape),)
 
 
-# -- cell 101 (cuda-log-softmax) --
+# -- cell 105 (cuda-log-softmax) --
 def _log_softmax(x, dim):
     """log_softmax of the tensor x along `dim`, computed on the device: a numpy array of x's
     shape and dtype, finite for finite logits of any size."""
@@ -433,7 +433,7 @@ def _log_softmax_backward(node, g):
     raise NotImplementedError('_log_softmax_backward() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
 
 
-# -- cell 104 --
+# -- cell 108 --
 _LAYOUT_OPS = ("permute", "transpose", "view", "reshape", "squeeze", "unsqueeze", "expand",
                "as_strided", "getitem", "flatten")
 _LAYOUT_RULES = ("PermuteBackward", "TransposeBackward", "ViewBackward", "ReshapeBackward",
