@@ -719,10 +719,10 @@ def reuse_distances(reads):
     read (a list, in the order of the reads). Small distances mean the element is read again
     while it is still in cache."""
     last, distances = {}, []
-    for time, element in enumerate(reads):
+    for moment, element in enumerate(reads):
         if element in last:
-            distances.append(time - last[element])
-        last[element] = time
+            distances.append(moment - last[element])
+        last[element] = moment
     return distances
 
 
