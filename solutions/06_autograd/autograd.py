@@ -510,10 +510,15 @@ def call_rule(node, grad):
     """Run the backward rule of `node` on the upstream gradient `grad` and check its result.
 
     Returns a list with one entry per input: a numpy gradient of the input's shape and dtype,
-    or None (no gradient, or the input does not require grad).
+    or None (no gradient, or the input does not require grad). The rule gets `grad` read-only:
+    the engine may hand the same array to other rules, so writing into it is a bug wherever
+    the rule is called from, and raises in the rule itself.
     """
     if node.inputs is None:
         raise RuntimeError(_FREED)
+    if isinstance(grad, np.ndarray) and grad.flags.writeable:
+        grad = grad.view()
+        grad.flags.writeable = False
     rule = BACKWARD_RULES.get(node.op)
     if rule is None:
         raise RuntimeError(
@@ -763,8 +768,8 @@ def _div_backward(node, grad):
 
 @backward_rule("exp")
 def _exp_backward(node, grad):
-    """y = exp(x). The check hides x from the rule (it reads NaN there): as for section 6's
-    hypot, decide what the rule needs to read."""
+    """y = exp(x). As for hypot, decide what the rule reads: the check takes only the
+    choice that computes least."""
     # Idea: the derivative of e^x, and the cost of computing it: an exp per element, or none?
     ### BEGIN SOLUTION
     return (grad * node.output,)
@@ -773,7 +778,7 @@ def _exp_backward(node, grad):
 
 @backward_rule("log")
 def _log_backward(node, grad):
-    """y = log(x). The check hides y from the rule (it reads NaN there), as exp's hides x."""
+    """y = log(x). The same decision as for exp, and the check is as strict."""
     # Idea: log is the inverse of exp; an inverse's slope is one over the function's slope.
     ### BEGIN SOLUTION
     return (grad / node.inputs[0].numpy(),)
@@ -2460,9 +2465,10 @@ print("✓ as_strided's rule")
 # Three things to know before you start:
 #
 # - `relu` has a kink at 0; PyTorch's subgradient there is 0, and the tests follow PyTorch.
-# - Section 6's question again: what should each rule read? The check hides x from the
-#   rules of `sigmoid`, `tanh`, `softmax` and `log_softmax` (they read NaN there), as it did
-#   from `exp`'s, so each derivative must be written with something else the node holds.
+# - Section 6's question again: what should each rule read? Write each derivative first,
+#   then ask of `sigmoid`, `tanh`, `softmax` and `log_softmax` what exp's check asked: which
+#   of the arrays the node holds gives it with the least work? The checks accept that
+#   choice only.
 # - `softmax` and `log_softmax` are not elementwise: every output along `dim` depends on
 #   every input along `dim`, so the chain rule's sum keeps all its terms. Their Jacobian
 #   along `dim` is an $n \times n$ matrix per row, and the rule must **not** build it (for a
@@ -2538,7 +2544,7 @@ def _relu_backward(node, grad):
 
 @backward_rule("sigmoid")
 def _sigmoid_backward(node, grad):
-    """y = sigmoid(x). The check hides x from the rule (it reads NaN there), as exp's did."""
+    """y = sigmoid(x). What it reads: the same decision as exp's, checked the same way."""
     # Idea: differentiate σ(x) = 1 / (1 + e^-x); which arrays does your result need, and which does the node hold?
     ### BEGIN SOLUTION
     s = node.output
@@ -2548,7 +2554,7 @@ def _sigmoid_backward(node, grad):
 
 @backward_rule("tanh")
 def _tanh_backward(node, grad):
-    """y = tanh(x). The check hides x from the rule (it reads NaN there), as exp's did."""
+    """y = tanh(x). What it reads: the same decision as exp's, checked the same way."""
     # Idea: differentiate tanh; which arrays does your result need, and which does the node hold?
     ### BEGIN SOLUTION
     t = node.output
@@ -2558,8 +2564,8 @@ def _tanh_backward(node, grad):
 
 @backward_rule("softmax")
 def _softmax_backward(node, grad):
-    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). The
-    check hides x from the rule (it reads NaN there); memory: a few arrays of x's size."""
+    """y = softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). What it
+    reads: as for exp, checked the same way; memory: a few arrays of x's size."""
     # Idea: the Jacobian's entries, contracted with grad, without building the matrix.
     ### BEGIN SOLUTION
     s = node.output
@@ -2570,8 +2576,8 @@ def _softmax_backward(node, grad):
 
 @backward_rule("log_softmax")
 def _log_softmax_backward(node, grad):
-    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). The
-    check hides x from the rule (it reads NaN there); memory: a few arrays of x's size."""
+    """y = log_softmax(x, dim) (attrs: dim, a non-negative int; x has at least one dim). What
+    it reads: as for exp, checked the same way; memory: a few arrays of x's size."""
     # Idea: differentiate the two terms of ℓ = x - log S separately.
     ### BEGIN SOLUTION
     dim = node.attrs["dim"]
