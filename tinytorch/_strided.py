@@ -22,8 +22,8 @@ def index_to_position(index, strides, offset):
     tensor; strides may be 0 or negative), `offset` an int. Returns an int. No bounds
     checks: the caller passes valid indices.
     """
-    # Idea: find the position of [1, 2] in a (3, 4) tensor with offset 5 by hand first; then say
-    # what you did for any index.
+    # Idea: find element [1, 2] of the prose's view (strides (1, 4), offset 1) by hand first;
+    # then say what you did for any index and any strides.
     # YOUR CODE HERE
     raise NotImplementedError('index_to_position() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 

@@ -1295,8 +1295,11 @@ def _view_strides(shape, strides, new_shape):
     any positive ints; not contiguous); `new_shape` resolved, with the same number of
     elements. Returns a tuple of len(new_shape) ints such that the layout (new_shape, those
     strides) at the same offset visits exactly the addresses of (shape, strides), element
-    for element in row-major order; or None when no strides can. Work independent of the
-    number of elements (a layout may have 10^12 of them): nothing is enumerated.
+    for element in row-major order; or None when no strides can. A new dimension of size 1
+    is never stepped along, so any stride would do: give it PyTorch's, which the tests
+    compare with, the stride of the new dimension to its right times that one's size (at
+    the right end: strides[-1]). Work independent of the number of elements (a layout may
+    have 10^12 of them): nothing is enumerated.
     """
     # Idea: which neighbouring dimensions could merge into one without moving an address?
     # YOUR CODE HERE
@@ -1361,7 +1364,7 @@ def broadcast_shapes(*shapes):
     # ShapeError when two sizes clash; the message says "cannot broadcast", names the shape
     # broadcast so far and the one that clashes with it, the dimension (negative, -1 =
     # last), both sizes, and the rule that failed.
-    # Idea: align on the right; a 1 stretches, any other mismatch is an error.
+    # Idea: the rule you found in the table, applied one pair of sizes at a time.
     # YOUR CODE HERE
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -2056,7 +2059,7 @@ def randint(low, high=None, size=None, dtype=None, device=None):
     return _made(numpy_generator(None).integers(low, high, size=shape).astype(dt), False, device)
 
 
-# -- cell 107 (memory-footprint) --
+# -- cell 109 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 

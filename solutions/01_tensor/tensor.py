@@ -352,8 +352,8 @@ def index_to_position(index, strides, offset):
     tensor; strides may be 0 or negative), `offset` an int. Returns an int. No bounds
     checks: the caller passes valid indices.
     """
-    # Idea: find the position of [1, 2] in a (3, 4) tensor with offset 5 by hand first; then say
-    # what you did for any index.
+    # Idea: find element [1, 2] of the prose's view (strides (1, 4), offset 1) by hand first;
+    # then say what you did for any index and any strides.
     ### BEGIN SOLUTION
     position = offset
     for k in range(len(index)):
@@ -2204,17 +2204,17 @@ print("✓ contiguity, view, reshape, flatten: x.view(3, -1).stride() =", _v.str
 # Inside one run the addresses are one arithmetic progression. New dimensions laid onto it
 # from the right: what is the stride of each, given the run's innermost stride and the
 # sizes of the new dimensions to its right? And a dimension of size 1, old or new: is it
-# ever stepped along?
+# ever stepped along? (Any stride then visits the right addresses; the contract names the
+# one PyTorch gives a new one.)
 # </details>
 #
 # <details><summary>The approach</summary>
 #
-# Group the old dimensions from the right into runs that memory keeps in step; a size-1
-# dimension never breaks a run, since nothing steps along it. Then walk the new shape from
-# the right, laying its dimensions onto the runs in order: each one's stride is its run's
-# innermost stride times the elements already laid onto that run, and a run must be filled
-# exactly, never overfilled into the next. If the new dimensions and the runs cannot be
-# matched that way, no strides exist.
+# Two steps. Group the old dimensions into the runs that memory keeps in step (which
+# dimensions can never break a run?). Then lay the new dimensions onto the runs from the
+# right, each run filled exactly: a new dimension's stride follows from its run's
+# arithmetic progression, and one that would need elements from two runs means that no
+# strides exist. Work the table's rows this way before you write the loop.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "view-strides", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2226,8 +2226,11 @@ def _view_strides(shape, strides, new_shape):
     any positive ints; not contiguous); `new_shape` resolved, with the same number of
     elements. Returns a tuple of len(new_shape) ints such that the layout (new_shape, those
     strides) at the same offset visits exactly the addresses of (shape, strides), element
-    for element in row-major order; or None when no strides can. Work independent of the
-    number of elements (a layout may have 10^12 of them): nothing is enumerated.
+    for element in row-major order; or None when no strides can. A new dimension of size 1
+    is never stepped along, so any stride would do: give it PyTorch's, which the tests
+    compare with, the stride of the new dimension to its right times that one's size (at
+    the right end: strides[-1]). Work independent of the number of elements (a layout may
+    have 10^12 of them): nothing is enumerated.
     """
     # Idea: which neighbouring dimensions could merge into one without moving an address?
     ### BEGIN SOLUTION
@@ -2276,6 +2279,9 @@ for _shape, _strides, _new, _want in [((4, 6), (8, 1), (4, 2, 3), (8, 3, 1)), ((
 _ones = _view_strides((4, 6), (8, 1), (1, 4, 1, 6, 1))
 check(_ones is not None and np.array_equal(_addresses((1, 4, 1, 6, 1), tuple(_ones)), _addresses((4, 6), (8, 1))),
       "size-1 dimensions may be added anywhere: (4, 6) with strides (8, 1) as (1, 4, 1, 6, 1)", got=_ones)
+assert_equal(tuple(_ones), (32, 8, 6, 1, 1), "_view_strides((4, 6), (8, 1), (1, 4, 1, 6, 1)): each size-1 "
+             "dimension's stride as PyTorch gives it (the contract: the stride to its right times that size; "
+             "at the right end, strides[-1])")
 
 
 def _random_new_shape(n, rng):
@@ -2467,24 +2473,28 @@ print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _st
 #
 # Adding a bias of shape `(3,)` to a batch of shape `(64, 3)` should "just work": the bias
 # is reused for every row. **Broadcasting** is the rule that says when shapes are
-# compatible and what the result shape is:
+# compatible and what the result shape is. Here is what numpy and PyTorch answer for some
+# pairs. Find the rule that explains every row, and fill in the `?` rows with it, before
+# you write anything:
 #
-# 1. Align the shapes on the **right** (prepend 1s to the shorter one).
-# 2. In each position the sizes must be **equal, or one of them must be 1**.
-# 3. The result takes the larger size in each position.
+# | a | b | a + b has shape |
+# |---|---|---|
+# | `(64, 3)` | `(3,)` | `(64, 3)` |
+# | `(2, 1, 4)` | `(3, 1)` | `(2, 3, 4)` |
+# | `(5, 1)` | `(1, 6)` | `(5, 6)` |
+# | `(2, 3)` | `(4,)` | error |
+# | `(2, 3)` | `(2,)` | ? |
+# | `()` | `(7, 2)` | `(7, 2)` |
+# | `(0, 4)` | `(1, 4)` | `(0, 4)` |
+# | `(3,)` | `(3, 1)` | ? |
+# | `(1, 0)` | `(3, 1)` | ? |
 #
-# ```
-#   (64, 3)        (2, 1, 4)        (2, 3)
-#       (3,)          (3, 1)            (4,)
-#   -------        ---------        ------
-#   (64, 3)        (2, 3, 4)        error: 3 vs 4 in dimension -1
-# ```
-#
-# A good error message is part of the job: a student who sees *"cannot broadcast shapes
-# (2, 3) and (4,): dimension -1 has sizes 3 and 4; sizes must be equal or one of them must
-# be 1"* knows exactly which tensor to fix. Number the dimensions from the right (-1 is the
-# last), since that is how the shapes are aligned. With more than two shapes, fold them
-# left to right, so the message names the shape broadcast so far and the one that failed.
+# (`np.broadcast_shapes` answers any row you want to try.) A good error message is part of
+# the job: a student who sees which two shapes clashed, in which dimension, with which
+# sizes, and which rule they broke, knows exactly which tensor to fix. Number the
+# dimensions from the right (-1 is the last): that is how the rows above line up. With
+# more than two shapes, fold them left to right, so the message names the shape broadcast
+# so far and the one that failed.
 #
 # How is broadcasting done without copying? With a layout: `expand` turns a size-1
 # dimension into size n with no new memory, every one of the n positions reading the same
@@ -2494,8 +2504,9 @@ print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _st
 #
 # <details><summary>Hint 1</summary>
 #
-# Compare the shapes from their *last* dimension backwards. What does a missing dimension
-# count as?
+# Write the two shapes of each row one under the other, first left-aligned, then
+# right-aligned. In which alignment do the rows make sense? What does a missing dimension
+# then count as?
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -2506,11 +2517,11 @@ print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _st
 #
 # <details><summary>The approach</summary>
 #
-# Two shapes first: line them up at their right ends, and for each pair of sizes decide
-# whether they agree and what the result's size is. Several shapes are the same question
-# asked again with the result so far. The error message is part of the contract: it names
-# the two shapes being combined, the dimension counted from the right, both sizes and the
-# rule.
+# Two shapes first: line them up at the end the table suggests, and for each pair of
+# sizes decide whether they agree and what the result's size is (the `(0, 4)` and `(1, 0)`
+# rows say what a 0 does). Several shapes are the same question asked again with the
+# result so far. The error message is part of the contract: it names the two shapes being
+# combined, the dimension counted from the right, both sizes and the rule.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "broadcast-shapes", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2525,7 +2536,7 @@ def broadcast_shapes(*shapes):
     # ShapeError when two sizes clash; the message says "cannot broadcast", names the shape
     # broadcast so far and the one that clashes with it, the dimension (negative, -1 =
     # last), both sizes, and the rule that failed.
-    # Idea: align on the right; a 1 stretches, any other mismatch is an error.
+    # Idea: the rule you found in the table, applied one pair of sizes at a time.
     ### BEGIN SOLUTION
     result = shapes[0] if shapes else ()
     for shape in shapes[1:]:
@@ -2555,7 +2566,7 @@ def broadcast_shapes(*shapes):
 # %% nbgrader={"grade": true, "grade_id": "test-broadcast-shapes", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 for _shapes, _expected in [([(64, 3), (3,)], (64, 3)), ([(2, 1, 4), (3, 1)], (2, 3, 4)), ([(), (2, 2)], (2, 2)),
                            ([(5,), (1,), (4, 1)], (4, 5)), ([(1, 3), (2, 1)], (2, 3)), ([(0,), (1,)], (0,)),
-                           ([(3, 1)], (3, 1))]:
+                           ([(3, 1)], (3, 1)), ([(3,), (3, 1)], (3, 3)), ([(1, 0), (3, 1)], (3, 0))]:
     assert_equal(broadcast_shapes(*_shapes), _expected, f"broadcast_shapes{tuple(_shapes)}")
     assert_equal(broadcast_shapes(*_shapes), np.broadcast_shapes(*_shapes), f"numpy agrees on {tuple(_shapes)}")
 _e = assert_raises(ShapeError, broadcast_shapes, (2, 3), (4,), match="cannot broadcast",
@@ -2568,6 +2579,7 @@ check("-2" in str(_e) and "(3, 2)" in str(_e) and "(4, 2)" in str(_e),
       "with three shapes, the message names the shape folded so far ((3, 1) with (3, 2) is (3, 2)), the new "
       "one and dimension -2", got=str(_e))
 assert_raises(ShapeError, broadcast_shapes, (2, 1, 3), (2, 4), what="(2, 1, 3) and (2, 4): compared from the right")
+assert_raises(ShapeError, broadcast_shapes, (2, 3), (2,), what="(2, 3) and (2,): the table's row")
 print("✓ broadcast_shapes((2, 1, 4), (3, 1)) =", broadcast_shapes((2, 1, 4), (3, 1)))
 ### BEGIN HIDDEN TESTS
 import itertools as _it
@@ -2941,7 +2953,12 @@ def _check_reduce(what, base, view, dim, fn=lambda acc, v: acc + v, start=0.0, r
     shape, strides, offset = layout_of(base, view)
     out_shape = tuple(1 if k == dim else n for k, n in enumerate(shape))
     out = np.full(_numel(out_shape), np.nan)
-    strided_reduce(fn, start, out, out_shape, contiguous_strides(out_shape), 0, base, shape, strides, offset, dim)
+    try:
+        strided_reduce(fn, start, out, out_shape, contiguous_strides(out_shape), 0, base, shape, strides, offset, dim)
+    except IndexError as error:
+        raise AssertionError(f"strided_reduce on {what} (shape {shape}, strides {strides}, offset {offset}), dim={dim}, "
+                             f"into out of shape {out_shape}: {error}: a position outside the storage or the output "
+                             f"(the traceback below shows the line)") from error
     assert_equal(out.reshape(out_shape), ref(view, axis=dim, keepdims=True), f"strided_reduce on {what}, dim={dim}")
 
 
@@ -4239,6 +4256,75 @@ print(eye(2, dtype=float64))
 print(full((2,), True), zeros_like(_a).shape, randint(0, 10, (5,)).dtype)
 
 # %% [markdown]
+# ### Your loops run the tensor
+#
+# The loops are not a side exercise: they compute what the tensor's ops compute. Section 5's
+# `DispatchMode` lets code take over any op on its way through `apply`, so the provided
+# mode below sends `+`, `-`, `*`, `/`, `neg`, `exp` and `sum` to your three loops,
+# reading each input's storage through its own strides and offset, exactly as
+# MiniTorch's tensors run on its `tensor_map`, `tensor_zip` and `tensor_reduce`. (It asks
+# the op's own forward only for the result's shape and dtype, the promotion rules being
+# provided.) The expression below mixes a transpose, a broadcast, a stepped slice, an
+# index and reductions; it must give the same numbers with and without your loops
+# underneath.
+
+# %%
+import operator
+
+
+class on_your_loops(DispatchMode):
+    """While active, elementwise arithmetic, exp and sum run through strided_map,
+    strided_zip and strided_reduce (plain Python over the storages); other ops as before."""
+
+    ZIP = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv}
+    MAP = {"neg": operator.neg, "exp": math.exp}
+
+    def __init__(self):
+        self.ran = {}
+
+    def dispatch(self, op, fn, args, kwargs):
+        if op not in self.ZIP and op not in self.MAP and op != "sum":
+            return fn(*args, **kwargs)
+        like = fn(*args, **kwargs)  # only its shape and dtype are used
+        self.ran[op] = self.ran.get(op, 0) + 1
+        out = np.empty(like.size, like.dtype)
+        out_strides = contiguous_strides(like.shape)
+        layouts = [(t._storage, t.shape, t._strides, t._offset) for t in args]
+        if op in self.ZIP:
+            strided_zip(self.ZIP[op], out, like.shape, out_strides, 0, *layouts[0], *layouts[1])
+        elif op in self.MAP:
+            strided_map(self.MAP[op], out, like.shape, out_strides, 0, *layouts[0])
+        else:  # one dimension at a time, each result (keepdim) the next one's input
+            storage, shape, strides, offset = layouts[0]
+            for dim in kwargs["dim"]:
+                kept = tuple(1 if k == dim else n for k, n in enumerate(shape))
+                part = np.empty(_numel(kept), like.dtype)
+                strided_reduce(operator.add, 0, part, kept, contiguous_strides(kept), 0,
+                               storage, shape, strides, offset, dim)
+                storage, shape, strides, offset = part, kept, contiguous_strides(kept), 0
+            out[:] = storage
+        return out.reshape(like.shape)
+
+
+_xl = Tensor(np.arange(12.0).reshape(3, 4) / 4)
+_wl = Tensor([0.5, -1.0, 2.0])
+
+
+def _expression():
+    return ((_xl.T * _wl) + 1.0).exp().sum(1) / (-_xl[:, ::2]).exp().sum() - _xl[1].sum()
+
+
+_on_numpy = _expression().numpy()
+with on_your_loops() as _mode:
+    _on_loops = _expression().numpy()
+assert_close(_on_loops, _on_numpy, rtol=1e-12, atol=0, what="an expression of views, broadcasts and sums, "
+             "computed by your strided loops, against numpy's")
+check(set(_mode.ran) == {"mul", "add", "exp", "sum", "neg", "div", "sub"},
+      "every op of the expression ran on your loops", got=sorted(_mode.ran))
+print(f"✓ your loops give {_on_loops.round(4)}, numpy gives {_on_numpy.round(4)}; ops run on your loops: "
+      f"{_mode.ran} (section 17 times them against numpy's)")
+
+# %% [markdown]
 # ## 17. A systems look: what tensors cost
 #
 # ### Bytes
@@ -4361,7 +4447,6 @@ predicted_copy_over_view = None  # your number: time of the copy / time of the v
 
 # %%
 from tinytorch.utils.timing import median_time  # median of repeated runs, after a warm-up
-
 
 sizes = [64, 256, 1024, 2048]
 view_times, copy_times = [], []

@@ -106,6 +106,18 @@ def test_reshape_forward_keeps_the_offset_of_a_contiguous_view():
     assert v.storage_offset() == 6 and v.tolist() == [[6.0, 7.0], [8.0, 9.0], [10.0, 11.0]]
 
 
+@pytest.mark.parametrize("shape, strides, sizes, expected", [
+    ((3, 1), (1, 1), (3, 4), ((3, 4), (1, 0))),
+    ((1,), (5,), (2, 3, -1), ((2, 3, 1), (0, 0, 5))),
+    ((2, 1, 3), (6, 3, 2), (4, 2, 5, 3), ((4, 2, 5, 3), (0, 6, 0, 2))),
+], ids=str)
+def test_expand_layout_returns_tuples_with_zero_strides_where_it_grows(shape, strides, sizes, expected):
+    got = T._expand_layout(shape, strides, sizes)
+    assert type(got) is tuple and all(type(part) is tuple for part in got), (
+        f"_expand_layout({shape}, {strides}, {sizes}) returns (new_shape, new_strides) as tuples, got {got!r}")
+    assert got == expected, f"_expand_layout({shape}, {strides}, {sizes}): got {got}, expected {expected}"
+
+
 @pytest.mark.parametrize("shape, strides, expected", [
     ((2, 1, 3), (3, 7, 1), True),
     ((1, 1), (5, 9), True),

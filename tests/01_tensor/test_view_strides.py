@@ -48,6 +48,20 @@ def test_view_strides_exist_exactly_when_the_addresses_allow(shape, strides):
                 assert got is None, f"_view_strides({shape}, {strides}, {new}): no strides exist, got {got}"
 
 
+@pytest.mark.parametrize("shape, strides, new, expected", [
+    ((4, 6), (8, 1), (1, 4, 1, 6, 1), (32, 8, 6, 1, 1)),
+    ((4, 8), (16, 2), (4, 8, 1, 1), (16, 2, 2, 2)),
+    ((2, 3, 4, 3), (72, 24, 6, 1), (1, 2, 3, 4, 3, 1), (144, 72, 24, 6, 1, 1)),
+], ids=str)
+def test_view_strides_gives_size_one_dimensions_pytorchs_stride(shape, strides, new, expected):
+    """Any stride visits the right addresses along a size-1 dimension; the contract (and
+    PyTorch's view) gives it the stride to its right times that dimension's size."""
+    got = _view_strides(shape, strides, new)
+    assert got is not None and tuple(got) == expected, (
+        f"_view_strides({shape}, {strides}, {new}): got {got}, PyTorch's view gives {expected} (a size-1 "
+        f"dimension: the stride to its right times that dimension's size; at the right end, strides[-1])")
+
+
 def test_view_strides_needs_no_elements():
     got = _view_strides((10 ** 6, 10 ** 6), (2 * 10 ** 6, 1), (10 ** 6, 1000, 1000))
     assert got is not None and tuple(got) == (2 * 10 ** 6, 1000, 1), f"10^12 elements: got {got}"
