@@ -524,6 +524,9 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
                     where += (": this test ran none of your functions as Python, but compiled code it "
                               "ran may call " + ("these" if len(candidates) > 1 else "this one") +
                               ", whose own tests fail too")
+                elif len(candidates) > 1 and all(c in cleared for c in candidates[1:]):
+                    where += (": the failing tests run these about equally, and the later ones pass "
+                              "their own tests: look at the first one first")
                 elif len(candidates) > 1:
                     where += (": the failing tests point at these about equally, so tito "
                               "cannot tell which one is wrong")

@@ -84,6 +84,7 @@ def test_a_function_named_with_another_says_when_its_own_tests_all_pass(tmp_path
     outcome = testing.parse_junit(path, path.parent, resolve("06", ROOT))
     assert attribution.first_group(outcome) == ("_sum_backward", "_mean_backward")
     assert "`_sum_backward` or `_mean_backward` (whose own tests pass)" in outcome.details[0].where
+    assert "the later ones pass their own tests: look at the first one first" in outcome.details[0].where
 
 
 def test_among_functions_nearly_as_suspect_the_one_the_test_file_is_named_after_comes_first(tmp_path):
