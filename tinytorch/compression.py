@@ -186,10 +186,11 @@ def distillation_loss(student_logits, teacher_logits, temperature=4.0):
 
     Contract: two float Tensors of the same shape (..., C); temperature > 0 (checked for
     you: ValueError naming the temperature; a shape mismatch raises ValueError naming both
-    shapes). Returns a scalar Tensor: T² times the KL divergence KL(p_T || q_T) between the
-    softened teacher distribution p_T = softmax(teacher / T) and the softened student one
-    q_T = softmax(student / T), summed over classes and averaged over the rows. Gradients
-    flow to the student's logits only.
+    shapes). Returns a scalar Tensor: c(T) times the KL divergence KL(p_T || q_T) between
+    the softened teacher distribution p_T = softmax(teacher / T) and the softened student
+    one q_T = softmax(student / T), summed over classes and averaged over the rows, where
+    c(T) is section 5's factor (c(1) = 1; the gradient's size levels off as T grows).
+    Gradients flow to the student's logits only.
     """
     if not isinstance(temperature, (int, float, np.integer, np.floating)) or not temperature > 0:
         raise ValueError(f"distillation_loss: the temperature must be a number > 0, got {temperature!r}")
@@ -197,7 +198,7 @@ def distillation_loss(student_logits, teacher_logits, temperature=4.0):
         raise ValueError(f"distillation_loss: student logits {tuple(student_logits.shape)} and teacher logits "
                          f"{tuple(teacher_logits.shape)} must have the same shape (..., C)")
     T = float(temperature)
-    # Idea: match the softened distributions; T² keeps the gradient's scale.
+    # Idea: match the softened distributions, then scale by the factor you derived.
     # YOUR CODE HERE
     raise NotImplementedError('distillation_loss() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')
 

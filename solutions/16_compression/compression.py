@@ -1078,21 +1078,24 @@ print(f"FLOP ratio {count_flops(_cnn, _imgs) / count_flops(_small_cnn, _imgs):.2
 # 3 it might give 0.90 to "3", 0.07 to "8" and 0.02 to "5", which says *which digits look
 # alike*. Hinton, Vinyals and Dean (2015) soften both distributions with a **temperature**
 # $T > 1$ so that these small probabilities become visible, and train the student on the
-# Kullback-Leibler divergence between them:
+# Kullback-Leibler divergence from the teacher's softened distribution to the student's,
+# averaged over the $N$ rows of the batch:
 #
 # $$p^{(T)} = \operatorname{softmax}(z_{\text{teacher}}/T),\qquad
 #   q^{(T)} = \operatorname{softmax}(z_{\text{student}}/T),\qquad
-#   \mathcal{L}_{KD} = T^2 \cdot \frac1N\sum_{n=1}^{N}\sum_j p^{(T)}_{nj}
+#   \mathrm{KL}_T = \frac1N\sum_{n=1}^{N}\sum_j p^{(T)}_{nj}
 #   \big(\log p^{(T)}_{nj} - \log q^{(T)}_{nj}\big).$$
 #
-# Why $T^2$? Derive the gradient of the KL term (without the $T^2$) with respect to the
-# student's logits $z$: module 06's rule for `log_softmax`, and the chain rule through
-# $z/T$. Then ask how its size changes with $T$ when $T$ is large (what happens to
-# $p^{(T)} - q^{(T)}$ as both flatten towards uniform?). The factor must undo that, so that
-# the loss can be mixed with the ordinary cross-entropy on the labels,
-# $\alpha\,\mathcal L_{KD} + (1-\alpha)\,\mathcal L_{CE}$, without retuning $\alpha$ for every
-# temperature; a cell after the check measures it. The teacher is fixed: no gradient flows
-# into it. The average is over the
+# One factor completes the loss, and it is yours to derive. The student is trained on a
+# mix with the ordinary cross-entropy on the labels, $\alpha\,\mathcal L_{KD} +
+# (1-\alpha)\,\mathcal L_{CE}$, and $\alpha$ should not need retuning for every
+# temperature: the gradient that $\mathcal L_{KD} = c(T) \cdot \mathrm{KL}_T$ sends to the
+# student's logits must keep its size as $T$ grows, and $c(1) = 1$. Derive the gradient of
+# $\mathrm{KL}_T$ with respect to the student's logits $z$ (module 06's rule for
+# `log_softmax`, and the chain rule through $z/T$), then ask how its size changes with $T$
+# when $T$ is large: what happens to $p^{(T)} - q^{(T)}$ as both flatten towards uniform?
+# $c(T)$ must undo that. The check measures the gradient's size over a range of
+# temperatures. The teacher is fixed: no gradient flows into it. The average is over the
 # batch ($N$ rows), not over the $N\cdot C$ numbers — PyTorch's `reduction="batchmean"`,
 # the one that matches the mathematical KL.
 
@@ -1118,6 +1121,8 @@ plt.show()
 #
 # Which of the two distributions weighs the log-ratio? KL is not symmetric: here the
 # teacher's $p$ is the "true" distribution. Which tensor must not take part in the graph?
+# For $c(T)$: count the factors of $1/T$ in the gradient, one from the chain rule and one
+# from $p - q$ at large $T$ (expand $e^{z_j/T}$ to first order).
 # </details>
 #
 # <details><summary>Hint 2</summary>
@@ -1128,7 +1133,7 @@ plt.show()
 #
 # <details><summary>The approach</summary>
 #
-# The formula is the contract; the work is in keeping it stable and in the graph. Every
+# Besides the factor, the work is in keeping it stable and in the graph. Every
 # probability that appears inside a log should come from a log-probability, never from a
 # probability that has underflowed to 0. Only the student's side belongs to the graph. And
 # "batchmean" counts rows, whatever the number of leading dimensions.
@@ -1141,10 +1146,11 @@ def distillation_loss(student_logits, teacher_logits, temperature=4.0):
 
     Contract: two float Tensors of the same shape (..., C); temperature > 0 (checked for
     you: ValueError naming the temperature; a shape mismatch raises ValueError naming both
-    shapes). Returns a scalar Tensor: T² times the KL divergence KL(p_T || q_T) between the
-    softened teacher distribution p_T = softmax(teacher / T) and the softened student one
-    q_T = softmax(student / T), summed over classes and averaged over the rows. Gradients
-    flow to the student's logits only.
+    shapes). Returns a scalar Tensor: c(T) times the KL divergence KL(p_T || q_T) between
+    the softened teacher distribution p_T = softmax(teacher / T) and the softened student
+    one q_T = softmax(student / T), summed over classes and averaged over the rows, where
+    c(T) is section 5's factor (c(1) = 1; the gradient's size levels off as T grows).
+    Gradients flow to the student's logits only.
     """
     if not isinstance(temperature, (int, float, np.integer, np.floating)) or not temperature > 0:
         raise ValueError(f"distillation_loss: the temperature must be a number > 0, got {temperature!r}")
@@ -1152,7 +1158,7 @@ def distillation_loss(student_logits, teacher_logits, temperature=4.0):
         raise ValueError(f"distillation_loss: student logits {tuple(student_logits.shape)} and teacher logits "
                          f"{tuple(teacher_logits.shape)} must have the same shape (..., C)")
     T = float(temperature)
-    # Idea: match the softened distributions; T² keeps the gradient's scale.
+    # Idea: match the softened distributions, then scale by the factor you derived.
     ### BEGIN SOLUTION
     log_q = log_softmax(student_logits / T, dim=-1)
     log_p = log_softmax(teacher_logits.detach() / T, dim=-1)
@@ -1168,53 +1174,76 @@ def _log_softmax_np(z):
     return z - np.log(np.exp(z).sum(-1, keepdims=True))
 
 
+def _kl_np(s, t, T):
+    """Section 5's KL_T (no factor), averaged over the rows of 2-D logits."""
+    lp, lq = _log_softmax_np(t / T), _log_softmax_np(s / T)
+    return (np.exp(lp) * (lp - lq)).sum() / s.shape[0]
+
+
 _rng = np.random.default_rng(5)
 _s, _t = _rng.standard_normal((4, 6)) * 2, _rng.standard_normal((4, 6)) * 3
-for _T in (1.0, 2.0, 5.0):
-    _lp, _lq = _log_softmax_np(_t / _T), _log_softmax_np(_s / _T)
-    _ref = _T ** 2 * (np.exp(_lp) * (_lp - _lq)).sum() / 4
-    assert_close(distillation_loss(Tensor(_s), Tensor(_t), _T).item(), _ref, rtol=1e-6,
-                 what=f"T² · KL(teacher || student) / batch at T = {_T}")
+assert_close(distillation_loss(Tensor(_s), Tensor(_t), 1.0).item(), _kl_np(_s, _t, 1.0), rtol=1e-6,
+             what="at T = 1 the loss is KL(teacher || student) averaged over the 4 rows (c(1) = 1)")
 assert_close(distillation_loss(Tensor(_t), Tensor(_t), 3.0).item(), 0.0, atol=1e-9,
              what="a student equal to its teacher: loss 0")
+_sizes = {}
+for _T in (8.0, 16.0, 32.0, 64.0):
+    _st = Tensor(_s, requires_grad=True)
+    distillation_loss(_st, Tensor(_t), _T).backward()
+    _sizes[_T] = float(np.linalg.norm(_st.grad.numpy()))
+_ratios = [round(_sizes[2 * _T] / _sizes[_T], 3) for _T in (8.0, 16.0, 32.0)]
+check(all(0.8 < _r < 1.25 for _r in _ratios), "the gradient's size levels off as T grows: |grad| at 2T over "
+      "|grad| at T, for T = 8, 16 and 32, each near 1 (c(T) undoes the shrinking of KL_T's gradient)",
+      got=_ratios, expected="three ratios between 0.8 and 1.25")
+_c2 = distillation_loss(Tensor(_s), Tensor(_t), 2.0).item() / _kl_np(_s, _t, 2.0)  # your c(2)
 _s3 = _rng.standard_normal((2, 3, 6))
 _t3 = _rng.standard_normal((2, 3, 6))
-_lp3, _lq3 = _log_softmax_np(_t3 / 2), _log_softmax_np(_s3 / 2)
-assert_close(distillation_loss(Tensor(_s3), Tensor(_t3), 2.0).item(), 4 * (np.exp(_lp3) * (_lp3 - _lq3)).sum() / 6,
-             rtol=1e-6, what="(2, 3, C) logits: averaged over the 6 rows")
+assert_close(distillation_loss(Tensor(_s3), Tensor(_t3), 2.0).item(),
+             distillation_loss(Tensor(_s3.reshape(6, 6)), Tensor(_t3.reshape(6, 6)), 2.0).item(), rtol=1e-9,
+             what="(2, 3, C) logits give the loss of the same 6 rows as a (6, C) batch: averaged over the rows")
 _st, _tt = Tensor(_s, requires_grad=True), Tensor(_t, requires_grad=True)
 distillation_loss(_st, _tt, 2.0).backward()
-
-
-def _kd_np(s, t, T):
-    lp, lq = _log_softmax_np(t / T), _log_softmax_np(s / T)
-    return T ** 2 * (np.exp(lp) * (lp - lq)).sum() / s.shape[0]
-
-
-_num = np.zeros_like(_s)  # central differences of the loss: a measurement, not a formula
+_num = np.zeros_like(_s)  # central differences of your loss's values: a measurement, not a formula
 for _i in np.ndindex(_s.shape):
     _e = np.zeros_like(_s)
     _e[_i] = 1e-6
-    _num[_i] = (_kd_np(_s + _e, _t, 2.0) - _kd_np(_s - _e, _t, 2.0)) / 2e-6
+    _num[_i] = (distillation_loss(Tensor(_s + _e), Tensor(_t), 2.0).item()
+                - distillation_loss(Tensor(_s - _e), Tensor(_t), 2.0).item()) / 2e-6
 assert_close(_st.grad.numpy(), _num, rtol=1e-5, atol=1e-8,
              what="gradient w.r.t. the student's logits at T = 2, against central differences of the loss")
 check(_tt.grad is None, "no gradient reaches the teacher's logits", got=_tt.grad)
 _far = distillation_loss(Tensor([[0.0, 240.0]]), Tensor([[240.0, 0.0]]), 2.0).item()
-assert_close(_far, 480.0, rtol=1e-6, what="logits 120 apart after dividing by T = 2: T² · 120 "
-             "(a probability that underflows to 0 and then meets a log gives inf or nan)")
+assert_close(_far, _c2 * 120.0, rtol=1e-6, what="logits 120 apart after dividing by T = 2: KL_T = 120, times "
+             "your c(2) (a probability that underflows to 0 and then meets a log gives inf or nan)")
 assert_raises(ValueError, distillation_loss, Tensor(_s), Tensor(_t), 0.0, match="temperature")
+### BEGIN HIDDEN TESTS
+for _T in (1.0, 2.0, 5.0):
+    assert_close(distillation_loss(Tensor(_s), Tensor(_t), _T).item(), _T ** 2 * _kl_np(_s, _t, _T), rtol=1e-6,
+                 what=f"T² · KL(teacher || student) / batch at T = {_T}")
+### END HIDDEN TESTS
 print(f"✓ distillation_loss; at T = 2: {distillation_loss(Tensor(_s), Tensor(_t), 2.0).item():.4f}")
 
 # %% [markdown]
 # Your derivation against a measurement: the size of the gradient that reaches the student's
-# logits, with the $T^2$ factor divided back out, and with it.
+# logits from $\mathrm{KL}_T$ alone (central differences), and from your loss, and the
+# factor your loss applies.
 
 # %%
+def _kl_gradient_size(T, h=1e-6):
+    grad = np.zeros_like(_s)
+    for i in np.ndindex(_s.shape):
+        e = np.zeros_like(_s)
+        e[i] = h
+        grad[i] = (_kl_np(_s + e, _t, T) - _kl_np(_s - e, _t, T)) / (2 * h)
+    return float(np.linalg.norm(grad))
+
+
 for _T in (1.0, 2.0, 4.0, 8.0, 16.0):
     _st = Tensor(_s, requires_grad=True)
-    distillation_loss(_st, Tensor(_t), _T).backward()
-    _g = float(np.linalg.norm(_st.grad.numpy()))
-    print(f"T = {_T:4.0f}: |grad| without T² {_g / _T ** 2:.2e}, with T² {_g:.3f}")
+    _loss = distillation_loss(_st, Tensor(_t), _T)
+    _loss.backward()
+    print(f"T = {_T:4.0f}: |grad| of KL_T alone {_kl_gradient_size(_T):.2e}, of your loss "
+          f"{np.linalg.norm(_st.grad.numpy()):.3f}; your c(T) = {_loss.item() / _kl_np(_s, _t, _T):.2f}")
 
 # %% [markdown]
 # <details><summary>Why the factor is T², once you have compared with your derivation</summary>
@@ -1514,12 +1543,61 @@ print(f"speed-up of the 80% pruned model: {_speed:.2f}x; "
 #   its own, so expect the two rows within a point or two of each other, in either
 #   direction (with 359 test images one image is 0.28 points). Distillation pays off when
 #   the teacher knows much more than the labels say — a far stronger teacher, few labels,
-#   or *unlabelled* data, on which the teacher's soft outputs are the only targets.
+#   or *unlabelled* data, on which the teacher's soft outputs are the only targets. The
+#   next cell measures that case.
 #
 # Latencies depend on the machine, its load, its BLAS and its memory allocator (on some
 # systems a large fresh output array costs more in page faults than the multiply itself, so
 # a much bigger batch can measure the allocator rather than the layers); reruns move them
 # by several percent. The counts (parameters, non-zero, bytes, FLOPs) are exact.
+
+# %% [markdown]
+# ### When distillation pays: five labels per digit
+#
+# Suppose only 50 of the 1,438 training images had labels (5 per digit), while the teacher
+# (trained elsewhere, here on all of them) can be asked about any image. The small model
+# trained on the 50 labels alone sees 50 targets; with the teacher it also sees the
+# teacher's soft outputs on every image, labels or not. **Predict** the two test
+# accuracies before you run it.
+
+# %%
+predicted_few_labels_accuracy = None  # your numbers: (labels only, labels + teacher), in percent
+
+
+def train_few_labels(model, labelled, teacher=None, steps=600, T=4.0, seed=0):
+    """Adam on the labelled images' cross-entropy, plus, with a teacher, the distillation
+    loss on a random batch of 64 training images (labelled or not) at every step."""
+    opt = Adam(model.parameters(), lr=2e-3)
+    rng = np.random.default_rng(seed)
+    x_all = X_train.numpy()
+    with tinytorch.no_grad():
+        soft = teacher(X_train).numpy() if teacher is not None else None
+    for _ in range(steps):
+        loss = F.cross_entropy(model(Tensor(x_all[labelled])), Tensor(y_train.numpy()[labelled]))
+        if soft is not None:
+            idx = rng.choice(len(x_all), 64, replace=False)
+            loss = loss + distillation_loss(model(Tensor(x_all[idx])), Tensor(soft[idx]), T)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model
+
+
+_few = np.random.default_rng(7)
+_labelled = np.concatenate([_few.choice(np.flatnonzero(y_train.numpy() == d), 5, replace=False) for d in range(10)])
+_alone = accuracy(train_few_labels(make_mlp((32,), seed=5), _labelled))
+_taught = accuracy(train_few_labels(make_mlp((32,), seed=5), _labelled, teacher=teacher))
+print(f"small 64-32-10 on 50 labels: alone {100 * _alone:.1f}%, with the teacher's soft outputs on all "
+      f"1,438 images {100 * _taught:.1f}% (the teacher itself: {100 * rows[0]['accuracy']:.1f}%); "
+      + ("no prediction written" if predicted_few_labels_accuracy is None
+         else f"you predicted {predicted_few_labels_accuracy}"))
+
+# %% [markdown]
+# Expect a gap of several points, often ten: the teacher's outputs on the unlabelled
+# images carry most of what its own training taught it, and the soft targets also say how
+# alike the digits are. This is how a large model's knowledge is moved into a small one in
+# practice (DistilBERT was trained on the teacher's outputs over unlabelled text), and why
+# it works best where labels are scarce.
 
 # %%
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.4))
