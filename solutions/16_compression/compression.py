@@ -29,8 +29,9 @@
 #   momentum says;
 # - prune **structurally**: rank neurons (rows) and channels (filters) by their L1 / L2 norm
 #   and physically **shrink** a `Linear` or a `Conv2d` and the layer that reads it;
-# - write the temperature-scaled **distillation loss** (KL between softened distributions,
-#   times $T^2$) and train a small student from a big teacher;
+# - derive and write the temperature-scaled **distillation loss** (KL between softened
+#   distributions, times the factor that keeps its gradient's size), train a small student
+#   from a big teacher, and measure when that pays;
 # - factorise a `Linear` into two thin ones with a **truncated SVD**;
 # - read a before/after table and explain why unstructured sparsity saves nothing on a dense
 #   backend while a smaller dense layer is really faster.
