@@ -662,7 +662,7 @@ print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).rave
 # $$\frac{\partial y}{\partial a} = \frac{a}{\sqrt{a^2+b^2}} = \frac{a}{y}, \qquad
 # \frac{\partial y}{\partial b} = \frac{b}{y} .$$
 #
-# Turning those into a rule takes three decisions, and they are the same for every op
+# Turning those into a rule takes four decisions, and they are the same for every op
 # below. Make them for `hypot` before you read on (the answers are in Hint 3 and the
 # approach):
 #
@@ -672,6 +672,8 @@ print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).rave
 # 2. The partial derivative can be written with the inputs alone, $a / \sqrt{a^2+b^2}$, or
 #    with the output, $a / y$. The node holds both. Which one does less work in backward?
 # 3. The rule returns one entry per input: in which order?
+# 4. `b` is data, a frozen weight (it does not require grad). What should the rule compute
+#    for it? The check counts the work.
 #
 # **Your turn.** For each of the six ops below — `a + b`, `a - b`, `a * b`, `a / b`,
 # `exp(a)`, `log(a)` — write the partial derivatives on paper first, decide what each
@@ -702,8 +704,9 @@ print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).rave
 #
 # For `hypot`: the product has the output's shape `(3, 4)`; the entry for `a` adds it over
 # the axis `a` was stretched along, back to `(3, 1)` (that is `unbroadcast`); `a / y` reuses
-# the square root forward already took; and the entries follow `node.inputs`. The six ops
-# below make the same three decisions with their own partial derivatives; a unary op
+# the square root forward already took; the entries follow `node.inputs`; and an input
+# that does not require grad gets None, its gradient never computed. The six ops
+# below make the same four decisions with their own partial derivatives; a unary op
 # returns a one-element tuple. For `exp`, ask what the node already holds before
 # computing anything: the cheapest derivative is the one that is already there.
 # </details>
@@ -719,7 +722,8 @@ def _add_backward(node, grad):
     shapes that broadcast against each other (0-d ones and a Python number, recorded as a
     0-d tensor, included). Returns a tuple with one numpy gradient per input, in the order
     of node.inputs, each of that input's shape; None for an input that does not require
-    grad is allowed and saves its work (PyTorch's `ctx.needs_input_grad`).
+    grad, whose gradient is then not computed at all (PyTorch's `ctx.needs_input_grad`: a
+    network's input is data, a frozen weight a constant).
     """
     # Idea: move one a_i by a small step: how far does the output move? Then fold to a's shape.
     ### BEGIN SOLUTION
@@ -838,6 +842,25 @@ _node_log = _x_log.log().grad_fn
 _no_output = SimpleNamespace(op="log", inputs=_node_log.inputs, output=np.full(3, np.nan), attrs=_node_log.attrs)
 assert_close(np.asarray(BACKWARD_RULES["log"](_no_output, np.ones(3))[0]), np.array([2.0, 1.0, 0.5]), rtol=1e-12,
              atol=0, what="log's rule on a node whose output is hidden (NaN): it needs x alone, no exponential of y")
+
+
+def _elementwise_work(make, frozen):
+    """(gradients, the products and quotients) of make(a, b)'s rule, `frozen` not requiring grad."""
+    a = Tensor(_A, requires_grad=frozen != "a")
+    b = Tensor(_B, requires_grad=frozen != "b")
+    grads, seen = spied(lambda g: call_rule(make(a, b).grad_fn, g), _g)
+    return grads, [e[0] for e in seen if e[0] in ("multiply", "divide", "true_divide", "power", "square", "reciprocal")]
+
+
+for _name, _make in [("a * b", lambda a, b: a * b), ("a / b", lambda a, b: a / b)]:
+    _, _both = _elementwise_work(_make, None)
+    for _frozen in ("a", "b"):
+        (_ga, _gb), _work = _elementwise_work(_make, _frozen)
+        check((_ga is None) == (_frozen == "a") and (_gb is None) == (_frozen == "b") and len(_work) < len(_both),
+              f"{_name} with {_frozen} as data (no grad): None for {_frozen}, and less work than when both need a "
+              f"gradient ({_frozen}'s gradient is not computed and thrown away)",
+              got=(None if _ga is None else "array", None if _gb is None else "array", _work),
+              expected=f"fewer operations than {_both}")
 print("✓ add, sub, mul, div, exp, log rules agree with the definition; d(a/b)/db summed over rows:",
       call_rule((_a / _b).grad_fn, _g)[1])
 

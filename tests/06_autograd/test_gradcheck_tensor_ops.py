@@ -207,6 +207,31 @@ def test_matmul_backward_makes_no_product_for_an_input_without_requires_grad(fro
     assert len(products) == 1, f"one product, for the input that requires grad; the rule made {products}"
 
 
+def _rule_work(op, frozen, seed=17):
+    """(gradients, the elementwise products and quotients made) of op's rule on (3, 4) and
+    (4,) operands, the one named `frozen` (or none) not requiring grad."""
+    rng = np.random.default_rng(seed)
+    a = tt.tensor(rng.standard_normal((3, 4)), requires_grad=frozen != "a")
+    b = tt.tensor(rng.uniform(1, 2, (4,)), requires_grad=frozen != "b")
+    y = a * b if op == "mul" else a / b
+    grads, log = spied(lambda g: autograd.engine.call_rule(y.grad_fn, g), rng.standard_normal((3, 4)))
+    return grads, [e[0] for e in log if e[0] in ("multiply", "divide", "true_divide", "power", "square", "reciprocal")]
+
+
+@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("frozen", ["a", "b"])
+def test_mul_and_div_backward_compute_nothing_for_an_input_without_requires_grad(op, frozen):
+    """As matmul's: when one input is data, backward does less work than when both need a
+    gradient (whatever way the rule writes each gradient)."""
+    (ga, gb), work = _rule_work(op, frozen)
+    _, both = _rule_work(op, None)
+    assert (ga is None) == (frozen == "a") and (gb is None) == (frozen == "b"), \
+        f"_{op}_backward with {frozen} not requiring grad: its gradient must be None (got grad_a " \
+        f"{type(ga).__name__}, grad_b {type(gb).__name__})"
+    assert len(work) < len(both), (f"_{op}_backward with {frozen} not requiring grad made {work}, as much as with "
+                                   f"both ({both}): {frozen}'s gradient is computed and thrown away")
+
+
 def test_cat_and_stack():
     a, b, c = leaf((2, 3), 16), leaf((2, 1), 17), leaf((2, 3), 18)
     assert gradcheck(lambda x, y: tt.cat([x, y, x], dim=1), [a, b])

@@ -183,7 +183,8 @@ def _add_backward(node, grad):
     shapes that broadcast against each other (0-d ones and a Python number, recorded as a
     0-d tensor, included). Returns a tuple with one numpy gradient per input, in the order
     of node.inputs, each of that input's shape; None for an input that does not require
-    grad is allowed and saves its work (PyTorch's `ctx.needs_input_grad`).
+    grad, whose gradient is then not computed at all (PyTorch's `ctx.needs_input_grad`: a
+    network's input is data, a frozen weight a constant).
     """
     # Idea: move one a_i by a small step: how far does the output move? Then fold to a's shape.
     # YOUR CODE HERE
