@@ -78,7 +78,8 @@ def test_percentileobserver_forward_one_batch_is_its_percentiles():
 
 def test_percentileobserver_forward_averages_over_batches():
     rng = np.random.default_rng(2)
-    batches = [rng.standard_normal(2000).astype(np.float32) * k + k for k in (1.0, 3.0, 0.5, 2.0)]
+    batches = [rng.standard_normal(n).astype(np.float32) * k + k  # sizes differ: each batch weighs the same
+               for n, k in ((2000, 1.0), (500, 3.0), (3000, 0.5), (1200, 2.0))]
     obs = Q.PercentileObserver(99.0)
     for i, b in enumerate(batches, 1):
         obs(b)

@@ -485,8 +485,9 @@ class FakeQuantizeFunction(Function):
         quant_min < quant_max ints. Returns a Tensor of x's shape and x's dtype (float32 in,
         float32 out; float64 in, float64 out; per tensor and per channel alike): each element
         replaced by the real value its quantized integer stands for, with the integers of
-        _quantize (and of PyTorch's fake_quantize_* functions). Saves for backward what the
-        rule you derived in the prose needs, and nothing of x's size more."""
+        _quantize (and of PyTorch's fake_quantize_* functions). Keeps for backward (saved, or
+        set on ctx) what the rule you derived in the prose needs, and nothing of x's size
+        more."""
         # Idea: the values of the int8 model, in float; what will the backward need to know?
         # YOUR CODE HERE
         raise NotImplementedError('FakeQuantizeFunction.forward() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
