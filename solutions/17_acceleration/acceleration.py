@@ -458,6 +458,8 @@ for _shape in [(5, 7), (1, 1), (3, 64)]:
                  what=f"bias_gelu on {_shape}")
 _y = bias_gelu(np.array([[-1.0, 0.0, 2.0]], dtype=np.float32), np.array([0.0, 1.0, -1.0], dtype=np.float32))
 assert_close(_y, [[-0.15865526, 0.8413447, 0.8413447]], rtol=1e-6, what="GELU(-1), GELU(1), GELU(1)")
+assert_equal(_y.dtype, np.dtype(np.float32), "bias_gelu on float32 input returns float32 (its output is allocated "
+             "in x's dtype)")
 assert_equal(bias_gelu(np.zeros((0, 3), np.float32), np.zeros(3, np.float32)).shape, (0, 3), "an empty batch")
 _x64, _b64 = _rng.standard_normal((4, 6)) * 3, _rng.standard_normal(6)
 _y64 = bias_gelu(_x64, _b64)
@@ -1273,6 +1275,9 @@ _x = np.arange(2 * 3 * 5 * 4, dtype=np.float32).reshape(2, 3, 5, 4)
 for _kh, _kw, _s, _p in [(3, 3, 1, 0), (3, 2, 2, 1), (1, 1, 1, 0), (5, 4, 1, 0), (2, 2, 3, 2)]:
     assert_close(im2col(_x, _kh, _kw, _s, _p), _unfold_reference(_x, _kh, _kw, _s, _p),
                  what=f"im2col kernel {_kh}x{_kw}, stride {_s}, padding {_p}")
+for _dtype in (np.float32, np.float64, np.int64):
+    assert_equal(im2col(_x.astype(_dtype), 2, 2, 1, 1).dtype, np.dtype(_dtype), f"im2col of {np.dtype(_dtype)} "
+                 f"images returns {np.dtype(_dtype)} columns (x's dtype: a float64 model must not be rounded)")
 _one = im2col(np.ones((1, 1, 2, 2), np.float32), 2, 2, 1, 1)
 assert_equal(_one[0, 0].tolist(), [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0],
              "2x2 kernel on a padded 2x2 image: kernel tap (0, 0) only sees the image from position (1, 1)")
@@ -1958,6 +1963,14 @@ if _conflict is not None:
     check(_conflict[0] == 1, "block_reduce_kernel's shared-memory accesses are free of bank conflicts: the threads "
           "of a warp touch different banks in each access; got the worst (n-way, (block, step, k-th access, the "
           "slots touched))", got=_conflict, expected="1-way")
+if SIMULATED:  # the simulator's BLOCK is 32, a GPU's 256: the kernel must follow BLOCK, not one of them
+    BLOCK, _block = 8, BLOCK
+    try:
+        _r8 = with_garbage_shared_memory(lambda: reduce_rows(_m, MAX))
+    finally:
+        BLOCK = _block
+    assert_close(_r8, _m.max(axis=1), what="row maxima with BLOCK = 8 (the kernel's buffer and its tree follow "
+                 "BLOCK; a size written as a number is right only for that block size)")
 print("✓ block reduction equals numpy; row sums:", reduce_rows(_m, SUM))
 
 # %% [markdown]
@@ -2157,6 +2170,15 @@ else:
     check(_share > 0.99, "matmul_naive_kernel's reads are coalesced: threads x and x + 1 of a warp own neighbouring "
           "columns of C, so they read neighbouring elements of a row of B (and one element of A: a broadcast); "
           "got the share of neighbouring reads", got=f"{_share:.0%}", expected="100%")
+if SIMULATED:  # the simulator's TILE is 4, a GPU's 16: the kernel must follow TILE, not one of them
+    TILE, _tile = 2, TILE
+    try:
+        _c2 = with_garbage_shared_memory(lambda: matmul(_sq[:5, :7], _sq[:7, :3]))
+    finally:
+        TILE = _tile
+    assert_close(_c2, _sq[:5, :7] @ _sq[:7, :3], rtol=1e-5, atol=1e-5, what="the tiled kernel with TILE = 2 "
+                 "(its shared tiles and its loops follow TILE; a size written as a number is right only for that "
+                 "tile size)")
 for _kernel in (matmul_naive_kernel, matmul_tiled_kernel):
     check(not float64_accumulators(_kernel), f"{_kernel.__name__} adds its float32 products in float32: on a GPU, "
           f"a variable that starts as a Python number is a float64 (numba gives a variable one type for all its "

@@ -210,6 +210,15 @@ def test_im2col_equals_torch_unfold(rng, torch, kh, kw, stride, padding):
     np.testing.assert_allclose(got, want, err_msg=f"im2col {kh}x{kw}, stride {stride}, padding {padding} vs unfold")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_im2col_keeps_the_dtype_of_its_input(rng, dtype):
+    x = (rng.standard_normal((1, 2, 4, 4)) * 10).astype(dtype)
+    got = ck.im2col(x, 2, 2, 1, 1)
+    assert got.dtype == np.dtype(dtype), f"im2col of {np.dtype(dtype)} images returned {got.dtype} columns"
+    np.testing.assert_array_equal(got, ck.im2col(x.astype(np.float64), 2, 2, 1, 1).astype(dtype),
+                                  err_msg=f"im2col of {np.dtype(dtype)} images: the same columns, not rounded")
+
+
 def test_im2col_equals_module_09(rng):
     x = rng.standard_normal((1, 2, 6, 6)).astype(np.float32)
     from tinytorch.nn.conv import im2col as reference
