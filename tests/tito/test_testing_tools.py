@@ -256,18 +256,19 @@ from numba import cuda
 from tinytorch.testing import divergent_barriers, multiply_written, with_garbage_shared_memory
 
 @cuda.jit
-def tree(x, barrier_inside_if):
+def tree(x, mode):  # 0 right; 1 the step's barrier inside the if; 2 none after the load; 3 none between steps
     buf = cuda.shared.array(8, dtype=np.float64)
     t = cuda.threadIdx.x
     buf[t] = x[t]
-    cuda.syncthreads()
+    if mode != 2:
+        cuda.syncthreads()
     half = 4
     while half > 0:
         if t < half:
             buf[t] += buf[t + half]
-            if barrier_inside_if:
+            if mode == 1:
                 cuda.syncthreads()
-        if not barrier_inside_if:
+        if mode == 0 or mode == 2:
             cuda.syncthreads()
         half //= 2
     if t == 0:
@@ -291,7 +292,7 @@ def first_slot(out, write_first):
 
 for inside in (False, True):
     x = np.arange(8.0)
-    print("barriers", inside, divergent_barriers(lambda: tree[1, 8](x, inside)), x[0])
+    print("barriers", inside, divergent_barriers(lambda: tree[1, 8](x, int(inside))), x[0])
 for by_block in (False, True):
     out = np.zeros(12)
     print("writes", by_block, multiply_written(lambda: doubled[3, 4](np.arange(12.0), out, by_block))[:1])
@@ -319,7 +320,7 @@ def interleaved(x, slots_apart):
 from tinytorch.testing import arithmetic, bank_conflicts, scattered_active_threads, spied
 
 x = np.arange(8.0)
-print("first threads", scattered_active_threads(lambda: tree[1, 8](x, False)), bank_conflicts(lambda: tree[1, 8](x, False)))
+print("first threads", scattered_active_threads(lambda: tree[1, 8](x, 0)), bank_conflicts(lambda: tree[1, 8](x, 0)))
 for apart in (False, True):
     x = np.arange(32.0)
     print("interleaved", apart, scattered_active_threads(lambda: interleaved[1, 32](x, apart))[:1],
@@ -329,32 +330,15 @@ print("copied back", arithmetic(spied(lambda v: cuda.to_device(v).copy_to_host()
 from tinytorch.testing import shared_memory_races
 
 @cuda.jit
-def halves(x, load_barrier, step_barrier):
-    buf = cuda.shared.array(8, dtype=np.float64)
-    t = cuda.threadIdx.x
-    buf[t] = x[t]
-    if load_barrier:
-        cuda.syncthreads()
-    half = 4
-    while half > 0:
-        if t < half:
-            buf[t] += buf[t + half]
-        if step_barrier:
-            cuda.syncthreads()
-        half //= 2
-    if t == 0:
-        x[0] = buf[0]
-
-@cuda.jit
 def same_slot(out):
     buf = cuda.shared.array(1, dtype=np.float32)
     buf[0] = cuda.threadIdx.x
     cuda.syncthreads()
     out[cuda.threadIdx.x] = buf[0]
 
-for load_barrier, step_barrier in ((True, True), (False, True), (True, False)):
+for mode in (0, 2, 3):
     x = np.arange(8.0)
-    print("races", load_barrier, step_barrier, shared_memory_races(lambda: halves[1, 8](x, load_barrier, step_barrier))[:2])
+    print("races", mode, shared_memory_races(lambda: tree[1, 8](x, mode))[:2])
 print("races same slot", shared_memory_races(lambda: same_slot[1, 3](np.zeros(3, np.float32))))
 
 from tinytorch.testing import with_reads_interleaved
@@ -378,7 +362,7 @@ def test_barriers_writes_shared_memory_and_copies_are_watched_under_the_cuda_sim
     out, err = run_fresh(_SIMULATED_KERNELS, NUMBA_ENABLE_CUDASIM="1")
     assert out.splitlines() == [
         "barriers False [] 28.0",
-        "barriers True [((0, 0, 0), (1, 0, 0), [6, 12, 12], [6, 12, 12, 12])] 28.0",
+        "barriers True [((0, 0, 0), (1, 0, 0), [7, 13, 13], [7, 13, 13, 13])] 28.0",
         "writes False []",
         "writes True [((12,), (4,), 2)]",
         "garbage True 1.0",
@@ -387,10 +371,10 @@ def test_barriers_writes_shared_memory_and_copies_are_watched_under_the_cuda_sim
         "interleaved False [((0, 0, 0), 1, [0, 2, 4, 6, 8, 10, 12, 14])] 1 992.0",
         "interleaved True [] 2 992.0",
         "copied back [('multiply', ((3,), ()), (3,))]",
-        "races True True []",
+        "races 0 []",
         # the load's barrier missing: thread 0 reads slot 4 in the step in which thread 4 writes it
-        "races False True [((0, 0, 0), 0, 4, 4, 0, 'read'), ((0, 0, 0), 0, 5, 5, 1, 'read')]",
-        "races True False [((0, 0, 0), 1, 1, 1, 0, 'read'), ((0, 0, 0), 1, 2, 2, 0, 'read')]",
+        "races 2 [((0, 0, 0), 0, 4, 4, 0, 'read'), ((0, 0, 0), 0, 5, 5, 1, 'read')]",
+        "races 3 [((0, 0, 0), 1, 1, 1, 0, 'read'), ((0, 0, 0), 1, 2, 2, 0, 'read')]",
         "races same slot [((0, 0, 0), 0, 0, 0, 1, 'write')]",
         # (how many additions a racy sum loses changes from run to run: the notebook shows it)
         "interleaved atomic 16.0",
