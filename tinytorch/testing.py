@@ -1114,7 +1114,9 @@ def shared_memory_races(launch):
     the value before or after the write. The simulator runs threads in one order, so a
     missing barrier often gives the right values there; on a GPU the answer changes from
     run to run. Which slots each thread touches between its barriers does not depend on
-    that order, so this finds the race every time."""
+    that order, so this finds the race every time. (A `cuda.atomic` operation on shared
+    memory reads and writes its slot like any other access, so it is reported too: no
+    kernel of the course uses one there.)"""
     accesses = _shared_accesses(launch)
     if accesses is None:
         return None
