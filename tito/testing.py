@@ -413,6 +413,8 @@ def _home_of(test: str, stubs: list[dict]) -> set[str]:
 # it cannot tell them apart rather than guess (measured on the mutants: tito verify).
 NEARLY = 0.8
 _RULE = re.compile(r"the backward rule of '(\w+)'")
+# an exception the student's code raised (not a test's assertion, a timeout or a skip)
+_RAISED = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?!AssertionError\b)[A-Za-z_]\w*(?:Error|Exception)\b")
 
 
 def _suspicion(cases: list[tuple[bool, set]]) -> dict[str, float]:
@@ -527,6 +529,10 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
                 elif len(candidates) > 1 and all(c in cleared for c in candidates[1:]):
                     where += (": the failing tests run these about equally, and the later ones pass "
                               "their own tests: look at the first one first")
+                elif len(candidates) > 1 and found and found[1] == chosen and _RAISED.match(first):
+                    others = " and ".join(f"`{c}`" for c in candidates[1:])
+                    where += (f": the error was raised inside `{chosen}`; the failing tests also run "
+                              f"{others}, which may have handed it what it failed on")
                 elif len(candidates) > 1:
                     where += (": the failing tests point at these about equally, so tito "
                               "cannot tell which one is wrong")
