@@ -1379,9 +1379,12 @@ try:
     _x = Tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
     _shared = tt.apply("test_double", lambda t: t.numpy() * 2, _x)
     _total = _shared * 3.0 + _shared * 4.0 + _shared  # three consumers of one node
-    backward(_total, np.ones(2))
+    _ran = _outcome(lambda: backward(_total, np.ones(2)))
 finally:
     del BACKWARD_RULES["test_double"]
+check(_ran is None, "backward through a node with three consumers runs (the gradients it sums may "
+      "be read-only, and may be arrays a rule handed elsewhere too: add them into a new array, "
+      "never into one of them)", got=_ran, expected=None)
 assert_equal(len(_calls), 1, "times the shared node's rule ran")
 assert_equal(_calls[0], np.array([8.0, 8.0]), "the gradient it ran on: the sum 3 + 4 + 1 of its consumers")
 assert_equal(_x.grad.numpy(), np.array([16.0, 16.0]), "x.grad through the shared node")

@@ -363,8 +363,7 @@ def _int8_linear(q_x, x_scale, x_zero_point, q_w, w_scale, w_zero_point, bias=No
     scales 1, zero points 0 and no bias the output is that exact integer sum, rounded once
     to float32. As in an int8 kernel, the only computation on the whole (..., in) input or (out, in) weight is a
     matrix product of the stored integers themselves (widened, never shifted by a zero
-    point) and sums over `in`; the zero points enter through corrections of the
-    accumulators.
+    point) and sums over `in`.
     """
     # Idea: expand the shifted product; what depends on one side only is cheap.
     # YOUR CODE HERE
