@@ -23,10 +23,9 @@
 #
 # - choose weights to remove by **magnitude**, per layer and **globally** over several
 #   layers, and build the **mask** that removes exactly the requested share;
-# - keep a pruned model pruned while it is **fine-tuned**: the mask is re-applied in every
-#   forward pass (`weight = weight_orig * weight_mask`, as `torch.nn.utils.prune` does), so
-#   a pruned weight gets a zero gradient and stays exactly zero whatever the optimizer's
-#   momentum says;
+# - keep a pruned model pruned while it is **fine-tuned**: design what each forward pass
+#   does with the mask (as `torch.nn.utils.prune` does it) so that a pruned weight gets a
+#   zero gradient and stays exactly zero whatever the optimizer's momentum says;
 # - prune **structurally**: rank neurons (rows) and channels (filters) by their L1 / L2 norm
 #   and physically **shrink** a `Linear` or a `Conv2d` and the layer that reads it;
 # - derive and write the temperature-scaled **distillation loss** (KL between softened
@@ -163,8 +162,8 @@ plt.show()
 # %% nbgrader={"grade": false, "grade_id": "magnitude-mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export nn.prune
 """Magnitude pruning with masks that stay applied (module 16), mirroring
-torch.nn.utils.prune: per-layer and global masks, and PrunedModule, which re-applies
-weight = weight_orig * weight_mask before every forward pass."""
+torch.nn.utils.prune: per-layer and global masks, and PrunedModule, its reparametrisation
+and forward pre-hook as a wrapper."""
 import numpy as np
 
 from tinytorch._tensor import Tensor
@@ -308,26 +307,35 @@ print(f"✓ global_magnitude_masks: zeros per layer {int((_ms == 0).sum())} (sma
 # Zeroing the weights once is not enough. The next backward pass gives a pruned weight a
 # gradient like any other, and the optimizer moves it off zero; worse, SGD's momentum
 # buffer and Adam's moments remember the steps taken **before** pruning and keep moving a
-# weight even when its gradient is zero. PyTorch's answer (`torch.nn.utils.prune`) is a
-# **reparametrisation**: the layer's `weight` Parameter is renamed `weight_orig` (the
-# optimizer keeps training it, it is the same object), the mask is stored as a buffer
-# `weight_mask`, and before every forward pass a *forward pre-hook* recomputes
+# weight even when its gradient is zero. The zeros have to be imposed again, on every
+# forward pass, by something the optimizer cannot undo.
 #
-# $$\texttt{weight} = \texttt{weight\_orig} \odot \texttt{weight\_mask}$$
-#
-# as a recorded op. The layer only ever sees `weight`. Two things follow from the product:
-# the effective weight is **exactly** $0$ where the mask is $0$, whatever happens to
-# `weight_orig` there; and autograd gives `weight_orig` the gradient
-# $\bar w \odot m$, **exactly** $0$ at the pruned positions.
+# PyTorch (`torch.nn.utils.prune`) starts with a **reparametrisation**: the layer's
+# `weight` Parameter is renamed `weight_orig` (the optimizer keeps training it: it is the
+# same object, and it keeps every value, the pruned ones too), and the mask is stored
+# beside it as a buffer `weight_mask`. The name `weight`, which the layer's forward
+# reads, no longer holds a Parameter; a *forward pre-hook*, code that runs just before
+# each forward, decides what it holds.
 #
 # Our `Module` (module 03) has no hooks, and we do not patch it. A **wrapper** does the
-# hook's job: `PrunedModule(layer)` holds the layer as its child `module` and, in its own
-# forward, recomputes each pruned parameter before calling the layer. The provided
+# hook's job: `PrunedModule(layer)` holds the layer as its child `module`. The provided
 # `add_mask` does the reparametrisation (and, when a parameter is pruned a second time,
 # multiplies the new mask into the old one, as PyTorch's iterative pruning does). Reading
 # an attribute the wrapper does not have (`in_features`, `weight`, `weight_mask`, ...)
-# reads the layer's, so `model[0].weight` works on a pruned layer as in PyTorch. Write
-# `PrunedModule.forward`.
+# reads the layer's, so `model[0].weight` works on a pruned layer as in PyTorch.
+#
+# Write `PrunedModule.forward`: the hook. Design it from what it must guarantee (the
+# check trains a pruned model with SGD and momentum, then with Adam, and looks):
+#
+# - the layer computes with weights that are **exactly** 0 wherever the mask is 0,
+#   whatever the optimizer has done to `weight_orig` since the last forward;
+# - after `backward`, `weight_orig.grad` is **exactly** 0 at the pruned positions, and
+#   elsewhere the gradient the unpruned layer would give its weight;
+# - the caller cannot tell the wrapper from the layer.
+#
+# Before you write it, use the chain rule (module 06): if the layer's weight $w$ is some
+# function of $w_{orig}$ and the mask $m$, which function makes $\partial L/\partial
+# w_{orig}$ what the second guarantee asks, with no extra code in the backward pass?
 #
 # <details><summary>Hint 1</summary>
 #
@@ -353,8 +361,8 @@ print(f"✓ global_magnitude_masks: zeros per layer {int((_ms == 0).sum())} (sma
 # %% nbgrader={"grade": false, "grade_id": "pruned-module", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export nn.prune
 class PrunedModule(Module):
-    """A layer whose pruned parameters are recomputed as <name>_orig * <name>_mask before each
-    forward (the forward pre-hook of torch.nn.utils.prune, as a wrapper)."""
+    """A layer whose pruned parameters stay pruned through training: torch.nn.utils.prune's
+    reparametrisation (<name>_orig and <name>_mask) and its forward pre-hook, as a wrapper."""
 
     def __init__(self, module):
         super().__init__()
@@ -387,7 +395,7 @@ class PrunedModule(Module):
         with each pruned parameter masked: exactly 0 where its mask is 0, whatever its
         `_orig` holds now, with a gradient that reaches `_orig` (masked). The layer's
         attribute of that name holds the masked value afterwards."""
-        # Idea: the hook's one line: the layer's weight is always the masked original.
+        # Idea: what must the name the layer reads hold, each time it runs?
         ### BEGIN SOLUTION
         layer = self.module
         for name in self.pruned_names:
@@ -599,6 +607,11 @@ assert_close(_sc[0](tinytorch.ones(3), tinytorch.ones(3), scale=2.0).numpy(), np
 print(f"✓ PrunedModule keeps the mask: after Adam, sparsity of layer 0 = {sparsity(_model[0].weight):.3f}")
 
 # %% [markdown]
+# What you wrote is PyTorch's hook: before each forward, $w = w_{orig} \odot m$, as a
+# recorded op. The product answers both guarantees at once: $w$ is exactly 0 where $m$ is,
+# whatever $w_{orig}$ holds, and the chain rule gives $w_{orig}$ the gradient
+# $\bar w \odot m$, exactly 0 at the pruned positions, with no backward code of its own.
+#
 # **Predict first.** The model above has a mask *and* an original for every pruned
 # parameter. After pruning 90% of a `Linear(256, 256)`'s weight this way, how many bytes
 # does the layer hold, compared with the dense layer (float32)?

@@ -4,8 +4,8 @@
 
 # -- cell 7 (magnitude-mask) --
 """Magnitude pruning with masks that stay applied (module 16), mirroring
-torch.nn.utils.prune: per-layer and global masks, and PrunedModule, which re-applies
-weight = weight_orig * weight_mask before every forward pass."""
+torch.nn.utils.prune: per-layer and global masks, and PrunedModule, its reparametrisation
+and forward pre-hook as a wrapper."""
 import numpy as np
 
 from tinytorch._tensor import Tensor
@@ -59,8 +59,8 @@ def global_magnitude_masks(arrays, k):
 
 # -- cell 13 (pruned-module) --
 class PrunedModule(Module):
-    """A layer whose pruned parameters are recomputed as <name>_orig * <name>_mask before each
-    forward (the forward pre-hook of torch.nn.utils.prune, as a wrapper)."""
+    """A layer whose pruned parameters stay pruned through training: torch.nn.utils.prune's
+    reparametrisation (<name>_orig and <name>_mask) and its forward pre-hook, as a wrapper."""
 
     def __init__(self, module):
         super().__init__()
@@ -93,7 +93,7 @@ class PrunedModule(Module):
         with each pruned parameter masked: exactly 0 where its mask is 0, whatever its
         `_orig` holds now, with a gradient that reaches `_orig` (masked). The layer's
         attribute of that name holds the masked value afterwards."""
-        # Idea: the hook's one line: the layer's weight is always the masked original.
+        # Idea: what must the name the layer reads hold, each time it runs?
         # YOUR CODE HERE
         raise NotImplementedError('PrunedModule.forward() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')
 
