@@ -74,6 +74,7 @@
 # %%
 import copy
 import functools
+import itertools
 import io
 import sys
 import time
@@ -2147,7 +2148,8 @@ from tinytorch.nn import Dropout
 with preserved_state():
     tinytorch.manual_seed(1)
     _fm = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), Dropout(0.5), nn.Sequential(nn.Linear(16, 3)))
-    _batches = [(tinytorch.randn(8, 6) * (i + 1), None) for i in range(3)]
+    # the largest value in the first batch, the smallest in the last: only all three give the range
+    _batches = [(tinytorch.randn(8, 6) + shift, None) for shift in (2.5, 0.0, -2.5)]
     _qm = quantize_model(_fm, _batches)
 _ql = [m for m in _qm.modules() if isinstance(m, QuantizedLinear)]
 assert_equal(len(_ql), 2, "both Linear layers (one nested) become QuantizedLinear")
@@ -2162,6 +2164,20 @@ check(not _fm.training and not _fm[3].training, "a float model in eval mode stay
 _fm.train()
 _all_x = np.concatenate([b[0].numpy() for b in _batches])
 _s0, _z0 = _calculate_qparams(_all_x.min(), _all_x.max(), symmetric=False)
+
+
+def _scale_after(parts):
+    """The first layer's input scale had calibration seen only the batches `parts`."""
+    _v = np.concatenate([_batches[i][0].numpy() for i in parts])
+    return float(_calculate_qparams(_v.min(), _v.max(), symmetric=False)[0])
+
+
+_some = [_p for _k in (1, 2) for _p in itertools.combinations(range(3), _k)
+         if not np.isclose(_scale_after(_p), _s0, rtol=1e-6, atol=0)
+         and np.isclose(_ql[0].input_scale, _scale_after(_p), rtol=1e-6, atol=0)]
+check(not _some, "calibration runs every batch of the loader: the first layer's input scale is the one of only "
+      "some of the three batches", got=f"the scale of batch(es) {_some[0]} alone" if _some else None,
+      expected="the scale of batches 0, 1 and 2 together")
 assert_close(_ql[0].input_scale, float(_s0), rtol=1e-6, atol=0, what="first layer's input range: all batches together")
 _fm.eval()
 with tinytorch.no_grad():
