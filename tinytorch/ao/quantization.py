@@ -24,6 +24,7 @@ __all__ = [
     "QConfig", "default_qconfig", "QuantizedLinear", "ObservedLinear",
     "QuantizedConv2d", "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
     "FakeQuantize", "QATLinear", "quantize_model", "prepare_qat", "convert",
+    "pack_int4", "unpack_int4", "quantize_per_group", "Int4WeightOnlyLinear", "quantize_weights_int4",
 ]
 
 # The quantization schemes, named as torch's (torch.per_tensor_affine, ...).
@@ -736,3 +737,108 @@ def convert(model):
     out = copy.deepcopy(model)
     _swap_modules(out, (ObservedLinear, QATLinear), QuantizedLinear.from_observed)
     return out.eval()
+
+
+# -- cell 110 (int4-packing) --
+def pack_int4(q):
+    """4-bit integers stored two per byte: the layout of int4 weights.
+
+    Contract: q an integer numpy array (any integer dtype) with values in [-8, 7] and an
+    even last dimension n >= 2. Returns a uint8 array of shape (..., n // 2) whose byte j
+    holds q[..., 2j] in its low four bits and q[..., 2j + 1] in its high four, each as its
+    4-bit two's complement (-1 is 0b1111). Raises ValueError for an odd last dimension or
+    a value outside [-8, 7], TypeError for a non-integer array. Vectorised: no Python loop
+    over the elements.
+    """
+    q = np.asarray(q)
+    if not np.issubdtype(q.dtype, np.integer):
+        raise TypeError(f"pack_int4 packs integers, got an array of dtype {q.dtype}")
+    if q.ndim == 0 or q.shape[-1] % 2:
+        raise ValueError(f"pack_int4 needs an even last dimension (two values per byte), got shape {q.shape}")
+    if q.size and (q.min() < -8 or q.max() > 7):
+        raise ValueError(f"pack_int4 packs values in [-8, 7], got values from {q.min()} to {q.max()}")
+    # Idea: each value to its four bits, then two of them side by side in one byte.
+    # YOUR CODE HERE
+    raise NotImplementedError('pack_int4() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
+
+
+def unpack_int4(packed):
+    """The inverse of pack_int4.
+
+    Contract: packed a uint8 numpy array of shape (..., m). Returns an int8 array of shape
+    (..., 2m) with values in [-8, 7] such that unpack_int4(pack_int4(q)) equals q for every
+    q that pack_int4 accepts. Raises TypeError for another dtype. Vectorised: no Python
+    loop over the elements.
+    """
+    packed = np.asarray(packed)
+    if packed.dtype != np.uint8 or packed.ndim == 0:
+        raise TypeError(f"unpack_int4 reads bytes: a uint8 array with at least one dimension, "
+                        f"got dtype {packed.dtype} and shape {packed.shape}")
+    # Idea: each half back out, then give the nibbles their sign.
+    # YOUR CODE HERE
+    raise NotImplementedError('unpack_int4() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
+
+
+# -- cell 113 --
+def quantize_per_group(weight, group_size, bits=4):
+    """Symmetric quantization of an (out, in) weight with one scale per group of
+    `group_size` consecutive weights of a row (group_size=None: one group per row).
+    Returns (q int8 (out, in) in [-2^(bits-1), 2^(bits-1) - 1], scales float32
+    (out, in // group_size)). Raises ValueError when group_size does not divide in."""
+    w = np.asarray(weight, dtype=np.float32)
+    rows, cols = w.shape
+    group_size = cols if group_size is None else group_size
+    if group_size <= 0 or cols % group_size:
+        raise ValueError(f"group_size={group_size} must divide the {cols} weights of a row")
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    groups = w.reshape(rows, cols // group_size, group_size)
+    scale, _ = _calculate_qparams(groups.min(-1), groups.max(-1), symmetric=True, quant_min=lo, quant_max=hi)
+    return _quantize(groups, scale[..., None], 0, lo, hi).reshape(rows, cols), scale
+
+
+class Int4WeightOnlyLinear(Module):
+    """A Linear whose weight is stored in 4 bits, two per byte, with a float32 scale per
+    group of `group_size` weights of a row (torchao's int4 weight-only layout, in spirit);
+    float in and out. Build it with from_float; it does not train. Its state (the packed
+    bytes, the scales, the bias) is buffers, so state_dict() and checkpoints carry it."""
+
+    def __init__(self, weight_packed, weight_scale, bias, group_size):
+        super().__init__()
+        self.out_features, half = np.shape(weight_packed)
+        self.in_features, self.group_size = 2 * half, int(group_size)
+        self.register_buffer("weight_packed", Tensor(np.asarray(weight_packed, dtype=np.uint8)))  # (out, in / 2)
+        self.register_buffer("weight_scale", Tensor(np.asarray(weight_scale, dtype=np.float32)))  # (out, groups)
+        self.register_buffer("bias", None if bias is None else Tensor(np.asarray(bias, dtype=np.float32)))
+
+    @classmethod
+    def from_float(cls, linear, group_size=32):
+        weight = linear.weight.numpy()
+        group_size = weight.shape[1] if group_size is None else group_size
+        q, scale = quantize_per_group(weight, group_size)
+        return cls(pack_int4(q), scale, None if linear.bias is None else linear.bias.numpy(), group_size)
+
+    def dequantized_weight(self):
+        """The float32 (out, in) weight the stored nibbles and scales stand for."""
+        q = unpack_int4(self.weight_packed.numpy()).reshape(self.out_features, -1, self.group_size)
+        return (q * self.weight_scale.numpy()[..., None]).reshape(self.out_features, self.in_features)
+
+    def forward(self, input):
+        x = _array(input)
+        if x.ndim == 0 or x.shape[-1] != self.in_features:
+            raise ValueError(f"Int4WeightOnlyLinear: input of shape {x.shape} does not fit "
+                             f"in_features={self.in_features}")
+        out = x.astype(np.float32) @ self.dequantized_weight().T
+        return Tensor(out if self.bias is None else out + self.bias.numpy())
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, group_size={self.group_size}"
+
+
+def quantize_weights_int4(model, group_size=32):
+    """A copy of `model` (not changed) in eval mode with every Linear an Int4WeightOnlyLinear
+    (group_size=None: one scale per row). Raises TypeError for a bare Linear."""
+    if isinstance(model, Linear):
+        raise TypeError("quantize_weights_int4: the model is a bare Linear; wrap it in a Sequential")
+    qmodel = copy.deepcopy(model)
+    _swap_modules(qmodel, Linear, lambda linear: Int4WeightOnlyLinear.from_float(linear, group_size))
+    return qmodel.eval()
