@@ -3348,9 +3348,9 @@ def quantize_weights_int4(model, group_size=32):
     (group_size=None: one scale per row). Raises TypeError for a bare Linear."""
     if isinstance(model, Linear):
         raise TypeError("quantize_weights_int4: the model is a bare Linear; wrap it in a Sequential")
-    qmodel = copy.deepcopy(model)
-    _swap_modules(qmodel, Linear, lambda linear: Int4WeightOnlyLinear.from_float(linear, group_size))
-    return qmodel.eval()
+    small = copy.deepcopy(model)
+    _swap_modules(small, Linear, lambda linear: Int4WeightOnlyLinear.from_float(linear, group_size))
+    return small.eval()
 
 
 # %% [markdown]

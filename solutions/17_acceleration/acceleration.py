@@ -588,7 +588,8 @@ print(f"numpy's exp: {_t_exp / _X.size * 1e9:.2f} ns per element | bias_gelu (on
 #
 # Write `exp_approx(v)`: $e^v$ for a float64 $v$ in $[-700, 700]$, to a relative error below
 # $10^{-9}$, with arithmetic, comparisons and bit operations only: no `math.exp`, no `**`,
-# no `math.ldexp`. Three facts to build it from:
+# no `math.ldexp`. Rounding is allowed (`math.floor`, `round`, `int`: each compiles to an
+# instruction, not a library call). Three facts to build it from:
 #
 # - $e^v = 2^{v/\ln 2}$, and a power of 2 with an *integer* exponent is exact and nearly
 #   free to build (next fact). So split $v/\ln 2$ into an integer $n$ and what is left:
@@ -1433,7 +1434,8 @@ plt.show()
 # whole function and finds out *who it is* from four built-in values: `cuda.threadIdx.x`
 # (its place in the block), `cuda.blockIdx.x` (its block's place in the grid),
 # `cuda.blockDim.x` (threads per block) and `cuda.gridDim.x` (blocks in the grid). Its
-# global number is $\text{blockIdx} \cdot \text{blockDim} + \text{threadIdx}$. Grids and
+# global number is $\text{blockIdx} \cdot \text{blockDim} + \text{threadIdx}$ (numba has a
+# shorthand for it, `cuda.grid(1)`, shown once you have written it out yourself). Grids and
 # blocks can be 2-D (`.x` and `.y`), which suits matrices.
 #
 # The hardware runs a block on one streaming multiprocessor (SM), 32 threads (a **warp**)

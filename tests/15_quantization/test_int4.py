@@ -39,6 +39,7 @@ def test_pack_int4_pairs_neighbours_along_the_last_axis_of_any_integer_dtype():
 
 
 def test_pack_int4_refuses_an_odd_last_dimension_values_out_of_range_and_floats():
+    assert Q.pack_int4(np.array([1, -1], np.int8)).tolist() == [0xF1]  # what it accepts, it packs
     with pytest.raises(ValueError, match="even"):
         Q.pack_int4(np.zeros((2, 3), np.int8))
     with pytest.raises(ValueError, match=r"\[-8, 7\]"):
@@ -67,6 +68,7 @@ def test_unpack_int4_keeps_the_leading_axes():
 
 
 def test_unpack_int4_refuses_bytes_of_another_dtype():
+    assert Q.unpack_int4(np.array([0xF1], np.uint8)).tolist() == [1, -1]  # what it accepts, it unpacks
     with pytest.raises(TypeError, match="uint8"):
         Q.unpack_int4(np.array([1, 2], np.int8))
 
