@@ -957,8 +957,10 @@ def _needs_node(out, inputs):
     """Whether `apply` records a Node for the result `out` of an op on `inputs`.
 
     Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
-    backward could ever send a gradient through this op, as PyTorch decides it; the check
-    and the tests try each of PyTorch's conditions on its own.
+    a backward pass could ever send a gradient through this op, as PyTorch decides it. Three
+    things decide it: the global grad mode (set_grad_enabled), the dtype of `out` (can an
+    `argmax` or a comparison have a gradient?) and the inputs' requires_grad flags. The
+    check and the tests vary each of them on its own.
     """
     # Idea: record only where a gradient could flow.
     # YOUR CODE HERE
@@ -1591,10 +1593,11 @@ class _ErrstateVar:
         state.__exit__(None, None, None)
 
 
-# Elementwise ops return inf and nan quietly, as PyTorch does. `with np.errstate(...)` rebuilds
-# numpy's error-state object on every entry, which costs as much as the arithmetic on a small
-# tensor; numpy 2 keeps that state in a context variable, so an op sets a prebuilt "ignore"
-# state and resets it, several times cheaper. Where numpy has no such variable: errstate.
+# (Plumbing: skim it.) Elementwise ops return inf and nan quietly, as PyTorch does.
+# `with np.errstate(...)` rebuilds numpy's error-state object on every entry, which costs as
+# much as the arithmetic on a small tensor; numpy 2 keeps that state in a context variable,
+# so an op sets a prebuilt "ignore" state and resets it, several times cheaper. Where numpy
+# has no such variable: errstate.
 try:
     from numpy._core._multiarray_umath import _extobj_contextvar as _FP_ERRORS
     with np.errstate(all="ignore"):

@@ -519,23 +519,27 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
             if chosen is not None and (chosen != stub or len(candidates) > 1):
                 entry = stubs[position[chosen]]
                 section = f"§{_section(entry['section'])}, " if entry.get("section") else ""
-                named = " or ".join(f"`{c}`" + (" (whose own tests pass)" if i and c in cleared else "")
-                                    for i, c in enumerate(candidates))
-                stub, where = chosen, f"{section}{named} ({module.notebook_rel})"
+                others = " and ".join(f"`{c}`" for c in candidates[1:])
+                lead = f"{section}`{chosen}` ({module.notebook_rel})"
+                stub = chosen
                 if unseen:
-                    where += (": this test ran none of your functions as Python, but compiled code it "
-                              "ran may call " + ("these" if len(candidates) > 1 else "this one") +
-                              ", whose own tests fail too")
-                elif len(candidates) > 1 and all(c in cleared for c in candidates[1:]):
-                    where += (": the failing tests run these about equally, and the later ones pass "
-                              "their own tests: look at the first one first")
-                elif len(candidates) > 1 and found and found[1] == chosen and _RAISED.match(first):
-                    others = " and ".join(f"`{c}`" for c in candidates[1:])
-                    where += (f": the error was raised inside `{chosen}`; the failing tests also run "
-                              f"{others}, which may have handed it what it failed on")
-                elif len(candidates) > 1:
-                    where += (": the failing tests point at these about equally, so tito "
-                              "cannot tell which one is wrong")
+                    named = " or ".join(f"`{c}`" for c in candidates)
+                    where = (f"{section}{named} ({module.notebook_rel}): this test ran none of your functions "
+                             "as Python, but compiled code it ran may call " +
+                             ("these" if len(candidates) > 1 else "this one") + ", whose own tests fail too")
+                elif len(candidates) == 1:
+                    where = lead
+                elif all(c in cleared for c in candidates[1:]):
+                    where = (f"{lead}, most likely: the failing tests also ran {others}, whose own tests "
+                             f"all pass")
+                elif found and found[1] == chosen and _RAISED.match(first):
+                    where = (f"{lead}, where the error was raised: the failing tests also ran {others}, "
+                             f"which may have handed it what it failed on")
+                else:
+                    named = " or ".join(f"`{c}`" + (" (whose own tests pass)" if i and c in cleared else "")
+                                        for i, c in enumerate(candidates))
+                    where = (f"{section}{named} ({module.notebook_rel}): the failing tests point at these "
+                             f"about equally, so tito cannot tell which one is wrong")
                 order = (module.slug, position[chosen])
             is_unit = unit is not None and unit[0] == stub
             score = scores.get(stub, 0.0) if stub else 0.0

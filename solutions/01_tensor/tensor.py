@@ -49,7 +49,10 @@
 # `tito test module 01`, which exports and then tests). Cells with
 # `# YOUR CODE HERE` are yours to fill in. After each of them comes a **check** cell: run
 # it, and it either prints a ✓ or tells you what is wrong. Provided code (the parts that are
-# plumbing, not ideas) is already written; read it, it is part of the lesson.
+# plumbing, not ideas) is already written. Read what the prose points you to; the plumbing
+# that later modules build on (the `device` class, the kernel registry and `DispatchMode`,
+# numpy's floating-point error switch, the random `Generator`) is here because every
+# tensor carries it, and you may skim it now: the module that uses it explains it.
 
 # %%
 #| default_exp _tensor
@@ -104,34 +107,35 @@ from tinytorch.testing import assert_close, assert_equal, assert_raises, check, 
 
 
 def draw_layout(ax, title, shape, strides, offset=0, n_storage=6):
-    """Draw a 2-D tensor (left) over a flat storage (right), arrows for (row, col) -> position."""
+    """Draw a 2-D tensor (top) over its flat storage (bottom): a cell and the storage element
+    it reads share a colour, and each storage element names the index that reads it."""
     colors = plt.cm.tab10(np.arange(n_storage) % 10)
     rows, cols = shape
-    x_store = cols + 2.0
-    for k in range(n_storage):  # the flat storage, one box per element
-        ax.add_patch(Rectangle((x_store + k, -rows / 2 - 0.5), 1, 1, facecolor=colors[k],
-                               edgecolor="black", alpha=0.45))
-        ax.text(x_store + k + 0.5, -rows / 2, str(k), ha="center", va="center", fontsize=10)
+    left = (n_storage - cols) / 2  # the grid centred over the storage
+    readers = {}
     for r in range(rows):
         for c in range(cols):
             pos = offset + r * strides[0] + c * strides[1]
-            ax.add_patch(Rectangle((c, -r - 1), 1, 1, facecolor=colors[pos],
-                                   edgecolor="black", alpha=0.45))
-            ax.text(c + 0.5, -r - 0.5, f"[{r},{c}]\n→ {pos}", ha="center", va="center", fontsize=8)
-            ax.annotate("", xy=(x_store + pos + 0.5, -rows / 2 + 0.5), xytext=(c + 0.9, -r - 0.5),
-                        arrowprops=dict(arrowstyle="->", color=colors[pos], alpha=0.8,
-                                        connectionstyle="arc3,rad=-0.25"))
-    ax.text(0, 0.4, title, fontsize=10, ha="left")
-    ax.text(x_store, -rows / 2 - 1.0, "storage (flat memory)", fontsize=9)
-    ax.set_xlim(-0.5, x_store + n_storage + 0.5)
-    ax.set_ylim(-rows - 0.7, 1.0)
+            readers[pos] = f"[{r},{c}]"
+            ax.add_patch(Rectangle((left + c, rows - r), 1, 1, facecolor=colors[pos], edgecolor="black",
+                                   alpha=0.5))
+            ax.text(left + c + 0.5, rows - r + 0.5, f"[{r},{c}]\n→ {pos}", ha="center", va="center", fontsize=10)
+    for k in range(n_storage):  # the flat storage, one box per element
+        ax.add_patch(Rectangle((k, -1), 1, 1, facecolor=colors[k], edgecolor="black", alpha=0.5))
+        ax.text(k + 0.5, -0.5, str(k), ha="center", va="center", fontsize=11, weight="bold")
+        ax.text(k + 0.5, -1.35, readers.get(k, ""), ha="center", va="center", fontsize=9)
+    ax.text(n_storage / 2, rows + 1.45, title, fontsize=10, ha="center")
+    ax.text(n_storage / 2, -1.95, "storage (flat memory): position, and the index that reads it",
+            fontsize=9, ha="center")
+    ax.set_xlim(-0.3, n_storage + 0.3)
+    ax.set_ylim(-2.3, rows + 1.8)
     ax.set_aspect("equal")
     ax.axis("off")
 
 
-fig, axes = plt.subplots(2, 1, figsize=(9, 6))
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
 draw_layout(axes[0], "x: shape (2, 3), strides (3, 1), offset 0", (2, 3), (3, 1))
-draw_layout(axes[1], "x.T: shape (3, 2), strides (1, 3), offset 0 — same storage, no copy", (3, 2), (1, 3))
+draw_layout(axes[1], "x.T: shape (3, 2), strides (1, 3), offset 0\nthe same storage, no copy", (3, 2), (1, 3))
 fig.tight_layout()
 plt.show()
 
@@ -1440,19 +1444,17 @@ print("✓ Tensor storage and layout:", (_x.shape, _x._strides, _x._offset))
 #
 # Why one function? Because of what module 06 needs. Backpropagation must know, for every
 # tensor, *which op made it from which inputs with which parameters*. If every op passes
-# through `apply`, recording that is one `if` in one place: when grad mode is on and some
-# input `requires_grad`, `apply` marks the output and attaches a `Node` to it as `grad_fn`.
+# through `apply`, recording that is one `if` in one place: when a gradient could ever flow
+# back through the op, `apply` marks the output and attaches a `Node` to it as `grad_fn`.
 # Module 01 records these nodes but never uses them. Module 06 will supply a backward rule
 # per `op` name and an engine that walks the `grad_fn` links — without changing (or
 # monkey-patching) anything in this file. So `attrs` must hold everything a backward rule
 # needs: the `dims` of a permute, the `shape` of a reshape, the `dim`/`keepdim` of a
 # reduction, the normalised `index` of an indexing op.
 #
-# Two more rules live here:
-#
-# - only **floating** results are recorded (an `argmax` or a comparison has no gradient);
-# - a result that would alias an input's memory although the op claimed to compute
-#   (a forward returned a numpy view) is copied, so compute ops never share storage.
+# One more rule lives here: a result that would alias an input's memory although the op
+# claimed to compute (a forward returned a numpy view) is copied, so compute ops never
+# share storage.
 #
 # `set_grad_enabled(False)` switches recording off globally; module 06 builds the
 # `no_grad()` context manager on it. This is PyTorch's design too (see section 18).
@@ -1556,8 +1558,10 @@ def _needs_node(out, inputs):
     """Whether `apply` records a Node for the result `out` of an op on `inputs`.
 
     Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
-    backward could ever send a gradient through this op, as PyTorch decides it; the check
-    and the tests try each of PyTorch's conditions on its own.
+    a backward pass could ever send a gradient through this op, as PyTorch decides it. Three
+    things decide it: the global grad mode (set_grad_enabled), the dtype of `out` (can an
+    `argmax` or a comparison have a gradient?) and the inputs' requires_grad flags. The
+    check and the tests vary each of them on its own.
     """
     # Idea: record only where a gradient could flow.
     ### BEGIN SOLUTION
@@ -3358,10 +3362,11 @@ class _ErrstateVar:
         state.__exit__(None, None, None)
 
 
-# Elementwise ops return inf and nan quietly, as PyTorch does. `with np.errstate(...)` rebuilds
-# numpy's error-state object on every entry, which costs as much as the arithmetic on a small
-# tensor; numpy 2 keeps that state in a context variable, so an op sets a prebuilt "ignore"
-# state and resets it, several times cheaper. Where numpy has no such variable: errstate.
+# (Plumbing: skim it.) Elementwise ops return inf and nan quietly, as PyTorch does.
+# `with np.errstate(...)` rebuilds numpy's error-state object on every entry, which costs as
+# much as the arithmetic on a small tensor; numpy 2 keeps that state in a context variable,
+# so an op sets a prebuilt "ignore" state and resets it, several times cheaper. Where numpy
+# has no such variable: errstate.
 try:
     from numpy._core._multiarray_umath import _extobj_contextvar as _FP_ERRORS
     with np.errstate(all="ignore"):
