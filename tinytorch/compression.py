@@ -180,7 +180,7 @@ def count_flops(model, sample):
     return total // sample.shape[0]
 
 
-# -- cell 44 (distillation-loss) --
+# -- cell 48 (distillation-loss) --
 def distillation_loss(student_logits, teacher_logits, temperature=4.0):
     """Temperature-scaled knowledge-distillation loss (Hinton et al., 2015).
 
@@ -203,7 +203,7 @@ def distillation_loss(student_logits, teacher_logits, temperature=4.0):
     raise NotImplementedError('distillation_loss() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')
 
 
-# -- cell 52 (low-rank) --
+# -- cell 56 (low-rank) --
 def low_rank_factors(weight, rank):
     """Contract: `weight` a numpy (out, in) float array, 1 <= rank <= min(out, in) (checked
     for you: ValueError naming the rank and the largest allowed). Returns (A, B), numpy
