@@ -166,27 +166,30 @@ def test_matmul_tiled_kernel_threads_pass_the_same_barriers(rng):
     _assert_same_barriers(lambda: K.matmul(a, b), "matmul_tiled_kernel")
 
 
-def test_block_reduce_kernel_follows_block(rng, monkeypatch):
+@pytest.mark.parametrize("block", [8, 64])
+def test_block_reduce_kernel_follows_block(rng, monkeypatch, block):
     """BLOCK is 32 under the simulator and 256 on a GPU: a kernel with either written into it
-    is right on one of them only."""
-    x = rng.standard_normal((3, 29)).astype(np.float32)
-    monkeypatch.setattr(K, "BLOCK", 8)
+    is right on one of them only (a buffer too small for BLOCK overflows, one too large
+    leaves slots that the tree reads)."""
+    x = rng.standard_normal((3, 2 * block + 5)).astype(np.float32)
+    monkeypatch.setattr(K, "BLOCK", block)
     got = with_garbage_shared_memory(lambda: K.reduce_rows(x, K.MAX))
     if got is None:
         pytest.skip("a GPU kernel is compiled for one BLOCK; the simulator runs it as Python with another")
-    np.testing.assert_allclose(got, x.max(axis=1), err_msg="block_reduce_kernel with BLOCK = 8: its shared buffer "
-                               "and its tree follow BLOCK, not a number written into the kernel")
+    np.testing.assert_allclose(got, x.max(axis=1), err_msg=f"block_reduce_kernel with BLOCK = {block}: its shared "
+                               "buffer and its tree follow BLOCK, not a number written into the kernel")
 
 
-def test_matmul_tiled_kernel_follows_tile(rng, monkeypatch):
-    a = rng.standard_normal((5, 7)).astype(np.float32)
-    b = rng.standard_normal((7, 3)).astype(np.float32)
-    monkeypatch.setattr(K, "TILE", 2)
+@pytest.mark.parametrize("tile", [2, 8])
+def test_matmul_tiled_kernel_follows_tile(rng, monkeypatch, tile):
+    a = rng.standard_normal((tile + 3, tile + 5)).astype(np.float32)
+    b = rng.standard_normal((tile + 5, 3)).astype(np.float32)
+    monkeypatch.setattr(K, "TILE", tile)
     got = with_garbage_shared_memory(lambda: K.matmul(a, b))
     if got is None:
         pytest.skip("a GPU kernel is compiled for one TILE; the simulator runs it as Python with another")
-    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5, err_msg="matmul_tiled_kernel with TILE = 2: its "
-                               "shared tiles and its loops follow TILE, not a number written into the kernel")
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5, err_msg=f"matmul_tiled_kernel with TILE = {tile}: "
+                               "its shared tiles and its loops follow TILE, not a number written into the kernel")
 
 
 def _assert_no_races(launch, kernel):
