@@ -1462,7 +1462,7 @@ def draw_thread_grid(ax, rows=9, cols=10, tile=4):
     nby, nbx = -(-rows // tile), -(-cols // tile)
     for by in range(nby):
         for bx in range(nbx):
-            color = plt.cm.Pastel1((by * nbx + bx) % 9)
+            color = plt.cm.tab10([0, 1, 2, 3, 4, 5, 6, 8, 9][(by * nbx + bx) % 9], alpha=0.35)  # no grey
             for ty in range(tile):
                 for tx in range(tile):
                     r, c = by * tile + ty, bx * tile + tx

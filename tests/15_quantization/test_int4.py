@@ -25,9 +25,10 @@ def test_pack_int4_puts_the_first_value_low_and_the_second_high_as_twos_compleme
 
 def test_pack_int4_gives_each_of_the_256_pairs_its_own_byte():
     packed = Q.pack_int4(PAIRS)
-    assert packed.shape == (256, 1) and packed.dtype == np.uint8
+    assert (packed.shape, packed.dtype) == ((256, 1), np.uint8), f"shape, dtype {packed.shape, packed.dtype}"
     expected = [(a & 0xF) | ((b & 0xF) << 4) for a, b in PAIRS.tolist()]
-    assert packed[:, 0].tolist() == expected
+    np.testing.assert_array_equal(packed[:, 0], expected, err_msg="the byte of each pair (a, b): a's four-bit two's "
+                                  "complement low, b's high")
 
 
 def test_pack_int4_pairs_neighbours_along_the_last_axis_of_any_integer_dtype():
@@ -52,19 +53,21 @@ def test_pack_int4_refuses_an_odd_last_dimension_values_out_of_range_and_floats(
 
 def test_unpack_int4_inverts_pack_int4_for_every_pair_as_int8():
     back = Q.unpack_int4(Q.pack_int4(PAIRS))
-    assert back.dtype == np.int8 and back.shape == (256, 2)
-    assert np.array_equal(back, PAIRS)
+    assert (back.dtype, back.shape) == (np.int8, (256, 2)), f"(dtype, shape) {back.dtype, back.shape}, expected int8 (256, 2)"
+    np.testing.assert_array_equal(back, PAIRS, err_msg="unpack_int4(pack_int4(q)) must give back every pair of "
+                                  "4-bit values, the negative ones included (nibbles 8..15 stand for -8..-1)")
 
 
 @pytest.mark.parametrize("byte, pair", [(0x53, [3, 5]), (0x0F, [-1, 0]), (0xF0, [0, -1]), (0x78, [-8, 7]),
                                         (0x87, [7, -8]), (0x88, [-8, -8]), (0x77, [7, 7])])
 def test_unpack_int4_reads_the_low_nibble_first_and_restores_the_sign(byte, pair):
-    assert Q.unpack_int4(np.array([byte], np.uint8)).tolist() == pair
+    got = Q.unpack_int4(np.array([byte], np.uint8)).tolist()
+    assert got == pair, f"unpack_int4 of the byte {byte:#04x} gave {got}, expected {pair} (low nibble first)"
 
 
 def test_unpack_int4_keeps_the_leading_axes():
     q = np.random.default_rng(1).integers(-8, 8, (3, 2, 10)).astype(np.int8)
-    assert np.array_equal(Q.unpack_int4(Q.pack_int4(q)), q)
+    np.testing.assert_array_equal(Q.unpack_int4(Q.pack_int4(q)), q, err_msg="a (3, 2, 10) array packed and unpacked")
 
 
 def test_unpack_int4_refuses_bytes_of_another_dtype():
@@ -76,8 +79,12 @@ def test_unpack_int4_refuses_bytes_of_another_dtype():
 def test_pack_int4_and_unpack_int4_take_as_many_python_steps_for_large_arrays_as_for_small_ones():
     rng = np.random.default_rng(2)
     small, large = rng.integers(-8, 8, (4, 8)).astype(np.int8), rng.integers(-8, 8, (4, 2000)).astype(np.int8)
-    assert python_steps(Q.pack_int4, small) == python_steps(Q.pack_int4, large)
-    assert python_steps(Q.unpack_int4, Q.pack_int4(small)) == python_steps(Q.unpack_int4, Q.pack_int4(large))
+    steps = {name: (python_steps(fn, small if name == "pack_int4" else Q.pack_int4(small)),
+                    python_steps(fn, large if name == "pack_int4" else Q.pack_int4(large)))
+             for name, fn in (("pack_int4", Q.pack_int4), ("unpack_int4", Q.unpack_int4))}
+    for name, (few, many) in steps.items():
+        assert few == many, (f"{name} ran {few} Python steps on a (4, 8) array and {many} on a (4, 2000) one: "
+                             f"a loop over the elements (whole-array operations take the same number)")
 
 
 def test_int4_weight_only_linear_computes_with_the_dequantized_group_weight():

@@ -38,7 +38,9 @@ def test_int8_conv2d_equals_the_convolution_of_the_values_it_stands_for(case):
     want = _reference(q_x, 0.02, xz, q_w, ws, wz, bias, stride, padding)
     assert got.shape == want.shape and got.dtype == np.float32, f"shape {got.shape} {got.dtype}, expected {want.shape}"
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4,
-                               err_msg=f"{case}: against conv2d of the real values, padded with real zeros")
+                               err_msg=f"{case}: against conv2d of the real values" + (
+                                   ", padded with real zeros" if padding else
+                                   " (no padding here: the layout of the columns or of the output)"))
 
 
 def test_int8_conv2d_does_its_arithmetic_in_one_int8_linear_call(monkeypatch):
