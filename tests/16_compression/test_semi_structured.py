@@ -40,9 +40,14 @@ def test_semi_structured_mask_defaults_to_2_of_4_along_the_last_axis():
                                   [[0, 1, 1, 0, 1, 0, 0, 1], [0, 0, 1, 1, 1, 1, 0, 0]])
 
 
-def test_semi_structured_mask_breaks_ties_by_pruning_the_earlier_position():
-    values = np.round(np.random.default_rng(4).standard_normal((20, 12)), 0)  # integers: ties everywhere
-    np.testing.assert_array_equal(prune.semi_structured_mask(values), _run_by_run(values, 2, 4))
+@pytest.mark.parametrize("n, m", [(2, 4), (1, 4), (3, 4), (2, 6)])
+def test_semi_structured_mask_breaks_ties_by_pruning_the_earlier_position(n, m):
+    for digits in (0, 1):  # integers and tenths: ties in most runs, and in runs of many sizes
+        values = np.round(np.random.default_rng(4 + digits).standard_normal((30, 5, 12)), digits)
+        np.testing.assert_array_equal(prune.semi_structured_mask(values, n, m), _run_by_run(values, n, m),
+                                      err_msg=f"{n}:{m} with tied magnitudes: the earlier position is pruned first")
+
+def test_semi_structured_mask_of_four_equal_weights_keeps_the_last_two():
     np.testing.assert_array_equal(prune.semi_structured_mask(np.array([1.0, 1.0, 1.0, 1.0])), [0, 0, 1, 1])
 
 

@@ -28,6 +28,10 @@ def test_channels_to_keep_keeps_highest_in_order():
     np.testing.assert_array_equal(C.channels_to_keep(scores, 0.95), [3], err_msg="one unit always survives")
     np.testing.assert_array_equal(C.channels_to_keep(np.ones(4), 0.5), [2, 3],
                                   err_msg="ties: the earlier units are removed first")
+    tied = np.round(np.random.default_rng(6).standard_normal(400), 1)  # hundreds of tied scores
+    by_rank = sorted(range(400), key=lambda i: (tied[i], i))
+    np.testing.assert_array_equal(C.channels_to_keep(tied, 0.4), sorted(by_rank[160:]),
+                                  err_msg="400 scores rounded to 0.1: among tied scores the earlier unit goes first")
     assert C.channels_to_keep(scores, 0.5).dtype == np.int64, "indices must be int64"
     with pytest.raises(ValueError, match="amount"):
         C.channels_to_keep(scores, 1.0)

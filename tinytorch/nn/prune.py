@@ -84,9 +84,9 @@ class PrunedModule(Module):
             layer.register_parameter(name + "_orig", param)
             layer.register_buffer(name + "_mask", Tensor(np.asarray(mask, dtype=param.dtype)))
             self.pruned_names.append(name)
-        # reading layer.<name> before the next forward gives the pruned value (a plain copy)
-        orig, kept = getattr(layer, name + "_orig"), getattr(layer, name + "_mask")
-        setattr(layer, name, Tensor(orig.numpy() * kept.numpy()))
+        # reading layer.<name> before the next forward gives the pruned values (a plain copy, no graph)
+        orig, kept = getattr(layer, name + "_orig").numpy(), getattr(layer, name + "_mask").numpy()
+        setattr(layer, name, Tensor(np.where(kept != 0, orig, np.zeros_like(orig))))
 
     def forward(self, *args, **kwargs):
         """Contract: returns what the wrapped layer returns for the same arguments, computed
