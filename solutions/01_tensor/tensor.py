@@ -3557,10 +3557,10 @@ def _check_writable(t, check_grad=True):
 
     Contract: returns None when writing is safe. Raises RuntimeError (1) when `check_grad`
     and t requires grad while grad mode is on: the message mentions grad; (2) when several
-    elements of t share one memory location (an expanded view): the message says so, with
-    the word "memory", and suggests .contiguous() or .clone(). Like PyTorch, it need not
-    find overlaps that only `as_strided` with non-zero strides can make (a search for those
-    would cost more than the write).
+    elements of t share one memory location: the message says so, with the word "memory",
+    and suggests .contiguous() or .clone(). Like PyTorch, it tests one cheap condition on
+    the layout rather than searching for every overlap `as_strided` can make (a search
+    would cost more than the write): which views of this module share memory?
     """
     # Idea: the address formula says when two different multi-indices give one address.
     ### BEGIN SOLUTION
