@@ -203,7 +203,8 @@ def _gelu_forward(x, approximate):
 
     Contract: `x` is a Tensor; `approximate` is "none" (exact, x * Phi(x)) or "tanh" (the
     tanh formula), already checked by the wrapper. Returns a numpy array of x's shape in
-    x's float dtype (ints become float32). The exact form keeps its relative accuracy
+    x's float dtype (ints become float32), accurate to a few units in the last place of
+    that dtype, both forms, float32 included. The exact form keeps its relative accuracy
     (about 1e-15 in float64) for very negative inputs, where 1 + erf cancels; no
     overflow at +-1e4.
     """
