@@ -26,7 +26,7 @@ def _accuracy(model, x, y):
         return float((model(tt.tensor(x)).numpy().argmax(1) == y).mean())
 
 
-def test_prunedmodule_forward_digits_sparsity_and_accuracy_after_fine_tune():
+def test_digits_mlp_pruned_80_percent_keeps_its_zeros_and_accuracy_after_fine_tune():
     train, test = Digits(train=True), Digits(train=False)
     xtr, ytr = train.data.numpy().reshape(-1, 64), train.targets.numpy()
     xte, yte = test.data.numpy().reshape(-1, 64), test.targets.numpy()
