@@ -269,6 +269,10 @@ assert_equal(_reduce(_l, "none").dtype, np.dtype(np.float32), "_reduce(float32 l
 assert_close(_reduce(np.array([2.0, 0.0]), "mean", total_weight=1.0), 2.0,
              what="weighted mean = sum / total_weight (not sum / number of elements = 1.0)")
 assert_close(_reduce(_l, "mean", total_weight=np.float32(8.0)), 1.5, what="sum 12 / total weight 8")
+for _tw in (8, np.int64(8), 8.0):  # a count (an int64, as a mask's sum gives) or a Python float
+    assert_equal(_reduce(_l, "mean", total_weight=_tw).dtype, np.dtype(np.float32),
+                 f"_reduce(float32 losses, 'mean', total_weight={_tw!r} of type {type(_tw).__name__}): the losses' "
+                 "dtype, whatever the weight's type")
 assert_close(_reduce(_l, "sum", total_weight=8.0), 12.0,
              what="'sum' with a total_weight is still the plain sum (the weight only divides a mean)")
 check(np.isnan(_reduce(np.zeros(3), "mean", total_weight=0.0)),
@@ -520,8 +524,8 @@ print("last x where the naive y=1 loss is inf:", _x32[~np.isfinite(_naive_y1)].m
 #
 # - 1 − σ(x) = σ(−x), and −log σ(t) = log(1 + e^(−t));
 # - log(1 + eᵗ) is about t when t is large and positive, and about eᵗ when t is large and
-#   negative. Factor $e^{\max(t, 0)}$ out of $1 + e^t$: what is left inside the log, and
-#   can its exponent ever be positive?
+#   negative: one expression has to behave like both, with an exponent that is never
+#   positive on either side;
 # - `np.log1p(z)` computes log(1 + z) accurately for tiny z (plain `log(1 + z)` first rounds
 #   1 + 1e-30 to 1, and returns 0).
 #

@@ -112,3 +112,12 @@ def test_reduce_uses_total_weight_only_for_the_mean(reduction, want):
     got = _reduce(np.array([[1.0, 2.0], [3.0, 6.0]], np.float32), reduction, total_weight=8.0)
     np.testing.assert_allclose(got, want, rtol=1e-6,
                                err_msg=f"_reduce(losses summing to 12, {reduction!r}, total_weight=8)")
+
+
+@pytest.mark.parametrize("total_weight", [8, np.int64(8), 8.0, np.float64(8.0)], ids=["int", "int64", "float", "float64"])
+def test_reduce_keeps_the_losses_dtype_whatever_the_weights_type(total_weight):
+    from tinytorch.nn.losses import _reduce
+
+    got = _reduce(np.array([[1.0, 2.0], [3.0, 6.0]], np.float32), "mean", total_weight=total_weight)
+    assert got.dtype == np.float32, (f"_reduce(float32 losses, 'mean', total_weight={total_weight!r}) returned "
+                                     f"{got.dtype}; expected float32, the losses' dtype")
