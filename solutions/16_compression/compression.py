@@ -895,7 +895,12 @@ with tinytorch.no_grad():  # neurons 1 and 4 are dead: zero weights, negative bi
     _fc1.bias.numpy()[[1, 4]] = -1.0
 _keep = channels_to_keep(neuron_importance(_fc1.weight.numpy(), 1), 2 / 6)
 assert_equal(_keep, np.array([0, 2, 3, 5]), "the two dead neurons have the lowest L1 norm")
-_n1, _n2 = shrink_linear(_fc1, _fc2, _keep)
+try:
+    _n1, _n2 = shrink_linear(_fc1, _fc2, _keep)
+except IndexError as _exc:  # an index past an array's end: keep applied along the wrong axis of some array
+    check(False, "shrink_linear(Linear(5, 6), Linear(6, 4), keep=[0, 2, 3, 5]) runs: keep selects the first "
+          "layer's outputs (its weight's rows and its bias) and the next layer's inputs (its weight's columns "
+          "only: the next layer's 4 outputs and its bias stay)", got=f"IndexError: {_exc}")
 check(_n1.bias is not None and _n2.bias is not None, "both new layers keep their bias (the next layer's too: "
       "its outputs are not removed)", got=(_n1.bias, _n2.bias))
 assert_equal((_n1.weight.shape, _n1.bias.shape, _n2.weight.shape, _n2.bias.shape),
