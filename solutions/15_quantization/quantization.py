@@ -253,7 +253,8 @@ __all__ = [
     "QConfig", "default_qconfig", "QuantizedLinear", "ObservedLinear",
     "QuantizedConv2d", "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
     "FakeQuantize", "QATLinear", "quantize_model", "prepare_qat", "convert",
-    "pack_int4", "unpack_int4", "quantize_per_group", "Int4WeightOnlyLinear", "quantize_weights_int4",
+    "pack_int4", "unpack_int4", "quantize_per_group", "dequantize_per_group", "Int4WeightOnlyLinear",
+    "quantize_weights_int4",
 ]
 
 # The quantization schemes, named as torch's (torch.per_tensor_affine, ...).
@@ -2172,8 +2173,8 @@ _s0, _z0 = _calculate_qparams(_all_x.min(), _all_x.max(), symmetric=False)
 
 def _scale_after(parts):
     """The first layer's input scale had calibration seen only the batches `parts`."""
-    _v = np.concatenate([_batches[i][0].numpy() for i in parts])
-    return float(_calculate_qparams(_v.min(), _v.max(), symmetric=False)[0])
+    seen = np.concatenate([_batches[i][0].numpy() for i in parts])
+    return float(_calculate_qparams(seen.min(), seen.max(), symmetric=False)[0])
 
 
 _some = [_p for _k in (1, 2) for _p in itertools.combinations(range(3), _k)
@@ -3292,7 +3293,8 @@ print(f"✓ pack_int4 / unpack_int4: [3, 5] packs to {int(pack_int4(np.array([3,
 #
 # The layer is provided, built from your functions: `quantize_per_group(weight,
 # group_size)` quantizes a `(out, in)` weight symmetrically with a scale per group (section
-# 2's formula on each group's range), and `Int4WeightOnlyLinear` stores the packed bytes
+# 2's formula on each group's range), `dequantize_per_group` undoes it, and
+# `Int4WeightOnlyLinear` stores the packed bytes
 # (`weight_packed`, uint8, `(out, in / 2)`) and the float32 scales as buffers; its forward
 # unpacks, multiplies each group by its scale and runs an ordinary float matmul.
 # `quantize_weights_int4(model, group_size)` returns a copy of a model with every `Linear`
@@ -3314,6 +3316,13 @@ def quantize_per_group(weight, group_size, bits=4):
     groups = w.reshape(rows, cols // group_size, group_size)
     scale, _ = _calculate_qparams(groups.min(-1), groups.max(-1), symmetric=True, quant_min=lo, quant_max=hi)
     return _quantize(groups, scale[..., None], 0, lo, hi).reshape(rows, cols), scale
+
+
+def dequantize_per_group(q, scales):
+    """The float32 (out, in) weight that quantize_per_group's (q, scales) stand for."""
+    rows, cols = np.shape(q)
+    groups = np.asarray(q).reshape(rows, np.shape(scales)[1], -1)
+    return (groups * np.asarray(scales, dtype=np.float32)[..., None]).reshape(rows, cols)
 
 
 class Int4WeightOnlyLinear(Module):
@@ -3339,8 +3348,7 @@ class Int4WeightOnlyLinear(Module):
 
     def dequantized_weight(self):
         """The float32 (out, in) weight the stored nibbles and scales stand for."""
-        q = unpack_int4(self.weight_packed.numpy()).reshape(self.out_features, -1, self.group_size)
-        return (q * self.weight_scale.numpy()[..., None]).reshape(self.out_features, self.in_features)
+        return dequantize_per_group(unpack_int4(self.weight_packed.numpy()), self.weight_scale.numpy())
 
     def forward(self, input):
         x = _array(input)
@@ -3420,9 +3428,7 @@ check(str(_state["0.weight_packed"].dtype) == "uint8" and _state["0.weight_packe
 def relative_weight_error(weight, group_size, skip=None):
     """RMS(dequantized - weight) / RMS(weight), over the weights where `skip` (a boolean
     mask of weight's shape, or None) is False."""
-    q, scale = quantize_per_group(weight, group_size)
-    group_size = weight.shape[1] if group_size is None else group_size
-    back = (q.reshape(len(q), -1, group_size) * scale[..., None]).reshape(weight.shape)
+    back = dequantize_per_group(*quantize_per_group(weight, group_size))
     keep = np.ones(weight.shape, bool) if skip is None else ~skip
     return float(np.sqrt(np.mean((back - weight)[keep] ** 2) / np.mean(weight[keep] ** 2)))
 

@@ -1824,15 +1824,15 @@ def pruned_accuracy(how, share, seed=0):
     model = copy_of(teacher)
     if how == "global magnitude":
         global_unstructured(model, _names, share)
-    for _k, _n in enumerate(_names):
+    for k, name in enumerate(_names):
         if how == "per-layer magnitude":
-            l1_unstructured(model, _n, share)
+            l1_unstructured(model, name, share)
         elif how == "random":
-            _w = model[int(_n.split(".")[0])].weight.numpy()
-            _order = np.random.default_rng(seed + _k).permutation(_w.size)
-            _mask = np.ones(_w.size, dtype=_w.dtype)
-            _mask[_order[:int(round(share * _w.size))]] = 0
-            custom_from_mask(model, _n, _mask.reshape(_w.shape))
+            weight = model[int(name.split(".")[0])].weight.numpy()
+            order = np.random.default_rng(seed + k).permutation(weight.size)
+            mask = np.ones(weight.size, dtype=weight.dtype)
+            mask[order[:int(round(share * weight.size))]] = 0
+            custom_from_mask(model, name, mask.reshape(weight.shape))
     return accuracy(model)
 
 

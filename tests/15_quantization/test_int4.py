@@ -19,7 +19,7 @@ PAIRS = np.array([(a, b) for a in range(-8, 8) for b in range(-8, 8)], dtype=np.
                                         ((7, -8), 0x87), ((-1, -1), 0xFF), ((0, 0), 0x00), ((-2, 1), 0x1E)])
 def test_pack_int4_puts_the_first_value_low_and_the_second_high_as_twos_complement(pair, byte):
     packed = Q.pack_int4(np.array(pair, dtype=np.int8))
-    assert packed.dtype == np.uint8 and packed.shape == (1,)
+    assert (packed.dtype, packed.shape) == (np.uint8, (1,)), f"(dtype, shape) {packed.dtype, packed.shape}"
     assert int(packed[0]) == byte, f"pack_int4({list(pair)}) = {int(packed[0]):#04x}, expected {byte:#04x}"
 
 
@@ -34,9 +34,9 @@ def test_pack_int4_gives_each_of_the_256_pairs_its_own_byte():
 def test_pack_int4_pairs_neighbours_along_the_last_axis_of_any_integer_dtype():
     q = np.random.default_rng(0).integers(-8, 8, (2, 3, 8))  # int64
     packed = Q.pack_int4(q)
-    assert packed.shape == (2, 3, 4) and packed.dtype == np.uint8
-    assert np.array_equal(packed & 0xF, q[..., 0::2] & 0xF)
-    assert np.array_equal(packed >> 4, q[..., 1::2] & 0xF)
+    assert (packed.shape, packed.dtype) == ((2, 3, 4), np.uint8), f"(shape, dtype) {packed.shape, packed.dtype}"
+    np.testing.assert_array_equal(packed & 0xF, q[..., 0::2] & 0xF, err_msg="low nibbles: the even positions")
+    np.testing.assert_array_equal(packed >> 4, q[..., 1::2] & 0xF, err_msg="high nibbles: the odd positions")
 
 
 def test_pack_int4_refuses_an_odd_last_dimension_values_out_of_range_and_floats():
@@ -94,7 +94,7 @@ def test_int4_weight_only_linear_computes_with_the_dequantized_group_weight():
     q, scale = Q.quantize_per_group(linear.weight.numpy(), 16)
     assert scale.shape == (12, 4) and np.abs(q).max() <= 8
     weight = (q.reshape(12, 4, 16) * scale[..., None]).reshape(12, 64)
-    assert np.array_equal(layer.dequantized_weight(), weight)
+    np.testing.assert_array_equal(layer.dequantized_weight(), weight, err_msg="unpacked nibbles times their group's scale")
     x = tt.randn(5, 64)
     np.testing.assert_allclose(layer(x).numpy(), x.numpy() @ weight.T + linear.bias.numpy(), rtol=1e-5, atol=1e-6)
     assert np.abs(weight - linear.weight.numpy()).max() <= scale.max() / 2 + 1e-7

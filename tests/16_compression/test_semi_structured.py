@@ -27,7 +27,7 @@ def _run_by_run(values, n, m):
 def test_semi_structured_mask_keeps_the_n_largest_of_every_run_of_m(n, m, shape):
     values = np.random.default_rng(sum(shape) + 10 * n + m).standard_normal(shape).astype(np.float32)
     mask = prune.semi_structured_mask(values, n, m)
-    assert mask.shape == values.shape and mask.dtype == values.dtype
+    assert (mask.shape, mask.dtype) == (values.shape, values.dtype), f"mask {mask.shape} {mask.dtype}"
     runs = mask.reshape(-1, m)
     assert (runs.sum(axis=1) == n).all(), f"every run of {m} keeps exactly {n}"
     np.testing.assert_array_equal(mask, _run_by_run(values, n, m))
@@ -46,6 +46,7 @@ def test_semi_structured_mask_breaks_ties_by_pruning_the_earlier_position(n, m):
         values = np.round(np.random.default_rng(4 + digits).standard_normal((30, 5, 12)), digits)
         np.testing.assert_array_equal(prune.semi_structured_mask(values, n, m), _run_by_run(values, n, m),
                                       err_msg=f"{n}:{m} with tied magnitudes: the earlier position is pruned first")
+
 
 def test_semi_structured_mask_of_four_equal_weights_keeps_the_last_two():
     np.testing.assert_array_equal(prune.semi_structured_mask(np.array([1.0, 1.0, 1.0, 1.0])), [0, 0, 1, 1])

@@ -24,7 +24,8 @@ __all__ = [
     "QConfig", "default_qconfig", "QuantizedLinear", "ObservedLinear",
     "QuantizedConv2d", "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
     "FakeQuantize", "QATLinear", "quantize_model", "prepare_qat", "convert",
-    "pack_int4", "unpack_int4", "quantize_per_group", "Int4WeightOnlyLinear", "quantize_weights_int4",
+    "pack_int4", "unpack_int4", "quantize_per_group", "dequantize_per_group", "Int4WeightOnlyLinear",
+    "quantize_weights_int4",
 ]
 
 # The quantization schemes, named as torch's (torch.per_tensor_affine, ...).
@@ -796,6 +797,13 @@ def quantize_per_group(weight, group_size, bits=4):
     return _quantize(groups, scale[..., None], 0, lo, hi).reshape(rows, cols), scale
 
 
+def dequantize_per_group(q, scales):
+    """The float32 (out, in) weight that quantize_per_group's (q, scales) stand for."""
+    rows, cols = np.shape(q)
+    groups = np.asarray(q).reshape(rows, np.shape(scales)[1], -1)
+    return (groups * np.asarray(scales, dtype=np.float32)[..., None]).reshape(rows, cols)
+
+
 class Int4WeightOnlyLinear(Module):
     """A Linear whose weight is stored in 4 bits, two per byte, with a float32 scale per
     group of `group_size` weights of a row (torchao's int4 weight-only layout, in spirit);
@@ -819,8 +827,7 @@ class Int4WeightOnlyLinear(Module):
 
     def dequantized_weight(self):
         """The float32 (out, in) weight the stored nibbles and scales stand for."""
-        q = unpack_int4(self.weight_packed.numpy()).reshape(self.out_features, -1, self.group_size)
-        return (q * self.weight_scale.numpy()[..., None]).reshape(self.out_features, self.in_features)
+        return dequantize_per_group(unpack_int4(self.weight_packed.numpy()), self.weight_scale.numpy())
 
     def forward(self, input):
         x = _array(input)
