@@ -2578,7 +2578,7 @@ print("(no prediction written)" if predicted_faster_layout is None
 #   only changes the strides — the same shape/stride separation you built in module 01.
 # - `F.unfold`/`F.fold` are im2col/col2im with exactly our layouts, and the
 #   backward of `conv2d` is itself a pair of convolutions (`conv_transpose2d` for the input,
-#   a correlation of input and gradient for the weight).
+#   as in section 6, and a correlation of input and gradient for the weight).
 # - `max_pool2d(..., return_indices=True)` returns the same flat indices as ours;
 #   `nn.MaxUnpool2d` uses them. `BatchNorm2d` also exists fused into the preceding conv at
 #   inference time: in eval mode it is an affine map per channel, so it can be folded into

@@ -127,6 +127,7 @@ def test_conv_transpose2d_initialisation_follows_pytorch():
 
 def test_conv_transpose2d_errors_name_the_problem():
     x = tt.tensor(rand((1, 3, 4, 4), 0))
+    assert F.conv_transpose2d(x, tt.tensor(rand((3, 1, 3, 3), 1)), stride=2, output_padding=1).shape == (1, 1, 10, 10)
     with pytest.raises(tt.ShapeError, match=r"3 channels.*C_in = 2"):
         F.conv_transpose2d(x, tt.tensor(rand((2, 1, 3, 3), 1)))
     with pytest.raises(ValueError, match=r"output_padding \(2, 2\) must be smaller than the stride"):
