@@ -16,7 +16,7 @@ from tinytorch.nn.layers import Linear, Module, Sequential
 from tinytorch.profiler import count_parameters  # module 14's: each shared Parameter once
 
 __all__ = ["neuron_importance", "channels_to_keep", "shrink_linear", "shrink_conv2d", "prune_neurons",
-           "distillation_loss", "low_rank_factors", "low_rank_linear", "low_rank_model",
+           "allocate_sparsity", "distillation_loss", "low_rank_factors", "low_rank_linear", "low_rank_model",
            "count_parameters", "count_nonzero", "model_bytes", "count_flops"]
 
 
@@ -235,3 +235,23 @@ def low_rank_model(model, rank):
     return Sequential(OrderedDict(
         (name, low_rank_linear(c, rank) if isinstance(c, Linear) and i < last and rank < min(c.weight.shape) else c)
         for i, (name, c) in enumerate(children)))
+
+
+# -- cell 76 (allocate-sparsity) --
+def allocate_sparsity(drops, sizes, levels, target):
+    """One sparsity level per layer for a whole-model target, chosen from a sensitivity scan.
+
+    Contract: `levels` an increasing list of shares in [0, 1]; `drops` a dict name -> list
+    with one number per level (the accuracy the layer loses when pruned alone to that
+    level); `sizes` a dict with the same names -> the layer's number of weights; `target` a
+    share in [0, 1]. Returns a dict name -> one of `levels` for every name of `drops`, whose
+    weights removed, the sum of sizes[name] · level, are at least target · (all the
+    weights) (up to a rounding of 1e-9 of that total), and whose sum of drops is the
+    smallest any such choice has. Raises ValueError naming the target and the share the
+    largest level reaches when no choice reaches the target.
+    Why: a per-layer budget from measurements instead of one share for every layer.
+    """
+    # Idea: what do the layers offer, in weights removed and in accuracy, and which
+    # combinations can never be the best?
+    # YOUR CODE HERE
+    raise NotImplementedError('allocate_sparsity() is not implemented yet: write it in modules/16_compression/compression.ipynb (module 16, compression), then run `tito test module 16`.')

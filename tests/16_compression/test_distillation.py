@@ -25,7 +25,7 @@ def test_distillation_loss_equals_torch_kl_div(torch, T, dtype):
     theirs = _torch_kd(torch, st, torch.tensor(t), T)
     assert ours.shape == (), f"the loss is a scalar, got shape {ours.shape}"
     tol = dict(rtol=1e-4, atol=1e-6) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(ours.item(), theirs.item(), **tol, err_msg=f"T² · KLDiv(batchmean) at T={T}")
+    np.testing.assert_allclose(ours.item(), theirs.item(), **tol, err_msg=f"the distillation loss against PyTorch's KLDiv(batchmean) of the softened distributions, times the factor c(T) of section 5, at T={T}")
     ours.backward()
     theirs.backward()
     np.testing.assert_allclose(so.grad.numpy(), st.grad.numpy(), **tol, err_msg="gradient w.r.t. the student")

@@ -23,7 +23,9 @@ def test_magnitude_mask_zeros_exactly_k_smallest(shape, k):
     rng = np.random.default_rng(sum(shape) + k)
     values = rng.standard_normal(shape).astype(np.float32)
     k = min(k, values.size)
+    before = values.copy()
     mask = prune.magnitude_mask(values, k)
+    np.testing.assert_array_equal(values, before, err_msg="magnitude_mask must leave the values unchanged")
     assert mask.shape == values.shape and mask.dtype == values.dtype, \
         f"expected a mask of shape {values.shape} and dtype {values.dtype}, got {mask.shape} {mask.dtype}"
     assert set(np.unique(mask).tolist()) <= {0.0, 1.0}, f"a mask holds only 0 and 1, got {np.unique(mask)}"
@@ -132,6 +134,8 @@ def test_prunedmodule_forward_keeps_pruned_weights_exactly_zero(opt):
         optimizer.step()
         if step >= 4:
             for i, mask in zip((0, 2), masks):
+                assert model[i].weight_orig.grad is not None, \
+                    f"step {step}, layer {i}: after backward, weight_orig.grad is None (no gradient reached it)"
                 grad = model[i].weight_orig.grad.numpy()
                 assert (grad[mask == 0] == 0).all(), \
                     f"step {step}, layer {i}: the gradient of weight_orig must be exactly 0 where pruned"
@@ -204,11 +208,13 @@ def test_iterative_pruning_and_remove():
 def test_global_magnitude_masks_keep_each_arrays_dtype_and_break_ties_in_order():
     arrays = [np.round(np.random.default_rng(4).standard_normal(600), 1), np.full(300, 0.1, dtype=np.float32)]
     masks = prune.global_magnitude_masks(arrays, 400)
-    assert [m.dtype for m in masks] == [np.dtype(np.float64), np.dtype(np.float32)]
+    dtypes = [m.dtype for m in masks]
+    assert dtypes == [np.dtype(np.float64), np.dtype(np.float32)], f"each mask has its array's dtype, got {dtypes}"
     flat, mags = np.concatenate([m.ravel() for m in masks]), np.abs(np.concatenate(arrays))
-    assert int((flat == 0).sum()) == 400
+    assert int((flat == 0).sum()) == 400, f"exactly 400 zeros in all, got {int((flat == 0).sum())}"
     tied = np.flatnonzero(np.isclose(mags, mags[flat == 0].max()))
-    assert np.all(np.diff(flat[tied]) >= 0), "tied magnitudes at the cut: the earlier array and position go first"
+    assert bool(np.all(np.diff(flat[tied]) >= 0)), \
+        f"tied magnitudes at the cut: the earlier array and position go first; the mask along them: {flat[tied]}"
 
 
 def test_magnitude_mask_breaks_many_ties_by_position():
@@ -216,12 +222,15 @@ def test_magnitude_mask_breaks_many_ties_by_position():
     mask = prune.magnitude_mask(values, 120).ravel()
     mags = np.abs(values).ravel()
     tied = np.flatnonzero(mags == mags[mask == 0].max())
-    assert int((mask == 0).sum()) == 120 and np.all(np.diff(mask[tied]) >= 0), mask[tied]
+    assert int((mask == 0).sum()) == 120, f"exactly 120 zeros, got {int((mask == 0).sum())}"
+    assert bool(np.all(np.diff(mask[tied]) >= 0)), \
+        f"the tied magnitudes at the cut are pruned earlier positions first; the mask along them: {mask[tied]}"
 
 
 def test_global_magnitude_masks_break_a_tie_across_arrays_by_array_order():
     first, second = prune.global_magnitude_masks([np.array([0.5, 0.1]), np.array([0.1, 0.5])], 1)
-    assert (first.tolist(), second.tolist()) == ([1.0, 0.0], [1.0, 1.0])
+    assert (first.tolist(), second.tolist()) == ([1.0, 0.0], [1.0, 1.0]), \
+        f"a tie between two arrays: the earlier array's weight goes first; got {first.tolist()}, {second.tolist()}"
 
 
 def test_magnitude_mask_has_the_values_dtype():

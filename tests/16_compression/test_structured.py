@@ -58,6 +58,9 @@ def test_shrink_linear_dead_neurons_same_outputs():
                                err_msg="removing dead neurons must not change the outputs")
     np.testing.assert_array_equal(n2.bias.numpy(), fc2.bias.numpy(), err_msg="the next layer's bias is unchanged")
     assert fc1.weight.shape == (10, 7), "the original layer must be untouched"
+    shared = [(a, b) for a, pa in (("n1", n1), ("n2", n2)) for b, pb in (("fc1", fc1), ("fc2", fc2))
+              for x in pa.parameters() for y in pb.parameters() if np.shares_memory(x.numpy(), y.numpy())]
+    assert not shared, f"the new layers must share no memory with the originals; shared: {shared}"
 
 
 def test_shrink_linear_live_neurons_rows_and_columns():

@@ -1,0 +1,61 @@
+"""allocate_sparsity: the levels chosen from a sensitivity scan reach the whole-model target
+counted in weights, and no other choice that reaches it has a smaller sum of drops
+(compared with trying every combination); an unreachable target is an error."""
+import itertools
+
+import numpy as np
+import pytest
+
+from tinytorch import compression as C
+
+
+def _share_and_loss(choice, drops, sizes, levels):
+    total = sum(sizes.values())
+    return (sum(sizes[n] * choice[n] for n in sizes) / total,
+            sum(drops[n][levels.index(choice[n])] for n in sizes))
+
+
+def _best_by_trying_everything(drops, sizes, levels, target):
+    names, total = list(sizes), sum(sizes.values())
+    return min(sum(drops[n][i] for n, i in zip(names, combo))
+               for combo in itertools.product(range(len(levels)), repeat=len(names))
+               if sum(sizes[n] * levels[i] for n, i in zip(names, combo)) >= target * total - 1e-9 * total)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_allocate_sparsity_is_the_best_choice_that_reaches_the_target(seed):
+    rng = np.random.default_rng(100 + seed)
+    levels = sorted(set(np.round(rng.uniform(0, 1, int(rng.integers(2, 6))), 2).tolist()) | {0.0})
+    sizes = {f"layer{i}": int(rng.integers(1, 1000)) for i in range(int(rng.integers(1, 5)))}
+    drops = {n: np.round(np.sort(rng.uniform(-0.02, 0.6, len(levels))), 3).tolist() for n in sizes}
+    target = float(np.round(rng.uniform(0, max(levels)), 2))
+    choice = C.allocate_sparsity(drops, sizes, levels, target)
+    assert sorted(choice) == sorted(sizes) and all(q in levels for q in choice.values()), \
+        f"one of the levels {levels} for every layer, got {choice}"
+    share, loss = _share_and_loss(choice, drops, sizes, levels)
+    assert share >= target - 1e-9, f"the weights removed ({share:.4f} of all) must reach the target {target}"
+    best = _best_by_trying_everything(drops, sizes, levels, target)
+    assert loss == pytest.approx(best, abs=1e-12), \
+        f"sum of drops {loss} of {choice}; the best choice that reaches {target} loses {best}"
+
+
+def test_allocate_sparsity_counts_weights_not_layers():
+    drops = {"small": [0.0, 0.0, 0.0], "big": [0.0, 0.1, 0.5]}
+    choice = C.allocate_sparsity(drops, {"small": 100, "big": 900}, [0.0, 0.5, 1.0], 0.5)
+    assert choice["big"] == 0.5, f"the small layer alone removes 10% of the weights, not half: {choice}"
+
+
+def test_allocate_sparsity_does_not_take_the_cheapest_step_first():
+    choice = C.allocate_sparsity({"a": [0.0, 0.6], "b": [0.0, 0.1]}, {"a": 60, "b": 40}, [0.0, 1.0], 0.55)
+    assert choice == {"a": 1.0, "b": 0.0}, f"a alone reaches 0.55 and loses 0.6; b first would cost both: {choice}"
+
+
+def test_allocate_sparsity_accepts_a_target_met_exactly():
+    choice = C.allocate_sparsity({"a": [0.0, 0.2, 0.3], "b": [0.0, 0.2, 0.3]}, {"a": 100, "b": 100},
+                                 [0.0, 0.5, 1.0], 0.5)
+    assert sorted(choice.values()) == [0.0, 1.0], f"one layer at 1.0 removes exactly half and loses 0.3: {choice}"
+
+
+def test_allocate_sparsity_refuses_an_unreachable_target():
+    with pytest.raises(ValueError, match=r"0\.95"):
+        C.allocate_sparsity({"a": [0.0, 0.1]}, {"a": 10}, [0.0, 0.9], 0.95)
