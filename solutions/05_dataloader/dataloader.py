@@ -247,7 +247,16 @@ def load_text(name="fables"):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-load-data", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-_images, _labels = load_digits()
+_opened = []
+_np_load = np.load
+np.load = lambda *args, **kwargs: _opened.append(_np_load(*args, **kwargs)) or _opened[-1]  # watch what it opens
+try:
+    _images, _labels = load_digits()
+finally:
+    np.load = _np_load
+_left_open = [f for f in _opened if getattr(f, "fid", None) is not None and not f.fid.closed]
+check(not _left_open, "load_digits closes the file it reads before it returns (an open file per call adds up, "
+      "and on Windows it locks the file)", got=_left_open)
 assert_equal(_images.shape, (1797, 8, 8), "digits images shape")
 assert_equal(_images.dtype, np.dtype(np.uint8), "digits images dtype")
 assert_equal(_labels.shape, (1797,), "digits labels shape")
@@ -531,6 +540,7 @@ assert_equal((_b[1].dtype, _b[1].tolist()), (np.dtype(np.int64), [0, 1, 0]), "Y:
 _arr = default_collate([np.ones((2, 3)), np.zeros((2, 3))])
 assert_equal(_arr.shape, (2, 2, 3), "two (2, 3) arrays -> (2, 2, 3), the batch first")
 _d = default_collate([{"x": np.ones(3), "n": 1, "name": "a"}, {"x": np.zeros(3), "n": 2, "name": "b"}])
+check(isinstance(_d, dict), "a batch of dict samples is a dict (one batch per key)", got=type(_d).__name__)
 assert_equal(sorted(_d), ["n", "name", "x"], "a dict batch keeps the keys")
 assert_equal(_d["x"].shape, (2, 3), "dict value 'x' stacked")
 assert_equal(_d["n"].tolist(), [1, 2], "dict value 'n' collated")
@@ -894,7 +904,7 @@ _again = random_split(_dsN, [5, 3, 2], generator=Generator().manual_seed(0))
 assert_equal([[p[k][0].item() for k in range(len(p))] for p in _again], _vals, "same seed, same split")
 _other = random_split(_dsN, [5, 3, 2], generator=Generator().manual_seed(1))
 check([[p[k][0].item() for k in range(len(p))] for p in _other] != _vals, "another seed, another split")
-for _bad in ([5, 4], [0.5, 0.6], [1.5, -0.5], [2.5, 7.5], [12, -2]):
+for _bad in ([5, 4], [0.5, 0.6], [1.5, -0.5], [2.5, 7.5], [3.0, 7.5], [12, -2]):
     assert_raises(ValueError, random_split, _dsN, _bad, what=f"random_split(N=10, {_bad})")
 print("✓ random_split:", _vals)
 

@@ -9,8 +9,14 @@ def expected_test_counts(labels):
     return {c: round(0.2 * int((labels == c).sum())) for c in range(10)}
 
 
-def test_load_digits_arrays():
+def test_load_digits_arrays(monkeypatch):
+    opened = []
+    real_load = np.load
+    monkeypatch.setattr(np, "load", lambda *a, **k: opened.append(real_load(*a, **k)) or opened[-1])
     images, labels = load_digits()
+    monkeypatch.undo()
+    left_open = [f for f in opened if getattr(f, "fid", None) is not None and not f.fid.closed]
+    assert not left_open, f"load_digits must close the file it reads before it returns; still open: {left_open}"
     assert isinstance(images, np.ndarray) and isinstance(labels, np.ndarray)
     assert images.shape == (1797, 8, 8) and images.dtype == np.uint8
     assert labels.shape == (1797,) and labels.dtype == np.int64

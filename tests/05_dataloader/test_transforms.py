@@ -110,8 +110,11 @@ def test_crop_keeps_dtype_works_on_2d_and_refuses_too_big():
     a = RandomCrop(3, padding=1, generator=Generator().manual_seed(9))(ints).numpy()
     b = RandomCrop(3, padding=1, generator=Generator().manual_seed(9))(ints).numpy()
     np.testing.assert_array_equal(a, b)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as refused:
         RandomCrop(8, padding=1)(tt.tensor(ints))
+    message = str(refused.value).replace(" ", "")
+    assert "8x8" in message and "7x7" in message, \
+        f"the error names the crop (8 x 8) and the padded image (7 x 7) it does not fit in; got {refused.value!r}"
 
 
 def test_compose_and_transforms_inside_a_loader():
