@@ -1102,6 +1102,74 @@ assert_equal(Digits(train=True, transform=lambda x: x * 0)[5][0].numpy().max(), 
 print("✓ Digits:", train_set, "|", test_set)
 
 # %% [markdown]
+# ### Does the order matter? A first training run
+#
+# Section 1 claimed that examples in a fixed order (all the 0s, then all the 1s, ...) make
+# training go astray. Here is the measurement, with your `DataLoader`. A linear classifier
+# (ten scores per image: one weight per pixel and class, plus a bias per class) is trained
+# by plain gradient steps on batches of 32, twice for two epochs: once over the training
+# images **sorted by label** with `shuffle=False`, once over them with `shuffle=True`. After
+# every step, its accuracy on the test images is recorded. Its loss (cross-entropy) and
+# its gradient step are provided, in numpy: modules 04 and 06 derive them.
+#
+# **Predict first.** What test accuracy does each order reach after two epochs? (Ten
+# classes: guessing gets 10%.)
+
+# %%
+predicted_sorted_accuracy = None  # your number in [0, 1]
+predicted_shuffled_accuracy = None  # your number in [0, 1]
+
+# %%
+def train_linear_classifier(loader, epochs=2, lr=0.5):
+    """Gradient steps of a softmax classifier over the loader's batches; the test accuracy
+    after each step."""
+    weight, bias = np.zeros((64, 10)), np.zeros(10)
+    test_x, test_y = test_set.data.numpy().reshape(len(test_set), 64), test_set.targets.numpy()
+    curve = []
+    for _ in range(epochs):
+        for images, labels in loader:
+            x, y = images.numpy().reshape(len(labels), 64), labels.numpy()
+            scores = x @ weight + bias
+            probs = np.exp(scores - scores.max(axis=1, keepdims=True))
+            probs /= probs.sum(axis=1, keepdims=True)
+            probs[np.arange(len(y)), y] -= 1  # the gradient of the cross-entropy w.r.t. the scores
+            weight -= lr * x.T @ probs / len(y)
+            bias -= lr * probs.mean(axis=0)
+            curve.append(float(((test_x @ weight + bias).argmax(axis=1) == test_y).mean()))
+    return curve
+
+
+_x, _y = train_set.data.numpy(), train_set.targets.numpy()
+_by_label = np.argsort(_y, kind="stable")
+sorted_curve = train_linear_classifier(DataLoader(TensorDataset(_x[_by_label], _y[_by_label]), batch_size=32))
+shuffled_curve = train_linear_classifier(DataLoader(TensorDataset(_x, _y), batch_size=32, shuffle=True,
+                                                    generator=Generator().manual_seed(0)))
+fig, ax = plt.subplots(figsize=(7, 3.2))
+ax.plot(shuffled_curve, label="shuffle=True")
+ax.plot(sorted_curve, label="sorted by label, shuffle=False")
+ax.axhline(0.1, color="gray", ls=":", lw=1, label="guessing")
+ax.axvline(len(sorted_curve) / 2, color="gray", lw=0.5)
+ax.set_xlabel("gradient step (batches of 32; two epochs)")
+ax.set_ylabel("test accuracy")
+ax.legend(fontsize=8)
+fig.tight_layout()
+plt.show()
+print(f"after two epochs: sorted {sorted_curve[-1]:.3f}, shuffled {shuffled_curve[-1]:.3f}; "
+      f"your predictions: {predicted_sorted_accuracy}, {predicted_shuffled_accuracy}")
+
+# %% [markdown]
+# <details><summary>What the curves show (open after comparing with your prediction)</summary>
+#
+# With sorted batches every step sees one class, and the gradient pulls the classifier
+# toward "everything is this class": the model forgets the earlier digits as it walks
+# through the later ones, and ends each epoch predicting mostly the last labels it saw.
+# The same data, the same number of steps and the same learning rate, shuffled, give a
+# classifier that is right most of the time. The batches of a shuffled loader are small
+# samples of the whole training set, so each step moves the weights roughly where the
+# whole set would.
+# </details>
+
+# %% [markdown]
 # ## 8. Transforms
 #
 # A transform is a callable applied to one sample's input each time it is read. Two kinds:

@@ -280,7 +280,7 @@ class Digits(Dataset):
         return f"Digits({'train' if self.train else 'test'}: {len(self)} images of shape (1, 8, 8))"
 
 
-# -- cell 32 (transforms) --
+# -- cell 36 (transforms) --
 def _as_image(x):
     """A Tensor with at least 2 dimensions (..., H, W)."""
     x = x if isinstance(x, Tensor) else tensor(x)
@@ -333,7 +333,7 @@ class Normalize:
         return f"Normalize(mean={self.mean.tolist()}, std={self.std.tolist()})"
 
 
-# -- cell 35 (transforms-random) --
+# -- cell 39 (transforms-random) --
 class RandomHorizontalFlip:
     """Mirror the image left-right (last dimension) with probability p."""
 
