@@ -56,6 +56,13 @@ def test_allocate_sparsity_accepts_a_target_met_exactly():
     assert sorted(choice.values()) == [0.0, 1.0], f"one layer at 1.0 removes exactly half and loses 0.3: {choice}"
 
 
+def test_allocate_sparsity_allows_the_contracts_rounding():
+    sizes = {f"l{i}": 7 for i in range(6)}
+    choice = C.allocate_sparsity({n: [0.0, 0.01, 0.5] for n in sizes}, sizes, [0.0, 0.35, 1.0], 0.35)
+    assert set(choice.values()) == {0.35}, \
+        f"every layer at 0.35 removes 0.35 of the weights (14.699999999999998 of 14.7 in floats): {choice}"
+
+
 def test_allocate_sparsity_refuses_an_unreachable_target():
     with pytest.raises(ValueError, match=r"0\.95"):
         C.allocate_sparsity({"a": [0.0, 0.1]}, {"a": 10}, [0.0, 0.9], 0.95)
