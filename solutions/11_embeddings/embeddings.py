@@ -559,6 +559,62 @@ assert_equal((_pre.weight.requires_grad, _pre(Tensor([2])).numpy().tolist()), (F
 print("✓ Embedding layer: init std", round(float(_wv.std()), 3))
 
 # %% [markdown]
+# ### What a table learns
+#
+# A fresh table is noise: nothing says that two ids should have similar rows. Training is
+# what gives the rows their meaning. Here is the smallest experiment that shows it: a
+# **bigram model** of the fables' letters. Each character (26 letters and the space) gets a
+# row of **two** numbers in your `Embedding`, a `Linear(2, 27)` turns that row into scores
+# for the next character, and Adam trains both on cross-entropy for 400 steps (about a
+# second). With two numbers per row, the table can be drawn: each character at its row.
+#
+# **Predict first.** The only thing a row can encode is what tends to follow its
+# character. Which characters will end up close together?
+
+# %%
+predicted_neighbours = None  # your answer, e.g. "a, e, i, o, u" or "letters that look alike"
+
+# %%
+_text = " ".join("".join(c if c.isalpha() else " " for c in tinytorch.data.load_text().lower()).split())
+_chars = sorted(set(_text))
+_ids = np.array([_chars.index(c) for c in _text])
+with preserved_state():
+    tinytorch.manual_seed(0)
+    _table, _head = Embedding(len(_chars), 2), tinytorch.nn.Linear(2, len(_chars))
+    _opt = tinytorch.optim.Adam(list(_table.parameters()) + list(_head.parameters()), lr=0.05)
+    _rng = np.random.default_rng(0)
+    for _step in range(400):
+        _b = _rng.integers(0, len(_ids) - 1, 1024)  # 1024 (character, next character) pairs
+        _loss = tinytorch.nn.functional.cross_entropy(_head(_table(Tensor(_ids[_b]))), Tensor(_ids[_b + 1]))
+        _opt.zero_grad()
+        _loss.backward()
+        _opt.step()
+_rows = _table.weight.numpy()
+fig, ax = plt.subplots(figsize=(5, 4.6))
+for _i, _c in enumerate(_chars):
+    ax.text(_rows[_i, 0], _rows[_i, 1], "␣" if _c == " " else _c, ha="center", va="center", fontsize=13,
+            color="tab:red" if _c in "aeiou" else "black")
+ax.set_xlim(_rows[:, 0].min() - 0.5, _rows[:, 0].max() + 0.5)
+ax.set_ylim(_rows[:, 1].min() - 0.5, _rows[:, 1].max() + 0.5)
+ax.set_title("each character at its learned 2-D row (vowels in red)", fontsize=10)
+fig.tight_layout()
+plt.show()
+print(f"bigram loss after 400 steps: {_loss.item():.3f} (uniform guessing: ln 27 = {np.log(27):.3f}); "
+      f"your prediction: {predicted_neighbours}")
+
+# %% [markdown]
+# <details><summary>What the picture shows (open after comparing with your prediction)</summary>
+#
+# Characters that are followed by similar characters get similar rows, because a row is
+# all the `Linear` sees: most vowels (mostly followed by consonants) gather in one corner,
+# far from the consonants that are mostly followed by a vowel, while rare letters sit
+# wherever their few gradients left them. Nothing told the model what a vowel is. This is the whole
+# idea of learned embeddings, from word2vec to a GPT's token table: ids that are *used*
+# alike end up *stored* alike. With more than two numbers per row the table can hold many
+# such groupings at once.
+# </details>
+
+# %% [markdown]
 # ## 5. Positions: why a model needs to be told where a token is
 #
 # The attention layer of the next module compares every token with every other token by
@@ -645,6 +701,8 @@ assert_close(_p[7, 4:6], np.array([np.sin(7 / 10000 ** (4 / 16)), np.cos(7 / 100
 assert_close(_p[9, 14:16], np.array([np.sin(9 / 10000 ** (14 / 16)), np.cos(9 / 10000 ** (14 / 16))]),
              what="position 9, the last pair: ω = 10000^(-14/16)")
 assert_close(_p[:, 0::2] ** 2 + _p[:, 1::2] ** 2, np.ones((50, 8)), rtol=1e-6, what="every pair lies on a circle")
+assert_equal(sinusoidal_positions(1000, 4, dtype=tinytorch.float64).dtype, tinytorch.float64,
+             "sinusoidal_positions(1000, 4, dtype=float64): the table's dtype")
 assert_close(sinusoidal_positions(1000, 4, dtype=tinytorch.float64).numpy()[999, 2:],
              np.array([np.sin(999 / 100.0), np.cos(999 / 100.0)]), rtol=1e-12, atol=1e-14,
              what="position 999, float64: the angles computed in float64 (float32 angles are off by ~2e-7 here)")
@@ -667,7 +725,8 @@ print("✓ sinusoidal position table; P[1, :2] =", np.round(_p[1, :2], 4))
 # column stays near 0 (white) and each cosine column near 1 (blue), and the alternation
 # of the two reads as fine vertical stripes. Right: the dot product
 # $P_p \cdot P_q$ of every pair of positions. It is largest on the diagonal ($p = q$, where it
-# equals $D/2$), falls off with the distance $|p - q|$, and is the same along every diagonal:
+# equals $D/2$), smaller away from it (not steadily: it ripples as the fast pairs come round
+# again), and is the same along every diagonal:
 # it depends on $p - q$ only, as promised.
 
 # %%
@@ -1046,7 +1105,7 @@ if torch is not None:
 # - An embedding lookup `W[ids]` equals a one-hot matrix times `W`; computing it as a
 #   **gather** costs $n \cdot D$ copies instead of $2 n V D$ FLOPs.
 # - Its backward is the transpose: a **scatter-add** of the upstream rows into the table's
-#   gradient. Repeated ids must **accumulate** — `np.add.at`, not `g[ids] += ...`.
+#   gradient. Repeated ids must **accumulate**: every occurrence adds its upstream row.
 # - `padding_idx` gives a row that starts at zero and never learns.
 # - Attention ignores order, so positions are added: a fixed **sinusoidal** table (a clock
 #   of frequencies; dot products depend only on distance; relative shifts are linear maps),

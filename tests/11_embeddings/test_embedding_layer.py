@@ -17,7 +17,7 @@ def test_parameter_and_shapes():
     np.testing.assert_array_equal(out.numpy(), emb.weight.numpy()[[[1, 2, 3], [10, 0, 10]]])
 
 
-def test_init_is_standard_normal():
+def test_embedding_reset_parameters_is_standard_normal():
     tt.manual_seed(0)
     w = nn.Embedding(2000, 50).weight.numpy()
     assert abs(w.mean()) < 0.01
@@ -25,22 +25,30 @@ def test_init_is_standard_normal():
     assert abs(np.mean(np.abs(w)) - np.sqrt(2 / np.pi)) < 0.01   # normal, not uniform
 
 
-def test_dtype_float64():
+def test_embedding_init_dtype_float64():
     emb = nn.Embedding(4, 3, dtype=tt.float64)
     assert emb.weight.dtype == tt.float64 and emb(tt.tensor([1])).dtype == tt.float64
 
 
 @pytest.mark.parametrize("padding_idx,row", [(0, 0), (3, 3), (-1, 4)])
-def test_padding_row_is_zero_and_frozen(padding_idx, row):
+def test_embedding_reset_parameters_zeroes_only_the_padding_row(padding_idx, row):
     emb = nn.Embedding(5, 3, padding_idx=padding_idx)
-    assert emb.padding_idx == row
-    np.testing.assert_array_equal(emb.weight.numpy()[row], 0.0)
-    assert np.all(np.delete(emb.weight.numpy(), row, axis=0) != 0)
+    assert emb.padding_idx == row, f"padding_idx={padding_idx} of 5 rows is row {row}, got {emb.padding_idx}"
+    np.testing.assert_array_equal(emb.weight.numpy()[row], 0.0, err_msg=f"the padding row {row} starts at zero")
+    others = np.delete(emb.weight.numpy(), row, axis=0)
+    assert bool(np.all(others != 0)), f"only the padding row is zero; the other rows are N(0, 1): {others}"
+
+
+@pytest.mark.parametrize("padding_idx,row", [(0, 0), (3, 3), (-1, 4)])
+def test_embedding_backward_freezes_the_padding_row_of_the_layer(padding_idx, row):
+    emb = nn.Embedding(5, 3, padding_idx=padding_idx)
     ids = tt.tensor([[row, 1, row], [2, row, 2]])
-    np.testing.assert_array_equal(emb(ids).numpy()[0, 0], 0.0)
+    np.testing.assert_array_equal(emb(ids).numpy()[0, 0], 0.0, err_msg="looking up the padding row gives zeros")
     emb(ids).sum().backward()
-    np.testing.assert_array_equal(emb.weight.grad.numpy()[row], 0.0)
-    assert np.all(emb.weight.grad.numpy()[2] == 2.0)
+    grad = emb.weight.grad.numpy()
+    np.testing.assert_array_equal(grad[row], 0.0, err_msg=f"the padding row {row} gets no gradient")
+    np.testing.assert_array_equal(grad[2], 2.0, err_msg="id 2 is looked up twice: its gradient row is the sum of "
+                                  "two upstream rows of ones, 2 (repeated ids accumulate)")
 
 
 def test_layer_equals_torch_with_copied_weights(torch):

@@ -54,12 +54,17 @@ def test_sinusoidal_layer_adds_the_table_as_a_buffer():
     assert list(buffers) == ["pe"] and buffers["pe"].shape == (40, 8)
     assert not buffers["pe"].requires_grad
     assert "pe" not in layer.state_dict(), "a table anyone can recompute is not saved (persistent=False)"
+    assert nn.PositionalEncoding is nn.SinusoidalPositionalEncoding
+
+
+def test_sinusoidal_positional_encoding_forward_adds_the_rows_from_offset():
+    layer = nn.SinusoidalPositionalEncoding(8, max_len=40)
     x = tt.randn(3, 10, 8)
-    np.testing.assert_allclose(layer(x).numpy(), x.numpy() + formula(40, 8)[:10], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(layer(x).numpy(), x.numpy() + formula(40, 8)[:10], rtol=1e-5, atol=1e-6,
+                               err_msg="a (3, 10, 8) batch gets positions 0..9 added")
     x2 = tt.randn(4, 8)                                  # unbatched (T, D), with an offset
     np.testing.assert_allclose(layer(x2, offset=36).numpy(), x2.numpy() + formula(40, 8)[36:40],
-                               rtol=1e-5, atol=1e-6)
-    assert nn.PositionalEncoding is nn.SinusoidalPositionalEncoding
+                               rtol=1e-5, atol=1e-6, err_msg="4 steps at offset 36 get positions 36..39")
 
 
 def test_sinusoidal_layer_passes_gradients():
@@ -102,6 +107,7 @@ def test_learned_positions_grads_equal_torch(torch):
     xd, up = rng.standard_normal((4, 5, 3)), rng.standard_normal((4, 5, 3))
     x = tt.tensor(xd, requires_grad=True)
     layer(x, offset=2).backward(tt.tensor(up))
+    assert layer.weight.grad is not None, "the table gets a gradient: the positions are looked up through the graph"
     tw = torch.tensor(layer.weight.numpy().copy(), requires_grad=True)
     tx = torch.tensor(xd, requires_grad=True)
     (tx + torch.nn.functional.embedding(torch.arange(2, 7), tw)).backward(torch.from_numpy(up))

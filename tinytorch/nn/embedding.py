@@ -127,7 +127,7 @@ class Embedding(Module):
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
-# -- cell 24 (sinusoidal) --
+# -- cell 28 (sinusoidal) --
 def sinusoidal_positions(max_len, dim, base=10000.0, dtype=None):
     """The (max_len, dim) sinusoidal position table for positions 0..max_len-1: column 2i is
     sin(p·ω_i), column 2i+1 is cos(p·ω_i), with ω_i = base^(-2i/dim). Returns a Tensor
@@ -139,7 +139,7 @@ def sinusoidal_positions(max_len, dim, base=10000.0, dtype=None):
     raise NotImplementedError('sinusoidal_positions() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
 
 
-# -- cell 31 --
+# -- cell 35 --
 def _check_positions(layer, x, offset):
     """The sequence length T of x (..., T, D), after checking D and that offset + T <= max_len."""
     if not isinstance(x, Tensor) or x.ndim < 2 or x.shape[-1] != layer.dim:
@@ -153,7 +153,7 @@ def _check_positions(layer, x, offset):
     return T
 
 
-# -- cell 32 (position-layers) --
+# -- cell 36 (position-layers) --
 class SinusoidalPositionalEncoding(Module):
     """Adds the fixed sinusoidal table to x (..., T, dim): x + P[offset:offset+T]. The table is
     a non-persistent buffer `pe` (max_len, dim); nothing is learned."""
