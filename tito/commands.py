@@ -104,6 +104,8 @@ def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool 
               flush=True)
         outcome = testing.run_suite(module, package_parent, verbose=verbose, extra_args=pytest_args)
         print("\n" + testing.summary(module, outcome, against))
+        if not solutions:
+            _remind_predictions(module)
         if "-x" in pytest_args and any(len(d.candidates) > 1 for d in outcome.details):
             print("(-x stopped the run at its first failure: the tests it did not run are what tells "
                   "these functions apart; run without -x to have one named)")
@@ -120,6 +122,15 @@ def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool 
         print(f"\nNext: open {m.notebook_rel}, fix the first failure above, then `tito test module {m.number:02d}`"
               + ("." if verbose else " (add --verbose for full tracebacks)."))
     return 1 if failing else 0
+
+
+def _remind_predictions(module: Module) -> None:
+    """One line on the notebook's predictions when some are still None (they are not graded)."""
+    nb = notebook.read_student(module.notebook_path, module.notebook_rel, module.number)
+    written, asked = notebook.predictions(nb)
+    if written < asked:
+        print(f"Predictions written: {written} of {asked}. They are not graded; each is your guess, written "
+              f"before the cell that measures it (search the notebook for `predicted_`).")
 
 
 def module_start(spec: str, *, launch: bool) -> int:

@@ -245,6 +245,43 @@ def top_level_names(code: str) -> set[str]:
     return names
 
 
+def _holds_only_none(value) -> bool:
+    import ast
+
+    if isinstance(value, ast.Constant):
+        return value.value is None
+    if isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
+        items = value.values if isinstance(value, ast.Dict) else value.elts
+        return all(_holds_only_none(item) for item in items)
+    return False
+
+
+def predictions(nb) -> tuple[int, int]:
+    """(written, asked): the notebook's prediction variables, each a top-level
+    `predicted_... = None` in a code cell that the student replaces with a guess before the
+    cell that measures it, and how many of them hold something other than None. Not graded;
+    `tito test` only reminds. Cells that do not parse are skipped."""
+    import ast
+
+    from tito.pyparse import parse
+
+    written = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id.startswith("predicted_"):
+                        written[target.id] = written.get(target.id, False) or not _holds_only_none(node.value)
+    return sum(written.values()), len(written)
+
+
 def target_path(package_root: Path, target: str) -> Path:
     return package_root.joinpath(*target.split(".")).with_suffix(".py")
 
