@@ -153,6 +153,8 @@ def test_untouched_notebook_fails_pointing_into_it(course):
     assert f"not implemented yet: write it in {MODULE}" in out.stdout
     assert f"({MODULE}, cell " in out.stdout
     assert re.search(r"tested against your notebook: 0 passed, \d+ failed", out.stdout)
+    assert re.search(r"Predictions written: 0 of \d+\. They are not graded", out.stdout), \
+        "an untouched notebook's predictions are all unwritten, and tito says so"
 
 
 def test_solutions_pass_without_touching_student_files(course):
