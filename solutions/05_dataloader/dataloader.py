@@ -753,13 +753,29 @@ with preserved_state():
     tinytorch.manual_seed(123)
     check(sum(_epoch(DataLoader(_dsN, batch_size=3, shuffle=True, generator=Generator().manual_seed(0))), [])
           == sum(_e1, []), "a loader with its own generator ignores the global seed")
+class _CountingReads(TensorDataset):  # counts the samples read, to see when the loader reads them
+    reads = 0
+
+    def __getitem__(self, index):
+        type(self).reads += 1
+        return super().__getitem__(index)
+
+
+_counted = iter(DataLoader(_CountingReads(np.arange(_N)), batch_size=3))
+next(_counted)
+check(_CountingReads.reads == 3, "the first batch of 3 reads 3 samples: a loader reads one batch at a time (an "
+      "epoch of a large dataset does not fit in memory, and training starts at once)", got=_CountingReads.reads)
+for _ in _counted:
+    pass
+check(_CountingReads.reads == _N, "one epoch of 10 samples reads each sample once", got=_CountingReads.reads)
 _order = [7, 2, 2, 9, 0, 5, 3]  # a sampler decides the order: any iterable of indices
 _loader = DataLoader(_dsN, batch_size=3, sampler=_order)
 assert_equal(sum(_epoch(_loader), []), _order, "the indices of an epoch with sampler=[7, 2, 2, 9, 0, 5, 3] "
              "(the sampler's order, repeats included)")
 assert_equal(len(_loader), 3, "len(loader) with a sampler of 7 indices and batch_size=3")
 _kinds = {type(i) for b in DataLoader(_dsN, batch_size=4, shuffle=True)._index_batches() for i in b}
-assert_equal(_kinds, {int}, "the indices _index_batches yields are Python ints (not numpy integers)")
+assert_equal(_kinds, {int}, "the indices _index_batches yields are Python ints, not numpy integers (a dataset may "
+             "be a Python object that checks isinstance(index, int), and PyTorch's samplers yield ints)")
 _seen_batches = []
 
 
@@ -1308,6 +1324,9 @@ _e = assert_raises(ValueError, Normalize([0.1, 0.2], [1.0, 1.0]), _im, what="2 m
 check("2" in str(_e) and "(3, 4, 5)" in str(_e), "the message names the 2 means and the shape", got=str(_e))
 assert_raises(ValueError, Normalize([0.1, 0.2, 0.3, 0.4], [1.0] * 4), np.zeros((5, 3, 4), np.float32),
               what="4 means for a channels-last (5, 3, 4) image: the channels are dimension -3")
+assert_raises(ValueError, Normalize([0.1, 0.2], [1.0, 1.0]), np.zeros((2, 5), np.float32),
+              what="2 means for a (2, 5) image: an (H, W) image has no channel dimension (numpy would broadcast "
+              "the means into a (2, 2, 5) result)")
 assert_raises(TypeError, Normalize(0.5, 1.0), np.zeros((2, 2), np.uint8), what="Normalize of a uint8 image")
 print("✓ Normalize: per channel, one number, batches; 2 means for 3 channels refused")
 
@@ -1417,6 +1436,10 @@ class RandomCrop:
 
 # %% nbgrader={"grade": true, "grade_id": "test-transforms", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 _im = np.random.default_rng(0).random((3, 4, 5)).astype(np.float32)   # (C, H, W), H != W
+for _p in (1.0, 0.0):
+    _kind = type(RandomHorizontalFlip(p=_p)(_im)).__name__
+    check(_kind == "Tensor", f"RandomHorizontalFlip(p={_p}) of a numpy image returns a Tensor, flipped or not",
+          got=_kind)
 assert_equal(RandomHorizontalFlip(p=1.0)(_im), _im[..., ::-1], "p=1 always mirrors the last dimension")
 assert_equal(RandomHorizontalFlip(p=0.0)(_im), _im, "p=0 never flips")
 _flips = [RandomHorizontalFlip(p=0.3, generator=Generator().manual_seed(s))(_im).numpy()[0, 0, 0] != _im[0, 0, 0]

@@ -233,3 +233,19 @@ def test_sampler_and_shuffle_are_exclusive_and_the_worker_options_are_accepted()
         DataLoader(Range(4), batch_sampler=[[0, 1]])
     loader = DataLoader(Range(5), batch_size=2, num_workers=2, pin_memory=True, persistent_workers=True)
     assert epoch(loader) == [[0, 1], [2, 3], [4]], "num_workers and pin_memory change nothing"
+
+
+def test_dataloader_iter_reads_one_batch_at_a_time():
+    class CountingReads(TensorDataset):
+        reads = 0
+
+        def __getitem__(self, index):
+            type(self).reads += 1
+            return super().__getitem__(index)
+
+    batches = iter(DataLoader(CountingReads(np.arange(10)), batch_size=4))
+    next(batches)
+    assert CountingReads.reads == 4, \
+        f"the first batch of 4 must read 4 samples (one batch at a time), read {CountingReads.reads}"
+    assert sum(1 for _ in batches) == 2
+    assert CountingReads.reads == 10, f"an epoch of 10 samples reads each once, read {CountingReads.reads}"

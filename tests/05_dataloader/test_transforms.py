@@ -32,13 +32,17 @@ def test_normalize_scalar_for_hw_and_chw_and_batches():
     np.testing.assert_allclose(out, ref, rtol=1e-6)
 
 
-def test_normalize_errors():
+@pytest.mark.parametrize("shape, why", [((3, 4, 4), "2 means for 3 channels"),
+                                         ((4, 4), "2 means for an (H, W) image, which has no channels"),
+                                         ((2, 4), "2 means for a (2, 4) image: no channels, though numpy "
+                                                  "would broadcast them")])
+def test_normalize_errors(shape, why):
     with pytest.raises(ValueError):
-        Normalize([0.1, 0.2], [1.0, 1.0])(tt.tensor(image((3, 4, 4))))
-    with pytest.raises(ValueError):
-        Normalize([0.1, 0.2], [1.0, 1.0])(tt.tensor(image((4, 4))))
+        Normalize([0.1, 0.2], [1.0, 1.0])(tt.tensor(image(shape)))
+        pytest.fail(f"Normalize must raise ValueError: {why}")
     with pytest.raises(TypeError):
         Normalize(0.5, 0.5)(tt.tensor(np.arange(16).reshape(4, 4)))
+        pytest.fail("Normalize must raise TypeError for an int64 image")
 
 
 @pytest.mark.parametrize("shape", [(5, 6), (3, 4, 5), (2, 1, 3, 4)])
