@@ -60,6 +60,18 @@ def test_conv2d_pairs_without_bias(torch, k, s, p):
         np.testing.assert_allclose(o, t, err_msg=name, **TOL[np.float64])
 
 
+@pytest.mark.parametrize("k, s, p", [(3, 1, 1), (2, 2, 0), ((3, 2), (2, 1), (1, 0))])
+def test_conv2d_forward_equals_pytorch(torch, k, s, p):
+    """The forward alone (no backward runs): a wrong backward leaves these passing."""
+    kk = k if isinstance(k, tuple) else (k, k)
+    x, w, b = rand((2, 3, 7, 6), seed=21), rand((4, 3) + kk, seed=22), rand(4, seed=23)
+    ours = F.conv2d(tt.tensor(x), tt.tensor(w), tt.tensor(b), stride=s, padding=p).numpy()
+    theirs = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                        stride=s, padding=p).numpy()
+    np.testing.assert_allclose(ours, theirs, err_msg=f"conv2d forward, kernel {k}, stride {s}, padding {p}",
+                               **TOL[np.float64])
+
+
 def test_conv2d_float32(torch):
     x, w, b = rand((4, 3, 8, 8), np.float32, 7), rand((6, 3, 3, 3), np.float32, 8), rand(6, np.float32, 9)
     ours, theirs = run_both(torch, x, w, b, 1, 1)
@@ -80,7 +92,7 @@ def test_conv2d_records_one_op():
 
 @pytest.mark.parametrize("k, s, p, bias", [(3, 1, 1, True), (2, 2, 0, True), (5, 1, 2, False),
                                            ((3, 1), (1, 2), (0, 1), True), (1, 2, 1, True)])
-def test_conv2d_gradcheck(k, s, p, bias):
+def test_conv2d_backward_gradcheck(k, s, p, bias):
     kk = k if isinstance(k, tuple) else (k, k)
     x = tt.tensor(rand((2, 2, 5, 6), seed=11), requires_grad=True)
     w = tt.tensor(rand((3, 2) + kk, seed=12), requires_grad=True)

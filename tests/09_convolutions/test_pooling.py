@@ -55,7 +55,7 @@ def test_pooling_rectangular_kernels(torch, op, k, s, p):
 
 
 @pytest.mark.parametrize("k, s, p", [(2, None, 0), (3, 1, 1), (3, 2, 1), ((2, 3), (1, 2), (1, 0))])
-def test_max_pool_indices_equal_pytorch(torch, k, s, p):
+def test_max_pool2d_indices_equal_pytorch(torch, k, s, p):
     x = distinct((2, 3, 6, 7), seed=4)
     y, idx = F.max_pool2d(tt.tensor(x), k, s, p, return_indices=True)
     yt, it = torch.nn.functional.max_pool2d(torch.from_numpy(x), k, s, p, return_indices=True)
@@ -64,7 +64,7 @@ def test_max_pool_indices_equal_pytorch(torch, k, s, p):
     np.testing.assert_array_equal(y.numpy(), yt.numpy())
 
 
-def test_max_pool_routes_gradient_to_argmax():
+def test_max_pool2d_backward_routes_gradient_to_argmax():
     x = np.array([[[[1.0, 5.0, 2.0, 0.0],
                     [3.0, 4.0, 8.0, 1.0],
                     [0.0, 2.0, 6.0, 7.0],
@@ -137,7 +137,7 @@ def test_pooling_errors(torch):
     np.testing.assert_array_equal(F.max_pool2d(x, 2).numpy(), ref.numpy())
 
 
-def test_max_pool_backward_runs_no_python_loop_over_positions():
+def test_max_pool2d_backward_runs_no_python_loop_over_positions():
     """The module's systems rule holds for the scatter too: numpy adds, Python does not loop."""
     from types import SimpleNamespace
 
@@ -154,7 +154,7 @@ def test_max_pool_backward_runs_no_python_loop_over_positions():
                                  "16x16 one: a Python loop runs over the output positions (scatter-add with numpy)")
 
 
-def test_max_pool_indices_alone_pick_the_first_of_tied_maxima():
+def test_max_pool2d_indices_alone_pick_the_first_of_tied_maxima():
     """_max_pool2d_indices called directly: on a tie, the first maximum in row-major window order."""
     from tinytorch.nn.conv import _max_pool2d_indices
 
