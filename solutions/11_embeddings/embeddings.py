@@ -855,8 +855,10 @@ PositionalEncoding = SinusoidalPositionalEncoding
 
 
 class LearnedPositionalEmbedding(Module):
-    """Adds a learned vector per position to x (..., T, dim): x + weight[offset:offset+T], looked
-    up with the embedding op. weight: a (max_len, dim) Parameter initialised N(0, 1)."""
+    """Adds a learned vector per position to x (..., T, dim): step t gets row offset + t of
+    weight, read through the embedding op (a node "embedding" in the graph, so that the
+    table's gradient is that op's scatter-add). weight: a (max_len, dim) Parameter
+    initialised N(0, 1)."""
 
     def __init__(self, max_len, dim, dtype=None):
         super().__init__()
@@ -891,6 +893,9 @@ assert_equal((list(dict(_sin.named_buffers())), list(_sin.parameters())), (["pe"
 assert_equal("pe" in _sin.state_dict(), False, "the buffer is not persistent (not in state_dict)")
 _table = sinusoidal_positions(20, 8).numpy()
 assert_close(_sin(_x).numpy(), _x.numpy() + _table[:6], rtol=1e-6, what="x + P[0:6]")
+assert_equal((_sin.pe.dtype, _sin(_x).dtype), (tinytorch.float32, tinytorch.float32),
+             "the sinusoidal layer's buffer and its output on float32 input: float32 (a float64 table would "
+             "promote every activation after it)")
 assert_close(_sin(_x[0, :2], offset=7).numpy(), _x.numpy()[0, :2] + _table[7:9], rtol=1e-6,
              what="unbatched (2, 8) at offset 7: x + P[7:9]")
 assert_equal([n for n, _ in _learn.named_parameters()], ["weight"], "learned: one parameter, weight")
@@ -900,6 +905,22 @@ _y = _learn(_xg)
 assert_close(_y.numpy(), _xg.numpy() + _learn.weight.numpy()[:6], rtol=1e-6, what="learned: x + weight[0:6]")
 assert_close(_learn(_xg[0, :3], offset=7).numpy(), _xg.numpy()[0, :3] + _learn.weight.numpy()[7:10], rtol=1e-6,
              what="learned, offset 7: x + weight[7:10]")
+def _ops_in_graph(t):
+    """The op names of every node that t's graph holds."""
+    seen, todo, ops = set(), [t.grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        ops.add(node.op)
+        todo.extend(i.grad_fn for i in node.inputs)
+    return ops
+
+
+check("embedding" in _ops_in_graph(_y), "the learned positions are read through your embedding op (its node is "
+      "in the graph: the table's gradient is then your scatter-add)", got=sorted(_ops_in_graph(_y)))
+assert_equal(_learn(_x).dtype, tinytorch.float32, "learned: float32 in, float32 out")
 _y.sum().backward()
 check(_learn.weight.grad is not None, "the learned table got a gradient (read it through your embedding op, "
       "not through a copy of its numbers)", got=_learn.weight.grad)

@@ -31,9 +31,14 @@ def test_embedding_init_dtype_float64():
 
 
 @pytest.mark.parametrize("padding_idx,row", [(0, 0), (3, 3), (-1, 4)])
-def test_embedding_reset_parameters_zeroes_only_the_padding_row(padding_idx, row):
+def test_embedding_init_normalises_padding_idx(padding_idx, row):
     emb = nn.Embedding(5, 3, padding_idx=padding_idx)
     assert emb.padding_idx == row, f"padding_idx={padding_idx} of 5 rows is row {row}, got {emb.padding_idx}"
+
+
+@pytest.mark.parametrize("padding_idx,row", [(0, 0), (3, 3), (-1, 4)])
+def test_embedding_reset_parameters_zeroes_only_the_padding_row(padding_idx, row):
+    emb = nn.Embedding(5, 3, padding_idx=padding_idx)
     np.testing.assert_array_equal(emb.weight.numpy()[row], 0.0, err_msg=f"the padding row {row} starts at zero")
     others = np.delete(emb.weight.numpy(), row, axis=0)
     assert bool(np.all(others != 0)), f"only the padding row is zero; the other rows are N(0, 1): {others}"

@@ -67,6 +67,27 @@ def test_sinusoidal_positional_encoding_forward_adds_the_rows_from_offset():
                                rtol=1e-5, atol=1e-6, err_msg="4 steps at offset 36 get positions 36..39")
 
 
+def test_sinusoidal_positional_encoding_keeps_float32():
+    layer = nn.SinusoidalPositionalEncoding(8, max_len=12)
+    out = layer(tt.randn(2, 5, 8))
+    assert (layer.pe.dtype, out.dtype) == (tt.float32, tt.float32), \
+        f"the buffer and the output on float32 input are float32, got {layer.pe.dtype} and {out.dtype}"
+
+
+def test_learned_positional_embedding_forward_reads_through_the_embedding_op():
+    layer = nn.LearnedPositionalEmbedding(6, 3)
+    out = layer(tt.randn(2, 4, 3))
+    seen, todo, ops = set(), [out.grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is not None and id(node) not in seen:
+            seen.add(id(node))
+            ops.add(node.op)
+            todo.extend(i.grad_fn for i in node.inputs)
+    assert "embedding" in ops, f"the positions are read with the embedding op; the graph holds only {sorted(ops)}"
+    assert out.dtype == tt.float32, f"float32 in, float32 out; got {out.dtype}"
+
+
 def test_sinusoidal_layer_passes_gradients():
     layer = nn.SinusoidalPositionalEncoding(6, max_len=10)
     x = tt.tensor(np.random.default_rng(0).standard_normal((2, 5, 6)), requires_grad=True)

@@ -179,8 +179,10 @@ PositionalEncoding = SinusoidalPositionalEncoding
 
 
 class LearnedPositionalEmbedding(Module):
-    """Adds a learned vector per position to x (..., T, dim): x + weight[offset:offset+T], looked
-    up with the embedding op. weight: a (max_len, dim) Parameter initialised N(0, 1)."""
+    """Adds a learned vector per position to x (..., T, dim): step t gets row offset + t of
+    weight, read through the embedding op (a node "embedding" in the graph, so that the
+    table's gradient is that op's scatter-add). weight: a (max_len, dim) Parameter
+    initialised N(0, 1)."""
 
     def __init__(self, max_len, dim, dtype=None):
         super().__init__()
