@@ -109,8 +109,9 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
 POINTWISE_COST = {"add": 1, "sub": 1, "mul": 1, "div": 1, "neg": 1, "abs": 1, "pow": 1,
                   "exp": 1, "log": 1, "sqrt": 1, "maximum": 1, "minimum": 1, "clamp": 2,
                   "relu": 1, "leaky_relu": 2, "sigmoid": 4, "tanh": 1, "dropout": 1,
-                  # (x - mean)·invstd·weight + bias with the channel statistics given: BatchNorm
-                  # computes them before its op is dispatched (N·H·W times fewer), not counted
+                  # (x - mean)·invstd·weight + bias, with the channel statistics given. In
+                  # training, BatchNorm computes those statistics (a few FLOPs per element) in
+                  # numpy before its op is dispatched: real work the profiler does not see
                   "batch_norm": 4}
 # GELU: exact x/2·(1 + erf(x/√2)) is 5; the tanh form x/2·(1 + tanh(√(2/π)(x + 0.044715x³))) is 9
 GELU_COST = {"none": 5, "tanh": 9}

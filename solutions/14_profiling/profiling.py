@@ -240,6 +240,8 @@ with preserved_state():  # building layers draws from tinytorch's generator: put
     check("head" not in _gcounts, "the tied head is credited to the token table, not again",
           got=_gcounts.get("head"), expected=None)
     assert_equal(_gcounts["tok_emb"], 11 * 16, "the token table: vocab x d_model")
+    assert_equal(list(_gcounts), [name for name, _ in _gpt.named_modules() if name in _gcounts],
+                 "the GPT's counts in named_modules() order (the order of the model's own listing)")
 print("✓ parameter_counts: tied GPT total", count_parameters(_gpt), "=", _gpt.num_parameters())
 
 # %% [markdown]
@@ -306,6 +308,9 @@ assert_equal(matmul_flops((7, 3, 4), (4, 5)), 7 * 2 * 3 * 4 * 5, "a 2-D right op
 assert_equal(matmul_flops((3, 2, 4), (3, 4, 5)), 3 * 2 * 2 * 4 * 5, "batch (3,) with batch (3,): 3 products, not 9")
 check(isinstance(matmul_flops((3, 4), (4, 5)), int), "FLOPs are a Python int", got=type(matmul_flops((3, 4), (4, 5))))
 assert_raises(ValueError, matmul_flops, (3, 4), (5, 6), match=r"\(3, 4\).*\(5, 6\)")
+_clash = assert_raises(ValueError, matmul_flops, (2, 3, 4), (5, 4, 6), what="batches 2 and 5 do not broadcast")
+check(isinstance(_clash, tinytorch.ShapeError), "batches that do not broadcast raise broadcast_shapes' ShapeError "
+      "(module 01's, naming both shapes), not numpy's ValueError", got=type(_clash).__name__)
 print("✓ matmul_flops: batched (2,1,3,4)@(6,4,5) =", matmul_flops((2, 1, 3, 4), (6, 4, 5)))
 
 # %% [markdown]
@@ -511,8 +516,9 @@ print("✓ softmax_flops and layer_norm_flops: LayerNorm over (4,5) of (2,3,4,5)
 POINTWISE_COST = {"add": 1, "sub": 1, "mul": 1, "div": 1, "neg": 1, "abs": 1, "pow": 1,
                   "exp": 1, "log": 1, "sqrt": 1, "maximum": 1, "minimum": 1, "clamp": 2,
                   "relu": 1, "leaky_relu": 2, "sigmoid": 4, "tanh": 1, "dropout": 1,
-                  # (x - mean)·invstd·weight + bias with the channel statistics given: BatchNorm
-                  # computes them before its op is dispatched (N·H·W times fewer), not counted
+                  # (x - mean)·invstd·weight + bias, with the channel statistics given. In
+                  # training, BatchNorm computes those statistics (a few FLOPs per element) in
+                  # numpy before its op is dispatched: real work the profiler does not see
                   "batch_norm": 4}
 # GELU: exact x/2·(1 + erf(x/√2)) is 5; the tanh form x/2·(1 + tanh(√(2/π)(x + 0.044715x³))) is 9
 GELU_COST = {"none": 5, "tanh": 9}
@@ -1306,8 +1312,9 @@ def latency(fn, repeats=7, warmup=2):
             "max": max(samples), "samples": samples}
 
 # %% [markdown]
-# Predict: how many times longer than the forward pass is the backward pass of the CNN
-# (batch 256)? The backward of each matmul does twice the forward's products.
+# Predict: how many times longer does a forward *and* backward pass of the CNN (batch 256)
+# take than the forward pass alone? The backward of each matmul does twice the forward's
+# products.
 
 # %%
 predicted_backward_ratio = None  # your number: time(forward + backward) / time(forward)

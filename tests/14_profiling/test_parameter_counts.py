@@ -28,6 +28,8 @@ def test_parameter_counts_tied_gpt_head():
         f"expected the counts to add up to {total} (num_parameters), got {sum(got.values())}"
     assert "head" not in got, f"expected the tied head to be credited to tok_emb, got head={got.get('head')}"
     assert got["tok_emb"] == 13 * 16 and got["blocks.0.ln1"] == 32, f"expected tok_emb 208 and blocks.0.ln1 32, got {got}"
+    order = [name for name, _ in gpt.named_modules() if name in got]
+    assert list(got) == order, f"expected the named_modules() order {order}, got {list(got)}"
 
 
 def test_parameter_counts_untied_gpt_counts_head():
