@@ -248,8 +248,7 @@ __all__ = ["causal_mask", "apply_attn_mask", "attention_weights", "scaled_dot_pr
 # query $i$ and key $j$, whether $i$ may look at $j$. With $L = S$ and `diagonal=0` a query
 # sees itself and everything before it. `diagonal` shifts the boundary: `diagonal = S − L`
 # aligns the *last* query with the last key, which is what a cached decoder of module 18
-# needs when $L$ new queries meet $S$ keys (PyTorch spells the same mask
-# `torch.ones(L, S).tril(diagonal)`).
+# needs when $L$ new queries meet $S$ keys.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -261,7 +260,6 @@ __all__ = ["causal_mask", "apply_attn_mask", "attention_weights", "scaled_dot_pr
 #
 # A column of query indices and a row of key indices broadcast against each other into an
 # `(L, S)` grid (module 01's broadcasting rule); a comparison of the two is a boolean grid.
-# numpy also has a ready-made lower-triangle function that takes the same `diagonal` offset.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -279,8 +277,10 @@ def causal_mask(L, S=None, diagonal=0):
     """Where query i may attend to key j under causality.
 
     Contract: `L` queries, `S` keys (default `L`), `diagonal` an int offset. Returns a bool
-    Tensor of shape (L, S), True for the pairs (query i, key j) that
-    torch.ones(L, S).tril(diagonal) keeps, False elsewhere.
+    Tensor of shape (L, S), True for the pairs (query i, key j) where query i may look at key
+    j: with diagonal 0 and L = S, key j is query i's own position or an earlier one; each
+    unit of `diagonal` lets every query see one key further (PyTorch's causal convention,
+    which the tests compare with).
     """
     S = L if S is None else S
     # Idea: allowed pairs form a (shifted) lower triangle; compare key index with query index.
@@ -742,7 +742,7 @@ _heads = {
     "previous-token head (positions)": (_P @ shift_matrix(-1, _D), _P, 4.0),
     "same-token head (embeddings)": (_X, _X, 1.0 / np.sqrt(_D)),
 }
-fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+fig, axes = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"wspace": 0.4})
 for ax, (title, (_qq, _kk, _sc)) in zip(axes, _heads.items()):
     _w = attention_weights(Tensor(_qq), Tensor(_kk), is_causal=True, scale=_sc).numpy()
     _image = ax.imshow(_w, cmap="Blues", vmin=0, vmax=1)

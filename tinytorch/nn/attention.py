@@ -23,8 +23,10 @@ def causal_mask(L, S=None, diagonal=0):
     """Where query i may attend to key j under causality.
 
     Contract: `L` queries, `S` keys (default `L`), `diagonal` an int offset. Returns a bool
-    Tensor of shape (L, S), True for the pairs (query i, key j) that
-    torch.ones(L, S).tril(diagonal) keeps, False elsewhere.
+    Tensor of shape (L, S), True for the pairs (query i, key j) where query i may look at key
+    j: with diagonal 0 and L = S, key j is query i's own position or an earlier one; each
+    unit of `diagonal` lets every query see one key further (PyTorch's causal convention,
+    which the tests compare with).
     """
     S = L if S is None else S
     # Idea: allowed pairs form a (shifted) lower triangle; compare key index with query index.
