@@ -208,8 +208,8 @@ def _unit(seconds):
 def quantile(samples, q):
     """The q-quantile of `samples` by linear interpolation between order statistics.
 
-    Contract: `samples` a non-empty sequence of numbers (any order), `q` a number in [0, 1].
-    Returns a float equal to numpy's default np.quantile (method "linear", as
+    Contract: `samples` a non-empty sequence of numbers (any order; left as it is: a caller
+    asks several quantiles of one list), `q` a number in [0, 1]. Returns a float equal to numpy's default np.quantile (method "linear", as
     torch.quantile): linear interpolation between the order statistics. q = 0.5 is the median; q = 0 the minimum, q = 1 the maximum.
     Errors: ValueError when `samples` is empty (the message says there are no samples);
     ValueError when q is outside [0, 1] (the message gives q).
@@ -229,7 +229,9 @@ def quantile(samples, q):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-quantile", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert_equal(quantile([30, 10, 20], 0.5), 20.0, "median of 3 unsorted samples [30, 10, 20]")
+_mine = [30, 10, 20]
+assert_equal(quantile(_mine, 0.5), 20.0, "median of 3 unsorted samples [30, 10, 20]")
+assert_equal(_mine, [30, 10, 20], "the caller's list after quantile (its order is the caller's: a list of runs in time order)")
 assert_close(quantile([10, 20, 30, 40], 0.5), 25.0, what="median of 4 samples: halfway between 20 and 30")
 assert_close(quantile([40, 10, 30, 20], 0.25), 17.5, what="Q(0.25) of 10, 20, 30, 40")
 assert_equal(quantile([5, 1, 3], 0.0), 1.0, "q = 0: the minimum")
@@ -1183,7 +1185,8 @@ plt.show()
 # %% [markdown]
 # The expected shape: the single timings scatter widely (one call that is interrupted, by
 # the noise thread or by anything else on the machine, takes many times longer than its
-# partner); the separate medians are much tighter but still wander, because A's 21 calls
+# partner); the separate medians are tighter at their worst, less often in between, and
+# they wander, because A's 21 calls
 # can fall mostly in a burst and B's after it, in a quiet spell (the 2x slowdown of a
 # burst, and more when the machine's other load adds to it); the paired estimates sit closest to 1, because each pair shares its moment and
 # the median discards the few pairs a burst split. How wide each cloud is depends on

@@ -15,6 +15,12 @@ def test_quantile_matches_numpy_on_unsorted_samples(n, q):
     assert got == pytest.approx(want, rel=1e-12), f"quantile(n={n}, q={q}): expected np.quantile's {want}, got {got}"
 
 
+def test_quantile_leaves_the_callers_list_alone():
+    runs = [3.0, 1.0, 2.0]
+    assert quantile(runs, 0.5) == 2.0
+    assert runs == [3.0, 1.0, 2.0], f"quantile must not reorder the caller's list, got {runs}"
+
+
 def test_quantile_known_values():
     assert quantile([30, 10, 20], 0.5) == 20.0, "median of 3 unsorted samples is the middle one after sorting"
     assert quantile([10, 20, 30, 40], 0.5) == pytest.approx(25.0), "median of 4: halfway between 20 and 30"

@@ -40,8 +40,8 @@ def _unit(seconds):
 def quantile(samples, q):
     """The q-quantile of `samples` by linear interpolation between order statistics.
 
-    Contract: `samples` a non-empty sequence of numbers (any order), `q` a number in [0, 1].
-    Returns a float equal to numpy's default np.quantile (method "linear", as
+    Contract: `samples` a non-empty sequence of numbers (any order; left as it is: a caller
+    asks several quantiles of one list), `q` a number in [0, 1]. Returns a float equal to numpy's default np.quantile (method "linear", as
     torch.quantile): linear interpolation between the order statistics. q = 0.5 is the median; q = 0 the minimum, q = 1 the maximum.
     Errors: ValueError when `samples` is empty (the message says there are no samples);
     ValueError when q is outside [0, 1] (the message gives q).
