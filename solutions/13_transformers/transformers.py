@@ -1176,6 +1176,8 @@ finally:
         setattr(_gpt, _name, _part)
     for _i, _block in enumerate(_gblocks):
         _gpt.blocks[_i] = _block
+for _name in ("tok_emb", "pos_emb", "drop", "ln_f"):
+    check(len(_gseen[_name]) > 0, f"GPT.forward calls its `{_name}`", got=f"{_name} was never called")
 assert_equal(_gseen["tok_emb"][0][0][0], _idx.numpy(), "the token table reads the ids")
 assert_equal(np.asarray(_gseen["pos_emb"][0][0][0]), np.arange(8), "the position table reads the positions 0..T-1")
 _e = _gparts["tok_emb"](_idx).numpy() + _gparts["pos_emb"](tinytorch.arange(8)).numpy()
@@ -1430,6 +1432,9 @@ assert_equal(_sample_next(np.array([[-5.0, 2.0, 1.0]]), 1.0, 2, CountingRng(0.0)
 assert_equal(_sample_next(np.zeros((1, 10)), 1.0, None, CountingRng(np.nextafter(1.0, 0.0))), np.array([9]),
              "u = the float just below 1 on ten equal logits: the last token (ten probabilities of 0.1 add up "
              "to just below 1 in floating point, so u may lie beyond their rounded sum)")
+assert_equal(_sample_next(np.array([[0.0] * 10 + [-5.0]]), 1.0, 10, CountingRng(np.nextafter(1.0, 0.0))),
+             np.array([9]), "u = the float just below 1, ten equal logits kept and an eleventh cut by top_k=10: a "
+             "kept token, never the cut one (an index that runs past the kept ones must not land on a cut token)")
 print("✓ _sample_next: greedy, top-k, temperature; draws of row 0:", np.bincount(_draws[:, 0], minlength=4))
 
 # %% nbgrader={"grade": true, "grade_id": "test-generate", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}

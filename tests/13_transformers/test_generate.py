@@ -181,6 +181,12 @@ def test_sample_next_never_draws_a_token_of_probability_zero_at_u_zero():
     np.testing.assert_array_equal(out, [1, 1], err_msg="u = 0 with token 0 cut by top_k: the first kept token")
 
 
+def test_sample_next_at_the_largest_u_below_one_never_draws_a_cut_token():
+    out = _sample_next(np.array([[0.0] * 10 + [-5.0]]), 1.0, 10, CountingRng(np.nextafter(1.0, 0.0)))
+    np.testing.assert_array_equal(out, [9], err_msg="u just below 1, eleven logits, the eleventh cut by top_k=10: "
+                                                    "the last kept token, never the cut one")
+
+
 def test_sample_next_at_the_largest_u_below_one_draws_the_last_token():
     out = _sample_next(np.zeros((2, 10)), 1.0, None, CountingRng(np.nextafter(1.0, 0.0)))
     np.testing.assert_array_equal(out, [9, 9], err_msg="u just below 1 on ten equal logits: the last token (their "
