@@ -1506,15 +1506,16 @@ print(f"train {len(train_data):,d} tokens, validation {len(val_data):,d} tokens"
 # - **gradient clipping** to a global norm of 1 (module 08): one unlucky batch cannot blow
 #   up the weights.
 #
-# **`MAX_STEPS` below sets the training time.** It is kept small so the whole notebook runs
-# in a couple of minutes. For nicer samples, raise it to 1,000-2,000 steps (and `d_model`
-# to 128 if you can wait): 5-10 minutes on a laptop buy a clearly lower validation loss and
+# **`MAX_STEPS` below sets the training time.** It is kept small (200 steps: a few minutes on
+# a laptop, longer on a busy machine; the cell prints its time and tokens per second, so you
+# can scale). For nicer samples, raise it to 1,000-2,000 steps (and `d_model` to 128 if
+# you can wait): five to ten times as long buys a clearly lower validation loss and
 # text whose words are mostly spelled right. Watch the validation loss: this corpus is
 # small, and a big model trained long enough will start to memorise it (then a little
 # `dropout`, 0.1-0.2, helps).
 
 # %%
-MAX_STEPS = 200  # ← the training length: raise to 1000-2000 for nicer samples (5-10 minutes)
+MAX_STEPS = 200  # ← the training length: raise to 1000-2000 for nicer samples (5-10x the time)
 BATCH_SIZE = 32
 WARMUP_STEPS = 20
 PEAK_LR = 3e-3
