@@ -905,21 +905,11 @@ _y = _learn(_xg)
 assert_close(_y.numpy(), _xg.numpy() + _learn.weight.numpy()[:6], rtol=1e-6, what="learned: x + weight[0:6]")
 assert_close(_learn(_xg[0, :3], offset=7).numpy(), _xg.numpy()[0, :3] + _learn.weight.numpy()[7:10], rtol=1e-6,
              what="learned, offset 7: x + weight[7:10]")
-def _ops_in_graph(t):
-    """The op names of every node that t's graph holds."""
-    seen, todo, ops = set(), [t.grad_fn], set()
-    while todo:
-        node = todo.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        ops.add(node.op)
-        todo.extend(i.grad_fn for i in node.inputs)
-    return ops
+from tinytorch.autograd import topological_order  # module 06's walk over a graph
 
-
-check("embedding" in _ops_in_graph(_y), "the learned positions are read through your embedding op (its node is "
-      "in the graph: the table's gradient is then your scatter-add)", got=sorted(_ops_in_graph(_y)))
+_ops_in_graph = {node.op for node in topological_order([_y.grad_fn])} if _y.grad_fn is not None else set()
+check("embedding" in _ops_in_graph, "the learned positions are read through your embedding op (its node is "
+      "in the graph: the table's gradient is then your scatter-add)", got=sorted(_ops_in_graph))
 assert_equal(_learn(_x).dtype, tinytorch.float32, "learned: float32 in, float32 out")
 _y.sum().backward()
 check(_learn.weight.grad is not None, "the learned table got a gradient (read it through your embedding op, "

@@ -6,7 +6,7 @@ import pytest
 
 import tinytorch as tt
 from tinytorch import nn
-from tinytorch.autograd import gradcheck
+from tinytorch.autograd import gradcheck, topological_order
 from tinytorch.nn.embedding import sinusoidal_positions
 
 
@@ -77,13 +77,7 @@ def test_sinusoidal_positional_encoding_keeps_float32():
 def test_learned_positional_embedding_forward_reads_through_the_embedding_op():
     layer = nn.LearnedPositionalEmbedding(6, 3)
     out = layer(tt.randn(2, 4, 3))
-    seen, todo, ops = set(), [out.grad_fn], set()
-    while todo:
-        node = todo.pop()
-        if node is not None and id(node) not in seen:
-            seen.add(id(node))
-            ops.add(node.op)
-            todo.extend(i.grad_fn for i in node.inputs)
+    ops = {node.op for node in topological_order([out.grad_fn])} if out.grad_fn is not None else set()
     assert "embedding" in ops, f"the positions are read with the embedding op; the graph holds only {sorted(ops)}"
     assert out.dtype == tt.float32, f"float32 in, float32 out; got {out.dtype}"
 
