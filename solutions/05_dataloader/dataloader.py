@@ -194,6 +194,7 @@ import numpy as np
 
 from tinytorch._tensor import Tensor, cat, stack, tensor, zeros
 from tinytorch.random import Generator, numpy_generator
+from tinytorch.data.sampler import Sampler
 
 __all__ = [
     "Dataset", "TensorDataset", "Subset", "random_split", "stratified_split",
@@ -587,7 +588,9 @@ print("✓ default_collate: (x, y) -> X", _b[0].shape, "Y", _b[1].tolist())
 #   dropped with `drop_last`), shuffled or in order. A PyTorch program may instead hand the
 #   loader a `sampler=` (an iterable of indices, such as `RandomSampler(dataset)` or a
 #   `SubsetRandomSampler` over a validation split, in `tinytorch.data`): then its indices
-#   are the epoch's order.
+#   are the epoch's order. Or it hands a `batch_sampler=` (an iterable of lists of indices,
+#   such as `BatchSampler(sampler, batch_size, drop_last)`): then its lists are the batches
+#   (you will write one in section 9).
 # - `__iter__()`: the batches themselves, each one the `collate_fn` of its samples.
 # - `__len__()`: the number of batches per epoch, $\lceil N/B \rceil$ or $\lfloor N/B \rfloor$.
 #
@@ -637,16 +640,17 @@ class DataLoader:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle: the sampler decides the order")
-        if batch_sampler is not None:
-            raise ValueError("tinytorch's DataLoader takes no batch_sampler: DataLoader(dataset, sampler=s, "
-                             "batch_size=b, drop_last=d) gives the batches of BatchSampler(s, b, d)")
+        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
+            raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                             "drop_last: the batch sampler decides the batches")
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"num_workers option should be non-negative, got {num_workers!r}")
         numpy_generator(generator)  # fail now, not at the first epoch, on a wrong generator
         self.dataset = dataset
-        self.batch_size = int(batch_size)
+        self.batch_size = None if batch_sampler is not None else int(batch_size)
         self.shuffle = bool(shuffle)
         self.sampler = sampler  # an iterable of indices that decides the order (tinytorch.data.sampler)
+        self.batch_sampler = batch_sampler  # an iterable of lists of indices that decides the batches
         self.drop_last = bool(drop_last)
         self.collate_fn = default_collate if collate_fn is None else collate_fn
         self.generator = generator
@@ -657,7 +661,8 @@ class DataLoader:
     def _index_batches(self):
         """One epoch of batches of indices.
 
-        Contract: a generator of lists of Python ints. Together they hold each index of the
+        Contract: a generator of lists of Python ints. With a `self.batch_sampler`, they are
+        the lists it yields, as they are. Otherwise together they hold each index of the
         epoch's order exactly once (drop_last: all but the last N mod B), in that order, in
         batches of batch_size, the last one shorter unless drop_last. The order: the indices
         `self.sampler` yields when there is one (it draws its own randomness), else 0..N-1
@@ -667,6 +672,10 @@ class DataLoader:
         """
         # Idea: an epoch is an order, drawn when the epoch starts, cut into batches.
         ### BEGIN SOLUTION
+        if self.batch_sampler is not None:
+            for indices in self.batch_sampler:
+                yield [int(i) for i in indices]
+            return
         n = len(self.dataset)
         if self.sampler is not None:
             order = np.array(list(self.sampler), dtype=np.int64)
@@ -696,10 +705,13 @@ class DataLoader:
 
         Contract: an int, equal to the number of batches one epoch yields:
         ceil(N / batch_size), or floor(N / batch_size) with drop_last (0 for N = 0), where
-        N is len(self.sampler) when there is a sampler, else len(dataset).
+        N is len(self.sampler) when there is a sampler, else len(dataset); with a
+        batch_sampler, len(self.batch_sampler).
         """
         # Idea: count the batches without making them.
         ### BEGIN SOLUTION
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
         n = len(self.dataset) if self.sampler is None else len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         ### END SOLUTION
@@ -773,6 +785,10 @@ _loader = DataLoader(_dsN, batch_size=3, sampler=_order)
 assert_equal(sum(_epoch(_loader), []), _order, "the indices of an epoch with sampler=[7, 2, 2, 9, 0, 5, 3] "
              "(the sampler's order, repeats included)")
 assert_equal(len(_loader), 3, "len(loader) with a sampler of 7 indices and batch_size=3")
+_lists = [[3, 1], [0, 2, 9, 4], [8]]  # a batch sampler decides the batches: any iterable of lists of indices
+_loader = DataLoader(_dsN, batch_sampler=_lists)
+assert_equal(_epoch(_loader), _lists, "the batches of an epoch with batch_sampler=[[3, 1], [0, 2, 9, 4], [8]]")
+assert_equal(len(_loader), 3, "len(loader) with a batch_sampler of 3 lists")
 _kinds = {type(i) for b in DataLoader(_dsN, batch_size=4, shuffle=True)._index_batches() for i in b}
 assert_equal(_kinds, {int}, "the indices _index_batches yields are Python ints, not numpy integers (a dataset may "
              "be a Python object that checks isinstance(index, int), and PyTorch's samplers yield ints)")
@@ -1508,7 +1524,350 @@ _xb, _yb = next(iter(DataLoader(_norm_set, batch_size=len(_norm_set))))
 print(f"after Normalize: mean {_xb.numpy().mean():+.2e}, std {_xb.numpy().std():.4f}")
 
 # %% [markdown]
-# ## 9. A systems look: bytes and time
+# ## 9. Sequences of different lengths: padding and buckets
+#
+# Every digit is $8 \times 8$, so `default_collate` can stack them. Text is not like that:
+# cut the fables into sentences and they run from a few characters to a few hundred. A batch
+# is one rectangular tensor, so each sentence in it is **padded**: filled out to the length
+# of the longest one with a value that means "nothing here". The true **lengths** travel
+# with the batch, so that a model can ignore the padding (module 12's masks do exactly that).
+#
+# ```
+#   a batch of 3 sentences, as character codes        lengths
+#   T h e   f o x   r a n .  ·  ·  ·  ·  ·  ·  ·  ·      10
+#   A   c r o w   s a t   o n   a   b r a n c h .       18      ·  = padding
+#   N o !  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·       3
+#   └───────────── T = 18, the longest ───────────┘
+# ```
+#
+# Padding is not free. A model computes on every position of the rectangle, padding
+# included: here 54 positions are computed and 31 of them are real, so **43% of the batch's
+# compute is thrown away**. How much is thrown away depends on which sentences share a batch,
+# and that is the loader's choice, not the model's.
+#
+# First the collate. `default_collate` refuses samples of different shapes; `pad_collate`
+# takes `(sequence, target)` samples whose sequences differ in length.
+
+# %% nbgrader={"grade": false, "grade_id": "pad-collate", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def pad_collate(batch, padding_value=0):
+    """Collate (sequence, target) samples whose sequences differ in length.
+
+    Contract: `batch` is a non-empty list of pairs; each sequence is a 1-D array-like of
+    integers (a Tensor, a numpy array or a list), else ValueError naming the sample's index
+    and its shape. Returns (padded, lengths, targets): `padded` an int64 Tensor of shape
+    (B, T), T the longest sequence of this batch, whose row i holds sequence i from its
+    first position on and padding_value after it; `lengths` an int64 Tensor of shape (B,),
+    the sequences' lengths; `targets` default_collate of the targets.
+    """
+    # Idea: a rectangle as wide as this batch's longest sequence, filled row by row.
+    ### BEGIN SOLUTION
+    seqs = []
+    for i, (seq, _) in enumerate(batch):
+        arr = np.asarray(seq.numpy() if isinstance(seq, Tensor) else seq)
+        if arr.ndim != 1:
+            raise ValueError(f"pad_collate: sample {i}'s sequence has shape {arr.shape}; each must be 1-D")
+        seqs.append(arr)
+    lengths = np.array([len(a) for a in seqs], dtype=np.int64)
+    padded = np.full((len(seqs), int(lengths.max(initial=0))), padding_value, dtype=np.int64)
+    for row, arr in zip(padded, seqs):
+        row[:len(arr)] = arr
+    return tensor(padded), tensor(lengths), default_collate([target for _, target in batch])
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-pad-collate", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_pb, _pl, _pt = pad_collate([(np.array([5, 6, 7]), 0), ([8], 1), (tensor(np.array([1, 2, 3, 4, 9])), 2)])
+assert_equal(_pb.shape, (3, 5), "padded shape: 3 sequences, the longest of length 5")
+assert_equal(str(_pb.dtype), "int64", "padded dtype")
+assert_equal(_pb.numpy().tolist(), [[5, 6, 7, 0, 0], [8, 0, 0, 0, 0], [1, 2, 3, 4, 9]],
+             "each row: its sequence from position 0, then the padding value 0")
+assert_equal(_pl.numpy().tolist(), [3, 1, 5], "lengths: the true length of each sequence")
+assert_equal(str(_pl.dtype), "int64", "lengths dtype")
+assert_equal(_pt.numpy().tolist(), [0, 1, 2], "targets: default_collate of the targets")
+_pb = pad_collate([([1, 2], 0), ([3], 1)], padding_value=-1)[0]
+assert_equal(_pb.numpy().tolist(), [[1, 2], [3, -1]], "padding_value=-1 fills the gaps")
+assert_equal(pad_collate([([4, 4], 0), ([2, 2], 1)])[0].shape, (2, 2),
+             "two sequences of length 2: T = 2 (the longest in this batch, no more)")
+_e = assert_raises(ValueError, pad_collate, [([1], 0), (np.zeros((2, 2), dtype=np.int64), 1)],
+                   what="a 2-D sequence as sample 1")
+check("1" in str(_e) and "(2, 2)" in str(_e), "the message names the sample (1) and its shape (2, 2)", got=str(_e))
+print("✓ pad_collate: [5, 6, 7], [8], [1, 2, 3, 4, 9] ->", pad_collate([([5, 6, 7], 0), ([8], 1), ([1, 2, 3, 4, 9], 2)])[0].numpy().tolist())
+
+# %% [markdown]
+# Now the fables as a dataset of sentences: each sample is a sentence as an array of
+# character codes, and its target is the mark that ends it (0 for ".", 1 for "!", 2 for
+# "?"), a small task a model could learn later.
+
+# %%
+import re
+
+
+class _Sentences(Dataset):
+    def __init__(self, text):
+        parts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+        self.sentences = [s for s in parts if s[-1] in ".!?"]
+        self.lengths = np.array([len(s) for s in self.sentences], dtype=np.int64)
+
+    def __len__(self):
+        return len(self.sentences)
+
+    def __getitem__(self, index):
+        s = self.sentences[index]
+        return np.frombuffer(s.encode("ascii"), dtype=np.uint8).astype(np.int64), ".!?".index(s[-1])
+
+
+sentences = _Sentences(load_text())
+print(f"{len(sentences)} sentences, lengths {sentences.lengths.min()} to {sentences.lengths.max()} characters "
+      f"(median {int(np.median(sentences.lengths))})")
+
+
+def padding_fraction(lengths, batches):
+    """The fraction of the padded batches' positions that are padding."""
+    real = sum(int(lengths[b].sum()) for b in batches)
+    computed = sum(len(b) * int(lengths[b].max()) for b in batches)
+    return 1 - real / computed
+
+
+# %% [markdown]
+# **Predict first.** Batches of 16 sentences, shuffled the usual way (your `DataLoader`
+# with `shuffle=True`). What fraction of the padded positions of an epoch is padding?
+# Write your guess, then run the cell after it.
+
+# %%
+predicted_random_padding = None   # a fraction between 0 and 1
+
+# %%
+_loader = DataLoader(sentences, batch_size=16, shuffle=True, collate_fn=pad_collate,
+                     generator=Generator().manual_seed(0))
+_random_batches = list(_loader._index_batches())
+_xb, _lb, _yb = next(iter(_loader))
+print(f"one batch: padded {tuple(_xb.shape)}, lengths {_lb.numpy().tolist()}")
+print(f"padding in an epoch of shuffled batches: {padding_fraction(sentences.lengths, _random_batches):.0%} "
+      f"(you predicted {predicted_random_padding})")
+
+# %% [markdown]
+# About half of every epoch's compute would go to padding. The cure is to put sentences of
+# similar length together. The extreme version sorts the whole dataset by length and cuts
+# the sorted list into batches: almost no padding. So why does nobody train like that?
+# Think about it before you read on; the measurement below says one reason in numbers.
+#
+# Two things go wrong. Sorted batches are the **same batches every epoch**: the same 16
+# sentences always meet, so the gradient of each step is the same noisy average each epoch,
+# which is the fixed order that section 1 warned about, moved inside the batch. And if the
+# batches are served in sorted order, the model sees all the short sentences, then all the
+# long ones: the data it learns from drifts within every epoch.
+#
+# Call **mixing** the fraction of the pairs of samples that share a batch in one epoch and
+# share one again in the next. Random batches of 16 from 570 sentences mix well (a partner
+# has a chance of about 15 in 569 to meet you again: about 3%); sorted batches hardly mix at
+# all (most pairs meet again).
+
+# %%
+def mixing(epoch_a, epoch_b):
+    """The fraction of the pairs that share a batch in epoch_a and share one again in epoch_b."""
+    def pairs(batches):
+        return {(i, j) for b in batches for i in b for j in b if i < j}
+    a, b = pairs(epoch_a), pairs(epoch_b)
+    return len(a & b) / len(a)
+
+
+_sorted = np.argsort(sentences.lengths, kind="stable")
+_sorted_batches = [_sorted[i:i + 16] for i in range(0, len(_sorted), 16)]
+_epoch2 = list(_loader._index_batches())
+print(f"shuffled batches: padding {padding_fraction(sentences.lengths, _random_batches):.0%}, "
+      f"mixing {mixing(_random_batches, _epoch2):.1%}")
+print(f"sorted batches:   padding {padding_fraction(sentences.lengths, _sorted_batches):.0%}, "
+      f"mixing 100% (the same batches every epoch)")
+
+# %% [markdown]
+# ### Your design: a bucketing batch sampler
+#
+# Design a sampler that keeps most of sorting's saving and most of shuffling's mixing, with
+# one knob, `pool`: **the number of batches' worth of samples your sampler may arrange
+# together**. `pool=1` arranges nothing (its padding is that of shuffled batches); `pool`
+# $= \lceil N/B \rceil$ may arrange the whole dataset (its padding must be that of the sorted
+# batches). In between, a larger pool should pad less and mix more. How it uses the pool is
+# yours to design; the contract says what the loader needs, and the check measures the rest.
+#
+# It is a **batch sampler**: it yields lists of indices, and the DataLoader takes it as
+# `DataLoader(dataset, batch_sampler=..., collate_fn=pad_collate)`. Ask yourself where
+# randomness must enter so that epochs differ, and where it must not, so that lengths stay
+# together.
+#
+# <details><summary>Hint 1</summary>
+#
+# Sorting is what removes padding, and sorting is what makes the batches repeat. What if
+# you sorted something smaller than the dataset, something that is different every epoch?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# There are two different orders in an epoch: which samples are grouped together, and in
+# which order the finished batches are served. The first must follow lengths (within a
+# group); the second must not follow lengths at all.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Let the randomness decide which samples end up arranged together, a fresh draw each
+# epoch, and let lengths decide everything inside such a group. A group holding exactly
+# `pool` batches' worth of samples cuts into full batches, so every batch is full except
+# possibly one, as the contract asks. Then forget the lengths again when deciding the order
+# in which the batches come out. Check the two extremes against the contract: what does
+# your design do with a pool of one batch, and with a pool of the whole dataset?
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "bucket-batch-sampler", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+class BucketBatchSampler(Sampler):
+    """Batches of indices of similar length, arranged afresh each epoch: less padding than
+    shuffled batches, more mixing than sorted ones (a batch sampler for the DataLoader).
+    """
+
+    def __init__(self, lengths, batch_size, pool=8, generator=None):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        if self.lengths.ndim != 1:
+            raise ValueError(f"lengths must be 1-D (one length per sample), got shape {self.lengths.shape}")
+        for name, value in (("batch_size", batch_size), ("pool", pool)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        numpy_generator(generator)  # fail now, not at the first epoch, on a wrong generator
+        self.batch_size, self.pool, self.generator = int(batch_size), int(pool), generator
+
+    def __iter__(self):
+        """One epoch of batches.
+
+        Contract: a generator of lists of Python ints. Together they hold each index
+        0..N-1 (N = len(lengths)) exactly once; every list has batch_size indices except at
+        most one, which is shorter. The randomness is drawn from
+        numpy_generator(self.generator) when the epoch starts: each epoch differs, equal
+        seeds give equal epochs. The order in which the batches come out does not follow
+        their lengths. pool = 1 pads like shuffled batches; pool >= ceil(N / batch_size)
+        pads like the whole dataset sorted by length and cut into batches; the check and
+        the tests measure padding and mixing for pools in between (see the section).
+        """
+        # Idea: randomness decides who is arranged together; lengths decide the arrangement.
+        ### BEGIN SOLUTION
+        rng = numpy_generator(self.generator)
+        order = rng.permutation(len(self.lengths))
+        group = self.pool * self.batch_size
+        batches = []
+        for start in range(0, len(order), group):
+            members = order[start:start + group]
+            members = members[np.argsort(self.lengths[members], kind="stable")]
+            batches += [members[i:i + self.batch_size].tolist() for i in range(0, len(members), self.batch_size)]
+        for k in rng.permutation(len(batches)):
+            yield batches[k]
+        ### END SOLUTION
+
+    def __len__(self):
+        """Batches per epoch.
+
+        Contract: an int, the number of lists one epoch yields, computed without drawing one.
+        """
+        # Idea: full batches plus at most one short one.
+        ### BEGIN SOLUTION
+        return -(-len(self.lengths) // self.batch_size)
+        ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-bucket-batch-sampler", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def _epochs(lengths, batch_size, pool, seed, count=2):
+    _s = BucketBatchSampler(lengths, batch_size, pool=pool, generator=Generator().manual_seed(seed))
+    return _s, [list(_s) for _ in range(count)]
+
+
+for _n, _b, _pool in [(10, 3, 1), (10, 3, 2), (37, 4, 3), (64, 8, 8), (5, 8, 2), (1, 1, 1)]:
+    _lens = np.random.default_rng(_n).integers(1, 50, _n)
+    _s, (_e1, _e2) = _epochs(_lens, _b, _pool, seed=0)
+    _what = f"N={_n}, batch_size={_b}, pool={_pool}"
+    for _e in (_e1, _e2):
+        check(all(type(i) is int for b in _e for i in b), f"indices are Python ints ({_what})",
+              got={type(i).__name__ for b in _e for i in b})
+        assert_equal(sorted(i for b in _e for i in b), list(range(_n)), f"each index exactly once per epoch ({_what})")
+        _short = [len(b) for b in _e if len(b) != _b]
+        check(len(_short) <= 1 and all(0 < k < _b for k in _short),
+              f"every batch holds batch_size indices except at most one shorter ({_what})",
+              got=[len(b) for b in _e])
+    assert_equal(len(_s), len(_e1), f"len(sampler) = the number of batches an epoch yields ({_what})")
+_lens = sentences.lengths
+_nb = -(-len(_lens) // 16)
+_s, (_e1, _e2) = _epochs(_lens, 16, 4, seed=1)
+check(_e1 != _e2, "two epochs differ (randomness drawn when each epoch starts)")
+assert_equal(_epochs(_lens, 16, 4, seed=1)[1][0], _e1, "the same generator seed gives the same epoch")
+_pads, _mixes = {}, {}
+for _pool in (1, 2, 4, 8, 16, _nb):
+    _s, (_e1, _e2) = _epochs(_lens, 16, _pool, seed=2)
+    _pads[_pool], _mixes[_pool] = padding_fraction(_lens, _e1), mixing(_e1, _e2)
+_sorted_pad = padding_fraction(_lens, _sorted_batches)
+check(_pads[1] > 0.45, "pool=1 arranges nothing: it pads like shuffled batches (about 54% here)",
+      got=f"{_pads[1]:.1%}", expected="> 45%")
+check(_pads[_nb] <= _sorted_pad + 0.01, f"pool={_nb} (the whole dataset) pads like the sorted batches",
+      got=f"{_pads[_nb]:.1%}", expected=f"<= {_sorted_pad:.1%} + 1 point")
+check(_pads[8] < 0.25 and _mixes[8] < 0.20, "pool=8 keeps most of sorting's saving and most of shuffling's mixing",
+      got=f"padding {_pads[8]:.1%}, mixing {_mixes[8]:.1%}", expected="padding < 25%, mixing < 20%")
+check(_pads[1] > _pads[4] > _pads[16], "a larger pool pads less", got={k: f"{v:.1%}" for k, v in _pads.items()})
+_firsts = set()
+for _seed in range(5):
+    _e = _epochs(_lens, 16, _nb, seed=_seed, count=1)[1][0]
+    _maxes = [int(_lens[b].max()) for b in _e]
+    check(_maxes != sorted(_maxes) and _maxes != sorted(_maxes, reverse=True),
+          f"pool={_nb}: the batches do not come out in order of length (seed {_seed})", got=_maxes)
+    _firsts.add(_maxes[0])
+check(len(_firsts) > 1, "the first batch of an epoch is not always the same length", got=sorted(_firsts))
+print("✓ BucketBatchSampler:", ", ".join(f"pool {k}: padding {_pads[k]:.0%}, mixing {_mixes[k]:.0%}" for k in _pads))
+
+# %% [markdown]
+# **Predict first.** The check printed padding and mixing for each pool. Where would a pool
+# of 8 batches put an epoch of the fables between the two extremes? Then look at the
+# trade-off over more pools and seeds.
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 4.5))
+_nb = -(-len(sentences) // 16)
+for _pool in (1, 2, 4, 8, 16, _nb):
+    _pts = []
+    for _seed in range(4):
+        _s = BucketBatchSampler(sentences.lengths, 16, pool=_pool, generator=Generator().manual_seed(_seed))
+        _e1, _e2 = list(_s), list(_s)
+        _pts.append((mixing(_e1, _e2), padding_fraction(sentences.lengths, _e1)))
+    _mx, _pd = np.mean(_pts, axis=0)
+    ax.scatter([p[0] for p in _pts], [p[1] for p in _pts], s=14, color="tab:blue", alpha=0.5)
+    ax.annotate(f"pool {_pool}", (_mx, _pd), textcoords="offset points", xytext=(6, 4), fontsize=9)
+ax.set_xscale("log")
+ax.set_xlabel("mixing: fraction of pairs that meet again next epoch (log scale)")
+ax.set_ylabel("padding: fraction of positions")
+ax.set_title("Bucketing the fables' sentences (B = 16, 4 seeds per pool)")
+ax.grid(alpha=0.3)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The points fall on a curve: no pool is best at both, and the knob moves you along it. The
+# batch shapes come out of the loader as before:
+
+# %%
+_bucketed = DataLoader(sentences, batch_sampler=BucketBatchSampler(sentences.lengths, 16, pool=8,
+                                                                   generator=Generator().manual_seed(0)),
+                       collate_fn=pad_collate)
+for _k, (_xb, _lb, _yb) in zip(range(4), _bucketed):
+    print(f"batch {_k}: padded {tuple(_xb.shape)}, lengths {int(_lb.numpy().min())}..{int(_lb.numpy().max())}")
+_computed = {name: sum(len(b) * int(sentences.lengths[b].max()) for b in batches) for name, batches in
+             [("shuffled", _random_batches), ("pool 8", list(_bucketed.batch_sampler)),
+              ("sorted", _sorted_batches)]}
+print(f"positions computed per epoch: " + ", ".join(f"{k} {v:,}" for k, v in _computed.items())
+      + f" (real characters: {int(sentences.lengths.sum()):,})")
+
+# %% [markdown]
+# PyTorch has no bucketing sampler of its own; libraries that train on text write one like
+# yours (torchtext had `BucketIterator`, Hugging Face's trainer has `group_by_length`),
+# and large language-model training often avoids padding altogether by **packing**: it
+# concatenates documents into one long stream and takes rows of exactly the context
+# length from it, which is what module 10's `get_batch` does with the fables.
+
+# %% [markdown]
+# ## 10. A systems look: bytes and time
 #
 # ### Bytes per batch, bytes per dataset
 #
@@ -1633,7 +1992,7 @@ plt.show()
 # processes, or fetch whole batches at once when the data is already in memory. For the
 # digits, both are far faster than the training step that will consume the batches.
 #
-# ## 10. How PyTorch does it
+# ## 11. How PyTorch does it
 #
 # - `torch.utils.data.Dataset`, `TensorDataset`, `Subset`, `random_split` and
 #   `default_collate` are what you wrote (PyTorch's `random_split` uses the same
@@ -1643,7 +2002,9 @@ plt.show()
 #   `SequentialSampler` or `RandomSampler` produce the order of indices (with
 #   `generator=`, reseeded from the global RNG each epoch when none is given), and
 #   `BatchSampler` groups them, applying `drop_last`. You can pass your own `sampler=`
-#   (e.g. `WeightedRandomSampler` to oversample a rare class) or `batch_sampler=`.
+#   (e.g. `WeightedRandomSampler` to oversample a rare class) or `batch_sampler=` (your
+#   bucketing sampler); `torch.nn.utils.rnn.pad_sequence` pads a list of sequences like
+#   your `pad_collate`, and `pack_padded_sequence` hands the lengths to a recurrent layer.
 # - `num_workers=k` runs `dataset[i]` and the collate in **k worker processes**, so the
 #   Python overhead you measured runs in parallel with training; `prefetch_factor` batches
 #   are prepared ahead, each worker gets its own seed (`worker_init_fn` lets you set the
@@ -1677,7 +2038,7 @@ if torch is not None:
           "| torch", tdata.default_collate([1.0, 2.0]).dtype)
 
 # %% [markdown]
-# ## 11. Recap
+# ## 12. Recap
 #
 # - A **Dataset** is `len` + `[i]`; a **DataLoader** decides the order and the grouping.
 #   One epoch is a permutation of $0..N-1$ cut into batches: every sample exactly once,
@@ -1690,6 +2051,10 @@ if torch is not None:
 #   **fixed, stratified** split for a test set: the digits' 1,438 / 359.
 # - **Transforms**: `Normalize` with training-set statistics; augmentations
 #   (`RandomHorizontalFlip`, `RandomCrop`) make every epoch's data a little different.
+# - **Variable lengths**: `pad_collate` pads each batch to its longest sequence and keeps the
+#   lengths; a **bucketing batch sampler** arranges samples of similar length together
+#   within a pool drawn afresh each epoch, trading padding (compute thrown away) against
+#   mixing (how much batches change between epochs).
 # - **Costs**: a batch is $B \times$ the sample size in bytes; float32 is 4× uint8;
 #   per-sample Python overhead sets a floor on the time of an epoch, which vectorised or
 #   parallel fetching removes.

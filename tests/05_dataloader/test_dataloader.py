@@ -229,10 +229,28 @@ def test_index_batches_ask_a_random_sampler_for_a_new_order_each_epoch():
 def test_sampler_and_shuffle_are_exclusive_and_the_worker_options_are_accepted():
     with pytest.raises(ValueError, match="mutually exclusive"):
         DataLoader(Range(4), sampler=[0, 1], shuffle=True)
-    with pytest.raises(ValueError, match="batch_sampler"):
-        DataLoader(Range(4), batch_sampler=[[0, 1]])
+    for options in ({"batch_size": 2}, {"shuffle": True}, {"sampler": [0, 1]}, {"drop_last": True}):
+        with pytest.raises(ValueError, match="batch_sampler option is mutually exclusive"):
+            DataLoader(Range(4), batch_sampler=[[0, 1]], **options)
     loader = DataLoader(Range(5), batch_size=2, num_workers=2, pin_memory=True, persistent_workers=True)
     assert epoch(loader) == [[0, 1], [2, 3], [4]], "num_workers and pin_memory change nothing"
+
+
+def test_index_batches_are_the_lists_of_a_batch_sampler():
+    lists = [[3, 1], [0, 2, 9, 4], [8], [5, 6, 7]]
+    loader = DataLoader(Range(10), batch_sampler=lists)
+    assert index_epoch(loader) == lists, "with batch_sampler=, its lists are the batches, as they are"
+    assert epoch(loader) == lists, "iterating the loader collates the batch sampler's lists"
+    batches = index_epoch(DataLoader(Range(10), batch_sampler=[np.array([2, 0]), (1,)]))
+    assert batches == [[2, 0], [1]] and {type(i) for b in batches for i in b} == {int}, \
+        "a batch sampler's arrays and tuples become lists of Python ints"
+
+
+def test_dataloader_len_is_the_number_of_lists_of_a_batch_sampler():
+    sampler = tt.data.BatchSampler(range(10), 4, drop_last=False)
+    loader = DataLoader(Range(10), batch_sampler=sampler)
+    assert len(loader) == 3, "len(loader) with BatchSampler(range(10), 4, False)"
+    assert len(DataLoader(Range(10), batch_sampler=tt.data.BatchSampler(range(10), 4, drop_last=True))) == 2
 
 
 def test_dataloader_iter_reads_one_batch_at_a_time():

@@ -11,6 +11,7 @@ import numpy as np
 
 from tinytorch._tensor import Tensor, cat, stack, tensor, zeros
 from tinytorch.random import Generator, numpy_generator
+from tinytorch.data.sampler import Sampler
 
 __all__ = [
     "Dataset", "TensorDataset", "Subset", "random_split", "stratified_split",
@@ -134,16 +135,17 @@ class DataLoader:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle: the sampler decides the order")
-        if batch_sampler is not None:
-            raise ValueError("tinytorch's DataLoader takes no batch_sampler: DataLoader(dataset, sampler=s, "
-                             "batch_size=b, drop_last=d) gives the batches of BatchSampler(s, b, d)")
+        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
+            raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                             "drop_last: the batch sampler decides the batches")
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"num_workers option should be non-negative, got {num_workers!r}")
         numpy_generator(generator)  # fail now, not at the first epoch, on a wrong generator
         self.dataset = dataset
-        self.batch_size = int(batch_size)
+        self.batch_size = None if batch_sampler is not None else int(batch_size)
         self.shuffle = bool(shuffle)
         self.sampler = sampler  # an iterable of indices that decides the order (tinytorch.data.sampler)
+        self.batch_sampler = batch_sampler  # an iterable of lists of indices that decides the batches
         self.drop_last = bool(drop_last)
         self.collate_fn = default_collate if collate_fn is None else collate_fn
         self.generator = generator
@@ -154,7 +156,8 @@ class DataLoader:
     def _index_batches(self):
         """One epoch of batches of indices.
 
-        Contract: a generator of lists of Python ints. Together they hold each index of the
+        Contract: a generator of lists of Python ints. With a `self.batch_sampler`, they are
+        the lists it yields, as they are. Otherwise together they hold each index of the
         epoch's order exactly once (drop_last: all but the last N mod B), in that order, in
         batches of batch_size, the last one shorter unless drop_last. The order: the indices
         `self.sampler` yields when there is one (it draws its own randomness), else 0..N-1
@@ -181,7 +184,8 @@ class DataLoader:
 
         Contract: an int, equal to the number of batches one epoch yields:
         ceil(N / batch_size), or floor(N / batch_size) with drop_last (0 for N = 0), where
-        N is len(self.sampler) when there is a sampler, else len(dataset).
+        N is len(self.sampler) when there is a sampler, else len(dataset); with a
+        batch_sampler, len(self.batch_sampler).
         """
         # Idea: count the batches without making them.
         # YOUR CODE HERE
@@ -383,3 +387,61 @@ class RandomCrop:
 
     def __repr__(self):
         return f"RandomCrop(size={self.size}, padding={self.padding})"
+
+
+# -- cell 46 (pad-collate) --
+def pad_collate(batch, padding_value=0):
+    """Collate (sequence, target) samples whose sequences differ in length.
+
+    Contract: `batch` is a non-empty list of pairs; each sequence is a 1-D array-like of
+    integers (a Tensor, a numpy array or a list), else ValueError naming the sample's index
+    and its shape. Returns (padded, lengths, targets): `padded` an int64 Tensor of shape
+    (B, T), T the longest sequence of this batch, whose row i holds sequence i from its
+    first position on and padding_value after it; `lengths` an int64 Tensor of shape (B,),
+    the sequences' lengths; `targets` default_collate of the targets.
+    """
+    # Idea: a rectangle as wide as this batch's longest sequence, filled row by row.
+    # YOUR CODE HERE
+    raise NotImplementedError('pad_collate() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
+
+
+# -- cell 56 (bucket-batch-sampler) --
+class BucketBatchSampler(Sampler):
+    """Batches of indices of similar length, arranged afresh each epoch: less padding than
+    shuffled batches, more mixing than sorted ones (a batch sampler for the DataLoader).
+    """
+
+    def __init__(self, lengths, batch_size, pool=8, generator=None):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        if self.lengths.ndim != 1:
+            raise ValueError(f"lengths must be 1-D (one length per sample), got shape {self.lengths.shape}")
+        for name, value in (("batch_size", batch_size), ("pool", pool)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        numpy_generator(generator)  # fail now, not at the first epoch, on a wrong generator
+        self.batch_size, self.pool, self.generator = int(batch_size), int(pool), generator
+
+    def __iter__(self):
+        """One epoch of batches.
+
+        Contract: a generator of lists of Python ints. Together they hold each index
+        0..N-1 (N = len(lengths)) exactly once; every list has batch_size indices except at
+        most one, which is shorter. The randomness is drawn from
+        numpy_generator(self.generator) when the epoch starts: each epoch differs, equal
+        seeds give equal epochs. The order in which the batches come out does not follow
+        their lengths. pool = 1 pads like shuffled batches; pool >= ceil(N / batch_size)
+        pads like the whole dataset sorted by length and cut into batches; the check and
+        the tests measure padding and mixing for pools in between (see the section).
+        """
+        # Idea: randomness decides who is arranged together; lengths decide the arrangement.
+        # YOUR CODE HERE
+        raise NotImplementedError('BucketBatchSampler.__iter__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
+
+    def __len__(self):
+        """Batches per epoch.
+
+        Contract: an int, the number of lists one epoch yields, computed without drawing one.
+        """
+        # Idea: full batches plus at most one short one.
+        # YOUR CODE HERE
+        raise NotImplementedError('BucketBatchSampler.__len__() is not implemented yet: write it in modules/05_dataloader/dataloader.ipynb (module 05, dataloader), then run `tito test module 05`.')
