@@ -131,7 +131,7 @@ import math
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, apply, arange, float32, int64, zeros
+from tinytorch._tensor import Tensor, apply, arange, float32, int64, stack, zeros
 from tinytorch.autograd import backward_rule, no_grad
 from tinytorch.nn.init import normal_
 from tinytorch.nn.layers import Module, Parameter
@@ -955,8 +955,159 @@ plt.show()
 # On the left, the three copies of token 4 (positions 0, 2 and 4) are identical (similarity
 # 1); on the right, they are distinct vectors, and the two copies two positions apart
 # (0 and 2, 2 and 4) are more alike than the two four apart (0 and 4): read the numbers.
+
+# %% [markdown]
+# ## 8. Rotary positions: put the distance inside the dot product
 #
-# ## 8. Systems look: memory, sparsity, time
+# Adding $P_p$ to a token's vector mixes position and content in one vector. Attention (the
+# next module) uses vectors only through dot products of a query $q$ at position $m$ with a
+# key $k$ at position $n$, and with added positions that score is
+#
+# $$(q + P_m)\cdot(k + P_n) = q\cdot k + q \cdot P_n + P_m \cdot k + P_m \cdot P_n ,$$
+#
+# four terms, of which only the last is a function of the distance alone. Most language
+# models today do something else: they leave the embeddings alone and transform $q$ and $k$
+# by a function of their position, chosen so that **the score depends on the two contents
+# and on the offset $n - m$ only**. Find such a function before you read on. You want
+# $f(v, p)$, the same for queries and keys, with
+#
+# 1. $f(q, m) \cdot f(k, n)$ a function of $q$, $k$ and $n - m$ only (not of $m$ itself);
+# 2. $\lVert f(v, p) \rVert = \lVert v \rVert$: a position never rescales a score;
+# 3. $f(v, 0) = v$.
+#
+# Section 5 already met matrices with the right algebra. Try $f(v, p) = v\,M_p$ for some
+# matrix $M_p$: write the score $f(q, m)\cdot f(k, n)$ as a product of $q$, two matrices and
+# $k^\top$. What must the product of the two matrices depend on? Which matrices
+# $M_m, M_n$ combine into a matrix of $n - m$ only, and which of them keep lengths? Settle the
+# answer on paper, then implement it: RoPE ("rotary position embedding", Su et al. 2021).
+#
+# The contract fixes the one convention the tests need: the columns pair up as $(2i, 2i+1)$,
+# pair $i$ at position $p$ turns by the angle $p\,\omega_i$ with the frequencies $\omega_i$
+# of `sinusoidal_positions`, and a turn is counterclockwise (the direction that takes the
+# pair $(1, 0)$ towards $(0, 1)$). The check then tests the three properties above on your
+# function, not on a formula.
+#
+# <details><summary>Hint 1</summary>
+#
+# $f(q, m)\cdot f(k, n) = q\,M_m M_n^\top k^\top$. For rotations, $M^\top$ is the turn by
+# the opposite angle. What is a turn by $m$ followed by a turn back by $n$?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Where do $(1, 0)$ and $(0, 1)$ go under a counterclockwise turn by $\theta$? A turn is
+# linear, so that fixes where any pair $(a, b)$ goes. For all pairs and positions at once:
+# the angles form a $(T, D/2)$ table, as in `sinusoidal_positions`; the even and the odd
+# columns of `x` are two views of shape $(\dots, T, D/2)$.
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Every pair of columns is a point in its own plane, and each plane turns at its own speed,
+# like the hands of section 5's clock; the position decides how far. Build the angles in
+# float64 from the positions `offset .. offset + T - 1`, turn every pair with cosines and
+# sines in the dtype of `x`, and interleave the two results back into $D$ columns. Use
+# tinytorch operations on `x` throughout, so that the gradient flows back to `x` on its own.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "rotary", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def rotary_embedding(x, offset=0, base=10000.0):
+    """Rotary positions (RoPE): x (..., T, D), a float Tensor with D even, whose vector at
+    index t sits at position p = offset + t.
+
+    Contract: returns a Tensor of x's shape and dtype in which, for every vector, each pair
+    of columns (2i, 2i+1) is turned counterclockwise by the angle p·ω_i, with the ω_i of
+    sinusoidal_positions(·, D, base). Differentiable with respect to x (built from tinytorch
+    operations); x is left unchanged. So f(q, m)·f(k, n) depends on q, k and n - m only.
+    """
+    if not isinstance(x, Tensor) or x.ndim < 2 or x.shape[-1] % 2:
+        raise ValueError("rotary_embedding: expected a Tensor (..., T, D) with D even (columns turn in pairs), "
+                         f"got {getattr(x, 'shape', type(x).__name__)}")
+    # Idea: each column pair is a point in its own plane, turned by position times frequency.
+    ### BEGIN SOLUTION
+    T, D = x.shape[-2], x.shape[-1]
+    angles = np.arange(offset, offset + T, dtype=np.float64)[:, None] * base ** (-np.arange(0, D, 2) / D)
+    cos, sin = Tensor(np.cos(angles), dtype=x.dtype), Tensor(np.sin(angles), dtype=x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).reshape(x.shape)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test-rotary", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check
+
+_e = np.zeros((1, 4))
+_e[0, 0] = 1.0                                             # the pair (1, 0) in columns 0, 1
+assert_close(rotary_embedding(Tensor(_e, dtype=tinytorch.float64), offset=1).numpy(),
+             np.array([[np.cos(1.0), np.sin(1.0), 0, 0]]), rtol=1e-12, atol=1e-15,
+             what="(1, 0, 0, 0) at position 1: pair 0 turns counterclockwise by 1 radian (ω_0 = 1)")
+_e = np.array([[0.0, 0.0, 0.0, 1.0]])                      # the pair (0, 1) in columns 2, 3
+assert_close(rotary_embedding(Tensor(_e, dtype=tinytorch.float64), offset=3).numpy(),
+             np.array([[0, 0, -np.sin(0.03), np.cos(0.03)]]), rtol=1e-12, atol=1e-15,
+             what="(0, 0, 0, 1) at position 3, D = 4: pair 1 turns by 3·ω_1 = 3·10000^(-2/4) = 0.03")
+_rng = np.random.default_rng(11)
+_q, _k = _rng.standard_normal(16), _rng.standard_normal(16)
+_Q = rotary_embedding(Tensor(np.tile(_q, (40, 1)), dtype=tinytorch.float64)).numpy()   # q at positions 0..39
+_K = rotary_embedding(Tensor(np.tile(_k, (40, 1)), dtype=tinytorch.float64)).numpy()
+_S = _Q @ _K.T                                              # S[m, n] = f(q, m) · f(k, n)
+assert_close(np.array([_S[3, 10], _S[20, 27], _S[32, 39]]), np.full(3, _S[0, 7]), rtol=1e-9,
+             what="scores at offset n - m = 7 for m = 0, 3, 20, 32: one value (the score depends on the offset only)")
+assert_close(np.array([_S[12, 2], _S[39, 29]]), np.full(2, _S[10, 0]), rtol=1e-9, what="offset -10, m = 10, 12, 39")
+assert_close(np.linalg.norm(_Q, axis=1), np.full(40, np.linalg.norm(_q)), rtol=1e-12,
+             what="|f(q, p)| = |q| at every position")
+assert_close(_Q[0], _q, rtol=1e-12, what="position 0: f(q, 0) = q")
+_x = tinytorch.randn(2, 3, 5, 8)
+_before = _x.numpy().copy()
+_y = rotary_embedding(_x, offset=4)
+assert_equal((_y.shape, _y.dtype), ((2, 3, 5, 8), tinytorch.float32), "shape and dtype of a (2, 3, 5, 8) float32 input")
+assert_equal(_x.numpy(), _before, "x is left unchanged")
+assert_close(_y.numpy()[1, 2], rotary_embedding(_x[1, 2], offset=4).numpy(), rtol=1e-6,
+             what="a batch of (B, H, T, D) turns like each (T, D) on its own")
+assert_close(rotary_embedding(_x, offset=4).numpy()[..., 1:, :], rotary_embedding(_x[..., 1:, :], offset=5).numpy(),
+             rtol=1e-5, atol=1e-6, what="index t at offset 4 is position 4 + t: the last 4 rows equal offset 5's")
+_xg = tinytorch.randn(3, 6, dtype=tinytorch.float64, requires_grad=True)
+rotary_embedding(_xg, offset=2).sum().backward()
+check(_xg.grad is not None, "the gradient flows back to x (build the result from tinytorch operations on x)",
+      got=_xg.grad)
+assert_equal(gradcheck(lambda t: rotary_embedding(t, offset=2), (_xg,)), True,
+             "gradcheck: rotary_embedding's gradient with respect to x")
+assert_raises(ValueError, rotary_embedding, tinytorch.randn(4, 5), match="even", what="D = 5")
+print(f"✓ rotary_embedding: S[0, 7] = S[20, 27] = {_S[20, 27]:.4f}")
+
+# %% [markdown]
+# Here is what the properties look like. Take one query vector and one key vector and put
+# them at every position from 0 to 39. With **added** sinusoidal positions (left), the
+# score $(q + P_m)\cdot(k + P_n)$ changes along every diagonal: the contents and the
+# absolute positions are tangled. With **rotary** positions (right), every diagonal has one
+# colour: the score knows how far apart the two tokens are and nothing else.
+
+# %%
+_P = sinusoidal_positions(40, 16, dtype=tinytorch.float64).numpy()
+_added = (_q + _P) @ (_k + _P).T
+_rotary = _Q @ _K.T
+fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+for ax, mat, title in [(axes[0], _added, "added: (q + P_m)·(k + P_n)"), (axes[1], _rotary, "rotary: f(q, m)·f(k, n)")]:
+    im = ax.imshow(mat, cmap="viridis")
+    ax.set_xlabel("key position n")
+    ax.set_ylabel("query position m")
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+fig.tight_layout()
+plt.show()
+_spread = lambda m: max(np.ptp(np.diagonal(m, d)) for d in range(-39, 40))
+print(f"largest spread of the scores along one diagonal: added {_spread(_added):.3f}, rotary {_spread(_rotary):.1e}")
+
+# %% [markdown]
+# The costs: RoPE has no parameters and no table to store (the cosines and sines can be
+# computed once per position and reused; with module 18's key-value cache, each key is
+# turned once, when it enters the cache), and it costs about $3D$ FLOPs per vector: two
+# multiplies and an add per column. Because a position enters only as
+# an offset, a model trained on sequences of length $T$ at least produces well-defined
+# scores beyond $T$, which is where the literature's context-extension tricks start.
+
+# %% [markdown]
+# ## 9. Systems look: memory, sparsity, time
 #
 # ### Table memory
 #
@@ -1074,7 +1225,7 @@ print(f"one-hot / gather at V = {_vocab[-1]:,}: measured {_t_onehot[-1] / _t_gat
 # with $V$. The exact ratio depends on the machine: the BLAS library and its thread count,
 # the caches, and the load; at small $V$ the two can even be close.
 #
-# ## 9. What PyTorch does
+# ## 10. What PyTorch does
 #
 # - `torch.nn.Embedding` / `F.embedding` are the same op: a gather (`index_select`) forward
 #   and an `embedding_dense_backward` that accumulates per row (on the CPU, threads that
@@ -1085,12 +1236,14 @@ print(f"one-hot / gather at V = {_vocab[-1]:,}: measured {_t_onehot[-1] / _t_gat
 #   `scale_grad_by_freq` (divide each row's gradient by its count in the batch), and
 #   `sparse=True` (sparse gradients, see above). `nn.EmbeddingBag` fuses the lookup with a
 #   sum or mean over a bag of ids, never materialising the `(n, D)` rows.
-# - Modern language models mostly do not add a position vector at all: **RoPE** (rotary
-#   position embedding, Llama and most current models) *rotates* the query and key vectors
-#   of attention by the same angles $\omega_i p$ as the sinusoidal table, so that their dot
-#   product depends on $p - q$ only — exactly the property you measured above, applied
-#   inside attention. **ALiBi** adds a distance penalty to the attention scores instead.
-#   GPT-2 uses learned positions like `LearnedPositionalEmbedding`.
+# - Modern language models mostly do not add a position vector at all: they use **RoPE**
+#   (Llama and most current models), your `rotary_embedding`, applied to the queries and
+#   keys inside attention. PyTorch's core has no RoPE function; torchtune's
+#   `RotaryPositionalEmbeddings` pairs the columns as you did, while Hugging Face's Llama
+#   pairs column $i$ with column $i + D/2$ (the same idea, another layout, so weights trained
+#   with one layout need their columns permuted for the other). **ALiBi** adds a distance
+#   penalty to the attention scores instead. GPT-2 uses learned positions like
+#   `LearnedPositionalEmbedding`.
 #
 # If PyTorch is installed, compare directly (skipped otherwise):
 
@@ -1111,7 +1264,7 @@ if torch is not None:
     print("weight gradient max |difference| vs PyTorch:", np.abs(_ours.grad.numpy() - _theirs.grad.numpy()).max())
 
 # %% [markdown]
-# ## 10. Recap
+# ## 11. Recap
 #
 # - An embedding lookup `W[ids]` equals a one-hot matrix times `W`; computing it as a
 #   **gather** costs $n \cdot D$ copies instead of $2 n V D$ FLOPs.
@@ -1121,6 +1274,8 @@ if torch is not None:
 # - Attention ignores order, so positions are added: a fixed **sinusoidal** table (a clock
 #   of frequencies; dot products depend only on distance; relative shifts are linear maps),
 #   or a **learned** table that cannot go beyond `max_len`.
+# - **Rotary** positions turn each column pair of the queries and keys by position ×
+#   frequency: rotations compose by adding angles, so a score depends on the offset only.
 # - A table is $4 V D$ bytes (and four times that when training with Adam); a batch's
 #   gradient touches only a small fraction of its rows.
 # - The op is one `apply` call, `"embedding"` with attributes `indices` and `padding_idx`,

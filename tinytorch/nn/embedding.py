@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from tinytorch._tensor import Tensor, apply, arange, float32, int64, zeros
+from tinytorch._tensor import Tensor, apply, arange, float32, int64, stack, zeros
 from tinytorch.autograd import backward_rule, no_grad
 from tinytorch.nn.init import normal_
 from tinytorch.nn.layers import Module, Parameter
@@ -199,3 +199,21 @@ class LearnedPositionalEmbedding(Module):
 
     def extra_repr(self):
         return f"max_len={self.max_len}, dim={self.dim}"
+
+
+# -- cell 42 (rotary) --
+def rotary_embedding(x, offset=0, base=10000.0):
+    """Rotary positions (RoPE): x (..., T, D), a float Tensor with D even, whose vector at
+    index t sits at position p = offset + t.
+
+    Contract: returns a Tensor of x's shape and dtype in which, for every vector, each pair
+    of columns (2i, 2i+1) is turned counterclockwise by the angle p·ω_i, with the ω_i of
+    sinusoidal_positions(·, D, base). Differentiable with respect to x (built from tinytorch
+    operations); x is left unchanged. So f(q, m)·f(k, n) depends on q, k and n - m only.
+    """
+    if not isinstance(x, Tensor) or x.ndim < 2 or x.shape[-1] % 2:
+        raise ValueError("rotary_embedding: expected a Tensor (..., T, D) with D even (columns turn in pairs), "
+                         f"got {getattr(x, 'shape', type(x).__name__)}")
+    # Idea: each column pair is a point in its own plane, turned by position times frequency.
+    # YOUR CODE HERE
+    raise NotImplementedError('rotary_embedding() is not implemented yet: write it in modules/11_embeddings/embeddings.ipynb (module 11, embeddings), then run `tito test module 11`.')
