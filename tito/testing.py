@@ -268,7 +268,7 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
         if outcome.total == 0:
             outcome.problem = f"no tests were collected from {module.tests_path.relative_to(module.root)}"
         elif proc.returncode not in (0, 1) and not (proc.returncode == 2 and outcome.timeout):
-            outcome.problem = f"pytest stopped with exit code {proc.returncode}"
+            outcome.problem = f"pytest stopped with exit code {proc.returncode}" + _collection_errors(xml)
             if not show_output:
                 outcome.problem += "\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
         return outcome
@@ -318,8 +318,22 @@ def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[st
         if outcome.total == 0:
             outcome.problem = f"no tests were collected from {module.tests_path.relative_to(module.root)}"
         elif code not in (0, 1) and not (code == 2 and outcome.timeout):
-            outcome.problem = f"pytest stopped with exit code {code}{tail}"
+            outcome.problem = f"pytest stopped with exit code {code}{_collection_errors(xml)}{tail}"
         return outcome
+
+
+def _collection_errors(xml: Path) -> str:
+    """Why pytest could not import a test file, one line per file from the junit report
+    (its last `E` line: the exception, which names the stub when a stub stopped it), so a
+    run without --verbose says which function to write instead of an exit code alone."""
+    lines = []
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        for error in case.iter("error"):
+            if error.get("message") == "collection failure":
+                said = [line[1:].strip() for line in (error.text or "").splitlines() if line.startswith("E ")]
+                lines.append(f"\n  {case.get('file') or case.get('name')} could not be imported: "
+                             + (said[-1] if said else "see `--verbose`"))
+    return "".join(lines)
 
 
 def junit_test_id(classname: str, name: str) -> str:

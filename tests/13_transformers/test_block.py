@@ -45,7 +45,7 @@ def test_feed_forward_drops_its_output():
                                err_msg="FeedForward's dropout receives fc2's output, the branch's end")
 
 
-def test_block_drops_the_attention_branch_before_the_addition():
+def test_transformer_block_forward_drops_the_attention_branch_before_the_addition():
     tt.manual_seed(7)
     block = nn.TransformerBlock(8, 2, 16)
     x = tt.randn(2, 5, 8)
@@ -59,7 +59,7 @@ def test_block_drops_the_attention_branch_before_the_addition():
 
 
 @pytest.mark.parametrize("B,T,d,h", [(2, 5, 8, 2), (1, 1, 6, 3), (3, 7, 12, 4)])
-def test_block_shapes_and_parameter_names(B, T, d, h):
+def test_transformer_block_forward_shapes_and_parameter_names(B, T, d, h):
     tt.manual_seed(1)
     block = nn.TransformerBlock(d, h, 2 * d)
     y = block(tt.randn(B, T, d))
@@ -70,7 +70,7 @@ def test_block_shapes_and_parameter_names(B, T, d, h):
 
 
 @pytest.mark.parametrize("t", [0, 2, 5])
-def test_block_is_causal(t):
+def test_transformer_block_forward_is_causal(t):
     tt.manual_seed(2)
     block = nn.TransformerBlock(8, 2, 16)
     x = np.random.default_rng(t).standard_normal((2, 6, 8)).astype(np.float32)
@@ -83,7 +83,7 @@ def test_block_is_causal(t):
         assert np.abs(y2[:, t + 1:] - y[:, t + 1:]).max() > 1e-4, "later positions do see position t"
 
 
-def test_block_residual_structure():
+def test_transformer_block_forward_residual_structure():
     tt.manual_seed(3)
     block = nn.TransformerBlock(8, 2, 16)
     x = tt.randn(2, 4, 8)
@@ -100,7 +100,7 @@ def test_block_residual_structure():
     np.testing.assert_allclose(block(x).numpy(), x.numpy(), atol=1e-7)
 
 
-def test_block_gradcheck():
+def test_transformer_block_forward_gradcheck():
     tt.manual_seed(4)
     block = nn.TransformerBlock(4, 2, 6).double()
     x = tt.tensor(np.random.default_rng(4).standard_normal((2, 3, 4)), requires_grad=True)
@@ -115,7 +115,7 @@ def _torch_encoder_layer(torch):
         activation=lambda x: torch.nn.functional.gelu(x, approximate="tanh"))
 
 
-def test_block_matches_torch_encoder_layer(torch):
+def test_transformer_block_forward_matches_torch_encoder_layer(torch):
     tt.manual_seed(5)
     ours = nn.TransformerBlock(16, 4, 32)
     theirs = torch_reference.built_by(torch, _torch_encoder_layer)

@@ -20,7 +20,7 @@ def ids(B, T, V, seed=0):
     return tt.tensor(np.random.default_rng(seed).integers(0, V, (B, T)))
 
 
-def test_forward_shapes_and_loss_is_flattened_cross_entropy():
+def test_gpt_forward_shapes_and_loss_is_flattened_cross_entropy():
     model = small()
     x, y = ids(3, 8, 13, 1), ids(3, 8, 13, 2)
     logits, loss = model(x)
@@ -40,7 +40,7 @@ def test_forward_shapes_and_loss_is_flattened_cross_entropy():
     np.testing.assert_allclose(short.numpy(), logits.numpy()[:, :3], atol=1e-5)
 
 
-def test_forward_equals_manual_composition():
+def test_gpt_forward_equals_manual_composition():
     model = small(seed=3)
     x = ids(2, 6, 13, 3)
     h = model.tok_emb(x) + model.pos_emb(tt.arange(6))
@@ -50,7 +50,7 @@ def test_forward_equals_manual_composition():
     np.testing.assert_allclose(model(x)[0].numpy(), ref, rtol=1e-5, atol=1e-6)
 
 
-def test_embeddings_pass_through_the_dropout():
+def test_gpt_forward_passes_the_embeddings_through_the_dropout():
     model = small(seed=3)
     x = ids(2, 6, 13, 3)
     model.drop = passthrough_spy()
@@ -60,7 +60,7 @@ def test_embeddings_pass_through_the_dropout():
                                rtol=1e-6, err_msg="`drop` receives the token plus the position embeddings")
 
 
-def test_ignore_index_targets():
+def test_gpt_forward_ignore_index_targets():
     model = small(seed=4)
     x, y = ids(2, 8, 13, 4), ids(2, 8, 13, 5)
     y_np = y.numpy().copy()
@@ -77,7 +77,7 @@ def test_ignore_index_targets():
 
 @pytest.mark.parametrize("t", [0, 3, 7])
 @pytest.mark.parametrize("tie", [True, False])
-def test_future_tokens_never_change_past_logits(t, tie):
+def test_gpt_forward_future_tokens_never_change_past_logits(t, tie):
     model = small(tie=tie, seed=5)
     x = ids(2, 8, 13, 6).numpy()
     x2 = x.copy()
@@ -87,7 +87,7 @@ def test_future_tokens_never_change_past_logits(t, tie):
     assert np.abs(b[:, t] - a[:, t]).max() > 1e-4
 
 
-def test_causality_of_gradients():
+def test_gpt_forward_causality_of_gradients():
     model = small(seed=6)
     x = ids(1, 8, 13, 7)
     emb = model.tok_emb(x).detach().requires_grad_()
@@ -131,7 +131,7 @@ def test_initial_loss_is_about_log_vocab(V):
     assert logits.numpy().std() < 0.5, "small initial weights give nearly uniform predictions"
 
 
-def test_initialisation_scales():
+def test_gpt_init_weights_scales():
     model = small(d=64, L=4, T=16, seed=9)
     w = model.blocks[0].ff.fc1.weight.numpy()
     assert abs(w.std() - 0.02) < 0.002, f"an ordinary matrix (fc1) has std 0.02, got {w.std():.4f}"
@@ -144,7 +144,7 @@ def test_initialisation_scales():
     assert np.isfinite(logits.numpy()).all(), "the initial logits are finite"
 
 
-def test_initialisation_of_every_kind_of_parameter():
+def test_gpt_init_weights_every_kind_of_parameter():
     model = small(d=64, L=4, T=16, seed=10)
     resid = 0.02 / math.sqrt(8)
     for i, block in enumerate(model.blocks):
@@ -161,7 +161,7 @@ def test_initialisation_of_every_kind_of_parameter():
 
 @pytest.mark.parametrize("tie", [True, False])
 @pytest.mark.parametrize("V,T,d,L,d_ff", [(13, 8, 16, 2, None), (50, 32, 24, 3, 40), (7, 4, 8, 1, 8)])
-def test_parameter_count_equals_formula(tie, V, T, d, L, d_ff):
+def test_gpt_num_parameters_equals_formula(tie, V, T, d, L, d_ff):
     model = small(tie=tie, V=V, T=T, d=d, L=L, d_ff=d_ff, h=2)
     f = 4 * d if d_ff is None else d_ff
     per_block = 4 * d * d + 4 * d + 2 * d * f + f + d + 4 * d
@@ -172,7 +172,7 @@ def test_parameter_count_equals_formula(tie, V, T, d, L, d_ff):
     assert model.num_parameters(non_embedding=True) == non_emb
 
 
-def test_too_long_input_is_refused():
+def test_gpt_forward_refuses_a_too_long_input():
     model = small()
     assert model(ids(1, 8, 13))[0].shape == (1, 8, 13)
     with pytest.raises(ValueError, match="block_size"):

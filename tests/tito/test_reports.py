@@ -247,3 +247,20 @@ def test_a_groups_message_opens_with_what_failed_not_a_bare_header():
     assert got[1:] == ["", "Mismatched elements: 1 / 3"], got
     assert _message_lines("\nValueError: bad\nmore") == ["ValueError: bad", "more"]
     assert _message_lines("AssertionError:") == ["AssertionError:"]
+
+
+def test_a_test_file_that_cannot_be_imported_is_named_with_its_exception(tmp_path):
+    from tito.testing import _collection_errors
+
+    report = tmp_path / "report.xml"
+    report.write_text(
+        '<?xml version="1.0"?><testsuites><testsuite>'
+        '<testcase classname="" name="tests.20_capstone.test_x" file="tests/20_capstone/test_x.py">'
+        '<error message="collection failure">tests/20_capstone/test_x.py:10: in &lt;module&gt;\n'
+        "    M = Measurement(10, [0.01])\n"
+        "E   NotImplementedError: Measurement._summarize() is not implemented yet</error></testcase>"
+        '<testcase classname="tests.20_capstone.test_y" name="test_ok" file="tests/20_capstone/test_y.py"/>'
+        "</testsuite></testsuites>")
+    assert _collection_errors(report) == (
+        "\n  tests/20_capstone/test_x.py could not be imported: "
+        "NotImplementedError: Measurement._summarize() is not implemented yet")
