@@ -68,7 +68,7 @@ class _CacheBookkeeping:
 # -- cell 11 (kv-cache) --
 class KVCache(_CacheBookkeeping):
     """Keys and values of every layer, preallocated to (batch_size, n_heads, block_size,
-    head_dim) per layer (like Hugging Face's StaticCache). For inference: under no_grad."""
+    head_dim) per layer, allocated once (as Hugging Face's StaticCache). For inference: under no_grad."""
 
     def __init__(self, n_layers, batch_size, n_heads, block_size, head_dim, dtype=float32):
         """Contract: positive ints (else ValueError naming the argument, checked for you), a
