@@ -218,9 +218,12 @@ print(f"trained in {train_seconds:.1f} s; test accuracy {float_acc:.4f} on {len(
 # first call pays one-off costs, such as starting the BLAS threads, that would top the
 # table; module 19's lesson: warm up before you measure). Read two columns: FLOPs say that
 # `conv2d` and the `Linear` layers' `matmul` do nearly all the arithmetic; the time column
-# says how much of the pass they take on this machine, and with a model this small the
-# elementwise ops (`relu`, `max_pool2d`, the bias additions) take a share of the time far
-# larger than their share of the arithmetic.
+# says how much of the pass they take on this machine. Compare the two shares op by op,
+# printed below the table: an op whose share of the time is larger than its share of the
+# arithmetic runs below the machine's best rate. Ops that move many bytes for each FLOP
+# (`max_pool2d` reads four values to keep one) and ops made of many small calls are the
+# usual suspects, but how far they fall behind BLAS's matmul depends on the machine and
+# its load: read this run's numbers, not a rule.
 
 # %%
 with tinytorch.no_grad():
@@ -229,6 +232,10 @@ with tinytorch.no_grad(), tinytorch.profiler.profile() as _prof:
     model(test_set.data)
 _avg = _prof.key_averages()
 print(_avg.table(sort_by="cpu_time_total", row_limit=8))
+_time_total, _flops_total = _avg.total_time(), _avg.total_flops()
+print("share of the time / share of the FLOPs: " + ", ".join(
+    f"{e.key} {e.cpu_time_total / _time_total:.0%} / {e.flops / _flops_total:.1%}"
+    for e in sorted(_avg, key=lambda e: -e.cpu_time_total)[:6]))
 
 # %% [markdown]
 # The profiler's FLOPs come from module 14's per-op formulas, counted as the ops ran; the
@@ -883,8 +890,8 @@ print(f"✓ pareto_front: section 1's points -> {pareto_front(_rows(_demo))}; 20
 # fraction: 0.02 is 2 percentage points). If two are equally small, ship the faster."*
 # Write `choose(rows, within=0.02)`, which returns the name of the row that requirement
 # ships. A requirement in words leaves edges to decide: say what yours does with a row
-# exactly `within` below the best, with two rows equal in size, and with a negative
-# `within`, and why the requirement means that.
+# exactly `within` below the best and with two rows equal in size, and why the requirement
+# means that.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -928,6 +935,8 @@ assert_equal(choose(_cands, within=0.0625), "shrunk", "within 6.25 points: shrun
 assert_equal(choose(_cands, within=0.015625), "int8", "within 1.5625 points: int8 (exactly on the floor)")
 assert_equal(choose(_cands, within=0.02), "int8", "within 2 points (an accuracy fraction, 0.02): int8")
 assert_equal(choose(_cands[2:3]), "shrunk", "one row: that row")
+assert_equal(choose(_cands[::-1], within=0.02), "int8", "the same rows in reverse order (tiny first), within 2 "
+             "points: the floor is 2 points below the best row, float32, wherever it stands in the list")
 assert_raises(ValueError, choose, [], match="nothing")
 assert_raises(ValueError, choose, _cands, within=-0.01, match="-0.01",
               what="choose with within=-0.01 (a negative tolerance is a caller's mistake: refuse it, giving the "
@@ -1196,10 +1205,10 @@ check(_g[1] <= _g[0] <= _g[2], "low <= gap <= high", got=_g)
 check(all(type(v) is float for v in _g), "gap, low and high are Python floats", got=[type(v).__name__ for v in _g])
 _same = np.arange(359) % 7 != 0
 _gs = accuracy_gap(_same, _same.copy())
-check(_gs[0] == 0 and _gs[1] < 0 < _gs[2] and 0.002 <= _gs[2] - _gs[1] <= 0.03,
-      "two variants right on exactly the same 359 digits: gap 0, in an interval 0.2 to 3 points wide (not one "
-      "digit disagrees here, which does not show that none would on other digits)", got=_gs,
-      expected="(0.0, low < 0, high > 0, 0.002 <= high - low <= 0.03)")
+check(_gs[0] == 0 and _gs[1] < 0 < _gs[2] and 0.5 / 359 <= _gs[2] - _gs[1] <= 0.03,
+      "two variants right on exactly the same 359 digits: gap 0, in an interval at least 0.5/359 (0.14 points) "
+      "and at most 3 points wide (not one digit disagrees here, which does not show that none would on other "
+      "digits)", got=_gs, expected="(0.0, low < 0, high > 0, 0.0014 <= high - low <= 0.03)")
 _rng = np.random.default_rng(20)
 for _cells, _what in [([0.90, 0.04, 0.015, 0.045], "a rounded copy (2.5 points)"),
                       ([0.50, 0.45, 0.0, 0.05], "a much worse b (45 points)")]:
@@ -1210,10 +1219,10 @@ for _cells, _what in [([0.90, 0.04, 0.015, 0.045], "a rounded copy (2.5 points)"
         _gap, _lo, _hi = accuracy_gap((_c == 0) | (_c == 1), (_c == 0) | (_c == 2))
         _hits += _lo <= _true <= _hi
         _widths.append(_hi - _lo)
-    check(0.92 <= _hits / 2000 <= 0.98,
+    check(0.92 <= _hits / 2000 <= 0.975,
           f"how often the interval contains the true gap against {_what}, over 2,000 sampled test sets",
           got=f"{_hits / 2000:.3f} (mean width {np.mean(_widths) * 100:.2f} points)",
-          expected="0.92 to 0.98 (95% intended): below, too narrow; above, too wide for what the digits show")
+          expected="0.92 to 0.975 (95% intended): below, too narrow; above, too wide for what the digits show")
 assert_raises(ValueError, accuracy_gap, _same, np.ones(1, bool), match=r"\(1,\)")  # one flag, not one per digit
 assert_raises(ValueError, accuracy_gap, np.ones(1, bool), np.ones(1, bool), match=r"\(1,\)")
 print(f"✓ accuracy_gap: coverage near 95% for a small and a large gap; with no disagreement an interval "

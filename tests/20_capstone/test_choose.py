@@ -31,3 +31,12 @@ def test_choose_refuses():
         choose([])
     with pytest.raises(ValueError, match="-0.01"):
         choose(CANDS, within=-0.01)
+
+
+@pytest.mark.parametrize("order", [[3, 2, 1, 0], [1, 3, 0, 2], [2, 0, 3, 1]])
+def test_choose_takes_the_floor_from_the_best_row_wherever_it_stands(order):
+    rows = [CANDS[i] for i in order]
+    for within, expected in [(0.0, "float32"), (0.02, "int8"), (0.03125, "tiny"), (0.0625, "shrunk")]:
+        assert choose(rows, within=within) == expected, \
+            f"rows in the order {[r['name'] for r in rows]}, within {within}: expected {expected!r} (the floor is " \
+            f"`within` below float32, the best row), got {choose(rows, within=within)!r}"

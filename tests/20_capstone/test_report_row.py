@@ -8,7 +8,6 @@ from tinytorch.capstone import report_row
 from tinytorch.utils.benchmark import Measurement
 
 
-
 @pytest.fixture
 def M():
     """A Measurement (module 19) of 10 calls per run: per run 1, 2, 3, 4, 10 ms. A fixture, not
