@@ -543,6 +543,8 @@ assert_equal(_arr.shape, (2, 2, 3), "two (2, 3) arrays -> (2, 2, 3), the batch f
 _d = default_collate([{"x": np.ones(3), "n": 1, "name": "a"}, {"x": np.zeros(3), "n": 2, "name": "b"}])
 check(isinstance(_d, dict), "a batch of dict samples is a dict (one batch per key)", got=type(_d).__name__)
 assert_equal(sorted(_d), ["n", "name", "x"], "a dict batch keeps the keys")
+check(isinstance(_d["x"], Tensor), "dict value 'x' collated into a Tensor (collate each key's values, "
+      "recursively)", got=type(_d["x"]).__name__)
 assert_equal(_d["x"].shape, (2, 3), "dict value 'x' stacked")
 assert_equal(_d["n"].tolist(), [1, 2], "dict value 'n' collated")
 assert_equal(_d["name"], ["a", "b"], "strings stay a list")
@@ -785,6 +787,12 @@ _loader = DataLoader(_dsN, batch_size=3, sampler=_order)
 assert_equal(sum(_epoch(_loader), []), _order, "the indices of an epoch with sampler=[7, 2, 2, 9, 0, 5, 3] "
              "(the sampler's order, repeats included)")
 assert_equal(len(_loader), 3, "len(loader) with a sampler of 7 indices and batch_size=3")
+from tinytorch.data.sampler import RandomSampler  # a new random order each time it is iterated
+
+_loader = DataLoader(_dsN, batch_size=3, sampler=RandomSampler(_dsN, generator=Generator().manual_seed(0)))
+_first = sum(_epoch(_loader), [])
+check(sum(_epoch(_loader), []) != _first, "with sampler=RandomSampler(...), each epoch asks the sampler for its "
+      "order again, so two epochs differ (an order read once and kept would repeat forever)", got=_first)
 _lists = [[3, 1], [0, 2, 9, 4], [8]]  # a batch sampler decides the batches: any iterable of lists of indices
 _loader = DataLoader(_dsN, batch_sampler=_lists)
 assert_equal(_epoch(_loader), _lists, "the batches of an epoch with batch_sampler=[[3, 1], [0, 2, 9, 4], [8]]")
@@ -936,7 +944,7 @@ _again = random_split(_dsN, [5, 3, 2], generator=Generator().manual_seed(0))
 assert_equal([[p[k][0].item() for k in range(len(p))] for p in _again], _vals, "same seed, same split")
 _other = random_split(_dsN, [5, 3, 2], generator=Generator().manual_seed(1))
 check([[p[k][0].item() for k in range(len(p))] for p in _other] != _vals, "another seed, another split")
-for _bad in ([5, 4], [0.5, 0.6], [1.5, -0.5], [2.5, 7.5], [3.0, 7.5], [12, -2]):
+for _bad in ([5, 4], [0.5, 0.6], [0.5, 0.5 + 1e-12], [1.5, -0.5], [2.5, 7.5], [3.0, 7.5], [12, -2]):
     assert_raises(ValueError, random_split, _dsN, _bad, what=f"random_split(N=10, {_bad})")
 print("✓ random_split:", _vals)
 
@@ -1533,16 +1541,16 @@ print(f"after Normalize: mean {_xb.numpy().mean():+.2e}, std {_xb.numpy().std():
 # with the batch, so that a model can ignore the padding (module 12's masks do exactly that).
 #
 # ```
-#   a batch of 3 sentences, as character codes        lengths
-#   T h e   f o x   r a n .  ·  ·  ·  ·  ·  ·  ·  ·      10
-#   A   c r o w   s a t   o n   a   b r a n c h .       18      ·  = padding
-#   N o !  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·  ·       3
-#   └───────────── T = 18, the longest ───────────┘
+#   a batch of 3 sentences, one character per column     length
+#   The fox ran.···········                                12
+#   A crow sat on a branch.                                23      · = padding
+#   No!····················                                 3
+#   └──── T = 23, the longest ───┘
 # ```
 #
 # Padding is not free. A model computes on every position of the rectangle, padding
-# included: here 54 positions are computed and 31 of them are real, so **43% of the batch's
-# compute is thrown away**. How much is thrown away depends on which sentences share a batch,
+# included: here $3 \times 23 = 69$ positions are computed and $12 + 23 + 3 = 38$ of them
+# are real, so **45% of the batch's compute is thrown away**. How much is thrown away depends on which sentences share a batch,
 # and that is the loader's choice, not the model's.
 #
 # First the collate. `default_collate` refuses samples of different shapes; `pad_collate`
@@ -1584,6 +1592,7 @@ assert_equal(_pb.numpy().tolist(), [[5, 6, 7, 0, 0], [8, 0, 0, 0, 0], [1, 2, 3, 
              "each row: its sequence from position 0, then the padding value 0")
 assert_equal(_pl.numpy().tolist(), [3, 1, 5], "lengths: the true length of each sequence")
 assert_equal(str(_pl.dtype), "int64", "lengths dtype")
+check(isinstance(_pt, Tensor), "targets: default_collate of the targets (a Tensor here)", got=type(_pt).__name__)
 assert_equal(_pt.numpy().tolist(), [0, 1, 2], "targets: default_collate of the targets")
 _pb = pad_collate([([1, 2], 0), ([3], 1)], padding_value=-1)[0]
 assert_equal(_pb.numpy().tolist(), [[1, 2], [3, -1]], "padding_value=-1 fills the gaps")
@@ -1678,7 +1687,8 @@ _epoch2 = list(_loader._index_batches())
 print(f"shuffled batches: padding {padding_fraction(sentences.lengths, _random_batches):.0%}, "
       f"mixing {mixing(_random_batches, _epoch2):.1%}")
 print(f"sorted batches:   padding {padding_fraction(sentences.lengths, _sorted_batches):.0%}, "
-      f"mixing 100% (the same batches every epoch)")
+      f"mixing {mixing(_sorted_batches, _sorted_batches):.0%} (sorting decides the batches: every epoch "
+      f"has the same ones)")
 
 # %% [markdown]
 # ### Your design: a bucketing batch sampler
@@ -1687,7 +1697,8 @@ print(f"sorted batches:   padding {padding_fraction(sentences.lengths, _sorted_b
 # one knob, `pool`: **the number of batches' worth of samples your sampler may arrange
 # together**. `pool=1` arranges nothing (its padding is that of shuffled batches); `pool`
 # $= \lceil N/B \rceil$ may arrange the whole dataset (its padding must be that of the sorted
-# batches). In between, a larger pool should pad less and mix more. How it uses the pool is
+# batches). In between, a larger pool should pad less, and more of its pairs will meet
+# again (its mixing measure rises: the price of the saving). How it uses the pool is
 # yours to design; the contract says what the loader needs, and the check measures the rest.
 #
 # It is a **batch sampler**: it yields lists of indices, and the DataLoader takes it as
@@ -1800,10 +1811,13 @@ _pads, _mixes = {}, {}
 for _pool in (1, 2, 4, 8, 16, _nb):
     _s, (_e1, _e2) = _epochs(_lens, 16, _pool, seed=2)
     _pads[_pool], _mixes[_pool] = padding_fraction(_lens, _e1), mixing(_e1, _e2)
-_sorted_pad = padding_fraction(_lens, _sorted_batches)
+_down = np.argsort(-_lens, kind="stable")                   # sorted longest first: the short batch at the end
+_sorted_pad = max(padding_fraction(_lens, _sorted_batches),
+                  padding_fraction(_lens, [_down[i:i + 16] for i in range(0, len(_down), 16)]))
 check(_pads[1] > 0.45, "pool=1 arranges nothing: it pads like shuffled batches (about 54% here)",
       got=f"{_pads[1]:.1%}", expected="> 45%")
-check(_pads[_nb] <= _sorted_pad + 0.01, f"pool={_nb} (the whole dataset) pads like the sorted batches",
+check(_pads[_nb] <= _sorted_pad + 0.01, f"pool={_nb} (the whole dataset) pads like the sorted batches (in "
+      f"either direction)",
       got=f"{_pads[_nb]:.1%}", expected=f"<= {_sorted_pad:.1%} + 1 point")
 check(_pads[8] < 0.25 and _mixes[8] < 0.20, "pool=8 keeps most of sorting's saving and most of shuffling's mixing",
       got=f"padding {_pads[8]:.1%}, mixing {_mixes[8]:.1%}", expected="padding < 25%, mixing < 20%")
@@ -1819,9 +1833,12 @@ check(len(_firsts) > 1, "the first batch of an epoch is not always the same leng
 print("✓ BucketBatchSampler:", ", ".join(f"pool {k}: padding {_pads[k]:.0%}, mixing {_mixes[k]:.0%}" for k in _pads))
 
 # %% [markdown]
-# **Predict first.** The check printed padding and mixing for each pool. Where would a pool
-# of 8 batches put an epoch of the fables between the two extremes? Then look at the
-# trade-off over more pools and seeds.
+# **Predict first.** Before you read the check's printout: where would a pool of 8 batches
+# put an epoch of the fables between the two extremes (54% and 5% padding)? Then look at
+# the trade-off over more pools and seeds.
+
+# %%
+predicted_pool8_padding = None   # a fraction between 0 and 1
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -1842,6 +1859,7 @@ ax.set_title("Bucketing the fables' sentences (B = 16, 4 seeds per pool)")
 ax.grid(alpha=0.3)
 fig.tight_layout()
 plt.show()
+print(f"pool 8: padding {_pads[8]:.0%} (you predicted {predicted_pool8_padding})")
 
 # %% [markdown]
 # The points fall on a curve: no pool is best at both, and the knob moves you along it. The

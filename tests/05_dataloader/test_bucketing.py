@@ -29,8 +29,12 @@ def epochs(lengths, batch_size, pool, seed=0, count=2):
 
 
 def sorted_padding(lengths, batch_size):
-    order = np.argsort(lengths, kind="stable")
-    return padding(lengths, [order[i:i + batch_size] for i in range(0, len(order), batch_size)])
+    """The padding of the dataset sorted by length and cut into batches, the larger of the two
+    directions (the short batch among the shortest or among the longest samples)."""
+    def cut(order):
+        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    return max(padding(lengths, cut(np.argsort(lengths, kind="stable"))),
+               padding(lengths, cut(np.argsort(-lengths, kind="stable"))))
 
 
 @pytest.mark.parametrize("n,batch_size,pool", [(1, 1, 1), (10, 3, 1), (10, 3, 2), (37, 4, 3), (64, 8, 8),
