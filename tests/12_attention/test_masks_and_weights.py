@@ -55,7 +55,7 @@ def test_a_float_mask_tensor_stays_in_the_graph():
                                   err_msg="under sum(), each bias entry was added to the scores of 2 batch entries")
 
 
-def test_an_explicit_scale_of_zero_is_used():
+def test_attention_weights_use_an_explicit_scale_of_zero():
     rng = np.random.default_rng(6)
     w = attention_weights(tt.tensor(rng.standard_normal((3, 4))), tt.tensor(rng.standard_normal((5, 4))), scale=0.0)
     np.testing.assert_allclose(w.numpy(), np.full((3, 5), 0.2), rtol=1e-12,
@@ -123,7 +123,7 @@ def test_all_rows_masked_gives_zeros_and_zero_grads():
         np.testing.assert_array_equal(t.grad.numpy(), 0.0)
 
 
-def test_dropout():
+def test_scaled_dot_product_attention_dropout():
     rng = np.random.default_rng(5)
     q, k = tt.tensor(rng.standard_normal((2, 16, 4))), tt.tensor(rng.standard_normal((2, 16, 4)))
     eye = tt.tensor(np.eye(16))                            # value = identity: output = weights
@@ -175,3 +175,13 @@ def test_mismatched_shapes_raise():
         F.scaled_dot_product_attention(q, k, v, attn_mask=np.ones((5, 6), dtype=bool), is_causal=True)
     with pytest.raises(TypeError, match="bool"):
         F.scaled_dot_product_attention(q, k, v, attn_mask=np.ones((5, 6), dtype=np.int64))
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.1, 3.0])
+def test_scaled_dot_product_attention_passes_its_scale_on(scale):
+    rng = np.random.default_rng(8)
+    q, k, v = (tt.tensor(rng.standard_normal(shape)) for shape in ((2, 3, 4), (2, 5, 4), (2, 5, 6)))
+    np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, scale=scale).numpy(),
+                               attention_weights(q, k, scale=scale).numpy() @ v.numpy(), rtol=1e-12,
+                               err_msg=f"scaled_dot_product_attention(..., scale={scale}): the weights of that scale "
+                                       f"times the values")

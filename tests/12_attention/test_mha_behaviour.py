@@ -12,7 +12,7 @@ from tinytorch.autograd import gradcheck
 from tinytorch.nn.attention import causal_mask
 
 
-def test_init_follows_pytorch():
+def test_multihead_attention_reset_parameters_follows_pytorch():
     tt.manual_seed(0)
     m = nn.MultiheadAttention(64, 8)
     assert m.head_dim == 8 and m.num_heads == 8 and m.embed_dim == 64
@@ -167,3 +167,21 @@ def test_repr():
     m = nn.MultiheadAttention(8, 2, bias=False)
     assert m.in_proj_bias is None
     assert "embed_dim=8" in repr(m) and "num_heads=2" in repr(m) and "out_proj" in repr(m)
+
+
+@pytest.mark.parametrize("need_weights, average", [(True, True), (True, False), (False, True)])
+def test_multihead_attention_attend_returns_weights_averaged_over_the_heads(need_weights, average):
+    tt.manual_seed(4)
+    m = nn.MultiheadAttention(8, 2, dtype=tt.float64).eval()
+    q, kv = (tt.tensor(np.random.default_rng(s).standard_normal((2, n, 8))) for s, n in ((5, 3), (6, 4)))
+    _, per_head = m(q, kv, kv, average_attn_weights=False)
+    assert per_head.shape == (2, 2, 3, 4), "per-head weights: (N, H, L, S)"
+    _, w = m(q, kv, kv, need_weights=need_weights, average_attn_weights=average)
+    if not need_weights:
+        assert w is None, "need_weights=False: no weights"
+    elif average:
+        np.testing.assert_allclose(w.numpy(), per_head.numpy().mean(axis=1), rtol=1e-12,
+                                   err_msg="average_attn_weights: the mean of the per-head weights over the heads, "
+                                           "(N, L, S)")
+    else:
+        np.testing.assert_allclose(w.numpy().sum(-1), 1.0, rtol=1e-12, err_msg="each head's rows sum to 1")
