@@ -553,6 +553,14 @@ assert_equal(_pad.weight.grad.numpy()[9], np.zeros(4), "the padding row gets no 
 assert_equal(_pad.weight.grad.numpy()[[1, 2]], np.array([[2.0] * 4, [1.0] * 4], dtype=np.float32),
              "id 1 looked up twice, id 2 once")
 assert_equal(repr(_pad), "Embedding(10, 4, padding_idx=9)", "repr")
+_held = _pad.weight
+with tinytorch.no_grad():
+    _pad.weight.copy_(Tensor(np.ones((10, 4), dtype=np.float32)))
+_pad.reset_parameters()                                   # a second call, as an initialiser may make later
+check(_pad.weight is _held, "reset_parameters refills the same Parameter in place (an optimizer built on the "
+      "layer holds that object: a new one would never be updated)", got=type(_pad.weight).__name__)
+assert_equal(_pad.weight.numpy()[9], np.zeros(4), "after reset_parameters() again, the padding row is zero again "
+             "(the guarantee lives in reset_parameters, not only in __init__)")
 _pre = Embedding.from_pretrained(Tensor(np.arange(6.0).reshape(3, 2)))
 assert_equal((_pre.weight.requires_grad, _pre(Tensor([2])).numpy().tolist()), (False, [[4.0, 5.0]]),
              "from_pretrained: frozen, and the given rows")
@@ -719,11 +727,12 @@ assert_close(_gram[20, 5], _gram[35, 20], rtol=1e-9, what="P_20·P_5 = P_35·P_2
 print("✓ sinusoidal position table; P[1, :2] =", np.round(_p[1, :2], 4))
 
 # %% [markdown]
-# Let us look at the table. Left: each row is a position, each column a dimension. On the
-# left the pairs turn fast, so colour changes down a column within a few positions. On the
-# right the pairs turn so slowly that in 100 positions their angle stays near 0: each sine
-# column stays near 0 (white) and each cosine column near 1 (blue), and the alternation
-# of the two reads as fine vertical stripes. Right: the dot product
+# Let us look at the table. In the left panel each row is a position and each column a
+# dimension. Its first columns (small $i$) turn fast, so colour changes down a column
+# within a few positions. Its last columns turn so slowly that in 100 positions their
+# angle stays near 0: each sine column stays near 0 (white) and each cosine column near 1
+# (blue), and the alternation of the two reads as fine vertical stripes. The right panel
+# shows the dot product
 # $P_p \cdot P_q$ of every pair of positions. It is largest on the diagonal ($p = q$, where it
 # equals $D/2$), smaller away from it (not steadily: it ripples as the fast pairs come round
 # again), and is the same along every diagonal:
@@ -911,6 +920,8 @@ _ops_in_graph = {node.op for node in topological_order([_y.grad_fn])} if _y.grad
 check("embedding" in _ops_in_graph, "the learned positions are read through your embedding op (its node is "
       "in the graph: the table's gradient is then your scatter-add)", got=sorted(_ops_in_graph))
 assert_equal(_learn(_x).dtype, tinytorch.float32, "learned: float32 in, float32 out")
+assert_equal(LearnedPositionalEmbedding(4, 3, dtype=tinytorch.float64).weight.dtype, tinytorch.float64,
+             "LearnedPositionalEmbedding(4, 3, dtype=float64): its table's dtype")
 _y.sum().backward()
 check(_learn.weight.grad is not None, "the learned table got a gradient (read it through your embedding op, "
       "not through a copy of its numbers)", got=_learn.weight.grad)
@@ -1046,6 +1057,9 @@ _e = np.array([[0.0, 0.0, 0.0, 1.0]])                      # the pair (0, 1) in 
 assert_close(rotary_embedding(Tensor(_e, dtype=tinytorch.float64), offset=3).numpy(),
              np.array([[0, 0, -np.sin(0.03), np.cos(0.03)]]), rtol=1e-12, atol=1e-15,
              what="(0, 0, 0, 1) at position 3, D = 4: pair 1 turns by 3·ω_1 = 3·10000^(-2/4) = 0.03")
+assert_close(rotary_embedding(Tensor(_e, dtype=tinytorch.float64), offset=3, base=100.0).numpy(),
+             np.array([[0, 0, -np.sin(0.3), np.cos(0.3)]]), rtol=1e-12, atol=1e-15,
+             what="the same with base=100: pair 1 turns by 3·100^(-2/4) = 0.3")
 _rng = np.random.default_rng(11)
 _q, _k = _rng.standard_normal(16), _rng.standard_normal(16)
 _Q = rotary_embedding(Tensor(np.tile(_q, (40, 1)), dtype=tinytorch.float64)).numpy()   # q at positions 0..39
@@ -1083,6 +1097,10 @@ print(f"✓ rotary_embedding: S[0, 7] = S[20, 27] = {_S[20, 27]:.4f}")
 # colour: the score knows how far apart the two tokens are and nothing else.
 
 # %%
+_rng = np.random.default_rng(11)
+_q, _k = _rng.standard_normal(16), _rng.standard_normal(16)           # one query, one key, at positions 0..39
+_Q = rotary_embedding(Tensor(np.tile(_q, (40, 1)), dtype=tinytorch.float64)).numpy()
+_K = rotary_embedding(Tensor(np.tile(_k, (40, 1)), dtype=tinytorch.float64)).numpy()
 _P = sinusoidal_positions(40, 16, dtype=tinytorch.float64).numpy()
 _added = (_q + _P) @ (_k + _P).T
 _rotary = _Q @ _K.T
@@ -1171,8 +1189,10 @@ print("your prediction for 64 x 1024:", "none written" if predicted_percent_touc
 # Most of the dense `(V, D)` gradient we allocate is zeros. That is why PyTorch offers
 # `nn.Embedding(..., sparse=True)`, whose gradient is a sparse tensor holding only the touched
 # rows (with the `SparseAdam` optimizer), and why large recommendation models (tables with
-# billions of rows) are built around sparse updates. Note the catch with Adam: its momentum
-# makes *every* row move on every step, touched or not, unless the optimizer is sparse too.
+# billions of rows) are built around sparse updates. Note the catch with Adam: its moments
+# decay but never return to zero, so a row touched once keeps moving on every later step,
+# touched or not (a row never touched stays put, unless weight decay moves it), unless the
+# optimizer is sparse too.
 #
 # ### Gather versus one-hot matmul
 #

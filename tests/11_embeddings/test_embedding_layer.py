@@ -42,10 +42,18 @@ def test_embedding_reset_parameters_zeroes_only_the_padding_row(padding_idx, row
     np.testing.assert_array_equal(emb.weight.numpy()[row], 0.0, err_msg=f"the padding row {row} starts at zero")
     others = np.delete(emb.weight.numpy(), row, axis=0)
     assert bool(np.all(others != 0)), f"only the padding row is zero; the other rows are N(0, 1): {others}"
+    held = emb.weight
+    with tt.no_grad():
+        emb.weight.copy_(tt.ones(5, 3))
+    emb.reset_parameters()
+    assert emb.weight is held, "reset_parameters refills the layer's Parameter in place, never a new one"
+    np.testing.assert_array_equal(emb.weight.numpy()[row], 0.0,
+                                  err_msg=f"reset_parameters() called again zeroes the padding row {row} again")
+    assert bool(np.all(np.delete(emb.weight.numpy(), row, axis=0) != 1.0)), "and redraws every other row"
 
 
 @pytest.mark.parametrize("padding_idx,row", [(0, 0), (3, 3), (-1, 4)])
-def test_embedding_backward_freezes_the_padding_row_of_the_layer(padding_idx, row):
+def test_embedding_layer_forward_passes_padding_idx_so_the_padding_row_is_frozen(padding_idx, row):
     emb = nn.Embedding(5, 3, padding_idx=padding_idx)
     ids = tt.tensor([[row, 1, row], [2, row, 2]])
     np.testing.assert_array_equal(emb(ids).numpy()[0, 0], 0.0, err_msg="looking up the padding row gives zeros")

@@ -99,24 +99,32 @@ def test_sequence_longer_than_max_len_raises():
             layer(tt.randn(4, 4), offset=3)
 
 
-def test_learned_positions_parameter_and_forward():
-    tt.manual_seed(1)
+def test_learned_positional_embedding_init_has_one_parameter_table():
     layer = nn.LearnedPositionalEmbedding(12, 5)
     assert [n for n, _ in layer.named_parameters()] == ["weight"]
     assert layer.weight.shape == (12, 5) and layer.weight.requires_grad
+    assert layer.weight.dtype == tt.float32
+    assert nn.LearnedPositionalEmbedding(4, 3, dtype=tt.float64).weight.dtype == tt.float64, "dtype=float64"
+
+
+def test_learned_positional_embedding_forward_adds_the_rows_from_offset():
+    tt.manual_seed(1)
+    layer = nn.LearnedPositionalEmbedding(12, 5)
     x = tt.randn(2, 7, 5)
-    np.testing.assert_allclose(layer(x).numpy(), x.numpy() + layer.weight.numpy()[:7], rtol=1e-6)
+    np.testing.assert_allclose(layer(x).numpy(), x.numpy() + layer.weight.numpy()[:7], rtol=1e-6,
+                               err_msg="7 tokens at offset 0: x + weight[0:7]")
     np.testing.assert_allclose(layer(x[0, :2], offset=10).numpy(),
-                               x.numpy()[0, :2] + layer.weight.numpy()[10:12], rtol=1e-6)
+                               x.numpy()[0, :2] + layer.weight.numpy()[10:12], rtol=1e-6,
+                               err_msg="2 tokens at offset 10: x + weight[10:12] (token t sits at position offset + t)")
 
 
-def test_learned_positions_init_is_standard_normal():
+def test_learned_positional_embedding_init_is_standard_normal():
     tt.manual_seed(0)
     w = nn.LearnedPositionalEmbedding(1000, 40).weight.numpy()
     assert abs(w.mean()) < 0.02 and abs(w.std() - 1.0) < 0.02
 
 
-def test_learned_positions_grads_equal_torch(torch):
+def test_learned_positional_embedding_forward_grads_equal_torch(torch):
     layer = nn.LearnedPositionalEmbedding(8, 3, dtype=tt.float64)
     rng = np.random.default_rng(2)
     xd, up = rng.standard_normal((4, 5, 3)), rng.standard_normal((4, 5, 3))
@@ -131,7 +139,7 @@ def test_learned_positions_grads_equal_torch(torch):
     np.testing.assert_array_equal(layer.weight.grad.numpy()[[0, 1, 7]], 0.0)
 
 
-def test_learned_positions_gradcheck():
+def test_learned_positional_embedding_forward_gradcheck():
     layer = nn.LearnedPositionalEmbedding(6, 3, dtype=tt.float64)
     x = tt.tensor(np.random.default_rng(3).standard_normal((2, 4, 3)), requires_grad=True)
     assert gradcheck(lambda x, w: (layer(x) * x).sum(-1), [x, layer.weight])

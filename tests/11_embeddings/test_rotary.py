@@ -32,6 +32,17 @@ def test_rotary_embedding_turns_each_pair_by_position_times_frequency(shape, off
     np.testing.assert_allclose(got.numpy(), turned(x, offset, base), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("base", [10000.0, 100.0])
+def test_rotary_embedding_turns_a_unit_pair_by_the_angle_of_its_frequency(base):
+    e = np.zeros((1, 4))
+    e[0, 3] = 1.0                                             # (0, 1) in columns 2, 3
+    a = 3 * base ** (-2 / 4)
+    np.testing.assert_allclose(rotary_embedding(tt.tensor(e), offset=3, base=base).numpy(),
+                               [[0, 0, -math.sin(a), math.cos(a)]], rtol=1e-12, atol=1e-15,
+                               err_msg=f"(0, 0, 0, 1) at position 3, base {base}: pair 1 turns counterclockwise "
+                                       f"by 3 * base^(-2/4) = {a}")
+
+
 def test_rotary_embedding_scores_depend_on_the_offset_only():
     rng = np.random.default_rng(3)
     q, k = rng.standard_normal(32), rng.standard_normal(32)
