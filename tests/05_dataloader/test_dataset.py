@@ -27,7 +27,7 @@ def test_tensor_dataset_getitem_returns_views_of_the_rows():
     assert np.shares_memory(x.numpy(), X.numpy()), "row 2 was copied"
 
 
-def test_numpy_inputs_are_converted_and_any_number_of_tensors():
+def test_tensor_dataset_init_converts_numpy_inputs_and_takes_any_number():
     a = np.arange(8, dtype=np.float64).reshape(4, 2)
     b = np.array([True, False, True, True])
     c = np.arange(4 * 2 * 3).reshape(4, 2, 3)
@@ -44,7 +44,7 @@ def test_numpy_inputs_are_converted_and_any_number_of_tensors():
     assert len(single) == 5 and len(single[3]) == 1 and single[3][0].item() == 3
 
 
-def test_transform_applies_to_the_first_tensor_only():
+def test_tensor_dataset_getitem_transforms_the_first_tensor_only():
     X = np.arange(6, dtype=np.float32).reshape(3, 2)
     y = np.array([7, 8, 9])
     calls = []
@@ -62,7 +62,7 @@ def test_transform_applies_to_the_first_tensor_only():
     assert len(calls) == 2, "applied on every read (random transforms need that)"
 
 
-def test_size_mismatch_is_a_clear_value_error():
+def test_tensor_dataset_init_refuses_a_size_mismatch_clearly():
     with pytest.raises(ValueError) as info:
         TensorDataset(tt.zeros(6, 2), tt.zeros(5))
     assert "6" in str(info.value) and "5" in str(info.value), "the message names both sizes"
@@ -70,8 +70,15 @@ def test_size_mismatch_is_a_clear_value_error():
         TensorDataset(np.zeros((3, 2)), np.zeros(3), np.zeros(4))
 
 
-def test_no_tensors_or_a_0d_tensor_is_refused():
+def test_tensor_dataset_init_refuses_no_tensors_or_a_0d_tensor():
     with pytest.raises(ValueError):
         TensorDataset()
     with pytest.raises(ValueError):
         TensorDataset(tt.tensor(3.0))
+
+
+def test_tensor_dataset_init_keeps_the_dtype_of_each_numpy_array():
+    ds = TensorDataset(np.zeros((3, 2), dtype=np.float32), np.array([1, 0, 2]), np.zeros(3, dtype=np.float64))
+    got = [str(t.dtype) for t in ds.tensors]
+    assert got == ["float32", "int64", "float64"], \
+        f"numpy arrays become tensors of their own dtype (int64 labels stay int64 for the loss): got {got}"
