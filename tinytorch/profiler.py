@@ -34,7 +34,8 @@ def parameter_counts(model):
     descendants): for each
     module, the number of scalars in the parameters registered directly on it (not on its
     children), leaving out parameters an earlier module was already credited with. Modules
-    credited with 0 are left out. The values add up to the number of distinct trained
+    credited with 0 are left out. Every registered Parameter counts, frozen ones
+    (requires_grad False) included. The values add up to the number of distinct parameter
     scalars: a Parameter held by two modules (a tied head) counts once, at the first holder.
     """
     # Idea: credit each Parameter object to the first module that holds it.
@@ -43,7 +44,8 @@ def parameter_counts(model):
 
 
 def count_parameters(model):
-    """The number of distinct trained scalars of `model` (the sum of parameter_counts)."""
+    """The number of distinct parameter scalars of `model`, frozen ones included (the sum of
+    parameter_counts)."""
     return sum(parameter_counts(model).values())
 
 
@@ -262,7 +264,7 @@ class EventList(list):
                          f"{100 * e.cpu_time_total / total_t:>7.1f}%{_fmt_us(avg):>11}"
                          f"{e.flops:>14,}{rate:>9.2f}{e.cpu_memory_usage:>12,}  {str(shapes)[:40]}")
         lines.append("-" * len(head))
-        lines.append(f"Self CPU time total: {_fmt_us(self.total_time())}; FLOPs total: {self.total_flops():,}")
+        lines.append(f"Time of the ops, summed: {_fmt_us(self.total_time())}; FLOPs total: {self.total_flops():,}")
         return "\n".join(lines)
 
 
@@ -393,7 +395,7 @@ def latency(fn, repeats=7, warmup=2):
             "max": max(samples), "samples": samples}
 
 
-# -- cell 62 --
+# -- cell 65 --
 def layer_report(stages, x, repeats=5, warmup=1):
     """Profile a model stage by stage. `stages` is a list of (name, fn, module or None);
     each fn maps the previous stage's output to the next. Returns a list of dicts with

@@ -197,7 +197,8 @@ def parameter_counts(model):
     descendants): for each
     module, the number of scalars in the parameters registered directly on it (not on its
     children), leaving out parameters an earlier module was already credited with. Modules
-    credited with 0 are left out. The values add up to the number of distinct trained
+    credited with 0 are left out. Every registered Parameter counts, frozen ones
+    (requires_grad False) included. The values add up to the number of distinct parameter
     scalars: a Parameter held by two modules (a tied head) counts once, at the first holder.
     """
     # Idea: credit each Parameter object to the first module that holds it.
@@ -217,7 +218,8 @@ def parameter_counts(model):
 
 
 def count_parameters(model):
-    """The number of distinct trained scalars of `model` (the sum of parameter_counts)."""
+    """The number of distinct parameter scalars of `model`, frozen ones included (the sum of
+    parameter_counts)."""
     return sum(parameter_counts(model).values())
 
 # %% nbgrader={"grade": true, "grade_id": "test-parameter-counts", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -233,6 +235,10 @@ with preserved_state():  # building layers draws from tinytorch's generator: put
     print("tied:", parameter_counts(_tied))
     assert_equal(parameter_counts(_tied), {"0": 25}, "two layers sharing one 5x5 weight: 25, at the first")
     assert_equal(count_parameters(_tied), 25, "a shared weight counts once in the total")
+    _frozen = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    _frozen[0].weight.requires_grad_(False)
+    assert_equal(parameter_counts(_frozen), {"0": 6, "1": 3}, "a frozen weight (requires_grad False) still counts: "
+                 "it is stored, loaded and shipped like any other")
 
     _gpt = nn.GPT(nn.GPTConfig(vocab_size=11, block_size=8, d_model=16, n_heads=2, n_layers=2))
     _gcounts = parameter_counts(_gpt)
@@ -507,8 +513,9 @@ print("✓ softmax_flops and layer_norm_flops: LayerNorm over (4,5) of (2,3,4,5)
 # Backward rules are named like their nodes (`"MatmulBackward"`, `"Conv2DBackward"`: module 01's
 # `Node.name()` title-cases each part of the op name, and `"conv2d".title()` is `"Conv2D"`). As PyTorch's
 # `FlopCounterMode` does, we count backward FLOPs for the big ops only: a matmul's backward
-# does one product of the forward's size per input that needs a gradient, a conv2d's backward
-# always two (the input's and the weight's gradient).
+# does one product of the forward's size per input that needs a gradient; a conv2d's backward
+# always computes the weight's gradient (module 09's rule) and the input's only when the input
+# needs one, so one or two products.
 
 # %%
 #| export
@@ -742,7 +749,7 @@ class EventList(list):
                          f"{100 * e.cpu_time_total / total_t:>7.1f}%{_fmt_us(avg):>11}"
                          f"{e.flops:>14,}{rate:>9.2f}{e.cpu_memory_usage:>12,}  {str(shapes)[:40]}")
         lines.append("-" * len(head))
-        lines.append(f"Self CPU time total: {_fmt_us(self.total_time())}; FLOPs total: {self.total_flops():,}")
+        lines.append(f"Time of the ops, summed: {_fmt_us(self.total_time())}; FLOPs total: {self.total_flops():,}")
         return "\n".join(lines)
 
 
@@ -904,13 +911,21 @@ class _FakeTime:
 
 
 _time_module, _flops_fn, _bytes_fn = time, op_flops, output_bytes
+_imported = globals().get("perf_counter")  # a `from time import perf_counter` of yours is replaced too
+_real_clock = _time_module.perf_counter    # and so is the time module's own, for an import inside dispatch
 time = _FakeTime()  # what `time.perf_counter()` reads, for this call
 op_flops, output_bytes = _slow(_flops_fn), _slow(_bytes_fn)
+if _imported is not None:
+    perf_counter = _FakeTime.perf_counter
+_time_module.perf_counter = _FakeTime.perf_counter
 try:
     _fake = profile()
     _fake.dispatch("mul", _two_ms_op, (np.ones(3),), {})
 finally:
+    _time_module.perf_counter = _real_clock
     time, op_flops, output_bytes = _time_module, _flops_fn, _bytes_fn
+    if _imported is not None:
+        perf_counter = _imported
 assert_close(_fake.events()[0].cpu_time_total, 2000.0, rtol=1e-6, atol=0,
              what="an op that takes 2 ms by time.perf_counter (a fake clock; the FLOP count and the byte "
                   "count take 1 s each): its cpu_time_total in µs, the op alone")
@@ -1381,6 +1396,54 @@ print(f"forward, under profile():   {profiled * 1e3:7.2f} ms ({profiled / plain:
 # inflates the small ops' share of the profile. PyTorch's profiler records from C++ for the
 # same reason. The claim that the dispatch path costs nothing extra without a mode belongs to
 # the benchmark suite (module 19), which can repeat it long enough to resolve nanoseconds.
+#
+# ### 7.2 The time between the ops
+#
+# The profiler's table adds up the ops' own times. A forward pass also spends time **between**
+# the ops: Python running each layer's `forward`, building `Tensor` objects, checking shapes,
+# recording the graph. That time appears in no row. Compare the wall time of a whole forward
+# (under the profiler, so both sides pay its bookkeeping) with the sum of its rows, for a
+# small GPT and for one 16 times wider. **Predict first**: which share of each forward's
+# wall time do the ops account for?
+
+# %%
+predicted_ops_share_small = None   # your fraction: the ops' summed time / the forward's wall time, d_model 16
+predicted_ops_share_wide = None    # the same, d_model 256
+
+# %%
+def ops_share(d_model, repeats=5):
+    """(the ops' summed time, the forward's wall time) of a GPT forward, the median of repeats."""
+    with preserved_state():
+        tinytorch.manual_seed(0)
+        gpt = nn.GPT(nn.GPTConfig(vocab_size=64, block_size=32, d_model=d_model, n_heads=4, n_layers=2)).eval()
+        ids = tinytorch.tensor(np.random.default_rng(0).integers(0, 64, (8, 32)))
+    pairs = []
+    with pinned_threads(1), tinytorch.no_grad():
+        gpt(ids)                                                  # warm-up
+        for _ in range(repeats):
+            with profile() as prof:
+                start = time.perf_counter()
+                gpt(ids)
+                wall = (time.perf_counter() - start) * 1e6
+            pairs.append((prof.events().total_time(), wall))
+    ops, wall = np.median(np.array(pairs), axis=0)
+    return ops, wall
+
+
+for _d, _pred in ((16, predicted_ops_share_small), (256, predicted_ops_share_wide)):
+    _ops, _wall = ops_share(_d)
+    print(f"GPT d_model {_d:3d}: forward {_wall / 1e3:6.2f} ms, its ops {_ops / 1e3:6.2f} ms: the ops account for "
+          f"{_ops / _wall:.0%} " + ("(no prediction written)" if _pred is None else f"(you predicted {_pred})"))
+
+# %% [markdown]
+# The narrow model's ops are so small that the Python around them is a large share of the
+# forward: the profile's rows then describe only part of where the time went, and making an
+# op faster cannot remove the rest. The wide model does the same Python work around ops
+# that each take far longer, so its ops account for most of the time. This is the
+# **overhead-bound** regime the intensity picture of section 1 leaves out: below some size,
+# the cost is the number of ops, not their FLOPs or bytes. Frameworks answer it by doing less
+# per op in Python (PyTorch's dispatcher is C++), by fusing ops, and by capturing a whole
+# forward once and replaying it (CUDA graphs, `torch.compile`).
 #
 # ## 8. A per-layer report: where the time goes
 #

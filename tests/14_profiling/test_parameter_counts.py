@@ -39,3 +39,10 @@ def test_parameter_counts_untied_gpt_counts_head():
     assert got.get("head") == 13 * 16, f"expected an untied head of 208 parameters, got {got.get('head')}"
     assert count_parameters(gpt) == gpt.num_parameters(), \
         f"expected {gpt.num_parameters()}, got {count_parameters(gpt)}"
+
+
+def test_parameter_counts_include_frozen_parameters():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    model[0].weight.requires_grad_(False)
+    assert parameter_counts(model) == {"0": 6, "1": 3}, \
+        f"a frozen weight still counts (stored, loaded and shipped like any other): {parameter_counts(model)}"
