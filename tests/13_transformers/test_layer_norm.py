@@ -140,3 +140,13 @@ def test_layer_norm_forward_alone_uses_the_statistics_it_is_given(normalized):
     np.testing.assert_allclose(np.asarray(got.numpy() if isinstance(got, tt.Tensor) else got),
                                (x - mean) * rstd * w + b, rtol=1e-12,
                                err_msg="(x - mean) * rstd, scaled by weight and shifted by bias, with the given mean and rstd")
+
+
+def test_layer_norm_stats_of_float32_tokens_far_from_zero():
+    from tinytorch.nn.transformer import _layer_norm_stats
+
+    x = (100.0 + 0.01 * np.random.default_rng(0).standard_normal((3, 128))).astype(np.float32)
+    _, rstd = _layer_norm_stats(x, 1, 1e-5)
+    expected = 1 / np.sqrt(x.astype(np.float64).var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(rstd, expected, rtol=1e-2, err_msg="tokens of mean 100 and spread 0.01 in float32: "
+                               "the variance must be measured around the mean (E[x²] - mean² loses the spread)")

@@ -94,7 +94,7 @@ def _layer_norm_backward(node, grad):
     x, weight = node.inputs[0].numpy(), node.inputs[1].numpy()
     mean, rstd = node.attrs["mean"], node.attrs["rstd"]
     k = len(node.attrs["normalized_shape"])
-    # Idea: per token, remove the gradient's mean and its component along x-hat, then scale.
+    # Idea: module 09's batch-norm rule, with a token's features as the group.
     # YOUR CODE HERE
     raise NotImplementedError('_layer_norm_backward() is not implemented yet: write it in modules/13_transformers/transformers.ipynb (module 13, transformers), then run `tito test module 13`.')
 
