@@ -1531,6 +1531,12 @@ _big = online_softmax_attention(_qbig, _k, _v, block=7)
 check(np.isfinite(_big).all(), "scores in the thousands give finite outputs (no overflow)",
       got=f"{np.isfinite(_big).mean():.0%} finite")
 assert_close(_big, _full_attention(_qbig, _k, _v), rtol=1e-9, atol=1e-12, what="scores in the thousands")
+_qneg, _kneg = np.abs(_q) * 1500.0, -np.abs(_k)             # every score about a thousand below 0
+_low = online_softmax_attention(_qneg, _kneg, _v, block=7)
+check(np.isfinite(_low).all(), "scores all far below 0 give finite outputs (a running maximum that starts at 0, "
+      "not at -inf, never comes down to them, and every exponential underflows to 0)",
+      got=f"{np.isfinite(_low).mean():.0%} finite")
+assert_close(_low, _full_attention(_qneg, _kneg, _v), rtol=1e-9, atol=1e-12, what="scores all far below 0")
 _qm, _km, _vm = _rng.standard_normal((512, 16)), _rng.standard_normal((512, 16)), _rng.standard_normal((512, 16))
 tracemalloc.start()
 online_softmax_attention(_qm, _km, _vm, block=32)

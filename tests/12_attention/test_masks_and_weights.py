@@ -1,4 +1,6 @@
 """causal_mask, masking, attention weights, dropout and argument errors."""
+import math
+
 import numpy as np
 import pytest
 
@@ -55,13 +57,6 @@ def test_a_float_mask_tensor_stays_in_the_graph():
                                   err_msg="under sum(), each bias entry was added to the scores of 2 batch entries")
 
 
-def test_attention_weights_use_an_explicit_scale_of_zero():
-    rng = np.random.default_rng(6)
-    w = attention_weights(tt.tensor(rng.standard_normal((3, 4))), tt.tensor(rng.standard_normal((5, 4))), scale=0.0)
-    np.testing.assert_allclose(w.numpy(), np.full((3, 5), 0.2), rtol=1e-12,
-                               err_msg="scale=0.0 makes every score 0 (uniform weights); only scale=None means 1/sqrt(E)")
-
-
 def test_attention_weights_equal_formula():
     rng = np.random.default_rng(1)
     q, k = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 6, 8))
@@ -71,6 +66,13 @@ def test_attention_weights_equal_formula():
     wc = attention_weights(tt.tensor(q), tt.tensor(k), is_causal=True, scale=0.5).numpy()
     ref = softmax(np.where(np.tril(np.ones((4, 6), bool)), q @ k.transpose(0, 2, 1) * 0.5, -np.inf))
     np.testing.assert_allclose(wc, ref, rtol=1e-12)
+
+
+def test_attention_weights_use_an_explicit_scale_of_zero():
+    rng = np.random.default_rng(6)
+    w = attention_weights(tt.tensor(rng.standard_normal((3, 4))), tt.tensor(rng.standard_normal((5, 4))), scale=0.0)
+    np.testing.assert_allclose(w.numpy(), np.full((3, 5), 0.2), rtol=1e-12,
+                               err_msg="scale=0.0 makes every score 0 (uniform weights); only scale=None means 1/sqrt(E)")
 
 
 def test_attention_weights_of_a_row_with_every_key_forbidden_are_zero_with_zero_gradients():
@@ -123,6 +125,15 @@ def test_all_rows_masked_gives_zeros_and_zero_grads():
         np.testing.assert_array_equal(t.grad.numpy(), 0.0)
 
 
+def test_scaled_dot_product_attention_default_scale_is_one_over_the_root_of_the_query_width():
+    rng = np.random.default_rng(9)
+    q, k, v = (tt.tensor(rng.standard_normal(shape)) for shape in ((3, 4), (5, 4), (5, 9)))
+    np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v).numpy(),
+                               attention_weights(q, k, scale=1 / math.sqrt(4)).numpy() @ v.numpy(), rtol=1e-12,
+                               err_msg="no scale given: 1/sqrt(E) with E = 4 the width of the queries and keys, "
+                                       "not of the values (9)")
+
+
 def test_scaled_dot_product_attention_dropout():
     rng = np.random.default_rng(5)
     q, k = tt.tensor(rng.standard_normal((2, 16, 4))), tt.tensor(rng.standard_normal((2, 16, 4)))
@@ -132,9 +143,11 @@ def test_scaled_dot_product_attention_dropout():
     tt.manual_seed(0)
     dropped = F.scaled_dot_product_attention(q, k, eye, dropout_p=0.25).numpy()
     zero = np.isclose(dropped, 0.0)
-    assert np.all(zero | np.isclose(dropped, plain / 0.75))
-    assert 0.15 < zero.mean() < 0.35
-    np.testing.assert_array_equal(F.scaled_dot_product_attention(q, k, eye, dropout_p=1.0).numpy(), 0.0)
+    assert np.all(zero | np.isclose(dropped, plain / 0.75)), \
+        "dropout_p=0.25: each weight is either dropped (0) or kept and divided by 0.75"
+    assert 0.15 < zero.mean() < 0.35, f"dropout_p=0.25 drops about a quarter of the weights, got {zero.mean():.2f}"
+    np.testing.assert_array_equal(F.scaled_dot_product_attention(q, k, eye, dropout_p=1.0).numpy(), 0.0,
+                                  err_msg="dropout_p=1.0 drops every weight")
     v = tt.tensor(rng.standard_normal((16, 3)))
     tt.manual_seed(0)                                      # the same draws, with real values
     np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, dropout_p=0.25).numpy(),

@@ -22,7 +22,9 @@ def test_multihead_attention_reset_parameters_follows_pytorch():
     assert abs(w.std() - bound / math.sqrt(3)) < 0.05 * bound
     np.testing.assert_array_equal(m.in_proj_bias.numpy(), 0.0)
     np.testing.assert_array_equal(m.out_proj.bias.numpy(), 0.0)
-    assert isinstance(m.out_proj, nn.Linear) and np.abs(m.out_proj.weight.numpy()).max() <= 1 / math.sqrt(64)
+    assert isinstance(m.out_proj, nn.Linear), "out_proj is a Linear(E, E)"
+    assert np.abs(m.out_proj.weight.numpy()).max() <= 1 / math.sqrt(64), \
+        "out_proj keeps Linear's own initialisation, U(-1/sqrt(E), 1/sqrt(E)) (PyTorch redraws only in_proj)"
 
 
 def test_causality_outputs_do_not_see_the_future():
@@ -45,8 +47,9 @@ def test_causality_gradients_are_exactly_zero():
     x = tt.tensor(np.random.default_rng(4).standard_normal((1, 6, 8)), requires_grad=True)
     out, _ = m(x, x, x, attn_mask=~causal_mask(6).numpy())
     out[0, 2].sum().backward()
-    assert np.all(x.grad.numpy()[0, 3:] == 0)
-    assert np.all(np.abs(x.grad.numpy()[0, :3]).sum(-1) > 0)
+    assert np.all(x.grad.numpy()[0, 3:] == 0), \
+        "output 2 with a causal attn_mask (True = forbidden, PyTorch's layer convention): tokens 3..5 get no gradient"
+    assert np.all(np.abs(x.grad.numpy()[0, :3]).sum(-1) > 0), "tokens 0..2, which output 2 may see, get a gradient"
 
 
 def test_sdpa_causality():
@@ -185,3 +188,25 @@ def test_multihead_attention_attend_returns_weights_averaged_over_the_heads(need
                                            "(N, L, S)")
     else:
         np.testing.assert_allclose(w.numpy().sum(-1), 1.0, rtol=1e-12, err_msg="each head's rows sum to 1")
+
+
+def test_multihead_attention_attend_projects_query_key_and_value_with_their_own_weights():
+    tt.manual_seed(6)
+    m = nn.MultiheadAttention(8, 2, dtype=tt.float64).eval()
+    with tt.no_grad():
+        m.in_proj_bias.copy_(tt.tensor(np.random.default_rng(7).standard_normal(24)))
+    xq, xk, xv = (np.random.default_rng(s).standard_normal((2, n, 8)) for s, n in ((8, 3), (9, 5), (10, 5)))
+    out, _ = m(tt.tensor(xq), tt.tensor(xk), tt.tensor(xv), need_weights=False)
+    W, b = m.in_proj_weight.numpy(), m.in_proj_bias.numpy()
+
+    def heads(x, part):                                            # (N, T, E) -> (N, H, T, d)
+        return (x @ W[8 * part:8 * part + 8].T + b[8 * part:8 * part + 8]).reshape(2, -1, 2, 4).swapaxes(1, 2)
+
+    q, k, v = heads(xq, 0), heads(xk, 1), heads(xv, 2)
+    s = q @ k.swapaxes(-1, -2) / 2.0                               # sqrt(d) = 2
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    expected = (w @ v).swapaxes(1, 2).reshape(2, 3, 8) @ m.out_proj.weight.numpy().T + m.out_proj.bias.numpy()
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-10, atol=1e-12,
+                               err_msg="cross-attention with three different inputs: the query through the first "
+                                       "E rows of in_proj, the key through the next E, the value through the last E")

@@ -38,6 +38,18 @@ def test_scores_in_the_thousands_do_not_overflow():
     np.testing.assert_allclose(out, full(q, k, v), rtol=1e-9, atol=1e-12)
 
 
+def test_scores_far_below_zero_do_not_underflow():
+    rng = np.random.default_rng(6)
+    q = np.abs(rng.standard_normal((5, 8))) * 1500.0
+    k = -np.abs(rng.standard_normal((12, 8)))                  # every score is large and negative
+    v = rng.standard_normal((12, 3))
+    out = online_softmax_attention(q, k, v, block=4)
+    assert np.isfinite(out).all(), ("every score about a thousand below 0: the outputs must be finite (a running "
+                                    "maximum that starts at 0 instead of -inf never rises to the scores, and "
+                                    "every exponential underflows to 0)")
+    np.testing.assert_allclose(out, full(q, k, v), rtol=1e-9, atol=1e-12)
+
+
 def test_no_array_of_all_the_scores_is_kept():
     rng = np.random.default_rng(4)
     q, k, v = rng.standard_normal((512, 16)), rng.standard_normal((512, 16)), rng.standard_normal((512, 16))
