@@ -39,7 +39,7 @@
 #   two accuracies on their own;
 # - spend a pruning budget where it hurts least (`allocate_sparsity`): one amount per layer
 #   from measured sensitivity curves, the best of more choices than could ever be tried
-#   one by one;
+#   one by one on curves like this model's;
 # - read the report and the Pareto plot, and say which trade-offs this machine and this
 #   framework really offer (int8 is 4x smaller, but is it faster here?).
 #
@@ -555,9 +555,10 @@ for _i in (0, 4, 6):
     assert_equal(_plain["shrunk"][_i].weight.numpy(), _cut[_i].weight.numpy(),
                  f"'shrunk' without fine_tune, layer {_i}'s weight: prune_neurons of the trained model "
                  f"(not of another variant)")
-assert_raises(ValueError, make_variants, model, _calib, amount=0.0, match="0.0")
-assert_raises(ValueError, make_variants, model, _calib, amount=1.0, match="1.0")
-assert_raises(ValueError, make_variants, model, [], amount=0.5, match="calibration")
+assert_raises(ValueError, make_variants, model, _calib, amount=0.0, match="0.0", what="make_variants with amount=0.0")
+assert_raises(ValueError, make_variants, model, _calib, amount=1.0, match="1.0", what="make_variants with amount=1.0")
+assert_raises(ValueError, make_variants, model, [], amount=0.5, match="calibration",
+              what="make_variants with no calibration batches")
 print("✓ make_variants: test accuracy " + ", ".join(f"{n} {a:.3f}" for n, a in _acc.items()) + " (numba: section 9)")
 
 # %% [markdown]
@@ -1223,8 +1224,10 @@ for _cells, _what in [([0.90, 0.04, 0.015, 0.045], "a rounded copy (2.5 points)"
           f"how often the interval contains the true gap against {_what}, over 2,000 sampled test sets",
           got=f"{_hits / 2000:.3f} (mean width {np.mean(_widths) * 100:.2f} points)",
           expected="0.92 to 0.975 (95% intended): below, too narrow; above, too wide for what the digits show")
-assert_raises(ValueError, accuracy_gap, _same, np.ones(1, bool), match=r"\(1,\)")  # one flag, not one per digit
-assert_raises(ValueError, accuracy_gap, np.ones(1, bool), np.ones(1, bool), match=r"\(1,\)")
+assert_raises(ValueError, accuracy_gap, _same, np.ones(1, bool), match=r"\(1,\)",
+              what="accuracy_gap of 359 flags against 1 (one flag, not one per digit)")
+assert_raises(ValueError, accuracy_gap, np.ones(1, bool), np.ones(1, bool), match=r"\(1,\)",
+              what="accuracy_gap of one digit each (no spread can be estimated from one)")
 print(f"✓ accuracy_gap: coverage near 95% for a small and a large gap; with no disagreement an interval "
       f"{(_gs[2] - _gs[1]) * 100:.2f} points wide")
 
@@ -1458,10 +1461,12 @@ _rise12 = sum(dict(_c12[n])[a] - dict(_c12[n])[0.0] for n, a in _got12.items())
 check(sum(round(a * _s12[n]) for n, a in _got12.items()) >= 0.6 * sum(_s12.values()),
       "12 layers, target 0.6: the choice zeroes at least 60% of the weights", got=_got12)
 assert_close(_rise12, 0.365675325799883, rtol=0, atol=1e-12, what="12 layers, target 0.6: the least predicted rise of the loss")
-assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, 1.0, match="1.0")
-assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, -0.1, match="-0.1")
-assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "C": 100}, 0.5, match="C")
-assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, 0.95, match="180")
+assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, 1.0, match="1.0", what="target 1.0")
+assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, -0.1, match="-0.1", what="target -0.1")
+assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "C": 100}, 0.5, match="C",
+              what="curves for A and B, sizes for A and C")
+assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, 0.95, match="180",
+              what="target 0.95 of 200 weights when at most 180 can be zeroed")
 amounts = allocate_sparsity(curves, sizes, 0.5)
 check(all(amounts[n] in dict(curves[n]) for n in curves) and set(amounts) == set(curves),
       "this model: one amount per layer, from its own curve", got=amounts)
@@ -1635,7 +1640,11 @@ if torch is not None:
 #   remember the width falls only as $1/\sqrt{n}$.
 # - A budget can be **spent where it hurts least**: measure each layer's sensitivity alone
 #   (on training data, with a smooth measure such as the loss), then search the per-layer
-#   choices with an algorithm whose work does not follow the number of combinations.
+#   choices keeping only the partial choices no other beats on both weights and loss. The
+#   problem is a multiple-choice knapsack: on sensitivity curves like these the kept
+#   choices stay few, but in the worst case they can double with each layer; allocators in
+#   practice (HAQ, AMC, a codec's rate allocation) often trade exactness for a polynomial
+#   method, such as one common price per unit of loss (a Lagrange multiplier).
 # - Smaller is not automatically faster: int8 saves 4x the weight bytes but needs integer
 #   kernels to save time; unstructured sparsity stored densely saves nothing; structured
 #   pruning saves FLOPs and time, and needs fine-tuning to win back its accuracy; the same
