@@ -86,7 +86,7 @@ def softmax_flops(shape, dim, log=False):
     Contract: `shape` a tuple of ints, `dim` an int in -ndim..ndim-1 (any dim for a 0-d
     shape, which is one row of length 1). Returns the Python int rows × (section 3.3's
     steps on one row, counted with section 1's convention), n = shape[dim], rows = numel /
-    n; 0 for an empty shape.
+    n; 0 for a shape with no elements (a 0 among its sizes).
     """
     # Idea: the cost of one row times the number of rows.
     # YOUR CODE HERE
@@ -99,7 +99,7 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
     Contract: `shape` a tuple of ints whose trailing dims equal the tuple `normalized_shape`.
     Returns the Python int rows × (section 3.3's steps on one row, counted with section
     1's convention, the affine ones only when affine is True), with n =
-    numel(normalized_shape) and rows = numel(shape) / n; 0 for an empty shape.
+    numel(normalized_shape) and rows = numel(shape) / n; 0 for a shape with no elements.
     """
     # Idea: normalising a row is two reductions and three passes over it.
     # YOUR CODE HERE
@@ -293,10 +293,11 @@ class profile(DispatchMode):
         """Run one op and record it.
 
         Contract: `op` the op's name, `fn(*args, **kwargs)` runs it. Runs the op once, as if no
-        profiler were there, and appends one FunctionEvent (section 4.1's fields) describing
-        that call: its name; the shapes of its array arguments (Tensors and numpy arrays, in
-        order); the time of the op alone, in microseconds of time.perf_counter; its FLOPs and
-        the new bytes of its result (your functions of sections 3 and 4).
+        profiler were there, and appends one FunctionEvent (section 4.2) describing that
+        call: its name; the shapes of its array arguments (Tensors and numpy arrays, in
+        order); the time of the op alone, in microseconds of time.perf_counter; its FLOPs
+        (op_flops, whose `attrs` are the op's `kwargs`) and the new bytes of its result
+        (output_bytes).
         """
         # Idea: time the op and nothing else, then write down what it was.
         # YOUR CODE HERE

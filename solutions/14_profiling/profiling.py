@@ -440,7 +440,7 @@ def softmax_flops(shape, dim, log=False):
     Contract: `shape` a tuple of ints, `dim` an int in -ndim..ndim-1 (any dim for a 0-d
     shape, which is one row of length 1). Returns the Python int rows × (section 3.3's
     steps on one row, counted with section 1's convention), n = shape[dim], rows = numel /
-    n; 0 for an empty shape.
+    n; 0 for a shape with no elements (a 0 among its sizes).
     """
     # Idea: the cost of one row times the number of rows.
     ### BEGIN SOLUTION
@@ -460,7 +460,7 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
     Contract: `shape` a tuple of ints whose trailing dims equal the tuple `normalized_shape`.
     Returns the Python int rows × (section 3.3's steps on one row, counted with section
     1's convention, the affine ones only when affine is True), with n =
-    numel(normalized_shape) and rows = numel(shape) / n; 0 for an empty shape.
+    numel(normalized_shape) and rows = numel(shape) / n; 0 for a shape with no elements.
     """
     # Idea: normalising a row is two reductions and three passes over it.
     ### BEGIN SOLUTION
@@ -484,6 +484,9 @@ assert_equal(softmax_flops((), 0), 5, "a 0-d tensor is one row of length 1")
 assert_equal(layer_norm_flops((6, 8), (8,)), 366, "6 rows of 8, affine")
 assert_equal(layer_norm_flops((6, 8), (8,), affine=False), 270, "6 rows of 8, no affine")
 assert_equal(layer_norm_flops((2, 3, 4, 5), (4, 5)), 870, "normalized over (4,5): 6 rows of 20")
+check(type(softmax_flops((4, 10), 1)) is int and type(layer_norm_flops((6, 8), (8,))) is int,
+      "FLOP counts are Python ints (exact however large; a division leaves a float)",
+      got=(type(softmax_flops((4, 10), 1)).__name__, type(layer_norm_flops((6, 8), (8,))).__name__))
 print("✓ softmax_flops and layer_norm_flops: LayerNorm over (4,5) of (2,3,4,5) =", layer_norm_flops((2, 3, 4, 5), (4, 5)))
 
 # %% [markdown]
@@ -807,10 +810,11 @@ class profile(DispatchMode):
         """Run one op and record it.
 
         Contract: `op` the op's name, `fn(*args, **kwargs)` runs it. Runs the op once, as if no
-        profiler were there, and appends one FunctionEvent (section 4.1's fields) describing
-        that call: its name; the shapes of its array arguments (Tensors and numpy arrays, in
-        order); the time of the op alone, in microseconds of time.perf_counter; its FLOPs and
-        the new bytes of its result (your functions of sections 3 and 4).
+        profiler were there, and appends one FunctionEvent (section 4.2) describing that
+        call: its name; the shapes of its array arguments (Tensors and numpy arrays, in
+        order); the time of the op alone, in microseconds of time.perf_counter; its FLOPs
+        (op_flops, whose `attrs` are the op's `kwargs`) and the new bytes of its result
+        (output_bytes).
         """
         # Idea: time the op and nothing else, then write down what it was.
         ### BEGIN SOLUTION
@@ -1389,9 +1393,11 @@ print(f"forward, under profile():   {profiled * 1e3:7.2f} ms ({profiled / plain:
       + ("(no prediction written)" if predicted_profiler_overhead is None else f"(you predicted {predicted_profiler_overhead}x)"))
 
 # %% [markdown]
-# Expect both ratios close to 1 for this CNN: a forward of a few dozen ops, some of them
-# milliseconds long, hides a few microseconds of bookkeeping per op (the differences are
-# often smaller than the run-to-run noise, and can even come out below 1). The overhead is a
+# On a quiet machine expect both ratios close to 1 for this CNN: a forward of a few dozen
+# ops, some of them milliseconds long, hides a few microseconds of bookkeeping per op. On a
+# busy one, these three medians, taken one after the other, can differ by more than that
+# (a ratio below 1, or far above it): run the cell twice and compare, which is module 19's
+# reason for interleaving the runs it compares. The overhead is a
 # fixed cost **per op**, so it matters for models made of many tiny ops, and there it also
 # inflates the small ops' share of the profile. PyTorch's profiler records from C++ for the
 # same reason. The claim that the dispatch path costs nothing extra without a mode belongs to

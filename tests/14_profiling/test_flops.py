@@ -60,6 +60,7 @@ def test_conv2d_flops_channel_mismatch():
 def test_softmax_flops_hand_counts(shape, dim, log, expected):
     got = softmax_flops(shape, dim, log=log)
     assert got == expected, f"expected {expected} for softmax(log={log}) of {shape} over dim {dim}, got {got}"
+    assert type(got) is int, f"a FLOP count is a Python int (exact however large), got {type(got).__name__}"
 
 
 @pytest.mark.parametrize("shape,norm,affine,expected", [
@@ -69,6 +70,7 @@ def test_softmax_flops_hand_counts(shape, dim, log, expected):
 def test_layer_norm_flops_hand_counts(shape, norm, affine, expected):
     got = layer_norm_flops(shape, norm, affine)
     assert got == expected, f"expected {expected} for layer_norm of {shape} over {norm} (affine={affine}), got {got}"
+    assert type(got) is int, f"a FLOP count is a Python int (exact however large), got {type(got).__name__}"
 
 
 def test_attention_flops_hand_count():
