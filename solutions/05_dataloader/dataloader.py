@@ -1555,6 +1555,20 @@ print(f"after Normalize: mean {_xb.numpy().mean():+.2e}, std {_xb.numpy().std():
 #
 # First the collate. `default_collate` refuses samples of different shapes; `pad_collate`
 # takes `(sequence, target)` samples whose sequences differ in length.
+#
+# <details><summary>Hint 1</summary>
+#
+# Before filling anything, how wide must the batch be, and what is in every cell of it
+# before a sequence is written into its row?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Turn each sequence into a 1-D numpy array first (refusing anything else, with its index),
+# then decide the rectangle's shape from their lengths, start it full of the padding value
+# and write each sequence at the start of its row. The targets are ordinary samples:
+# collate them the way you already can.
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "pad-collate", "locked": false, "schema_version": 3, "solution": true, "task": false}
 #| export
