@@ -926,8 +926,8 @@ plt.show()
 # them the gradient is a product of $L$ Jacobians: it loses a factor of about 10 in the first
 # few blocks and keeps falling with depth, though not at a steady rate (the LayerNorm at the
 # start of each branch rescales what it reads, so some blocks barely shrink it), and the
-# lowest blocks of a deep stack would barely learn. The figures come from one seeded initialisation, so they
-# are the same on every machine.
+# lowest blocks of a deep stack would barely learn. The figures come from one seeded
+# initialisation, so they are the same on every machine.
 
 # %% [markdown]
 # ## 5. GPT
