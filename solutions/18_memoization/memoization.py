@@ -1000,10 +1000,10 @@ _flops = 2 * _n_params + 4 * _layers * _cached * _width             # the weight
 _intensity = _flops / _bytes_read
 _a = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
 # peak rates: the fastest of 7 runs, since other work on the machine can only slow a run down
-_flops_per_s = 2 * 1024**3 / min(time_samples(lambda: _a @ _a, 7, 1, 1))                # one thread
+_flops_per_s = 2 * 1024**3 / min(time_samples(lambda: _a @ _a, repeats=7, threads=1))  # one thread
 _src = np.ones(2**24, dtype=np.float32)                                            # 64 MiB, far past the caches
 _dst = np.empty_like(_src)
-_bytes_per_s = 2 * _src.nbytes / min(time_samples(lambda: np.copyto(_dst, _src), 7, 1, 1))  # read + write
+_bytes_per_s = 2 * _src.nbytes / min(time_samples(lambda: np.copyto(_dst, _src), repeats=7, threads=1))  # read + write
 _balance = _flops_per_s / _bytes_per_s
 print(f"decode step: {_flops / 1e9:.2f} GFLOP over {_bytes_read / 2**20:.0f} MiB read: "
       f"{_intensity:.2f} FLOP/byte; " + ("no prediction written" if predicted_intensity is None
