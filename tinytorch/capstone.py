@@ -6,10 +6,9 @@
 """The capstone (module 20): variants of a trained model, measured and compared.
 
 make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front and
-choose (the decision), accuracy_gap (how far a measured gap could move) and
-allocate_sparsity (a pruning budget spent layer by layer) are written in the notebook; the
-model, the accelerated layers, the byte and FLOP counts, the latency measurement, the
-pruning sweep, the table and the plot are provided.
+choose (the decision) and accuracy_gap (how far a measured gap could move) are written in
+the notebook; the model, the accelerated layers, the byte and FLOP counts, the latency
+measurement, the pruning sweep, the table and the plot are provided.
 """
 import contextlib
 import copy
@@ -31,7 +30,7 @@ from tinytorch.utils.benchmark import Measurement, Timer
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency", "measure_latencies",
            "report_row", "pareto_front", "choose", "accuracy_gap", "PRUNE_AMOUNTS", "pruning_curves",
-           "prune_by_layer", "allocate_sparsity", "format_report", "pareto_plot"]
+           "prune_by_layer", "format_report", "pareto_plot"]
 
 
 # -- cell 9 --
@@ -364,23 +363,3 @@ def prune_by_layer(model, amounts):
             prune.remove(pruned, name)
     pruned.eval()
     return pruned
-
-
-# -- cell 60 (allocate-sparsity) --
-def allocate_sparsity(curves, sizes, target):
-    """Per-layer pruning amounts that meet a sparsity budget at the least predicted loss.
-
-    Contract: `curves` maps layer names to lists of (amount, loss) pairs, each list holding
-    amount 0.0; `sizes` maps the same names to weight counts; `target` a float with
-    0 <= target < 1. Returns {name: amount}, every name of `curves`, each amount from its own
-    curve, such that the weights zeroed (round(amount * size) per layer) total at least
-    target * sum(sizes), with the least predicted rise of the loss (the sum over layers of
-    the loss at the chosen amount minus the loss at 0.0) of all such choices; ties: any. Runs in
-    well under a second for 12 layers of 10 amounts. Errors: ValueError when target is
-    outside [0, 1) (the message gives it), when curves and sizes name different layers (the
-    message names them), when no choice reaches the target (the message gives the most
-    weights any choice zeroes).
-    """
-    # Idea: decide one layer at a time, and carry forward only what the later layers need to know.
-    # YOUR CODE HERE
-    raise NotImplementedError('allocate_sparsity() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')

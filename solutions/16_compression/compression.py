@@ -71,7 +71,7 @@ import numpy as np
 
 import tinytorch
 from tinytorch import ShapeError, Tensor, nn
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, preserved_state, python_steps
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, peak_bytes, preserved_state, python_steps
 from tinytorch.utils.timing import median_time  # the course's one timer: median of repeats after a warm-up
 
 from tinytorch.utils.reload import reload_on_export
@@ -1944,7 +1944,9 @@ for _name, _accs in scan.items():
 # measurement after your check will test that model. Design it before you write it: what
 # exactly is being constrained, a share per layer or something else? What makes a choice
 # better than another? Could taking first the layer that loses least per weight removed
-# ever lead you astray?
+# ever lead you astray? And how does your work grow with the layers: the check counts
+# your function's Python steps for 4 and for 8 layers of four levels (256 and 65,536
+# choices) and measures its memory when every layer holds 100 times as many weights.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -2047,6 +2049,27 @@ _check_choice({name: [0.0, 0.01, 0.5] for name in _six}, _six, [0.0, 0.35, 1.0],
               "6 · (7 · 0.35) = 14.699999999999998 < 0.35 · 42 = 14.7 (the contract's rounding of 1e-9)")
 assert_raises(ValueError, allocate_sparsity, {"a": [0.0, 0.01, 0.3], "b": [0.0, 0.02, 0.05]}, {"a": 100, "b": 900},
               _lv, 0.95, match="0.95", what="a target above the largest level cannot be reached")
+
+
+def _made_up_scan(n_layers, n_levels, seed):
+    """(drops, sizes, levels) of n_layers made-up layers: drops rising with the level, from 0."""
+    r = np.random.default_rng(seed)
+    levels = [round(float(q), 2) for q in np.linspace(0.0, 0.9, n_levels)]
+    drops = {f"layer{i}": (np.sort(r.random(n_levels)) * r.choice([0.01, 0.1, 0.5]) * (np.arange(n_levels) > 0)).tolist()
+             for i in range(n_layers)}
+    return drops, {f"layer{i}": int(r.integers(10, 5000)) for i in range(n_layers)}, levels
+
+
+_steps = [python_steps(allocate_sparsity, *_made_up_scan(_n, 4, _n), 0.5) for _n in (4, 8)]
+check(_steps[1] < 40 * _steps[0], "going from 4 to 8 layers (256 to 65,536 choices) multiplies your function's "
+      "Python steps by less than 40: trying every choice grows with the choices, not the layers",
+      got=f"{_steps[0]:,} steps for 4 layers, {_steps[1]:,} for 8 ({_steps[1] / _steps[0]:.0f}x)", expected="< 40x")
+_drops8, _sizes8, _levels8 = _made_up_scan(8, 10, 8)
+_peaks = [peak_bytes(allocate_sparsity, _drops8, {n: k * _scale for n, k in _sizes8.items()}, _levels8, 0.5)
+          for _scale in (1, 100)]
+check(_peaks[1] < 2 * _peaks[0], "8 layers with 100 times as many weights each (the same drops) take less than twice "
+      "the memory: the work may follow the layers and their levels, not the weights",
+      got=f"{_peaks[0]:,} bytes at most, then {_peaks[1]:,} ({_peaks[1] / _peaks[0]:.1f}x)", expected="< 2x")
 ### BEGIN HIDDEN TESTS
 import itertools as _itertools  # noqa: E402
 

@@ -102,7 +102,7 @@ from tinytorch.testing import (arithmetic, assert_close, assert_equal, assert_ra
                                parallel_write_clashes, peak_bytes, prange_trips, preserved_state,
                                reuse_distances, scattered_active_threads, shared_memory_races, simd_float_ops, spied,
                                with_garbage_shared_memory, with_reads_interleaved)
-from tinytorch.utils.timing import median_time
+from tinytorch.utils.timing import copy_bandwidth, matmul_peak, median_time
 
 from tinytorch.utils.reload import reload_on_export
 
@@ -1356,13 +1356,10 @@ print(f"sum of {_imgs.size:,} floats: parallel_sum {_t_nb_sum * 1e3:.2f} ms | np
 predicted_bandwidth_gbs = None  # your number: GB/s for a large copy on this machine
 
 # %%
-_big = np.ones(2 ** 23, dtype=np.float32)  # 32 MiB: more than any core's L2; a server's L3 may hold it (lscpu)
-_dst = np.empty_like(_big)
-_t_copy = median_time(lambda: np.copyto(_dst, _big))
-BANDWIDTH = 2 * _big.nbytes / _t_copy  # bytes per second, read + write
-_P = np.random.default_rng(8).standard_normal((1024, 1024)).astype(np.float32)
+# the fastest of 7 runs of each, one thread: other work on the machine can only slow a run down
+BANDWIDTH = copy_bandwidth()  # bytes per second, read + write, of a 64 MiB copy (past every cache)
 # FLOP per second: the best BLAS rate seen (here at n = 1024, and at n = 256 in section 4)
-PEAK = max(2 * 1024 ** 3 / median_time(lambda: _P @ _P, repeats=3), _flops / _times["numpy"])
+PEAK = max(matmul_peak(1024), _flops / _times["numpy"])
 print(f"measured bandwidth {BANDWIDTH / 1e9:.1f} GB/s | your prediction:",
       predicted_bandwidth_gbs if predicted_bandwidth_gbs is not None else "none given")
 print(f"measured peak (best BLAS sgemm) {PEAK / 1e9:.1f} GFLOP/s; ridge point at "
@@ -1379,7 +1376,7 @@ print(f"measured peak (best BLAS sgemm) {PEAK / 1e9:.1f} GFLOP/s; ridge point at
 
 # %%
 def _kernel_points():
-    _v = np.random.default_rng(9).standard_normal(2 ** 23).astype(np.float32)  # as large as the copy: past the cache
+    _v = np.random.default_rng(9).standard_normal(2 ** 23).astype(np.float32)  # 32 MiB: past the caches
     _XL = _v.reshape(-1, 1024)
     parallel_sum(_v, 64)
     pts = [("bias_gelu (fused)", 6 / 8, 6 * _X.size / median_time(lambda: bias_gelu(_X, _B))),

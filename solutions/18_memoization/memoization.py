@@ -73,7 +73,7 @@ from tinytorch import Tensor
 from tinytorch.nn import GPT, GPTConfig, MultiheadAttention
 from tinytorch.nn.transformer import _generate
 from tinytorch.testing import assert_close, assert_equal, assert_raises, check, passthrough_spy, preserved_state
-from tinytorch.utils.timing import median_time, time_samples  # time_samples: every timed run
+from tinytorch.utils.timing import copy_bandwidth, matmul_peak, median_time
 
 from tinytorch.utils.reload import reload_on_export
 
@@ -998,12 +998,9 @@ _n_params, _layers, _width, _cached = 124_439_808, 12, 768, 1024
 _bytes_read = 4 * _n_params + 2 * _layers * _cached * _width * 4    # weights, then K and V of every layer
 _flops = 2 * _n_params + 4 * _layers * _cached * _width             # the weights' matmuls, q·K and weights·V
 _intensity = _flops / _bytes_read
-_a = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
-# peak rates: the fastest of 7 runs, since other work on the machine can only slow a run down
-_flops_per_s = 2 * 1024**3 / min(time_samples(lambda: _a @ _a, repeats=7, threads=1))  # one thread
-_src = np.ones(2**24, dtype=np.float32)                                            # 64 MiB, far past the caches
-_dst = np.empty_like(_src)
-_bytes_per_s = 2 * _src.nbytes / min(time_samples(lambda: np.copyto(_dst, _src), repeats=7, threads=1))  # read + write
+# this CPU's two rates on one thread, as module 17's roofline measured them: the fastest of 7 runs
+_flops_per_s = matmul_peak(1024)  # numpy's BLAS, a 1024² matmul
+_bytes_per_s = copy_bandwidth()   # a 64 MiB copy, read + write
 _balance = _flops_per_s / _bytes_per_s
 print(f"decode step: {_flops / 1e9:.2f} GFLOP over {_bytes_read / 2**20:.0f} MiB read: "
       f"{_intensity:.2f} FLOP/byte; " + ("no prediction written" if predicted_intensity is None

@@ -37,9 +37,9 @@
 # - say how far a measured accuracy gap could move on another test set (`accuracy_gap`), and
 #   why two variants measured on the same digits can be told apart far more sharply than
 #   two accuracies on their own;
-# - spend a pruning budget where it hurts least (`allocate_sparsity`): one amount per layer
-#   from measured sensitivity curves, the best of more choices than could ever be tried
-#   one by one on curves like this model's;
+# - spend a pruning budget where it hurts least: one amount per layer from measured
+#   sensitivity curves, chosen by your module 16 `allocate_sparsity`, and measure whether
+#   its assumption holds;
 # - read the report and the Pareto plot, and say which trade-offs this machine and this
 #   framework really offer (int8 is 4x smaller, but is it faster here?).
 #
@@ -137,10 +137,9 @@ plt.show()
 """The capstone (module 20): variants of a trained model, measured and compared.
 
 make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front and
-choose (the decision), accuracy_gap (how far a measured gap could move) and
-allocate_sparsity (a pruning budget spent layer by layer) are written in the notebook; the
-model, the accelerated layers, the byte and FLOP counts, the latency measurement, the
-pruning sweep, the table and the plot are provided.
+choose (the decision) and accuracy_gap (how far a measured gap could move) are written in
+the notebook; the model, the accelerated layers, the byte and FLOP counts, the latency
+measurement, the pruning sweep, the table and the plot are provided.
 """
 import contextlib
 import copy
@@ -162,7 +161,7 @@ from tinytorch.utils.benchmark import Measurement, Timer
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency", "measure_latencies",
            "report_row", "pareto_front", "choose", "accuracy_gap", "PRUNE_AMOUNTS", "pruning_curves",
-           "prune_by_layer", "allocate_sparsity", "format_report", "pareto_plot"]
+           "prune_by_layer", "format_report", "pareto_plot"]
 
 # %% [markdown]
 # ## 2. The model, trained once
@@ -1280,7 +1279,7 @@ for _name in ("int8", "pruned", "shrunk", "numba"):
 # That assumes a small weight matters as little in one layer as in another, which nothing
 # checked. An engineer with a budget ("zero at least half of the `Linear` weights") can
 # instead *measure* how much each layer minds being pruned, and spend the budget where it
-# hurts least. This section is yours to design.
+# hurts least.
 #
 # **The measurement (provided).** `pruning_curves` prunes one layer alone, on a copy, at
 # each amount 0.0, 0.1, ..., 0.9 of its weights, and records the mean cross-entropy loss
@@ -1339,142 +1338,23 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **The decision (yours).** Write `allocate_sparsity(curves, sizes, target)`: one amount
-# per layer, each taken from that layer's own curve, such that the weights zeroed in all
-# layers together are at least `target` of all their weights, and the predicted damage is
-# as small as it can be. The prediction is the simplest one: a layer pruned at amount $a$
-# raises the loss by what its own curve says (its loss at $a$ minus its loss at 0.0), and
-# the rises of different layers add up. (Whether they really add is measured after the
-# check.) A layer of $n$ weights pruned at amount $a$ zeroes `round(a * n)` of them,
-# the count module 16's pruning uses.
-#
-# Before you write anything, answer three questions for yourself:
-#
-# - How many choices are there for this two-layer model with ten amounts each? For a
-#   network of 12 layers? The contract asks for 12 layers and beyond in well under a
-#   second, and the check measures how your work grows with the number of layers.
-# - Is "prune the least sensitive layer first" optimal? Try two layers of 100 weights and
-#   a target of 0.7, with made-up curves, on paper.
-# - The target counts weights, the curves count amounts. Which layer should a 0.1 step
-#   cost more in, one of 8,192 weights or one of 640?
-#
-# <details><summary>Hint 1</summary>
-#
-# Suppose the amounts of the first $k$ layers are decided. What do the remaining layers
-# need to know about that partial choice to finish it as well as possible? Two numbers.
-# </details>
-#
-# <details><summary>Hint 2</summary>
-#
-# Take two partial choices over the same layers: one zeroes at least as many weights as
-# the other and raises the predicted loss no more. Can the other one ever be the start of the best
-# complete choice? Section 1 has a word for the ones worth keeping.
-# </details>
+# **The decision: your module 16 `allocate_sparsity`.** You wrote it for a scan of accuracy
+# drops, but the search never asked what a drop measures: it takes any per-layer cost that
+# adds up. Here the cost of a layer pruned at amount $a$ is the rise of its loss (its loss at
+# $a$ minus its loss at 0.0), the rises of different layers are assumed to add (the last
+# cell of this section measures whether they do), and the budget is half of the `Linear`
+# weights.
 
-# %% nbgrader={"grade": false, "grade_id": "allocate-sparsity", "locked": false, "schema_version": 3, "solution": true, "task": false}
-#| export
-def allocate_sparsity(curves, sizes, target):
-    """Per-layer pruning amounts that meet a sparsity budget at the least predicted loss.
+# %%
+from tinytorch.compression import allocate_sparsity  # module 16's, yours
 
-    Contract: `curves` maps layer names to lists of (amount, loss) pairs, each list holding
-    amount 0.0; `sizes` maps the same names to weight counts; `target` a float with
-    0 <= target < 1. Returns {name: amount}, every name of `curves`, each amount from its own
-    curve, such that the weights zeroed (round(amount * size) per layer) total at least
-    target * sum(sizes), with the least predicted rise of the loss (the sum over layers of
-    the loss at the chosen amount minus the loss at 0.0) of all such choices; ties: any. Runs in
-    well under a second for 12 layers of 10 amounts. Errors: ValueError when target is
-    outside [0, 1) (the message gives it), when curves and sizes name different layers (the
-    message names them), when no choice reaches the target (the message gives the most
-    weights any choice zeroes).
-    """
-    # Idea: decide one layer at a time, and carry forward only what the later layers need to know.
-    ### BEGIN SOLUTION
-    if not 0 <= target < 1:
-        raise ValueError(f"allocate_sparsity: target must be in [0, 1), got {target}")
-    if set(curves) != set(sizes):
-        raise ValueError(f"allocate_sparsity: curves and sizes name different layers: "
-                         f"{sorted(set(curves) ^ set(sizes))}")
-    front = [(0, 0.0, {})]  # (weights zeroed, predicted rise, amounts so far), none beaten
-    for name, curve in curves.items():
-        base = dict(curve)[0.0]
-        grown = [(zeroed + round(amount * sizes[name]), rise + loss - base, {**chosen, name: amount})
-                 for zeroed, rise, chosen in front for amount, loss in curve]
-        front = []
-        for choice in sorted(grown, key=lambda c: (-c[0], c[1])):  # most zeroed first
-            if not front or choice[1] < front[-1][1]:  # rises less than everything zeroing more
-                front.append(choice)
-    total = sum(sizes.values())
-    meeting = [c for c in front if c[0] >= target * total]
-    if not meeting:
-        raise ValueError(f"allocate_sparsity: no choice zeroes {target} of the {total} weights; "
-                         f"the most any zeroes is {front[0][0]}")
-    return min(meeting, key=lambda c: c[1])[2]
-    ### END SOLUTION
-
-
-# %% [markdown]
-# The check tries three hand-made budgets (the answers worked out on paper), counts the
-# Python steps your function takes for 4 and for 8 layers of four amounts (256 and 65,536
-# choices), measures its memory for 8 layers as they are and with 100 times as many weights
-# each, solves a 12-layer budget whose best loss is known, and then allocates this model's
-# budget.
-
-# %% nbgrader={"grade": true, "grade_id": "test-allocate-sparsity", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-_c1 = {"A": [(0.0, 0.10), (0.5, 0.11), (0.9, 0.20)], "B": [(0.0, 0.10), (0.5, 0.13), (0.9, 0.15)]}
-assert_equal(allocate_sparsity(_c1, {"A": 100, "B": 100}, 0.7), {"A": 0.5, "B": 0.9},
-             "two layers of 100 weights, target 0.7 (140 weights): the cheapest 140")
-_c2 = {"A": [(0.0, 0.2), (0.5, 0.21), (0.9, 0.30)], "B": [(0.0, 0.2), (0.5, 0.2005), (0.9, 0.201)]}
-assert_equal(allocate_sparsity(_c2, {"A": 900, "B": 100}, 0.45), {"A": 0.5, "B": 0.0},
-             "A has 900 weights, B 100; target 0.45 (450 weights): amounts are not weights")
-assert_equal(allocate_sparsity(_c2, {"A": 900, "B": 100}, 0.0), {"A": 0.0, "B": 0.0},
-             "target 0: nothing needs pruning")
-_c3 = {"A": [(0.0, 0.2), (0.3, 0.201), (0.6, 0.25)], "B": [(0.0, 0.2), (0.3, 0.202), (0.6, 0.26)]}
-assert_equal(allocate_sparsity(_c3, {"A": 3, "B": 3}, 0.25), {"A": 0.3, "B": 0.3},
-             "two layers of 3 weights (amount 0.3 zeroes round(0.9) = 1, 0.6 zeroes 2); target 0.25 of 6 is 1.5 "
-             "weights, so 1 is not enough: 2")
-
-
-def _layers(n_layers, n_amounts, seed):
-    """Made-up curves (loss rising with the amount) and sizes for n_layers layers."""
-    r = np.random.default_rng(seed)
-    amounts = [round(float(a), 2) for a in np.linspace(0.0, 0.9, n_amounts)]
-    curves = {f"layer{i}": [(a, 0.3 + d) for a, d in zip(amounts, np.sort(r.random(n_amounts)) * r.choice([0.01, 0.1, 0.5]) * (np.arange(n_amounts) > 0))]
-              for i in range(n_layers)}
-    return curves, {f"layer{i}": int(r.integers(10, 5000)) for i in range(n_layers)}
-
-
-_steps = [python_steps(allocate_sparsity, *_layers(_n, 4, _n), 0.5) for _n in (4, 8)]
-check(_steps[1] < 40 * _steps[0], "going from 4 to 8 layers (256 to 65,536 choices) multiplies your "
-      "function's Python steps by less than 40 (its work grows much faster than the layers: trying every "
-      "choice does, and so does carrying forward a partial choice for every count of zeroed weights, most of "
-      "them beaten by another)",
-      got=f"{_steps[0]:,} steps for 4 layers, {_steps[1]:,} for 8 ({_steps[1] / _steps[0]:.0f}x)", expected="< 40x")
-_c8, _s8 = _layers(8, 10, 8)
-_peaks = [peak_bytes(allocate_sparsity, _c8, {n: k * _scale for n, k in _s8.items()}, 0.5) for _scale in (1, 100)]
-check(_peaks[1] < 2 * _peaks[0], "8 layers with 100 times as many weights each (the same curves) take less than twice "
-      "the memory: the work may follow the layers and their amounts, not the weights (a table over every count of "
-      "zeroed weights grows with them, however fast numpy fills it)",
-      got=f"{_peaks[0]:,} bytes at most, then {_peaks[1]:,} ({_peaks[1] / _peaks[0]:.1f}x)", expected="< 2x")
-_c12, _s12 = _layers(12, 10, 12)
-_got12 = allocate_sparsity(_c12, _s12, 0.6)
-_rise12 = sum(dict(_c12[n])[a] - dict(_c12[n])[0.0] for n, a in _got12.items())
-check(sum(round(a * _s12[n]) for n, a in _got12.items()) >= 0.6 * sum(_s12.values()),
-      "12 layers, target 0.6: the choice zeroes at least 60% of the weights", got=_got12)
-assert_close(_rise12, 0.365675325799883, rtol=0, atol=1e-12, what="12 layers, target 0.6: the least predicted rise of the loss")
-assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, 1.0, match="1.0", what="target 1.0")
-assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, -0.1, match="-0.1", what="target -0.1")
-assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "C": 100}, 0.5, match="C",
-              what="curves for A and B, sizes for A and C")
-assert_raises(ValueError, allocate_sparsity, _c1, {"A": 100, "B": 100}, 0.95, match="180",
-              what="target 0.95 of 200 weights when at most 180 can be zeroed")
-amounts = allocate_sparsity(curves, sizes, 0.5)
-check(all(amounts[n] in dict(curves[n]) for n in curves) and set(amounts) == set(curves),
-      "this model: one amount per layer, from its own curve", got=amounts)
-_zeroed = sum(round(a * sizes[n]) for n, a in amounts.items())
-check(_zeroed >= 0.5 * sum(sizes.values()), "this model: at least half of the Linear weights zeroed",
-      got=f"{_zeroed} of {sum(sizes.values())}", expected=">= half")
-print(f"✓ allocate_sparsity: this model's budget spent as {amounts} ({_zeroed / sum(sizes.values()):.1%} zeroed); "
-      f"{_steps[0]:,} and {_steps[1]:,} steps for 4 and 8 layers")
+_levels = list(PRUNE_AMOUNTS)
+_rises = {n: [dict(curve)[a] - dict(curve)[0.0] for a in _levels] for n, curve in curves.items()}
+amounts = allocate_sparsity(_rises, sizes, _levels, 0.5)
+_zeroed = sum(round(a * sizes[n]) for n, a in amounts.items())  # the count module 16's pruning zeroes
+print(f"this model's budget spent as {amounts}: {_zeroed:,} of {sum(sizes.values()):,} Linear weights "
+      f"({_zeroed / sum(sizes.values()):.1%}), predicted rise of the loss "
+      f"{sum(_rises[n][_levels.index(a)] for n, a in amounts.items()):.4f}")
 
 # %% [markdown]
 # Does spending the budget layer by layer beat the global ranking of the `"pruned"` variant
@@ -1516,7 +1396,7 @@ print(f"on the training digits: predicted rise of the loss {_predicted:.4f} (the
 # the last line tests one of them: rises measured one layer at a time need not add when
 # both layers are pruned together (pruning one layer changes what the other receives). The method pays in deep networks with many layers of
 # different sensitivity, where PyTorch users run the same sweep (prune each layer alone,
-# measure, choose per-layer amounts); the search you wrote handles those sizes.
+# measure, choose per-layer amounts); the search you wrote in module 16 handles those sizes.
 
 
 # %% [markdown]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tinytorch import compression as C
+from tinytorch.testing import peak_bytes, python_steps
 
 
 def _share_and_loss(choice, drops, sizes, levels):
@@ -66,3 +67,29 @@ def test_allocate_sparsity_allows_the_contracts_rounding():
 def test_allocate_sparsity_refuses_an_unreachable_target():
     with pytest.raises(ValueError, match=r"0\.95"):
         C.allocate_sparsity({"a": [0.0, 0.1]}, {"a": 10}, [0.0, 0.9], 0.95)
+
+
+def _made_up_scan(rng, n_layers, n_levels, max_size):
+    levels = [round(float(q), 3) for q in np.linspace(0.0, 0.9, n_levels)]
+    drops = {}
+    for i in range(n_layers):
+        d = np.sort(rng.random(n_levels)) * rng.choice([0.01, 0.1, 0.5])
+        d[0] = 0.0
+        drops[f"layer{i}"] = d.tolist()
+    return drops, {f"layer{i}": int(rng.integers(1, max_size)) for i in range(n_layers)}, levels
+
+
+def test_allocate_sparsity_grows_slowly_with_the_layers():
+    steps = [python_steps(C.allocate_sparsity, *_made_up_scan(np.random.default_rng(n), n, 4, 5000), 0.5) for n in (4, 8)]
+    assert steps[1] < 40 * steps[0], (
+        f"4 layers took {steps[0]:,} Python steps, 8 layers {steps[1]:,} ({steps[1] / steps[0]:.0f}x): from 256 "
+        f"to 65,536 choices the work must not follow the number of choices")
+
+
+def test_allocate_sparsity_memory_follows_the_layers_not_the_weights():
+    drops, sizes, levels = _made_up_scan(np.random.default_rng(9), 8, 10, 5000)
+    peaks = [peak_bytes(C.allocate_sparsity, drops, {n: k * scale for n, k in sizes.items()}, levels, 0.5)
+             for scale in (1, 100)]
+    assert peaks[1] < 2 * peaks[0], (
+        f"8 layers took {peaks[0]:,} bytes at most; with 100 times the weights per layer {peaks[1]:,} "
+        f"({peaks[1] / peaks[0]:.1f}x): the work must follow the layers and their levels, not the weights")

@@ -50,3 +50,10 @@ def test_optional_torch_is_none_with_a_note_when_missing(monkeypatch, capsys):
                         lambda name, *a: None if name == "torch" else real(name, *a))
     assert optional.optional_torch() is None
     assert "PyTorch is not installed" in capsys.readouterr().out
+
+
+def test_copy_bandwidth_and_matmul_peak_are_rates_of_the_fastest_run(monkeypatch):
+    from tinytorch.utils import timing
+    monkeypatch.setattr(timing, "time_samples", lambda fn, repeats, threads: (fn(), [0.5, 0.25, 1.0])[1])
+    assert timing.copy_bandwidth(2 ** 20) == 2 * 2 ** 20 / 0.25, "read + write of 1 MiB in the fastest run, 0.25 s"
+    assert timing.matmul_peak(8) == 2 * 8 ** 3 / 0.25, "2n³ FLOPs in the fastest run, 0.25 s"

@@ -65,3 +65,25 @@ def median_time(fn, repeats=5, warmup=1, threads=1):
     if repeats < 1:
         raise ValueError(f"median_time needs at least one timed repeat, got repeats={repeats}")
     return float(np.median(time_samples(fn, repeats, warmup, threads)))
+
+
+def copy_bandwidth(nbytes=2 ** 26, repeats=7, threads=1):
+    """Bytes per second that one copy of a float32 array of `nbytes` bytes moves (each byte
+    read once and written once), from the fastest of `repeats` copies on `threads` threads.
+
+    Why the fastest: other work on the machine can only slow a run down, so the fastest run
+    is the closest to what the memory system can do. Why 64 MiB: past every core's caches,
+    so the copy measures memory, not cache. The roofline of module 17 and the decode-step
+    balance of module 18 both use this one figure.
+    """
+    src = np.ones(nbytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    return 2 * src.nbytes / min(time_samples(lambda: np.copyto(dst, src), repeats=repeats, threads=threads))
+
+
+def matmul_peak(n=1024, repeats=7, threads=1):
+    """FLOP per second of numpy's BLAS on an n x n float32 matmul (2n³ FLOPs), from the
+    fastest of `repeats` products on `threads` threads: the best rate any kernel here reaches.
+    """
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    return 2 * n ** 3 / min(time_samples(lambda: a @ a, repeats=repeats, threads=threads))
