@@ -324,7 +324,7 @@ class MultiheadAttention(Module):
                 f"bias={self.in_proj_bias is not None}, batch_first={self.batch_first}")
 
 
-# -- cell 51 (online-softmax) --
+# -- cell 54 (online-softmax) --
 def online_softmax_attention(q, k, v, block=64):
     """softmax(q k^T / sqrt(d)) v, visiting the keys `block` at a time.
 
