@@ -139,9 +139,9 @@ plt.show()
 #
 # With $E = 64$ the scores spread over ±8 or more, and a softmax of such numbers is almost
 # one-hot: one weight ≈ 1, the rest ≈ 0. That is a problem for **learning**: the softmax's
-# Jacobian is $\operatorname{diag}(a) - a a^\top$, which is ≈ 0 when $a$ is one-hot, so
-# almost no gradient flows to the queries and keys. Dividing by $\sqrt{E}$ brings the scores
-# back to variance 1, whatever the width.
+# Jacobian is $\operatorname{diag}(a) - a a^\top$, which shrinks toward 0 as $a$ approaches
+# one-hot, so the wider the head, the less gradient flows to the queries and keys. Dividing
+# by $\sqrt{E}$ brings the scores back to variance 1, whatever the width.
 #
 # **Predict first.** For $E = 256$, what variance do you expect for the raw scores
 # $q \cdot k$, and for the scaled ones $q \cdot k / \sqrt{E}$? Write your numbers in the
@@ -325,7 +325,7 @@ for ax, m, title in [(axes[0], _causal, "causal: key j ≤ query i"),
                      (axes[2], _both[1], "both (sequence 2)")]:
     ax.imshow(m, cmap="Greens", vmin=0, vmax=1.3)
     for (r, c), v in np.ndenumerate(m):
-        ax.text(c, r, "✓" if v else "−∞", ha="center", va="center", fontsize=8)
+        ax.text(c, r, "✓" if v else "−∞", ha="center", va="center", fontsize=8, color="white" if v else "black")
     ax.set_xlabel("key j")
     ax.set_ylabel("query i")
     ax.set_title(title, fontsize=10)
@@ -420,6 +420,9 @@ assert_close(apply_attn_mask(Tensor(_s), _fm).numpy(), _s + _fm, rtol=1e-12, wha
 assert_equal(apply_attn_mask(Tensor(_s), is_causal=True).numpy(),
              np.where(np.tril(np.ones((4, 5), bool)), _s, -np.inf), "is_causal=True on (2, 4, 5) scores")
 assert_equal(apply_attn_mask(Tensor(_s)).numpy(), _s, "no mask: scores unchanged")
+assert_equal(apply_attn_mask(Tensor(_s), Tensor(_bm), is_causal=True).numpy(),
+             np.where(_bm & np.tril(np.ones((4, 5), bool)), _s, -np.inf),
+             "a bool mask and is_causal=True together: a score survives only if both allow it")
 _callers = Tensor(_s.copy())
 for _mask, _what in [(Tensor(_bm), "a bool mask"), (_fm, "a float mask"), (None, "is_causal=True")]:
     apply_attn_mask(_callers, _mask, is_causal=_mask is None)
@@ -851,7 +854,6 @@ for _head in range(3):                                   # head h = columns 4h .
     assert_equal(_h.numpy()[:, _head], _x.numpy()[:, :, 4 * _head:4 * _head + 4],
                  f"head {_head} must be columns {4 * _head}..{4 * _head + 3} of x")
 check(np.shares_memory(_h.numpy(), _x.numpy()), "split_heads must be a view (share x's memory)")
-assert_equal(_h.stride(), (60, 4, 12, 1), "strides of the split view")
 assert_equal(split_heads(tinytorch.randn(5, 12), 4).shape, (4, 5, 3), "unbatched (T, E) -> (H, T, d)")
 assert_raises(ShapeError, split_heads, tinytorch.randn(1, 2, 10), 4, match="divisible")
 print("✓ split_heads; strides", _h.stride())
@@ -1248,7 +1250,9 @@ assert_equal([n for n, _ in _mha.named_parameters()],
              ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"], "parameter names")
 assert_equal(_mha.in_proj_weight.shape, (36, 12), "in_proj_weight.shape (3E, E)")
 assert_equal(_mha.in_proj_bias.shape, (36,), "in_proj_bias.shape (3E,)")
-assert_equal(_mha.in_proj_weight.dtype, tinytorch.float64, "dtype is passed on")
+assert_equal([p.dtype for p in _mha.parameters()], [tinytorch.float64] * 4,
+             "dtype=float64 is passed on to every parameter (in_proj_weight, in_proj_bias, out_proj.weight, "
+             "out_proj.bias)")
 assert_equal(_mha.in_proj_bias.numpy(), np.zeros(36), "in_proj_bias starts at 0")
 assert_equal(_mha.out_proj.bias.numpy(), np.zeros(12), "out_proj.bias starts at 0")
 _bound = np.sqrt(6 / (36 + 12))                            # Xavier-uniform over (3E, E)

@@ -35,6 +35,24 @@ def test_apply_attn_mask():
     np.testing.assert_array_equal(apply_attn_mask(tt.tensor(s)).numpy(), s)
 
 
+def test_apply_attn_mask_with_a_mask_and_is_causal_applies_both():
+    rng = np.random.default_rng(1)
+    s, bool_mask = rng.standard_normal((2, 4, 5)), rng.random((4, 5)) < 0.6
+    out = apply_attn_mask(tt.tensor(s), tt.tensor(bool_mask), is_causal=True).numpy()
+    np.testing.assert_array_equal(out, np.where(bool_mask & np.tril(np.ones((4, 5), bool)), s, -np.inf),
+                                  err_msg="a bool mask and is_causal=True: a score survives only if both allow it")
+    float_mask = rng.standard_normal((4, 5))
+    out = apply_attn_mask(tt.tensor(s), float_mask, is_causal=True).numpy()
+    np.testing.assert_allclose(out, np.where(np.tril(np.ones((4, 5), bool)), s + float_mask, -np.inf),
+                               err_msg="a float mask and is_causal=True: added where allowed, -inf above the diagonal")
+
+
+def test_apply_attn_mask_casts_a_float_mask_tensor_to_the_scores_dtype():
+    s = np.random.default_rng(2).standard_normal((3, 4))
+    out = apply_attn_mask(tt.tensor(s), tt.tensor(np.ones((3, 4), dtype=np.float32)))
+    assert out.dtype == tt.float64, f"float64 scores plus a float32 mask Tensor: got {out.dtype}, the scores' dtype kept"
+
+
 @pytest.mark.parametrize("kind", ["bool", "float", "causal"])
 def test_apply_attn_mask_leaves_the_callers_scores(kind):
     rng = np.random.default_rng(4)

@@ -12,6 +12,14 @@ from tinytorch.autograd import gradcheck
 from tinytorch.nn.attention import causal_mask
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_multihead_attention_init_passes_the_dtype_to_every_parameter(dtype):
+    m = nn.MultiheadAttention(8, 2, dtype=getattr(tt, dtype))
+    got = {name: p.dtype for name, p in m.named_parameters()}
+    assert got == dict.fromkeys(["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"],
+                                getattr(tt, dtype)), f"MultiheadAttention(8, 2, dtype={dtype}): parameter dtypes {got}"
+
+
 def test_multihead_attention_reset_parameters_follows_pytorch():
     tt.manual_seed(0)
     m = nn.MultiheadAttention(64, 8)
