@@ -14,15 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinytorch._tensor import Tensor, broadcast_shapes
-from tinytorch.nn.conv import _pair  # module 09's: an int or a pair -> a pair of ints
+from tinytorch.nn.conv import _pair  # module 09's: _pair(value, name, op) -> a pair of ints (name, op: for its errors)
 from tinytorch.utils.dispatch import DispatchMode
-from tinytorch.utils.timing import median_time, pinned_threads
+from tinytorch.utils.timing import pinned_threads, time_samples
 
 __all__ = ["parameter_counts", "count_parameters", "matmul_flops", "conv2d_flops",
            "softmax_flops", "layer_norm_flops", "attention_flops", "FLOP_RULES",
            "BACKWARD_FLOP_RULES", "op_flops", "output_bytes", "FunctionEvent",
            "FunctionEventAvg", "EventList", "profile", "saved_activation_bytes",
-           "training_memory", "peak_memory", "latency", "layer_report"]
+           "training_memory", "peak_memory", "latencies", "latency", "layer_report"]
 
 
 # -- cell 9 (parameter-counts) --
@@ -85,8 +85,8 @@ def softmax_flops(shape, dim, log=False):
 
     Contract: `shape` a tuple of ints, `dim` an int in -ndim..ndim-1 (any dim for a 0-d
     shape, which is one row of length 1). Returns the Python int rows × (section 3.3's
-    steps on one row, counted with section 1's convention), n = shape[dim], rows = numel /
-    n; 0 for a shape with no elements (a 0 among its sizes).
+    steps on one row, counted with section 1's convention), for rows of n = shape[dim]
+    numbers (a whole number of them); 0 for a shape with no elements (a 0 among its sizes).
     """
     # Idea: the cost of one row times the number of rows.
     # YOUR CODE HERE
@@ -98,8 +98,8 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
 
     Contract: `shape` a tuple of ints whose trailing dims equal the tuple `normalized_shape`.
     Returns the Python int rows × (section 3.3's steps on one row, counted with section
-    1's convention, the affine ones only when affine is True), with n =
-    numel(normalized_shape) and rows = numel(shape) / n; 0 for a shape with no elements.
+    1's convention, the affine ones only when affine is True), for rows of n =
+    numel(normalized_shape) numbers (a whole number of them); 0 for a shape with no elements.
     """
     # Idea: normalising a row is two reductions and three passes over it.
     # YOUR CODE HERE
@@ -183,7 +183,11 @@ def op_flops(op, args, attrs, output):
     if dtype is None or np.dtype(dtype).kind not in "fc":
         return 0
     ins = [tuple(a.shape) for a in args if isinstance(a, (Tensor, np.ndarray))]
-    return int(FLOP_RULES[op](ins, tuple(np.shape(output)), attrs))
+    try:
+        return int(FLOP_RULES[op](ins, tuple(np.shape(output)), attrs))
+    except KeyError as missing:
+        raise KeyError(f"op_flops({op!r}): its FLOP rule needs the op's option {missing}, which `attrs` "
+                       f"({attrs}) lacks: pass the options the op was called with") from None
 
 
 # -- cell 25 (output-bytes) --
@@ -380,36 +384,52 @@ def peak_memory(fn):
 
 
 # -- cell 54 --
-def latency(fn, repeats=7, warmup=2):
-    """Wall-clock statistics of fn() through median_time: a dict with "median", "q1", "q3",
-    "iqr" (q3 - q1), "min", "max" (seconds) and "samples", after `warmup` untimed calls.
-    BLAS and numba run on one thread meanwhile: on a shared machine, threads that compete
-    with other load make times swing by several x."""
-    if repeats < 1:
-        raise ValueError(f"latency needs at least one timed repeat, got repeats={repeats}")
-    with pinned_threads(1):
-        if warmup > 0:
-            median_time(fn, repeats=1, warmup=warmup - 1)
-        samples = [median_time(fn, repeats=1, warmup=0) for _ in range(repeats)]
+def _summary(samples):
     q1, med, q3 = (float(v) for v in np.percentile(samples, [25, 50, 75]))
     return {"median": med, "q1": q1, "q3": q3, "iqr": q3 - q1, "min": min(samples),
             "max": max(samples), "samples": samples}
+
+
+def latencies(*fns, repeats=7, warmup=2):
+    """Wall-clock statistics of each fn(), the functions called in turns (each round calls
+    every one once): one dict per function with "median", "q1", "q3", "iqr" (q3 - q1), "min",
+    "max" (seconds) and "samples", after `warmup` untimed rounds. BLAS and numba run on one
+    thread meanwhile. Why in turns: a burst of load then slows every function alike, so
+    their ratio stays fair."""
+    if repeats < 1:
+        raise ValueError(f"latency needs at least one timed repeat, got repeats={repeats}")
+    samples = [[] for _ in fns]
+    with pinned_threads(1):
+        for round_ in range(warmup + repeats):
+            for own, fn in zip(samples, fns):
+                t = time_samples(fn, repeats=1, warmup=0, threads=None)[0]
+                if round_ >= warmup:
+                    own.append(t)
+    return [_summary(own) for own in samples]
+
+
+def latency(fn, repeats=7, warmup=2):
+    """latencies of one function: its dict of "median", "q1", "q3", "iqr", "min", "max" and
+    "samples" (seconds)."""
+    return latencies(fn, repeats=repeats, warmup=warmup)[0]
 
 
 # -- cell 65 --
 def layer_report(stages, x, repeats=5, warmup=1):
     """Profile a model stage by stage. `stages` is a list of (name, fn, module or None);
     each fn maps the previous stage's output to the next. Returns a list of dicts with
-    "name", "params", "flops" (profiled, analytic), "ops", "median" and "iqr" (seconds)."""
-    rows = []
+    "name", "params", "flops" (profiled, analytic), "ops", "median", "q1", "q3" and "iqr"
+    (seconds). The stages are timed in turns (latencies), as the model runs them."""
+    rows, calls = [], []
     for name, fn, module in stages:
         with profile() as prof:
             y = fn(x)
-        stats = latency(lambda: fn(x), repeats=repeats, warmup=warmup)
         rows.append({"name": name, "params": count_parameters(module) if module is not None else 0,
-                     "flops": prof.events().total_flops(), "ops": len(prof.events()),
-                     "median": stats["median"], "iqr": stats["iqr"]})
+                     "flops": prof.events().total_flops(), "ops": len(prof.events())})
+        calls.append(lambda fn=fn, x=x: fn(x))
         x = y
+    for row, stats in zip(rows, latencies(*calls, repeats=repeats, warmup=warmup)):
+        row.update({key: stats[key] for key in ("median", "q1", "q3", "iqr")})
     return rows
 
 

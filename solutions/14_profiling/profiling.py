@@ -40,7 +40,7 @@
 #
 # Modules 01-13: `apply` and `DispatchMode` (01), the ops and layers of 02-04, autograd's
 # `call_rule` (06), `Adam` (07), `Conv2d`/`MaxPool2d` (09), `scaled_dot_product_attention` (12),
-# `LayerNorm` and `GPT` (13), and `tinytorch.utils.timing.median_time`.
+# `LayerNorm` and `GPT` (13), and `tinytorch.utils.timing`.
 #
 # ## How this notebook works
 #
@@ -143,15 +143,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinytorch._tensor import Tensor, broadcast_shapes
-from tinytorch.nn.conv import _pair  # module 09's: an int or a pair -> a pair of ints
+from tinytorch.nn.conv import _pair  # module 09's: _pair(value, name, op) -> a pair of ints (name, op: for its errors)
 from tinytorch.utils.dispatch import DispatchMode
-from tinytorch.utils.timing import median_time, pinned_threads
+from tinytorch.utils.timing import pinned_threads, time_samples
 
 __all__ = ["parameter_counts", "count_parameters", "matmul_flops", "conv2d_flops",
            "softmax_flops", "layer_norm_flops", "attention_flops", "FLOP_RULES",
            "BACKWARD_FLOP_RULES", "op_flops", "output_bytes", "FunctionEvent",
            "FunctionEventAvg", "EventList", "profile", "saved_activation_bytes",
-           "training_memory", "peak_memory", "latency", "layer_report"]
+           "training_memory", "peak_memory", "latencies", "latency", "layer_report"]
 
 
 # %% [markdown]
@@ -235,6 +235,9 @@ with preserved_state():  # building layers draws from tinytorch's generator: put
     print("tied:", parameter_counts(_tied))
     assert_equal(parameter_counts(_tied), {"0": 25}, "two layers sharing one 5x5 weight: 25, at the first")
     assert_equal(count_parameters(_tied), 25, "a shared weight counts once in the total")
+    _bn = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3))
+    assert_equal(parameter_counts(_bn), {"0": 3 * 9 + 3, "1": 3 + 3}, "Conv2d(1, 3, 3) + BatchNorm2d(3): the "
+                 "BatchNorm's weight and bias count; its running mean and variance are buffers, not parameters")
     _frozen = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
     _frozen[0].weight.requires_grad_(False)
     assert_equal(parameter_counts(_frozen), {"0": 6, "1": 3}, "a frozen weight (requires_grad False) still counts: "
@@ -439,8 +442,8 @@ def softmax_flops(shape, dim, log=False):
 
     Contract: `shape` a tuple of ints, `dim` an int in -ndim..ndim-1 (any dim for a 0-d
     shape, which is one row of length 1). Returns the Python int rows × (section 3.3's
-    steps on one row, counted with section 1's convention), n = shape[dim], rows = numel /
-    n; 0 for a shape with no elements (a 0 among its sizes).
+    steps on one row, counted with section 1's convention), for rows of n = shape[dim]
+    numbers (a whole number of them); 0 for a shape with no elements (a 0 among its sizes).
     """
     # Idea: the cost of one row times the number of rows.
     ### BEGIN SOLUTION
@@ -459,8 +462,8 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
 
     Contract: `shape` a tuple of ints whose trailing dims equal the tuple `normalized_shape`.
     Returns the Python int rows × (section 3.3's steps on one row, counted with section
-    1's convention, the affine ones only when affine is True), with n =
-    numel(normalized_shape) and rows = numel(shape) / n; 0 for a shape with no elements.
+    1's convention, the affine ones only when affine is True), for rows of n =
+    numel(normalized_shape) numbers (a whole number of them); 0 for a shape with no elements.
     """
     # Idea: normalising a row is two reductions and three passes over it.
     ### BEGIN SOLUTION
@@ -598,7 +601,11 @@ def op_flops(op, args, attrs, output):
     if dtype is None or np.dtype(dtype).kind not in "fc":
         return 0
     ins = [tuple(a.shape) for a in args if isinstance(a, (Tensor, np.ndarray))]
-    return int(FLOP_RULES[op](ins, tuple(np.shape(output)), attrs))
+    try:
+        return int(FLOP_RULES[op](ins, tuple(np.shape(output)), attrs))
+    except KeyError as missing:
+        raise KeyError(f"op_flops({op!r}): its FLOP rule needs the op's option {missing}, which `attrs` "
+                       f"({attrs}) lacks: pass the options the op was called with") from None
 
 # %% [markdown]
 # A quick look: the rule of a `Linear(784, 128)` forward on a batch of 64 is a matmul plus an
@@ -889,6 +896,16 @@ with preserved_state():
     _net(_x).sum().backward()  # after the block: nothing more is recorded
     assert_equal(len(_prof.events()), _n, "nothing recorded after the with block")
     assert_equal(profile().events(), [], "a profiler never entered records nothing")
+
+
+def _mismatched_add_under_profile():
+    with profile():
+        tinytorch.ones(2, 3) + tinytorch.ones(4, 5)
+
+
+assert_raises(tinytorch.ShapeError, _mismatched_add_under_profile, match=r"\(2, 3\)",
+              what="adding (2, 3) and (4, 5) under profile(): the op's own error (raised inside fn), as without "
+                   "the profiler")
 # A fake clock: the op advances it by 2 ms, and each piece of bookkeeping by a whole second.
 _ticks = [100.0]
 
@@ -1098,6 +1115,7 @@ y_digits = Tensor(_labels[:64])
 with preserved_state():
     tinytorch.manual_seed(0)
     cnn = digits_cnn()
+cnn(x_digits)  # a warm-up call: the profile below holds no first-call costs (section 7)
 with profile() as prof:
     cnn(x_digits)
 measured_mflops = prof.events().total_flops() / 1e6
@@ -1309,26 +1327,43 @@ print(f"Adam state:  estimate {estimate['optimizer_state'] / 1e3:9.1f} KB | meas
 # lazy imports; later calls are disturbed by other processes. So: run **warm-up** calls that
 # are not timed, time several **repeats**, report the **median** (one slow outlier barely moves
 # it) and a **spread** (the interquartile range says how far to trust it). The course has one
-# timer, `tinytorch.utils.timing.median_time`; `latency` (provided) collects its one-repeat
-# samples, so every number in the course is timed the same way, with BLAS on one thread
+# timer, `tinytorch.utils.timing` (`median_time` and the samples behind it,
+# `time_samples`); `latency` (provided) collects one-call samples with it, so every number in the course is timed the same way, with BLAS on one thread
 # (several threads on a machine with other load make a matmul's time swing by several x).
+# To compare several functions, `latencies` (provided) times them **in turns** (A, B, A,
+# B, ...), so that a burst of load from another process falls on all of them alike instead
+# of on whichever happened to run then; module 19 builds the full method.
 
 # %%
 #| export
-def latency(fn, repeats=7, warmup=2):
-    """Wall-clock statistics of fn() through median_time: a dict with "median", "q1", "q3",
-    "iqr" (q3 - q1), "min", "max" (seconds) and "samples", after `warmup` untimed calls.
-    BLAS and numba run on one thread meanwhile: on a shared machine, threads that compete
-    with other load make times swing by several x."""
-    if repeats < 1:
-        raise ValueError(f"latency needs at least one timed repeat, got repeats={repeats}")
-    with pinned_threads(1):
-        if warmup > 0:
-            median_time(fn, repeats=1, warmup=warmup - 1)
-        samples = [median_time(fn, repeats=1, warmup=0) for _ in range(repeats)]
+def _summary(samples):
     q1, med, q3 = (float(v) for v in np.percentile(samples, [25, 50, 75]))
     return {"median": med, "q1": q1, "q3": q3, "iqr": q3 - q1, "min": min(samples),
             "max": max(samples), "samples": samples}
+
+
+def latencies(*fns, repeats=7, warmup=2):
+    """Wall-clock statistics of each fn(), the functions called in turns (each round calls
+    every one once): one dict per function with "median", "q1", "q3", "iqr" (q3 - q1), "min",
+    "max" (seconds) and "samples", after `warmup` untimed rounds. BLAS and numba run on one
+    thread meanwhile. Why in turns: a burst of load then slows every function alike, so
+    their ratio stays fair."""
+    if repeats < 1:
+        raise ValueError(f"latency needs at least one timed repeat, got repeats={repeats}")
+    samples = [[] for _ in fns]
+    with pinned_threads(1):
+        for round_ in range(warmup + repeats):
+            for own, fn in zip(samples, fns):
+                t = time_samples(fn, repeats=1, warmup=0, threads=None)[0]
+                if round_ >= warmup:
+                    own.append(t)
+    return [_summary(own) for own in samples]
+
+
+def latency(fn, repeats=7, warmup=2):
+    """latencies of one function: its dict of "median", "q1", "q3", "iqr", "min", "max" and
+    "samples" (seconds)."""
+    return latencies(fn, repeats=repeats, warmup=warmup)[0]
 
 # %% [markdown]
 # Predict: how many times longer does a forward *and* backward pass of the CNN (batch 256)
@@ -1347,7 +1382,7 @@ def cnn_step():
     cnn_forward().backward()
 
 
-fwd, step = latency(cnn_forward), latency(cnn_step)
+fwd, step = latencies(cnn_forward, cnn_step)
 print(f"forward:            median {fwd['median'] * 1e3:7.2f} ms, IQR {fwd['iqr'] * 1e3:6.2f} ms, "
       f"min {fwd['min'] * 1e3:7.2f} ms")
 print(f"forward + backward: median {step['median'] * 1e3:7.2f} ms, IQR {step['iqr'] * 1e3:6.2f} ms, "
@@ -1384,20 +1419,18 @@ def under(make_mode):
     return run
 
 
-plain = latency(cnn_forward)["median"]
-passing = latency(under(PassThrough))["median"]
-profiled = latency(under(profile))["median"]
+plain, passing, profiled = (s["median"] for s in latencies(cnn_forward, under(PassThrough), under(profile)))
 print(f"forward, no mode:          {plain * 1e3:7.2f} ms")
 print(f"forward, pass-through mode: {passing * 1e3:7.2f} ms ({passing / plain:.2f}x)")
 print(f"forward, under profile():   {profiled * 1e3:7.2f} ms ({profiled / plain:.2f}x) "
       + ("(no prediction written)" if predicted_profiler_overhead is None else f"(you predicted {predicted_profiler_overhead}x)"))
 
 # %% [markdown]
-# On a quiet machine expect both ratios close to 1 for this CNN: a forward of a few dozen
-# ops, some of them milliseconds long, hides a few microseconds of bookkeeping per op. On a
-# busy one, these three medians, taken one after the other, can differ by more than that
-# (a ratio below 1, or far above it): run the cell twice and compare, which is module 19's
-# reason for interleaving the runs it compares. The overhead is a
+# Expect both ratios close to 1 for this CNN: a forward of a few dozen ops, some of them
+# milliseconds long, hides a few microseconds of bookkeeping per op. The three were timed
+# in turns, but on a busy machine a ratio can still land a little below 1: that is the
+# noise, and its size is about the IQR. Module 19 measures ratios with the statistics they
+# need. The overhead is a
 # fixed cost **per op**, so it matters for models made of many tiny ops, and there it also
 # inflates the small ops' share of the profile. PyTorch's profiler records from C++ for the
 # same reason. The claim that the dispatch path costs nothing extra without a mode belongs to
@@ -1456,24 +1489,30 @@ for _d, _pred in ((16, predicted_ops_share_small), (256, predicted_ops_share_wid
 # `layer_report` (provided) runs a model **stage by stage** (each stage a function of the
 # previous stage's output), and for each stage records its parameters (your
 # `parameter_counts`), its analytic FLOPs (your profiler's records, which use your formulas),
-# and its measured median time and spread (`latency`). The achieved GFLOP/s says how close a
-# stage comes to the machine's arithmetic speed.
+# and its measured median time and spread (`latencies`). The achieved GFLOP/s says how close
+# a stage comes to the machine's arithmetic speed, and that speed can be measured too: the
+# rate of numpy's BLAS on a large matmul, one thread (`tinytorch.utils.timing.matmul_peak`;
+# module 17 puts it on a roofline). The whole model's FLOPs per second as a share of that
+# peak is its **model FLOP utilisation** (MFU), the figure large training runs report to
+# say how much of the hardware they use.
 
 # %%
 #| export
 def layer_report(stages, x, repeats=5, warmup=1):
     """Profile a model stage by stage. `stages` is a list of (name, fn, module or None);
     each fn maps the previous stage's output to the next. Returns a list of dicts with
-    "name", "params", "flops" (profiled, analytic), "ops", "median" and "iqr" (seconds)."""
-    rows = []
+    "name", "params", "flops" (profiled, analytic), "ops", "median", "q1", "q3" and "iqr"
+    (seconds). The stages are timed in turns (latencies), as the model runs them."""
+    rows, calls = [], []
     for name, fn, module in stages:
         with profile() as prof:
             y = fn(x)
-        stats = latency(lambda: fn(x), repeats=repeats, warmup=warmup)
         rows.append({"name": name, "params": count_parameters(module) if module is not None else 0,
-                     "flops": prof.events().total_flops(), "ops": len(prof.events()),
-                     "median": stats["median"], "iqr": stats["iqr"]})
+                     "flops": prof.events().total_flops(), "ops": len(prof.events())})
+        calls.append(lambda fn=fn, x=x: fn(x))
         x = y
+    for row, stats in zip(rows, latencies(*calls, repeats=repeats, warmup=warmup)):
+        row.update({key: stats[key] for key in ("median", "q1", "q3", "iqr")})
     return rows
 
 
@@ -1490,11 +1529,26 @@ def format_report(rows):
                      f"{100 * r['median'] / total_t:>7.1f}%{rate:>9.2f}")
     return "\n".join(lines)
 
+# %% [markdown]
+# **Predict first**: the MFU of the CNN's forward at batch 256, in percent.
+
+# %%
+predicted_cnn_mfu = None  # your number, in percent: the CNN forward's FLOPs per second / this core's BLAS peak
+
 # %%
 with tinytorch.no_grad():
     cnn_rows = layer_report([(f"{i}:{type(m).__name__}", m, m) for i, m in enumerate(cnn)], x256)
 print("digits CNN, batch 256, forward (no_grad):")
 print(format_report(cnn_rows))
+from tinytorch.utils.timing import matmul_peak  # noqa: E402
+
+PEAK_FLOPS = matmul_peak(1024)  # FLOP/s: numpy's BLAS, a 1024² matmul, one thread, the fastest of 7
+_cnn_rate = sum(r["flops"] for r in cnn_rows) / sum(r["median"] for r in cnn_rows)
+print(f"this core's BLAS peak {PEAK_FLOPS / 1e9:.1f} GFLOP/s; the CNN forward {_cnn_rate / 1e9:.2f} GFLOP/s: "
+      f"MFU {100 * _cnn_rate / PEAK_FLOPS:.1f} % "
+      + ("(no prediction written)" if predicted_cnn_mfu is None else f"(you predicted {predicted_cnn_mfu} %)"))
+print("per stage, % of the peak: " + ", ".join(
+    f"{r['name']} {100 * r['flops'] / r['median'] / PEAK_FLOPS:.1f}" for r in cnn_rows if r["median"] > 0))
 
 # %% [markdown]
 # The FLOPs column comes from the profiler: the sum of the records of each stage's ops. The
@@ -1615,7 +1669,10 @@ def plot_where_time_goes(reports, path=None):
         tt = sum(r["median"] for r in rows) or 1.0
         y = np.arange(len(rows))
         ax.barh(y + 0.2, [100 * r["flops"] / tf for r in rows][::-1], height=0.4, label="FLOPs (analytic)")
-        ax.barh(y - 0.2, [100 * r["median"] / tt for r in rows][::-1], height=0.4, label="time (measured median)")
+        ax.barh(y - 0.2, [100 * r["median"] / tt for r in rows][::-1], height=0.4,
+                xerr=[[100 * (r["median"] - r["q1"]) / tt for r in rows][::-1],
+                      [100 * (r["q3"] - r["median"]) / tt for r in rows][::-1]],
+                capsize=2, error_kw={"lw": 0.8}, label="time (median; whiskers: quartiles)")
         ax.set_yticks(y)
         ax.set_yticklabels(names, fontsize=8)
         ax.set_xlabel("share of the forward pass (%)")
@@ -1639,7 +1696,15 @@ plt.show()
 # their share of the FLOPs: on some CPUs the two pools together take longer than the two
 # convolutions (compare the GFLOP/s column). In the GPT, the blocks carry most FLOPs; the
 # embedding lookups cost no FLOPs but some time. The exact shares depend on your CPU, numpy's BLAS
-# and the load of the machine: rerun and compare.
+# and the load of the machine: rerun and compare. The whiskers are each stage's quartiles:
+# a bar whose whiskers overlap another's does not rank above it.
+#
+# The MFU line says the same from the other side. Even the convolutions reach only a
+# fraction of the peak (im2col copies its patches, and the matmuls are small next to a
+# 1024² one), and the stages that barely compute hold a large share of the time, so the
+# whole forward's MFU sits far below its best stage's. To raise it, a framework makes the
+# non-arithmetic stages cheaper (fusing BatchNorm and ReLU into the convolution, a pooling
+# kernel that does not unfold) rather than the matmuls faster.
 #
 # ## 9. What PyTorch does
 #

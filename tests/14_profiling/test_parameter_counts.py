@@ -46,3 +46,9 @@ def test_parameter_counts_include_frozen_parameters():
     model[0].weight.requires_grad_(False)
     assert parameter_counts(model) == {"0": 6, "1": 3}, \
         f"a frozen weight still counts (stored, loaded and shipped like any other): {parameter_counts(model)}"
+
+
+def test_parameter_counts_leave_out_buffers():
+    m = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3))
+    assert parameter_counts(m) == {"0": 30, "1": 6}, (
+        f"Conv2d(1, 3, 3) + BatchNorm2d(3): got {parameter_counts(m)}; the running mean and variance are buffers")

@@ -3,6 +3,7 @@ inactive; the records' fields; key_averages; per-op FLOPs add up to the model's 
 import time
 
 import numpy as np
+import pytest
 
 import tinytorch as tt
 from tinytorch import nn
@@ -232,3 +233,12 @@ def test_profile_records_gpt_forward_and_backward():
     assert names.count("layer_norm") == 5 and names.count("LayerNormBackward") == 5, \
         f"expected 5 LayerNorms forward and backward, got {names.count('layer_norm')}, {names.count('LayerNormBackward')}"
     assert gpt.head.weight.grad is not None, "expected the backward to have run through the profiler"
+
+
+def test_profile_dispatch_lets_the_ops_own_error_through():
+    with pytest.raises(tt.ShapeError, match=r"\(2, 3\)"):  # raised inside the op's kernel, under dispatch
+        with profile():
+            tt.ones(2, 3) + tt.ones(4, 5)
+    with pytest.raises(IndexError, match="out of bounds"):
+        with profile():
+            tt.ones(2, 3)[5]
