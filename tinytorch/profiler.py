@@ -22,7 +22,8 @@ __all__ = ["parameter_counts", "count_parameters", "matmul_flops", "conv2d_flops
            "softmax_flops", "layer_norm_flops", "attention_flops", "FLOP_RULES",
            "BACKWARD_FLOP_RULES", "op_flops", "output_bytes", "FunctionEvent",
            "FunctionEventAvg", "EventList", "profile", "saved_activation_bytes",
-           "training_memory", "peak_memory", "latencies", "latency", "layer_report"]
+           "record_function", "self_times", "training_memory", "peak_memory", "latencies", "latency",
+           "layer_report"]
 
 
 # -- cell 9 (parameter-counts) --
@@ -207,12 +208,14 @@ def output_bytes(result):
 # -- cell 28 --
 @dataclass
 class FunctionEvent:
-    """One dispatched op (torch.autograd.profiler_util.FunctionEvent)."""
+    """One dispatched op, or one closed `record_function` scope
+    (torch.autograd.profiler_util.FunctionEvent)."""
     name: str
     input_shapes: list
-    cpu_time_total: float  # microseconds of wall time
+    cpu_time_total: float  # microseconds of wall time (a scope's: everything inside it included)
     flops: int
     cpu_memory_usage: int  # bytes of the result
+    scope_size: int = None  # None for an op; for a scope, the number of events recorded while it was open
 
     @property
     def key(self):
@@ -243,8 +246,8 @@ class EventList(list):
         return sum(e.flops for e in self)
 
     def total_time(self):
-        """Microseconds, summed over the events."""
-        return sum(e.cpu_time_total for e in self)
+        """Microseconds, summed over the ops (a scope's time is already its ops' and more)."""
+        return sum(e.cpu_time_total for e in self if getattr(e, "scope_size", None) is None)
 
     def table(self, sort_by=None, row_limit=100):
         """The events as a text table, sorted by the attribute `sort_by` (largest first, e.g.
@@ -286,11 +289,22 @@ class profile(DispatchMode):
     Nothing is recorded before `__enter__` or after `__exit__`.
     """
 
+    _active = []  # the profilers now recording, innermost last: where record_function writes
+
     def __init__(self):
         self._events = []
 
+    def __enter__(self):
+        profile._active.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc_info):
+        profile._active.remove(self)
+        return super().__exit__(*exc_info)
+
     def events(self):
-        """Every recorded FunctionEvent, in the order the ops ran (an EventList)."""
+        """Every recorded FunctionEvent, each when it finished: ops in the order they ran, and
+        each record_function scope after the events recorded inside it (an EventList)."""
         return EventList(self._events)
 
     def dispatch(self, op, fn, args, kwargs):
@@ -414,7 +428,47 @@ def latency(fn, repeats=7, warmup=2):
     return latencies(fn, repeats=repeats, warmup=warmup)[0]
 
 
-# -- cell 65 --
+# -- cell 66 --
+class record_function:
+    """A named scope in the profile (torch.profiler.record_function): `with
+    record_function("block 0"):`. When it closes, each recording profiler gets a
+    FunctionEvent with the scope's name, its wall time in microseconds (everything inside
+    included), no shapes, FLOPs or bytes, and scope_size = the events recorded while it was open.
+    Outside a profiler it does nothing."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self._open = [(prof, len(prof._events)) for prof in profile._active]
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info):
+        total_us = (time.perf_counter() - self._start) * 1e6
+        for prof, before in self._open:
+            prof._events.append(FunctionEvent(self.name, [], total_us, 0, 0, scope_size=len(prof._events) - before))
+        return False
+
+
+# -- cell 67 (self-times) --
+def self_times(events):
+    """The self time of every event of a profile.
+
+    Contract: `events` a list of FunctionEvent in the order a profile records them (each
+    event when it finishes; a scope after the scope_size events recorded while it was
+    open). Returns a list of floats, one per event, in the same order: an op's
+    cpu_time_total; a scope's cpu_time_total minus the cpu_time_total of each event directly
+    inside it (inside no inner scope of it). The events are not changed. Errors: ValueError
+    naming the scope when its scope_size does not match whole events before it.
+    Why: a scope's self time is the time none of its parts accounts for.
+    """
+    # Idea: a scope closes after everything inside it; what must be remembered of those?
+    # YOUR CODE HERE
+    raise NotImplementedError('self_times() is not implemented yet: write it in modules/14_profiling/profiling.ipynb (module 14, profiling), then run `tito test module 14`.')
+
+
+# -- cell 73 --
 def layer_report(stages, x, repeats=5, warmup=1):
     """Profile a model stage by stage. `stages` is a list of (name, fn, module or None);
     each fn maps the previous stage's output to the next. Returns a list of dicts with

@@ -151,7 +151,8 @@ __all__ = ["parameter_counts", "count_parameters", "matmul_flops", "conv2d_flops
            "softmax_flops", "layer_norm_flops", "attention_flops", "FLOP_RULES",
            "BACKWARD_FLOP_RULES", "op_flops", "output_bytes", "FunctionEvent",
            "FunctionEventAvg", "EventList", "profile", "saved_activation_bytes",
-           "training_memory", "peak_memory", "latencies", "latency", "layer_report"]
+           "record_function", "self_times", "training_memory", "peak_memory", "latencies", "latency",
+           "layer_report"]
 
 
 # %% [markdown]
@@ -698,12 +699,14 @@ print("✓ output_bytes: gradients (float32[2], None, float64[2,2]) =", output_b
 #| export
 @dataclass
 class FunctionEvent:
-    """One dispatched op (torch.autograd.profiler_util.FunctionEvent)."""
+    """One dispatched op, or one closed `record_function` scope
+    (torch.autograd.profiler_util.FunctionEvent)."""
     name: str
     input_shapes: list
-    cpu_time_total: float  # microseconds of wall time
+    cpu_time_total: float  # microseconds of wall time (a scope's: everything inside it included)
     flops: int
     cpu_memory_usage: int  # bytes of the result
+    scope_size: int = None  # None for an op; for a scope, the number of events recorded while it was open
 
     @property
     def key(self):
@@ -734,8 +737,8 @@ class EventList(list):
         return sum(e.flops for e in self)
 
     def total_time(self):
-        """Microseconds, summed over the events."""
-        return sum(e.cpu_time_total for e in self)
+        """Microseconds, summed over the ops (a scope's time is already its ops' and more)."""
+        return sum(e.cpu_time_total for e in self if getattr(e, "scope_size", None) is None)
 
     def table(self, sort_by=None, row_limit=100):
         """The events as a text table, sorted by the attribute `sort_by` (largest first, e.g.
@@ -806,11 +809,22 @@ class profile(DispatchMode):
     Nothing is recorded before `__enter__` or after `__exit__`.
     """
 
+    _active = []  # the profilers now recording, innermost last: where record_function writes
+
     def __init__(self):
         self._events = []
 
+    def __enter__(self):
+        profile._active.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc_info):
+        profile._active.remove(self)
+        return super().__exit__(*exc_info)
+
     def events(self):
-        """Every recorded FunctionEvent, in the order the ops ran (an EventList)."""
+        """Every recorded FunctionEvent, each when it finished: ops in the order they ran, and
+        each record_function scope after the events recorded inside it (an EventList)."""
         return EventList(self._events)
 
     def dispatch(self, op, fn, args, kwargs):
@@ -1483,6 +1497,219 @@ for _d, _pred in ((16, predicted_ops_share_small), (256, predicted_ops_share_wid
 # the cost is the number of ops, not their FLOPs or bytes. Frameworks answer it by doing less
 # per op in Python (PyTorch's dispatcher is C++), by fusing ops, and by capturing a whole
 # forward once and replaying it (CUDA graphs, `torch.compile`).
+
+# %% [markdown]
+# ### 7.3 Scopes: total time and self time
+#
+# The table says which *kind* of op costs most; a reader of a real model wants to know
+# which *part* of the model: this block, that attention. PyTorch marks parts with
+# `with torch.profiler.record_function("block 0"):`, and its table then shows two times for
+# each: **total** (everything that ran while the scope was open, inner scopes included) and
+# **self** (the total minus what ran in the events directly inside it). A scope's self
+# time is what none of its parts explains: for a scope that only calls ops, it is exactly
+# section 7.2's time between the ops.
+#
+# `record_function` (provided) is the scope. When it closes, it appends one event to every
+# profiler that is recording: its name, its total time and its `scope_size`, the number of
+# events recorded while it was open (its ops, its inner scopes, and everything inside those).
+# Ops keep `scope_size = None`. So a profile arrives **flattened**: each event appears when
+# it *finishes*, a scope after all its contents. For
+#
+#     with record_function("forward"):        # events, in the order they are recorded:
+#         op a                                 #   a
+#         with record_function("block"):      #   b
+#             op b                             #   c
+#             op c                             #   block  (scope_size 2)
+#         op d                                 #   d
+#                                              #   forward (scope_size 5)
+#
+# "forward"'s self time is its total minus those of a, block and d, its direct children; b
+# and c are already inside block's total. Write `self_times(events)`: every event's self
+# time, from the flat list alone, scopes nested to any depth.
+#
+# <details><summary>Hint 1</summary>
+#
+# Walk the list once, in order. When a scope's event arrives, everything it contains has
+# already gone by, and it is the most recent stretch of events. Which of them are its direct
+# children, and how do you skip its grandchildren without looking inside each child?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Once a scope has claimed its children, they never matter again on their own: only the
+# scope (with how many events it covers) does, for whichever scope contains it. What
+# structure hands you the most recent unclaimed events first?
+# </details>
+#
+# <details><summary>The approach</summary>
+#
+# Keep the finished events that no scope has claimed yet, most recent last, each with the
+# number of events it stands for (itself and its contents). A closing scope takes entries
+# from the recent end until they account for exactly its `scope_size` events; those entries
+# are its direct children. It then stands in their place, for the scope around it. A count
+# that does not come out exactly means the list was not recorded by nested scopes.
+# </details>
+
+# %%
+#| export
+class record_function:
+    """A named scope in the profile (torch.profiler.record_function): `with
+    record_function("block 0"):`. When it closes, each recording profiler gets a
+    FunctionEvent with the scope's name, its wall time in microseconds (everything inside
+    included), no shapes, FLOPs or bytes, and scope_size = the events recorded while it was open.
+    Outside a profiler it does nothing."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self._open = [(prof, len(prof._events)) for prof in profile._active]
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info):
+        total_us = (time.perf_counter() - self._start) * 1e6
+        for prof, before in self._open:
+            prof._events.append(FunctionEvent(self.name, [], total_us, 0, 0, scope_size=len(prof._events) - before))
+        return False
+
+# %% nbgrader={"grade": false, "grade_id": "self-times", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def self_times(events):
+    """The self time of every event of a profile.
+
+    Contract: `events` a list of FunctionEvent in the order a profile records them (each
+    event when it finishes; a scope after the scope_size events recorded while it was
+    open). Returns a list of floats, one per event, in the same order: an op's
+    cpu_time_total; a scope's cpu_time_total minus the cpu_time_total of each event directly
+    inside it (inside no inner scope of it). The events are not changed. Errors: ValueError
+    naming the scope when its scope_size does not match whole events before it.
+    Why: a scope's self time is the time none of its parts accounts for.
+    """
+    # Idea: a scope closes after everything inside it; what must be remembered of those?
+    ### BEGIN SOLUTION
+    result, unclaimed = [], []  # unclaimed: (index, events it stands for), most recent last
+    for i, event in enumerate(events):
+        if event.scope_size is None:
+            result.append(event.cpu_time_total)
+            unclaimed.append((i, 1))
+            continue
+        need, covered, children = event.scope_size, 1, 0.0
+        while need > 0:
+            if not unclaimed:
+                raise ValueError(f"self_times: scope {event.name!r} claims {event.scope_size} events, "
+                                 f"more than were recorded before it")
+            j, size = unclaimed.pop()
+            children += events[j].cpu_time_total
+            need -= size
+            covered += size
+        if need < 0:
+            raise ValueError(f"self_times: scope {event.name!r} claims {event.scope_size} events, which cut "
+                             f"an inner scope in two")
+        result.append(event.cpu_time_total - children)
+        unclaimed.append((i, covered))
+    return result
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test-self-times", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def _op(name, us):
+    return FunctionEvent(name, [], us, 0, 0)
+
+
+def _scope(name, us, size):
+    return FunctionEvent(name, [], us, 0, 0, scope_size=size)
+
+
+_flat = [_op("a", 5.0), _op("b", 10.0), _op("c", 20.0), _scope("block", 40.0, 2), _op("d", 1.0),
+         _scope("forward", 60.0, 5)]
+assert_equal(self_times(_flat), [5.0, 10.0, 20.0, 10.0, 1.0, 14.0],
+             "the example above (a 5, b 10, c 20, block 40 over b and c, d 1, forward 60): block's self time is "
+             "40 - 10 - 20; forward's is 60 - 5 - 40 - 1 (b and c are inside block's 40 already)")
+assert_equal(self_times([_op("x", 3.0), _scope("s", 3.5, 1), _op("y", 2.0)]), [3.0, 0.5, 2.0],
+             "a scope around one op, then an op outside any scope")
+assert_equal(self_times([_scope("empty", 4.0, 0), _scope("outer", 9.0, 1)]), [4.0, 5.0],
+             "an empty scope (scope_size 0) is all self time; it is the one child of outer")
+_deep = [_op("leaf", 1.0)]
+for _k in range(1, 6):  # five scopes, each around the last: s1 (2 µs) inside s2 (3 µs) ... inside s5 (6 µs)
+    _deep.append(_scope(f"s{_k}", 1.0 + _k, _k))
+assert_equal(self_times(_deep), [1.0] * 6, "five nested scopes, each 1 µs longer than the one inside it: each "
+             "has 1 µs of its own (only its direct child counts, not the child's contents again)")
+_two = [_op("p", 2.0), _op("q", 3.0), _scope("s", 6.0, 2), _op("r", 4.0), _op("t", 1.0), _scope("u", 7.0, 2),
+        _scope("both", 15.0, 6)]
+assert_equal(self_times(_two), [2.0, 3.0, 1.0, 4.0, 1.0, 2.0, 2.0], "two sibling scopes inside a third: both's "
+             "direct children are s and u, not their four ops")
+_copy = [FunctionEvent(e.name, [], e.cpu_time_total, 0, 0, e.scope_size) for e in _flat]
+self_times(_flat)
+assert_equal(_flat, _copy, "the events after self_times (read, not changed)")
+assert_raises(ValueError, self_times, [_op("a", 1.0), _scope("s", 2.0, 3)], match="'s'",
+              what="a scope that claims 3 events when only 1 came before it")
+assert_raises(ValueError, self_times, [_op("a", 1.0), _op("b", 1.0), _scope("in", 3.0, 2), _scope("cut", 4.0, 2)],
+              match="'cut'", what="a scope that claims 2 events of which one is a scope covering 3")
+with profile() as _ps:
+    with record_function("outer"):
+        tinytorch.ones(2, 2) + 1.0
+        with record_function("inner"):
+            tinytorch.ones(2, 2) * 2.0
+_ev = _ps.events()
+assert_equal([(e.name, e.scope_size) for e in _ev], [("add", None), ("mul", None), ("inner", 1), ("outer", 3)],
+             "a real profile: each scope after its contents, with their count")
+_st = self_times(_ev)
+assert_close(_st[3], _ev[3].cpu_time_total - _ev[0].cpu_time_total - _ev[2].cpu_time_total, rtol=1e-12,
+             what="outer's self time in a real profile: its total minus add's and inner's")
+print("✓ self_times:", self_times(_flat))
+
+# %% [markdown]
+# Now the GPT of section 7.2, with a scope around the whole forward and one around each
+# block. **Predict first**: what share of a block's total time is its self time, at d_model
+# 16 and at 256? (Section 7.2 measured the ops' share of a whole forward.)
+
+# %%
+predicted_block_self_small = None  # your fraction: a block's self time / its total, d_model 16
+predicted_block_self_wide = None   # the same, d_model 256
+
+# %%
+def scoped_gpt_profile(d_model, runs=5):
+    """The events of `runs` GPT forwards, each under a "forward" scope with a "block k" scope per block."""
+    with preserved_state():
+        tinytorch.manual_seed(0)
+        gpt = nn.GPT(nn.GPTConfig(vocab_size=64, block_size=32, d_model=d_model, n_heads=4, n_layers=2)).eval()
+        ids = tinytorch.tensor(np.random.default_rng(0).integers(0, 64, (8, 32)))
+    blocks = list(gpt.blocks)
+    with pinned_threads(1), tinytorch.no_grad():
+        gpt(ids)  # a warm-up
+        with profile() as prof:
+            for _ in range(runs):
+                with record_function("forward"):
+                    x = gpt.tok_emb(ids) + gpt.pos_emb(tinytorch.arange(ids.shape[1]))
+                    for k, block in enumerate(blocks):
+                        with record_function(f"block {k}"):
+                            x = block(x)
+                    gpt.head(gpt.ln_f(x))
+    return prof.events()
+
+
+for _d, _pred in ((16, predicted_block_self_small), (256, predicted_block_self_wide)):
+    _events = scoped_gpt_profile(_d)
+    _selfs = self_times(_events)
+    _rows = {}
+    for _e, _s in zip(_events, _selfs):
+        if _e.scope_size is not None:
+            _total, _own = _rows.get(_e.name, (0.0, 0.0))
+            _rows[_e.name] = (_total + _e.cpu_time_total, _own + _s)
+    print(f"GPT d_model {_d}:  " + "   ".join(f"{name}: total {t / 1e3:6.2f} ms, self {s / 1e3:5.2f} ms ({s / t:.0%})"
+                                          for name, (t, s) in _rows.items())
+          + ("   (no prediction written)" if _pred is None else f"   (you predicted {_pred})"))
+
+# %% [markdown]
+# A block's self time is the Python that runs its layers: each `forward` call, the tensors it
+# builds, the graph it records. At width 16 that is a large share of the block, at 256 a
+# small one, the same split section 7.2 measured for the whole forward, now located. The
+# forward's own self time is smaller still: between its blocks it does little but loop.
+# This is how one reads a real profile: sort the scopes by self time to find where the
+# time goes that no op accounts for, and by total time to find the part worth opening.
+# PyTorch's table prints both ("Self CPU" and "CPU total"), and its trace viewer draws each
+# scope as a bar whose children sit beneath it: the flat list you just folded back into a
+# tree.
 #
 # ## 8. A per-layer report: where the time goes
 #
