@@ -830,6 +830,17 @@ for _name, _f in [("a + b", lambda a, b: a + b), ("a - b", lambda a, b: a - b),
                  what=f"{_name}: your rule's gradient of a (2, 3) against the definition of the derivative")
     assert_close(_rb, (_g * _complex_step(_f, [_A, _B], 1)).sum(0), rtol=1e-12, atol=1e-15,
                  what=f"{_name}: your rule's gradient of b (3,), used by both rows, against the definition")
+_a2 = Tensor(np.array([[1.5], [-2.0]]), requires_grad=True)      # (2, 1): each row's number used in 3 columns
+_b2 = Tensor(np.array([[0.5, -1.0, 2.0]]), requires_grad=True)   # (1, 3): each column's number used in 2 rows
+for _name, _f in [("a + b", lambda a, b: a + b), ("a - b", lambda a, b: a - b),
+                  ("a * b", lambda a, b: a * b), ("a / b", lambda a, b: a / b)]:
+    _ra, _rb = call_rule(_f(_a2, _b2).grad_fn, _g)
+    _per_use = [_g * _complex_step(_f, [_a2.numpy(), _b2.numpy()], k) for k in (0, 1)]  # (2, 3): one per use
+    assert_close(_ra, _per_use[0].sum(1, keepdims=True), rtol=1e-12, atol=1e-15,
+                 what=f"{_name} with a (2, 1) and b (1, 3), both broadcast to (2, 3): your rule's gradient of a, "
+                      f"against the definition (each of a's numbers was used in three places)")
+    assert_close(_rb, _per_use[1].sum(0, keepdims=True), rtol=1e-12, atol=1e-15,
+                 what=f"{_name} with a (2, 1) and b (1, 3), both broadcast to (2, 3): your rule's gradient of b")
 assert_close(call_rule(_a.exp().grad_fn, _g)[0], _g * _complex_step(np.exp, [_A], 0), rtol=1e-12, atol=1e-15,
              what="exp(a): your rule against the definition of the derivative")
 assert_close(call_rule(_a.log().grad_fn, _g)[0], _g * _complex_step(np.log, [_A], 0), rtol=1e-12, atol=1e-15,
@@ -1434,7 +1445,8 @@ _nodes = topological_order([_y.grad_fn])
 backward(_y, np.ones(2))
 check(all(n.inputs is None and n.attrs is None and n.output is None for n in _nodes),
       "every node is freed after backward(): it keeps no reference to anything it saved for its rule",
-      got=[dict(inputs=n.inputs is None, attrs=n.attrs is None, output=n.output is None) for n in _nodes])
+      got=[{n.name(): [field for field in ("inputs", "attrs", "output") if getattr(n, field) is not None]
+            or "freed"} for n in _nodes], expected="every node: freed (each lists what it still holds)")
 assert_raises(RuntimeError, backward, _y, np.ones(2), match="second time.*retain_graph",
               what="a second backward() through a freed graph")
 _r = (_h * 2.0).sum()  # new nodes on top of h's freed one
@@ -2160,6 +2172,7 @@ _rng = np.random.default_rng(1)
 _x = Tensor(_rng.standard_normal((2, 3, 4)), requires_grad=True)
 for _what, _fn in [("sum()", lambda x: x.sum()), ("sum((0, 2))", lambda x: x.sum((0, 2))),
                    ("sum(1, keepdim=True)", lambda x: x.sum(1, keepdim=True)),
+                   ("sum(1) (keepdim=False, a middle dim)", lambda x: x.sum(1)),
                    ("mean(-1, keepdim=True)", lambda x: x.mean(-1, keepdim=True)),
                    ("mean((0, 1))", lambda x: x.mean((0, 1))), ("mean()", lambda x: x.mean()),
                    ("mean(1) (keepdim=False, a middle dim)", lambda x: x.mean(1))]:

@@ -1543,10 +1543,11 @@ for _d, _pred in ((16, predicted_ops_share_small), (256, predicted_ops_share_wid
 #
 # <details><summary>The approach</summary>
 #
-# Keep the finished events that no scope has claimed yet, most recent last, each with the
-# number of events it stands for (itself and its contents). A closing scope takes entries
-# from the recent end until they account for exactly its `scope_size` events; those entries
-# are its direct children. It then stands in their place, for the scope around it. A count
+# The finished events that no scope has claimed yet are all a closing scope can contain,
+# and its contents are the most recent of them. Each unclaimed entry is either an op or a
+# whole scope that already claimed its own contents, so it stands for a known number of
+# events. A closing scope's `scope_size` is a count of events, not of entries: how many
+# entries does it take, and what does it leave behind for the scope around it? A count
 # that does not come out exactly means the list was not recorded by nested scopes.
 # </details>
 

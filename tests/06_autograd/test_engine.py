@@ -231,6 +231,7 @@ def test_accumulate_grad_leaves_no_grad_on_tensors_made_by_ops():
     assert h.grad is None, "a tensor made by an op gets no .grad unless it called retain_grad()"
     h.retain_grad()
     autograd.engine._accumulate_grad(h, np.ones(2))
+    assert h.grad is not None, "h called retain_grad(), then received a gradient: it keeps it in .grad"
     np.testing.assert_array_equal(h.grad.numpy(), [1.0, 1.0])
 
 
@@ -385,6 +386,8 @@ def test_backward_of_something_without_grad_raises():
 def test_a_leaf_can_be_the_root():
     x = tt.tensor([1.0, 2.0], requires_grad=True)
     x.backward(tt.tensor([3.0, 4.0]))
+    assert x.grad is not None, ("x.backward(gradient) on a leaf x: the root's own gradient reaches the sink, "
+                                "so x.grad is the gradient given (no node to walk)")
     assert x.grad.tolist() == [3.0, 4.0]
 
 
