@@ -42,7 +42,9 @@
 # - explain why `.grad` **accumulates** and what `zero_grad` is for;
 # - **look at** a graph as text and as Graphviz DOT, and measure what it costs in memory
 #   and time, and why a Linear layer's weight gradient wants one big matrix product;
-# - **train** a small MLP with nothing but your engine and a two-line SGD step.
+# - **train** a small MLP with nothing but your engine and a two-line SGD step;
+# - push a direction **forward** through the graph (Jacobian-vector products) and measure
+#   when forward mode beats reverse mode.
 #
 # ## Prerequisites
 #
@@ -1306,7 +1308,7 @@ def _refuse_create_graph(create_graph):
         raise NotImplementedError(
             "create_graph=True (higher-order gradients: a gradient penalty, Hessian-vector "
             "products) is out of tinytorch's scope: its backward rules compute with numpy, so a "
-            "gradient is a result, not a recorded graph (module 06, section 17)")
+            "gradient is a result, not a recorded graph (module 06, section 18)")
 
 
 def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
@@ -3318,7 +3320,7 @@ for _label in _designs:  # the first round warms up; the fastest of the other se
 # extra run of your forward and backward: more than a hand-written forward would spend,
 # which computes the slope from what it already has). Neither is wrong. Where activation memory limits the batch size, the free
 # design wins; where backward time matters more, the slope does. PyTorch's `F.softplus`
-# saves its input (section 17).
+# saves its input (section 18).
 # </details>
 
 # %% [markdown]
@@ -4202,7 +4204,398 @@ if my_sigmoid_first_over_last is not None:
 # </details>
 
 # %% [markdown]
-# ## 17. How PyTorch does it
+# ## 17. Forward mode: one direction, pushed forward
+#
+# Everything so far pushed a gradient **backwards**: one backward pass gives
+# $\partial L / \partial x$ for every input at once, a vector-Jacobian product $\bar y^\top
+# J$. The chain rule can also run the other way, in the order the ops ran. Pick a
+# **direction** $v$ in which to move the inputs, and ask how every result moves: for each
+# tensor $t$ of the graph its **tangent** $\dot t = \frac{d}{d\varepsilon} t(x + \varepsilon
+# v)\big|_{\varepsilon = 0}$, so the inputs' tangents are $v$ and the output's is the
+# Jacobian-vector product $J v$. Each op turns the tangents of its inputs into the tangent
+# of its result, and a forward walk in the order the ops ran visits every node once.
+#
+# Derive the four rules below from that definition, as you derived the backward ones: for
+# $y = f(a, b)$, move $a$ and $b$ by $\varepsilon \dot a$ and $\varepsilon \dot b$ and keep
+# what is first order in $\varepsilon$. A worked example of a different op, `tanh`
+# (provided): $\tanh(a + \varepsilon \dot a) = \tanh a + \varepsilon (1 - \tanh^2 a) \dot a +
+# O(\varepsilon^2)$, so $\dot y = (1 - y^2)\, \dot a$, from the output the node holds. A
+# tangent is `None` for a tensor that does not move (a weight, when only the input does),
+# and a rule whose inputs are all still returns an array only if something moved.
+#
+# <details><summary>Hint 1 (the rules)</summary>
+#
+# Where the backward rule of an op took the upstream gradient and returned one array per
+# input, the forward rule takes one tangent per input and returns one array. Which of the
+# backward rules' troubles go away: does anything need summing back to an input's shape?
+# What shape must the result have, when one input was broadcast?
+# </details>
+#
+# <details><summary>Hint 2 (sum and matmul)</summary>
+#
+# Both are linear in each input. For a map that is linear in $a$, how does $f(a +
+# \varepsilon \dot a)$ differ from $f(a)$? The node's `attrs` say which dims `sum` reduced.
+# </details>
+
+# %%
+#| export autograd.functional
+"""Forward mode (module 06, section 17): Jacobian-vector products over the recorded graph,
+like torch.autograd.functional.jvp and torch.func.jvp."""
+import numpy as np
+
+from tinytorch._tensor import Tensor
+
+if __name__ != "__main__":  # the package file; in this notebook, the engine's cells above defined them
+    from tinytorch.autograd.engine import enable_grad, topological_order  # noqa: F401 (the walk's order)
+
+__all__ = ["jvp", "JVP_RULES", "jvp_rule"]
+
+JVP_RULES = {}  # op name -> rule(node, tangents) -> the tangent of the node's output, or None
+
+
+def jvp_rule(op):
+    """Register `fn(node, tangents)` as the forward rule of the op named `op`."""
+    def register(fn):
+        JVP_RULES[op] = fn
+        return fn
+    return register
+
+
+def _moved(*terms):
+    """The sum of the terms that are not None (None when all are)."""
+    present = [t for t in terms if t is not None]
+    return sum(present[1:], present[0]) if present else None
+
+
+def _shaped(tangent, node):
+    """A tangent with the node's output shape (broadcast inputs move the whole output)."""
+    return None if tangent is None else np.broadcast_to(tangent, node.output.shape)
+
+
+@jvp_rule("add")
+def _add_jvp(node, tangents):
+    return _shaped(_moved(*tangents), node)
+
+
+@jvp_rule("sub")
+def _sub_jvp(node, tangents):
+    ta, tb = tangents
+    return _shaped(_moved(ta, None if tb is None else -tb), node)
+
+
+@jvp_rule("neg")
+def _neg_jvp(node, tangents):
+    return None if tangents[0] is None else -tangents[0]
+
+
+@jvp_rule("tanh")
+def _tanh_jvp(node, tangents):
+    return None if tangents[0] is None else (1.0 - node.output ** 2) * tangents[0]
+
+# %% nbgrader={"grade": false, "grade_id": "jvp-rules", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export autograd.functional
+@jvp_rule("mul")
+def _mul_jvp(node, tangents):
+    """Tangent of y = a * b (broadcasting).
+
+    Contract: `node.inputs` (a, b), `tangents` (ta, tb): arrays of a's and b's shapes, or
+    None for an input that does not move. Returns an array of the output's shape, or None
+    when neither moves. Never writes into a tangent.
+    """
+    # Idea: move both factors a little; what is first order?
+    ### BEGIN SOLUTION
+    (a, b), (ta, tb) = node.inputs, tangents
+    return _shaped(_moved(None if ta is None else ta * b.numpy(), None if tb is None else a.numpy() * tb), node)
+    ### END SOLUTION
+
+
+@jvp_rule("exp")
+def _exp_jvp(node, tangents):
+    """Tangent of y = exp(x). Contract: as mul's, one input."""
+    # Idea: tanh's worked example has the same shape of answer.
+    ### BEGIN SOLUTION
+    return None if tangents[0] is None else node.output * tangents[0]
+    ### END SOLUTION
+
+
+@jvp_rule("sum")
+def _sum_jvp(node, tangents):
+    """Tangent of y = x.sum(dim, keepdim): node.attrs["dim"] a tuple of the reduced dims,
+    node.attrs["keepdim"] a bool. Contract: as mul's, one input."""
+    # Idea: sum is linear.
+    ### BEGIN SOLUTION
+    if tangents[0] is None:
+        return None
+    return np.sum(tangents[0], axis=node.attrs["dim"], keepdims=node.attrs["keepdim"])
+    ### END SOLUTION
+
+
+@jvp_rule("matmul")
+def _matmul_jvp(node, tangents):
+    """Tangent of y = a @ b (1-D operands and batches as in matmul). Contract: as mul's."""
+    # Idea: linear in each factor separately.
+    ### BEGIN SOLUTION
+    (a, b), (ta, tb) = node.inputs, tangents
+    return _shaped(_moved(None if ta is None else np.matmul(ta, b.numpy()),
+                          None if tb is None else np.matmul(a.numpy(), tb)), node)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test-jvp-rules", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_rng = np.random.default_rng(17)
+
+
+def _moved_by_definition(f, arrays, directions, eps=1e-6):
+    """d/dε f(arrays + ε·directions) at ε = 0, by central differences (float64)."""
+    plus = f(*[a + eps * d for a, d in zip(arrays, directions)])
+    minus = f(*[a - eps * d for a, d in zip(arrays, directions)])
+    return (plus - minus) / (2 * eps)
+
+
+def _rule_of(make, arrays, tangents):
+    """JVP_RULES' answer for the node that make(*tensors) records."""
+    ts = [Tensor(a, requires_grad=True) for a in arrays]
+    node = make(*ts).grad_fn
+    return JVP_RULES[node.op](node, tangents)
+
+
+for _what, _make, _f, _shapes in [
+        ("a * b, b broadcast over the rows", lambda a, b: a * b, lambda a, b: a * b, [(2, 3), (3,)]),
+        ("a * b, both broadcast", lambda a, b: a * b, lambda a, b: a * b, [(2, 1), (1, 3)]),
+        ("exp(x)", lambda x: x.exp(), np.exp, [(2, 3)]),
+        ("x.sum(1)", lambda x: x.sum(1), lambda x: x.sum(1), [(2, 3, 4)]),
+        ("x.sum((0, 2), keepdim=True)", lambda x: x.sum((0, 2), keepdim=True),
+         lambda x: x.sum((0, 2), keepdims=True), [(2, 3, 4)]),
+        ("x.sum()", lambda x: x.sum(), lambda x: x.sum(), [(2, 3)]),
+        ("a @ b", lambda a, b: a @ b, np.matmul, [(2, 3), (3, 4)]),
+        ("a @ b, a batch against a matrix", lambda a, b: a @ b, np.matmul, [(2, 2, 3), (3, 4)]),
+        ("a @ b, a vector against a batch", lambda a, b: a @ b, np.matmul, [(3,), (2, 3, 4)])]:
+    _arrays = [_rng.standard_normal(s) for s in _shapes]
+    _dirs = [_rng.standard_normal(s) for s in _shapes]
+    _expected = _moved_by_definition(_f, _arrays, _dirs)
+    _got = _rule_of(_make, _arrays, tuple(_dirs))
+    check(_got is not None and np.shape(_got) == np.shape(_expected),
+          f"{_what}: the tangent has the output's shape", got=None if _got is None else np.shape(_got),
+          expected=np.shape(_expected))
+    assert_close(_got, _expected, rtol=1e-6, atol=1e-8, what=f"{_what}: your rule against the definition "
+                 f"(how the output moves when every input moves along its tangent)")
+    if len(_shapes) == 2:  # only one input moves: the other's tangent is None
+        for _k in (0, 1):
+            _only = [d if i == _k else np.zeros_like(d) for i, d in enumerate(_dirs)]
+            _one = _rule_of(_make, _arrays, tuple(d if i == _k else None for i, d in enumerate(_dirs)))
+            assert_close(_one, _moved_by_definition(_f, _arrays, _only), rtol=1e-6, atol=1e-8,
+                         what=f"{_what} with only input {_k} moving (the other's tangent None)")
+    check(_rule_of(_make, _arrays, (None,) * len(_shapes)) is None,
+          f"{_what}: nothing moves, so the rule returns None", got=_rule_of(_make, _arrays, (None,) * len(_shapes)))
+_frozen = _rng.standard_normal((2, 3))
+_dirs = (_frozen.copy(), _rng.standard_normal(3))
+_rule_of(lambda a, b: a * b, [_rng.standard_normal((2, 3)), _rng.standard_normal(3)], _dirs)
+assert_equal(_dirs[0], _frozen, "the tangent passed to mul's rule, after it ran (a rule never writes into one)")
+print("✓ forward rules: mul, exp, sum, matmul match the definition")
+
+# %% [markdown]
+# ### The forward walk
+#
+# `jvp(func, primals, tangents)` (provided) copies the `primals` into fresh leaves that
+# record, runs `func` on them, and hands the result to `_forward_tangents(output,
+# leaf_tangents)`, which is yours: the tangent of `output`, given the tangent of each leaf
+# that moves (a dict from `id(leaf)` to an array). Every other leaf, a weight say, does not
+# move. Your engine's `topological_order` lists the nodes with the root first; forward mode
+# needs each node's inputs done before the node itself.
+#
+# <details><summary>Hint 1</summary>
+#
+# A node's input is either a leaf (no `grad_fn`: look it up among the leaf tangents) or
+# the result of another node (its `grad_fn`: you have done that node already, if you walk
+# in the right order). Where do you keep what each node produced?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Two outputs need no walk at all, or end with nothing moved: what does the contract ask
+# for then? And an op with no forward rule should say which op it is.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "forward-tangents", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export autograd.functional
+def _forward_tangents(output, leaf_tangents):
+    """The tangent of `output` when the leaves move along `leaf_tangents`.
+
+    Contract: `output` a Tensor with its recorded graph; `leaf_tangents` a dict id(leaf) ->
+    array of that leaf's shape; leaves not in it do not move. Returns a float64 array of
+    output's shape (zeros when nothing output depends on moves). Each node of the graph is
+    visited once and its tangent computed once, by its rule in JVP_RULES from the tangents
+    of its inputs (None for an input that does not move). Raises NotImplementedError naming
+    the op when a node that something moved into has no rule. Changes neither the graph nor
+    the tangents.
+    """
+    # Idea: the backward walk's order, the other way round; remember each node's tangent.
+    ### BEGIN SOLUTION
+    if output.grad_fn is None:
+        moved = leaf_tangents.get(id(output))
+        return np.zeros(output.shape) if moved is None else np.asarray(moved, dtype=np.float64)
+    done = {}
+    for node in reversed(topological_order([output.grad_fn])):
+        ins = tuple(done.get(t.grad_fn) if t.grad_fn is not None else leaf_tangents.get(id(t)) for t in node.inputs)
+        if all(t is None for t in ins):
+            done[node] = None
+            continue
+        if node.op not in JVP_RULES:
+            raise NotImplementedError(f"jvp: the op {node.op!r} has no forward rule (JVP_RULES has "
+                                      f"{sorted(JVP_RULES)})")
+        done[node] = JVP_RULES[node.op](node, ins)
+    moved = done[output.grad_fn]
+    return np.zeros(output.shape) if moved is None else np.asarray(moved, dtype=np.float64)
+    ### END SOLUTION
+
+
+def jvp(func, primals, tangents):
+    """(func(*primals), J v): the output and how it moves when the primals move along
+    `tangents` (torch.autograd.functional.jvp). `primals` and `tangents` are Tensors, or
+    tuples of them of matching shapes; the caller's tensors are not changed."""
+    one = isinstance(primals, Tensor)
+    primals = (primals,) if one else tuple(primals)
+    tangents = (tangents,) if isinstance(tangents, Tensor) else tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    for p, t in zip(primals, tangents):
+        if tuple(p.shape) != tuple(t.shape):
+            raise ValueError(f"jvp: a primal of shape {tuple(p.shape)} has a tangent of shape {tuple(t.shape)}")
+    leaves = [Tensor(p.numpy().astype(np.float64), requires_grad=True) for p in primals]
+    with enable_grad():
+        output = func(*leaves)
+    moved = _forward_tangents(output, {id(leaf): t.numpy().astype(np.float64) for leaf, t in zip(leaves, tangents)})
+    return output.detach(), Tensor(moved)
+
+# %% nbgrader={"grade": true, "grade_id": "test-forward-tangents", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_W1, _b1, _w2 = (Tensor(_rng.standard_normal(s)) for s in ((5, 4), (4,), (4,)))
+
+
+def _mlp_np(x):
+    return np.tanh(x @ _W1.numpy() + _b1.numpy()) @ _w2.numpy()
+
+
+def _mlp(x):
+    h = (x @ _W1 + _b1).tanh()
+    return (h * h.exp() - h).sum() + h @ _w2  # h feeds three ops: a graph with diamonds
+
+
+def _mlp_np_full(x):
+    h = np.tanh(x @ _W1.numpy() + _b1.numpy())
+    return (h * np.exp(h) - h).sum() + h @ _w2.numpy()
+
+
+_x0, _v0 = _rng.standard_normal(5), _rng.standard_normal(5)
+_out, _tangent = jvp(_mlp, Tensor(_x0), Tensor(_v0))
+assert_close(_out.numpy(), _mlp_np_full(_x0), rtol=1e-12, atol=0, what="jvp's first result: func at the primals")
+assert_close(_tangent.numpy(), _moved_by_definition(_mlp_np_full, [_x0], [_v0]), rtol=1e-6, atol=1e-9,
+             what="jvp of an MLP whose hidden layer feeds three ops, against the definition (each node once: "
+                  "a tangent counted twice moves the output twice as far)")
+_xb, _vb = _rng.standard_normal((3, 5)), _rng.standard_normal((3, 5))
+_, _tb = jvp(lambda x: (x @ _W1 + _b1).tanh() @ _w2, Tensor(_xb), Tensor(_vb))
+assert_close(_tb.numpy(), _moved_by_definition(_mlp_np, [_xb], [_vb]), rtol=1e-6, atol=1e-9,
+             what="jvp of a batch of 3 rows: one tangent per output")
+_, _tw = jvp(lambda x, w: (x @ _W1 + _b1).tanh() @ w, (Tensor(_x0), _w2), (Tensor(np.zeros(5)), Tensor(_v0[:4])))
+assert_close(_tw.numpy(), np.tanh(_x0 @ _W1.numpy() + _b1.numpy()) @ _v0[:4], rtol=1e-12, atol=1e-12,
+             what="two primals, only the second (w) moving: the output moves by h · v")
+assert_equal(jvp(lambda x: _w2.exp().sum() + 0.0 * x.sum(), Tensor(_x0), Tensor(_v0))[1].numpy(), np.array(0.0),
+             "an output that moves with x only through 0 * x: tangent exactly 0")
+_still = _forward_tangents(_w2.exp(), {})
+assert_equal(_still, np.zeros(4), "nothing moves (no leaf tangents): zeros of the output's shape")
+assert_equal(_forward_tangents(_w2, {id(_w2): np.ones(4)}), np.ones(4), "the output is itself a moving leaf")
+assert_raises(NotImplementedError, jvp, lambda x: x.sqrt(), Tensor(np.ones(3)), Tensor(np.ones(3)), match="sqrt",
+              what="an op with no forward rule (sqrt), named")
+_wg = Tensor(np.ones(3), requires_grad=True)  # a weight that records, but does not move
+assert_close(jvp(lambda x: (x * 2.0).sum() + _wg.sqrt().sum(), Tensor(np.ones(3)), Tensor(np.ones(3)))[1].numpy(),
+             np.array(6.0), rtol=1e-12, atol=0, what="x moves, the weight does not: sqrt (no forward rule) is on the "
+             "weight's side only, so nothing asks for its rule")
+_seen_ops = []
+_count = lambda op: _seen_ops.append(op)  # noqa: E731
+_saved_rules = dict(JVP_RULES)
+try:
+    for _op in list(JVP_RULES):
+        JVP_RULES[_op] = (lambda rule, op: lambda node, ts: (_count(op), rule(node, ts))[1])(_saved_rules[_op], _op)
+    jvp(_mlp, Tensor(_x0), Tensor(_v0))
+finally:
+    JVP_RULES.clear()
+    JVP_RULES.update(_saved_rules)
+assert_equal(sorted(_seen_ops), sorted(["matmul", "add", "tanh", "exp", "mul", "sub", "sum", "matmul", "add"]),
+             "each node of the MLP's graph has its rule called once")
+print("✓ _forward_tangents: jvp of the MLP =", _tangent.numpy().round(6))
+
+# %% [markdown]
+# ### Which direction, when: predict, then measure
+#
+# A function from $n$ inputs to $m$ outputs has an $m \times n$ Jacobian. One backward pass
+# gives one row (a vector-Jacobian product), one forward walk one column (a Jacobian-vector
+# product). The cell below builds the whole Jacobian both ways for two functions: a
+# **loss**, 256 inputs to one number, and a **curve**, one number to 256 outputs.
+# **Predict first**: for each, which way is faster, and by roughly what factor?
+
+# %%
+predicted_loss_forward_over_reverse = None   # your number: time(by JVPs) / time(by backward), the loss
+predicted_curve_forward_over_reverse = None  # the same, the curve
+
+# %%
+_n = 256
+_Wl = Tensor(_rng.standard_normal((_n, 64)) / 16)
+_u = Tensor(_rng.standard_normal(_n))
+
+
+def _loss(x):
+    return (x @ _Wl).tanh().sum()
+
+
+def _curve(s):
+    return (s * _u).tanh()
+
+
+def _jacobian_by_backward(f, x0, m):
+    rows = []
+    for i in range(m):
+        x = Tensor(x0, requires_grad=True)
+        backward(f(x), np.eye(m)[i] if m > 1 else None)
+        rows.append(x.grad.numpy().reshape(-1))
+    return np.array(rows)
+
+
+def _jacobian_by_jvp(f, x0, n):
+    flat = np.eye(n)
+    return np.array([jvp(f, Tensor(x0), Tensor(flat[j].reshape(np.shape(x0))))[1].numpy().reshape(-1)
+                     for j in range(n)]).T
+
+
+_x_loss, _s = _rng.standard_normal(_n), np.array(0.3)
+_times = {}
+for _name, _f, _x, (_n_in, _n_out) in [("loss", _loss, _x_loss, (_n, 1)), ("curve", _curve, _s, (1, _n))]:
+    _start = time.perf_counter()
+    _by_back = _jacobian_by_backward(_f, _x, _n_out)
+    _t_back = time.perf_counter() - _start
+    _start = time.perf_counter()
+    _by_jvp = _jacobian_by_jvp(_f, _x, _n_in)
+    _t_jvp = time.perf_counter() - _start
+    assert_close(_by_jvp, _by_back, rtol=1e-10, atol=1e-12, what=f"the {_name}'s Jacobian both ways")
+    _times[_name] = _t_jvp / _t_back
+    print(f"{_name}: {_n_in} inputs -> {_n_out} outputs, Jacobian {_by_back.shape}: {_n_out} backward passes "
+          f"{_t_back * 1e3:7.1f} ms, {_n_in} forward walks {_t_jvp * 1e3:7.1f} ms (forward / backward "
+          f"{_t_jvp / _t_back:.2f})")
+print("your predictions:", predicted_loss_forward_over_reverse, predicted_curve_forward_over_reverse)
+
+# %% [markdown]
+# <details><summary>What the ratios say (open after comparing with your predictions)</summary>
+#
+# Each way pays one pass per column or per row, so the count of passes decides: the loss
+# needs 1 backward pass against 256 forward walks, the curve 256 backward passes against
+# 1 forward walk, and the measured ratios sit near $256$ and $1/256$, moved by how much a
+# pass costs each way (a forward walk here reruns `func` to record its graph). Training
+# has millions of inputs and one loss: reverse mode, always. Forward mode wins when the
+# inputs are few and the outputs many (a sensitivity to one hyperparameter, the tangent of
+# a curve), and it needs no stored graph at all in frameworks that carry the tangent along
+# with each value as it is computed (dual numbers, `torch.autograd.forward_ad`): memory
+# that does not grow with depth. Combined, forward over reverse gives Hessian-vector
+# products, the tool of second-order methods.
+# </details>
+#
+# ## 18. How PyTorch does it
 #
 # The design you built is PyTorch's, in miniature:
 #
@@ -4235,6 +4628,11 @@ if my_sigmoid_first_over_last is not None:
 #   and recomputes the slope in backward (one saved tensor either way, but it can then also
 #   serve a `beta` and a `threshold`); `torch.logsumexp` saves its input and its result,
 #   one of the designs you weighed.
+# - **Forward mode** in PyTorch carries the tangent with each value instead of walking a
+#   recorded graph: `torch.autograd.forward_ad` (`dual_level`, `make_dual`,
+#   `unpack_dual`) and `torch.func.jvp(func, primals, tangents)`, whose forward rules come
+#   from the same `derivatives.yaml`. `torch.autograd.functional.jvp` is the signature of
+#   yours (PyTorch computes it with the double-backward trick).
 # - **`torch.autograd.gradcheck`** compares the full Jacobian (or, in fast mode, random
 #   projections like ours) in float64 with `eps=1e-6`, `atol=1e-5`, `rtol=1e-3`.
 #
@@ -4260,7 +4658,7 @@ if torch is not None:
         print("torch, second backward:", str(e)[:70], "...")
 
 # %% [markdown]
-# ## 18. Recap
+# ## 19. Recap
 #
 # - Reverse mode pushes $\partial L/\partial(\cdot)$ from the loss back to every input in
 #   one pass; each op contributes a **vector-Jacobian product**, never a Jacobian.
@@ -4288,5 +4686,8 @@ if torch is not None:
 #   all the batch's rows, not a batched product and a sum. Timings on a shared machine
 #   need care: one BLAS thread, many repeats, the median of ratios or the fastest run.
 # - Your engine trains an MLP: the loss went down with two lines of SGD.
+# - **Forward mode** pushes one direction through the graph in the order the ops ran: you
+#   derived four forward rules and wrote the walk; a Jacobian costs one backward pass per
+#   output or one forward walk per input, so losses go backwards and curves forwards.
 #
 # Run `tito test module 06` to check your work against the full test suite.

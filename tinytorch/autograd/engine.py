@@ -395,7 +395,7 @@ def _refuse_create_graph(create_graph):
         raise NotImplementedError(
             "create_graph=True (higher-order gradients: a gradient penalty, Hessian-vector "
             "products) is out of tinytorch's scope: its backward rules compute with numpy, so a "
-            "gradient is a result, not a recorded graph (module 06, section 17)")
+            "gradient is a result, not a recorded graph (module 06, section 18)")
 
 
 def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
