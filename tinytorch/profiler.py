@@ -39,7 +39,7 @@ def parameter_counts(model):
     (requires_grad False) included. The values add up to the number of distinct parameter
     scalars: a Parameter held by two modules (a tied head) counts once, at the first holder.
     """
-    # Idea: credit each Parameter object to the first module that holds it.
+    # Idea: which module should a Parameter held by two modules be credited to, and how do you know it is the same one?
     # YOUR CODE HERE
     raise NotImplementedError('parameter_counts() is not implemented yet: write it in modules/14_profiling/profiling.ipynb (module 14, profiling), then run `tito test module 14`.')
 
@@ -231,6 +231,7 @@ class FunctionEventAvg:
     flops: int = 0
     cpu_memory_usage: int = 0
     input_shapes: list = None
+    scope_size: int = None  # None for a group of ops; for a group of scopes, the events they covered
 
     @property
     def cpu_time(self):
@@ -330,14 +331,29 @@ def _key_averages(self, group_by_input_shape=False):
     distinct (name, input shapes) when group_by_input_shape is True), in the order each
     group first occurs in self.events(). Each has key = the name, count = the number of its
     events, cpu_time_total, flops and cpu_memory_usage = the sums over its events, and
-    input_shapes = the group's shapes when grouping by shape, else None.
+    input_shapes = the group's shapes (a list of tuples, as the events hold them) when
+    grouping by shape, else None.
     """
     # Idea: one accumulator per key, created the first time the key appears.
     # YOUR CODE HERE
     raise NotImplementedError('_key_averages() is not implemented yet: write it in modules/14_profiling/profiling.ipynb (module 14, profiling), then run `tito test module 14`.')
 
 
-profile.key_averages = _key_averages  # a method of profile, written in its own cell
+def _key_averages_with_scopes(self, group_by_input_shape=False):
+    """Your _key_averages, with each group of record_function scopes marked (its scope_size
+    set), so that a table's total and percentages count the ops alone."""
+    groups = _key_averages(self, group_by_input_shape)
+    covered = {}
+    for e in self._events:
+        if e.scope_size is not None:
+            covered[e.name] = covered.get(e.name, 0) + e.scope_size
+    for group in groups:
+        if group.key in covered:
+            group.scope_size = covered[group.key]
+    return groups
+
+
+profile.key_averages = _key_averages_with_scopes  # a method of profile; yours is written in its own cell
 
 
 # -- cell 38 (attention-flops) --

@@ -202,7 +202,7 @@ def parameter_counts(model):
     (requires_grad False) included. The values add up to the number of distinct parameter
     scalars: a Parameter held by two modules (a tied head) counts once, at the first holder.
     """
-    # Idea: credit each Parameter object to the first module that holds it.
+    # Idea: which module should a Parameter held by two modules be credited to, and how do you know it is the same one?
     ### BEGIN SOLUTION
     seen = set()
     counts = {}
@@ -391,6 +391,9 @@ assert_equal(conv2d_flops((1, 1, 5, 5), (1, 1, 3, 3), stride=(2, 1), padding=(1,
              2 * 9 * (3 * 3), "stride (2,1), padding (1,0): H_out = 3, W_out = 3")
 assert_equal(conv2d_flops((1, 2, 9, 11), (3, 2, 3, 5), stride=(2, 3), padding=(1, 2), bias=False),
              2 * 3 * (2 * 3 * 5) * (5 * 4), "input 9x11, kernel (3,5), stride (2,3), padding (1,2): H_out = 5, W_out = 4")
+assert_equal(conv2d_flops((1, 1, 10, 5), (1, 1, 3, 3), stride=2, padding=0, bias=False), 2 * 9 * (4 * 2),
+             "input 10x5, kernel 3, stride 2: (10 - 3) / 2 = 3.5 steps fit 3 times, so H_out = 4 (the last "
+             "partial window is dropped), W_out = 2")
 assert_raises(ValueError, conv2d_flops, (1, 3, 5, 5), (2, 4, 3, 3), match=r"\(2, 4, 3, 3\)")
 print("✓ conv2d_flops: stride 2, kernel (3,2) on 9x7 ->", conv2d_flops((1, 2, 9, 7), (5, 2, 3, 2), 2, 0, False))
 
@@ -685,6 +688,7 @@ assert_equal(output_bytes(_arr), 60, "a (3,5) float32 array")
 assert_equal(output_bytes(np.zeros(4)), 32, "four float64")
 assert_equal(output_bytes(Tensor(np.ones((3, 5), dtype=np.float32)).T), 0, "a view (a Tensor result) allocates nothing")
 assert_equal(output_bytes((np.zeros(2, dtype=np.float32), None, np.zeros((2, 2)))), 8 + 32, "gradients: a tuple with a None")
+assert_equal(output_bytes([np.zeros(3, dtype=np.int64), None]), 24, "a list of gradients, like a tuple")
 assert_equal(output_bytes(None), 0, "no result")
 print("✓ output_bytes: gradients (float32[2], None, float64[2,2]) =", output_bytes((np.zeros(2, dtype=np.float32), None, np.zeros((2, 2)))))
 
@@ -722,6 +726,7 @@ class FunctionEventAvg:
     flops: int = 0
     cpu_memory_usage: int = 0
     input_shapes: list = None
+    scope_size: int = None  # None for a group of ops; for a group of scopes, the events they covered
 
     @property
     def cpu_time(self):
@@ -1001,7 +1006,8 @@ def _key_averages(self, group_by_input_shape=False):
     distinct (name, input shapes) when group_by_input_shape is True), in the order each
     group first occurs in self.events(). Each has key = the name, count = the number of its
     events, cpu_time_total, flops and cpu_memory_usage = the sums over its events, and
-    input_shapes = the group's shapes when grouping by shape, else None.
+    input_shapes = the group's shapes (a list of tuples, as the events hold them) when
+    grouping by shape, else None.
     """
     # Idea: one accumulator per key, created the first time the key appears.
     ### BEGIN SOLUTION
@@ -1019,7 +1025,21 @@ def _key_averages(self, group_by_input_shape=False):
     ### END SOLUTION
 
 
-profile.key_averages = _key_averages  # a method of profile, written in its own cell
+def _key_averages_with_scopes(self, group_by_input_shape=False):
+    """Your _key_averages, with each group of record_function scopes marked (its scope_size
+    set), so that a table's total and percentages count the ops alone."""
+    groups = _key_averages(self, group_by_input_shape)
+    covered = {}
+    for e in self._events:
+        if e.scope_size is not None:
+            covered[e.name] = covered.get(e.name, 0) + e.scope_size
+    for group in groups:
+        if group.key in covered:
+            group.scope_size = covered[group.key]
+    return groups
+
+
+profile.key_averages = _key_averages_with_scopes  # a method of profile; yours is written in its own cell
 
 # %% nbgrader={"grade": true, "grade_id": "test-key-averages", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _p = profile()
@@ -1036,6 +1056,10 @@ _by = _p.key_averages(group_by_input_shape=True)
 assert_equal([(a.key, a.count) for a in _by], [("matmul", 2), ("add", 1), ("matmul", 1)],
              "grouped by (name, input shapes)")
 assert_equal(_by[0].input_shapes, [(2, 3), (3, 4)], "the group's shapes")
+_p2 = profile()
+_p2._events = [FunctionEvent("add", [(2, 3), (2, 3)], 1.0, 6, 24), FunctionEvent("mul", [(2, 3), (2, 3)], 2.0, 6, 24)]
+assert_equal([(a.key, a.count) for a in _p2.key_averages(group_by_input_shape=True)], [("add", 1), ("mul", 1)],
+             "an add and a mul on the same shapes, grouped by shape: still two groups (the name is part of the key)")
 with profile() as _p3:
     tinytorch.ones(3, 3) @ tinytorch.ones(3, 3)
     tinytorch.ones(3, 3) @ tinytorch.ones(3, 3)
@@ -1253,6 +1277,8 @@ assert_equal(saved_activation_bytes(_s), 60 + 60 + 48 + 4, "matmul + relu + mul 
 _c = _r.T.reshape(15)     # a reshape of a transposed tensor cannot be a view: a 60-byte copy
 assert_equal(saved_activation_bytes(_c.sum()), 60 + 60 + 60 + 4, "matmul + relu + the copy + sum; the .T view adds nothing")
 assert_equal(saved_activation_bytes(Tensor([1.0])), 0, "no graph: 0 bytes")
+check(type(saved_activation_bytes(_s)) is int, "the byte count is a Python int (bytes are whole)",
+      got=type(saved_activation_bytes(_s)).__name__, expected="int")
 _res = _h + (_h * 3.0).tanh()  # a residual: the add's first input is the shortcut, its second a branch
 assert_equal(saved_activation_bytes(_res.sum()), 60 + 60 + 60 + 60 + 4,
              "h + tanh(3h): the matmul, the mul, the tanh, the add and the sum (every input of every node is followed)")

@@ -42,6 +42,7 @@ def test_matmul_flops_batches_that_do_not_broadcast_raise_the_shape_error():
     ((1, 1, 5, 5), (1, 1, 3, 3), (2, 1), (1, 0), False, 2 * 9 * 9),
     ((3, 2, 6, 6), (4, 2, 1, 1), 1, 0, True, 2 * 4 * 2 * 108 + 3 * 4 * 36),
     ((1, 2, 9, 11), (3, 2, 3, 5), (2, 3), (1, 2), False, 2 * 3 * 30 * (5 * 4)),  # every width term differs
+    ((1, 1, 10, 5), (1, 1, 3, 3), 2, 0, False, 2 * 9 * (4 * 2)),  # 3.5 steps fit: H_out 4 (floor), not 5
 ])
 def test_conv2d_flops_hand_counts(inp, w, stride, padding, bias, expected):
     got = conv2d_flops(inp, w, stride, padding, bias)

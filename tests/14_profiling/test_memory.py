@@ -14,6 +14,7 @@ def test_saved_activation_bytes_views_count_once():
     h = (x @ w).relu()
     v = h.reshape(15)[3:]
     got = saved_activation_bytes((v * v).sum())
+    assert type(got) is int, f"expected a Python int (bytes are whole), got {type(got).__name__}"
     assert got == 60 + 60 + 48 + 4, (
         f"expected matmul 60 + relu 60 + mul 48 + sum 4 = 172 bytes, got {got}: the views (reshape, slice) add 0, and "
         f"each node counts once though `v * v` reaches the view twice (a walk that visits a node per path counts it "

@@ -45,7 +45,9 @@ def test_profile_dispatch_records_every_op_once_in_order():
             net(x).sum().backward()
     names = [e.name for e in prof.events()]
     assert same is prof, "expected `with profile() as prof` to give the profiler"
-    assert names == log.names, f"expected one record per op in the order they ran:\n{log.names}\ngot\n{names}"
+    assert names == log.names, (
+        f"an outer mode saw every op your profiler passed on; it and your records must agree. The outer mode saw\n"
+        f"{log.names}\nyour records are\n{names}\n(an op listed twice by the outer mode ran twice in your dispatch)")
     assert names[:8] == ["permute", "matmul", "add", "relu", "permute", "matmul", "add", "sum"], \
         f"expected the forward ops of Linear, ReLU, Linear, sum, got {names[:8]}"
     backward = names[8:]
@@ -169,6 +171,9 @@ def test_key_averages_counts_and_sums():
     got = [(a.key, a.count, a.flops, a.input_shapes) for a in by]
     assert got == [("matmul", 2, 96, [(2, 3), (3, 4)]), ("add", 1, 8, [(2, 4), (4,)]), ("matmul", 1, 16, [(2, 4), (4, 1)])], \
         f"expected groups by (name, shapes), got {got}"
+    prof._events = [FunctionEvent("add", [(2, 3), (2, 3)], 1.0, 6, 24), FunctionEvent("mul", [(2, 3), (2, 3)], 2.0, 6, 24)]
+    got = [(a.key, a.count) for a in prof.key_averages(group_by_input_shape=True)]
+    assert got == [("add", 1), ("mul", 1)], f"an add and a mul on the same shapes are two groups, got {got}"
     table = avg.table(sort_by="flops", row_limit=1)
     assert "matmul" in table and "add" not in table.split("\n")[2], f"expected the largest row first and one row:\n{table}"
 
