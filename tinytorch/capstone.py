@@ -5,9 +5,9 @@
 # -- cell 7 --
 """The capstone (module 20): variants of a trained model, measured and compared.
 
-make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front and
-choose (the decision) and accuracy_gap (how far a measured gap could move) are written in
-the notebook; the model, the accelerated layers, the byte and FLOP counts, the latency
+make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front,
+front_within_noise and choose (the decision) and accuracy_gap (how far a measured gap could
+move) are written in the notebook; the model, the accelerated layers, the byte and FLOP counts, the latency
 measurement, the pruning sweep, the table and the plot are provided.
 """
 import contextlib
@@ -29,8 +29,8 @@ from tinytorch.utils.benchmark import Measurement, Timer
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency", "measure_latencies",
-           "report_row", "pareto_front", "choose", "accuracy_gap", "PRUNE_AMOUNTS", "pruning_curves",
-           "prune_by_layer", "format_report", "pareto_plot"]
+           "report_row", "pareto_front", "front_within_noise", "choose", "accuracy_gap", "PRUNE_AMOUNTS",
+           "pruning_curves", "prune_by_layer", "format_report", "pareto_plot"]
 
 
 # -- cell 9 --
@@ -253,7 +253,7 @@ def choose(rows, within=0.02):
     raise NotImplementedError('choose() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 45 --
+# -- cell 46 --
 def format_report(rows, front=(), chosen=None):
     """The rows as a text table (latency in ms, bytes in KiB); front rows marked *, the chosen one <-."""
     head = f"{'variant':<10}{'accuracy':>10}{'median ms':>11}{'IQR ms':>9}{'KiB':>9}{'kFLOP/ex':>10}  front"
@@ -315,7 +315,23 @@ def _place_labels(ax, rows):
                     arrowprops=dict(arrowstyle="-", color="grey", lw=0.5) if abs(dy) > 10 else None)
 
 
-# -- cell 50 (accuracy-gap) --
+# -- cell 51 (front-within-noise) --
+def front_within_noise(rows):
+    """Names of the report rows that no other row clearly beats, in the order of `rows`.
+
+    Contract: `rows` report rows (report_row's dicts: accuracy, median_s and iqr_s used).
+    With every iqr_s 0 the result is pareto_front(rows); widening any iqr_s never removes a
+    name; a row at least as accurate as this one and slower beyond both spreads (median ±
+    iqr_s / 2 apart) is not clearly beaten by it, and a row as accurate and faster beyond
+    both spreads clearly beats it. Errors: ValueError for no rows.
+    Why: a front drawn from medians alone reports differences the measurement cannot see.
+    """
+    # Idea: dominance, with each median widened into the interval the measurement allows.
+    # YOUR CODE HERE
+    raise NotImplementedError('front_within_noise() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
+
+
+# -- cell 57 (accuracy-gap) --
 def accuracy_gap(correct_a, correct_b):
     """The accuracy gap of variant a over variant b on the same test examples, with an
     approximate 95% interval for the gap on the population the examples were drawn from.
@@ -334,7 +350,7 @@ def accuracy_gap(correct_a, correct_b):
     raise NotImplementedError('accuracy_gap() is not implemented yet: write it in modules/20_capstone/capstone.ipynb (module 20, capstone), then run `tito test module 20`.')
 
 
-# -- cell 57 --
+# -- cell 64 --
 PRUNE_AMOUNTS = tuple(round(0.1 * i, 1) for i in range(10))  # 0.0, 0.1, ..., 0.9
 
 

@@ -31,7 +31,8 @@
 # - turn measurements into **report rows** that refuse a missing or impossible measurement
 #   (`report_row`): accuracy, median latency with its IQR, bytes, FLOPs;
 # - select the **Pareto front** of accuracy against latency (`pareto_front`): the variants no
-#   other variant beats on both;
+#   other variant beats on both; then design a front that respects each latency's measured
+#   spread (`front_within_noise`);
 # - apply a **decision rule** (`choose`): the smallest variant within a tolerance of the best
 #   accuracy;
 # - say how far a measured accuracy gap could move on another test set (`accuracy_gap`), and
@@ -136,9 +137,9 @@ plt.show()
 #| export
 """The capstone (module 20): variants of a trained model, measured and compared.
 
-make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front and
-choose (the decision) and accuracy_gap (how far a measured gap could move) are written in
-the notebook; the model, the accelerated layers, the byte and FLOP counts, the latency
+make_variants (the pipeline), report_row (a measured row, or a refusal), pareto_front,
+front_within_noise and choose (the decision) and accuracy_gap (how far a measured gap could
+move) are written in the notebook; the model, the accelerated layers, the byte and FLOP counts, the latency
 measurement, the pruning sweep, the table and the plot are provided.
 """
 import contextlib
@@ -160,8 +161,8 @@ from tinytorch.utils.benchmark import Measurement, Timer
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency", "measure_latencies",
-           "report_row", "pareto_front", "choose", "accuracy_gap", "PRUNE_AMOUNTS", "pruning_curves",
-           "prune_by_layer", "format_report", "pareto_plot"]
+           "report_row", "pareto_front", "front_within_noise", "choose", "accuracy_gap", "PRUNE_AMOUNTS",
+           "pruning_curves", "prune_by_layer", "format_report", "pareto_plot"]
 
 # %% [markdown]
 # ## 2. The model, trained once
@@ -651,8 +652,8 @@ print(f"model_bytes(float CNN): {model_bytes(model):,} bytes = 4 x {model_bytes(
 # variant and the field. Decide in Python, not in your head: before writing a line, ask the
 # interpreter what it thinks of `isinstance(True, int)`, `float("nan") < 0`,
 # `float("nan") > 1`, `isinstance(np.int64(5), int)` and `isinstance(np.float32(0.5), float)`,
-# and say for each what it means for your rules. The grader then feeds your gate the values
-# a broken pipeline really produces; the notebook's check below shows only two of them.
+# and say for each what it means for your rules. Then the check feeds your gate the values
+# a broken pipeline really produces: write your rules down before you run it.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -696,12 +697,10 @@ def report_row(name, accuracy, latency, nbytes, flops):
 
 # %% [markdown]
 # The check builds rows from `Measurement`s made of known raw times (so the median and the
-# IQR are known exactly: per-run times 1, 2, 3, 4, 10 ms have median 3 ms and IQR 2 ms) and
-# tries two refusals any gate makes. What else your gate refuses is your design: the
-# grader feeds it broken values real pipelines produce, which this notebook does not list,
-# so test your own rules on the values you decided to refuse before you move on. It grades
+# IQR are known exactly: per-run times 1, 2, 3, 4, 10 ms have median 3 ms and IQR 2 ms), then
+# feeds the gate thirteen values that broken pipelines produce, one at a time. It refuses
 # only values that no measurement of a variant can be; where two careful designs could
-# differ, it grades neither way.
+# differ (a model of 0 bytes, say), it judges neither way.
 
 # %% nbgrader={"grade": true, "grade_id": "test-report-row", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 _m = Measurement(10, [0.010, 0.020, 0.030, 0.040, 0.100])       # per run: 1, 2, 3, 4, 10 ms
@@ -720,15 +719,6 @@ _acc32 = report_row("x", np.float32(0.75), _m, np.int64(2), 1)
 check(type(_acc32["accuracy"]) is float and _acc32["accuracy"] == 0.75 and type(_acc32["bytes"]) is int,
       "numpy numbers are measurements too (an accuracy computed with numpy is a np.float32 or np.float64, a size "
       "a np.int64), stored as Python numbers", got=repr(_acc32), expected="accuracy 0.75 (float), bytes 2 (int)")
-for _field, _value, _why in [("accuracy", None, "no accuracy: never evaluated"),
-                             ("latency", 0.003, "a bare number, not a Measurement")]:
-    _given = {"accuracy": 0.9, "latency": _m, "bytes": 10, "flops": 10} | {_field: _value}
-    assert_raises(ValueError, report_row, "int8", *_given.values(), match=_field,
-                  what=f"report_row with {_field}={_value!r} ({_why})")
-print(f"✓ report_row: median {_row['median_s'] * 1e3:.1f} ms, IQR {_row['iqr_s'] * 1e3:.1f} ms; numpy numbers "
-      f"accepted; a missing accuracy and a bare latency refused. The rest of your gate is graded by cases this "
-      f"notebook does not show (`tito test module 20` runs them too).")
-### BEGIN HIDDEN TESTS
 _refused = [  # (field, value, why the gate refuses it)
     ("accuracy", None, "missing: the variant was never evaluated"),
     ("accuracy", float("nan"), "NaN: what 0 correct / 0 examples gives; it compares False with everything"),
@@ -750,7 +740,8 @@ for _field, _value, _why in _refused:
                   _args["flops"], match=_field, what=f"report_row with {_field}={_value!r} ({_why})")
     assert_raises(ValueError, report_row, "int8", _args["accuracy"], _args["latency"], _args["bytes"],
                   _args["flops"], match="int8", what=f"report_row's message for {_field}={_value!r} names the variant")
-### END HIDDEN TESTS
+print(f"✓ report_row: median {_row['median_s'] * 1e3:.1f} ms, IQR {_row['iqr_s'] * 1e3:.1f} ms; numpy numbers "
+      f"accepted; {len(_refused)} broken values refused, each naming the variant and the field")
 
 # %% [markdown]
 # ## 7. The Pareto front
@@ -896,7 +887,9 @@ print(f"✓ pareto_front: section 1's points -> {pareto_front(_rows(_demo))}; 20
 # <details><summary>Hint 1</summary>
 #
 # "The best one we have" is a property of all the rows, not of the ones left after a
-# filter. Is a row exactly `within` below the best "more than `within` below"?
+# filter. Is a row exactly `within` below the best "more than `within` below"? And floats:
+# in Python `0.93 - 0.91 <= 0.02` is False. Which way of writing the comparison keeps the
+# contract's words, and which rows does the other way lose?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "choose", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -968,6 +961,17 @@ else:
 # `Measurement` of one forward pass over a batch of 64 digits, bytes, FLOPs; a row from your
 # `report_row`; the front from your `pareto_front`; a choice from your `choose`. The table
 # and the plot are provided (`format_report`, `pareto_plot`).
+#
+# **Predict first**, before the table shows them: int8 stores a quarter of the `Linear`
+# bytes, and shrunk does well under half the FLOPs. Write down two ratios for a forward
+# pass over a batch of 64 digits on this machine: **int8 time / float32 time**, and
+# **shrunk time / float32 time**. (Think about what each variant does per call besides the
+# multiply-adds, and what numpy does with int8 matrices: module 15's systems look.)
+# Section 12 measures both ratios with the care they need.
+
+# %%
+predicted_int8_over_float = None    # your number: time(int8) / time(float32), batch 64
+predicted_shrunk_over_float = None  # your number: time(shrunk) / time(float32), batch 64
 
 # %%
 #| export
@@ -1103,6 +1107,125 @@ check(chosen in _r and _r[chosen]["accuracy"] >= max(r["accuracy"] for r in rows
       "the chosen variant is within 2 points of the best", got=chosen)
 print(f"✓ report: float32 {_r['float32']['accuracy']:.3f}, int8 {_r['float32']['bytes'] / _r['int8']['bytes']:.2f}x "
       f"smaller, front {front}, chosen {chosen!r}")
+
+# %% [markdown]
+# ### A front that knows its noise
+#
+# `pareto_front` compared medians as if they were exact. They are not: every row carries its
+# IQR, and two variants that run the same dense computation (float32 and pruned) trade
+# places from run to run; whichever happens to come out faster "dominates" the other and
+# pushes it off the front. Your `pareto_front` then reports a difference the measurement
+# cannot see.
+#
+# Design `front_within_noise(rows)`: the names of the rows that no other row **clearly**
+# beats, where "clearly" respects each row's measured spread of latency (accuracy is taken
+# as measured here; section 10 is about its noise). The rule is yours. The check judges it
+# by properties any sound rule has, on hand-made and random rows:
+#
+# - with every IQR zero, it is your `pareto_front` (nothing to be unsure about);
+# - widening any row's IQR never pushes a row off the front (more doubt cannot make a
+#   verdict more certain);
+# - a row that is as accurate as a faster row but whose latency spread overlaps that row's
+#   stays on the front; one as accurate as a faster row and slower beyond both spreads (the
+#   two middle halves, median ± IQR/2, apart) goes;
+# - names come back in the order of `rows`.
+#
+# <details><summary>Hint 1</summary>
+#
+# Replace "faster" in the definition of dominance by something the IQR can make harder to
+# claim. What is the slowest a row could plausibly be, and the fastest?
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Dominance needs "no worse on both, better on one". With intervals, "no worse" and "better"
+# each need a meaning that reduces to the old one when the intervals shrink to points.
+# </details>
+
+# %% nbgrader={"grade": false, "grade_id": "front-within-noise", "locked": false, "schema_version": 3, "solution": true, "task": false}
+#| export
+def front_within_noise(rows):
+    """Names of the report rows that no other row clearly beats, in the order of `rows`.
+
+    Contract: `rows` report rows (report_row's dicts: accuracy, median_s and iqr_s used).
+    With every iqr_s 0 the result is pareto_front(rows); widening any iqr_s never removes a
+    name; a row at least as accurate as this one and slower beyond both spreads (median ±
+    iqr_s / 2 apart) is not clearly beaten by it, and a row as accurate and faster beyond
+    both spreads clearly beats it. Errors: ValueError for no rows.
+    Why: a front drawn from medians alone reports differences the measurement cannot see.
+    """
+    # Idea: dominance, with each median widened into the interval the measurement allows.
+    ### BEGIN SOLUTION
+    rows = list(rows)
+    if not rows:
+        raise ValueError("front_within_noise: no rows")
+
+    def fastest(r):
+        return r["median_s"] - r["iqr_s"] / 2
+
+    def slowest(r):
+        return r["median_s"] + r["iqr_s"] / 2
+
+    def clearly_beats(b, a):
+        no_slower = slowest(b) <= fastest(a)
+        return (b["accuracy"] >= a["accuracy"] and no_slower
+                and (b["accuracy"] > a["accuracy"] or slowest(b) < fastest(a)))
+
+    return [a["name"] for a in rows if not any(clearly_beats(b, a) for b in rows if b is not a)]
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test-front-within-noise", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def _noisy(name, accuracy, median_ms, iqr_ms):
+    return {"name": name, "accuracy": accuracy, "median_s": median_ms / 1e3, "iqr_s": iqr_ms / 1e3,
+            "bytes": 1, "flops": 1}
+
+
+_pair = [_noisy("float32", 0.95, 1.0, 0.4), _noisy("pruned", 0.95, 0.8, 0.4)]
+assert_equal(front_within_noise(_pair), ["float32", "pruned"], "float32 at 1.0 ms and pruned at 0.8 ms, equally "
+             "accurate, each with an IQR of 0.4 ms: their spreads overlap, so neither clearly beats the other")
+assert_equal(front_within_noise([_noisy("float32", 0.95, 1.0, 0.1), _noisy("pruned", 0.95, 0.8, 0.1)]), ["pruned"],
+             "the same medians with IQRs of 0.1 ms: 0.75-0.85 and 0.95-1.05 ms are apart, so pruned clearly beats "
+             "float32")
+assert_equal(front_within_noise([_noisy("slow", 0.96, 2.0, 0.1), _noisy("fast", 0.95, 1.0, 0.1)]), ["slow", "fast"],
+             "a slower row that is more accurate stays")
+assert_raises(ValueError, front_within_noise, [], match="no rows", what="front_within_noise of no rows")
+_rng = np.random.default_rng(20)
+for _trial in range(200):
+    _n = int(_rng.integers(1, 7))
+    _rows = [_noisy(f"v{i}", float(_rng.choice([0.9, 0.92, 0.95])), float(_rng.choice([1.0, 1.5, 2.0, 3.0])), 0.0)
+             for i in range(_n)]
+    assert_equal(front_within_noise(_rows), pareto_front(_rows),
+                 f"random case {_trial}, every IQR 0: the front within noise is pareto_front's")
+    _rows = [dict(r, iqr_s=float(_rng.choice([0.0, 0.2, 0.5, 1.0, 2.0])) / 1e3) for r in _rows]
+    _kept = front_within_noise(_rows)
+    check(set(pareto_front(_rows)) <= set(_kept),
+          f"random case {_trial}: every row on the plain front is on the front within noise", got=_kept,
+          expected=f"at least {pareto_front(_rows)}")
+    _wider = [dict(r, iqr_s=r["iqr_s"] + float(_rng.choice([0.0, 0.5])) / 1e3) for r in _rows]
+    check(set(_kept) <= set(front_within_noise(_wider)),
+          f"random case {_trial}: wider IQRs keep every row the narrower ones kept",
+          got=(_kept, front_within_noise(_wider)))
+    assert_equal(front_within_noise(_rows), [r["name"] for r in _rows if r["name"] in set(_kept)],
+                 f"random case {_trial}: names in the order of the rows")
+    for _a in _rows:  # equally accurate, slower beyond both spreads: clearly beaten
+        if any(_b is not _a and _b["accuracy"] == _a["accuracy"]
+               and _b["median_s"] + _b["iqr_s"] / 2 < _a["median_s"] - _a["iqr_s"] / 2 for _b in _rows):
+            check(_a["name"] not in _kept, f"random case {_trial}: {_a['name']} is as accurate as a row that is "
+                  f"faster beyond both spreads, so it is clearly beaten", got=_kept)
+print(f"✓ front_within_noise: {front_within_noise(_pair)} (overlapping spreads) vs {pareto_front(_pair)} (medians)")
+
+# %% [markdown]
+# This machine's rows, both ways:
+
+# %%
+print(f"front from medians:      {pareto_front(rows)}")
+print(f"front within the noise:  {front_within_noise(rows)}")
+print("IQR / median per row:    " + ", ".join(f"{r['name']} {r['iqr_s'] / r['median_s']:.0%}" for r in rows))
+
+# %% [markdown]
+# Where the two fronts differ, a variant the medians pushed off is back: the measurement
+# cannot tell it from a faster one. A narrower spread (more runs, a quieter machine, module
+# 19's interleaved comparison) is what makes a front sharper, not a cleverer rule.
 
 # %% [markdown]
 # ## 10. Is a gap real? Accuracy measured on 359 digits
@@ -1402,20 +1525,11 @@ print(f"on the training digits: predicted rise of the loss {_predicted:.4f} (the
 # %% [markdown]
 # ## 12. Systems look: does smaller mean faster? Predict, then measure
 #
-# int8 stores a quarter of the `Linear` bytes, and shrunk does well under half the FLOPs.
-# Before measuring, write down two ratios for a forward pass over a batch of 64 digits on
-# this machine: **int8 time / float32 time**, and **shrunk time / float32 time**. (Think about
-# what each variant does per call besides the multiply-adds, and what numpy does with int8
-# matrices: module 15's systems look.)
-
-# %%
-predicted_int8_over_float = None    # your number: time(int8) / time(float32), batch 64
-predicted_shrunk_over_float = None  # your number: time(shrunk) / time(float32), batch 64
-
-# %% [markdown]
-# A single timing of each would be a noisy ratio; module 19's `compare` interleaves the two
-# workloads (A B A B ...) and reports the median of the per-pair ratios with its quartiles,
-# so the machine's drift hits both sides of each pair.
+# Your two predictions (section 9, before its table) were int8 time / float32 time and
+# shrunk time / float32 time, at a batch of 64 digits. The table's two medians give a
+# first answer, but a ratio of two medians is noisier than the medians themselves: module
+# 19's `compare` interleaves the two workloads (A B A B ...) and reports the median of the
+# per-pair ratios with its quartiles, so the machine's drift hits both sides of each pair.
 
 # %%
 from tinytorch.utils.benchmark import Compare, compare, environment

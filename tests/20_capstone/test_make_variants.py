@@ -23,8 +23,8 @@ def test_make_variants_leaves_the_model_unchanged(trained, built):
     model, before = trained
     variants, _, _ = built
     for k, v in model.state_dict().items():
-        assert k in before and np.array_equal(v.numpy(), before[k]), \
-            f"the trained model's {k} changed in make_variants (copy before pruning in place)"
+        unchanged = k in before and np.array_equal(v.numpy(), before[k])
+        assert unchanged, f"the trained model's {k} changed in make_variants (copy before pruning in place)"
     assert not prune.is_pruned(model), "the trained model must not be wrapped for pruning"
     same = [n for n, v in variants.items() if v is model]
     assert not same, f"variants {same} are the trained model itself, expected new models"
