@@ -1490,12 +1490,18 @@ predicted_ops_share_small = None   # your fraction: the ops' summed time / the f
 predicted_ops_share_wide = None    # the same, d_model 256
 
 # %%
-def ops_share(d_model, repeats=5):
-    """(the ops' summed time, the forward's wall time) of a GPT forward, the median of repeats."""
+def small_gpt(d_model):
+    """An untrained 2-block GPT of width d_model in eval mode, and a batch of 8 x 32 token ids."""
     with preserved_state():
         tinytorch.manual_seed(0)
         gpt = nn.GPT(nn.GPTConfig(vocab_size=64, block_size=32, d_model=d_model, n_heads=4, n_layers=2)).eval()
         ids = tinytorch.tensor(np.random.default_rng(0).integers(0, 64, (8, 32)))
+    return gpt, ids
+
+
+def ops_share(d_model, repeats=5):
+    """(the ops' summed time, the forward's wall time) of a GPT forward, the median of repeats."""
+    gpt, ids = small_gpt(d_model)
     pairs = []
     with pinned_threads(1), tinytorch.no_grad():
         gpt(ids)                                                  # warm-up
@@ -1697,10 +1703,7 @@ predicted_block_self_wide = None   # the same, d_model 256
 # %%
 def scoped_gpt_profile(d_model, runs=5):
     """The events of `runs` GPT forwards, each under a "forward" scope with a "block k" scope per block."""
-    with preserved_state():
-        tinytorch.manual_seed(0)
-        gpt = nn.GPT(nn.GPTConfig(vocab_size=64, block_size=32, d_model=d_model, n_heads=4, n_layers=2)).eval()
-        ids = tinytorch.tensor(np.random.default_rng(0).integers(0, 64, (8, 32)))
+    gpt, ids = small_gpt(d_model)  # section 7.2's
     blocks = list(gpt.blocks)
     with pinned_threads(1), tinytorch.no_grad():
         gpt(ids)  # a warm-up
