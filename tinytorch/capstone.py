@@ -26,6 +26,7 @@ from tinytorch.nn import prune
 from tinytorch.optim import Adam
 from tinytorch.training import evaluate, fit
 from tinytorch.utils.benchmark import Measurement, Timer
+from tinytorch.utils.timing import pinned_threads
 
 __all__ = ["make_digits_cnn", "train_digits_cnn", "NumbaConv2d", "NumbaLinear", "accelerate",
            "linear_weight_names", "make_variants", "model_flops", "measure_latency", "measure_latencies",
@@ -196,15 +197,17 @@ def measure_latency(model, x, name=None, min_run_time=0.2):
 
 def measure_latencies(models, x, rounds=5, min_run_time=0.2):
     """{name: Measurement} for each model of the dict `models` on `x`, timed in `rounds`
-    turns that go through every model in order, each turn a share of `min_run_time`.
+    turns that go through every model in order, each turn a share of `min_run_time`, with BLAS
+    and numba on one thread (pinned_threads: other jobs' cores skew no variant).
 
     Why: a machine's load drifts over seconds. Timed one model after the other, a busy
     moment lands on whichever model ran then, and two close variants swap places; timed in
     turns, it lands on every model alike, and the IQR of the pooled per-run times shows it."""
     per_run = {name: [] for name in models}
-    for _ in range(rounds):
-        for name, model in models.items():
-            per_run[name] += measure_latency(model, x, name=name, min_run_time=min_run_time / rounds).times
+    with pinned_threads(1):
+        for _ in range(rounds):
+            for name, model in models.items():
+                per_run[name] += measure_latency(model, x, name=name, min_run_time=min_run_time / rounds).times
     return {name: Measurement(1, times, label="digits CNN forward", sub_label=f"batch {x.shape[0]}",
                               description=name) for name, times in per_run.items()}
 
@@ -286,8 +289,8 @@ def pareto_plot(rows, front=(), chosen=None, ax=None):
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
     ax.margins(x=0.3, y=0.25)
-    ax.set_xlabel("median latency, batch of 64 (ms, log scale; bars: the IQR, centred on the median, "
-                  "never left of a third of it)")
+    ax.set_xlabel("median latency, batch of 64 (ms, log scale)\nbars: the IQR, centred on the median, "
+                  "never left of a third of it")
     ax.set_ylabel("test accuracy")
     ax.set_title("variants: red = Pareto front, bigger marker = more bytes, black ring = chosen", fontsize=9)
     _place_labels(ax, rows)
@@ -321,9 +324,9 @@ def front_within_noise(rows):
 
     Contract: `rows` report rows (report_row's dicts: accuracy, median_s and iqr_s used).
     With every iqr_s 0 the result is pareto_front(rows); widening any iqr_s never removes a
-    name; a row at least as accurate as this one and slower beyond both spreads (median ±
-    iqr_s / 2 apart) is not clearly beaten by it, and a row as accurate and faster beyond
-    both spreads clearly beats it. Errors: ValueError for no rows.
+    name; of two equally accurate rows whose spreads (median ± iqr_s / 2) overlap, neither
+    clearly beats the other, and of two equally accurate rows whose spreads are apart, the
+    faster clearly beats the slower. Errors: ValueError for no rows.
     Why: a front drawn from medians alone reports differences the measurement cannot see.
     """
     # Idea: dominance, with each median widened into the interval the measurement allows.
@@ -339,7 +342,7 @@ def accuracy_gap(correct_a, correct_b):
     Contract: `correct_a`, `correct_b` 1-D arrays of bools (or 0/1), one entry per test
     example in the same order, True where that variant's prediction was right; n >= 2
     entries each. Returns (gap, low, high) as Python floats, gap = accuracy of a - accuracy
-    of b and low < gap < high: never 0 wide, since n examples cannot show that the two
+    of b and low <= gap <= high: never 0 wide, since n examples cannot show that the two
     never disagree. A few milliseconds a call at most: the check calls it
     2,000 times.
     Errors: ValueError when the arrays are not 1-D of the same length, or have fewer than 2

@@ -27,6 +27,17 @@ def test_front_within_noise_decides_spreads_that_are_apart():
     assert front_within_noise(rows) == ["pruned"], "0.75-0.85 and 0.95-1.05 ms are apart: float32 is clearly slower"
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_front_within_noise_decides_two_equally_accurate_rows_by_their_spreads(seed):
+    rng = np.random.default_rng(500 + seed)
+    for _ in range(20):
+        (m1, m2), (i1, i2) = rng.uniform(0.5, 2.0, 2).round(3), rng.uniform(0.05, 1.0, 2).round(3)
+        overlap = abs(m1 - m2) * 2 <= i1 + i2
+        expected = ["a", "b"] if overlap else ["a" if m1 < m2 else "b"]
+        got = front_within_noise([row("a", 0.95, m1, i1), row("b", 0.95, m2, i2)])
+        assert got == expected, f"a {m1} ms (IQR {i1}), b {m2} ms (IQR {i2}): expected {expected}, got {got}"
+
+
 def test_front_within_noise_keeps_a_slower_more_accurate_row():
     rows = [row("slow", 0.96, 2.0, 0.1), row("fast", 0.95, 1.0, 0.1)]
     assert front_within_noise(rows) == ["slow", "fast"]
