@@ -824,6 +824,8 @@ for _name, _f in [("a + b", lambda a, b: a + b), ("a - b", lambda a, b: a - b),
     _shape_error = None
     try:  # call_rule checks the shapes a rule returns: said here as a check says it
         _ra, _rb = call_rule(_f(_a, _b).grad_fn, _g)
+    except NotImplementedError:
+        raise  # an unwritten rule says so itself
     except RuntimeError as _e:
         _shape_error = str(_e)
     check(_shape_error is None, f"{_name}: your rule returns one gradient per input, of that input's shape "
@@ -836,7 +838,15 @@ _a2 = Tensor(np.array([[1.5], [-2.0]]), requires_grad=True)      # (2, 1): each 
 _b2 = Tensor(np.array([[0.5, -1.0, 2.0]]), requires_grad=True)   # (1, 3): each column's number used in 2 rows
 for _name, _f in [("a + b", lambda a, b: a + b), ("a - b", lambda a, b: a - b),
                   ("a * b", lambda a, b: a * b), ("a / b", lambda a, b: a / b)]:
-    _ra, _rb = call_rule(_f(_a2, _b2).grad_fn, _g)
+    _shape_error = None
+    try:
+        _ra, _rb = call_rule(_f(_a2, _b2).grad_fn, _g)
+    except NotImplementedError:
+        raise
+    except RuntimeError as _e:
+        _shape_error = str(_e)
+    check(_shape_error is None, f"{_name} with a (2, 1) and b (1, 3), both broadcast to (2, 3): your rule returns "
+          f"a gradient of each input's own shape ((2, 1) for a, (1, 3) for b)", got=_shape_error)
     _per_use = [_g * _complex_step(_f, [_a2.numpy(), _b2.numpy()], k) for k in (0, 1)]  # (2, 3): one per use
     assert_close(_ra, _per_use[0].sum(1, keepdims=True), rtol=1e-12, atol=1e-15,
                  what=f"{_name} with a (2, 1) and b (1, 3), both broadcast to (2, 3): your rule's gradient of a, "
@@ -4312,7 +4322,7 @@ def _mul_jvp(node, tangents):
 @jvp_rule("exp")
 def _exp_jvp(node, tangents):
     """Tangent of y = exp(x). Contract: as mul's, one input."""
-    # Idea: tanh's worked example has the same shape of answer.
+    # Idea: what does the node already hold that the slope of exp needs?
     ### BEGIN SOLUTION
     return None if tangents[0] is None else node.output * tangents[0]
     ### END SOLUTION

@@ -74,7 +74,7 @@ def _mul_jvp(node, tangents):
 @jvp_rule("exp")
 def _exp_jvp(node, tangents):
     """Tangent of y = exp(x). Contract: as mul's, one input."""
-    # Idea: tanh's worked example has the same shape of answer.
+    # Idea: what does the node already hold that the slope of exp needs?
     # YOUR CODE HERE
     raise NotImplementedError('_exp_jvp() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
