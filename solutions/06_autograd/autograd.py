@@ -4231,7 +4231,7 @@ if my_sigmoid_first_over_last is not None:
 # (provided): $\tanh(a + \varepsilon \dot a) = \tanh a + \varepsilon (1 - \tanh^2 a) \dot a +
 # O(\varepsilon^2)$, so $\dot y = (1 - y^2)\, \dot a$, from the output the node holds. A
 # tangent is `None` for a tensor that does not move (a weight, when only the input does),
-# and a rule whose inputs are all still returns an array only if something moved.
+# and a rule returns `None` when none of its inputs moves.
 #
 # <details><summary>Hint 1 (the rules)</summary>
 #
