@@ -248,7 +248,7 @@ class EventList(list):
 
     def total_time(self):
         """Microseconds, summed over the ops (a scope's time is already its ops' and more)."""
-        return sum(e.cpu_time_total for e in self if getattr(e, "scope_size", None) is None)
+        return sum(e.cpu_time_total for e in self if e.scope_size is None)
 
     def table(self, sort_by=None, row_limit=100):
         """The events as a text table, sorted by the attribute `sort_by` (largest first, e.g.
@@ -427,7 +427,7 @@ def latencies(*fns, repeats=7, warmup=2):
     thread meanwhile. Why in turns: a burst of load then slows every function alike, so
     their ratio stays fair."""
     if repeats < 1:
-        raise ValueError(f"latency needs at least one timed repeat, got repeats={repeats}")
+        raise ValueError(f"latencies needs at least one timed repeat, got repeats={repeats}")
     samples = [[] for _ in fns]
     with pinned_threads(1):
         for round_ in range(warmup + repeats):

@@ -157,3 +157,4 @@ def test_jvp_leaves_the_callers_tensors_alone():
     x = tt.tensor(np.ones(3))
     jvp(lambda x: x.exp().sum(), x, tt.tensor(np.ones(3)))
     assert not x.requires_grad and x.grad_fn is None
+

@@ -7,7 +7,7 @@
 like torch.autograd.functional.jvp and torch.func.jvp."""
 import numpy as np
 
-from tinytorch._tensor import Tensor
+from tinytorch._tensor import ShapeError, Tensor
 
 if __name__ != "__main__":  # the package file; in this notebook, the engine's cells above defined them
     from tinytorch.autograd.engine import enable_grad, topological_order  # noqa: F401 (the walk's order)
@@ -115,16 +115,17 @@ def _forward_tangents(output, leaf_tangents):
 
 def jvp(func, primals, tangents):
     """(func(*primals), J v): the output and how it moves when the primals move along
-    `tangents` (torch.autograd.functional.jvp). `primals` and `tangents` are Tensors, or
-    tuples of them of matching shapes; the caller's tensors are not changed."""
-    one = isinstance(primals, Tensor)
-    primals = (primals,) if one else tuple(primals)
+    `tangents` (torch.autograd.functional.jvp), both computed in float64. `primals` and
+    `tangents` are Tensors, or tuples of them of matching shapes (ValueError for a count
+    that differs, ShapeError naming both shapes for a tangent of another shape); the
+    caller's tensors are not changed."""
+    primals = (primals,) if isinstance(primals, Tensor) else tuple(primals)
     tangents = (tangents,) if isinstance(tangents, Tensor) else tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     for p, t in zip(primals, tangents):
         if tuple(p.shape) != tuple(t.shape):
-            raise ValueError(f"jvp: a primal of shape {tuple(p.shape)} has a tangent of shape {tuple(t.shape)}")
+            raise ShapeError(f"jvp: a primal of shape {tuple(p.shape)} has a tangent of shape {tuple(t.shape)}")
     leaves = [Tensor(p.numpy().astype(np.float64), requires_grad=True) for p in primals]
     with enable_grad():
         output = func(*leaves)
