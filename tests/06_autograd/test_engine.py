@@ -18,7 +18,10 @@ def test_one_neuron_values():
     loss = (w * x + b - y) ** 2
     loss.backward()
     d = 2.0 * 3.0 + 1.0 - 5.0
-    assert w.grad.item() == 2 * d * 3.0 and b.grad.item() == 2 * d and y.grad.item() == -2 * d
+    got = (w.grad.item(), b.grad.item(), y.grad.item())
+    assert got == (2 * d * 3.0, 2 * d, -2 * d), (
+        f"loss = (w*x + b - y)**2 at w=2, x=3, b=1, y=5: (dw, db, dy) should be "
+        f"{(2 * d * 3.0, 2 * d, -2 * d)}, got {got}")
     assert x.grad is None, "a tensor that does not require grad gets no .grad"
 
 
@@ -36,10 +39,14 @@ def test_grad_is_a_tensor_of_the_leaf_shape_and_dtype():
 def test_tensor_used_twice_and_accumulation_across_calls():
     x = tt.tensor([1.0, -2.0, 3.0], dtype=tt.float64, requires_grad=True)
     (x * x * x).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 3 * x.numpy() ** 2)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * x.numpy() ** 2,
+                               err_msg="(x*x*x).sum(): x is used three times, and its gradient sums "
+                                       "the three paths' gradients (3x**2)")
     grad_tensor = x.grad
     (x * 2.0).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 3 * x.numpy() ** 2 + 2.0)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * x.numpy() ** 2 + 2.0,
+                               err_msg="a second backward adds its gradient (2) to the .grad the first "
+                                       "left (3x**2); it must not replace it")
     assert x.grad is grad_tensor, "accumulation happens in place in the existing .grad"
     x.grad = None
     (x * 2.0).sum().backward()
@@ -430,8 +437,13 @@ def test_integer_tensors_get_no_gradient():
     w = tt.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
     idx = tt.tensor([2, 0, 2])
     counts = tt.tensor([1, 2, 3, 4])
-    with pytest.raises(ValueError):
+    try:
         idx.requires_grad = True
+    except ValueError:
+        pass
+    else:
+        pytest.fail("setting requires_grad = True on an int64 tensor must raise ValueError: "
+                    "only floating-point tensors can have a gradient")
     (w[idx] * counts).sum().backward()
     expected = np.zeros((3, 4))
     np.add.at(expected, [2, 0, 2], np.array([1.0, 2.0, 3.0, 4.0]))

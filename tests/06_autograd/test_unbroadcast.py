@@ -27,8 +27,13 @@ def reference(grad, shape):
 def test_unbroadcast_cases(grad_shape, shape):
     grad = np.random.default_rng(0).standard_normal(grad_shape)
     got = unbroadcast(grad, shape)
-    assert np.shape(got) == shape
-    np.testing.assert_allclose(got, reference(grad, shape), rtol=1e-12, atol=1e-12)
+    assert np.shape(got) == shape, (
+        f"unbroadcast(a gradient of shape {grad_shape}, {shape}) returned shape {np.shape(got)}: "
+        f"an input's gradient has the input's shape")
+    np.testing.assert_allclose(
+        got, reference(grad, shape), rtol=1e-12, atol=1e-12,
+        err_msg=f"unbroadcast(a gradient of shape {grad_shape}, {shape}): each input element's gradient is "
+                f"the sum of the gradients of every output element it was broadcast to")
 
 
 @st.composite
@@ -46,9 +51,12 @@ def test_unbroadcast_is_the_adjoint_of_broadcasting(pair, seed):
     rng = np.random.default_rng(seed)
     g, s = rng.standard_normal(out_shape), rng.standard_normal(shape)
     got = unbroadcast(g, shape)
-    assert np.shape(got) == shape
-    np.testing.assert_allclose(np.sum(got * s), np.sum(g * np.broadcast_to(s, out_shape)),
-                               rtol=1e-10, atol=1e-10)
+    assert np.shape(got) == shape, (
+        f"unbroadcast(a gradient of shape {out_shape}, {shape}) returned shape {np.shape(got)}")
+    np.testing.assert_allclose(
+        np.sum(got * s), np.sum(g * np.broadcast_to(s, out_shape)), rtol=1e-10, atol=1e-10,
+        err_msg=f"unbroadcast(a gradient of shape {out_shape}, {shape}) is not the adjoint of broadcasting "
+                f"{shape} to {out_shape}: <unbroadcast(g), s> must equal <g, broadcast(s)> for every s")
 
 
 def test_nothing_broadcast_returns_the_gradient_itself():
