@@ -71,9 +71,9 @@ def conv2d_flops(input_shape, weight_shape, stride=1, padding=0, bias=True):
 
     Contract: input_shape (N, C, H, W), weight_shape (C_out, C, kh, kw); stride and padding
     ints or (h, w) pairs; bias a bool. Returns the Python int count of the im2col matrix
-    product, plus one add per output element when bias is True, with module 09's output
-    size H_out = (H + 2·pad_h - kh) // stride_h + 1 (W_out likewise). Raises ValueError naming
-    both shapes when the input's channels differ from the weight's.
+    product, plus one add per output element when bias is True, for module 09's output size
+    (partial windows dropped). Raises ValueError naming both shapes when the input's channels
+    differ from the weight's.
     """
     # Idea: a convolution is one matmul of the filters with every window.
     # YOUR CODE HERE
@@ -195,10 +195,10 @@ def op_flops(op, args, attrs, output):
 def output_bytes(result):
     """Bytes of new memory held by the result of one dispatched op.
 
-    Contract: `result` is what the op's function returned. A numpy array: its nbytes. A
-    Tensor (the result of a view op, sharing its input's storage): 0. A tuple or list (a
-    backward rule's gradients): the sum over its entries, None entries counting 0. Anything
-    else: 0. Returns a Python int.
+    Contract: `result` is what the op's function returned: one of the kinds of result above
+    (a tuple or a list of them, with None for an input that needs no gradient), or anything
+    else, which holds no memory the op allocated. Returns a Python int: the bytes the op
+    allocated for it, nothing it shares with memory that existed before.
     """
     # Idea: a view allocates nothing; a fresh array allocates its bytes.
     # YOUR CODE HERE
@@ -361,16 +361,16 @@ def attention_flops(L, S, E, Ev=None, batch=1):
     """FLOPs of scaled_dot_product_attention on `batch` slices (batch × heads) of L queries
     and S keys of width E, with values of width Ev (default E).
 
-    Contract: positive ints. Returns the Python int batch·(QK^T matmul + one multiply per
-    score for the scale + softmax of the (L, S) scores over the keys + weights @ V matmul),
-    each counted with this module's formulas; masking costs 0.
+    Contract: positive ints. Returns the Python int count this module's profiler records
+    for one call of F.scaled_dot_product_attention on those shapes (with or without a
+    mask: masking costs 0), each op counted with this module's formulas.
     """
-    # Idea: two matmuls around a softmax; every term is L·S times something.
+    # Idea: the ops of module 12's formula, each on a shape you can name.
     # YOUR CODE HERE
     raise NotImplementedError('attention_flops() is not implemented yet: write it in modules/14_profiling/profiling.ipynb (module 14, profiling), then run `tito test module 14`.')
 
 
-# -- cell 46 (saved-activation-bytes) --
+# -- cell 48 (saved-activation-bytes) --
 def saved_activation_bytes(output):
     """Bytes of the outputs saved by the autograd graph behind `output`.
 
@@ -386,7 +386,7 @@ def saved_activation_bytes(output):
     raise NotImplementedError('saved_activation_bytes() is not implemented yet: write it in modules/14_profiling/profiling.ipynb (module 14, profiling), then run `tito test module 14`.')
 
 
-# -- cell 49 --
+# -- cell 51 --
 def training_memory(model, output, optimizer="adam"):
     """Estimated bytes of one training step: a dict with "parameters", "gradients",
     "optimizer_state" (Adam: two tensors per parameter; SGD: none) and "activations"
@@ -413,7 +413,7 @@ def peak_memory(fn):
     return result, max(0, peak - start)
 
 
-# -- cell 54 --
+# -- cell 56 --
 def _summary(samples):
     q1, med, q3 = (float(v) for v in np.percentile(samples, [25, 50, 75]))
     return {"median": med, "q1": q1, "q3": q3, "iqr": q3 - q1, "min": min(samples),
@@ -444,7 +444,7 @@ def latency(fn, repeats=7, warmup=2):
     return latencies(fn, repeats=repeats, warmup=warmup)[0]
 
 
-# -- cell 66 --
+# -- cell 70 --
 class record_function:
     """A named scope in the profile (torch.profiler.record_function): `with
     record_function("block 0"):`. When it closes, each recording profiler gets a
@@ -467,7 +467,7 @@ class record_function:
         return False
 
 
-# -- cell 67 (self-times) --
+# -- cell 71 (self-times) --
 def self_times(events):
     """The self time of every event of a profile.
 
@@ -484,7 +484,7 @@ def self_times(events):
     raise NotImplementedError('self_times() is not implemented yet: write it in modules/14_profiling/profiling.ipynb (module 14, profiling), then run `tito test module 14`.')
 
 
-# -- cell 73 --
+# -- cell 77 --
 def layer_report(stages, x, repeats=5, warmup=1):
     """Profile a model stage by stage. `stages` is a list of (name, fn, module or None);
     each fn maps the previous stage's output to the next. Returns a list of dicts with

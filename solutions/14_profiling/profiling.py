@@ -52,8 +52,10 @@
 #| default_exp profiler
 
 # %%
+import cProfile
 import math
 import os
+import pstats
 import sys
 import time
 import tracemalloc
@@ -252,6 +254,8 @@ with preserved_state():  # building layers draws from tinytorch's generator: put
     assert_equal(_gcounts["tok_emb"], 11 * 16, "the token table: vocab x d_model")
     assert_equal(list(_gcounts), [name for name, _ in _gpt.named_modules() if name in _gcounts],
                  "the GPT's counts in named_modules() order (the order of the model's own listing)")
+    check(all(type(v) is int for v in _gcounts.values()), "the counts are Python ints (exact however large; "
+          "a numpy integer is not)", got=sorted({type(v).__name__ for v in _gcounts.values()}), expected=["int"])
 print("✓ parameter_counts: tied GPT total", count_parameters(_gpt), "=", _gpt.num_parameters())
 
 # %% [markdown]
@@ -315,6 +319,7 @@ assert_equal(matmul_flops((3, 4), (4,)), 2 * 3 * 4, "a vector on the right is on
 assert_equal(matmul_flops((4,), (4,)), 2 * 4, "a dot product of length 4")
 assert_equal(matmul_flops((2, 1, 3, 4), (6, 4, 5)), 2 * (2 * 6) * 3 * 4 * 5, "batch (2,1) and (6,) broadcast to (2,6)")
 assert_equal(matmul_flops((7, 3, 4), (4, 5)), 7 * 2 * 3 * 4 * 5, "a 2-D right operand broadcasts over the batch")
+assert_equal(matmul_flops((5,), (2, 5, 3)), 2 * 2 * 5 * 3, "a vector on the left against a batch of 2 matrices")
 assert_equal(matmul_flops((3, 2, 4), (3, 4, 5)), 3 * 2 * 2 * 4 * 5, "batch (3,) with batch (3,): 3 products, not 9")
 check(isinstance(matmul_flops((3, 4), (4, 5)), int), "FLOPs are a Python int", got=type(matmul_flops((3, 4), (4, 5))))
 assert_raises(ValueError, matmul_flops, (3, 4), (5, 6), match=r"\(3, 4\).*\(5, 6\)")
@@ -329,10 +334,11 @@ print("✓ matmul_flops: batched (2,1,3,4)@(6,4,5) =", matmul_flops((2, 1, 3, 4)
 # Module 09 computed a convolution as **one matrix product**: im2col lays every
 # $k_h \times k_w$ window of every input channel out as a column, so the output is
 #
-# $$\underbrace{W}_{(C_{out},\; C\,k_h k_w)} \;\cdot\; \underbrace{\text{cols}}_{(C\,k_h k_w,\; N H_o W_o)},$$
+# $$W \cdot \text{cols}: \quad \text{one row per filter, one column per window},$$
 #
-# plus one add per output element for the bias: your matmul count does the rest. The output size is module 09's
-# $H_o = \lfloor (H + 2p_h - k_h) / s_h \rfloor + 1$ (and the same for $W_o$).
+# plus one add per output element for the bias: your matmul count does the rest, once you
+# know the two matrices' shapes. The output size $H_o \times W_o$ is the one you derived in
+# module 09.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -359,9 +365,9 @@ def conv2d_flops(input_shape, weight_shape, stride=1, padding=0, bias=True):
 
     Contract: input_shape (N, C, H, W), weight_shape (C_out, C, kh, kw); stride and padding
     ints or (h, w) pairs; bias a bool. Returns the Python int count of the im2col matrix
-    product, plus one add per output element when bias is True, with module 09's output
-    size H_out = (H + 2·pad_h - kh) // stride_h + 1 (W_out likewise). Raises ValueError naming
-    both shapes when the input's channels differ from the weight's.
+    product, plus one add per output element when bias is True, for module 09's output size
+    (partial windows dropped). Raises ValueError naming both shapes when the input's channels
+    differ from the weight's.
     """
     # Idea: a convolution is one matmul of the filters with every window.
     ### BEGIN SOLUTION
@@ -387,6 +393,9 @@ assert_equal(conv2d_flops((2, 3, 8, 8), (4, 3, 3, 3), 1, 1), _hand, "3x3 conv, p
 assert_equal(conv2d_flops((2, 3, 8, 8), (4, 3, 3, 3), 1, 1, bias=False), 2 * 4 * 27 * 128, "the same without bias")
 assert_equal(conv2d_flops((1, 2, 9, 7), (5, 2, 3, 2), stride=2, padding=0, bias=False),
              2 * 5 * (2 * 3 * 2) * (4 * 3), "stride 2, kernel (3,2): H_out = 4, W_out = 3")
+assert_equal(conv2d_flops((1, 2, 9, 7), (5, 2, 3, 2), stride=2, padding=0, bias=True),
+             2 * 5 * (2 * 3 * 2) * (4 * 3) + 5 * (4 * 3),
+             "the same with bias: one add per output element, and the output is 4x3, not the input's 9x7")
 assert_equal(conv2d_flops((1, 1, 5, 5), (1, 1, 3, 3), stride=(2, 1), padding=(1, 0), bias=False),
              2 * 9 * (3 * 3), "stride (2,1), padding (1,0): H_out = 3, W_out = 3")
 assert_equal(conv2d_flops((1, 2, 9, 11), (3, 2, 3, 5), stride=(2, 3), padding=(1, 2), bias=False),
@@ -480,21 +489,31 @@ def layer_norm_flops(shape, normalized_shape, affine=True):
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test-row-flops", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Your per-row totals are compared in section 4.5, where your profiler counts the steps one
+# op at a time. Here: rows, dims and the shapes that need a thought.
 print("softmax of (4, 10) over dim 1:", softmax_flops((4, 10), 1), "FLOPs; over dim 0:", softmax_flops((4, 10), 0))
-assert_equal(softmax_flops((4, 10), 1), 200, "softmax of 4 rows of 10")
-assert_equal(softmax_flops((4, 10), -1), 200, "dim -1 is dim 1")
-assert_equal(softmax_flops((4, 10), 0), 200, "over dim 0: 10 rows of 4 (the same total)")
-assert_equal(softmax_flops((2, 3, 7), 1, log=True), 224, "log_softmax over the middle dim: 14 rows of 3")
+assert_equal(softmax_flops((4, 10), -1), softmax_flops((4, 10), 1), "dim -1 is dim 1")
+assert_equal(softmax_flops((12, 10), 1), 3 * softmax_flops((4, 10), 1), "three times the rows: three times the FLOPs")
+assert_equal(softmax_flops((3, 4, 10), -1), 3 * softmax_flops((4, 10), -1), "rows of 10 in a (3, 4, 10) tensor: 12 of them")
+assert_equal(softmax_flops((10, 4), 0), softmax_flops((4, 10), 1), "over dim 0 of (10, 4): 4 rows of 10")
+assert_equal(softmax_flops((2, 7, 3), 1, log=True), softmax_flops((6, 7), 1, log=True),
+             "log_softmax over the middle dim of (2, 7, 3): 6 rows of 7")
+check(softmax_flops((4, 10), 1, log=True) > softmax_flops((4, 10), 1), "log_softmax takes one more step per row than "
+      "softmax does", got=(softmax_flops((4, 10), 1, log=True), softmax_flops((4, 10), 1)))
 assert_equal(softmax_flops((0, 5), 1), 0, "an empty tensor costs nothing")
 assert_equal(softmax_flops((5, 0), 1), 0, "rows of length 0 cost nothing (and divide by nothing)")
-assert_equal(softmax_flops((), 0), 5, "a 0-d tensor is one row of length 1")
-assert_equal(layer_norm_flops((6, 8), (8,)), 366, "6 rows of 8, affine")
-assert_equal(layer_norm_flops((6, 8), (8,), affine=False), 270, "6 rows of 8, no affine")
-assert_equal(layer_norm_flops((2, 3, 4, 5), (4, 5)), 870, "normalized over (4,5): 6 rows of 20")
+assert_equal(softmax_flops((), 0), softmax_flops((1,), 0), "a 0-d tensor is one row of length 1")
+assert_equal(layer_norm_flops((2, 3, 4, 5), (4, 5)), layer_norm_flops((6, 20), (20,)),
+             "normalized over (4, 5): 6 rows of 20")
+assert_equal(layer_norm_flops((12, 8), (8,)), 2 * layer_norm_flops((6, 8), (8,)), "twice the rows: twice the FLOPs")
+check(layer_norm_flops((6, 8), (8,)) > layer_norm_flops((6, 8), (8,), affine=False),
+      "the affine steps cost FLOPs", got=(layer_norm_flops((6, 8), (8,)), layer_norm_flops((6, 8), (8,), affine=False)))
+assert_equal(layer_norm_flops((3, 0), (0,)), 0, "rows of length 0 cost nothing (and divide by nothing)")
+assert_equal(layer_norm_flops((0, 4), (4,)), 0, "no rows cost nothing")
 check(type(softmax_flops((4, 10), 1)) is int and type(layer_norm_flops((6, 8), (8,))) is int,
       "FLOP counts are Python ints (exact however large; a division leaves a float)",
       got=(type(softmax_flops((4, 10), 1)).__name__, type(layer_norm_flops((6, 8), (8,))).__name__))
-print("✓ softmax_flops and layer_norm_flops: LayerNorm over (4,5) of (2,3,4,5) =", layer_norm_flops((2, 3, 4, 5), (4, 5)))
+print("✓ softmax_flops and layer_norm_flops: rows and dims (the totals: section 4.5)")
 
 # %% [markdown]
 # ### 3.4 One table for every op
@@ -514,7 +533,7 @@ print("✓ softmax_flops and layer_norm_flops: LayerNorm over (4,5) of (2,3,4,5)
 # | sigmoid $1/(1+e^{-x})$ | 4 per element | layer_norm | your `layer_norm_flops` |
 # | gelu exact / tanh form | 5 / 9 per element | max_pool2d | $k_h k_w$ per output |
 # | sum, max, amax | $n$ (the input's size) | avg_pool2d | $k_h k_w + 1$ per output |
-# | mean | $n$ + 1 per output | batch_norm | 4 per element |
+# | mean | $n$, plus 1 per output element (its divide) | batch_norm | 4 per element |
 # | mse_loss $(x-y)^2$, mean | $2n + (n + 1)$ | nll_loss, mean over $N$ rows | $N + (N + 1)$ |
 #
 # `cross_entropy` is not one op: it dispatches `log_softmax` and `nll_loss`, so its FLOPs are
@@ -667,10 +686,10 @@ print("bias add:                 ", FLOP_RULES["add"]([(64, 128), (128,)], (64, 
 def output_bytes(result):
     """Bytes of new memory held by the result of one dispatched op.
 
-    Contract: `result` is what the op's function returned. A numpy array: its nbytes. A
-    Tensor (the result of a view op, sharing its input's storage): 0. A tuple or list (a
-    backward rule's gradients): the sum over its entries, None entries counting 0. Anything
-    else: 0. Returns a Python int.
+    Contract: `result` is what the op's function returned: one of the kinds of result above
+    (a tuple or a list of them, with None for an input that needs no gradient), or anything
+    else, which holds no memory the op allocated. Returns a Python int: the bytes the op
+    allocated for it, nothing it shares with memory that existed before.
     """
     # Idea: a view allocates nothing; a fresh array allocates its bytes.
     ### BEGIN SOLUTION
@@ -1070,18 +1089,19 @@ print("✓ key_averages: matmul called", _avg[0].count, "times,", _avg[0].flops,
 # %% [markdown]
 # ### 4.5 Attention, as the sum of its ops
 #
-# `scaled_dot_product_attention` (module 12) is not one op: it is a matmul $QK^\top$, a
-# multiply by the scale, the mask (a `where`, 0 FLOPs), a softmax over the keys and a matmul
-# with $V$, for each (batch × head) slice. Derive its count for one head with $L$ queries,
-# $S$ keys, query/key width $E$ and value width $E_v$ from the formulas you have, then
-# write it; the check profiles the real op and compares. Before you run it: how does the
+# `scaled_dot_product_attention` (module 12) is not one op: it dispatches one op per step
+# of the formula you wrote in module 12, for every (batch × head) slice at once. Which ops,
+# on which shapes? Work them out from module 12's formula (or profile one small call and
+# read `prof.events()`: names and input shapes), and derive the count for one head with $L$
+# queries, $S$ keys, query/key width $E$ and value width $E_v$ from the formulas you have;
+# the check profiles the real op on other shapes and compares. Before you run it: how does the
 # cost grow with the sequence length ($L = S = T$), and what does that mean for long
 # contexts next to the Linear layers, whose cost grows like $T$?
 #
 # <details><summary>Hint 1</summary>
 #
-# Each of the five steps works on a tensor whose shape you know: (L, E) @ (E, S), the
-# (L, S) scores, the (L, S) weights, (L, S) @ (S, E_v).
+# The scores have one entry per (query, key) pair. Every step after them works on the
+# scores, then on the weights, until the weights meet V.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -1097,11 +1117,11 @@ def attention_flops(L, S, E, Ev=None, batch=1):
     """FLOPs of scaled_dot_product_attention on `batch` slices (batch × heads) of L queries
     and S keys of width E, with values of width Ev (default E).
 
-    Contract: positive ints. Returns the Python int batch·(QK^T matmul + one multiply per
-    score for the scale + softmax of the (L, S) scores over the keys + weights @ V matmul),
-    each counted with this module's formulas; masking costs 0.
+    Contract: positive ints. Returns the Python int count this module's profiler records
+    for one call of F.scaled_dot_product_attention on those shapes (with or without a
+    mask: masking costs 0), each op counted with this module's formulas.
     """
-    # Idea: two matmuls around a softmax; every term is L·S times something.
+    # Idea: the ops of module 12's formula, each on a shape you can name.
     ### BEGIN SOLUTION
     Ev = E if Ev is None else Ev
     scores = matmul_flops((L, E), (E, S))
@@ -1112,17 +1132,77 @@ def attention_flops(L, S, E, Ev=None, batch=1):
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test-attention-flops", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert_equal(attention_flops(4, 6, 8), 912, "L=4, S=6, E=Ev=8")
-assert_equal(attention_flops(4, 6, 8, Ev=3, batch=5), 3360, "Ev=3, 5 slices")
+def _profiled_sdpa(batch, L, S, E, Ev, causal):
+    """The FLOPs profile() records for one real call (batch slices as (2, batch/2) or (batch,))."""
+    lead = (2, batch // 2) if batch % 2 == 0 else (batch,)
+    q, k, v = tinytorch.randn(*lead, L, E), tinytorch.randn(*lead, S, E), tinytorch.randn(*lead, S, Ev)
+    with profile() as prof:
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return prof.events().total_flops(), [(e.name, e.input_shapes) for e in prof.events()]
+
+
 with preserved_state():
     tinytorch.manual_seed(1)
-    _q, _k, _v = tinytorch.randn(2, 3, 5, 8), tinytorch.randn(2, 3, 7, 8), tinytorch.randn(2, 3, 7, 4)
-    with profile() as _pa:
-        F.scaled_dot_product_attention(_q, _k, _v, is_causal=True)
-_profiled = _pa.events().total_flops()
-print("profiled sdpa:", [(e.name, e.flops) for e in _pa.events()])
-assert_equal(_profiled, attention_flops(5, 7, 8, 4, batch=6), "your formula = the sum of the profiled ops (B·H = 6)")
-print(f"✓ attention_flops(5, 7, 8, 4, batch=6) = {_profiled:,} = the profiled sum")
+    for _b, _L, _S, _E, _Ev, _causal in [(1, 4, 6, 8, 8, False), (5, 4, 6, 8, 3, False), (6, 5, 7, 8, 4, True),
+                                         (1, 1, 9, 2, 5, False)]:
+        _profiled, _ops = _profiled_sdpa(_b, _L, _S, _E, _Ev, _causal)
+        _got = attention_flops(_L, _S, _E, None if _Ev == _E else _Ev, batch=_b)
+        check(_got == _profiled, f"attention_flops(L={_L}, S={_S}, E={_E}, Ev={_Ev}, batch={_b})"
+              f"{' (causal)' if _causal else ''} = the FLOPs profiled for one real call", got=_got,
+              expected=f"{_profiled} (the ops it dispatched, with their input shapes: {_ops})")
+print(f"✓ attention_flops: equals the profiled sum on four shapes, e.g. L=5, S=7, E=8, Ev=4, 6 slices: "
+      f"{attention_flops(5, 7, 8, 4, batch=6):,}")
+
+
+# %% [markdown]
+# ### 4.6 Your row formulas, against the steps they count
+#
+# Section 3.3 asked you to count softmax and LayerNorm by their steps before coding them.
+# Here are those steps written as separate tinytorch ops, each one dispatched and counted by
+# your profiler with the per-element table of section 3.4: the total of the steps is what
+# your formulas must give.
+
+# %% nbgrader={"grade": true, "grade_id": "test-row-flops-profiled", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+def _softmax_in_steps(x, dim, log):
+    """Section 3.3's table, one op per step."""
+    shifted = x - x.amax(dim, keepdim=True)
+    e = shifted.exp()
+    total = e.sum(dim, keepdim=True)
+    return shifted - total.log() if log else e / total
+
+
+def _layer_norm_in_steps(x, ndims, weight=None, bias=None):
+    """Section 3.3's table, one op per step, over the last `ndims` dims."""
+    dims, n = tuple(range(-ndims, 0)), math.prod(x.shape[-ndims:])
+    centred = x - x.sum(dims, keepdim=True) / n
+    var = (centred * centred).sum(dims, keepdim=True) / n
+    out = centred * (1.0 / (var + 1e-5).sqrt())
+    return out if weight is None else out * weight + bias
+
+
+def _profiled_flops(fn, *args):
+    with profile() as prof:
+        fn(*args)
+    return prof.events().total_flops(), [(e.name, e.flops) for e in prof.events()]
+
+
+with preserved_state():
+    tinytorch.manual_seed(3)
+    for _shape, _dim, _log in [((4, 10), 1, False), ((4, 10), 0, False), ((2, 3, 7), 1, True), ((6,), 0, True),
+                               ((3, 5, 2), -1, False)]:
+        _want, _steps = _profiled_flops(_softmax_in_steps, tinytorch.randn(*_shape), _dim, _log)
+        check(softmax_flops(_shape, _dim, log=_log) == _want,
+              f"{'log_softmax' if _log else 'softmax'} of {_shape} over dim {_dim}: your formula against the "
+              f"profiled steps", got=softmax_flops(_shape, _dim, log=_log), expected=f"{_want} ({_steps})")
+    for _shape, _nd, _affine in [((6, 8), 1, True), ((6, 8), 1, False), ((2, 3, 4, 5), 2, True)]:
+        _x = tinytorch.randn(*_shape)
+        _wb = (tinytorch.randn(*_shape[-_nd:]), tinytorch.randn(*_shape[-_nd:])) if _affine else ()
+        _want, _steps = _profiled_flops(_layer_norm_in_steps, _x, _nd, *_wb)
+        _got = layer_norm_flops(_shape, _shape[-_nd:], affine=_affine)
+        check(_got == _want, f"layer_norm of {_shape} over {_shape[-_nd:]} (affine={_affine}): your formula against "
+              f"the profiled steps", got=_got, expected=f"{_want} ({_steps})")
+print("✓ softmax_flops and layer_norm_flops equal the profiled steps: softmax of (4, 10) =",
+      softmax_flops((4, 10), 1), "FLOPs")
 
 # %% [markdown]
 # ## 5. Whole models: the records add up
@@ -1468,7 +1548,8 @@ print(f"forward, under profile():   {profiled * 1e3:7.2f} ms ({profiled / plain:
 # %% [markdown]
 # Expect both ratios close to 1 for this CNN: a forward of a few dozen ops, some of them
 # milliseconds long, hides a few microseconds of bookkeeping per op. The three were timed
-# in turns, but on a busy machine a ratio can still land a little below 1: that is the
+# in turns, but on a busy machine a ratio can still land a little below 1, and the
+# pass-through mode can come out slower than the profiler that does more: that is the
 # noise, and its size is about the IQR. Module 19 measures ratios with the statistics they
 # need. The overhead is a
 # fixed cost **per op**, so it matters for models made of many tiny ops, and there it also
@@ -1529,6 +1610,46 @@ for _d, _pred in ((16, predicted_ops_share_small), (256, predicted_ops_share_wid
 # the cost is the number of ops, not their FLOPs or bytes. Frameworks answer it by doing less
 # per op in Python (PyTorch's dispatcher is C++), by fusing ops, and by capturing a whole
 # forward once and replaying it (CUDA graphs, `torch.compile`).
+#
+# Which Python is it? Your profiler sees ops, so it cannot say. A **Python profiler** sees
+# every Python function call: `cProfile` (in the standard library; `py-spy` samples a
+# running process the same way without changing it) reports each function's own time
+# ("tottime") and its count of calls. **Predict first**: in the narrow GPT's forward, which
+# functions spend the most time of their own: numpy's kernels, your ops' wrappers, or the
+# layers' `forward` methods?
+
+# %%
+def python_hotspots(d_model, top=8, repeats=20):
+    """The `top` functions by own time (tottime) over `repeats` GPT forwards under cProfile
+    (several, so that one stall of a busy machine does not top the list), per forward."""
+    gpt, ids = small_gpt(d_model)
+    with pinned_threads(1), tinytorch.no_grad():
+        gpt(ids)                                                  # warm-up
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(repeats):
+            gpt(ids)
+        profiler.disable()
+    stats = pstats.Stats(profiler).stats                         # (file, line, name) -> (_, calls, tottime, cumtime, _)
+    rows = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
+    total = sum(v[2] for v in stats.values())
+    print(f"GPT d_model {d_model}, per forward: {sum(v[1] for v in stats.values()) // repeats:,} Python calls, "
+          f"{total / repeats * 1e3:.2f} ms of their own time")
+    for (path, line, name), (_, calls, own, _, _) in rows:
+        where = path.split("tinytorch" + os.sep, 1)[-1] if "tinytorch" + os.sep in path else os.path.basename(path)
+        print(f"  {own / total:5.1%}  {calls // repeats:5,} calls  {name}  ({where}:{line})")
+
+
+python_hotspots(16)
+
+# %% [markdown]
+# Read the list against your profile of the same forward: the functions that your op table
+# has no row for are the time between the ops, and their call counts are per op or per
+# tensor, not per FLOP. Look for functions you wrote yourself in module 01 (a stride
+# computation, a broadcast check): each is cheap, and each runs for every op. Run `python_hotspots(256)` and compare: the same functions are
+# called as often, but numpy's kernels now own more of the time. This is the measurement
+# to make before rewriting anything: an op profiler tells you which op, a Python profiler
+# tells you which line of the framework.
 
 # %% [markdown]
 # ### 7.3 Scopes: total time and self time

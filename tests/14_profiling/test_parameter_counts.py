@@ -30,6 +30,8 @@ def test_parameter_counts_tied_gpt_head():
     assert got["tok_emb"] == 13 * 16 and got["blocks.0.ln1"] == 32, f"expected tok_emb 208 and blocks.0.ln1 32, got {got}"
     order = [name for name, _ in gpt.named_modules() if name in got]
     assert list(got) == order, f"expected the named_modules() order {order}, got {list(got)}"
+    kinds = sorted({type(v).__name__ for v in got.values()})
+    assert kinds == ["int"], f"expected Python int counts (exact however large), got values of types {kinds}"
 
 
 def test_parameter_counts_untied_gpt_counts_head():
