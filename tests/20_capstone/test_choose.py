@@ -26,6 +26,15 @@ def test_choose_default_and_single():
     assert choose(CANDS[2:3]) == "shrunk", "one row: that row"
 
 
+def test_choose_meets_a_decimal_floor_despite_float_rounding():
+    rows = [{"name": "big", "accuracy": 0.52, "median_s": 1e-3, "bytes": 9_000},
+            {"name": "small", "accuracy": 0.47, "median_s": 1e-3, "bytes": 3_000},
+            {"name": "smaller", "accuracy": 0.4699, "median_s": 1e-3, "bytes": 2_000}]
+    got = choose(rows, within=0.05)
+    assert got == "small", (f"0.47 is 5 points below 0.52 and meets the floor (in floats 0.52 - 0.05 is "
+                            f"0.47000000000000003); 0.4699 does not: expected 'small', got {got!r}")
+
+
 def test_choose_refuses():
     with pytest.raises(ValueError, match="nothing"):
         choose([])

@@ -44,7 +44,7 @@ def test_front_within_noise_keeps_a_slower_more_accurate_row():
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_front_within_noise_at_zero_iqr_is_pareto_front(seed):
+def test_front_within_noise_at_zero_iqr_keeps_the_exact_front(seed):
     rows = random_rows(np.random.default_rng(seed))
     assert front_within_noise(rows) == pareto_front(rows), f"every IQR 0: rows {rows}"
 

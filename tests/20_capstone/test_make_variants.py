@@ -128,6 +128,29 @@ def test_make_variants_shrunk_is_cut_from_the_trained_model(trained, digits):
                                       err_msg=f"shrunk layer {i}'s weight vs prune_neurons(trained model, 0.5)")
 
 
+def test_make_variants_uses_the_amount_and_eval_mode_whatever_the_model_mode(trained, digits):
+    """Another amount than the fixture's 0.5, and a model handed over in train mode."""
+    from tinytorch.compression import prune_neurons
+    model, _ = trained
+    calibration = list(DataLoader(digits[0], batch_size=64))[:2]
+    mode = model.training
+    model.train()
+    try:
+        variants = make_variants(model, calibration, amount=0.25)
+    finally:
+        model.train(mode)
+    training = {n: v.training for n, v in variants.items()}
+    assert not any(training.values()), \
+        f"a model handed over in train mode: every variant must still be in eval mode, got training flags {training}"
+    p = variants["pruned"]
+    w = np.concatenate([p[4].weight.numpy().ravel(), p[6].weight.numpy().ravel()])
+    assert abs((w == 0).mean() - 0.25) < 1e-3, f"amount 0.25: expected 25% of the Linear weights zero, got {(w == 0).mean():.4f}"
+    expected = prune_neurons(model, 0.25)
+    for i in (0, 4, 6):
+        np.testing.assert_array_equal(variants["shrunk"][i].weight.numpy(), expected[i].weight.numpy(),
+                                      err_msg=f"amount 0.25: shrunk layer {i}'s weight vs prune_neurons(trained model, 0.25)")
+
+
 def test_make_variants_numba_runs_on_the_kernels(built, trained, digits):
     variants, _, acc = built
     model, _ = trained
