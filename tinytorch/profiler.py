@@ -197,8 +197,9 @@ def output_bytes(result):
 
     Contract: `result` is what the op's function returned: one of the kinds of result above
     (a tuple or a list of them, with None for an input that needs no gradient), or anything
-    else, which holds no memory the op allocated. Returns a Python int: the bytes the op
-    allocated for it, nothing it shares with memory that existed before.
+    else. Returns a Python int: the bytes of the fresh arrays it holds, nothing for a result
+    that is a view. (Seen from the result alone this is an upper bound: a backward rule that
+    hands back the array it was given is charged for it, as if it had allocated it.)
     """
     # Idea: a view allocates nothing; a fresh array allocates its bytes.
     # YOUR CODE HERE

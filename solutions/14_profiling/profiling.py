@@ -537,7 +537,7 @@ print("✓ softmax_flops and layer_norm_flops: rows and dims (the totals: sectio
 # | mse_loss $(x-y)^2$, mean | $2n + (n + 1)$ | nll_loss, mean over $N$ rows | $N + (N + 1)$ |
 #
 # `cross_entropy` is not one op: it dispatches `log_softmax` and `nll_loss`, so its FLOPs are
-# theirs, $N(5C + 1) + 2N + 1$ for $N$ rows of $C$ classes.
+# theirs: your log_softmax count of the $(N, C)$ scores plus the `nll_loss` row above.
 #
 # Backward rules are named like their nodes (`"MatmulBackward"`, `"Conv2DBackward"`: module 01's
 # `Node.name()` title-cases each part of the op name, and `"conv2d".title()` is `"Conv2D"`). As PyTorch's
@@ -676,9 +676,9 @@ print("bias add:                 ", FLOP_RULES["add"]([(64, 128), (128,)], (64, 
 #
 # <details><summary>The approach</summary>
 #
-# The question for every result is "did this op allocate it?". Which of the kinds of result
-# above are fresh memory, which share memory that already existed, and which hold several
-# results (each asked the same question)?
+# The question for every result is "is this fresh memory, as far as the result shows?".
+# Which of the kinds of result above are fresh arrays, which are views of memory that
+# already existed, and which hold several results (each asked the same question)?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "output-bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -688,8 +688,9 @@ def output_bytes(result):
 
     Contract: `result` is what the op's function returned: one of the kinds of result above
     (a tuple or a list of them, with None for an input that needs no gradient), or anything
-    else, which holds no memory the op allocated. Returns a Python int: the bytes the op
-    allocated for it, nothing it shares with memory that existed before.
+    else. Returns a Python int: the bytes of the fresh arrays it holds, nothing for a result
+    that is a view. (Seen from the result alone this is an upper bound: a backward rule that
+    hands back the array it was given is charged for it, as if it had allocated it.)
     """
     # Idea: a view allocates nothing; a fresh array allocates its bytes.
     ### BEGIN SOLUTION
@@ -941,9 +942,21 @@ def _mismatched_add_under_profile():
         tinytorch.ones(2, 3) + tinytorch.ones(4, 5)
 
 
+_failed = profile()
+
+
+def _mismatched_add_recorded():
+    with _failed:
+        tinytorch.ones(2, 3) + tinytorch.ones(4, 5)
+
+
 assert_raises(tinytorch.ShapeError, _mismatched_add_under_profile, match=r"\(2, 3\)",
               what="adding (2, 3) and (4, 5) under profile(): the op's own error (raised inside fn), as without "
                    "the profiler")
+assert_raises(tinytorch.ShapeError, _mismatched_add_recorded, match=r"\(2, 3\)")
+check("add" not in [e.name for e in _failed.events()], "an add that raised produced nothing: the profile holds no "
+      "event for it (its time, FLOPs and bytes would describe an op that never ran)",
+      got=[e.name for e in _failed.events()], expected="no 'add'")
 # A fake clock: the op advances it by 2 ms, and each piece of bookkeeping by a whole second.
 _ticks = [100.0]
 
@@ -1148,8 +1161,8 @@ with preserved_state():
         _profiled, _ops = _profiled_sdpa(_b, _L, _S, _E, _Ev, _causal)
         _got = attention_flops(_L, _S, _E, None if _Ev == _E else _Ev, batch=_b)
         check(_got == _profiled, f"attention_flops(L={_L}, S={_S}, E={_E}, Ev={_Ev}, batch={_b})"
-              f"{' (causal)' if _causal else ''} = the FLOPs profiled for one real call", got=_got,
-              expected=f"{_profiled} (the ops it dispatched, with their input shapes: {_ops})")
+              f"{' (causal)' if _causal else ''} = the FLOPs profiled for one real call (which ops, on which "
+              f"shapes? profile one call yourself if the formula is not enough)", got=_got, expected=_profiled)
 print(f"✓ attention_flops: equals the profiled sum on four shapes, e.g. L=5, S=7, E=8, Ev=4, 6 slices: "
       f"{attention_flops(5, 7, 8, 4, batch=6):,}")
 
@@ -1193,14 +1206,16 @@ with preserved_state():
         _want, _steps = _profiled_flops(_softmax_in_steps, tinytorch.randn(*_shape), _dim, _log)
         check(softmax_flops(_shape, _dim, log=_log) == _want,
               f"{'log_softmax' if _log else 'softmax'} of {_shape} over dim {_dim}: your formula against the "
-              f"profiled steps", got=softmax_flops(_shape, _dim, log=_log), expected=f"{_want} ({_steps})")
+              f"profiled steps (which of them touch every element, which one number per row?)",
+              got=softmax_flops(_shape, _dim, log=_log), expected=_want)
     for _shape, _nd, _affine in [((6, 8), 1, True), ((6, 8), 1, False), ((2, 3, 4, 5), 2, True)]:
         _x = tinytorch.randn(*_shape)
         _wb = (tinytorch.randn(*_shape[-_nd:]), tinytorch.randn(*_shape[-_nd:])) if _affine else ()
         _want, _steps = _profiled_flops(_layer_norm_in_steps, _x, _nd, *_wb)
         _got = layer_norm_flops(_shape, _shape[-_nd:], affine=_affine)
         check(_got == _want, f"layer_norm of {_shape} over {_shape[-_nd:]} (affine={_affine}): your formula against "
-              f"the profiled steps", got=_got, expected=f"{_want} ({_steps})")
+              f"the profiled steps (which of them touch every element, which one number per row?)",
+              got=_got, expected=_want)
 print("✓ softmax_flops and layer_norm_flops equal the profiled steps: softmax of (4, 10) =",
       softmax_flops((4, 10), 1), "FLOPs")
 
@@ -1539,10 +1554,12 @@ def under(make_mode):
     return run
 
 
-plain, passing, profiled = (s["median"] for s in latencies(cnn_forward, under(PassThrough), under(profile)))
-print(f"forward, no mode:          {plain * 1e3:7.2f} ms")
-print(f"forward, pass-through mode: {passing * 1e3:7.2f} ms ({passing / plain:.2f}x)")
-print(f"forward, under profile():   {profiled * 1e3:7.2f} ms ({profiled / plain:.2f}x) "
+_stats = latencies(cnn_forward, under(PassThrough), under(profile))
+plain, passing, profiled = (s["median"] for s in _stats)
+_iqr = [s["iqr"] * 1e3 for s in _stats]
+print(f"forward, no mode:           {plain * 1e3:7.2f} ms (IQR {_iqr[0]:.2f} ms)")
+print(f"forward, pass-through mode: {passing * 1e3:7.2f} ms (IQR {_iqr[1]:.2f} ms; {passing / plain:.2f}x)")
+print(f"forward, under profile():   {profiled * 1e3:7.2f} ms (IQR {_iqr[2]:.2f} ms; {profiled / plain:.2f}x) "
       + ("(no prediction written)" if predicted_profiler_overhead is None else f"(you predicted {predicted_profiler_overhead}x)"))
 
 # %% [markdown]
@@ -1562,7 +1579,8 @@ print(f"forward, under profile():   {profiled * 1e3:7.2f} ms ({profiled / plain:
 # The profiler's table adds up the ops' own times. A forward pass also spends time **between**
 # the ops: Python running each layer's `forward`, building `Tensor` objects, checking shapes,
 # recording the graph. That time appears in no row. Compare the wall time of a whole forward
-# (under the profiler, so both sides pay its bookkeeping) with the sum of its rows, for a
+# under the profiler with the sum of its rows (each row times its op alone, so the wall time
+# also holds the profiler's own few microseconds per op that section 7.1 measured), for a
 # small GPT and for one 16 times wider. **Predict first**: which share of each forward's
 # wall time do the ops account for?
 

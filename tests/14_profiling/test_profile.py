@@ -248,6 +248,18 @@ def _raised_under_profile(fn):
     return None
 
 
+def test_profile_dispatch_records_no_event_for_an_op_that_raised():
+    prof = profile()
+    try:
+        with prof:
+            tt.ones(2, 3) + tt.ones(4, 5)
+    except tt.ShapeError:
+        pass
+    names = [e.name for e in prof.events()]
+    assert "add" not in names, (f"an add that raised ran no op, so the profile must hold no event for it; got the "
+                                f"events {names}")
+
+
 def test_profile_dispatch_lets_the_ops_own_error_through():
     for what, fn, kind, text in [("(2, 3) + (4, 5)", lambda: tt.ones(2, 3) + tt.ones(4, 5), tt.ShapeError, "(2, 3)"),
                                  ("ones(2, 3)[5]", lambda: tt.ones(2, 3)[5], IndexError, "out of bounds")]:
