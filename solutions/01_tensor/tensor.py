@@ -103,7 +103,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from tinytorch.testing import assert_close, assert_equal, assert_raises, check, peak_bytes  # got/expected checks
+from tinytorch.testing import assert_close, assert_equal, assert_raises, check, peak_bytes, python_steps  # got/expected checks
 
 
 def draw_layout(ax, title, shape, strides, offset=0, n_storage=6):
@@ -2316,6 +2316,12 @@ for _ in range(300):  # layouts a program makes (slices, transposes, expands) an
     if _got is not None:
         assert_equal(_addresses(_new, tuple(_got)), _addresses(_shape, _strides),
                      f"the strides {tuple(_got)} for {_new} visit the addresses of {_shape}, {_strides} in order")
+_steps_small = python_steps(_view_strides, (10, 20), (40, 1), (10, 2, 10))
+_steps_large = python_steps(_view_strides, (100, 1000), (2000, 1), (100, 10, 100))
+check(_steps_large <= 2 * _steps_small + 50, "_view_strides does as much work for 100,000 elements as for 200 "
+      "(the next case has 10^12 of them: the rule needs the shape and strides only, not the elements)",
+      got=f"{_steps_small:,} Python steps for a (10, 20) layout, {_steps_large:,} for a (100, 1000) one",
+      expected="about as many for both")
 try:
     _huge = _view_strides((10 ** 6, 10 ** 6), (2 * 10 ** 6, 1), (10 ** 6, 1000, 1000))
 except MemoryError:
@@ -2350,7 +2356,8 @@ print("✓ _view_strides: x[:, :6].view(4, 2, 3) has strides", _s.stride())
 # Example: a `(3,)` tensor with stride `(1,)`: `unsqueeze(0)` gives shape `(1, 3)` with
 # strides `(3, 1)`, `unsqueeze(1)` gives `(3, 1)` with `(1, 1)`. On a stepped view with
 # strides `(2,)`, `unsqueeze(0)` gives `(6, 2)`: here the inserted stride differs from what
-# `contiguous_strides((1, 3))` would say, and still reads the right elements.
+# `contiguous_strides((1, 3))` would say, and still reads the right elements; its
+# `unsqueeze(1)`, at the end, gives `(2, 1)`.
 #
 # `unsqueeze` is the everyday tool for broadcasting: a `(3,)` bias becomes `(3, 1)` to be
 # added down the rows.
@@ -2928,6 +2935,8 @@ assert_equal(_out, [0, 0, 0, -1, 0, -2, 0, 0], "strided_map into an output at of
 print("✓ strided_map: a (2, 1) input read as (2, 3) uses strides", broadcast_strides((2, 1), (1, 1), (2, 3)))
 
 # %% nbgrader={"grade": true, "grade_id": "test-strided-zip", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_base = np.arange(60.0)  # this cell's own data (a check cell above that failed leaves nothing it needs)
+_m = _base.reshape(5, 12)
 def _check_zip(what, base, a_view, b_view):
     out_shape = np.broadcast_shapes(a_view.shape, b_view.shape)
     out = np.full(_numel(out_shape), np.nan)
@@ -2953,6 +2962,8 @@ assert_equal(_out, [0, 0, 10, 12, 0, 0, 12, 14], "strided_zip into a transposed 
 print("✓ strided_zip: (3, 1) + (1, 4) ->", np.broadcast_shapes((3, 1), (1, 4)))
 
 # %% nbgrader={"grade": true, "grade_id": "test-strided-reduce", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_base = np.arange(60.0)  # this cell's own data (a check cell above that failed leaves nothing it needs)
+_m = _base.reshape(5, 12)
 def _check_reduce(what, base, view, dim, fn=lambda acc, v: acc + v, start=0.0, ref=np.sum):
     shape, strides, offset = layout_of(base, view)
     out_shape = tuple(1 if k == dim else n for k, n in enumerate(shape))

@@ -80,10 +80,10 @@ def test_unsqueeze_strides_match_pytorch_on_non_contiguous_views(torch):
     for make in [lambda x: x, lambda x: x.permute(2, 0, 1), lambda x: x[:, ::2, 1:], lambda x: x[1, :, ::3]]:
         o, t = make(ours), make(theirs)
         for d in range(-o.ndim - 1, o.ndim + 1):
-            u = o.unsqueeze(d)
-            assert u.stride() == t.unsqueeze(d).stride(), \
+            u, want = o.unsqueeze(d), t.unsqueeze(d).stride()
+            assert u.stride() == want, \
                 f"unsqueeze({d}) of shape {o.shape}, strides {o.stride()}: got strides {u.stride()}, " \
-                f"PyTorch gives {t.unsqueeze(d).stride()}"
+                f"PyTorch gives {want}"
             np.testing.assert_array_equal(u.numpy(), t.unsqueeze(d).numpy())
 
 
@@ -102,8 +102,12 @@ def test_view_forward_keeps_the_offset_of_a_contiguous_view():
 
 def test_reshape_forward_keeps_the_offset_of_a_contiguous_view():
     x = tt.tensor(np.arange(12.0))
-    v = x.as_strided((2, 3), (3, 1), 6).reshape(3, 2)
-    assert v.storage_offset() == 6 and v.tolist() == [[6.0, 7.0], [8.0, 9.0], [10.0, 11.0]]
+    view = x.as_strided((2, 3), (3, 1), 6)
+    v = view.reshape(3, 2)
+    assert v._storage is view._storage and v.storage_offset() == 6, (
+        f"reshape(3, 2) of a contiguous (2, 3) view at offset 6: a view of the same storage at offset 6, got "
+        + ("the same storage" if v._storage is view._storage else "a copy") + f" at offset {v.storage_offset()}")
+    assert v.tolist() == [[6.0, 7.0], [8.0, 9.0], [10.0, 11.0]], f"values of the reshaped view: got {v.tolist()}"
 
 
 @pytest.mark.parametrize("shape, strides, sizes, expected", [
@@ -144,10 +148,12 @@ def test_infer_shape_of_an_empty_tensor_refuses_an_undetermined_minus_one():
 
 
 def test_transpose_keeps_the_offset_of_a_view():
-    x = tt.arange(12).reshape(3, 4)[1:]
+    x = tt.arange(12).as_strided((2, 4), (4, 1), 4)  # rows 1 and 2 of a (3, 4): offset 4
     t = x.transpose(0, 1)
-    assert (t.shape, t.stride(), t.storage_offset()) == ((4, 2), (1, 4), 4)
-    assert t.tolist() == [[4, 8], [5, 9], [6, 10], [7, 11]]
+    got = (t.shape, t.stride(), t.storage_offset())
+    assert got == ((4, 2), (1, 4), 4), (f"transpose(0, 1) of a (2, 4) view at offset 4, strides (4, 1): expected "
+                                        f"shape (4, 2), strides (1, 4), offset 4 (the same storage); got {got}")
+    assert t.tolist() == [[4, 8], [5, 9], [6, 10], [7, 11]], f"values of the transposed view: got {t.tolist()}"
 
 
 def test_int_index_wraps_negative_and_reports_dimension():
