@@ -105,7 +105,7 @@ def test_reshape_forward_keeps_the_offset_of_a_contiguous_view():
     view = x.as_strided((2, 3), (3, 1), 6)
     v = view.reshape(3, 2)
     assert v._storage is view._storage and v.storage_offset() == 6, (
-        f"reshape(3, 2) of a contiguous (2, 3) view at offset 6: a view of the same storage at offset 6, got "
+        "reshape(3, 2) of a contiguous (2, 3) view at offset 6: a view of the same storage at offset 6, got "
         + ("the same storage" if v._storage is view._storage else "a copy") + f" at offset {v.storage_offset()}")
     assert v.tolist() == [[6.0, 7.0], [8.0, 9.0], [10.0, 11.0]], f"values of the reshaped view: got {v.tolist()}"
 
