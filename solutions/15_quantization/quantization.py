@@ -357,6 +357,9 @@ assert_equal(_s, _f([0.011764706, 0.039215688, EPS]),
              "per-channel scales (PyTorch's); the all-zero channel gets the floor EPS, not 0")
 assert_equal(_z, np.array([42, -77, -128]), "per-channel zero points (PyTorch's), with the all-zero channel's at q_min")
 assert_equal((_s.dtype, _z.dtype), (np.dtype(np.float32), np.dtype(np.int64)), "per-channel dtypes (float32, int64)")
+_s, _z = _calculate_qparams(_f([0.0, -1.0]), _f([0.0, 1.0]), symmetric=True)
+assert_equal((_s[0], int(_z[0])), (_f(EPS), 0), "symmetric, an all-zero channel: the scale is floored at EPS too "
+             "(a scale of 0 would divide by zero in _quantize), and the zero point stays 0")
 _s, _z = _calculate_qparams(_f(-1e-9), _f(1e-8), symmetric=False)
 assert_equal((float(_s), int(_z)), (float(np.float32(EPS)), -128),
              "affine [-1e-9, 1e-8], a range narrower than EPS steps: (scale, zero point), PyTorch's. The scale is "
@@ -1773,6 +1776,9 @@ assert_equal(_requantize(np.array([1996956708, -1996956708]), 1109573887, 55, 0)
              "product only to 2^9 and rounds it onto the halfway point")
 assert_equal(_requantize(np.array([2 ** 31 - 1]), 2 ** 31 - 1, 56, 0), np.array([64], np.int8),
              "the largest product, (2^31 - 1)^2 / 2^56 = 63.99...: needs int64, an int32 product wraps around")
+assert_equal(_requantize(np.array([40, -40, 6, -6]), 2 ** 30, 31, 0, quant_min=-8, quant_max=7),
+             np.array([7, -8, 3, -3], np.int8), "a four-bit grid (quant_min -8, quant_max 7): 20 and -20 saturate "
+             "at the grid's own ends, not int8's")
 print(f"✓ _quantize_multiplier, _requantize; 0.0123 ≈ {int(_m[2])} / 2^{int(_r[2])}")
 
 # %% [markdown]
