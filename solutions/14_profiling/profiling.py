@@ -1664,10 +1664,12 @@ python_hotspots(16)
 # Read the list against your profile of the same forward: the functions that your op table
 # has no row for are the time between the ops, and their call counts are per op or per
 # tensor, not per FLOP. Look for functions you wrote yourself in module 01 (a stride
-# computation, a broadcast check): each is cheap, and each runs for every op. Run `python_hotspots(256)` and compare: the same functions are
-# called as often, but numpy's kernels now own more of the time. This is the measurement
-# to make before rewriting anything: an op profiler tells you which op, a Python profiler
-# tells you which line of the framework.
+# computation, a broadcast check): each is cheap, and each runs for every op. Run
+# `python_hotspots(256)` and compare: the same functions are called as often, but the few
+# that call numpy's large kernels (a matmul's forward, GELU's) now own most of the time:
+# cProfile charges a numpy call that is not a Python function to the function that makes
+# it. This is the measurement to make before rewriting anything: an op profiler tells you
+# which op, a Python profiler which function of the framework.
 
 # %% [markdown]
 # ### 7.3 Scopes: total time and self time
