@@ -29,7 +29,7 @@ import types
 
 import numpy as np
 
-__all__ = ["assert_close", "assert_equal", "assert_raises", "check", "preserved_state", "hidden_module",
+__all__ = ["assert_close", "assert_equal", "assert_raises", "check", "outcome", "preserved_state", "hidden_module",
            "weak_ref", "run_fresh", "spied", "one_gemm_problems", "equality_calls", "parallel_write_clashes",
            "divergent_barriers", "shared_memory_races", "multiply_written", "global_reads", "held_bytes", "element_reads",
            "reuse_distances", "coalesced_share", "prange_trips", "parallel_regions", "float64_accumulators"]
@@ -129,6 +129,20 @@ def check(condition, what, got=None, expected=None):
         if expected is not None:
             lines.append(f"    expected: {_show(expected)}")
         raise AssertionError("\n".join(lines))
+
+
+def outcome(fn, *args, **kwargs):
+    """`fn(*args, **kwargs)`'s result, or what it raised as the text "Type: message".
+
+    Why: a check that compares this with what it expects shows an exception from the
+    student's code as what it *got*, next to the expected value, instead of a bare traceback.
+    NotImplementedError (a stub not written yet) still raises, so that it reads as one."""
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 def assert_raises(exception, fn, *args, match=None, what="", **kwargs):
@@ -253,6 +267,12 @@ class _Spy(np.ndarray):
 
     log: list = []
 
+    def __repr__(self):  # shown as the plain array it wraps, in a failed test's message
+        return repr(self.view(np.ndarray))
+
+    def __str__(self):
+        return str(self.view(np.ndarray))
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         plain = [x.view(np.ndarray) if isinstance(x, _Spy) else x for x in inputs]
         if "out" in kwargs:
@@ -319,7 +339,16 @@ def spied(fn, *arrays):
         np.asarray, np.array = plain
         for cls, original in copies:
             cls.copy_to_host = original
-    return result, list(_Spy.log)
+    return _unspied(result), list(_Spy.log)
+
+
+def _unspied(result):
+    """`result` with each spy in it, or in the tuple or list it is, seen as a plain array."""
+    if isinstance(result, _Spy):
+        return result.view(np.ndarray)
+    if type(result) in (tuple, list):
+        return type(result)(_unspied(r) for r in result)
+    return result
 
 
 def passthrough_spy():

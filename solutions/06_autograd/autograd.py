@@ -193,18 +193,7 @@ reload_on_export()  # in Jupyter: after `tito export`, this kernel runs the code
 import tinytorch as tt
 from tinytorch import Tensor
 from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, equality_calls, one_gemm_problems,
-                               peak_bytes, preserved_state, spied)
-
-
-def _outcome(fn):
-    """fn()'s result, or what it raised as text: the checks below show an exception from your
-    code as what they *got*, next to what they expected, instead of a bare traceback."""
-    try:
-        return fn()
-    except NotImplementedError:  # a stub not written yet: say so plainly
-        raise
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
+                               outcome, peak_bytes, preserved_state, spied)
 
 w = tt.tensor(2.0, requires_grad=True)
 x = tt.tensor(3.0)
@@ -385,7 +374,7 @@ with preserved_state():  # whatever fails below, grad mode is back on for the ne
         modes.append(is_grad_enabled())
         return modes, made
 
-    _got = _outcome(_nested)  # an exception raised by your code becomes the "got" below
+    _got = outcome(_nested)  # an exception raised by your code becomes the "got" below
     _modes, _made = _got if isinstance(_got, tuple) else (_got, [None, None])
     check(_modes == [False, True, False, False, True],
           "grad mode inside no_grad, inside enable_grad, after it, after a nested no_grad, at the end",
@@ -402,7 +391,7 @@ with preserved_state():  # whatever fails below, grad mode is back on for the ne
             inner = is_grad_enabled()
         return inner, is_grad_enabled()
 
-    _got = _outcome(_entered_twice)
+    _got = outcome(_entered_twice)
     check(_got == (False, True),
           "the same no_grad object entered twice, nested: grad mode after the inner exit, then after the "
           "outer one (the inner entry must not overwrite what the outer entry remembered)",
@@ -415,7 +404,7 @@ with preserved_state():  # whatever fails below, grad mode is back on for the ne
             pass
         return is_grad_enabled()
 
-    _got = _outcome(_enable_inside_off)
+    _got = outcome(_enable_inside_off)
     set_grad_enabled(True)
     check(_got is False, "grad mode after an enable_grad() block entered with grad mode off: restored, so off",
           got=_got, expected=False)
@@ -434,7 +423,7 @@ with preserved_state():  # whatever fails below, grad mode is back on for the ne
                 pass
             return bound
 
-        _bound = _outcome(_bind)
+        _bound = outcome(_bind)
         check(_bound is _ctx, f"what `with {_kind.__name__}() as c` binds to c: the context object",
               got=_bound, expected=_ctx)
     for _kind, _start in ((no_grad, True), (enable_grad, False)):
@@ -635,10 +624,10 @@ for _shape, _expected in [
     ((1, 1, 1), _g.sum(keepdims=True)),             # every dim stretched, all kept
     ((), _g.sum()),                                 # a scalar: sum everything
 ]:
-    assert_equal(_outcome(lambda: unbroadcast(_g, _shape)), np.asarray(_expected),
+    assert_equal(outcome(lambda: unbroadcast(_g, _shape)), np.asarray(_expected),
                  f"unbroadcast of a (2, 3, 4) gradient to {_shape}")
 _g1 = np.arange(6.0).reshape(1, 6)  # a size-1 dim that was NOT stretched stays as it is
-assert_equal(_outcome(lambda: unbroadcast(_g1, (1, 6))), _g1, "unbroadcast of a (1, 6) gradient to (1, 6)")
+assert_equal(outcome(lambda: unbroadcast(_g1, (1, 6))), _g1, "unbroadcast of a (1, 6) gradient to (1, 6)")
 check(unbroadcast(_g, (2, 3, 4)) is _g, "nothing broadcast: unbroadcast returns grad itself (no copy of a "
       "gradient that may be as large as the biggest activation)", got="a new array")
 print("✓ unbroadcast: (2, 3, 4) -> (3, 1) gives", unbroadcast(_g, (3, 1)).ravel())
@@ -1115,7 +1104,7 @@ _x = Tensor([1.0, 2.0], requires_grad=True)
 _a = _x * 2                      # a diamond: _a and _b both read _x ...
 _b = _x.exp()
 _y = (_a + _b).sum()             # ... and meet again here
-_order = _outcome(lambda: topological_order([_y.grad_fn]))
+_order = outcome(lambda: topological_order([_y.grad_fn]))
 check(isinstance(_order, list), "topological_order([root]) of a diamond runs and returns a list of nodes",
       got=_order)
 assert_equal([n.op for n in _order][:2], ["sum", "add"], "the first two nodes of the diamond's order")
@@ -1136,7 +1125,7 @@ _check_order(topological_order(_roots), _roots, "two roots sharing exp(x)")
 _c = _x
 for _ in range(3000):  # deeper than Python's recursion limit
     _c = _c * 1.0
-_deep = _outcome(lambda: topological_order([_c.grad_fn]))
+_deep = outcome(lambda: topological_order([_c.grad_fn]))
 check(isinstance(_deep, list), "topological_order of a chain of 3000 ops runs: deeper than Python's recursion "
       "limit (about 1000 nested calls), so the walk cannot be a recursive function", got=_deep)
 assert_equal(len(_deep), 3000, "nodes in a chain of 3000 ops")
@@ -1372,7 +1361,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
 _w = Tensor(2.0, requires_grad=True)
 _b = Tensor(1.0, requires_grad=True)
 _loss = (_w * Tensor(3.0) + _b - 5.0) ** 2
-_ran = _outcome(lambda: backward(_loss))  # the engine you just wrote (what loss.backward() calls once exported)
+_ran = outcome(lambda: backward(_loss))  # the engine you just wrote (what loss.backward() calls once exported)
 check(_ran is None, "backward(loss) for the picture of section 1 runs", got=_ran, expected=None)
 assert_equal((_w.grad.item(), _b.grad.item()), (12.0, 4.0), "(w.grad, b.grad) of the picture in section 1")
 assert_equal((_w.grad.shape, _w.grad.dtype), (_w.shape, _w.dtype), "(shape, dtype) of w.grad")
@@ -1385,13 +1374,13 @@ _first = _t.grad
 _g[:] = -1.0  # the engine may reuse its arrays afterwards: .grad must not change with them
 assert_equal(_t.grad.numpy(), np.array([10.0, 20.0]),
              "t.grad after the sink got g = [10, 20], and g was then overwritten with -1")
-_got = _outcome(lambda: _accumulate_grad(_t, np.broadcast_to(np.array(1.0), (2,))))  # read-only, as sum's rule returns
+_got = outcome(lambda: _accumulate_grad(_t, np.broadcast_to(np.array(1.0), (2,))))  # read-only, as sum's rule returns
 check(_got is None, "a second gradient that is a read-only broadcast view is accepted", got=_got, expected=None)
 assert_equal(_t.grad.numpy(), np.array([11.0, 21.0]), "t.grad after a second gradient [1, 1]: the sum")
 check(_t.grad is _first, "the second gradient is added into the same .grad Tensor object",
       got="a new Tensor object in t.grad (code that holds the first one no longer sees the sum)")
 _t32 = Tensor([1.0, 2.0], dtype=np.float32, requires_grad=True)  # rules compute in float64 at times
-_got = _outcome(lambda: _accumulate_grad(_t32, np.array([0.5, 0.25])))
+_got = outcome(lambda: _accumulate_grad(_t32, np.array([0.5, 0.25])))
 check(_got is None, "the sink accepts a float64 gradient for a float32 tensor", got=_got, expected=None)
 assert_equal(_t32.grad.dtype if _t32.grad is not None else None, _t32.dtype, "the dtype of .grad for a float32 tensor that received a float64 gradient "
              "(.grad always has its tensor's dtype)")
@@ -1402,7 +1391,7 @@ try:
     _x = Tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
     _shared = tt.apply("test_double", lambda t: t.numpy() * 2, _x)
     _total = _shared * 3.0 + _shared * 4.0 + _shared  # three consumers of one node
-    _ran = _outcome(lambda: backward(_total, np.ones(2)))
+    _ran = outcome(lambda: backward(_total, np.ones(2)))
 finally:
     del BACKWARD_RULES["test_double"]
 check(_ran is None, "backward through a node with three consumers runs (the gradients it sums may "
@@ -1743,7 +1732,7 @@ def gradcheck(fn, inputs, eps=1e-6, tol=1e-6, raise_exception=True, seed=0):
 # %%
 def check_gradcheck(fn, inputs, what):
     """check() that gradcheck(fn, inputs) passes; an exception from a rule is what it got."""
-    got = _outcome(lambda: gradcheck(fn, inputs))
+    got = outcome(lambda: gradcheck(fn, inputs))
     shapes = ", ".join(str(t.shape) for t in inputs if isinstance(t, Tensor) and t.requires_grad)
     check(got is True, what, got=got,
           expected=f"True: one gradient per input, of the input's shape ({shapes}), agreeing with central differences")
@@ -2066,13 +2055,13 @@ def _weight_grad_by_definition(a, g):
 _rng = np.random.default_rng(5)
 for _sa, _sg in [((2, 3, 4), (2, 3, 5)), ((2, 2, 3, 4), (2, 2, 3, 2)), ((1, 6, 4), (1, 6, 4))]:
     _av, _gv = _rng.standard_normal(_sa), _rng.standard_normal(_sg)
-    _lw = _outcome(lambda: linear_weight_grad(_av, _gv))
+    _lw = outcome(lambda: linear_weight_grad(_av, _gv))
     check(not isinstance(_lw, str), f"linear_weight_grad for a {_sa} and g {_sg} runs", got=_lw)
     assert_close(_lw, _weight_grad_by_definition(_av, _gv), rtol=1e-10, atol=1e-12,
                  what=f"linear_weight_grad for a {_sa} and g {_sg}, against the definition of the derivative")
 _at = _rng.standard_normal((4, 3, 2)).transpose(0, 2, 1)  # a non-contiguous batch (4, 2, 3)
 _gt = _rng.standard_normal((4, 2, 5))
-_lw = _outcome(lambda: linear_weight_grad(_at, _gt))
+_lw = outcome(lambda: linear_weight_grad(_at, _gt))
 check(not isinstance(_lw, str), "linear_weight_grad of a non-contiguous (transposed) batch (4, 2, 3) runs", got=_lw)
 assert_close(_lw, _weight_grad_by_definition(_at, _gt), rtol=1e-10, atol=1e-12,
              what="linear_weight_grad of a non-contiguous (transposed) batch")
@@ -2329,7 +2318,7 @@ def check_rule_costs(op, forward, what, loops=True, small=(2, 3), large=(60, 70)
 
     figures = {}
     if loops:
-        steps = [_outcome(lambda: python_steps(rule, *node_and_grad(shape))) for shape in (small, large)]
+        steps = [outcome(lambda: python_steps(rule, *node_and_grad(shape))) for shape in (small, large)]
         check(all(type(n) is int for n in steps) and steps[1] <= steps[0] + 40,
               f"{what}: Python steps (lines and calls) the rule runs for x of shape {small} and of shape {large}",
               got=steps, expected=f"about the same number at both sizes (at most {steps[0]} + 40 at {large} "
@@ -2337,7 +2326,7 @@ def check_rule_costs(op, forward, what, loops=True, small=(2, 3), large=(60, 70)
         figures["steps"] = steps
     node, g = node_and_grad(wide)
     limit = 8 * node.inputs[0].nbytes
-    peak = _outcome(lambda: peak_bytes(rule, node, g))
+    peak = outcome(lambda: peak_bytes(rule, node, g))
     check(type(peak) is int and peak <= limit,
           f"{what}: peak memory the rule allocates for x of shape {wide} ({node.inputs[0].nbytes} bytes)",
           got=peak, expected=f"at most {limit} bytes (8 arrays of x's size): no {wide[1]} x {wide[1]} matrix")
@@ -2347,7 +2336,7 @@ def check_rule_costs(op, forward, what, loops=True, small=(2, 3), large=(60, 70)
 
 # %% nbgrader={"grade": true, "grade_id": "test-rules-more-ops", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 _x1 = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
-_g = _outcome(lambda: call_rule(_x1.cumsum(0).grad_fn, np.array([1.0, 10.0, 100.0]))[0])
+_g = outcome(lambda: call_rule(_x1.cumsum(0).grad_fn, np.array([1.0, 10.0, 100.0]))[0])
 _by_moving_each_x = [float(np.sum(np.array([1.0, 10.0, 100.0]) * np.cumsum(_e))) for _e in np.eye(3)]
 assert_equal(_g, np.array(_by_moving_each_x), "cumsum of a length-3 x, upstream [1, 10, 100], against the "
              "definition: how far the loss moves when one x[i] alone moves by 1 (cumsum is linear)")
@@ -2356,7 +2345,7 @@ for _d in (0, 1):
     check_gradcheck(lambda x: x.cumsum(_d), [_xc], f"gradcheck of x.cumsum({_d}) for x of shape (3, 4)")
 _xt = Tensor(np.array([[0.3, -1.0, 2.0, 0.7], [5.0, 4.0, -2.0, 1.0]]), requires_grad=True)
 _top = _xt.topk(2, dim=1)
-_g = _outcome(lambda: call_rule(_top.values.grad_fn, np.array([[1.0, 2.0], [3.0, 4.0]]))[0])
+_g = outcome(lambda: call_rule(_top.values.grad_fn, np.array([[1.0, 2.0], [3.0, 4.0]]))[0])
 assert_equal(_g, np.array([[0.0, 0.0, 1.0, 2.0], [3.0, 4.0, 0.0, 0.0]]),
              "topk(2, dim=1)'s rule for the upstream [[1, 2], [3, 4]]")
 for _what, _fn in [("topk(1, dim=0)", lambda x: x.topk(1, dim=0).values),
@@ -3170,11 +3159,11 @@ def _softplus_strictly(x, upstream):
     """(output, ctx, gradient of x) of Softplus on x, forward and backward run under _STRICT;
     what your code raised, as text, in place of what it did not get to."""
     with np.errstate(**_STRICT):
-        y = _outcome(lambda: Softplus.apply(x))
+        y = outcome(lambda: Softplus.apply(x))
         if not isinstance(y, Tensor) or y.grad_fn is None:
             return y, None, None
         ctx = y.grad_fn.attrs["ctx"]
-        back = _outcome(lambda: Softplus.backward(ctx, Tensor(upstream, dtype=x.dtype)))
+        back = outcome(lambda: Softplus.backward(ctx, Tensor(upstream, dtype=x.dtype)))
     back = back[0] if isinstance(back, tuple) else back
     return y, ctx, back if isinstance(back, str) else _as_array(back)
 

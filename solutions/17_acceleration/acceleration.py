@@ -395,7 +395,9 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 # One more rule: the kernel computes in x's dtype, float32 in, float32 arithmetic throughout,
 # erf included; a float64 operation gives right values and a slower kernel. The check reads
 # the compiled code for float64 operations. If it finds some, ask of every number your loop
-# touches which type numba gives it, and what float32 combined with that type is.
+# touches which type numba gives it, and what float32 combined with that type is. (To make a
+# number in x's dtype inside `@njit` code, call the element type on it: `x.dtype.type(2.0)`
+# is a float32 2.0 for float32 input and a float64 2.0 for float64 input.)
 #
 # <details><summary>Hint 1</summary>
 #
@@ -410,7 +412,8 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 # <details><summary>Hint 3</summary>
 #
 # numba types a Python float such as `0.5` as a float64, and float32 times float64 is a
-# float64. `x.dtype` knows how to make a number of its own type.
+# float64: every literal in the loop, including the one inside the erf's argument, needs
+# x's dtype.
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -692,9 +695,16 @@ print(f"vector instructions: exp_approx loop {simd_float_ops(_exp_loop, _V, _out
 
 # %% [markdown]
 # Expect your loop to beat the `math.exp` loop several times over and to run about as fast
-# as numpy's exp, which uses the same idea in hand-tuned code. (The compiler may still
-# vectorise the `math.exp` loop, one library call per lane: the vector instructions do not
-# make it fast, the call decides.)
+# as numpy's exp, which uses the same idea in hand-tuned code.
+#
+# The `math.exp` loop's calls may read like a vectorised loop: two names such as `exp.f64`
+# and `exp.v8f64`. The second is the compiler widening the loop to 8 lanes and asking for
+# the exp of 8 numbers at once; with no vector math library to supply one (numba uses
+# Intel's SVML when the `icc_rt` package is installed), that vector exp becomes 8 calls of
+# the one-number exp in the machine code, one per lane, and `exp.f64` serves the
+# iterations left over after the last full group of 8. The loop does nothing but call,
+# so its count of vector arithmetic is 0 and its time is 8 calls per 8 numbers:
+# vectorised in name, not in speed.
 #
 # ### erf on your exp: exact GELU at full speed (provided)
 #
@@ -1372,15 +1382,16 @@ print(f"measured peak (best BLAS sgemm) {PEAK / 1e9:.1f} GFLOP/s; ridge point at
 # on 8 bytes per element (read x, write y); for bias + ReLU, 2 operations on 8 bytes fused
 # and on 16 unfused (numpy writes and reads back the temporary `x + b`); for the sum, 1 FLOP on 4 bytes; for the matmuls,
 # $2n^3$ FLOPs on the $3 \cdot 4n^2$ bytes of A, B and C (the minimum traffic; a kernel
-# without reuse moves far more). The GFLOP/s are measured.
+# without reuse moves far more). The GFLOP/s are measured: the two GELUs' from the times
+# section 2 printed, the others here.
 
 # %%
 def _kernel_points():
     _v = np.random.default_rng(9).standard_normal(2 ** 23).astype(np.float32)  # 32 MiB: past the caches
     _XL = _v.reshape(-1, 1024)
     parallel_sum(_v, 64)
-    pts = [("bias_gelu (fused)", 6 / 8, 6 * _X.size / median_time(lambda: bias_gelu(_X, _B))),
-           ("numpy unfused gelu", 6 / (8 * 6), 6 * _X.size / median_time(lambda: _unfused(_X, _B))),
+    pts = [("bias_gelu (fused)", 6 / 8, 6 * _X.size / _t_fused),  # section 2's measurements
+           ("numpy unfused gelu", 6 / (8 * 6), 6 * _X.size / _t_unfused),
            ("bias + ReLU (fused)", 2 / 8, 2 * _XL.size / median_time(lambda: _bias_relu(_XL, _B))),
            ("numpy unfused ReLU", 2 / 16, 2 * _XL.size / median_time(lambda: np.maximum(_XL + _B, np.float32(0)))),
            ("parallel_sum", 1 / 4, _v.size / median_time(lambda: parallel_sum(_v, 64)))]
@@ -1413,8 +1424,11 @@ plt.show()
 # Read the picture. Left of the dotted ridge a kernel can at best reach the slanted line
 # (bandwidth-bound), right of it the flat one (compute-bound). The unfused numpy GELU sits at
 # a sixth of the fused kernel's intensity: it moves the data six times for the same
-# arithmetic. Both GELUs usually sit well below the roof, and that is a lesson about the
-# model itself: the erf we counted as one operation is really a polynomial of a dozen or so,
+# arithmetic. Vertically the two are only as far apart as section 2's ratio, since both do
+# the same erfs and the erfs take most of the time; where that ratio came out near 1 (or
+# below), another process slowed one of the two measurements, and rerunning section 2's
+# timing cell moves the points. Both GELUs usually sit well below the roof, and that is a
+# lesson about the model itself: the erf we counted as one operation is really a polynomial of a dozen or so,
 # so the true intensity is higher and the kernel is limited by arithmetic, not memory. A
 # roofline is only as good as its FLOP count. The two ReLUs are the honest memory-bound
 # pair, their FLOP count right: fusion moves the point right (half the bytes for the same
@@ -2457,7 +2471,8 @@ def _nll_loss_backward(node, g):
 #| export cuda.kernels
 def _log_softmax(x, dim):
     """log_softmax of the tensor x along `dim`, computed on the device: a numpy array of x's
-    shape and dtype, finite for finite logits of any size."""
+    shape and dtype, finite for finite logits of any size. `dim` is an int in [0, x.ndim):
+    `F.log_softmax` turns a negative dim into its positive index before it dispatches."""
     # Idea: the same composition as on the CPU, each step one launch.
     ### BEGIN SOLUTION
     v = x.numpy()

@@ -78,8 +78,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import tinytorch
-from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, peak_bytes, preserved_state,
-                               python_steps)
+from tinytorch.testing import (assert_close, assert_equal, assert_raises, check, outcome, peak_bytes,
+                               preserved_state, python_steps)
 
 from tinytorch.utils.reload import reload_on_export
 
@@ -716,18 +716,6 @@ def report_row(name, accuracy, latency, nbytes, flops):
 # differ (a model of 0 bytes, say), it judges neither way.
 
 # %% nbgrader={"grade": true, "grade_id": "test-report-row", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-def _outcome(fn, *args, **kwargs):
-    """fn's result, or what it raised as text: the checks show an exception from your code as
-    what they *got* (a value that must be accepted, a floor that leaves no row), not as a
-    bare traceback. A stub not written yet still raises."""
-    try:
-        return fn(*args, **kwargs)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-
-
 _m = Measurement(10, [0.010, 0.020, 0.030, 0.040, 0.100])       # per run: 1, 2, 3, 4, 10 ms
 _row = report_row("int8", 0.9555, _m, 9744, np.int64(18_000))
 assert_equal(sorted(_row), sorted(["name", "accuracy", "median_s", "iqr_s", "bytes", "flops"]), "row keys")
@@ -737,11 +725,11 @@ assert_close(_row["median_s"], 0.003, rtol=1e-12, what="median_s of per-run time
 assert_close(_row["iqr_s"], 0.002, rtol=1e-9, what="iqr_s of per-run times 1, 2, 3, 4, 10 ms (Q3 4 ms - Q1 2 ms)")
 assert_equal((_row["bytes"], _row["flops"]), (9744, 18000), "bytes and flops")
 check(isinstance(_row["flops"], int), "flops stored as a Python int", got=type(_row["flops"]).__name__, expected="int")
-_acc1 = _outcome(report_row, "x", 1, _m, 1, 1)
+_acc1 = outcome(report_row, "x", 1, _m, 1, 1)
 check(isinstance(_acc1, dict) and type(_acc1["accuracy"]) is float and _acc1["accuracy"] == 1.0,
       "accuracy 1 (an int) is allowed, and stored as the float 1.0",
       got=repr(_acc1["accuracy"] if isinstance(_acc1, dict) else _acc1), expected="1.0")
-_acc32 = _outcome(report_row, "x", np.float32(0.75), _m, np.int64(2), 1)
+_acc32 = outcome(report_row, "x", np.float32(0.75), _m, np.int64(2), 1)
 check(isinstance(_acc32, dict) and type(_acc32["accuracy"]) is float and _acc32["accuracy"] == 0.75
       and type(_acc32["bytes"]) is int,
       "numpy numbers are measurements too (an accuracy computed with numpy is a np.float32 or np.float64, a size "
@@ -950,19 +938,19 @@ _cands = [{"name": "float32", "accuracy": 0.9375, "median_s": 1.0e-3, "bytes": 3
           {"name": "shrunk", "accuracy": 0.875, "median_s": 0.4e-3, "bytes": 5_000},
           {"name": "tiny", "accuracy": 0.90625, "median_s": 0.9e-3, "bytes": 9_700}]
 # these accuracies are sums of powers of 2, so "best - within" is exact and the boundary cases are real
-assert_equal(_outcome(choose, _cands, within=0.03125), "tiny", "within 3.125 points of 0.9375: int8 and tiny (exactly on "
+assert_equal(outcome(choose, _cands, within=0.03125), "tiny", "within 3.125 points of 0.9375: int8 and tiny (exactly on "
              "the floor) tie at 9,700 bytes; tiny is faster")
-assert_equal(_outcome(choose, _cands, within=0.0), "float32", "within 0: only the most accurate")
-assert_equal(_outcome(choose, _cands, within=0.0625), "shrunk", "within 6.25 points: shrunk (0.875 = 0.9375 - 0.0625) is allowed")
-assert_equal(_outcome(choose, _cands, within=0.015625), "int8", "within 1.5625 points: int8 (exactly on the floor)")
-assert_equal(_outcome(choose, _cands, within=0.02), "int8", "within 2 points (an accuracy fraction, 0.02): int8")
-assert_equal(_outcome(choose, _cands[2:3]), "shrunk", "one row: that row")
+assert_equal(outcome(choose, _cands, within=0.0), "float32", "within 0: only the most accurate")
+assert_equal(outcome(choose, _cands, within=0.0625), "shrunk", "within 6.25 points: shrunk (0.875 = 0.9375 - 0.0625) is allowed")
+assert_equal(outcome(choose, _cands, within=0.015625), "int8", "within 1.5625 points: int8 (exactly on the floor)")
+assert_equal(outcome(choose, _cands, within=0.02), "int8", "within 2 points (an accuracy fraction, 0.02): int8")
+assert_equal(outcome(choose, _cands[2:3]), "shrunk", "one row: that row")
 _decimal = [{"name": "big", "accuracy": 0.52, "median_s": 1e-3, "bytes": 9_000},
             {"name": "small", "accuracy": 0.47, "median_s": 1e-3, "bytes": 3_000},
             {"name": "smaller", "accuracy": 0.4699, "median_s": 1e-3, "bytes": 2_000}]
-assert_equal(_outcome(choose, _decimal, within=0.05), "small", "0.47 is 5 points below 0.52, so it meets the floor (a "
+assert_equal(outcome(choose, _decimal, within=0.05), "small", "0.47 is 5 points below 0.52, so it meets the floor (a "
              "requirement is written in decimal; in floats 0.52 - 0.05 is 0.47000000000000003), and 0.4699 does not")
-assert_equal(_outcome(choose, _cands[::-1], within=0.02), "int8", "the same rows in reverse order (tiny first), within 2 "
+assert_equal(outcome(choose, _cands[::-1], within=0.02), "int8", "the same rows in reverse order (tiny first), within 2 "
              "points: the floor is 2 points below the best row, float32, wherever it stands in the list")
 assert_raises(ValueError, choose, [], match="nothing")
 assert_raises(ValueError, choose, _cands, within=-0.01, match="-0.01",

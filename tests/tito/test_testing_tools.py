@@ -1,6 +1,7 @@
 """tinytorch.testing's tools that see how a result was computed: spied (the numpy operations),
 parallel_write_clashes (the writes of a numba prange loop's iterations), and the meters of
-Python steps and peak memory."""
+Python steps and peak memory; and outcome, which turns what a call raised into a value a
+check can show."""
 import gc
 import math
 import re
@@ -16,6 +17,7 @@ from tinytorch.testing import (
     float64_accumulators,
     float64_ops,
     math_library_calls,
+    outcome,
     parallel_regions,
     parallel_write_clashes,
     peak_bytes,
@@ -70,6 +72,24 @@ def test_a_widened_copy_is_still_watched(widen):
     result, log = spied(lambda a, b: widen(a) @ widen(b).T, x, w)
     np.testing.assert_array_equal(np.asarray(result), np.full((2, 4), 3))
     assert log == [("matmul", ((2, 3), (3, 4)), (2, 4))]
+
+
+def test_spied_returns_plain_arrays_so_a_failed_comparison_shows_no_spy():
+    result, _ = spied(lambda a: (a * 2, [a + 1]), np.ones(2))
+    assert type(result[0]) is np.ndarray and type(result[1][0]) is np.ndarray
+    with pytest.raises(AssertionError) as failed:
+        np.testing.assert_array_equal(result[0], np.zeros(2))
+    assert "_Spy" not in str(failed.value) and "ACTUAL: array([2., 2.])" in str(failed.value)
+
+
+def test_outcome_returns_the_result_or_says_what_was_raised():
+    def stub():
+        raise NotImplementedError("stub() is not implemented yet")
+
+    assert outcome(lambda a, b: a + b, 1, b=2) == 3
+    assert outcome(lambda: 1 / 0) == "ZeroDivisionError: division by zero"
+    with pytest.raises(NotImplementedError):  # a stub not written yet is not an outcome
+        outcome(stub)
 
 
 def test_numpy_is_restored_even_when_the_function_raises():

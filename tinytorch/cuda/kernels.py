@@ -419,7 +419,8 @@ def _nll_loss_backward(node, g):
 # -- cell 105 (cuda-log-softmax) --
 def _log_softmax(x, dim):
     """log_softmax of the tensor x along `dim`, computed on the device: a numpy array of x's
-    shape and dtype, finite for finite logits of any size."""
+    shape and dtype, finite for finite logits of any size. `dim` is an int in [0, x.ndim):
+    `F.log_softmax` turns a negative dim into its positive index before it dispatches."""
     # Idea: the same composition as on the CPU, each step one launch.
     # YOUR CODE HERE
     raise NotImplementedError('_log_softmax() is not implemented yet: write it in modules/17_acceleration/acceleration.ipynb (module 17, acceleration), then run `tito test module 17`.')
