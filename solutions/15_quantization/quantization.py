@@ -327,9 +327,13 @@ def _check_grid(lo, hi, symmetric, quant_min, quant_max, torch_scale, torch_zero
     assert_close(ends[1] - ends[0], theirs[1] - theirs[0], rtol=1e-6, atol=0,
                  what=f"{name}: the width of the grid (what its {quant_max - quant_min} steps span), against "
                  f"PyTorch's grid for this range, which reaches {theirs[0]:.4g} .. {theirs[1]:.4g}")
+    steps = (ends[0] - theirs[0]) / torch_scale  # a grid of the right width, shifted by this many steps
+    ratio = lo / torch_scale
+    tie = f": here min / scale is exactly {ratio:g}, halfway" if (2 * ratio).is_integer() and not ratio.is_integer() else ""
     check(max(abs(ends[0] - theirs[0]), abs(ends[1] - theirs[1])) <= torch_scale / 2 * (1 + 1e-5),
-          f"{name}: the end integers stand for the values PyTorch's grid reaches, within half a step",
-          got=ends, expected=theirs)
+          f"{name}: the end integers stand for the values PyTorch's grid reaches, within half a step; yours is "
+          f"PyTorch's grid shifted by {steps:+.3g} steps, so your zero point is off by {-steps:+.3g} (rounded from "
+          f"the other end of the range, or by another tie rule{tie})", got=ends, expected=theirs)
     return s, z
 
 
@@ -634,8 +638,9 @@ def _rounding_mse(scale):
 
 def _predicted_sqnr_db(signal_power, lo, hi, bits):
     """Contract: signal_power > 0 (the mean of x²); lo < hi the grid's end values; bits an
-    int from 2 to 8. Returns the SQNR in dB (a float) that the noise model predicts for
-    that signal on a `bits`-bit affine grid from lo to hi."""
+    int from 2 to 8. Returns the SQNR in dB that the noise model predicts for that signal
+    on a `bits`-bit affine grid from lo to hi, as a Python float (`float(...)`: numpy's
+    float64 scalar, a subclass of float, prints as np.float64(...) in lists and dicts)."""
     # Idea: the grid's step, then the ratio of the two powers.
     ### BEGIN SOLUTION
     step = (hi - lo) / (2 ** bits - 1)
@@ -1457,6 +1462,16 @@ _qw = _rng.integers(-128, 128, (5, 40)).astype(np.int8)
 _ws = _rng.uniform(0.01, 0.1, 5).astype(np.float32)
 _wz = np.array([0, -3, 17, -128, 127])
 _b = _rng.standard_normal(5).astype(np.float32)
+# first the accumulator's width (no zero points yet): one too narrow would fail every value check below
+_full = np.full((1, 40), 127, dtype=np.int8)
+assert_equal(_int8_linear(_full, 1.0, 0, _full, np.ones(1, np.float32), 0), np.array([[40 * 127.0 ** 2]], np.float32),
+             "40 products of 127·127 = 645,160: needs int32, not int8/int16")
+_rb = np.random.default_rng(6)
+_bx, _bw = (_rb.integers(100, 128, (16, 4096)).astype(np.int8) for _ in range(2))
+assert_equal(_int8_linear(_bx, 1.0, 0, _bw, np.ones(16, np.float32), 0),
+             (_bx.astype(np.int64) @ _bw.astype(np.int64).T).astype(np.float32),
+             "sums of 4096 products near 127² reach ~6.6e7 > 2^24, where float32 sums round: "
+             "the exact integer sum, rounded once to float32")
 for _wzk, _label in [(0, "symmetric weights (zero point 0)"), (_wz, "a weight zero point per row"),
                      (-9, "one weight zero point for all rows")]:
     _got = _int8_linear(_qx, 0.05, 7, _qw, _ws, _wzk, _b)
@@ -1468,15 +1483,6 @@ assert_equal(_int8_linear(np.full((2, 40), 7, np.int8), 0.5, 7, _qw, _ones, _wz,
              "inputs all at their zero point are real zeros: every correction must cancel, leaving the bias")
 assert_equal(_int8_linear(_qx[0], 0.5, 7, np.tile(_wz[:, None], (1, 40)).astype(np.int8), _ones, _wz, _b),
              np.tile(_b, (2, 1)), "weights all at their rows' zero points are real zeros: only the bias is left")
-_full = np.full((1, 40), 127, dtype=np.int8)
-assert_equal(_int8_linear(_full, 1.0, 0, _full, np.ones(1, np.float32), 0), np.array([[40 * 127.0 ** 2]], np.float32),
-             "40 products of 127·127 = 645,160: needs int32, not int8/int16")
-_rb = np.random.default_rng(6)
-_bx, _bw = (_rb.integers(100, 128, (16, 4096)).astype(np.int8) for _ in range(2))
-assert_equal(_int8_linear(_bx, 1.0, 0, _bw, np.ones(16, np.float32), 0),
-             (_bx.astype(np.int64) @ _bw.astype(np.int64).T).astype(np.float32),
-             "sums of 4096 products near 127² reach ~6.6e7 > 2^24, where float32 sums round: "
-             "the exact integer sum, rounded once to float32")
 _bz = np.array([50, -60, 0, 127, -128, 1, -1, 33] * 2)
 assert_equal(_int8_linear(_bx, 1.0, -100, _bw, np.ones(16, np.float32), _bz),
              ((_bx.astype(np.int64) + 100) @ (_bw.astype(np.int64) - _bz[:, None]).T).astype(np.float32),
@@ -2352,13 +2358,12 @@ for name, lossy in LOSSY_BITS.items():
     print(f"{name}: more than 1 point below float32 ({_acc_f:.3f}) at "
           + (", ".join(f"{b}" for b in lossy) + " bits" if lossy else "no width measured"))
 fig, ax = plt.subplots(figsize=(6, 3.4))
-for (name, accs), marker in zip(sweep.items(), "os^"):
-    ax.plot(BITS, accs, marker + "-", label=f"PTQ, activations {name}")
+for (name, accs), marker in zip(sweep.items(), "os^"):  # one position per measured width, widest first
+    ax.plot(range(len(BITS)), accs, marker + "-", label=f"PTQ, activations {name}")
 ax.axhline(_acc_f, color="gray", ls="--", label="float32")
-ax.set_xlabel("bits (weights and activations)")
-ax.set_xticks(BITS)
+ax.set_xlabel("bits (weights and activations; the widths measured)")
+ax.set_xticks(range(len(BITS)), [str(b) for b in BITS])
 ax.set_ylabel("test accuracy")
-ax.invert_xaxis()
 ax.set_title("digits MLP: post-training quantization vs bit width", fontsize=10)
 ax.legend(fontsize=8, loc="lower left")
 fig.tight_layout()
@@ -3118,13 +3123,19 @@ fig, ax = plt.subplots(figsize=(6.5, 3.6))
 _labels = ["PTQ (percentile)", "PTQ, 5 epochs longer", "QAT, 5 epochs", "PTQ (your histogram search)"]
 _heights = {b: (*qat_results[b], sweep["histogram"][BITS.index(b)]) for b in QAT_BITS}
 _x = np.arange(len(QAT_BITS))
-for _k, _label in enumerate(_labels):
-    _bars = ax.bar(_x + (_k - 1.5) * 0.2, [_heights[b][_k] for b in QAT_BITS], width=0.2, label=_label, zorder=2)
-    ax.bar_label(_bars, fmt="%.3f", label_type="center", rotation=90, fontsize=8, color="white")
+for _k, (_label, _marker) in enumerate(zip(_labels, "osD^")):  # points, not bars: the gaps are a point or two
+    _px, _py = _x + (_k - 1.5) * 0.15, [_heights[b][_k] for b in QAT_BITS]
+    ax.plot(_px, _py, _marker, ms=7, label=_label, zorder=2)
+    for _xi, _yi in zip(_px, _py):
+        ax.annotate(f"{_yi:.3f}", (_xi, _yi), textcoords="offset points", xytext=(0, 6), ha="center",
+                    fontsize=7, rotation=90)
 ax.axhline(accuracy_of(float_model), color="black", ls="--", lw=1.2, label="float32", zorder=3)
 ax.set_xticks(_x, [f"{b} bits" for b in QAT_BITS])
-ax.set_ylabel("test accuracy")
-ax.set_ylim(0, 1)
+ax.set_xlim(-0.6, len(QAT_BITS) - 0.4)
+ax.set_ylabel("test accuracy (axis cut to the values)")
+_low = min(min(h) for h in _heights.values())
+ax.set_ylim(max(0.0, _low - 0.05), 1.02)
+ax.grid(True, axis="y", alpha=0.3)
 ax.set_title("digits MLP: quantization-aware training and post-training ranges", fontsize=10)
 ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 fig.tight_layout()

@@ -172,8 +172,9 @@ def _rounding_mse(scale):
 
 def _predicted_sqnr_db(signal_power, lo, hi, bits):
     """Contract: signal_power > 0 (the mean of x²); lo < hi the grid's end values; bits an
-    int from 2 to 8. Returns the SQNR in dB (a float) that the noise model predicts for
-    that signal on a `bits`-bit affine grid from lo to hi."""
+    int from 2 to 8. Returns the SQNR in dB that the noise model predicts for that signal
+    on a `bits`-bit affine grid from lo to hi, as a Python float (`float(...)`: numpy's
+    float64 scalar, a subclass of float, prints as np.float64(...) in lists and dicts)."""
     # Idea: the grid's step, then the ratio of the two powers.
     # YOUR CODE HERE
     raise NotImplementedError('_predicted_sqnr_db() is not implemented yet: write it in modules/15_quantization/quantization.ipynb (module 15, quantization), then run `tito test module 15`.')
