@@ -117,11 +117,13 @@ def check_barriers(launch, what):
     if divergent is None:
         print(f"({what}: on a real GPU the barriers cannot be watched; the simulator checks them)")
         return
+    first = divergent[0] if divergent else None
     check(not divergent, f"{what}: every thread of a block passes the same cuda.syncthreads() calls in the same "
           "order (a barrier inside an `if` that some threads skip, or after some threads have returned, is "
-          "undefined behaviour on a GPU: it may hang, or let threads read shared memory before it is written); "
-          "got lists (block, a thread, the lines of the barriers it passed, and those of the block's first thread, "
-          "each line counted in the kernel's source with its @cuda.jit line as 1)", got=divergent)
+          "undefined behaviour on a GPU: it may hang, or let threads read shared memory before it is written)",
+          got=first and (f"in block {first[0]}, thread {first[1]} passed barriers at lines {first[2]}, the block's "
+                         f"first thread at lines {first[3]} (lines of the kernel's source, its @cuda.jit line 1; "
+                         f"every launch the call makes, one after another); {len(divergent)} such thread(s)"))
     races = shared_memory_races(launch)
     check(not races, f"{what}: no shared-memory slot is written by one thread and read or written by another "
           "between the same two barriers (a race: on a GPU the other thread sees the old value or the new one, "
@@ -385,9 +387,9 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 # a register: read $x_{ij}$ once, write $y_{ij}$ once. PyTorch's compiler (`torch.compile`)
 # does this automatically; here you do it by hand.
 #
-# Three numba options: `parallel=True` with a `prange` loop (over which index, so that no two
-# threads ever write the same element, and so that the thread pool is woken once per call,
-# not once per row?); `fastmath=True`, which lets the compiler
+# Three numba options: `parallel=True` with a `prange` loop (which of your loops? the check
+# watches whether two of its iterations write one element, and counts how often a call
+# wakes the thread pool); `fastmath=True`, which lets the compiler
 # reorder and vectorise floating-point arithmetic, safe here because every element is
 # computed on its own (no long sum whose rounding would change with the order); `cache=True`,
 # which stores the machine code on disk so the next process does not compile again.
@@ -395,9 +397,7 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 # One more rule: the kernel computes in x's dtype, float32 in, float32 arithmetic throughout,
 # erf included; a float64 operation gives right values and a slower kernel. The check reads
 # the compiled code for float64 operations. If it finds some, ask of every number your loop
-# touches which type numba gives it, and what float32 combined with that type is. (To make a
-# number in x's dtype inside `@njit` code, call the element type on it: `x.dtype.type(2.0)`
-# is a float32 2.0 for float32 input and a float64 2.0 for float64 input.)
+# touches which type numba gives it, and what float32 combined with that type is.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -412,8 +412,8 @@ print(f"measured speed-up python/numba: {_t_py / _t_nb:.0f}x | your prediction:"
 # <details><summary>Hint 3</summary>
 #
 # numba types a Python float such as `0.5` as a float64, and float32 times float64 is a
-# float64: every literal in the loop, including the one inside the erf's argument, needs
-# x's dtype.
+# float64. Inside `@njit` code, `x.dtype.type(2.0)` is a 2.0 in x's dtype (float32 for
+# float32 input, float64 for float64 input).
 # </details>
 #
 # <details><summary>The approach</summary>
@@ -469,10 +469,11 @@ _y64 = bias_gelu(_x64, _b64)
 assert_equal(_y64.dtype, np.dtype(np.float64), "bias_gelu on float64 input returns float64")
 assert_close(_y64, _gelu_reference(_x64 + _b64), rtol=1e-12, atol=1e-14,
              what="bias_gelu on float64 (4, 6), to double precision (a constant rounded to float32 shows here)")
-_, _clashes = parallel_write_clashes(bias_gelu, _x[:, :5], _b[:5])
+_x5, _b5 = _rng.standard_normal((5, 5)).astype(np.float32), _rng.standard_normal(5).astype(np.float32)
+_, _clashes = parallel_write_clashes(bias_gelu, _x5, _b5)
 check(not _clashes, "no two iterations of bias_gelu's prange loop write the same element (section 3 shows why "
       "that matters); got lists (array shape, element, first iteration, second iteration)", got=_clashes)
-_, _regions = parallel_regions(bias_gelu, _x[:, :5], _b[:5])
+_, _regions = parallel_regions(bias_gelu, _x5, _b5)
 check(_regions == 1, "bias_gelu starts one parallel loop per call (a prange inside a plain loop starts once per "
       "outer iteration, and each start wakes the thread pool); got the number of starts on a 5 x 5 input",
       got=_regions, expected=1)
@@ -970,8 +971,9 @@ def parallel_sum(x, n_chunks):
     """The sum of the 1-D array `x`, as a float64, computed by `n_chunks` parallel workers.
 
     Contract: `x` a 1-D numeric array (possibly empty: the sum is 0.0); `n_chunks >= 1`.
-    Equals np.sum(x, dtype=np.float64) within float64 rounding. No two iterations of the
-    parallel loop write the same memory.
+    Equals np.sum(x, dtype=np.float64) within float64 rounding. The parallel loop runs
+    `n_chunks` iterations, each summing one contiguous piece of x (whole cache lines of its
+    own), and no two of them write the same memory.
     """
     # Idea: the race above shared one slot; here nothing written is shared.
     ### BEGIN SOLUTION
@@ -990,22 +992,29 @@ def parallel_sum(x, n_chunks):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-parallel-sum", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+_ones = np.ones(3_000_000, dtype=np.float32) * np.float32(0.1)
+assert_close(parallel_sum(_ones, 64), 3_000_000 * float(np.float32(0.1)), rtol=1e-9,
+             what="3e6 times 0.1: float64 partials keep the digits (a float32 running sum rounds each addition "
+             "to 24 bits)")
 _v = np.random.default_rng(4).standard_normal(10_007).astype(np.float32)
 assert_close(parallel_sum(_v, 64), np.sum(_v, dtype=np.float64), rtol=1e-12, what="parallel_sum of 10,007 floats")
 assert_close(parallel_sum(_v, 3), np.sum(_v, dtype=np.float64), rtol=1e-12, what="3 chunks (not a divisor)")
 assert_close(parallel_sum(np.arange(5, dtype=np.float32), 8), 10.0, what="more chunks than elements (some empty)")
 assert_equal(parallel_sum(np.zeros(0, np.float32), 4), 0.0, "the sum of nothing")
-_ones = np.ones(3_000_000, dtype=np.float32) * np.float32(0.1)
-assert_close(parallel_sum(_ones, 64), 3_000_000 * float(np.float32(0.1)), rtol=1e-9,
-             what="3e6 times 0.1: float64 partials keep the digits")
 _, _clashes = parallel_write_clashes(parallel_sum, _v[:100], 8)
 check(not _clashes, "no two iterations of parallel_sum's prange loop write the same element (a race on a "
       "machine with several cores); got lists (array shape, element, first iteration, second iteration)",
       got=_clashes)
-_, _trips = prange_trips(parallel_sum, _v[:100], 8)
-check(_trips == 8, "parallel_sum(x, 8) splits the work among 8 parallel iterations (a prange over every "
-      "element with a scalar += is numba's reduction, not yours); got the prange loop's iteration count",
-      got=_trips, expected=8)
+for _chunks in (8, 3):
+    _, _trips = prange_trips(parallel_sum, _v[:100], _chunks)
+    check(_trips == _chunks, f"parallel_sum(x, {_chunks}) splits the work among {_chunks} parallel iterations (a "
+          "prange over every element with a scalar += is numba's reduction, not yours); got the prange loop's "
+          "iteration count", got=_trips, expected=_chunks)
+_, _reads = element_reads(parallel_sum, _v[:100], 4, of=0)  # the iterations run one after another here
+_runs = 1 + sum(b != a + 1 for a, b in zip(_reads, _reads[1:]))
+check(_runs <= 4, "parallel_sum(x, 4): each iteration reads one contiguous piece of x (an iteration that strides "
+      "through x uses one float of each cache line it loads, and its neighbours load the same lines); got the "
+      "number of runs of consecutive elements in the order the reads happened", got=_runs, expected="at most 4")
 print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 64))
 
 # %% [markdown]
@@ -1744,6 +1753,16 @@ for _what, _x in [("a transpose", _m.T), ("a flip (negative stride, an offset)",
     assert_close(elementwise(SUB, _x, _ones), _x - 1, what=f"zip SUB: {_what} minus ones")
     assert_close(elementwise(SUB, _ones, _x), 1 - _x, what=f"zip SUB: ones minus {_what}")
 assert_close(elementwise(MUL, _m[::-1], _m[:, :1]), _m[::-1] * _m[:, :1], what="zip MUL: rows flipped, a column broadcast")
+_small = _a[:BLOCK * 5 + 3]  # launched by hand on 2 blocks: any grid must cover every element
+_dims, _operand = cuda.to_device(np.asarray(_small.shape, np.int64)), _strided_operand(_small, _small.shape, _small.dtype)
+for _what, _launch, _want in [("map_kernel", lambda o: map_kernel[2, BLOCK](*_operand, o, _dims, EXP), np.exp(_small)),
+                              ("zip_kernel", lambda o: zip_kernel[2, BLOCK](*_operand, *_operand, o, _dims, MUL),
+                               _small * _small)]:
+    _out = cuda.to_device(np.full(_small.size, np.nan, np.float32))
+    _launch(_out)
+    assert_close(_out.copy_to_host(), _want, rtol=1e-6, what=f"{_what} launched on a grid of 2 blocks of {BLOCK} "
+                 f"threads over {_small.size} elements (the contract's 'any grid': the grid's size comes from "
+                 "cuda.gridDim and cuda.blockDim, not from the launcher's constants)")
 for _what, _run in [("map_kernel", lambda: elementwise(EXP, _a[:BLOCK * 3 + 1])),
                     ("zip_kernel", lambda: elementwise(MUL, _a[:BLOCK * 3 + 1], _b[:BLOCK * 3 + 1]))]:
     _twice = multiply_written(_run)

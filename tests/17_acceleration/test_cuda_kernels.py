@@ -61,10 +61,88 @@ def test_zip_kernel_reads_both_strided_inputs_through_their_strides(view):
     np.testing.assert_allclose(K.elementwise(K.SUB, view, ones), view - 1, err_msg="zip SUB: the view minus ones")
     np.testing.assert_allclose(K.elementwise(K.SUB, ones, view), 1 - view, err_msg="zip SUB: ones minus the view")
 
+@pytest.mark.parametrize("blocks", [1, 2, 3])
+def test_map_kernel_covers_every_element_on_any_grid(rng, blocks):
+    x = rng.standard_normal(K.BLOCK * 5 + 3).astype(np.float32)
+    out = K.cuda.to_device(np.full(x.size, np.nan, np.float32))
+    K.map_kernel[blocks, K.BLOCK](*K._strided_operand(x, x.shape, x.dtype), out,
+                                  K.cuda.to_device(np.asarray(x.shape, np.int64)), K.EXP)
+    np.testing.assert_allclose(out.copy_to_host(), np.exp(x), rtol=1e-6, err_msg=(
+        f"map_kernel launched by hand on {blocks} block(s) of {K.BLOCK} threads over {x.size} elements: any grid "
+        f"covers every element (its size comes from cuda.gridDim and cuda.blockDim, not the launcher's constants)"))
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 3])
+def test_zip_kernel_covers_every_element_on_any_grid(rng, blocks):
+    a, b = (rng.standard_normal(K.BLOCK * 5 + 3).astype(np.float32) for _ in range(2))
+    out = K.cuda.to_device(np.full(a.size, np.nan, np.float32))
+    K.zip_kernel[blocks, K.BLOCK](*K._strided_operand(a, a.shape, a.dtype), *K._strided_operand(b, b.shape, b.dtype),
+                                  out, K.cuda.to_device(np.asarray(a.shape, np.int64)), K.MUL)
+    np.testing.assert_allclose(out.copy_to_host(), a * b, rtol=1e-6, err_msg=(
+        f"zip_kernel launched by hand on {blocks} block(s) of {K.BLOCK} threads over {a.size} elements: any grid "
+        f"covers every element (its size comes from cuda.gridDim and cuda.blockDim, not the launcher's constants)"))
+
+
 def test_map_kernel_empty():
     got = K.elementwise(K.EXP, np.zeros((2, 0), np.float32))
     assert got.shape == (2, 0), f"an empty map keeps the shape (2, 0), got {got.shape}"
     np.testing.assert_allclose(K.elementwise(K.EXP, np.zeros(3, np.float32)), np.ones(3), err_msg="exp(0) = 1")
+
+
+# The barrier and shared-memory rules first: a kernel that breaks them can also give wrong values,
+# and the rule is the cause to read first.
+def _assert_same_barriers(launch, kernel):
+    divergent = divergent_barriers(launch)
+    if divergent is None:
+        pytest.skip("barriers are watched under numba's CUDA simulator only (this run uses a real GPU)")
+    if divergent:
+        block, thread, lines, first_lines = divergent[0]
+        raise AssertionError(
+            f"{kernel}: threads of one block passed different cuda.syncthreads() calls: in block {block}, thread "
+            f"{thread} passed barriers at lines {lines} of {kernel}, the block's first thread at lines "
+            f"{first_lines} (counted from its @cuda.jit line; a barrier inside an `if`, or after a `return`, that "
+            f"some threads skip); "
+            f"{len(divergent)} such thread(s) in all")
+
+
+@pytest.mark.parametrize("n", [K.BLOCK + 3, 2 * K.BLOCK])
+def test_block_reduce_kernel_threads_pass_the_same_barriers(rng, n):
+    """A syncthreads() that only some threads of a block reach is undefined behaviour on a GPU."""
+    x = rng.standard_normal((2, n)).astype(np.float32)
+    _assert_same_barriers(lambda: K.reduce_rows(x, K.SUM), "block_reduce_kernel")
+
+
+def test_matmul_tiled_kernel_threads_pass_the_same_barriers(rng):
+    """Edge tiles included: threads outside C still take part in loading the tiles and in every barrier."""
+    a = rng.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
+    b = rng.standard_normal((K.TILE + 1, 3)).astype(np.float32)
+    _assert_same_barriers(lambda: K.matmul(a, b), "matmul_tiled_kernel")
+
+
+def _assert_no_races(launch, kernel):
+    races = shared_memory_races(launch)
+    if races is None:
+        pytest.skip("shared memory is watched under numba's CUDA simulator only (this run uses a real GPU)")
+    if races:
+        block, step, slot, writer, other, access = races[0]
+        raise AssertionError(
+            f"{kernel}: a race in shared memory: in block {block}, between barriers {step} and {step + 1}, thread "
+            f"{writer} wrote slot {slot} and thread {other} {'wrote' if access == 'write' else 'read'} it (nothing "
+            f"orders two threads between barriers: a cuda.syncthreads() is missing between the write and the "
+            f"other access); {len(races)} such slot(s) found, at most 5 listed: {races}")
+
+
+def test_block_reduce_kernel_has_no_shared_memory_races(rng):
+    """Between two barriers no thread touches a slot another thread writes: the loads, and each halving step."""
+    x = rng.standard_normal((2, K.BLOCK + 3)).astype(np.float32)
+    _assert_no_races(lambda: K.reduce_rows(x, K.SUM), "block_reduce_kernel")
+
+
+def test_matmul_tiled_kernel_has_no_shared_memory_races(rng):
+    """Two steps along k: the tiles are read only once loaded, and reloaded only once every thread is done."""
+    a = rng.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
+    b = rng.standard_normal((K.TILE + 1, 3)).astype(np.float32)
+    _assert_no_races(lambda: K.matmul(a, b), "matmul_tiled_kernel")
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 7), (2, K.BLOCK), (3, 3 * K.BLOCK + 5), (1, 2 * K.BLOCK + 1)])
@@ -138,34 +216,6 @@ def test_block_reduce_kernel_reads_no_shared_slot_it_did_not_write(rng):
     np.testing.assert_allclose(total, x.sum(axis=1), rtol=1e-5, err_msg="row sums with shared memory starting as NaN")
 
 
-def _assert_same_barriers(launch, kernel):
-    divergent = divergent_barriers(launch)
-    if divergent is None:
-        pytest.skip("barriers are watched under numba's CUDA simulator only (this run uses a real GPU)")
-    if divergent:
-        block, thread, lines, first_lines = divergent[0]
-        raise AssertionError(
-            f"{kernel}: threads of one block passed different cuda.syncthreads() calls: in block {block}, thread "
-            f"{thread} passed barriers at lines {lines} of {kernel}, the block's first thread at lines "
-            f"{first_lines} (counted from its @cuda.jit line; a barrier inside an `if`, or after a `return`, that "
-            f"some threads skip); "
-            f"{len(divergent)} such thread(s) in all")
-
-
-@pytest.mark.parametrize("n", [K.BLOCK + 3, 2 * K.BLOCK])
-def test_block_reduce_kernel_threads_pass_the_same_barriers(rng, n):
-    """A syncthreads() that only some threads of a block reach is undefined behaviour on a GPU."""
-    x = rng.standard_normal((2, n)).astype(np.float32)
-    _assert_same_barriers(lambda: K.reduce_rows(x, K.SUM), "block_reduce_kernel")
-
-
-def test_matmul_tiled_kernel_threads_pass_the_same_barriers(rng):
-    """Edge tiles included: threads outside C still take part in loading the tiles and in every barrier."""
-    a = rng.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
-    b = rng.standard_normal((K.TILE + 1, 3)).astype(np.float32)
-    _assert_same_barriers(lambda: K.matmul(a, b), "matmul_tiled_kernel")
-
-
 @pytest.mark.parametrize("block", [8, 64])
 def test_block_reduce_kernel_follows_block(rng, monkeypatch, block):
     """BLOCK is 32 under the simulator and 256 on a GPU: a kernel with either written into it
@@ -190,32 +240,6 @@ def test_matmul_tiled_kernel_follows_tile(rng, monkeypatch, tile):
         pytest.skip("a GPU kernel is compiled for one TILE; the simulator runs it as Python with another")
     np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5, err_msg=f"matmul_tiled_kernel with TILE = {tile}: "
                                "its shared tiles and its loops follow TILE, not a number written into the kernel")
-
-
-def _assert_no_races(launch, kernel):
-    races = shared_memory_races(launch)
-    if races is None:
-        pytest.skip("shared memory is watched under numba's CUDA simulator only (this run uses a real GPU)")
-    if races:
-        block, step, slot, writer, other, access = races[0]
-        raise AssertionError(
-            f"{kernel}: a race in shared memory: in block {block}, between barriers {step} and {step + 1}, thread "
-            f"{writer} wrote slot {slot} and thread {other} {'wrote' if access == 'write' else 'read'} it (nothing "
-            f"orders two threads between barriers: a cuda.syncthreads() is missing between the write and the "
-            f"other access); {len(races)} such slot(s) found, at most 5 listed: {races}")
-
-
-def test_block_reduce_kernel_has_no_shared_memory_races(rng):
-    """Between two barriers no thread touches a slot another thread writes: the loads, and each halving step."""
-    x = rng.standard_normal((2, K.BLOCK + 3)).astype(np.float32)
-    _assert_no_races(lambda: K.reduce_rows(x, K.SUM), "block_reduce_kernel")
-
-
-def test_matmul_tiled_kernel_has_no_shared_memory_races(rng):
-    """Two steps along k: the tiles are read only once loaded, and reloaded only once every thread is done."""
-    a = rng.standard_normal((K.TILE + 2, K.TILE + 1)).astype(np.float32)
-    b = rng.standard_normal((K.TILE + 1, 3)).astype(np.float32)
-    _assert_no_races(lambda: K.matmul(a, b), "matmul_tiled_kernel")
 
 
 @pytest.mark.parametrize("op,second", [(K.EXP, False), (K.ADD, True)], ids=["map", "zip"])
