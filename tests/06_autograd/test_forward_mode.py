@@ -1,6 +1,8 @@
 """Forward mode: each forward rule against the definition (central differences), jvp over
 whole graphs with diamonds, batches and several primals, and the Jacobian it builds column
 by column equal to the one backward builds row by row."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -55,6 +57,15 @@ def test_mul_jvp_never_writes_into_a_tangent():
 
 def test_exp_jvp_against_the_definition():
     check_rule(lambda x: x.exp(), np.exp, [(3, 4)], 3, "exp(x)")
+
+
+def test_exp_jvp_uses_the_output_the_node_holds():
+    node = tt.tensor([0.5, -1.0, 2.0], requires_grad=True).exp().grad_fn
+    hidden = SimpleNamespace(op="exp", inputs=(tt.tensor(np.full(3, np.nan)),), output=node.output, attrs=node.attrs)
+    got = JVP_RULES["exp"](hidden, (np.ones(3),))
+    assert got is not None and np.isfinite(got).all(), (
+        f"exp's forward rule on a node whose input is hidden (NaN) gave {got}: it computed exp again instead of "
+        f"reading node.output, which the node holds (as exp's backward rule does)")
 
 
 @pytest.mark.parametrize("make, f", [
