@@ -267,7 +267,7 @@ class _Spy(np.ndarray):
 
     log: list = []
 
-    def __repr__(self):  # shown as the plain array it wraps, in a failed test's message
+    def __repr__(self):  # printed while fn runs (a student's print, a message): the plain array it wraps
         return repr(self.view(np.ndarray))
 
     def __str__(self):
@@ -316,7 +316,9 @@ def spied(fn, *arrays):
     """(fn's result, the numpy computations it made) for fn run on spying copies of
     `arrays`: each computation as (name, operand shapes, result shape). A copy made with
     np.asarray or np.array (widening int8 to int32, say) is still watched, and so is an
-    array copied back from a CUDA device (`copy_to_host`) while fn runs.
+    array copied back from a CUDA device (`copy_to_host`) while fn runs. The result comes
+    back as plain arrays (a spy returned, or in a returned tuple or list), so a failed
+    comparison shows it as any array.
 
     Why: a contract such as "one matrix product" or "computed on the device" is about how a
     result is computed, which comparing values cannot see."""
