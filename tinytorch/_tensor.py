@@ -1376,9 +1376,10 @@ def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
     Contract: `shape`, `strides`, `sizes` are tuples of ints (`sizes` may hold -1: keep that
-    size). Returns `(new_shape, new_strides)` as tuples. Raises ShapeError when the target
-    has fewer dims, a new leading dim has a negative size, or a dimension of size other than
-    1 would change; the message names both shapes.
+    size). Returns `(new_shape, new_strides)` as tuples, the strides PyTorch gives: a new
+    leading dimension of size 1 gets the stride `unsqueeze(0)` would give it there. Raises
+    ShapeError when the target has fewer dims, a new leading dim has a negative size, or a
+    dimension of size other than 1 would change; the message names both shapes.
     """
     # Idea: along a grown size-1 dimension, every index must read one and the same element.
     # YOUR CODE HERE

@@ -2616,6 +2616,8 @@ for _a, _b in _it.product([(), (1,), (3,), (2, 1), (2, 3), (1, 3, 1), (4, 1, 3)]
 #
 # - new **leading** dimensions (when `sizes` is longer than the shape) may have any size
 #   (but not -1: there is nothing to keep), every index along them seeing the tensor as it is;
+#   a new one of size 1 has no second index to repeat, so it is an `unsqueeze`, and PyTorch
+#   gives it the stride your `_unsqueeze_view` gives a new dimension there;
 # - for the existing dimensions (aligned on the right), `-1` or the same size keeps size
 #   and stride; a size-1 dimension can grow to any size, every index along it reading its
 #   one element; any other change is an error that names both shapes.
@@ -2644,9 +2646,10 @@ def _expand_layout(shape, strides, sizes):
     """New (shape, strides) for seeing a layout with the larger shape `sizes`.
 
     Contract: `shape`, `strides`, `sizes` are tuples of ints (`sizes` may hold -1: keep that
-    size). Returns `(new_shape, new_strides)` as tuples. Raises ShapeError when the target
-    has fewer dims, a new leading dim has a negative size, or a dimension of size other than
-    1 would change; the message names both shapes.
+    size). Returns `(new_shape, new_strides)` as tuples, the strides PyTorch gives: a new
+    leading dimension of size 1 gets the stride `unsqueeze(0)` would give it there. Raises
+    ShapeError when the target has fewer dims, a new leading dim has a negative size, or a
+    dimension of size other than 1 would change; the message names both shapes.
     """
     # Idea: along a grown size-1 dimension, every index must read one and the same element.
     ### BEGIN SOLUTION
@@ -2655,22 +2658,21 @@ def _expand_layout(shape, strides, sizes):
     if n_new < 0:
         raise ShapeError(f"cannot expand shape {shape} to {sizes}: the target has fewer "
                          f"dimensions ({len(sizes)}) than the tensor ({len(shape)})")
-    new_shape, new_strides = [], []
-    for i, size in enumerate(sizes):
+    new_shape, new_strides = [0] * len(sizes), [0] * len(sizes)
+    for i in reversed(range(len(sizes))):  # right to left: a new size-1 dim needs the one after it
+        size = sizes[i]
         if i < n_new:
             if size < 0:
                 raise ShapeError(f"cannot expand shape {shape} to {sizes}: the new leading "
                                  f"dimension {i} needs an explicit size, not {size}")
-            new_shape.append(size)
-            new_strides.append(0)
+            after = new_shape[i + 1] * new_strides[i + 1] if i + 1 < len(sizes) else 0
+            new_shape[i], new_strides[i] = size, after if size == 1 else 0  # size 1: an unsqueeze
             continue
         old, stride = shape[i - n_new], strides[i - n_new]
         if size == -1 or size == old:
-            new_shape.append(old)
-            new_strides.append(stride)
+            new_shape[i], new_strides[i] = old, stride
         elif old == 1 and size >= 0:
-            new_shape.append(size)
-            new_strides.append(0)
+            new_shape[i], new_strides[i] = size, 0
         else:
             raise ShapeError(f"cannot expand shape {shape} to {sizes}: dimension {i} has size "
                              f"{old}, which is not 1; only size-1 dimensions can be expanded "
@@ -2696,8 +2698,11 @@ for _args, _expected in [(((3,), (1,), (4, 3)), ((4, 3), (0, 1))),
                          (((2, 1), (1, 1), (2, 5)), ((2, 5), (1, 0))),
                          (((2, 1), (1, 1), (-1, 5)), ((2, 5), (1, 0))),
                          (((2, 1), (7, 3), (3, 2, 4)), ((3, 2, 4), (0, 7, 0))),  # strides of a view: kept where sizes stay
-                         (((1,), (1,), (0,)), ((0,), (0,)))]:
-    assert_equal(_expand_layout(*_args), _expected, f"_expand_layout{_args}")
+                         (((1,), (1,), (0,)), ((0,), (0,))),
+                         (((3,), (1,), (1, 3)), ((1, 3), (3, 1))),  # a new dim of size 1: an unsqueeze(0)
+                         (((3,), (1,), (1, 1, 3)), ((1, 1, 3), (3, 3, 1))),
+                         (((2, 1), (7, 3), (1, 2, 4)), ((1, 2, 4), (14, 7, 0)))]:
+    assert_equal(_expand_layout(*_args), _expected, f"_expand_layout{_args} (PyTorch's strides)")
 _b = Tensor([1.0, 2.0, 3.0])
 _e = _b.expand(4, 3)
 assert_equal((_e.shape, _e.stride()), ((4, 3), (0, 1)), "a (3,) tensor expanded to (4, 3)")
@@ -3661,9 +3666,9 @@ assert_raises(RuntimeError, _e.fill_, 0.0, match="memory", what="fill_ on an exp
 _one = Tensor(5.0).expand(1)  # a new leading dimension: stride 0, but one element in one cell
 assert_equal(_one.stride(), (0,), "Tensor(5.0).expand(1): the new dimension has stride 0")
 _allowed(lambda: _check_writable(_one), "writing into Tensor(5.0).expand(1): stride 0, but one element in one cell")
-_row = Tensor([1.0, 2.0, 3.0]).expand(1, 3)  # stride 0 on a size-1 dimension: three elements, three cells
-assert_equal(_row.stride(), (0, 1), "Tensor([1, 2, 3]).expand(1, 3)")
-_allowed(lambda: _check_writable(_row), "writing into Tensor([1, 2, 3]).expand(1, 3): stride 0 on a size-1 "
+_row = Tensor([1.0, 2.0, 3.0]).expand(2, 3)[:1]  # stride 0 on a size-1 dimension: three elements, three cells
+assert_equal(_row.stride(), (0, 1), "Tensor([1, 2, 3]).expand(2, 3)[:1]")
+_allowed(lambda: _check_writable(_row), "writing into Tensor([1, 2, 3]).expand(2, 3)[:1]: stride 0 on a size-1 "
          "dimension, three elements in three cells")
 _col = Tensor([[1.0], [2.0], [3.0]]).expand(3, 4)  # the shared cells are along the *last* dimension
 assert_raises(RuntimeError, _col.add_, 1.0, match="memory", what="add_ on a (3, 1) column expanded to (3, 4)")

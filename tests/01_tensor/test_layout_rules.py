@@ -114,6 +114,10 @@ def test_reshape_forward_keeps_the_offset_of_a_contiguous_view():
     ((3, 1), (1, 1), (3, 4), ((3, 4), (1, 0))),
     ((1,), (5,), (2, 3, -1), ((2, 3, 1), (0, 0, 5))),
     ((2, 1, 3), (6, 3, 2), (4, 2, 5, 3), ((4, 2, 5, 3), (0, 6, 0, 2))),
+    ((3,), (1,), (1, 3), ((1, 3), (3, 1))),                 # a new dim of size 1 is an unsqueeze(0): PyTorch's stride
+    ((2, 1), (7, 3), (1, 2, 4), ((1, 2, 4), (14, 7, 0))),
+    ((2, 1), (7, 3), (1, 3, 2, 4), ((1, 3, 2, 4), (0, 0, 7, 0))),
+    ((), (), (1, 1), ((1, 1), (0, 0))),
 ], ids=str)
 def test_expand_layout_returns_tuples_with_zero_strides_where_it_grows(shape, strides, sizes, expected):
     got = T._expand_layout(shape, strides, sizes)

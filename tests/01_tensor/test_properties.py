@@ -46,7 +46,7 @@ def test_broadcast_many_shapes_vs_numpy(shapes):
 
 @settings(max_examples=50, deadline=None)
 @given(shape=small_shapes)
-def test_contiguous_strides_vs_numpy(shape):
+def test_init_storage_gives_numpy_strides_in_elements(shape):
     arr = arr_of(shape)
     t = tt.tensor(arr)
     assert t.stride() == tuple(s // arr.itemsize for s in arr.strides)
