@@ -1377,7 +1377,8 @@ def _expand_layout(shape, strides, sizes):
 
     Contract: `shape`, `strides`, `sizes` are tuples of ints (`sizes` may hold -1: keep that
     size). Returns `(new_shape, new_strides)` as tuples, the strides PyTorch gives: a new
-    leading dimension of size 1 gets the stride `unsqueeze(0)` would give it there. Raises
+    leading dimension of size 1 in front of another gets the stride `unsqueeze` would give
+    it there (0 when the tensor is 0-d); a wider new one, stride 0. Raises
     ShapeError when the target has fewer dims, a new leading dim has a negative size, or a
     dimension of size other than 1 would change; the message names both shapes.
     """

@@ -2618,7 +2618,8 @@ for _a, _b in _it.product([(), (1,), (3,), (2, 1), (2, 3), (1, 3, 1), (4, 1, 3)]
 # - new **leading** dimensions (when `sizes` is longer than the shape) may have any size
 #   (but not -1: there is nothing to keep), every index along them seeing the tensor as it is;
 #   a new one of size 1 has no second index to repeat, so it is an `unsqueeze`, and PyTorch
-#   gives it the stride your `_unsqueeze_view` gives a new dimension there;
+#   gives it the stride your `_unsqueeze_view` gives a new dimension in front of another
+#   (expanding a 0-d tensor, with no dimension behind the new ones, it gives 0);
 # - for the existing dimensions (aligned on the right), `-1` or the same size keeps size
 #   and stride; a size-1 dimension can grow to any size, every index along it reading its
 #   one element; any other change is an error that names both shapes.
@@ -2648,7 +2649,8 @@ def _expand_layout(shape, strides, sizes):
 
     Contract: `shape`, `strides`, `sizes` are tuples of ints (`sizes` may hold -1: keep that
     size). Returns `(new_shape, new_strides)` as tuples, the strides PyTorch gives: a new
-    leading dimension of size 1 gets the stride `unsqueeze(0)` would give it there. Raises
+    leading dimension of size 1 in front of another gets the stride `unsqueeze` would give
+    it there (0 when the tensor is 0-d); a wider new one, stride 0. Raises
     ShapeError when the target has fewer dims, a new leading dim has a negative size, or a
     dimension of size other than 1 would change; the message names both shapes.
     """
