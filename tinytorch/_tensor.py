@@ -1363,9 +1363,8 @@ def broadcast_shapes(*shapes):
     """
     shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(map(int, s)) for s in shapes]
     # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
-    # ShapeError when two sizes clash; the message says "cannot broadcast", names the shape
-    # broadcast so far and the one that clashes with it, the dimension (negative, -1 =
-    # last), both sizes, and the rule that failed.
+    # ShapeError when two sizes clash, with a message that starts "cannot broadcast" and is
+    # yours to design (the check names what it must not leave out).
     # Idea: the rule you found in the table, applied one pair of sizes at a time.
     # YOUR CODE HERE
     raise NotImplementedError('broadcast_shapes() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
@@ -1625,8 +1624,7 @@ def _elementwise_forward(np_fn, a, b, dtype):
     operands. Returns the numpy array `np_fn(a, b)` with the broadcast shape, computed on
     operands of `dtype` (its own dtype is np_fn's: `dtype` for arithmetic, bool for the
     comparisons that share this forward). An operand already of `dtype` is used as it is,
-    never copied. Raises broadcast_shapes' ShapeError (naming both shapes) when the shapes
-    clash.
+    never copied. Raises this course's ShapeError, naming both shapes, when the shapes clash.
     """
     # Idea: numpy broadcasts by itself; what must happen first so that a clash raises *your*
     # error, and in which dtype must numpy compute?
@@ -1813,7 +1811,7 @@ def _arg_reduce(op, np_fn, t, dim, keepdim, axis=None, keepdims=None):
     return apply(op, lambda x: np_fn(x.numpy(), axis=d, keepdims=keepdim), t)
 
 
-# -- cell 94 (matmul) --
+# -- cell 96 (matmul) --
 def _matmul_shape(a_shape, b_shape):
     """Result shape of a @ b with numpy's matmul rules.
 
@@ -1821,7 +1819,7 @@ def _matmul_shape(a_shape, b_shape):
     both shapes in the message, for a 0-d operand, for inner sizes that differ (the
     message names both sizes) and for batch dimensions that do not broadcast.
     """
-    # Idea: a 1-D operand is a matrix with one row (or column) that is dropped at the end.
+    # Idea: the rule you found in numpy's answers; handle the special case so that one general case is left.
     # YOUR CODE HERE
     raise NotImplementedError('_matmul_shape() is not implemented yet: write it in modules/01_tensor/tensor.ipynb (module 01, tensor), then run `tito test module 01`.')
 
@@ -1840,7 +1838,7 @@ def matmul(input, other):
     return apply("matmul", forward, a, b)
 
 
-# -- cell 97 --
+# -- cell 99 --
 def cat(tensors, dim=0):
     """Concatenate along an existing dimension `dim` (a copy)."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
@@ -1875,7 +1873,7 @@ def stack(tensors, dim=0):
                  *tensors, dim=d)
 
 
-# -- cell 99 --
+# -- cell 101 --
 def tril(input, diagonal=0):
     """The lower triangle of the last two dims (entries above `diagonal` zeroed)."""
     if input.ndim < 2:
@@ -1966,7 +1964,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _ordered("topk", input, int(k), dim, largest)
 
 
-# -- cell 101 --
+# -- cell 103 --
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new tensor holding a copy of `data` (list, number, numpy array or Tensor)."""
     if device is None:
@@ -2033,7 +2031,7 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     return _made(np.eye(n, m, dtype=float32 if dtype is None else _check_dtype(dtype)), requires_grad, device)
 
 
-# -- cell 104 --
+# -- cell 106 --
 def _float_dtype(dtype):
     dt = float32 if dtype is None else _check_dtype(dtype)
     if dt.kind != "f":
@@ -2064,7 +2062,7 @@ def randint(low, high=None, size=None, dtype=None, device=None):
     return _made(numpy_generator(None).integers(low, high, size=shape).astype(dt), False, device)
 
 
-# -- cell 109 (memory-footprint) --
+# -- cell 111 (memory-footprint) --
 def memory_footprint(*tensors):
     """Bytes of memory actually held by `tensors`: each distinct storage counted once.
 

@@ -2,7 +2,7 @@
 # Each block names the notebook cell it came from.
 
 
-# -- cell 103 --
+# -- cell 105 --
 """Random numbers, mirroring torch.random: the Generator, the default one that rand,
 randn, randint, dropout and shuffling draw from when given none, and its seed and state."""
 import numpy as np

@@ -262,13 +262,14 @@ def contiguous_strides(shape):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-contiguous-strides", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-for _shape, _expected in [((2, 3), (3, 1)), ((2, 3, 4), (12, 4, 1)), ((5,), (1,)), ((), ()),
-                          ((4, 1, 3), (3, 3, 1)), ((2, 0, 3), (3, 3, 1)), ((0,), (1,))]:
+# numpy knows the row-major strides of any shape with elements (it counts bytes: divide by the element size).
+for _shape in [(2, 3), (2, 3, 4), (5, 2, 3, 4), (5,), (3, 5, 7), (4, 1, 3)]:
+    _a = np.zeros(_shape, dtype=np.float32)
+    assert_equal(contiguous_strides(_shape), tuple(s // _a.itemsize for s in _a.strides),
+                 f"contiguous_strides({_shape}) against numpy's strides / itemsize")
+# The corner cases the text fixes (numpy reports 0s for a shape with no elements; PyTorch does not):
+for _shape, _expected in [((), ()), ((2, 0, 3), (3, 3, 1)), ((0,), (1,))]:
     assert_equal(contiguous_strides(_shape), _expected, f"contiguous_strides({_shape})")
-# numpy agrees (it counts bytes, so divide by the element size):
-_a = np.zeros((3, 5, 7), dtype=np.float32)
-assert_equal(contiguous_strides(_a.shape), tuple(s // _a.itemsize for s in _a.strides),
-             "contiguous_strides((3, 5, 7)) against numpy's strides / itemsize")
 check(all(type(s) is int for s in contiguous_strides(np.array([2, 3]))),
       "the strides are Python ints, even for a shape given as numpy integers",
       got=[type(s).__name__ for s in contiguous_strides(np.array([2, 3]))], expected=["int", "int"])
@@ -385,8 +386,12 @@ def ordinal_to_index(ordinal, shape):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-address-formula", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-# The example from the text: shape (2, 3), strides (1, 4), offset 1 in a storage of 12.
-assert_equal(index_to_position((1, 2), (1, 4), 1), 10, "index_to_position((1, 2), strides (1, 4), offset 1)")
+# The example from the text: shape (2, 3), strides (1, 4), offset 1 in a storage of 12 holding 0..11,
+# so the element numpy's view of that layout reads is its own position.
+_store = np.arange(12)
+_text_view = np.lib.stride_tricks.as_strided(_store[1:], shape=(2, 3), strides=(_store.itemsize, 4 * _store.itemsize))
+assert_equal(index_to_position((1, 2), (1, 4), 1), int(_text_view[1, 2]),
+             "index_to_position((1, 2), strides (1, 4), offset 1): the position numpy's view of that layout reads")
 assert_equal(index_to_position((), (), 7), 7, "a 0-d tensor lives at its offset")
 assert_equal(index_to_position((3, 1), (0, 1), 2), 3, "a stride-0 (broadcast) dimension adds nothing")
 assert_equal(index_to_position((2,), (-1,), 4), 2, "a negative stride walks backwards")
@@ -1925,7 +1930,8 @@ def _permute_view(t, dims):
 _a = np.arange(6.0).reshape(2, 3)
 _x = Tensor(_a)
 _xt = _x.transpose(0, 1)
-assert_equal((_xt.shape, _xt.stride(), _xt.storage_offset()), ((3, 2), (1, 3), 0), "x.transpose(0, 1) of a 2x3")
+assert_equal((_xt.shape, _xt.stride(), _xt.storage_offset()), (_a.T.shape, tuple(s // _a.itemsize for s in _a.T.strides), 0),
+             "x.transpose(0, 1) of a 2x3 against numpy's a.T (strides / itemsize)")
 check(_xt._storage is _x._storage, "a transpose shares the storage (a view)")
 assert_equal(_xt.numpy(), _a.T, "x.transpose(0, 1) values")
 _xt.numpy()[2, 1] = 50.0  # writing through the view ...
@@ -1933,7 +1939,8 @@ assert_equal(_x.numpy()[1, 2], 50.0, "a write through the view shows in the orig
 _b = np.arange(24).reshape(2, 3, 4)
 _y = Tensor(_b)
 _p = _y.permute(2, 0, 1)
-assert_equal((_p.shape, _p.stride()), ((4, 2, 3), (1, 12, 4)), "y.permute(2, 0, 1) of a 2x3x4")
+assert_equal((_p.shape, _p.stride()), (_b.transpose(2, 0, 1).shape, tuple(s // _b.itemsize for s in _b.transpose(2, 0, 1).strides)),
+             "y.permute(2, 0, 1) of a 2x3x4 against numpy's transpose(2, 0, 1) (strides / itemsize)")
 assert_equal(_p.numpy(), _b.transpose(2, 0, 1), "y.permute(2, 0, 1) values")
 assert_equal((_y.T.shape, _y.T.stride()), ((4, 3, 2), (1, 4, 12)), "y.T (all dims reversed)")
 assert_equal(_y.transpose(-1, -2).stride(), (12, 1, 4), "y.transpose(-1, -2) strides")
@@ -2272,15 +2279,19 @@ def _strides_exist(shape, strides, new_shape):
     return all(np.all(np.diff(a, axis=k) == np.diff(a, axis=k).flat[0]) for k in range(a.ndim) if a.shape[k] > 1)
 
 
-for _shape, _strides, _new, _want in [((4, 6), (8, 1), (4, 2, 3), (8, 3, 1)), ((4, 6), (8, 1), (24,), None),
-                                      ((4, 6), (8, 1), (8, 3), None), ((3, 4), (1, 3), (3, 2, 2), (1, 6, 3)),
-                                      ((3, 4), (1, 3), (12,), None), ((3, 4), (0, 1), (3, 2, 2), (0, 2, 1)),
-                                      ((3, 4), (0, 1), (12,), None), ((2, 1, 3), (6, 99, 2), (6,), (2,))]:
+# The table's two answered rows, then its ? rows and a few more, judged by the brute force above.
+assert_equal(_view_strides((4, 6), (8, 1), (4, 2, 3)), (8, 3, 1), "_view_strides((4, 6), (8, 1), (4, 2, 3)): the table's row")
+check(_view_strides((4, 6), (8, 1), (24,)) is None, "_view_strides((4, 6), (8, 1), (24,)): the table's row, no strides exist",
+      got=_view_strides((4, 6), (8, 1), (24,)), expected=None)
+for _shape, _strides, _new in [((4, 6), (8, 1), (8, 3)), ((3, 4), (1, 3), (3, 2, 2)), ((3, 4), (0, 1), (3, 2, 2)),
+                               ((3, 4), (1, 3), (12,)), ((3, 4), (0, 1), (12,)), ((2, 1, 3), (6, 99, 2), (6,))]:
     _got = _view_strides(_shape, _strides, _new)
-    if _want is None:
+    if not _strides_exist(_shape, _strides, _new):
         check(_got is None, f"_view_strides({_shape}, {_strides}, {_new}): no strides exist", got=_got, expected=None)
     else:
-        assert_equal(None if _got is None else tuple(_got), _want, f"_view_strides({_shape}, {_strides}, {_new})")
+        check(_got is not None and np.array_equal(_addresses(_new, tuple(_got)), _addresses(_shape, _strides)),
+              f"_view_strides({_shape}, {_strides}, {_new}): strides exist, and they must visit the addresses of "
+              f"the old layout in row-major order", got=_got)
 _ones = _view_strides((4, 6), (8, 1), (1, 4, 1, 6, 1))
 check(_ones is not None and np.array_equal(_addresses((1, 4, 1, 6, 1), tuple(_ones)), _addresses((4, 6), (8, 1))),
       "size-1 dimensions may be added anywhere: (4, 6) with strides (8, 1) as (1, 4, 1, 6, 1)", got=_ones)
@@ -2501,12 +2512,13 @@ print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _st
 # | `(3,)` | `(3, 1)` | ? |
 # | `(1, 0)` | `(3, 1)` | ? |
 #
-# (`np.broadcast_shapes` answers any row you want to try.) A good error message is part of
-# the job: a student who sees which two shapes clashed, in which dimension, with which
-# sizes, and which rule they broke, knows exactly which tensor to fix. Number the
-# dimensions from the right (-1 is the last): that is how the rows above line up. With
-# more than two shapes, fold them left to right, so the message names the shape broadcast
-# so far and the one that failed.
+# (`np.broadcast_shapes` answers any row you want to try; the check asks it too.) The error
+# message is yours to design, and it is half of the job: imagine the student whose
+# `batch + bias` just failed deep inside a model. What must the message tell them so that
+# they know which tensor to fix, and where, without a debugger? Write the one you would
+# want; the check then asks for what a good one cannot leave out. Count dimensions the way
+# your rule lines them up. With more than two shapes, fold them left to right: which two
+# shapes then actually clashed?
 #
 # How is broadcasting done without copying? With a layout: `expand` turns a size-1
 # dimension into size n with no new memory, every one of the n positions reading the same
@@ -2533,7 +2545,7 @@ print("✓ squeeze, unsqueeze: a stride-2 view unsqueezed at 0 has strides", _st
 # sizes decide whether they agree and what the result's size is (the `(0, 4)` and `(1, 0)`
 # rows say what a 0 does). Several shapes are the same question asked again with the
 # result so far. The error message is part of the contract: it names the two shapes being
-# combined, the dimension counted from the right, both sizes and the rule.
+# combined, where they clash, the sizes that clash and the rule they break.
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "broadcast-shapes", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -2545,9 +2557,8 @@ def broadcast_shapes(*shapes):
     """
     shapes = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(map(int, s)) for s in shapes]
     # Contract: `shapes` (normalised above) are tuples of ints. Returns a tuple. Raises
-    # ShapeError when two sizes clash; the message says "cannot broadcast", names the shape
-    # broadcast so far and the one that clashes with it, the dimension (negative, -1 =
-    # last), both sizes, and the rule that failed.
+    # ShapeError when two sizes clash, with a message that starts "cannot broadcast" and is
+    # yours to design (the check names what it must not leave out).
     # Idea: the rule you found in the table, applied one pair of sizes at a time.
     ### BEGIN SOLUTION
     result = shapes[0] if shapes else ()
@@ -2576,11 +2587,15 @@ def broadcast_shapes(*shapes):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-broadcast-shapes", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-for _shapes, _expected in [([(64, 3), (3,)], (64, 3)), ([(2, 1, 4), (3, 1)], (2, 3, 4)), ([(), (2, 2)], (2, 2)),
-                           ([(5,), (1,), (4, 1)], (4, 5)), ([(1, 3), (2, 1)], (2, 3)), ([(0,), (1,)], (0,)),
-                           ([(3, 1)], (3, 1)), ([(3,), (3, 1)], (3, 3)), ([(1, 0), (3, 1)], (3, 0))]:
-    assert_equal(broadcast_shapes(*_shapes), _expected, f"broadcast_shapes{tuple(_shapes)}")
-    assert_equal(broadcast_shapes(*_shapes), np.broadcast_shapes(*_shapes), f"numpy agrees on {tuple(_shapes)}")
+# The table's rows and a few more, against numpy's answers (the ? rows included: numpy knows them).
+for _shapes in [[(64, 3), (3,)], [(2, 1, 4), (3, 1)], [(5, 1), (1, 6)], [(2, 3), (2,)], [(), (7, 2)], [(0, 4), (1, 4)],
+                [(3,), (3, 1)], [(1, 0), (3, 1)], [(5,), (1,), (4, 1)], [(1, 3), (2, 1)], [(0,), (1,)], [(3, 1)]]:
+    try:
+        _want = np.broadcast_shapes(*_shapes)
+    except ValueError:
+        assert_raises(ShapeError, broadcast_shapes, *_shapes, what=f"broadcast_shapes{tuple(_shapes)}: numpy refuses it")
+    else:
+        assert_equal(broadcast_shapes(*_shapes), _want, f"broadcast_shapes{tuple(_shapes)} against numpy")
 _e = assert_raises(ShapeError, broadcast_shapes, (2, 3), (4,), match="cannot broadcast",
                    what="broadcast_shapes((2, 3), (4,))")
 for _part in ["(2, 3)", "(4,)", "-1", "3", "4"]:
@@ -2591,7 +2606,6 @@ check("-2" in str(_e) and "(3, 2)" in str(_e) and "(4, 2)" in str(_e),
       "with three shapes, the message names the shape folded so far ((3, 1) with (3, 2) is (3, 2)), the new "
       "one and dimension -2", got=str(_e))
 assert_raises(ShapeError, broadcast_shapes, (2, 1, 3), (2, 4), what="(2, 1, 3) and (2, 4): compared from the right")
-assert_raises(ShapeError, broadcast_shapes, (2, 3), (2,), what="(2, 3) and (2,): the table's row")
 print("✓ broadcast_shapes((2, 1, 4), (3, 1)) =", broadcast_shapes((2, 1, 4), (3, 1)))
 ### BEGIN HIDDEN TESTS
 import itertools as _it
@@ -3302,10 +3316,13 @@ for _idx in [(Ellipsis, None), (1, Ellipsis, slice(None, None, 2)), (slice(None,
 #    float32). True division of integers gives float32.
 # 2. **Python numbers become 0-d tensors** before `apply` (provided), so every input of a
 #    recorded op is a Tensor.
-# 3. **Shape check first** (yours): the two shapes must broadcast *before* numpy runs, so
-#    that a mismatch raises our teaching message instead of numpy's "operands could not be
-#    broadcast together". Then numpy computes on the two strided views, each in the dtype
-#    that promotion chose.
+# 3. **The forward** (yours) hands the two operands to a numpy ufunc. numpy broadcasts by
+#    itself, and a clash raises *its* message: `np.add(np.zeros((2, 3)), np.zeros(2))` says
+#    "operands could not be broadcast together with shapes (2,3) (2,)". Which message
+#    should a student of this course read instead? And numpy computes in the dtypes it is
+#    given, while promotion has already chosen one: what must happen to an operand of
+#    another dtype, and what must *not* happen to one that already has it (think of a
+#    1 GB activation)?
 #
 # Whatever layouts `a` and `b` have (transposed, sliced, expanded), the result must equal
 # `strided_zip` of section 10 applied to their storages: numpy's loop is the fast version
@@ -3428,8 +3445,7 @@ def _elementwise_forward(np_fn, a, b, dtype):
     operands. Returns the numpy array `np_fn(a, b)` with the broadcast shape, computed on
     operands of `dtype` (its own dtype is np_fn's: `dtype` for arithmetic, bool for the
     comparisons that share this forward). An operand already of `dtype` is used as it is,
-    never copied. Raises broadcast_shapes' ShapeError (naming both shapes) when the shapes
-    clash.
+    never copied. Raises this course's ShapeError, naming both shapes, when the shapes clash.
     """
     # Idea: numpy broadcasts by itself; what must happen first so that a clash raises *your*
     # error, and in which dtype must numpy compute?
@@ -3696,10 +3712,13 @@ print("✓ in-place ops:", _x.tolist())
 # - `keepdim=True` keeps the reduced dimensions with size 1, which is what you want for
 #   broadcasting the result back: `x - x.mean(dim=1, keepdim=True)` centres each row.
 #
-# Your part is `_reduction_dims(dim, ndim)`: turn any of these forms into a sorted tuple of
-# non-negative dims, with an `IndexError` for a dim out of range (use the provided
-# `_wrap_dim`) and a `ShapeError` for a dim given twice. Recording the *normalised* tuple in
-# `attrs` means module 06's backward rules never have to think about negative dims.
+# Your part is `_reduction_dims(dim, ndim)`: one canonical form for all these spellings,
+# which `apply` records in `attrs`. Design it for its reader: in module 06 you will write
+# the backward rule of `sum`, which reads `attrs["dim"]` and must not care whether the user
+# wrote `dim=-1`, `dim=2`, `dim=(2,)` or `dim=(-1,)` on a 3-d tensor. Which spellings must
+# therefore come out equal, and what form makes them equal? And which `dim` arguments have
+# no sensible meaning at all, so that PyTorch refuses them? The contract fixes the details
+# the tests compare (the form's type and order, the exceptions).
 #
 # Like PyTorch, the methods also accept numpy's spellings `axis=` and `keepdims=`. Sums
 # of integers stay int64 (bools sum to int64: counting `True`s), while `mean` of an integer
@@ -3823,19 +3842,39 @@ print("✓ reductions: _reduction_dims((2, 0), 3) =", _reduction_dims((2, 0), 3)
 #
 # `a @ b` is the workhorse of deep learning: a linear layer is one matmul, attention is two.
 # numpy's `np.matmul` does the arithmetic (in optimised BLAS). The *shape* rule is yours,
-# written as `_matmul_shape(a_shape, b_shape) -> result_shape`:
+# written as `_matmul_shape(a_shape, b_shape) -> result_shape`, and you find it the way
+# numpy's users do: by asking. The cell below asks numpy for `a @ b` on arrays of zeros of
+# the shapes listed. Predict each line before you run it; then find one rule that explains
+# every line, errors included, and add pairs of your own until a prediction of yours can no
+# longer fail. Questions the rule must settle:
 #
-# - both operands need at least one dimension;
-# - a 1-D first operand `(k,)` acts as a row `(1, k)`, a 1-D second operand `(k,)` as a
-#   column `(k, 1)`, and that added dimension is removed from the result;
-# - the **inner** dimensions must agree: `(..., m, k) @ (..., k, n)`; the error names both
-#   shapes and both sizes;
-# - the leading **batch** dimensions (everything before the last two) broadcast with
-#   `broadcast_shapes`, so `(8, 4, 5) @ (5, 6)` multiplies each of 8 matrices by one weight.
+# - for two matrices, which sizes must agree, and which survive into the result?
+# - in `(8, 2, 3) @ (3, 4)`, what is the 8, and what happens to an operand that has none?
+#   Which function of yours already decides how two such leading parts combine?
+# - what does a 1-D operand stand for, first and second, and what is left of it in the
+#   result? (`(3,) @ (3,)` is a dot product: what shape is a number?)
 #
-# The result shape is `batch + (m,) + (n,)`, minus the dimensions added for 1-D operands.
+# The errors are part of the contract: each names both shapes, and a clash of the sizes
+# that must agree names both sizes.
+#
 # Counting operations: a `(m, k) @ (k, n)` product does `m·n·k` multiply-adds, i.e. `2mnk`
 # FLOPs — module 14 builds on this.
+
+# %%
+def numpy_matmul_shape(a_shape, b_shape):
+    """numpy's answer for `a @ b` on zeros of these shapes: the result's shape, or "error"."""
+    try:
+        return np.matmul(np.zeros(a_shape), np.zeros(b_shape)).shape
+    except ValueError:
+        return "error"
+
+
+for _a_shape, _b_shape in [((2, 3), (3, 4)), ((2, 3), (4, 5)), ((8, 2, 3), (3, 4)), ((3, 4), (8, 4, 2)),
+                           ((2, 1, 2, 3), (5, 3, 4)), ((2, 2, 3), (4, 3, 5)), ((3,), (3, 4)), ((2, 3), (3,)),
+                           ((3,), (3,)), ((3,), (5, 3, 2)), ((), (3,))]:
+    print(f"{str(_a_shape):>13} @ {str(_b_shape):<10} -> {numpy_matmul_shape(_a_shape, _b_shape)}")
+
+# %% [markdown]
 #
 # <details><summary>Hint 1</summary>
 #
@@ -3860,7 +3899,7 @@ def _matmul_shape(a_shape, b_shape):
     both shapes in the message, for a 0-d operand, for inner sizes that differ (the
     message names both sizes) and for batch dimensions that do not broadcast.
     """
-    # Idea: a 1-D operand is a matrix with one row (or column) that is dropped at the end.
+    # Idea: the rule you found in numpy's answers; handle the special case so that one general case is left.
     ### BEGIN SOLUTION
     a_shape, b_shape = tuple(a_shape), tuple(b_shape)
     if len(a_shape) == 0 or len(b_shape) == 0:
@@ -4383,8 +4422,8 @@ print(f"✓ your loops give {_on_loops.round(4)}, numpy gives {_on_numpy.round(4
 #
 # Memory is counted per byte, not per tensor or per storage: several tensors may share one
 # storage, a view's storage may be much larger than the view, and storages may overlap.
-# Each storage is an address range; the footprint is the size of the union of the ranges,
-# which is easiest to measure with the ranges in order of their start.
+# What does one storage occupy, in terms of addresses, and what is the footprint of several,
+# some of which overlap?
 # </details>
 
 # %% nbgrader={"grade": false, "grade_id": "memory-footprint", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -4609,8 +4648,8 @@ if torch is not None:
 # %% [markdown]
 # ## 19. Recap
 #
-# - A tensor is **storage + shape + strides + offset**; element `(i₀, …)` lives at
-#   `offset + Σ iₖ·strideₖ`. You wrote that address formula, its inverse (an ordinal in
+# - A tensor is **storage + shape + strides + offset**, and the address formula you derived
+#   finds any element from those four fields alone. You wrote it, its inverse (an ordinal in
 #   row-major order back to a multi-index), `contiguous_strides` and the constructor's layout.
 # - You wrote the **loops underneath** every elementwise op and reduction, `strided_map`,
 #   `strided_zip` (broadcasting by stride 0) and `strided_reduce`, for any layout; numpy
