@@ -56,7 +56,8 @@
 # ## How this notebook works
 #
 # Cells marked `#| export` become `tinytorch/autograd/engine.py` when you run
-# `tito export 06` (or `tito test module 06`). Cells with `# YOUR CODE HERE` are yours:
+# `tito export 06` (or `tito test module 06`); those of section 17, marked
+# `#| export autograd.functional`, become `tinytorch/autograd/functional.py`. Cells with `# YOUR CODE HERE` are yours:
 # each stub's docstring is its contract (inputs, output, errors: *what*, never *how*), the
 # comment beside it is the one idea it rests on. Think first; if you are stuck, open the
 # collapsed hints in the markdown cell just above the stub, one at a time ("The approach"
@@ -331,6 +332,7 @@ class _GradMode:
         return False
         ### END SOLUTION
 
+    # Provided from here on (not stubs): the decorator form, and the two context managers.
     def __call__(self, func):
         """Decorator form: run func inside a fresh context of this kind."""
         cls = type(self)
@@ -1400,6 +1402,14 @@ check(_ran is None, "backward through a node with three consumers runs (the grad
 assert_equal(len(_calls), 1, "times the shared node's rule ran")
 assert_equal(_calls[0], np.array([8.0, 8.0]), "the gradient it ran on: the sum 3 + 4 + 1 of its consumers")
 assert_equal(_x.grad.numpy(), np.array([16.0, 16.0]), "x.grad through the shared node")
+_x = Tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
+_y = _x * 2.0
+_root_grad = np.array([1.0, 3.0])  # y's node receives this array as a root, then y * 3's gradient
+_ran = outcome(lambda: _run_backward([_y, _y * 3.0], [_root_grad, np.ones(2)], False, lambda t, g: None))
+check(_ran is None, "_run_backward with roots y and y * 3", got=_ran, expected=None)
+assert_equal(_root_grad, np.array([1.0, 3.0]), "the root gradient given to _run_backward for y, after it ran "
+             "(y's node sums it with y * 3's gradient: a sum goes into a new array, never into one of the gradients, "
+             "here the caller's own)")
 
 _behind_a_stop = []  # a node whose only consumer sends it no gradient (None): its rule must not run at all
 BACKWARD_RULES["test_stop"] = lambda node, g: (None,)
@@ -3672,14 +3682,25 @@ def draw_graph(tensor, names, ax):
             where[key] = (col, sum(1 for c, _ in where.values() if c == col))
             boxes.append((key, text, color))
 
-    for node in number:
+    spine, node = [], tensor.grad_fn  # the path back along each op's first input: the top row
+    while node is not None:
+        spine.append(node)
+        node = next((x.grad_fn for x in node.inputs[:1] if x.grad_fn is not None), None)
+    def place_leaf(x, node):
+        place(("leaf", id(x)), label_of.get(id(x), str(tuple(x.shape))), depth[node] - 1,
+              "lightblue" if x.requires_grad else "white")
+
+    for node in spine:
         place(node, node.name().replace("Backward", ""), depth[node],
               "darkseagreen" if number[node] == 0 else "lightgrey")
+    if spine and spine[-1].inputs and spine[-1].inputs[0].grad_fn is None:
+        place_leaf(spine[-1].inputs[0], spine[-1])  # where the spine starts: the data, on the top row
+    for node in number:
+        place(node, node.name().replace("Backward", ""), depth[node], "lightgrey")
     for node in number:
         for x in node.inputs:
             if x.grad_fn is None:
-                place(("leaf", id(x)), label_of.get(id(x), str(tuple(x.shape))), depth[node] - 1,
-                      "lightblue" if x.requires_grad else "white")
+                place_leaf(x, node)
     for key, text, color in boxes:
         col, row = where[key]
         ax.text(col, -row, text, ha="center", va="center", fontsize=9, zorder=3,
@@ -3696,15 +3717,17 @@ def draw_graph(tensor, names, ax):
 
 tt.manual_seed(0)
 _mlp = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
-_logits = _mlp(tt.randn(5, 4))
+_mlp_x = tt.randn(5, 4)
+_logits = _mlp(_mlp_x)
 _mlp_loss = F.cross_entropy(_logits, tt.tensor([0, 1, 1, 0, 1]))
-print_graph(_mlp_loss, names=dict(_mlp.named_parameters()))
+_mlp_names = {**dict(_mlp.named_parameters()), "x": _mlp_x}
+print_graph(_mlp_loss, names=_mlp_names)
 fig, ax = plt.subplots(figsize=(11, 3.2))
-draw_graph(_mlp_loss, dict(_mlp.named_parameters()), ax)
+draw_graph(_mlp_loss, _mlp_names, ax)
 ax.set_title("the graph of cross_entropy(MLP(x), y): data flows left to right, gradients back", fontsize=10)
 fig.tight_layout()
 plt.show()
-dot_source = to_dot(_mlp_loss, names=dict(_mlp.named_parameters()))
+dot_source = to_dot(_mlp_loss, names=_mlp_names)
 print(dot_source)
 
 
@@ -4458,6 +4481,12 @@ def _forward_tangents(output, leaf_tangents):
     ### END SOLUTION
 
 
+# %% [markdown]
+# Provided: `jvp`, the public function (PyTorch's `torch.autograd.functional.jvp`) that
+# records `func`'s graph at the primals and asks your `_forward_tangents` how it moves.
+
+# %%
+#| export autograd.functional
 def jvp(func, primals, tangents):
     """(func(*primals), J v): the output and how it moves when the primals move along
     `tangents` (torch.autograd.functional.jvp), both computed in float64. `primals` and
@@ -4513,6 +4542,11 @@ assert_equal(jvp(lambda x: _w2.exp().sum() + 0.0 * x.sum(), Tensor(_x0), Tensor(
 _still = _forward_tangents(_w2.exp(), {})
 assert_equal(_still, np.zeros(4), "nothing moves (no leaf tangents): zeros of the output's shape")
 assert_equal(_forward_tangents(_w2, {id(_w2): np.ones(4)}), np.ones(4), "the output is itself a moving leaf")
+_leaf32 = Tensor(np.ones(3, dtype=np.float32), requires_grad=True)
+for _what, _output in [("a moving float32 leaf", _leaf32), ("float32 leaf * 2", _leaf32 * 2.0)]:
+    _got = _forward_tangents(_output, {id(_leaf32): np.arange(3, dtype=np.float32)})
+    assert_equal(getattr(_got, "dtype", type(_got)), np.dtype(np.float64),
+                 f"the dtype _forward_tangents returns for {_what} moving along a float32 tangent (its contract)")
 assert_raises(NotImplementedError, jvp, lambda x: x.sqrt(), Tensor(np.ones(3)), Tensor(np.ones(3)), match="sqrt",
               what="an op with no forward rule (sqrt), named")
 _wg = Tensor(np.ones(3), requires_grad=True)  # a weight that records, but does not move

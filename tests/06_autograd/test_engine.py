@@ -297,6 +297,16 @@ def test_run_backward_skips_the_rule_of_a_node_that_received_no_gradient(custom_
     np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])
 
 
+def test_run_backward_writes_into_no_gradient_array():
+    x = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
+    y = x * 2.0
+    seed = np.array([1.0, 3.0])  # y's node receives this array as a root, then y * 3's gradient
+    autograd.engine._run_backward([y, y * 3.0], [seed, np.ones(2)], False, lambda t, g: None)
+    np.testing.assert_array_equal(seed, [1.0, 3.0], err_msg=(
+        "_run_backward summed y's two gradients (its root gradient and y * 3's) into the first: the caller's "
+        "root gradient changed. A sum goes into a new array."))
+
+
 def test_run_backward_adds_the_seeds_of_a_root_given_twice():
     x = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
     y = (x * x).sum()

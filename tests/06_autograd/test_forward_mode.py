@@ -136,6 +136,16 @@ def test_forward_tangents_when_nothing_moves_are_zeros_of_the_output_shape():
     np.testing.assert_array_equal(_forward_tangents(w, {}), np.zeros(4))
 
 
+@pytest.mark.parametrize("through_an_op", [False, True])
+def test_forward_tangents_are_float64_for_a_float32_tangent(through_an_op):
+    leaf = tt.tensor(np.ones(3, dtype=np.float32), requires_grad=True)
+    output = leaf * 2.0 if through_an_op else leaf
+    got = _forward_tangents(output, {id(leaf): np.arange(3, dtype=np.float32)})
+    assert getattr(got, "dtype", None) == np.float64, (
+        f"_forward_tangents of {'leaf * 2' if through_an_op else 'the leaf itself'} moving along a float32 "
+        f"tangent returned {getattr(got, 'dtype', type(got))}; its contract: a float64 array")
+
+
 def test_forward_tangents_name_an_op_without_a_forward_rule():
     with pytest.raises(NotImplementedError, match="sqrt"):
         jvp(lambda x: x.sqrt(), tt.ones(3, dtype=tt.float64), tt.ones(3, dtype=tt.float64))

@@ -61,4 +61,5 @@ def test_unbroadcast_is_the_adjoint_of_broadcasting(pair, seed):
 
 def test_nothing_broadcast_returns_the_gradient_itself():
     grad = np.arange(24.0).reshape(2, 3, 4)
-    assert unbroadcast(grad, (2, 3, 4)) is grad, "nothing was broadcast: return grad itself, not a copy"
+    same_object = unbroadcast(grad, (2, 3, 4)) is grad
+    assert same_object, "nothing was broadcast: return grad itself, not a copy"

@@ -113,6 +113,7 @@ def _forward_tangents(output, leaf_tangents):
     raise NotImplementedError('_forward_tangents() is not implemented yet: write it in modules/06_autograd/autograd.ipynb (module 06, autograd), then run `tito test module 06`.')
 
 
+# -- cell 125 --
 def jvp(func, primals, tangents):
     """(func(*primals), J v): the output and how it moves when the primals move along
     `tangents` (torch.autograd.functional.jvp), both computed in float64. `primals` and
