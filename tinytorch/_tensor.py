@@ -957,10 +957,8 @@ def _needs_node(out, inputs):
     """Whether `apply` records a Node for the result `out` of an op on `inputs`.
 
     Contract: `out` a Tensor, `inputs` a tuple of Tensors. Returns a bool: True exactly when
-    a backward pass could ever send a gradient through this op, as PyTorch decides it. Three
-    things decide it: the global grad mode (set_grad_enabled), the dtype of `out` (can an
-    `argmax` or a comparison have a gradient?) and the inputs' requires_grad flags. The
-    check and the tests vary each of them on its own.
+    a backward pass could ever send a gradient through this op, as PyTorch decides it. The
+    check and the tests vary, one at a time, each thing that can decide it.
     """
     # Idea: record only where a gradient could flow.
     # YOUR CODE HERE

@@ -544,8 +544,8 @@ def parse_junit(path: Path, package_parent: Path, module: Module | None = None) 
                 elif len(candidates) == 1:
                     where = lead
                 elif all(c in cleared for c in candidates[1:]):
-                    where = (f"{lead}, most likely: the failing tests also ran {others}, whose own tests "
-                             f"all pass")
+                    where = (f"{lead}, the likeliest: the failing tests also ran {others}, but "
+                             f"{'its' if len(candidates) == 2 else 'their'} own tests all pass")
                 elif found and found[1] == chosen and _RAISED.match(first):
                     where = (f"{lead}, where the error was raised: the failing tests also ran {others}, "
                              f"which may have handed it what it failed on")

@@ -60,7 +60,7 @@ def test_view_write_through():
 
 
 @pytest.mark.parametrize("idx, dim, size", [((4,), 0, 4), ((0, 5), 1, 5), ((0, 0, -7), 2, 6), ((-5,), 0, 4)])
-def test_out_of_range_int_names_dim_and_size(idx, dim, size):
+def test_basic_index_out_of_range_int_names_dim_and_size(idx, dim, size):
     x = tt.tensor(ARR)
     with pytest.raises(IndexError) as info:
         x[idx]

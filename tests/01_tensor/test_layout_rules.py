@@ -93,6 +93,14 @@ def test_unsqueeze_stride_of_a_stepped_view():
     assert step.unsqueeze(1).stride() == (2, 1)
 
 
+def test_view_forward_of_a_non_contiguous_tensor_says_what_to_call_instead():
+    xt = tt.tensor(np.arange(12.0)).view(3, 4).T
+    with pytest.raises(RuntimeError) as info:
+        T._view_forward(xt, (12,))
+    assert ".contiguous()" in str(info.value) or ".reshape()" in str(info.value), (
+        f"the message points to .contiguous() or .reshape(); got: {info.value}")
+
+
 def test_view_forward_keeps_the_offset_of_a_contiguous_view():
     x = tt.tensor(np.arange(12.0))
     v = x.as_strided((2, 3), (3, 1), 6)
@@ -141,8 +149,9 @@ def test_is_contiguous_ignores_size_one_dims(shape, strides, expected):
 
 def test_infer_shape_errors_name_shape_and_size():
     for shape in [(4, -1), (-1, -1), (5,), (-2, 3), (-2, -1)]:
-        with pytest.raises(ValueError, match="6"):
+        with pytest.raises(ValueError, match="6") as info:
             T._infer_shape(shape, 6)
+        assert str(shape) in str(info.value), f"_infer_shape({shape}, 6): the message names the shape asked for"
     assert T._infer_shape((2, -1, 1), 6) == (2, 3, 1)
 
 

@@ -47,6 +47,13 @@ def test_inner_dim_error_names_both_shapes():
     assert "(2, 3)" in msg and "(4, 5)" in msg and "3" in msg and "4" in msg
 
 
+def test_matmul_shape_error_for_a_0d_operand_names_both_shapes():
+    from tinytorch._tensor import _matmul_shape
+    with pytest.raises(ValueError) as info:
+        _matmul_shape((), (3,))
+    assert "()" in str(info.value) and "(3,)" in str(info.value), f"both shapes, () and (3,); got: {info.value}"
+
+
 def test_batch_dim_error_and_0d():
     a, b = tt.zeros(2, 2, 3), tt.zeros(3, 3, 4)
     with pytest.raises(ValueError) as info:

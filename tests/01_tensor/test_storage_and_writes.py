@@ -18,6 +18,13 @@ def test_tensor_storage_init_storage_describes_a_fresh_array(shape):
     assert t.storage_offset() == 0, "a fresh tensor starts at offset 0"
 
 
+def test_check_writable_message_says_memory_and_what_to_do():
+    with pytest.raises(RuntimeError) as info:
+        _check_writable(tt.tensor([1.0]).expand(3))
+    assert "memory" in str(info.value) and (".contiguous()" in str(info.value) or ".clone()" in str(info.value)), (
+        f"the message says that elements share memory and suggests .contiguous() or .clone(); got: {info.value}")
+
+
 @pytest.mark.parametrize("make,shared", [
     (lambda: tt.tensor([1.0]).expand(3), True),
     (lambda: tt.tensor([[1.0], [2.0]]).expand(2, 4), True),          # shared along the last dim

@@ -83,8 +83,8 @@ def test_a_function_named_with_another_says_when_its_own_tests_all_pass(tmp_path
     path = _junit(tmp_path / "r.xml", cases)
     outcome = testing.parse_junit(path, path.parent, resolve("06", ROOT))
     assert attribution.first_group(outcome) == ("_sum_backward", "_mean_backward")
-    assert outcome.details[0].where.endswith("`_sum_backward` (modules/06_autograd/autograd.ipynb), most likely: "
-                                             "the failing tests also ran `_mean_backward`, whose own tests all pass")
+    assert outcome.details[0].where.endswith("`_sum_backward` (modules/06_autograd/autograd.ipynb), the likeliest: "
+                                             "the failing tests also ran `_mean_backward`, but its own tests all pass")
 
 
 def test_an_error_raised_inside_one_of_two_tied_functions_says_where_it_was_raised(tmp_path):
