@@ -1954,11 +1954,13 @@ print("✓ transpose, permute, T, mT: y.permute(2, 0, 1).stride() =", _p.stride(
 # ## 7. Contiguity, `view` and `reshape`
 #
 # After a transpose the elements are no longer in row-major order in memory. A tensor is
-# **contiguous** when its strides are exactly the row-major strides of its shape — with one
-# subtlety: a dimension of size 1 is never stepped along, so its stride does not matter
-# (PyTorch ignores it too: a `(2, 1, 3)` tensor with strides `(3, 7, 1)` is contiguous,
-# although a fresh tensor of that shape has strides `(3, 3, 1)`). A tensor with no elements
-# is trivially contiguous.
+# **contiguous** when reading its elements in row-major order walks its memory one element
+# at a time, with no gap and no jump back. A fresh tensor's strides (section 2) are such a
+# layout; are they the only one? Decide for each of these, before you write
+# `_is_contiguous(shape, strides)`: shape `(2, 1, 3)` with strides `(3, 7, 1)`; `(1, 3)`
+# with `(99, 1)`; `(2, 2)` with `(4, 1)`; `(0, 3)` with `(7, 7)`; `()` with `()`. PyTorch
+# and numpy agree on every one (numpy's `flags.c_contiguous` of an `as_strided` view
+# answers, and the check asks it).
 #
 # **Reshaping** reinterprets the elements in row-major order with a new shape. If the
 # tensor is contiguous, the storage already *is* that order, so a reshape is just new
@@ -2132,11 +2134,11 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test-view-reshape", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-for _shape, _strides, _expected in [((2, 3), (3, 1), True), ((3, 2), (1, 3), False),
-                                    ((3, 1), (1, 1), True),    # size-1 dim: its stride is never used
-                                    ((1, 3), (99, 1), True), ((2, 2), (4, 1), False),  # a gap between rows
-                                    ((2, 1, 3), (3, 7, 1), True), ((0, 3), (7, 7), True), ((), (), True)]:
-    assert_equal(_is_contiguous(_shape, _strides), _expected, f"_is_contiguous({_shape}, {_strides})")
+_memory = np.zeros(1000)
+for _shape, _strides in [((2, 3), (3, 1)), ((3, 2), (1, 3)), ((3, 1), (1, 1)), ((1, 3), (99, 1)), ((2, 2), (4, 1)),
+                         ((2, 1, 3), (3, 7, 1)), ((0, 3), (7, 7)), ((), ()), ((2, 3, 1), (3, 1, 5)), ((2, 3), (1, 2))]:
+    _numpy_says = np.lib.stride_tricks.as_strided(_memory, _shape, tuple(_memory.itemsize * s for s in _strides)).flags.c_contiguous
+    assert_equal(_is_contiguous(_shape, _strides), bool(_numpy_says), f"_is_contiguous({_shape}, {_strides}) against numpy's c_contiguous")
 assert_equal(_infer_shape((2, -1), 6), (2, 3), "_infer_shape((2, -1), 6)")
 assert_equal(_infer_shape((6,), 6), (6,), "_infer_shape((6,), 6)")
 for _bad in [((4, -1), 6), ((-1, -1), 6), ((5,), 6), ((-2, 3), 6), ((-2, -1), 6),
