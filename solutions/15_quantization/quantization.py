@@ -252,7 +252,7 @@ __all__ = [
     "MinMaxObserver", "PerChannelMinMaxObserver", "PercentileObserver", "HistogramObserver",
     "QConfig", "default_qconfig", "QuantizedLinear", "ObservedLinear",
     "QuantizedConv2d", "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
-    "FakeQuantize", "QATLinear", "quantize_model", "prepare_qat", "convert",
+    "FakeQuantize", "disable_observer", "enable_observer", "QATLinear", "quantize_model", "prepare_qat", "convert",
     "pack_int4", "unpack_int4", "quantize_per_group", "dequantize_per_group", "Int4WeightOnlyLinear",
     "quantize_weights_int4",
 ]
@@ -382,16 +382,15 @@ print(f"✓ _calculate_qparams; [-1, 3] in int8: scale {float(_TORCH_QPARAMS[0][
 #
 # - **ties.** Halfway between two grid points, the integer kept is the one whose number of
 #   steps from the real 0, $q - z$, is even (C's `nearbyint`, which PyTorch uses).
-# - **PyTorch's arithmetic.** In exact arithmetic $2.25 / 0.3 = 7.5$, a tie; in float32 it
-#   is not quite one, and which side it lands on depends on how it is computed. For that
-#   value and four others in the check (with $z = 0$), PyTorch's integers are 8, -8, 13,
-#   28 and 54, while `np.round(x / s)` gives 7, -7, 12, 27 and 55. The difference is a
-#   design choice of fast kernels: quantizing touches every activation of every layer,
-#   and a float division costs more than a multiplication on most processors, so a
-#   kernel spends as few divisions as it can. Design the cheapest
-#   float32 way to count "x in steps of s" over a whole array, and check it against
-#   these five values. It matters beyond them: a symmetric grid puts the largest weight
-#   of each row exactly on a tie (section 2), where the last bit decides the rounding.
+# - **PyTorch's arithmetic**, a convention to copy, not to derive: quantizing touches every
+#   activation of every layer, and a float division costs more than a multiplication, so
+#   PyTorch's kernel divides once per scale and multiplies every $x$ by the float32
+#   reciprocal $1/s$. In exact arithmetic that is the same as $x / s$; in float32 it is
+#   not, and near a tie the last bit decides the rounding: $2.25 / 0.3 = 7.5$ exactly, and
+#   for it and four other values in the check (with $z = 0$) PyTorch's integers are 8,
+#   -8, 13, 28 and 54, where `np.round(x / s)` gives 7, -7, 12, 27 and 55. It matters
+#   beyond them: a symmetric grid puts the largest weight of each row exactly on a tie
+#   (section 2).
 # - **saturation.** A value beyond the grid gets the grid's end integer, never a wrapped-around one.
 #
 # **A worked example of the tie rule**, on another grid than the check's: step $s = 0.25$,
@@ -2138,10 +2137,10 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     `calibration_loader` an iterable of batches ((inputs, targets) or inputs); `qconfig` a
     QConfig whose two observer factories are the ones used. Returns a new model, in eval
     mode, in which each Linear, at any depth, is a QuantizedLinear whose input scale, zero
-    point and integer range come from a qconfig.activation observer that saw that layer's
-    eval-mode inputs for every calibration batch, with no graph recorded (grad recording
-    off during calibration, and as it was afterwards), and whose weight is quantized with
-    a qconfig.weight observer. Raises TypeError for a bare Linear.
+    point and integer range come from a qconfig.activation observer that saw, for every
+    calibration batch, the inputs that layer meets once deployed; calibration records no
+    autograd graph and leaves grad mode as it found it. Each weight is quantized with a
+    qconfig.weight observer. Raises TypeError for a bare Linear.
     """
     if isinstance(model, Linear):
         raise TypeError("quantize_model: the model is a bare Linear; wrap it in a Sequential so "
@@ -2286,7 +2285,9 @@ print(int8_model)
 _acc_f, _acc_q = accuracy_of(float_model), accuracy_of(int8_model)
 _fbytes = sum(p.numpy().nbytes for n, p in float_model.named_parameters() if n.endswith("weight"))
 _qbytes = sum(m.weight_int8.nbytes for m in int8_model.modules() if isinstance(m, QuantizedLinear))
-print(f"test accuracy: float32 {_acc_f:.4f}, int8 {_acc_q:.4f}: drop {100 * (_acc_f - _acc_q):+.2f} points; "
+print(f"test accuracy: float32 {_acc_f:.4f}, int8 {_acc_q:.4f}: drop {100 * (_acc_f - _acc_q):+.2f} points "
+      f"({round((_acc_f - _acc_q) * len(y_test)):+d} of {len(y_test)} test digits; each is {100 / len(y_test):.2f} "
+      f"points, so a digit or two either way is noise); "
       + ("no prediction written" if predicted_int8_drop is None else f"you predicted {predicted_int8_drop}"))
 print(f"weights: float32 {_fbytes:,d} bytes, int8 {_qbytes:,d} bytes ({_fbytes / _qbytes:.0f}x smaller); "
       + ("no prediction written" if predicted_weight_shrink is None else f"you predicted {predicted_weight_shrink}x"))
@@ -3018,13 +3019,15 @@ print(f"digits MLP on the test set: float32 {median_time(lambda: float_model(X_t
 #| export
 class FakeQuantize(Module):
     """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
-    training mode (and in eval mode until it has seen data); fresh=True re-observes every
-    call (for weights: their current range)."""
+    training mode (and in eval mode until it has seen data) while `observer_enabled`;
+    fresh=True re-observes every call (for weights: their current range)."""
 
     def __init__(self, observer=MinMaxObserver, fresh=False):
         super().__init__()
         self.observer, self.fresh = observer, fresh
         self.activation_post_process = observer()
+        self.observer_enabled = True
+        self._frozen_qparams = None  # the range's qparams, computed once while the observer is off
 
     @property
     def quant_min(self):
@@ -3040,13 +3043,32 @@ class FakeQuantize(Module):
     def forward(self, x):
         if self.fresh:
             self.activation_post_process = self.observer()
-        if self.fresh or self.training or np.any(self.activation_post_process.min_val > self.activation_post_process.max_val):
-            self.activation_post_process(x.detach())  # (in eval mode too, until it has seen data)
         obs = self.activation_post_process
-        scale, zero_point = obs.calculate_qparams()
+        if self.fresh or (self.training and self.observer_enabled) or np.any(obs.min_val > obs.max_val):
+            obs(x.detach())  # (in eval mode too, until it has seen data)
+            self._frozen_qparams = None
+        if self.observer_enabled or self.fresh or self._frozen_qparams is None:
+            scale, zero_point = obs.calculate_qparams()
+            if not (self.observer_enabled or self.fresh):
+                self._frozen_qparams = scale, zero_point  # a frozen range: its search runs once
+        else:
+            scale, zero_point = self._frozen_qparams
         if obs.qscheme.startswith("per_channel"):
             return fake_quantize_per_channel_affine(x, scale, zero_point, obs.ch_axis, obs.quant_min, obs.quant_max)
         return fake_quantize_per_tensor_affine(x, scale, zero_point, obs.quant_min, obs.quant_max)
+
+
+def disable_observer(module):
+    """Freeze a FakeQuantize's range: it keeps fake-quantizing, but stops observing
+    (torch.ao.quantization.disable_observer; use as model.apply(disable_observer))."""
+    if isinstance(module, FakeQuantize) and not module.fresh:
+        module.observer_enabled, module._frozen_qparams = False, None
+
+
+def enable_observer(module):
+    """Let a FakeQuantize observe again in training mode (torch.ao.quantization.enable_observer)."""
+    if isinstance(module, FakeQuantize):
+        module.observer_enabled, module._frozen_qparams = True, None
 
 
 class QATLinear(Module):
@@ -3080,22 +3102,31 @@ def convert(model):
 
 
 # %% [markdown]
-# The activation observers are the percentile ones of section 5 (with min/max, the running
-# range of a QAT observer only grows while the weights move, and at these widths that
-# hurts; try it). The cell below fine-tunes at the widths where section 10's sweep
-# measured a loss of more than a point with those observers (at most three of them, the
-# narrowest; 2 bits always). **Predict first.** At 2 bits, 4 levels for every weight row
-# and every activation, post-training quantization lost the most. After 5 epochs of QAT
-# fine-tuning, where do you expect the converted 2-bit model's accuracy: near PTQ's, near
-# float's, or in between?
+# QAT here starts where post-training quantization ends: each activation's range is your
+# histogram search of section 5, calibrated on the same batches as PTQ, and then frozen
+# (`model.apply(disable_observer)`, as PyTorch's QAT recipes freeze their observers), so
+# only the weights learn, against the grid they will be stored on. The cell below
+# fine-tunes at the widths where section 10's sweep measured a loss of more than a point
+# with the histogram observer (at most three of them, the narrowest; 2 bits always).
+# **Predict first.** At 2 bits, 4 levels for every weight row and every activation,
+# post-training quantization lost the most. After 5 epochs of QAT fine-tuning, where do you
+# expect the converted 2-bit model's accuracy: near PTQ's, near float's, or in between?
 
 # %%
 predicted_qat_accuracy = None  # your number: test accuracy of the QAT model, 2 bits
 
 # %%
 def qat_qconfig(bits):
-    return QConfig(activation=qconfig_bits(bits, functools.partial(PercentileObserver, 99.9)).activation,
-                   weight=qconfig_bits(bits).weight)
+    return QConfig(activation=qconfig_bits(bits, HistogramObserver).activation, weight=qconfig_bits(bits).weight)
+
+
+def prepare_qat_calibrated(model, bits, batches):
+    """A QAT copy of `model` whose activation ranges are calibrated on `batches`, then frozen."""
+    qat = prepare_qat(model, qat_qconfig(bits))
+    with tinytorch.no_grad():
+        for xb, _ in batches:
+            qat(xb)
+    return qat.apply(disable_observer)
 
 
 _qat_loader = DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True)
@@ -3103,32 +3134,32 @@ tinytorch.manual_seed(0)
 longer_float = copy.deepcopy(float_model)   # the fair baseline: the same 5 extra epochs, in float
 fit(longer_float, nn.CrossEntropyLoss(), Adam(longer_float.parameters(), lr=1e-3), _qat_loader, epochs=5,
     progress=False)
-QAT_BITS = sorted(set(LOSSY_BITS["percentile 99.9"][-3:]) | {2}, reverse=True)  # where PTQ lost, measured
+QAT_BITS = sorted(set(LOSSY_BITS["histogram"][-3:]) | {2}, reverse=True)  # where PTQ lost, measured
 qat_results = {}
 _t0 = time.perf_counter()
 print(f"float32: {accuracy_of(float_model):.4f}; after 5 more float epochs: {accuracy_of(longer_float):.4f}")
 for _bits in QAT_BITS:
     tinytorch.manual_seed(0)
-    _qat = prepare_qat(float_model, qat_qconfig(_bits))
+    _qat = prepare_qat_calibrated(float_model, _bits, calibration)
     fit(_qat, nn.CrossEntropyLoss(), Adam(_qat.parameters(), lr=1e-3), _qat_loader, epochs=5, progress=False)
     qat_results[_bits] = (accuracy_of(quantize_model(float_model, calibration, qat_qconfig(_bits))),
                           accuracy_of(quantize_model(longer_float, calibration, qat_qconfig(_bits))),
                           accuracy_of(convert(_qat)))
     print(f"{_bits} bits: PTQ {qat_results[_bits][0]:.4f}   PTQ of the 5-epochs-longer float model "
-          f"{qat_results[_bits][1]:.4f}   QAT (5 epochs, converted) {qat_results[_bits][2]:.4f}   "
-          f"(section 10: PTQ with your histogram observer {sweep['histogram'][BITS.index(_bits)]:.4f})")
+          f"{qat_results[_bits][1]:.4f}   QAT (5 epochs, converted) {qat_results[_bits][2]:.4f}")
 print(f"({len(QAT_BITS)} QAT runs in {time.perf_counter() - _t0:.1f} s) "
       + ("no prediction written" if predicted_qat_accuracy is None else f"you predicted {predicted_qat_accuracy}"))
 fig, ax = plt.subplots(figsize=(6.5, 3.6))
-_labels = ["PTQ (percentile)", "PTQ, 5 epochs longer", "QAT, 5 epochs", "PTQ (your histogram search)"]
-_heights = {b: (*qat_results[b], sweep["histogram"][BITS.index(b)]) for b in QAT_BITS}
+_labels = ["PTQ (your histogram search)", "PTQ of the float model trained 5 epochs longer",
+           "QAT from those ranges, 5 epochs"]
+_heights = qat_results
 _x = np.arange(len(QAT_BITS))
-for _k, (_label, _marker) in enumerate(zip(_labels, "osD^")):  # points, not bars: the gaps are a point or two
-    _px, _py = _x + (_k - 1.5) * 0.15, [_heights[b][_k] for b in QAT_BITS]
+for _k, (_label, _marker) in enumerate(zip(_labels, "osD")):  # points, not bars: the gaps are a point or two
+    _px, _py = _x + (_k - 1) * 0.18, [_heights[b][_k] for b in QAT_BITS]
     ax.plot(_px, _py, _marker, ms=7, label=_label, zorder=2)
     for _xi, _yi in zip(_px, _py):
         ax.annotate(f"{_yi:.3f}", (_xi, _yi), textcoords="offset points", xytext=(0, 6), ha="center",
-                    fontsize=7, rotation=90)
+                    fontsize=8, rotation=90)
 ax.axhline(accuracy_of(float_model), color="black", ls="--", lw=1.2, label="float32", zorder=3)
 ax.set_xticks(_x, [f"{b} bits" for b in QAT_BITS])
 ax.set_xlim(-0.6, len(QAT_BITS) - 0.4)
@@ -3150,19 +3181,19 @@ print(f"2-bit fake-quant model vs its integer conversion: median |logit differen
 # %% [markdown]
 # <details><summary>What QAT recovers, and why (open after you have compared your prediction)</summary>
 #
-# Expect QAT to match or beat PTQ at every width, and to recover the most where PTQ lost
-# the most (the exact figures depend on the run; a few test digits are a fraction of a
-# point each). The middle column keeps the comparison fair: QAT trained for 5 more epochs,
-# so part of any gain could be that extra training alone; PTQ of a float model trained
-# just as long separates the two effects. Compare the last number of each line too: the
-# QAT here calibrates its activations with the percentile rule, and section 10's
-# histogram search, with no training at all, may come close to it or pass it at the
-# narrowest width, by many points at 2 bits. That says more about this QAT than about
-# QAT: its ranges come from a fixed percentile, not from the error (at 2 bits, four levels,
-# where the range sits decides almost everything); its scales are not trained (LSQ and
-# PACT learn the step size with the weights); and 5 epochs from a float model is short.
-# The two are not rivals: a QAT model's observers could search their ranges the same way,
-# and production recipes start QAT from the best post-training ranges.
+# Expect QAT to beat PTQ from the same ranges, by the most where PTQ lost the most: at
+# 2 bits it recovers most of the gap to float (the exact figures depend on the run; one
+# test digit is 0.28 points). Both start from the same activation ranges, so the
+# difference is the weights: PTQ rounds weights that were trained for a float model, QAT
+# trains them while the forward pass already rounds, so the loss itself steers each weight
+# to a grid point that costs the least. The middle column keeps the comparison fair: QAT
+# trained for 5 more epochs, and PTQ of a float model trained just as long separates the
+# two effects. Where PTQ lost little, that extra training alone can do as well as QAT (a
+# digit or two either way is noise); at 2 bits it cannot. What this QAT leaves out: its activation ranges stay where calibration
+# put them, and its scales are not trained (LSQ and PACT learn the step size with the
+# weights), which matters most at 2 bits, where four levels make the range decide almost
+# everything. Freezing the observers is also why the ranges do not drift: a min/max
+# observer left on during training only ever widens its range while the weights move.
 # </details>
 #
 # The last line is the point of fake quantization: the model trained with `FakeQuantize`

@@ -169,3 +169,16 @@ def test_fakequantizefunction_forward_saves_at_most_a_byte_per_element(dtype):
     y.sum().backward()  # what was saved is what backward runs on
     assert held <= 1000, (f"forward kept {held} bytes on ctx (saved tensors and attributes) for backward on 1000 "
                           f"{np.dtype(dtype).name} elements")
+
+
+def test_disable_observer_freezes_a_fakequantize_range_and_enable_observer_thaws_it():
+    fq = Q.FakeQuantize().train()
+    fq(Tensor(np.array([-1.0, 1.0], dtype=np.float32)))
+    scale_before = float(np.asarray(fq.calculate_qparams()[0]))
+    fq.apply(Q.disable_observer)
+    out = fq(Tensor(np.array([-8.0, 8.0], dtype=np.float32)))
+    assert float(np.asarray(fq.calculate_qparams()[0])) == scale_before, "a frozen observer does not widen its range"
+    assert np.abs(out.numpy()).max() <= 1.01, "values beyond the frozen range saturate at its ends"
+    fq.apply(Q.enable_observer)
+    fq(Tensor(np.array([-8.0, 8.0], dtype=np.float32)))
+    assert float(np.asarray(fq.calculate_qparams()[0])) > scale_before, "observing again widens the range"

@@ -23,7 +23,7 @@ __all__ = [
     "MinMaxObserver", "PerChannelMinMaxObserver", "PercentileObserver", "HistogramObserver",
     "QConfig", "default_qconfig", "QuantizedLinear", "ObservedLinear",
     "QuantizedConv2d", "FakeQuantizeFunction", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
-    "FakeQuantize", "QATLinear", "quantize_model", "prepare_qat", "convert",
+    "FakeQuantize", "disable_observer", "enable_observer", "QATLinear", "quantize_model", "prepare_qat", "convert",
     "pack_int4", "unpack_int4", "quantize_per_group", "dequantize_per_group", "Int4WeightOnlyLinear",
     "quantize_weights_int4",
 ]
@@ -568,10 +568,10 @@ def quantize_model(model, calibration_loader, qconfig=default_qconfig):
     `calibration_loader` an iterable of batches ((inputs, targets) or inputs); `qconfig` a
     QConfig whose two observer factories are the ones used. Returns a new model, in eval
     mode, in which each Linear, at any depth, is a QuantizedLinear whose input scale, zero
-    point and integer range come from a qconfig.activation observer that saw that layer's
-    eval-mode inputs for every calibration batch, with no graph recorded (grad recording
-    off during calibration, and as it was afterwards), and whose weight is quantized with
-    a qconfig.weight observer. Raises TypeError for a bare Linear.
+    point and integer range come from a qconfig.activation observer that saw, for every
+    calibration batch, the inputs that layer meets once deployed; calibration records no
+    autograd graph and leaves grad mode as it found it. Each weight is quantized with a
+    qconfig.weight observer. Raises TypeError for a bare Linear.
     """
     if isinstance(model, Linear):
         raise TypeError("quantize_model: the model is a bare Linear; wrap it in a Sequential so "
@@ -680,13 +680,15 @@ class QuantizedConv2d(Module):
 # -- cell 104 --
 class FakeQuantize(Module):
     """Observe, then fake-quantize (torch.ao.quantization.FakeQuantize). The observer records in
-    training mode (and in eval mode until it has seen data); fresh=True re-observes every
-    call (for weights: their current range)."""
+    training mode (and in eval mode until it has seen data) while `observer_enabled`;
+    fresh=True re-observes every call (for weights: their current range)."""
 
     def __init__(self, observer=MinMaxObserver, fresh=False):
         super().__init__()
         self.observer, self.fresh = observer, fresh
         self.activation_post_process = observer()
+        self.observer_enabled = True
+        self._frozen_qparams = None  # the range's qparams, computed once while the observer is off
 
     @property
     def quant_min(self):
@@ -702,13 +704,32 @@ class FakeQuantize(Module):
     def forward(self, x):
         if self.fresh:
             self.activation_post_process = self.observer()
-        if self.fresh or self.training or np.any(self.activation_post_process.min_val > self.activation_post_process.max_val):
-            self.activation_post_process(x.detach())  # (in eval mode too, until it has seen data)
         obs = self.activation_post_process
-        scale, zero_point = obs.calculate_qparams()
+        if self.fresh or (self.training and self.observer_enabled) or np.any(obs.min_val > obs.max_val):
+            obs(x.detach())  # (in eval mode too, until it has seen data)
+            self._frozen_qparams = None
+        if self.observer_enabled or self.fresh or self._frozen_qparams is None:
+            scale, zero_point = obs.calculate_qparams()
+            if not (self.observer_enabled or self.fresh):
+                self._frozen_qparams = scale, zero_point  # a frozen range: its search runs once
+        else:
+            scale, zero_point = self._frozen_qparams
         if obs.qscheme.startswith("per_channel"):
             return fake_quantize_per_channel_affine(x, scale, zero_point, obs.ch_axis, obs.quant_min, obs.quant_max)
         return fake_quantize_per_tensor_affine(x, scale, zero_point, obs.quant_min, obs.quant_max)
+
+
+def disable_observer(module):
+    """Freeze a FakeQuantize's range: it keeps fake-quantizing, but stops observing
+    (torch.ao.quantization.disable_observer; use as model.apply(disable_observer))."""
+    if isinstance(module, FakeQuantize) and not module.fresh:
+        module.observer_enabled, module._frozen_qparams = False, None
+
+
+def enable_observer(module):
+    """Let a FakeQuantize observe again in training mode (torch.ao.quantization.enable_observer)."""
+    if isinstance(module, FakeQuantize):
+        module.observer_enabled, module._frozen_qparams = True, None
 
 
 class QATLinear(Module):
