@@ -118,19 +118,21 @@ def test(spec: str | None, *, all_modules: bool, solutions: bool, verbose: bool 
             print(f"  {mark} {module.slug:<16} {outcome.passed} passed, {outcome.failed} failed")
     failing = [m for m, o in results if not o.ok]
     if failing and not solutions:
-        m = failing[0]
-        print(f"\nNext: open {m.notebook_rel}, fix the first failure above, then `tito test module {m.number:02d}`"
+        m, stopped = next((m, o.problem) for m, o in results if not o.ok)
+        print(f"\nNext: open {m.notebook_rel}, fix " + ("what stopped the run (above)" if stopped else "the first failure above")
+              + f", then `tito test module {m.number:02d}`"
               + ("." if verbose else " (add --verbose for full tracebacks)."))
     return 1 if failing else 0
 
 
 def _remind_predictions(module: Module) -> None:
-    """One line on the notebook's predictions when some are still None (they are not graded)."""
+    """One line on how many of the notebook's predictions are written (they are not graded)."""
     nb = notebook.read_student(module.notebook_path, module.notebook_rel, module.number)
     written, asked = notebook.predictions(nb)
-    if written < asked:
-        print(f"Predictions written: {written} of {asked}. They are not graded; each is your guess, written "
-              f"before the cell that measures it (search the notebook for `predicted_`).")
+    if asked:
+        print(f"Predictions written: {written} of {asked}." + (
+            " They are not graded; each is your guess, written before the cell that measures it (search the "
+            "notebook for `predicted_`)." if written < asked else ""))
 
 
 def module_start(spec: str, *, launch: bool) -> int:

@@ -261,7 +261,8 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
             return Outcome(problem=f"the test run did not finish in {SUITE_TIMEOUT_S // 60} minutes")
         if not xml.is_file():
             tail = "" if show_output else "\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
-            return Outcome(problem=f"pytest did not run (exit code {proc.returncode}){tail}")
+            crash = _crash_note(module, proc.returncode, (proc.stdout or "") + (proc.stderr or ""))
+            return Outcome(problem=f"pytest did not run (exit code {proc.returncode}){crash}{tail}")
         if report is not None:
             shutil.copyfile(xml, report)
         outcome = parse_junit(xml, package_parent, module)
@@ -272,6 +273,30 @@ def run_suite(module: Module, package_parent: Path, *, show_output: bool = True,
             if not show_output:
                 outcome.problem += "\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
         return outcome
+
+
+_CRASHED_IN = re.compile(r"most recent call first\):\n(?:.*\n)*?\s*File \".*?\", line (\d+) in (test_\w+)")
+
+
+def _crash_note(module: Module, code: int | None, output: str) -> str:
+    """For a test process killed by a signal (a compiled kernel that wrote outside its
+    arrays corrupts memory and aborts it): the test that was running, from the fault
+    handler's dump, the student function it is named after, and how to find the bad write."""
+    if code is None or code >= 0:
+        return ""
+    try:
+        what = signal.Signals(-code).name
+    except ValueError:
+        what = f"signal {-code}"
+    found = _CRASHED_IN.search(output)
+    if not found:
+        return f": the process was killed by {what}"
+    line, test = found.groups()
+    unit = _unit_of(test, _manifest(module.root, module.notebook_rel))
+    about = f", a test of `{unit[0]}` ({module.notebook_rel})" if unit else ""
+    return (f": the process was killed by {what} while running {test} (line {line}){about}. A compiled "
+            f"function that reads or writes outside an array corrupts memory this way: run that function "
+            f"with NUMBA_BOUNDSCHECK=1 in the environment, and the bad index becomes an IndexError")
 
 
 def _run_as_group(cmd, *, cwd, env, timeout, capture_output) -> subprocess.CompletedProcess:
@@ -311,7 +336,8 @@ def _run_suite_forked(module: Module, package_parent: Path, extra_args: tuple[st
         if code is None:
             return Outcome(problem=f"the test run did not finish in {SUITE_TIMEOUT_S // 60} minutes")
         if not xml.is_file():
-            return Outcome(problem=f"pytest did not run (exit code {code}){tail}")
+            crash = _crash_note(module, code, log.read_text(errors="replace") if log.is_file() else "")
+            return Outcome(problem=f"pytest did not run (exit code {code}){crash}{tail}")
         if report is not None:
             shutil.copyfile(xml, report)
         outcome = parse_junit(xml, package_parent, module)

@@ -671,6 +671,11 @@ assert_close(exp_approx(-700.0), math.exp(-700.0), rtol=1e-9, atol=0, what="exp_
 _calls = math_library_calls(_exp_loop, _v, _got)
 check(not _calls, "a loop over exp_approx calls nothing from the math library (each call is one number at a "
       "time, and stops the compiler from vectorising the loop); got the functions it calls", got=_calls)
+_vector_ops = simd_float_ops(_exp_loop, _v, _got)
+check(_vector_ops > 0, "the compiler vectorised the loop over exp_approx (its machine code holds vector arithmetic): "
+      "every step of exp_approx must be the same for every v (a loop whose trip count depends on v, such as "
+      "building 2**n by repeated multiplication, keeps the loop one number at a time); got the loop's vector "
+      "arithmetic instructions", got=_vector_ops, expected="at least 1")
 print(f"✓ exp_approx: largest relative error {_rel.max():.1e} on [-700, 700], no library call")
 
 # %% [markdown]
@@ -972,8 +977,8 @@ def parallel_sum(x, n_chunks):
 
     Contract: `x` a 1-D numeric array (possibly empty: the sum is 0.0); `n_chunks >= 1`.
     Equals np.sum(x, dtype=np.float64) within float64 rounding. The parallel loop runs
-    `n_chunks` iterations, each summing one contiguous piece of x (whole cache lines of its
-    own), and no two of them write the same memory.
+    `n_chunks` iterations, each summing one contiguous piece of x, and no two of them write
+    the same memory.
     """
     # Idea: the race above shared one slot; here nothing written is shared.
     ### BEGIN SOLUTION
@@ -1013,8 +1018,9 @@ for _chunks in (8, 3):
 _, _reads = element_reads(parallel_sum, _v[:100], 4, of=0)  # the iterations run one after another here
 _runs = 1 + sum(b != a + 1 for a, b in zip(_reads, _reads[1:]))
 check(_runs <= 4, "parallel_sum(x, 4): each iteration reads one contiguous piece of x (an iteration that strides "
-      "through x uses one float of each cache line it loads, and its neighbours load the same lines); got the "
-      "number of runs of consecutive elements in the order the reads happened", got=_runs, expected="at most 4")
+      "through x uses one float of each cache line it loads, so every iteration loads all of x's lines: n_chunks "
+      "times the memory traffic); got the number of runs of consecutive elements in the order the reads happened",
+      got=_runs, expected="at most 4")
 print("✓ parallel_sum equals numpy; sum of 3e6 x 0.1 =", parallel_sum(_ones, 64))
 
 # %% [markdown]

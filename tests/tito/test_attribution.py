@@ -249,3 +249,15 @@ def test_a_failure_in_compiled_code_is_filed_under_the_compiled_stub_whose_own_t
                                              '<property name="tito_spectrum" value=""/></properties>'))
     alone = next(f for f in testing.parse_junit(path, tmp_path, resolve("17", ROOT)).details)
     assert alone.stub is None, "with every compiled stub's own tests passing, nothing is guessed"
+
+
+def test_a_crashed_test_process_names_the_running_test_and_its_function():
+    module = resolve("17", ROOT)
+    dump = ("Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n"
+            '  File "/course/tests/17_acceleration/test_matmul.py", line 167 in test_matmul_blocked_equals_numpy\n'
+            '  File "/venv/lib/python3.12/site-packages/_pytest/python.py", line 159 in pytest_pyfunc_call\n')
+    note = testing._crash_note(module, -6, "malloc(): invalid size (unsorted)\n" + dump)
+    assert "SIGABRT" in note and "test_matmul_blocked_equals_numpy (line 167)" in note, note
+    assert "`matmul_blocked`" in note and "NUMBA_BOUNDSCHECK=1" in note, note
+    assert testing._crash_note(module, 1, dump) == "", "an ordinary failing run is no crash"
+    assert "SIGSEGV" in testing._crash_note(module, -11, "no dump"), "a crash without a dump still says what killed it"

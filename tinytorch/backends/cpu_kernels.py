@@ -232,8 +232,8 @@ def parallel_sum(x, n_chunks):
 
     Contract: `x` a 1-D numeric array (possibly empty: the sum is 0.0); `n_chunks >= 1`.
     Equals np.sum(x, dtype=np.float64) within float64 rounding. The parallel loop runs
-    `n_chunks` iterations, each summing one contiguous piece of x (whole cache lines of its
-    own), and no two of them write the same memory.
+    `n_chunks` iterations, each summing one contiguous piece of x, and no two of them write
+    the same memory.
     """
     # Idea: the race above shared one slot; here nothing written is shared.
     # YOUR CODE HERE
