@@ -673,9 +673,8 @@ check(not _calls, "a loop over exp_approx calls nothing from the math library (e
       "time, and stops the compiler from vectorising the loop); got the functions it calls", got=_calls)
 _vector_ops = simd_float_ops(_exp_loop, _v, _got)
 check(_vector_ops > 0, "the compiler vectorised the loop over exp_approx (its machine code holds vector arithmetic): "
-      "every step of exp_approx must be the same for every v (a loop whose trip count depends on v, such as "
-      "building 2**n by repeated multiplication, keeps the loop one number at a time); got the loop's vector "
-      "arithmetic instructions", got=_vector_ops, expected="at least 1")
+      "a loop inside exp_approx whose trip count depends on v (building 2**n by repeated multiplication, say) "
+      "keeps the loop over it one number at a time; got the loop's vector arithmetic instructions", got=_vector_ops, expected="at least 1")
 print(f"✓ exp_approx: largest relative error {_rel.max():.1e} on [-700, 700], no library call")
 
 # %% [markdown]
